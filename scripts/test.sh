@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test (unit, golden, e2e).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh
+scripts/build.sh
+(cd build && ctest --output-on-failure -j "${TANDEM_JOBS:-$(nproc)}")
+for step in tests/e2e/run_*.sh; do
+  [ -e "$step" ] && bash "$step"
+done
+echo "tests: all passed"

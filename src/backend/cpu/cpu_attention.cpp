@@ -1,0 +1,201 @@
+// Paged attention: write_kv stores the step's new K/V in their slots, attention reads each
+// row's keys through its block table. Every (token, query head) pair is computed by one
+// thread from its own row's cache only, so a row's output is bit-identical whatever other
+// rows share the step and whatever the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_common.h"
+
+namespace tandem {
+
+namespace {
+
+// Dot product with eight fixed lanes: vectorizes, and the summation order depends only on n.
+inline float dot(const float* a, const float* b, int64_t n) {
+  float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; l++) lane[l] += a[i + l] * b[i + l];
+  float tail = 0;
+  for (; i < n; i++) tail += a[i] * b[i];
+  return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])) +
+         tail;
+}
+
+// The cache geometry and step arrays one (token, head) job reads.
+struct AttnView {
+  const float* q = nullptr;              // [T, Hq, Dh]
+  const float* k = nullptr;              // [NB, BS, Hkv, Dh]
+  const float* v = nullptr;              // [NB, BS, Hkv, Dh]
+  float* out = nullptr;                  // [T, Hq, Dh]
+  const int32_t* positions = nullptr;    // [T]
+  const int32_t* block_table = nullptr;  // [B, max_blocks]
+  const int32_t* row_of = nullptr;       // [T]: the row owning each token
+  int64_t Hq = 0, Hkv = 0, Dh = 0, BS = 0, max_blocks = 0;
+  AttentionParams params;
+};
+
+// First key position a query at position p sees: HF's 0 <= p - j < window.
+inline int64_t first_key(int64_t p, int window) {
+  return window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+}
+
+// Fails unless every token's position lies inside its row's context and every block the
+// row's queries read is a real block; runs before the parallel loop (no throws inside it).
+void check_attention_step(const StepTensors& step, const AttentionParams& params,
+                          int64_t num_blocks) {
+  const int32_t* starts = step.seq_starts.ptr<int32_t>();
+  const int32_t* pos = step.positions.ptr<int32_t>();
+  const int32_t* ctx = step.context_lens.ptr<int32_t>();
+  const int32_t* bt = step.block_table.ptr<int32_t>();
+  const int64_t BS = step.block_size;
+  for (int b = 0; b < step.num_rows; b++) {
+    if (starts[b] == starts[b + 1]) continue;
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int t = starts[b]; t < starts[b + 1]; t++) {
+      TANDEM_CHECK(pos[t] >= 0 && pos[t] < ctx[b] && pos[t] < step.max_blocks * BS,
+                   "attention: token {} of row {} at position {} is outside its context {} "
+                   "(max_blocks {} x block_size {})",
+                   t, b, pos[t], ctx[b], step.max_blocks, BS);
+      lo = std::min(lo, first_key(pos[t], params.window));
+      hi = std::max<int64_t>(hi, pos[t]);
+    }
+    for (int64_t blk = lo / BS; blk <= hi / BS; blk++) {
+      const int32_t id = bt[b * step.max_blocks + blk];
+      TANDEM_CHECK(id >= 0 && id < num_blocks,
+                   "attention: row {} block_table[{}] = {} is outside [0, {})", b, blk, id,
+                   num_blocks);
+    }
+  }
+}
+
+// The row owning each token.   [T]
+std::vector<int32_t> token_rows(const StepTensors& step) {
+  std::vector<int32_t> row_of(static_cast<size_t>(step.num_tokens));
+  const int32_t* starts = step.seq_starts.ptr<int32_t>();
+  for (int b = 0; b < step.num_rows; b++)
+    std::fill(row_of.begin() + starts[b], row_of.begin() + starts[b + 1], b);
+  return row_of;
+}
+
+// Scaled, softcapped, softmaxed attention of one query head over its row's keys.
+// scratch holds >= (p - lo + 1) floats; acc holds Dh floats.
+void attend_one(const AttnView& a, int64_t t, int64_t h, float* scratch, float* acc) {
+  const int64_t Dh = a.Dh, kvh = h / (a.Hq / a.Hkv);
+  const int64_t p = a.positions[t], lo = first_key(p, a.params.window), n = p - lo + 1;
+  const int32_t* bt = a.block_table + int64_t(a.row_of[t]) * a.max_blocks;
+  const float* qv = a.q + (t * a.Hq + h) * Dh;
+  auto kv_offset = [&](int64_t j) {
+    return ((int64_t(bt[j / a.BS]) * a.BS + j % a.BS) * a.Hkv + kvh) * Dh;
+  };
+  const float cap = a.params.softcap;
+  float max_score = -INFINITY;
+  for (int64_t j = lo; j <= p; j++) {
+    float s = dot(qv, a.k + kv_offset(j), Dh) * a.params.scale;
+    if (cap > 0.f) s = cap * std::tanh(s / cap);
+    scratch[j - lo] = s;
+    max_score = std::max(max_score, s);
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    scratch[i] = std::exp(scratch[i] - max_score);
+    sum += scratch[i];
+  }
+  const float denom = float(sum);
+  std::fill(acc, acc + Dh, 0.f);
+  for (int64_t j = lo; j <= p; j++) {
+    const float w = scratch[j - lo] / denom;
+    const float* vv = a.v + kv_offset(j);
+    for (int64_t d = 0; d < Dh; d++) acc[d] += w * vv[d];
+  }
+  std::memcpy(a.out + (t * a.Hq + h) * Dh, acc, size_t(Dh) * sizeof(float));
+}
+
+}  // namespace
+
+// Writes the step's new K and V into their slots.   k, v [T, Hkv, Dh]
+void CpuBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
+                          const StepTensors& step) {
+  cpu::check_tensor(cache.k, DType::F32, "write_kv", "cache.k");
+  cpu::check_tensor(cache.v, DType::F32, "write_kv", "cache.v");
+  cpu::check_tensor(k, DType::F32, "write_kv", "k");
+  cpu::check_tensor(v, DType::F32, "write_kv", "v");
+  cpu::check_tensor(step.slot_map, DType::I32, "write_kv", "step.slot_map");
+  cpu::check_ndim(cache.k, 4, "write_kv", "cache.k");
+  TANDEM_CHECK(cache.v.shape == cache.k.shape, "write_kv: cache.k {} and cache.v {} differ",
+               cache.k.shape.str(), cache.v.shape.str());
+  const int64_t T = step.num_tokens, slots = cache.k.dim(0) * cache.k.dim(1);
+  const int64_t row = cache.k.dim(2) * cache.k.dim(3);  // Hkv * Dh
+  TANDEM_CHECK(cache.k.dim(1) == step.block_size, "write_kv: cache block size {} != step's {}",
+               cache.k.dim(1), step.block_size);
+  TANDEM_CHECK(k.numel() == T * row && v.numel() == T * row && step.slot_map.numel() >= T,
+               "write_kv: k {} v {} must be [{}, {}, {}] (slot_map {})", k.shape.str(),
+               v.shape.str(), T, cache.k.dim(2), cache.k.dim(3), step.slot_map.shape.str());
+  const int32_t* slot = step.slot_map.ptr<int32_t>();
+  for (int64_t t = 0; t < T; t++) {
+    TANDEM_CHECK(slot[t] >= 0 && slot[t] < slots, "write_kv: slot {} of token {} outside [0, {})",
+                 slot[t], t, slots);
+    std::memcpy(cache.k.ptr<float>() + slot[t] * row, k.ptr<float>() + t * row,
+                size_t(row) * sizeof(float));
+    std::memcpy(cache.v.ptr<float>() + slot[t] * row, v.ptr<float>() + t * row,
+                size_t(row) * sizeof(float));
+  }
+}
+
+// Causal (optionally windowed, softcapped) GQA attention of each new token over its
+// row's cached keys.   out, q [T, Hq, Dh]; cache [NB, BS, Hkv, Dh]
+void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
+                           const StepTensors& step, const AttentionParams& params) {
+  cpu::check_tensor(out, DType::F32, "attention", "out");
+  cpu::check_tensor(q, DType::F32, "attention", "q");
+  cpu::check_tensor(cache.k, DType::F32, "attention", "cache.k");
+  cpu::check_tensor(cache.v, DType::F32, "attention", "cache.v");
+  cpu::check_ndim(q, 3, "attention", "q");
+  cpu::check_ndim(cache.k, 4, "attention", "cache.k");
+  cpu::check_step(step, "attention");
+  const int64_t T = q.dim(0), Hq = q.dim(1), Dh = q.dim(2), Hkv = cache.k.dim(2);
+  TANDEM_CHECK(T == step.num_tokens, "attention: q {} vs step with {} tokens", q.shape.str(),
+               step.num_tokens);
+  TANDEM_CHECK(out.shape == q.shape && out.data != q.data,
+               "attention: out {} must be a separate tensor shaped like q {}", out.shape.str(),
+               q.shape.str());
+  TANDEM_CHECK(
+      cache.v.shape == cache.k.shape && cache.k.dim(3) == Dh && cache.k.dim(1) == step.block_size,
+      "attention: cache k {} v {} must be [blocks, {}, Hkv, {}]", cache.k.shape.str(),
+      cache.v.shape.str(), step.block_size, Dh);
+  TANDEM_CHECK(Hkv > 0 && Hq % Hkv == 0, "attention: {} query heads not a multiple of {} kv heads",
+               Hq, Hkv);
+  check_attention_step(step, params, cache.k.dim(0));
+
+  const std::vector<int32_t> row_of = token_rows(step);
+  const int32_t* pos = step.positions.ptr<int32_t>();
+  int64_t max_keys = 1;
+  for (int64_t t = 0; t < T; t++)
+    max_keys = std::max(max_keys, pos[t] - first_key(pos[t], params.window) + 1);
+
+  AttnView view;
+  view.q = q.ptr<float>();
+  view.k = cache.k.ptr<float>();
+  view.v = cache.v.ptr<float>();
+  view.out = out.ptr<float>();
+  view.positions = pos;
+  view.block_table = step.block_table.ptr<int32_t>();
+  view.row_of = row_of.data();
+  view.Hq = Hq;
+  view.Hkv = Hkv;
+  view.Dh = Dh;
+  view.BS = step.block_size;
+  view.max_blocks = step.max_blocks;
+  view.params = params;
+  cpu::parallel_for(*pool_, T * Hq, 2 * max_keys * Dh, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(static_cast<size_t>(max_keys)), acc(static_cast<size_t>(Dh));
+    for (int64_t i = begin; i < end; i++)
+      attend_one(view, i / Hq, i % Hq, scratch.data(), acc.data());
+  });
+}
+
+}  // namespace tandem

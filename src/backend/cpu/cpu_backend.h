@@ -1,0 +1,62 @@
+// CpuBackend: the reference implementation of every Backend op.
+// f32 arithmetic throughout; float weights and activations are stored as f32 whatever
+// dtype is asked for (I32 stays I32). "Device" memory is 64-byte aligned host memory.
+//
+// Determinism: every output element is computed by exactly one thread with a fixed
+// summation order, so results do not depend on the thread count, and a row's results do
+// not depend on the other rows of the step (attention, rope, norms are per row). GEMMs go
+// through OpenBLAS, whose blocking may depend on the number of rows (round-off only).
+//
+// The ops live in one file per family: cpu_memory.cpp, cpu_linear.cpp (linear, embedding,
+// gather_rows), cpu_norm.cpp (rms_norm, add, scale, softcap, gated_act), cpu_rope.cpp,
+// cpu_attention.cpp (write_kv, attention), cpu_moe.cpp (topk_route, moe_experts).
+#pragma once
+
+#include "backend/backend.h"
+#include "core/thread_pool.h"
+
+namespace tandem {
+
+class CpuBackend final : public Backend {
+ public:
+  // `pool` runs the data-parallel loops; nullptr = ThreadPool::global().
+  explicit CpuBackend(ThreadPool* pool = nullptr);
+
+  std::string name() const override { return "cpu"; }
+  Device device() const override { return Device::CPU; }
+  DType act_dtype() const override { return DType::F32; }
+
+  // --- memory (cpu_memory.cpp) ---
+  Tensor alloc(DType dtype, Shape shape) override;
+  Tensor zeros(DType dtype, Shape shape) override;
+  Tensor upload(const Tensor& host, DType dtype) override;
+  Tensor to_host_f32(const Tensor& t) override;
+  void write_i32(Tensor& dst, const int32_t* src, int64_t n) override;
+  void copy(Tensor& dst, const Tensor& src) override;
+
+  // --- ops ---
+  void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) override;
+  void linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) override;
+  void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
+                float weight_offset) override;
+  void add(Tensor& out, const Tensor& a, const Tensor& b) override;
+  void scale(Tensor& x, float s) override;
+  void softcap(Tensor& x, float cap) override;
+  void rope(Tensor& x, const StepTensors& step, const RopeSpec& spec) override;
+  void gated_act(Tensor& out, const Tensor& gate_up, Activation act) override;
+  void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v, const StepTensors& step) override;
+  void attention(Tensor& out, const Tensor& q, const PagedKv& cache, const StepTensors& step,
+                 const AttentionParams& params) override;
+  void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
+  void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
+                  bool renormalize) override;
+  void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
+                   const Tensor& gate_up, const Tensor& down, Activation act) override;
+
+  ThreadPool& pool() const { return *pool_; }
+
+ private:
+  ThreadPool* pool_;
+};
+
+}  // namespace tandem

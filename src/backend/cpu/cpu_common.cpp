@@ -1,0 +1,77 @@
+#include "backend/cpu/cpu_common.h"
+
+#include <cblas.h>
+
+namespace tandem::cpu {
+
+namespace {
+
+std::string_view device_name(Device d) {
+  return d == Device::CPU ? "the cpu" : "cuda";
+}
+
+// Below this much work per call, waking the pool costs more than it saves.
+constexpr int64_t kMinParallelWork = int64_t(1) << 16;
+
+}  // namespace
+
+void check_tensor(const Tensor& t, DType dtype, std::string_view op, std::string_view name) {
+  if (!t.defined()) fail("{}: tensor '{}' is undefined", op, name);
+  if (t.device != Device::CPU || t.dtype != dtype)
+    fail("{}: tensor '{}' must be {} on the cpu, got {} on {} (shape {})", op, name,
+         dtype_name(dtype), dtype_name(t.dtype), device_name(t.device), t.shape.str());
+}
+
+void check_ndim(const Tensor& t, int ndim, std::string_view op, std::string_view name) {
+  if (t.ndim() != ndim)
+    fail("{}: tensor '{}' must have {} dims, got shape {}", op, name, ndim, t.shape.str());
+}
+
+void check_step(const StepTensors& step, std::string_view op) {
+  const int T = step.num_tokens, B = step.num_rows;
+  check_tensor(step.positions, DType::I32, op, "step.positions");
+  check_tensor(step.slot_map, DType::I32, op, "step.slot_map");
+  check_tensor(step.seq_starts, DType::I32, op, "step.seq_starts");
+  check_tensor(step.context_lens, DType::I32, op, "step.context_lens");
+  check_tensor(step.block_table, DType::I32, op, "step.block_table");
+  if (step.positions.numel() < T || step.slot_map.numel() < T)
+    fail("{}: step has {} tokens but positions {} / slot_map {}", op, T, step.positions.shape.str(),
+         step.slot_map.shape.str());
+  if (step.seq_starts.numel() < B + 1 || step.context_lens.numel() < B ||
+      step.block_table.numel() < int64_t(B) * step.max_blocks)
+    fail("{}: step has {} rows x {} blocks but seq_starts {} context_lens {} block_table {}", op, B,
+         step.max_blocks, step.seq_starts.shape.str(), step.context_lens.shape.str(),
+         step.block_table.shape.str());
+  if (step.block_size <= 0) fail("{}: step.block_size {} must be positive", op, step.block_size);
+  const int32_t* starts = step.seq_starts.ptr<int32_t>();
+  if (starts[0] != 0 || starts[B] != T)
+    fail("{}: seq_starts must run from 0 to num_tokens {}, got {}..{}", op, T, starts[0],
+         starts[B]);
+  for (int b = 0; b < B; b++)
+    if (starts[b + 1] < starts[b])
+      fail("{}: seq_starts decreases at row {}: {} > {}", op, b, starts[b], starts[b + 1]);
+}
+
+void parallel_for(ThreadPool& pool, int64_t n, int64_t cost_per_item,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (n == 1 || n * cost_per_item < kMinParallelWork || pool.num_threads() == 1) {
+    fn(0, n);
+    return;
+  }
+  pool.parallel_for(n, fn);
+}
+
+void gemm_xwt(float* out, const float* x, const float* w, int64_t m, int64_t n, int64_t k) {
+  if (m == 0 || n == 0) return;
+  if (m == 1) {
+    // Decode: a matrix-vector product streams w once without packing it.
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, blasint(n), blasint(k), 1.f, w, blasint(k), x, 1, 0.f,
+                out, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(m), blasint(n), blasint(k), 1.f, x,
+              blasint(k), w, blasint(k), 0.f, out, blasint(n));
+}
+
+}  // namespace tandem::cpu

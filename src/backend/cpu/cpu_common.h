@@ -1,0 +1,40 @@
+// Helpers shared by the CPU op files: argument validation (every op checks what it is
+// given and says which op, which tensor and what it got), the pool dispatch rule, and
+// the row kernels that more than one op family uses (GEMM, gated activation).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace tandem::cpu {
+
+// Fails unless `t` is defined, on the CPU and of `dtype`:
+//   "rms_norm: tensor 'w' must be f32 on the cpu, got bf16 on the cpu"
+void check_tensor(const Tensor& t, DType dtype, std::string_view op, std::string_view name);
+
+// Fails unless `t` has exactly `ndim` dimensions.
+void check_ndim(const Tensor& t, int ndim, std::string_view op, std::string_view name);
+
+// Fails unless the step's i32 arrays are CPU tensors of the sizes its counts claim and
+// seq_starts is a monotone cover of [0, num_tokens).
+void check_step(const StepTensors& step, std::string_view op);
+
+// Runs fn(begin, end) over disjoint chunks covering [0, n). Uses the pool only when
+// n * cost_per_item (roughly flops) is large enough to pay for waking it; the chunking
+// never changes what one item computes, so results do not depend on the thread count.
+void parallel_for(ThreadPool& pool, int64_t n, int64_t cost_per_item,
+                  const std::function<void(int64_t, int64_t)>& fn);
+
+// out = x · wᵀ.   out [m, n], x [m, k], w [n, k] (row-major, contiguous). OpenBLAS.
+void gemm_xwt(float* out, const float* x, const float* w, int64_t m, int64_t n, int64_t k);
+
+// out[r] = act(gate[r]) * up[r] for rows [0, rows), gate_up row = [gate (f) | up (f)].
+//   out [rows, f], gate_up [rows, 2f]
+void gated_act_rows(float* out, const float* gate_up, int64_t rows, int64_t f, Activation act);
+
+}  // namespace tandem::cpu

@@ -1,0 +1,60 @@
+// `tandem generate`: one request through the engine's serial path (--batch 1), text
+// streamed to stdout as it is produced; --json prints {"ids", "text"} at the end.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_files.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tandem::cli {
+
+int run_generate(const GenerateOptions& o) {
+  try {
+    if (o.prompt.has_value() == o.ids.has_value()) fail("give exactly one of --prompt and --ids");
+    LoadedModel m = load_model_folder(o.model);
+    GenerationRequest req;
+    if (o.ids) {
+      req.prompt = parse_ids(*o.ids);
+    } else {
+      if (!m.tokenizer) fail("{}: --prompt needs tokenizer.json in the model folder", o.model);
+      req.prompt = m.tokenizer->encode(*o.prompt, /*add_special_tokens=*/true);
+    }
+    req.max_tokens = o.max_tokens;
+    req.ignore_eos = o.ignore_eos;
+    req.sampling.temperature = o.temperature;
+    req.sampling.top_k = o.top_k;
+    req.sampling.top_p = o.top_p;
+    req.sampling.min_p = o.min_p;
+    req.sampling.seed = o.seed;
+    EngineConfig config;
+    config.max_model_len = int(req.prompt.size()) + o.max_tokens;
+    Engine engine(std::move(m.backend), std::move(m.model), m.tokenizer, config);
+    auto stream = engine.submit(req);
+    nlohmann::json ids = nlohmann::json::array();
+    std::string text, error;
+    for (bool done = false; !done;) {
+      engine.step();
+      while (auto chunk = stream->pop(std::chrono::milliseconds(0))) {
+        for (auto& t : chunk->tokens) ids.push_back(t.token);
+        text += chunk->text;
+        if (!o.json) fmt::print("{}", chunk->text), std::fflush(stdout);
+        if (chunk->finish) {
+          done = true;
+          if (*chunk->finish == FinishReason::Error) error = chunk->error;
+        }
+      }
+    }
+    if (!error.empty()) fail("{}", error);
+    if (o.json) fmt::print("{}\n", nlohmann::json{{"ids", ids}, {"text", text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    else fmt::print("\n");
+    return 0;
+  } catch (const Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,26 @@
+// `tandem logits`: teacher-forced logits of a token-id sequence, as a .npy file.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/model_files.h"
+#include "cli/npy.h"
+#include "core/error.h"
+#include "engine/teacher_forcing.h"
+
+namespace tandem::cli {
+
+int run_logits(const LogitsOptions& o) {
+  try {
+    std::vector<int32_t> ids = parse_ids(o.ids);
+    LoadedModel m = load_model_folder(o.model);
+    Tensor logits = teacher_forced_logits(*m.model, *m.backend, ids);
+    write_npy(o.out, logits);
+    fmt::print(stderr, "wrote {} [{} x {}] f32\n", o.out, logits.dim(0), logits.dim(1));
+    return 0;
+  } catch (const Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace tandem::cli

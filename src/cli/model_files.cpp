@@ -1,0 +1,36 @@
+#include "cli/model_files.h"
+
+#include <charconv>
+
+#include "core/error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tandem::cli {
+
+LoadedModel load_model_folder(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir)) fail("{}: not a model folder", dir.string());
+  LoadedModel m;
+  m.backend = make_cpu_backend();
+  m.model = load_model(dir, *m.backend);
+  if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
+  return m;
+}
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == ',')) i++;
+    if (i == text.size()) break;
+    int32_t v = 0;
+    auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), v);
+    if (ec != std::errc() || (end != text.data() + text.size() && *end != ',' && *end != ' '))
+      fail("--ids: '{}' is not a comma-separated list of token ids", text);
+    ids.push_back(v);
+    i = size_t(end - text.data());
+  }
+  if (ids.empty()) fail("--ids: no token ids given");
+  return ids;
+}
+
+}  // namespace tandem::cli

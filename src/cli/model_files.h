@@ -1,0 +1,29 @@
+// What a command needs from a model folder: the CPU backend, the model, the tokenizer
+// (when the folder has one), and parsing of "--ids 1,2,3".
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/model.h"
+
+namespace tandem {
+class Tokenizer;
+}
+
+namespace tandem::cli {
+
+struct LoadedModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::shared_ptr<const Tokenizer> tokenizer;  // null without tokenizer.json
+};
+
+LoadedModel load_model_folder(const std::filesystem::path& dir);
+// "1, 2,3" → {1, 2, 3}; throws tandem::Error on anything else.
+std::vector<int32_t> parse_ids(const std::string& text);
+
+}  // namespace tandem::cli

@@ -1,0 +1,150 @@
+// `tandem random-model`: a Hugging Face folder with random weights of a real shape (and
+// a byte-level tokenizer), so benchmarks never need a download. Llama-style
+// architectures (llama, mistral, qwen2, qwen3), by preset name or from a config.json.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "loader/random_fill.h"
+#include "loader/safetensors_writer.h"
+#include "model/config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tandem::cli {
+namespace {
+
+using json = nlohmann::json;
+
+json llama_config(int hidden, int layers, int heads, int kv_heads, int ffn, int vocab, bool tied) {
+  return {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
+          {"hidden_size", hidden}, {"num_hidden_layers", layers}, {"num_attention_heads", heads},
+          {"num_key_value_heads", kv_heads}, {"head_dim", hidden / heads},
+          {"intermediate_size", ffn}, {"vocab_size", vocab}, {"tie_word_embeddings", tied},
+          {"hidden_act", "silu"}, {"rms_norm_eps", 1e-5}, {"max_position_embeddings", 4096},
+          {"rope_theta", 10000.0}, {"bos_token_id", 1}, {"eos_token_id", 2},
+          {"torch_dtype", "bfloat16"}};
+}
+
+json preset(const std::string& name) {
+  if (name == "llama-100m") return llama_config(768, 12, 12, 4, 2048, 32000, true);
+  if (name == "qwen3-0.6b" || name == "qwen3-1.7b") {
+    bool small = name == "qwen3-0.6b";
+    json c = llama_config(small ? 1024 : 2048, 28, 16, 8, small ? 3072 : 6144, 151936, true);
+    c["architectures"] = {"Qwen3ForCausalLM"};
+    c["model_type"] = "qwen3";
+    c["head_dim"] = 128;
+    c["rms_norm_eps"] = 1e-6;
+    c["rope_theta"] = 1000000.0;
+    c["max_position_embeddings"] = 40960;
+    return c;
+  }
+  if (name == "llama-3.1-8b") {
+    json c = llama_config(4096, 32, 32, 8, 14336, 128256, false);
+    c["max_position_embeddings"] = 131072;
+    c["rope_theta"] = 500000.0;
+    c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+    return c;
+  }
+  fail("random-model: unknown preset '{}' (known: {})", name, random_model_presets());
+}
+
+// Adds every tensor a Llama-style checkpoint of config `c` holds.
+void add_llama_tensors(SafetensorsWriter& w, const ModelConfig& c, DType dtype, uint64_t seed) {
+  int64_t D = c.hidden_size, Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
+  int64_t F = c.intermediate_size, V = c.vocab_size;
+  uint64_t counter = seed * 1000003;
+  auto normal = [&](std::string name, std::vector<int64_t> shape, int64_t fan_in) {
+    uint64_t s = counter++;
+    float std = float(1.0 / std::sqrt(double(fan_in)));
+    w.add(std::move(name), dtype, shape, [=](void* dst, size_t bytes) {
+      fill_random(dst, dtype, bytes / dtype_size(dtype), s, std);
+    });
+  };
+  auto ones = [&](std::string name, int64_t n) {
+    w.add(std::move(name), dtype, {n}, [=](void* dst, size_t) {
+      std::vector<float> one(size_t(n), 1.f);
+      convert_from_f32(one.data(), dst, dtype, size_t(n));
+    });
+  };
+  normal("model.embed_tokens.weight", {V, D}, D);
+  ones("model.norm.weight", D);
+  if (!c.tie_word_embeddings) normal("lm_head.weight", {V, D}, D);
+  for (int i = 0; i < c.num_layers; i++) {
+    std::string L = fmt::format("model.layers.{}.", i);
+    ones(L + "input_layernorm.weight", D);
+    ones(L + "post_attention_layernorm.weight", D);
+    normal(L + "self_attn.q_proj.weight", {Hq * Dh, D}, D);
+    normal(L + "self_attn.k_proj.weight", {Hkv * Dh, D}, D);
+    normal(L + "self_attn.v_proj.weight", {Hkv * Dh, D}, D);
+    normal(L + "self_attn.o_proj.weight", {D, Hq * Dh}, Hq * Dh);
+    if (c.model_type == "qwen3") {
+      ones(L + "self_attn.q_norm.weight", Dh);
+      ones(L + "self_attn.k_norm.weight", Dh);
+    }
+    if (c.model_type == "qwen2")
+      for (auto [p, n] : {std::pair{"q", Hq}, {"k", Hkv}, {"v", Hkv}})
+        normal(L + "self_attn." + p + "_proj.bias", {n * Dh}, 100);
+    normal(L + "mlp.gate_proj.weight", {F, D}, D);
+    normal(L + "mlp.up_proj.weight", {F, D}, D);
+    normal(L + "mlp.down_proj.weight", {D, F}, F);
+  }
+}
+
+void write_json(const std::filesystem::path& p, const json& j) {
+  std::ofstream out(p);
+  out << j.dump(2) << "\n";
+  if (!out) fail("{}: write failed", p.string());
+}
+
+}  // namespace
+
+std::string random_model_presets() { return "llama-100m, qwen3-0.6b, qwen3-1.7b, llama-3.1-8b"; }
+
+int run_random_model(const RandomModelOptions& o) {
+  try {
+    if (o.like.has_value() == o.config.has_value()) fail("give exactly one of --like and --config");
+    json cj;
+    if (o.like) {
+      cj = preset(*o.like);
+    } else {
+      std::ifstream in(*o.config);
+      if (!in) fail("{}: cannot open", *o.config);
+      cj = json::parse(in, nullptr, false);
+      if (cj.is_discarded()) fail("{}: invalid JSON", *o.config);
+    }
+    ModelConfig c = ModelConfig::parse(cj, o.like ? *o.like : *o.config);
+    static const char* supported[] = {"llama", "mistral", "qwen2", "qwen3"};
+    if (std::find(std::begin(supported), std::end(supported), c.model_type) == std::end(supported))
+      fail("random-model: model_type '{}' is not supported (llama, mistral, qwen2, qwen3)", c.model_type);
+    DType dtype = o.dtype == "bf16" ? DType::BF16 : o.dtype == "f32" ? DType::F32
+                  : (fail("--dtype must be bf16 or f32 (got {})", o.dtype), DType::F32);
+    std::filesystem::create_directories(o.out);
+    auto start = std::chrono::steady_clock::now();
+    SafetensorsWriter w;
+    add_llama_tensors(w, c, dtype, o.seed);
+    w.write_sharded(o.out, uint64_t(5) << 30);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cj["torch_dtype"] = o.dtype == "bf16" ? "bfloat16" : "float32";
+    write_json(std::filesystem::path(o.out) / "config.json", cj);
+    write_json(std::filesystem::path(o.out) / "generation_config.json",
+               {{"eos_token_id", cj.value("eos_token_id", 2)}, {"do_sample", false}});
+    std::ofstream(std::filesystem::path(o.out) / "tokenizer.json") << byte_level_tokenizer_json(c.vocab_size);
+    write_json(std::filesystem::path(o.out) / "tokenizer_config.json",
+               {{"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"},
+                {"chat_template", "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"}});
+    double gb = double(w.total_bytes()) / 1e9;
+    fmt::print(stderr, "wrote {} ({:.2f} GB of weights in {:.1f} s, {:.2f} GB/s)\n", o.out, gb, secs,
+               gb / secs);
+    return 0;
+  } catch (const Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace tandem::cli

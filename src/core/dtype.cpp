@@ -1,0 +1,120 @@
+#include "core/dtype.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace tandem {
+
+std::optional<DType> dtype_from_safetensors(std::string_view name) {
+  if (name == "F32") return DType::F32;
+  if (name == "BF16") return DType::BF16;
+  if (name == "F16") return DType::F16;
+  if (name == "I32") return DType::I32;
+  return std::nullopt;
+}
+
+std::string_view dtype_safetensors_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::BF16: return "BF16";
+    case DType::F16: return "F16";
+    case DType::I32: return "I32";
+  }
+  return "?";
+}
+
+float f16_to_f32(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalize
+      int e = -1;
+      do {
+        e++;
+        mant <<= 1;
+      } while ((mant & 0x400) == 0);
+      bits = sign | uint32_t(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | mant << 13;
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t f32_to_f16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  uint32_t sign = (bits >> 16) & 0x8000;
+  int32_t exp = int32_t((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = bits & 0x7fffff;
+  if (((bits >> 23) & 0xff) == 0xff) return uint16_t(sign | 0x7c00 | (mant ? 0x200 : 0));
+  if (exp >= 31) return uint16_t(sign | 0x7c00);
+  if (exp <= 0) {
+    if (exp < -10) return uint16_t(sign);
+    mant |= 0x800000;
+    uint32_t shift = uint32_t(14 - exp);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) half++;
+    return uint16_t(sign | half);
+  }
+  uint32_t half = sign | uint32_t(exp) << 10 | mant >> 13;
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) half++;
+  return uint16_t(half);
+}
+
+void convert_to_f32(const void* src, DType from, float* dst, size_t n) {
+  switch (from) {
+    case DType::F32:
+      std::memcpy(dst, src, n * 4);
+      return;
+    case DType::BF16: {
+      auto* s = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < n; i++) dst[i] = bf16_to_f32(s[i]);
+      return;
+    }
+    case DType::F16: {
+      auto* s = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < n; i++) dst[i] = f16_to_f32(s[i]);
+      return;
+    }
+    case DType::I32: {
+      auto* s = static_cast<const int32_t*>(src);
+      for (size_t i = 0; i < n; i++) dst[i] = float(s[i]);
+      return;
+    }
+  }
+}
+
+void convert_from_f32(const float* src, void* dst, DType to, size_t n) {
+  switch (to) {
+    case DType::F32:
+      std::memcpy(dst, src, n * 4);
+      return;
+    case DType::BF16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < n; i++) d[i] = f32_to_bf16(src[i]);
+      return;
+    }
+    case DType::F16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < n; i++) d[i] = f32_to_f16(src[i]);
+      return;
+    }
+    case DType::I32:
+      fail("convert_from_f32: cannot convert to i32");
+  }
+}
+
+}  // namespace tandem

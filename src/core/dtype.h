@@ -1,0 +1,62 @@
+// Element types and the conversions between them. Storage may be f32/bf16/f16;
+// arithmetic on the CPU is always f32.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace tandem {
+
+enum class DType : uint8_t { F32, BF16, F16, I32 };
+
+constexpr size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::BF16: return 2;
+    case DType::F16: return 2;
+    case DType::I32: return 4;
+  }
+  return 0;
+}
+
+constexpr std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
+    case DType::I32: return "i32";
+  }
+  return "?";
+}
+
+// "F32", "BF16", "F16", "I32" as safetensors spells them; nullopt otherwise.
+std::optional<DType> dtype_from_safetensors(std::string_view name);
+std::string_view dtype_safetensors_name(DType t);
+
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round to nearest even, as torch does; NaN stays NaN.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+
+// Converts n elements of `src` (of type `from`) to f32.
+void convert_to_f32(const void* src, DType from, float* dst, size_t n);
+// Converts n f32 elements to `to` (F32, BF16 or F16).
+void convert_from_f32(const float* src, void* dst, DType to, size_t n);
+
+}  // namespace tandem

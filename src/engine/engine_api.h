@@ -1,0 +1,49 @@
+// The engine as the HTTP threads see it: submit a request, read its stream, ask for
+// numbers. The engine thread owns the model, the KV cache and every sequence; nothing
+// here touches them directly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/request_stream.h"
+
+namespace tandem {
+
+struct EngineStats {
+  int num_running = 0;
+  int num_waiting = 0;
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_cached = 0;
+  int64_t num_preemptions = 0;
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+  int64_t requests_finished = 0;
+};
+
+// Facts about the loaded model that request validation needs.
+struct ModelInfo {
+  std::string name;            // served model name
+  int vocab_size = 0;
+  int max_model_len = 0;       // prompt + generated tokens at most
+  std::vector<int32_t> eos_token_ids;
+  int64_t num_parameters = 0;
+  std::string dtype;           // "f32", "bf16"
+  int block_size = 16;
+};
+
+class EngineApi {
+ public:
+  virtual ~EngineApi() = default;
+  // Queues a request. Never blocks on the model; errors (a prompt that can never fit,
+  // ids out of the vocabulary) arrive as a final chunk with finish == Error.
+  virtual std::shared_ptr<RequestStream> submit(GenerationRequest request) = 0;
+  virtual EngineStats stats() const = 0;
+  virtual const ModelInfo& model_info() const = 0;
+};
+
+}  // namespace tandem

@@ -1,0 +1,75 @@
+// What a client asks the engine for, and what flows back. This is the contract between
+// the HTTP threads (server/) and the engine thread: requests go in through
+// Engine::submit(), results come back on the request's own RequestStream.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+struct SamplingParams {
+  float temperature = 1.f;  // 0 = greedy
+  float top_p = 1.f;        // 1 = off
+  int top_k = 0;            // 0 = off
+  float min_p = 0.f;        // 0 = off
+  float presence_penalty = 0.f;
+  float frequency_penalty = 0.f;
+  float repetition_penalty = 1.f;  // 1 = off (HF's definition: divide positive logits)
+  std::optional<uint64_t> seed;    // per-request RNG stream: same seed, same tokens
+
+  bool greedy() const { return temperature <= 0.f; }
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // token ids, already templated and tokenized
+  SamplingParams sampling;
+  int max_tokens = 16;          // generated tokens at most
+  int min_tokens = 0;           // EOS and stop strings are ignored before this many
+  bool ignore_eos = false;
+  std::vector<std::string> stop;        // never emitted, even across token boundaries
+  std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS ids
+  int top_logprobs = -1;                // -1: no logprobs; 0: chosen token's; k: and top k
+  bool skip_special_tokens = true;      // in the emitted text
+};
+
+enum class FinishReason : uint8_t { Stop, Length, Cancelled, Error };
+
+inline const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Error: return "error";
+  }
+  return "error";
+}
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.f;
+};
+
+// One generated token as it leaves the engine.
+struct GeneratedToken {
+  int32_t token = 0;
+  float logprob = 0.f;                      // when requested
+  std::vector<TokenLogprob> top_logprobs;   // when requested, best first
+};
+
+// A chunk of output. Tokens and text advance independently: `text` is the newly
+// complete, stop-string-safe text (it may lag the tokens by a few bytes of a partial
+// UTF-8 character or a possible stop-string prefix, never more).
+struct StreamChunk {
+  std::vector<GeneratedToken> tokens;
+  std::string text;
+  std::optional<FinishReason> finish;  // set on the last chunk of a request
+  std::string matched_stop;            // the stop string that ended it, if any
+  std::string error;                   // set when finish == Error
+  int prompt_tokens = 0;               // set on the last chunk
+  int completion_tokens = 0;           // set on the last chunk
+};
+
+}  // namespace tandem

@@ -1,0 +1,57 @@
+// Scheduler: decides, each step, which sequences advance and by how many tokens.
+// Two separate decisions (DESIGN.md §2): admission — may a waiting sequence hold KV
+// blocks? — and packing — what fits in this step under the token budget and the row cap?
+// Running sequences go first, oldest first; when one cannot get a block, the newest
+// running sequence is preempted (its blocks freed, recomputed later). Waiting sequences
+// are admitted in arrival order and never overtaken (FIFO).
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "kv/block_pool.h"
+
+namespace tandem {
+
+struct SchedulerConfig {
+  int max_rows = 1;                 // --batch: sequences per step
+  int max_batched_tokens = 2048;    // tokens per step, all rows together
+  int prompt_concurrency = 8;       // rows still prefilling, per step
+  int block_size = 16;
+};
+
+struct ScheduledRow {
+  Sequence* seq = nullptr;
+  int num_tokens = 0;  // computed this step, from seq->num_computed
+  bool sample = false; // the step reaches the sequence's last token
+};
+
+class Scheduler {
+ public:
+  Scheduler(SchedulerConfig config, BlockPool& pool);
+
+  void add(Sequence* seq);                     // queues a new sequence
+  std::vector<ScheduledRow> schedule();        // plans one step
+  void advance(const std::vector<ScheduledRow>& rows);  // after the forward: num_computed
+  void finish(Sequence* seq);                  // removes it and frees its blocks
+
+  const std::deque<Sequence*>& waiting() const { return waiting_; }
+  const std::vector<Sequence*>& running() const { return running_; }
+  int64_t num_preemptions() const { return num_preemptions_; }
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+
+ private:
+  bool grow_blocks(Sequence* seq, int num_tokens);  // blocks for num_tokens; false if none
+  void preempt(Sequence* seq);
+  void schedule_running(std::vector<ScheduledRow>& rows, int& budget, int& prefills);
+  void schedule_waiting(std::vector<ScheduledRow>& rows, int& budget, int& prefills);
+
+  SchedulerConfig config_;
+  BlockPool& pool_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;  // admission order
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace tandem

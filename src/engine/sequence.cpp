@@ -1,0 +1,19 @@
+#include "engine/sequence.h"
+
+#include "tokenizer/tokenizer.h"
+
+namespace tandem {
+
+Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStream> stream,
+                   uint64_t fallback_seed)
+    : id(id),
+      request(std::move(req)),
+      stream(std::move(stream)),
+      tokens(request.prompt),
+      num_prompt(int(request.prompt.size())),
+      sampler(request.sampling, fallback_seed),
+      stop(request.stop) {}
+
+Sequence::~Sequence() = default;
+
+}  // namespace tandem

@@ -1,0 +1,49 @@
+// Sequence: one request's state on the engine thread. The scheduler and the KV pool
+// share only this: tokens, how many of them are in the cache, and the block table.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/request_stream.h"
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+
+namespace tandem {
+
+class IncrementalDecoder;
+
+enum class SeqStatus : uint8_t { Waiting, Running, Finished };
+
+struct Sequence {
+  using Clock = std::chrono::steady_clock;
+
+  Sequence(int64_t id, GenerationRequest request, std::shared_ptr<RequestStream> stream,
+           uint64_t fallback_seed);
+  ~Sequence();
+
+  int64_t id;
+  GenerationRequest request;
+  std::shared_ptr<RequestStream> stream;  // null when nobody listens (tests)
+  std::vector<int32_t> tokens;            // prompt, then generated tokens
+  int num_prompt = 0;
+  int num_computed = 0;                   // tokens whose K/V is in the cache
+  std::vector<int32_t> block_table;       // append-only while running
+  SeqStatus status = SeqStatus::Waiting;
+  Sampler sampler;
+  StopMatcher stop;
+  std::unique_ptr<IncrementalDecoder> detokenizer;  // null when the engine has no tokenizer
+  std::optional<FinishReason> finish;
+  Clock::time_point arrival = Clock::now();
+
+  int num_tokens() const { return int(tokens.size()); }
+  int num_generated() const { return num_tokens() - num_prompt; }
+  int num_uncomputed() const { return num_tokens() - num_computed; }
+  bool prefilling() const { return num_computed < num_prompt; }
+};
+
+}  // namespace tandem

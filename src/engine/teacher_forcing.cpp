@@ -1,0 +1,33 @@
+#include "engine/teacher_forcing.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "engine/model_runner.h"
+#include "engine/step_plan.h"
+#include "kv/block_pool.h"
+
+namespace tandem {
+
+Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int32_t> ids,
+                             int chunk, int block_size) {
+  int n = int(ids.size());
+  int vocab = model.config().vocab_size;
+  for (int32_t id : ids)
+    if (id < 0 || id >= vocab) fail("token id {} is outside the vocabulary (0..{})", id, vocab - 1);
+  BlockPool pool(blocks_for(n, block_size) + 1);
+  ModelRunner runner(model, backend, pool.num_blocks(), block_size);
+  std::vector<int32_t> table = pool.allocate(blocks_for(n, block_size));
+  Tensor out = Tensor::empty_host(DType::F32, {int64_t(n), int64_t(vocab)});
+  if (chunk <= 0) chunk = n;
+  for (int start = 0; start < n; start += chunk) {
+    int count = std::min(chunk, n - start);
+    PlanRow row{ids, start, count, table, count};
+    StepPlan plan = build_step_plan(std::span<const PlanRow>(&row, 1), block_size);
+    Tensor logits = runner.forward(plan);
+    std::memcpy(out.ptr<float>() + int64_t(start) * vocab, logits.data, logits.nbytes());
+  }
+  return out;
+}
+
+}  // namespace tandem

@@ -1,0 +1,18 @@
+// Teacher-forced logits: every position's next-token logits for a fixed id sequence,
+// computed through the same runner and paged KV the engine uses (one row, chunked by
+// the token budget). This is what `tandem logits` and `tandem perplexity` report.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/model.h"
+
+namespace tandem {
+
+// Host f32 [ids.size(), vocab]. `chunk` tokens per forward step (0 = all at once).
+Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int32_t> ids,
+                             int chunk = 0, int block_size = 16);
+
+}  // namespace tandem

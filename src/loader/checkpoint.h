@@ -1,0 +1,50 @@
+// A Hugging Face model folder's weights: one name -> tensor map over one or more mapped
+// safetensors files.
+//
+// If model.safetensors.index.json exists, its "weight_map" (tensor -> shard file) is the
+// truth: each shard is opened once, and every tensor it lists must be in its shard.
+// Otherwise every *.safetensors file in the folder is opened (sorted by name) and a tensor
+// name may appear in only one of them. Tensors are zero-copy views of the mappings (see
+// safetensors.h); a Checkpoint is cheap to copy (the files are shared).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "loader/safetensors.h"
+
+namespace tandem {
+
+class Checkpoint {
+ public:
+  static constexpr const char* kIndexName = "model.safetensors.index.json";
+
+  static Checkpoint open(const std::filesystem::path& dir);
+
+  bool has(const std::string& name) const { return where_.count(name) != 0; }
+  // Throws "tensor 'X' not found in DIR" when missing.
+  Tensor get(const std::string& name) const;
+  // All tensor names, sorted.
+  std::vector<std::string> names() const;
+  std::filesystem::path dir() const { return dir_; }
+  // The files behind the map, in the order they were opened.
+  const std::vector<std::shared_ptr<SafetensorsFile>>& files() const { return files_; }
+  // The file holding `name` (throws like get()).
+  const SafetensorsFile& file_of(const std::string& name) const;
+  // Starts reading the tensor's bytes into the page cache in the background.
+  void prefetch(const std::string& name) const { file_of(name).prefetch(name); }
+
+ private:
+  void open_indexed(const std::filesystem::path& index);
+  void open_all_files();
+
+  std::filesystem::path dir_;
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const SafetensorsFile*> where_;  // name -> the file that holds it
+};
+
+}  // namespace tandem

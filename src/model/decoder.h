@@ -1,0 +1,64 @@
+// DecoderModel: the pre-norm decoder-only transformer that Llama, Qwen2/3, Mistral,
+// Phi-3, Gemma 2/3, Mixtral and Qwen3-MoE share. An architecture file supplies its
+// weight map and a few traits; which optional pieces run (biases, q/k norms, Gemma's
+// sandwich norms, MoE) follows from the weights the map provides.
+#pragma once
+
+#include "backend/backend.h"
+#include "loader/checkpoint.h"
+#include "model/model.h"
+#include "model/weight_map.h"
+
+namespace tandem {
+
+struct DecoderTraits {
+  float norm_weight_offset = 0.f;  // Gemma's RMSNorm scales by (1 + w)
+  bool scale_embeddings = false;   // Gemma multiplies embeddings by sqrt(hidden_size)
+  bool moe_renormalize = true;     // renormalize the top-k routing weights
+};
+
+struct DecoderLayer {
+  Tensor attn_norm;        // [D]
+  Tensor qkv, qkv_bias;    // [(Hq + 2·Hkv)·Dh, D], [(Hq + 2·Hkv)·Dh] or undefined
+  Tensor q_norm, k_norm;   // [Dh] or undefined
+  Tensor o, o_bias;        // [D, Hq·Dh], [D] or undefined
+  Tensor post_attn_norm;   // [D] or undefined (Gemma)
+  Tensor ffn_norm;         // [D]
+  Tensor gate_up, down;    // [2F, D], [D, F] (dense MLP)
+  Tensor gate_up_bias, down_bias;  // [2F], [D] or undefined
+  Tensor router;           // [E, D] (MoE) or undefined
+  Tensor experts_gate_up;  // [E, 2F, D]
+  Tensor experts_down;     // [E, D, F]
+  Tensor post_ffn_norm;    // [D] or undefined (Gemma)
+  RopeSpec rope;
+  AttentionParams attention;
+};
+
+class DecoderModel : public Model {
+ public:
+  DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap map,
+               const Checkpoint& checkpoint, Backend& backend);
+
+  std::vector<LayerKvSpec> kv_specs() const override;
+  Tensor forward(const StepTensors& step, std::span<PagedKv> kv) override;
+
+ protected:
+  void load_layer(WeightLoader& w, int i);
+  Tensor attention_block(const DecoderLayer& layer, const Tensor& h, const StepTensors& step,
+                         PagedKv& kv);
+  Tensor mlp_block(const DecoderLayer& layer, const Tensor& h);
+  Tensor logits(const Tensor& x, const StepTensors& step);
+
+  DecoderTraits traits_;
+  Backend& backend_;
+  Tensor embed_;       // [V, D]
+  Tensor final_norm_;  // [D]
+  Tensor lm_head_;     // [V, D] (the embedding when tied)
+  std::vector<DecoderLayer> layers_;
+};
+
+// The weight map shared by Llama-style checkpoints (q/k/v/o, gate/up/down, the two
+// norms, optional biases and q/k norms). Architectures add or replace rules.
+WeightMap llama_style_weight_map();
+
+}  // namespace tandem

@@ -1,0 +1,45 @@
+// Model: one forward over a step's tokens, reading and writing the paged KV cache.
+// The runner owns the KV storage (one PagedKv per layer that stores KV); the model says
+// what each layer needs through kv_specs().
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+namespace tandem {
+
+// KV geometry of one layer. Layers that read another layer's KV (KV sharing) have
+// `shares_with` set and own no storage.
+struct LayerKvSpec {
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int window = 0;                 // 0 = full attention
+  int shares_with = -1;           // layer whose KV this layer reads, or -1
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  const ModelConfig& config() const { return config_; }
+  int64_t num_parameters() const { return num_parameters_; }
+  virtual std::vector<LayerKvSpec> kv_specs() const = 0;
+  // Runs the step and returns logits for step.sample_index: [S, vocab] on the device.
+  // kv[l] is layer l's storage (undefined tensors for sharing layers).
+  virtual Tensor forward(const StepTensors& step, std::span<PagedKv> kv) = 0;
+
+ protected:
+  explicit Model(ModelConfig config) : config_(std::move(config)) {}
+  ModelConfig config_;
+  int64_t num_parameters_ = 0;
+};
+
+// Reads config.json, picks the architecture from the registry, loads the weights.
+// Throws tandem::Error (unknown model_type, missing tensor, bad shapes, bad files).
+std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend);
+
+}  // namespace tandem

@@ -1,0 +1,25 @@
+// The architecture registry: config.json's model_type → a builder. Adding an
+// architecture is its own file in arch/ plus one line in registry.cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loader/checkpoint.h"
+#include "model/model.h"
+#include "model/weight_map.h"
+
+namespace tandem {
+
+using ArchBuilder = std::unique_ptr<Model> (*)(ModelConfig config, const Checkpoint& checkpoint,
+                                               Backend& backend);
+
+// nullptr when model_type is unknown.
+ArchBuilder find_architecture(const std::string& model_type);
+std::vector<std::string> architecture_names();
+
+// Replaces the rule named `rule.name` in `map` (or appends it).
+void set_rule(WeightMap& map, WeightRule rule);
+
+}  // namespace tandem

@@ -1,0 +1,96 @@
+#include "model/weight_map.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace tandem {
+
+std::string expand_name(const std::string& pattern, int layer, int expert) {
+  std::string s = pattern;
+  auto replace = [&](const char* key, int value) {
+    for (size_t pos; value >= 0 && (pos = s.find(key)) != std::string::npos;)
+      s.replace(pos, std::strlen(key), std::to_string(value));
+  };
+  replace("{i}", layer);
+  replace("{e}", expert);
+  return s;
+}
+
+WeightLoader::WeightLoader(const Checkpoint& checkpoint, Backend& backend, WeightMap map,
+                           int num_experts)
+    : checkpoint_(checkpoint), backend_(backend), map_(std::move(map)), num_experts_(num_experts) {}
+
+const WeightRule* WeightLoader::find(const std::string& name) const {
+  for (auto& r : map_)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+bool WeightLoader::has_rule(const std::string& name) const { return find(name) != nullptr; }
+
+Tensor WeightLoader::read_source(const std::string& pattern, int layer, int expert) const {
+  return checkpoint_.get(expand_name(pattern, layer, expert));
+}
+
+namespace {
+
+// Concatenates host tensors along dim 0 into one host tensor (same dtype, same trailing
+// dims); a single piece is returned as is (no copy: it stays in the mapped file).
+Tensor concat_rows(const std::vector<Tensor>& parts, const std::string& what) {
+  if (parts.size() == 1) return parts[0];
+  DType dtype = parts[0].dtype;
+  bool vectors = parts[0].ndim() == 1;  // biases: concatenate elements
+  auto width = [&](const Tensor& t) { return vectors ? 1 : t.cols(); };
+  int64_t rows = 0, cols = width(parts[0]);
+  for (auto& p : parts) {
+    if (p.dtype != dtype || width(p) != cols || (p.ndim() == 1) != vectors)
+      fail("{}: pieces disagree in dtype or shape ({} {} vs {} {})", what, dtype_name(dtype),
+           parts[0].shape.str(), dtype_name(p.dtype), p.shape.str());
+    rows += vectors ? p.numel() : p.rows();
+  }
+  Tensor out = vectors ? Tensor::empty_host(dtype, {rows}) : Tensor::empty_host(dtype, {rows, cols});
+  char* dst = static_cast<char*>(out.data);
+  for (auto& p : parts) {
+    std::memcpy(dst, p.data, p.nbytes());
+    dst += p.nbytes();
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bool must_exist) {
+  const WeightRule* rule = find(name);
+  std::string label = expand_name(name, layer);
+  if (!rule) {
+    if (must_exist) fail("{}: no rule for weight '{}' in this architecture's map", checkpoint_.dir().string(), label);
+    return {};
+  }
+  int present = 0;
+  for (auto& src : rule->sources)
+    present += checkpoint_.has(expand_name(src, layer, src.find("{e}") != std::string::npos ? 0 : -1));
+  if (present == 0 && rule->optional) return {};
+
+  bool stacked = rule->sources[0].find("{e}") != std::string::npos;
+  std::vector<Tensor> pieces;
+  for (int e = 0; e < (stacked ? num_experts_ : 1); e++) {
+    std::vector<Tensor> parts;
+    for (auto& src : rule->sources) parts.push_back(read_source(src, layer, stacked ? e : -1));
+    pieces.push_back(concat_rows(parts, label));
+  }
+  Tensor host = concat_rows(pieces, label);
+  if (stacked) {  // [E·R, C] → [E, R, C]
+    int64_t per = host.rows() / num_experts_;
+    host = host.reshape({int64_t(num_experts_), per, host.cols()});
+  } else if (expected.ndim != host.ndim() && expected.numel() == host.numel()) {
+    host = host.reshape(expected);  // e.g. a [1] scalar stored as []
+  }
+  if (!(host.shape == expected))
+    fail("{}: weight '{}' has shape {} but the config implies {}", checkpoint_.dir().string(),
+         label, host.shape.str(), expected.str());
+  num_parameters_ += host.numel();
+  return backend_.upload(host, backend_.act_dtype());
+}
+
+}  // namespace tandem

@@ -1,0 +1,51 @@
+// The declarative map from a checkpoint's tensor names to tandem's internal weights.
+// Each architecture lists rules; fusing (q|k|v, gate|up) and stacking experts is done
+// here, by the rules, never by special-case code in a model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "loader/checkpoint.h"
+
+namespace tandem {
+
+// One internal weight. `sources` are checkpoint names concatenated along dim 0, with
+// "{i}" replaced by the layer index. A source holding "{e}" is read once per expert
+// and the results are stacked along a new leading dim: [E, ...].
+struct WeightRule {
+  std::string name;                  // e.g. "layers.{i}.qkv"
+  std::vector<std::string> sources;  // e.g. {"model.layers.{i}.self_attn.q_proj.weight", ...}
+  bool optional = false;             // all sources absent → the weight is undefined
+};
+
+using WeightMap = std::vector<WeightRule>;
+
+class WeightLoader {
+ public:
+  WeightLoader(const Checkpoint& checkpoint, Backend& backend, WeightMap map, int num_experts);
+
+  // Loads internal weight `name` (with "{i}" = layer) onto the backend, checking that its
+  // shape is `expected`. Undefined tensor when the rule is optional and absent, or when
+  // no rule has that name and `must_exist` is false.
+  Tensor load(const std::string& name, int layer, Shape expected, bool must_exist = true);
+  bool has_rule(const std::string& name) const;
+  // Total parameters loaded so far.
+  int64_t num_parameters() const { return num_parameters_; }
+
+ private:
+  const WeightRule* find(const std::string& name) const;
+  Tensor read_source(const std::string& pattern, int layer, int expert) const;
+
+  const Checkpoint& checkpoint_;
+  Backend& backend_;
+  WeightMap map_;
+  int num_experts_;
+  int64_t num_parameters_ = 0;
+};
+
+// "model.layers.{i}.x" with i = 3 → "model.layers.3.x" (and "{e}" likewise).
+std::string expand_name(const std::string& pattern, int layer, int expert = -1);
+
+}  // namespace tandem

@@ -1,0 +1,141 @@
+// The engine on a real (tiny, oracle) model: preemption keeps outputs identical,
+// cancellation frees blocks, impossible requests are refused, and a row's logits do not
+// depend on which other rows share its steps (gate 2 of DESIGN.md §6).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "engine/engine.h"
+#include "engine/model_runner.h"
+#include "engine/teacher_forcing.h"
+
+namespace tandem {
+namespace {
+
+std::filesystem::path llama_dir() { return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "llama"; }
+
+std::unique_ptr<Engine> make_engine(EngineConfig config) {
+  auto backend = make_cpu_backend();
+  auto model = load_model(llama_dir(), *backend);
+  return std::make_unique<Engine>(std::move(backend), std::move(model), nullptr, config);
+}
+
+GenerationRequest greedy(std::vector<int32_t> prompt, int n) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = n;
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  return r;
+}
+
+std::vector<int32_t> drain(RequestStream& s, std::optional<FinishReason>* finish = nullptr) {
+  std::vector<int32_t> ids;
+  while (auto c = s.pop(std::chrono::milliseconds(0))) {
+    for (auto& t : c->tokens) ids.push_back(t.token);
+    if (c->finish && finish) *finish = c->finish;
+  }
+  return ids;
+}
+
+std::vector<int32_t> prompt_of(int n, int salt) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; i++) p.push_back((i * 37 + salt * 11) % 500 + 3);
+  return p;
+}
+
+TEST(Engine, PreemptedRequestsFinishWithIdenticalOutput) {
+  std::vector<std::vector<int32_t>> solo;
+  auto ref = make_engine({});
+  for (int i = 0; i < 4; i++) {
+    auto s = ref->submit(greedy(prompt_of(20 + i, i), 30));
+    ref->run_until_idle();
+    solo.push_back(drain(*s));
+  }
+  EngineConfig tight;
+  tight.scheduler.max_rows = 4;
+  tight.scheduler.block_size = 16;
+  // 9 blocks of 16 tokens: four rows of ~50 tokens cannot all stay resident.
+  tight.kv_budget_bytes = 9 * ModelRunner::bytes_per_block(ref->model(), 16, DType::F32) - 1;
+  auto engine = make_engine(tight);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 4; i++) streams.push_back(engine->submit(greedy(prompt_of(20 + i, i), 30)));
+  engine->run_until_idle();
+  EXPECT_GT(engine->stats().num_preemptions, 0);
+  for (int i = 0; i < 4; i++) EXPECT_EQ(drain(*streams[size_t(i)]), solo[size_t(i)]) << "request " << i;
+  EXPECT_EQ(engine->pool().num_used(), 0);
+}
+
+TEST(Engine, CancelledRequestStopsAndFreesItsBlocks) {
+  auto engine = make_engine({});
+  auto s = engine->submit(greedy(prompt_of(10, 1), 50));
+  engine->step();
+  engine->step();
+  EXPECT_GT(engine->pool().num_used(), 0);
+  s->cancel();
+  engine->step();
+  std::optional<FinishReason> finish;
+  auto ids = drain(*s, &finish);
+  EXPECT_EQ(finish, FinishReason::Cancelled);
+  EXPECT_LT(ids.size(), 50u);
+  EXPECT_EQ(engine->pool().num_used(), 0);
+}
+
+TEST(Engine, RefusesWhatCanNeverFit) {
+  EngineConfig small;
+  small.kv_budget_bytes = 1;  // the minimum pool: one usable block
+  auto engine = make_engine(small);
+  EXPECT_EQ(engine->model_info().max_model_len, 16);
+  std::optional<FinishReason> finish;
+  auto s = engine->submit(greedy(prompt_of(10, 1), 20));
+  drain(*s, &finish);
+  EXPECT_EQ(finish, FinishReason::Error);
+  auto bad = engine->submit(greedy({1, 2, 100000}, 2));
+  drain(*bad, &finish);
+  EXPECT_EQ(finish, FinishReason::Error);
+}
+
+// Teacher-forces row X token by token while other rows join and leave; its logits
+// must equal the solo teacher-forced logits at every step.
+TEST(Engine, RowLogitsDoNotDependOnTheOtherRows) {
+  auto backend = make_cpu_backend();
+  auto model = load_model(llama_dir(), *backend);
+  std::vector<int32_t> x = prompt_of(40, 5);
+  Tensor solo = teacher_forced_logits(*model, *backend, x);
+  int V = model->config().vocab_size, bs = 16;
+  BlockPool pool(64);
+  ModelRunner runner(*model, *backend, pool.num_blocks(), bs);
+  auto x_blocks = pool.allocate(blocks_for(40, bs));
+  std::vector<int32_t> y = prompt_of(60, 9), z = prompt_of(33, 4);
+  auto y_blocks = pool.allocate(blocks_for(60, bs)), z_blocks = pool.allocate(blocks_for(33, bs));
+  int y_done = 0, z_done = 0;
+  double worst = 0;
+  for (int p = 0; p < 40; p++) {
+    std::vector<PlanRow> rows;
+    if (p >= 10 && y_done < 60) {  // y joins at step 10 in chunks of 5, then leaves
+      int n = std::min(5, 60 - y_done);
+      rows.push_back({y, y_done, n, y_blocks, 1});
+      y_done += n;
+    }
+    rows.push_back({x, p, 1, x_blocks, 1});
+    if (p % 3 == 0 && z_done < 33) {  // z advances every third step
+      int n = std::min(4, 33 - z_done);
+      rows.push_back({z, z_done, n, z_blocks, 2});
+      z_done += n;
+    }
+    Tensor logits = runner.forward(build_step_plan(rows, bs));
+    int x_row = p >= 10 && y_done <= 60 && rows[0].tokens.data() == y.data() ? 1 : 0;
+    const float* ours = logits.ptr<float>() + int64_t(x_row) * V;
+    const float* ref = solo.ptr<float>() + int64_t(p) * V;
+    double num = 0, den = 0;
+    for (int v = 0; v < V; v++) {
+      num += (ours[v] - ref[v]) * double(ours[v] - ref[v]);
+      den += double(ref[v]) * ref[v];
+    }
+    worst = std::max(worst, std::sqrt(num / den));
+  }
+  EXPECT_LE(worst, 1e-5);
+}
+
+}  // namespace
+}  // namespace tandem
