@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     int vocab = model->config().vocab_size;
     std::mt19937 rng(1);
     auto random_prompt = [&] {
-      std::vector<int32_t> p(size_t(prompt));
+      std::vector<int32_t> p(static_cast<size_t>(prompt));
       for (auto& t : p) t = int32_t(rng() % uint32_t(std::min(vocab, 30000)));
       return p;
     };

@@ -10,6 +10,20 @@ int main(int argc, char** argv) {
   CLI::App app{"tandem: serve many LLM requests at once (continuous batching, paged KV cache)"};
   app.require_subcommand(1);
 
+  ServeOptions so;
+  auto* serve = app.add_subcommand("serve", "Serve the OpenAI and Anthropic HTTP APIs");
+  serve->add_option("--model", so.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
+  serve->add_option("--host", so.host, "Address to listen on")->capture_default_str();
+  serve->add_option("--port", so.port, "Port (0: any free port)")->capture_default_str();
+  serve->add_option("--batch,--decode-concurrency", so.batch, "Sequences advanced together per step (1 = the serial path)")->capture_default_str();
+  serve->add_option("--max-batched-tokens", so.max_batched_tokens, "Token budget of one step (long prompts are chunked)")->capture_default_str();
+  serve->add_option("--prompt-concurrency", so.prompt_concurrency, "Rows that may prefill in one step")->capture_default_str();
+  serve->add_option("--max-model-len", so.max_model_len, "Context length (default: the model's)");
+  serve->add_option("--kv-budget", so.kv_budget, "KV cache size, e.g. 4GB (default: batch x context, at most 1/4 of free RAM)");
+  serve->add_option("--api-key", so.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
+  serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
+  serve->add_flag("--log-requests", so.log_requests, "One line per request on stderr");
+
   LogitsOptions lo;
   auto* logits = app.add_subcommand("logits", "Teacher-forced logits of a token-id sequence, as .npy");
   logits->add_option("--model", lo.model, "Hugging Face model folder")->required();
@@ -18,7 +32,7 @@ int main(int argc, char** argv) {
 
   GenerateOptions go;
   auto* gen = app.add_subcommand("generate", "Generate text for one prompt (the serial path)");
-  gen->add_option("--model", go.model, "Hugging Face model folder")->required();
+  gen->add_option("--model", go.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
   gen->add_option("--prompt", go.prompt, "Prompt text (tokenized with the model's tokenizer)");
   gen->add_option("--ids", go.ids, "Prompt token ids, comma-separated");
   gen->add_option("--max-tokens", go.max_tokens, "Tokens to generate at most")->capture_default_str();
@@ -36,6 +50,26 @@ int main(int argc, char** argv) {
   ppl->add_option("--file", po.file, "UTF-8 text, tokenized as one stream without special tokens")->required();
   ppl->add_option("--context", po.context, "Window length (default: max_position_embeddings)");
 
+  TextToolOptions to;
+  auto tokenizer_source = [&](CLI::App* cmd) {
+    cmd->add_option("--model", to.model, "Model folder (its tokenizer.json is used)");
+    cmd->add_option("--tokenizer", to.tokenizer, "Folder holding tokenizer.json (+ tokenizer_config.json)");
+  };
+  auto* tok = app.add_subcommand("tokenize", "Print the token ids of a text as a JSON array");
+  tokenizer_source(tok);
+  tok->add_option("--text", to.text, "Text to tokenize");
+  tok->add_option("--file", to.file, "File whose contents to tokenize");
+  tok->add_flag("--add-special", to.add_special, "Apply the post-processor (BOS etc.), as HF's add_special_tokens=True");
+  auto* detok = app.add_subcommand("detokenize", "Print the text of token ids, as HF's decode");
+  tokenizer_source(detok);
+  detok->add_option("--ids", to.ids, "Token ids, comma-separated")->required();
+  detok->add_flag("--skip-special", to.skip_special, "Leave special tokens out");
+  auto* chat = app.add_subcommand("chat-template", "Render a chat template with variables from a JSON file");
+  tokenizer_source(chat);
+  chat->add_option("--template", to.template_file, "A .jinja template file");
+  chat->add_option("--context", to.context, "JSON object: messages, tools, add_generation_prompt, ...")->required();
+  chat->add_option("--now", to.now, "What strftime_now formats, e.g. 2026-11-29T12:00:00");
+
   RandomModelOptions ro;
   auto* rnd = app.add_subcommand("random-model", "Write a model folder with random weights of a real shape");
   rnd->add_option("--like", ro.like, "Preset shape: " + random_model_presets());
@@ -45,9 +79,15 @@ int main(int argc, char** argv) {
   rnd->add_option("--seed", ro.seed, "Random seed")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
+  if (so.model.empty()) so.model = default_model_dir();
+  if (go.model.empty()) go.model = default_model_dir();
+  if (*serve) return run_serve(so);
   if (*logits) return run_logits(lo);
   if (*gen) return run_generate(go);
   if (*ppl) return run_perplexity(po);
   if (*rnd) return run_random_model(ro);
+  if (*tok) return run_tokenize(to);
+  if (*detok) return run_detokenize(to);
+  if (*chat) return run_chat_template(to);
   return 1;
 }

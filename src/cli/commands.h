@@ -8,6 +8,26 @@
 
 namespace tandem::cli {
 
+// The embedded default model (models/tiny-kjv), used when --model is omitted.
+std::string default_model_dir();
+
+struct ServeOptions {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int batch = 1;  // --batch / --decode-concurrency: rows per step
+  int max_batched_tokens = 2048;
+  int prompt_concurrency = 8;
+  int max_model_len = 0;  // 0: the model's max_position_embeddings
+  std::optional<std::string> kv_budget;  // "4GB"; default: rows × context, at most 1/4 of free RAM
+  std::optional<std::string> api_key;
+  std::string served_model_name;
+  bool log_requests = false;
+};
+int run_serve(const ServeOptions& o);
+// "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.
+int64_t parse_bytes(const std::string& text);
+
 struct LogitsOptions {
   std::string model;
   std::string ids;  // "1,2,3"
@@ -36,6 +56,17 @@ struct PerplexityOptions {
   int context = 0;  // window length; 0 = the model's max_position_embeddings
 };
 int run_perplexity(const PerplexityOptions& o);
+
+// tokenize / detokenize / chat-template share their options.
+struct TextToolOptions {
+  std::optional<std::string> model, tokenizer, template_file;
+  std::optional<std::string> text, file, ids, context, now;
+  bool add_special = false;
+  bool skip_special = false;
+};
+int run_tokenize(const TextToolOptions& o);
+int run_detokenize(const TextToolOptions& o);
+int run_chat_template(const TextToolOptions& o);
 
 struct RandomModelOptions {
   std::optional<std::string> like;

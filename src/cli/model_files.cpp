@@ -1,5 +1,7 @@
 #include "cli/model_files.h"
 
+#include "cli/commands.h"
+
 #include <charconv>
 
 #include "core/error.h"
@@ -14,6 +16,12 @@ LoadedModel load_model_folder(const std::filesystem::path& dir) {
   m.model = load_model(dir, *m.backend);
   if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
   return m;
+}
+
+std::string default_model_dir() {
+  // Beside the working directory first (a checkout), then where the build came from.
+  if (std::filesystem::exists("models/tiny-kjv/config.json")) return "models/tiny-kjv";
+  return TANDEM_DEFAULT_MODEL;
 }
 
 std::vector<int32_t> parse_ids(const std::string& text) {

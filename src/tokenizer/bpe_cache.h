@@ -59,7 +59,7 @@ class BpeCache {
  private:
   struct alignas(128) Slot {
     uint64_t hash;
-    uint8_t len;      // 0: empty (empty words are never cached)
+    uint8_t len;  // 0: empty (empty words are never cached)
     uint8_t num_ids;
     char word[kMaxWordBytes];
     int32_t ids[kMaxIds];

@@ -5,19 +5,20 @@
 #include "tokenizer/unicode.h"
 
 namespace tandem::tok {
-namespace {
-
-// Vocabularies are dense tables indexed by id; anything past this is a corrupt file.
-constexpr int64_t kMaxTokenId = int64_t{1} << 26;
 
 // A symbol of the word being merged: a doubly linked list threaded through an array, so a
 // merge is O(1) and positions stay stable (HF models/bpe/word.rs).
-struct Symbol {
+struct BpeSymbol {
   int32_t id;
   int32_t prev;  // -1 at the start
   int32_t next;  // -1 at the end
   uint32_t len;  // bytes of the word covered; 0 once merged into its left neighbour
 };
+
+namespace {
+
+// Vocabularies are dense tables indexed by id; anything past this is a corrupt file.
+constexpr int64_t kMaxTokenId = int64_t{1} << 26;
 
 // A possible merge of symbols[pos] (then `left`) with its right neighbour (then `right`)
 // into new_id. It is stale once either symbol has changed: a symbol only ever grows to the
@@ -37,7 +38,7 @@ struct ComesLater {
   }
 };
 
-void add_symbol(std::vector<Symbol>& symbols, int32_t id, uint32_t len) {
+void add_symbol(std::vector<BpeSymbol>& symbols, int32_t id, uint32_t len) {
   int32_t n = static_cast<int32_t>(symbols.size());
   if (n > 0) symbols.back().next = n;
   symbols.push_back({id, n - 1, -1, len});
@@ -48,13 +49,13 @@ void add_symbol(std::vector<Symbol>& symbols, int32_t id, uint32_t len) {
 void BpeModel::check_type(const json& j, const LoadContext& ctx) {
   if (!j.is_object()) ctx.fail("expected an object");
   // Old files omit the model's type; HF then recognizes BPE by its merges.
-  std::string type = j.contains("type") ? component_type(j, ctx)
-                     : j.contains("merges") ? "BPE" : "(none)";
+  std::string type = j.contains("type")     ? component_type(j, ctx)
+                     : j.contains("merges") ? "BPE"
+                                            : "(none)";
   if (type != "BPE") ctx.fail("unsupported type '{}' (supported: BPE)", type);
 }
 
-std::unique_ptr<BpeModel> BpeModel::build(const json& j, BpeSource source,
-                                          const LoadContext& ctx) {
+std::unique_ptr<BpeModel> BpeModel::build(const json& j, BpeSource source, const LoadContext& ctx) {
   check_type(j, ctx);
   if (!source.has_vocab) ctx.fail("missing field \"vocab\"");
   if (!source.has_merges) ctx.fail("missing field \"merges\"");
@@ -136,8 +137,7 @@ const std::string* BpeModel::id_to_token(int32_t id) const {
   return &id_to_token_[id];
 }
 
-std::optional<int32_t> BpeModel::symbol_id(std::string_view word, size_t begin,
-                                           size_t end) const {
+std::optional<int32_t> BpeModel::symbol_id(std::string_view word, size_t begin, size_t end) const {
   bool first = begin == 0, last = end == word.size();
   std::string_view ch = word.substr(begin, end - begin);
   if ((first || prefix_.empty()) && (!last || suffix_.empty())) {
@@ -155,12 +155,8 @@ std::optional<int32_t> BpeModel::symbol_id(std::string_view word, size_t begin,
   return token_to_id(s);
 }
 
-void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
-  thread_local std::vector<Symbol> symbols;
-  thread_local std::vector<Candidate> heap;
-  symbols.clear();
-  heap.clear();
-  std::optional<Symbol> unk;  // a pending unknown run (fused when fuse_unk)
+void BpeModel::split_symbols(std::string_view word, std::vector<BpeSymbol>& symbols) const {
+  std::optional<BpeSymbol> unk;  // a pending unknown run (growing when fuse_unk)
   for (size_t i = 0; i < word.size();) {
     size_t begin = i;
     i = std::min(word.size(), i + utf8_char_len(static_cast<unsigned char>(word[i])));
@@ -188,41 +184,52 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
       unk->len += len;
     } else {
       if (unk) add_symbol(symbols, unk->id, unk->len);
-      unk = Symbol{*unk_id, -1, -1, len};
+      unk = BpeSymbol{*unk_id, -1, -1, len};
     }
   }
   if (unk) add_symbol(symbols, unk->id, unk->len);
+}
 
-  for (size_t p = 0; p + 1 < symbols.size(); ++p)
-    if (const auto* m = merges_.find(symbols[p].id, symbols[p + 1].id))
-      heap.push_back({m->rank, static_cast<uint32_t>(p), symbols[p].id, symbols[p + 1].id,
-                      m->new_id});
+void BpeModel::apply_merges(std::vector<BpeSymbol>& symbols) const {
+  thread_local std::vector<Candidate> heap;
+  heap.clear();
+  auto queue = [&](int32_t left_pos) {  // the pair starting at left_pos, if it merges
+    const BpeSymbol& l = symbols[left_pos];
+    int32_t r = symbols[l.next].id;
+    if (const auto* m = merges_.find(l.id, r))
+      heap.push_back({m->rank, static_cast<uint32_t>(left_pos), l.id, r, m->new_id});
+  };
+  for (size_t p = 0; p + 1 < symbols.size(); ++p) queue(static_cast<int32_t>(p));
   std::make_heap(heap.begin(), heap.end(), ComesLater{});
+  auto requeue = [&](int32_t left_pos) {
+    size_t before = heap.size();
+    queue(left_pos);
+    if (heap.size() > before) std::push_heap(heap.begin(), heap.end(), ComesLater{});
+  };
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), ComesLater{});
     Candidate top = heap.back();
     heap.pop_back();
-    Symbol& cur = symbols[top.pos];
+    BpeSymbol& cur = symbols[top.pos];
     if (cur.len == 0 || cur.next < 0) continue;
-    Symbol right = symbols[cur.next];
+    BpeSymbol right = symbols[cur.next];
     if (cur.id != top.left || right.id != top.right) continue;  // stale
     symbols[cur.next].len = 0;
     cur.id = top.new_id;
     cur.len += right.len;
     cur.next = right.next;
     if (right.next >= 0) symbols[right.next].prev = static_cast<int32_t>(top.pos);
-    auto queue = [&](int32_t left_pos) {
-      const Symbol& l = symbols[left_pos];
-      int32_t r = symbols[l.next].id;
-      if (const auto* mm = merges_.find(l.id, r)) {
-        heap.push_back({mm->rank, static_cast<uint32_t>(left_pos), l.id, r, mm->new_id});
-        std::push_heap(heap.begin(), heap.end(), ComesLater{});
-      }
-    };
-    if (cur.prev >= 0) queue(cur.prev);
-    if (cur.next >= 0) queue(static_cast<int32_t>(top.pos));
+    if (cur.prev >= 0) requeue(cur.prev);
+    if (cur.next >= 0) requeue(static_cast<int32_t>(top.pos));
   }
-  for (const Symbol& s : symbols)
+}
+
+void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
+  thread_local std::vector<BpeSymbol> symbols;
+  symbols.clear();
+  split_symbols(word, symbols);
+  apply_merges(symbols);
+  for (const BpeSymbol& s : symbols)
     if (s.len != 0) out.push_back(s.id);
 }
 

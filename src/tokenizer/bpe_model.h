@@ -18,6 +18,8 @@
 
 namespace tandem::tok {
 
+struct BpeSymbol;
+
 class BpeModel {
  public:
   // `options` is tokenizer.json's "model" object; `source` its vocab and merges (which
@@ -53,6 +55,10 @@ class BpeModel {
   // The id of the symbol for word[begin, end): with the continuing-subword prefix unless
   // first, the end-of-word suffix if last.
   std::optional<int32_t> symbol_id(std::string_view word, size_t begin, size_t end) const;
+  // The word's characters as symbols (vocabulary ids, byte fallback, unk).
+  void split_symbols(std::string_view word, std::vector<BpeSymbol>& symbols) const;
+  // Merges adjacent symbols, lowest rank first (leftmost on ties), until none applies.
+  void apply_merges(std::vector<BpeSymbol>& symbols) const;
 
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab_;
   std::vector<std::string> id_to_token_;  // [id_limit]; "" where has_token_ is false

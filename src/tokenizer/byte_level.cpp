@@ -31,9 +31,13 @@ const ByteTables& tables() {
 
 }  // namespace
 
-char32_t byte_to_char(unsigned char b) { return tables().to_char[b]; }
+char32_t byte_to_char(unsigned char b) {
+  return tables().to_char[b];
+}
 
-int char_to_byte(char32_t c) { return c < 324 ? tables().to_byte[c] : -1; }
+int char_to_byte(char32_t c) {
+  return c < 324 ? tables().to_byte[c] : -1;
+}
 
 void append_byte_level(std::string& out, std::string_view bytes) {
   const ByteTables& t = tables();

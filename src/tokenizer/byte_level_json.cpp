@@ -13,14 +13,18 @@ std::string byte_level_tokenizer_json(int vocab_size) {
   static const char* kSpecials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
   constexpr int kNumSpecials = 3;
   if (vocab_size < kNumSpecials + 256)
-    fail("byte_level_tokenizer_json: vocab_size {} < {} (3 special + 256 byte tokens)",
-         vocab_size, kNumSpecials + 256);
+    fail("byte_level_tokenizer_json: vocab_size {} < {} (3 special + 256 byte tokens)", vocab_size,
+         kNumSpecials + 256);
   json vocab = json::object();
   json added = json::array();
   for (int id = 0; id < kNumSpecials; ++id) {
     vocab[kSpecials[id]] = id;
-    added.push_back({{"id", id}, {"content", kSpecials[id]}, {"single_word", false},
-                     {"lstrip", false}, {"rstrip", false}, {"normalized", false},
+    added.push_back({{"id", id},
+                     {"content", kSpecials[id]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
                      {"special", true}});
   }
   auto spell = [](std::string_view raw) {
@@ -28,7 +32,8 @@ std::string byte_level_tokenizer_json(int vocab_size) {
     tok::append_byte_level(s, raw);
     return s;
   };
-  for (int b = 0; b < 256; ++b) vocab[spell(std::string(1, static_cast<char>(b)))] = kNumSpecials + b;
+  for (int b = 0; b < 256; ++b)
+    vocab[spell(std::string(1, static_cast<char>(b)))] = kNumSpecials + b;
   // Fill the rest with merges over frequent English letters, level by level (2 letters, then
   // 3, ...): every token's left part exists before it, so the merges form a valid BPE and
   // prose encodes to a realistic few characters per token.
@@ -50,15 +55,22 @@ std::string byte_level_tokenizer_json(int vocab_size) {
     }
     level = std::move(longer);
   }
-  json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+  json byte_level = {{"type", "ByteLevel"},
+                     {"add_prefix_space", false},
+                     {"trim_offsets", true},
                      {"use_regex", true}};
-  json model = {{"type", "BPE"},         {"dropout", nullptr},
-                {"unk_token", nullptr},  {"continuing_subword_prefix", nullptr},
-                {"end_of_word_suffix", nullptr}, {"fuse_unk", false},
-                {"byte_fallback", false}, {"ignore_merges", false},
-                {"vocab", vocab},        {"merges", merges}};
-  json j = {{"version", "1.0"},      {"truncation", nullptr},  {"padding", nullptr},
-            {"added_tokens", added}, {"normalizer", nullptr},  {"pre_tokenizer", byte_level},
+  json model = {{"type", "BPE"},
+                {"dropout", nullptr},
+                {"unk_token", nullptr},
+                {"continuing_subword_prefix", nullptr},
+                {"end_of_word_suffix", nullptr},
+                {"fuse_unk", false},
+                {"byte_fallback", false},
+                {"ignore_merges", false},
+                {"vocab", vocab},
+                {"merges", merges}};
+  json j = {{"version", "1.0"},          {"truncation", nullptr}, {"padding", nullptr},
+            {"added_tokens", added},     {"normalizer", nullptr}, {"pre_tokenizer", byte_level},
             {"post_processor", nullptr}, {"decoder", byte_level}, {"model", model}};
   return j.dump();
 }

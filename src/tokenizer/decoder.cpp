@@ -181,9 +181,9 @@ class WordPieceDecoder final : public Decoder {
  private:
   static std::string cleanup(std::string s) {
     static const std::pair<std::string_view, std::string_view> kRules[] = {
-        {" .", "."},   {" ?", "?"},   {" !", "!"},   {" ,", ","},           {" ' ", "'"},
-        {" n't", "n't"}, {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"},
-        {" 're", "'re"}};
+        {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
+        {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
     for (const auto& [from, to] : kRules) {
       std::string out;
       size_t at = 0;
@@ -262,7 +262,9 @@ std::unique_ptr<Decoder> make_sequence(const json& j, const LoadContext& ctx) {
 
 }  // namespace
 
-bool is_byte_token(std::string_view token) { return byte_token_value(token).has_value(); }
+bool is_byte_token(std::string_view token) {
+  return byte_token_value(token).has_value();
+}
 
 std::unique_ptr<Decoder> make_decoder(const json& j, const LoadContext& ctx) {
   if (j.is_null()) return std::make_unique<JoinWithSpaces>();
@@ -292,9 +294,10 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const LoadContext& ctx) {
         it != j.end() && it->is_string() ? it->get<std::string>() : "</w>");
   }
   if (type == "Sequence") return make_sequence(j, ctx);
-  ctx.fail("unknown type '{}' (supported: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, "
-           "Strip, WordPiece, BPEDecoder, Sequence)",
-           type);
+  ctx.fail(
+      "unknown type '{}' (supported: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, "
+      "Strip, WordPiece, BPEDecoder, Sequence)",
+      type);
 }
 
 }  // namespace tandem::tok

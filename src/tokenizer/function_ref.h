@@ -15,8 +15,7 @@ class FunctionRef;
 template <typename R, typename... Args>
 class FunctionRef<R(Args...)> {
  public:
-  template <typename F,
-            typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
   FunctionRef(F&& fn)  // NOLINT(google-explicit-constructor)
       : obj_(const_cast<void*>(static_cast<const void*>(&fn))),
         call_([](void* obj, Args... args) -> R {

@@ -22,7 +22,9 @@ size_t common_prefix(std::string_view a, std::string_view b) {
   return i;
 }
 
-bool ends_with_replacement(std::string_view s) { return s.ends_with(tok::kReplacementUtf8); }
+bool ends_with_replacement(std::string_view s) {
+  return s.ends_with(tok::kReplacementUtf8);
+}
 
 }  // namespace
 

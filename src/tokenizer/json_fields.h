@@ -24,8 +24,7 @@ struct LoadContext {
 
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
-    tandem::fail("{}: {}: {}", file, component,
-                 fmt::format(format, std::forward<Args>(args)...));
+    tandem::fail("{}: {}: {}", file, component, fmt::format(format, std::forward<Args>(args)...));
   }
 };
 
@@ -33,7 +32,8 @@ struct LoadContext {
 inline std::string component_type(const json& j, const LoadContext& ctx) {
   if (!j.is_object()) ctx.fail("expected an object, got {}", j.type_name());
   auto it = j.find("type");
-  if (it == j.end() || !it->is_string()) ctx.fail("missing \"type\" in {}", j.dump().substr(0, 200));
+  if (it == j.end() || !it->is_string())
+    ctx.fail("missing \"type\" in {}", j.dump().substr(0, 200));
   return it->get<std::string>();
 }
 

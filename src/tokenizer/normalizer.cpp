@@ -238,9 +238,10 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const LoadContext& ct
   if (type == "ByteLevel") return std::make_unique<ByteLevelNormalizer>();
   if (type == "BertNormalizer") return make_bert(j, ctx);
   if (type == "Sequence") return make_sequence(j, ctx);
-  ctx.fail("unknown type '{}' (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
-           "StripAccents, Replace, Prepend, ByteLevel, BertNormalizer, Sequence)",
-           type);
+  ctx.fail(
+      "unknown type '{}' (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
+      "StripAccents, Replace, Prepend, ByteLevel, BertNormalizer, Sequence)",
+      type);
 }
 
 }  // namespace tandem::tok

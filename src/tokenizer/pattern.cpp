@@ -42,14 +42,21 @@ std::string translate_onig_classes(std::string_view p) {
     if (c == '\\' && i + 1 < p.size()) {
       char d = p[i + 1];
       i += 2;
+      // Inside a class the members go in as they are; outside, wrapped in a class of their
+      // own. \S and \W inside a class are left alone (rare; no single-class spelling).
+      auto add_class = [&](std::string_view members, bool negated) {
+        if (!in_class) out.append(negated ? "[^" : "[");
+        out.append(members);
+        if (!in_class) out.push_back(']');
+      };
       if (d == 's') {
-        out += in_class ? std::string(kSpaceClass) : "[" + std::string(kSpaceClass) + "]";
+        add_class(kSpaceClass, false);
       } else if (d == 'S' && !in_class) {
-        out += "[^" + std::string(kSpaceClass) + "]";
+        add_class(kSpaceClass, true);
       } else if (d == 'w') {
-        out += in_class ? std::string(kWordClass) : "[" + std::string(kWordClass) + "]";
+        add_class(kWordClass, false);
       } else if (d == 'W' && !in_class) {
-        out += "[^" + std::string(kWordClass) + "]";
+        add_class(kWordClass, true);
       } else {
         out += c;
         out += d;
@@ -93,7 +100,8 @@ Regex::Regex(std::string_view pattern) {
          reinterpret_cast<const char*>(message));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // without JIT, the interpreter still works
-  code_ = std::shared_ptr<void>(code, [](void* c) { pcre2_code_free(static_cast<pcre2_code*>(c)); });
+  code_ =
+      std::shared_ptr<void>(code, [](void* c) { pcre2_code_free(static_cast<pcre2_code*>(c)); });
 }
 
 void Regex::for_each_match(std::string_view text, SpanFn fn) const {

@@ -59,7 +59,7 @@ class Pattern {
   void find_segments(std::string_view text, std::vector<Segment>& out) const;
 
  private:
-  std::string literal_;            // used when regex_ is null; empty literal never matches
+  std::string literal_;  // used when regex_ is null; empty literal never matches
   std::shared_ptr<Regex> regex_;
 };
 

@@ -138,9 +138,10 @@ std::unique_ptr<PostProcessor> make_post_processor(const json& j, const LoadCont
       if (auto step = make_post_processor(item, ctx)) steps.push_back(std::move(step));
     return std::make_unique<SequenceProcessor>(std::move(steps));
   }
-  ctx.fail("unknown type '{}' (supported: TemplateProcessing, BertProcessing, "
-           "RobertaProcessing, ByteLevel, Sequence)",
-           type);
+  ctx.fail(
+      "unknown type '{}' (supported: TemplateProcessing, BertProcessing, "
+      "RobertaProcessing, ByteLevel, Sequence)",
+      type);
 }
 
 }  // namespace tandem::tok

@@ -15,8 +15,7 @@ namespace {
 // with `behavior` and hands each kept part to the sink; only a part at offset 0 keeps
 // `at_origin`.
 template <typename Generate>
-void split_piece(const Piece& piece, SplitBehavior behavior, Generate&& segments,
-                 PieceSink sink) {
+void split_piece(const Piece& piece, SplitBehavior behavior, Generate&& segments, PieceSink sink) {
   auto emit = [&](size_t begin, size_t end) {
     sink(Piece{piece.text.substr(begin, end - begin), piece.at_origin && begin == 0});
   };
@@ -72,10 +71,15 @@ class SplitPreTokenizer final : public PreTokenizer {
       : pattern_(std::move(pattern)), behavior_(behavior), invert_(invert) {}
 
   void pre_tokenize(const Piece& piece, PieceSink sink) const override {
-    split_piece(piece, behavior_, [&](SegmentFn add) {
-      auto flip = [&](const Segment& s) { add(Segment{s.begin, s.end, s.is_match != invert_}); };
-      pattern_.for_each_segment(piece.text, flip);
-    }, sink);
+    split_piece(
+        piece, behavior_,
+        [&](SegmentFn add) {
+          auto flip = [&](const Segment& s) {
+            add(Segment{s.begin, s.end, s.is_match != invert_});
+          };
+          pattern_.for_each_segment(piece.text, flip);
+        },
+        sink);
   }
 
  private:
@@ -94,8 +98,7 @@ class MetaspacePreTokenizer final : public PreTokenizer {
   }
 
   void pre_tokenize(const Piece& piece, PieceSink sink) const override {
-    bool starts_with_rep =
-        piece.text.front() == ' ' || piece.text.starts_with(replacement_utf8_);
+    bool starts_with_rep = piece.text.front() == ' ' || piece.text.starts_with(replacement_utf8_);
     bool prepend = !starts_with_rep && (scheme_ == PrependScheme::Always ||
                                         (scheme_ == PrependScheme::First && piece.at_origin));
     std::string text;
@@ -110,9 +113,13 @@ class MetaspacePreTokenizer final : public PreTokenizer {
     Piece replaced{text, piece.at_origin};
     if (!split_) return sink(replaced);
     char32_t rep = replacement_;
-    split_piece(replaced, SplitBehavior::MergedWithNext, [&](SegmentFn add) {
-      for_each_char_segment(text, [rep](char32_t c) { return c == rep; }, add);
-    }, sink);
+    split_piece(
+        replaced, SplitBehavior::MergedWithNext,
+        [&](SegmentFn add) {
+          for_each_char_segment(
+              text, [rep](char32_t c) { return c == rep; }, add);
+        },
+        sink);
   }
 
  private:
@@ -174,22 +181,15 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const LoadContex
         parse_split_behavior(require_field(j, "behavior", ctx), ctx),
         bool_field(j, "invert", false, ctx));
   if (type == "Metaspace")
-    return std::make_unique<MetaspacePreTokenizer>(
-        char_field(j, "replacement", ctx), parse_prepend_scheme(j, ctx),
-        bool_field(j, "split", true, ctx));
+    return std::make_unique<MetaspacePreTokenizer>(char_field(j, "replacement", ctx),
+                                                   parse_prepend_scheme(j, ctx),
+                                                   bool_field(j, "split", true, ctx));
   if (type == "Sequence") return make_sequence(j, ctx);
   if (auto simple = make_char_class_pre_tokenizer(type, j, ctx)) return simple;
-  ctx.fail("unknown type '{}' (supported: ByteLevel, Split, Metaspace, Digits, Whitespace, "
-           "WhitespaceSplit, Punctuation, BertPreTokenizer, CharDelimiterSplit, Sequence)",
-           type);
-}
-
-char32_t char_field(const json& j, std::string_view key, const LoadContext& ctx) {
-  std::string s = require_string(j, key, ctx);
-  size_t i = 0;
-  char32_t c = s.empty() ? 0 : next_char(s, i);
-  if (s.empty() || i != s.size()) ctx.fail("field \"{}\" must be one character, got '{}'", key, s);
-  return c;
+  ctx.fail(
+      "unknown type '{}' (supported: ByteLevel, Split, Metaspace, Digits, Whitespace, "
+      "WhitespaceSplit, Punctuation, BertPreTokenizer, CharDelimiterSplit, Sequence)",
+      type);
 }
 
 }  // namespace tandem::tok

@@ -39,8 +39,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const LoadContex
 
 // The character-class splitters (Digits, Whitespace, WhitespaceSplit, Punctuation,
 // BertPreTokenizer, CharDelimiterSplit); nullptr when `type` is none of them.
-std::unique_ptr<PreTokenizer> make_char_class_pre_tokenizer(const std::string& type,
-                                                            const json& j,
+std::unique_ptr<PreTokenizer> make_char_class_pre_tokenizer(const std::string& type, const json& j,
                                                             const LoadContext& ctx);
 
 }  // namespace tandem::tok

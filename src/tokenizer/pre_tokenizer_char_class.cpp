@@ -70,13 +70,13 @@ class BertPreTokenizer final : public PreTokenizer {
 
  private:
   std::unique_ptr<PreTokenizer> by_space_ = char_class_split(is_whitespace, SplitBehavior::Removed);
-  std::unique_ptr<PreTokenizer> by_punct_ = char_class_split(is_punctuation, SplitBehavior::Isolated);
+  std::unique_ptr<PreTokenizer> by_punct_ =
+      char_class_split(is_punctuation, SplitBehavior::Isolated);
 };
 
 }  // namespace
 
-std::unique_ptr<PreTokenizer> make_char_class_pre_tokenizer(const std::string& type,
-                                                            const json& j,
+std::unique_ptr<PreTokenizer> make_char_class_pre_tokenizer(const std::string& type, const json& j,
                                                             const LoadContext& ctx) {
   if (type == "Digits") {
     bool individual = bool_field(j, "individual_digits", false, ctx);
@@ -87,9 +87,8 @@ std::unique_ptr<PreTokenizer> make_char_class_pre_tokenizer(const std::string& t
   if (type == "WhitespaceSplit") return char_class_split(is_whitespace, SplitBehavior::Removed);
   if (type == "Punctuation") {
     auto it = j.find("behavior");
-    SplitBehavior behavior = it == j.end() || it->is_null()
-                                 ? SplitBehavior::Isolated
-                                 : parse_split_behavior(*it, ctx);
+    SplitBehavior behavior =
+        it == j.end() || it->is_null() ? SplitBehavior::Isolated : parse_split_behavior(*it, ctx);
     return char_class_split(is_punctuation, behavior);
   }
   if (type == "BertPreTokenizer") return std::make_unique<BertPreTokenizer>();

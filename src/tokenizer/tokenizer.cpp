@@ -51,8 +51,8 @@ std::unique_ptr<TokenizerParts> build_parts(const tok::json& j, tok::BpeSource s
       tok::make_post_processor(field_or_null(j, "post_processor"), ctx.with("post_processor"));
   p->decoder = tok::make_decoder(field_or_null(j, "decoder"), ctx.with("decoder"));
   p->decoder->add_traits(p->decoder_traits);
-  p->added = tok::AddedVocabulary(field_or_null(j, "added_tokens"), *p->model,
-                                  p->normalizer.get(), ctx.with("added_tokens"));
+  p->added = tok::AddedVocabulary(field_or_null(j, "added_tokens"), *p->model, p->normalizer.get(),
+                                  ctx.with("added_tokens"));
   index_ids(*p);
   return p;
 }
@@ -152,7 +152,9 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   return text;
 }
 
-int Tokenizer::vocab_size() const { return parts_->vocab_size; }
+int Tokenizer::vocab_size() const {
+  return parts_->vocab_size;
+}
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (auto id = parts_->added.id_of(token)) return id;

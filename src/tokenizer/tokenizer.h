@@ -43,8 +43,9 @@ class Tokenizer {
   ~Tokenizer();
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;  // thread-safe
-  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;   // HF decode exactly
-  int vocab_size() const;  // max id + 1 over vocab and added tokens
+  std::string decode(std::span<const int32_t> ids,
+                     bool skip_special_tokens) const;  // HF decode exactly
+  int vocab_size() const;                              // max id + 1 over vocab and added tokens
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::string id_to_token(int32_t id) const;  // "" for unknown ids
   bool is_special(int32_t id) const;
@@ -70,6 +71,8 @@ class Tokenizer {
 class IncrementalDecoder {
  public:
   IncrementalDecoder(std::shared_ptr<const Tokenizer> tok, bool skip_special_tokens);
+  // push throws tandem::Error for ids outside [0, vocab_size()); after finish the decoder
+  // starts a fresh sequence.
   std::string push(int32_t id);  // newly complete text (may be empty)
   std::string finish();          // whatever is still held back (invalid UTF-8 as U+FFFD, like HF)
 
@@ -92,8 +95,8 @@ class IncrementalDecoder {
 // used when tokenizer_config.json has none.
 struct TokenizerConfig {
   std::optional<std::string> bos_token, eos_token, pad_token, unk_token;
-  std::optional<std::string> chat_template;                 // the default template
-  std::map<std::string, std::string> named_templates;      // e.g. "tool_use"
+  std::optional<std::string> chat_template;            // the default template
+  std::map<std::string, std::string> named_templates;  // e.g. "tool_use"
   std::optional<bool> add_bos_token, add_eos_token;
   nlohmann::json raw;
   static TokenizerConfig load(const std::filesystem::path& dir);  // missing file -> empty config

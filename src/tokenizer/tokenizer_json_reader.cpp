@@ -21,10 +21,16 @@ class Reader final : public nlohmann::json_sax<json> {
 
   bool string(string_t& s) override {
     switch (mode_) {
-      case Mode::Vocab: return fail(fmt::format("vocab['{}'] must be an integer id", token_));
-      case Mode::Merges: return legacy_merge(s);
-      case Mode::MergePair: pair_.push_back(std::move(s)); return true;
-      case Mode::Dom: place(std::move(s)); return true;
+      case Mode::Vocab:
+        return fail(fmt::format("vocab['{}'] must be an integer id", token_));
+      case Mode::Merges:
+        return legacy_merge(s);
+      case Mode::MergePair:
+        pair_.push_back(std::move(s));
+        return true;
+      case Mode::Dom:
+        place(std::move(s));
+        return true;
     }
     return true;
   }
@@ -60,8 +66,10 @@ class Reader final : public nlohmann::json_sax<json> {
 
   bool start_array(std::size_t) override {
     switch (mode_) {
-      case Mode::Vocab: return fail(fmt::format("vocab['{}'] must be an integer id", token_));
-      case Mode::MergePair: return fail(fmt::format("merges[{}] nests arrays", merge_index_));
+      case Mode::Vocab:
+        return fail(fmt::format("vocab['{}'] must be an integer id", token_));
+      case Mode::MergePair:
+        return fail(fmt::format("merges[{}] nests arrays", merge_index_));
       case Mode::Merges:
         mode_ = Mode::MergePair;
         pair_.clear();
@@ -171,8 +179,8 @@ class Reader final : public nlohmann::json_sax<json> {
   std::vector<json*> stack_;       // open containers; a container's address is stable
   std::vector<std::string> keys_;  // per open container: its pending key (objects)
   Mode mode_ = Mode::Dom;
-  std::string token_;               // Vocab: the key awaiting its id
-  std::vector<std::string> pair_;   // MergePair: the strings so far
+  std::string token_;              // Vocab: the key awaiting its id
+  std::vector<std::string> pair_;  // MergePair: the strings so far
   size_t merge_index_ = 0;
 };
 

@@ -15,9 +15,9 @@
 namespace tandem::tok {
 
 struct TokenizerParts {
-  std::string origin;                             // the file, for messages
-  std::unique_ptr<Normalizer> normalizer;         // may be null
-  std::unique_ptr<PreTokenizer> pre_tokenizer;    // may be null
+  std::string origin;                           // the file, for messages
+  std::unique_ptr<Normalizer> normalizer;       // may be null
+  std::unique_ptr<PreTokenizer> pre_tokenizer;  // may be null
   std::unique_ptr<BpeModel> model;
   std::unique_ptr<PostProcessor> post_processor;  // may be null
   std::unique_ptr<Decoder> decoder;               // never null (default joins with spaces)

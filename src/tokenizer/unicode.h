@@ -58,12 +58,12 @@ size_t settled_utf8_prefix(std::string_view bytes);
 // a character boundary.
 size_t floor_char_boundary(std::string_view s, size_t n);
 
-bool is_whitespace(char32_t c);       // Unicode White_Space (Rust char::is_whitespace)
-bool is_word_char(char32_t c);        // \w of Rust's regex crate: Alphabetic, M, Nd, Pc, Join_Control
-bool is_numeric(char32_t c);          // General category Nd, Nl or No (Rust char::is_numeric)
-bool is_punctuation(char32_t c);      // ASCII punctuation or general category P*
-bool is_other(char32_t c);            // General category C* (BERT's "control")
-bool is_mark(char32_t c);             // General category M*
+bool is_whitespace(char32_t c);   // Unicode White_Space (Rust char::is_whitespace)
+bool is_word_char(char32_t c);    // \w of Rust's regex crate: Alphabetic, M, Nd, Pc, Join_Control
+bool is_numeric(char32_t c);      // General category Nd, Nl or No (Rust char::is_numeric)
+bool is_punctuation(char32_t c);  // ASCII punctuation or general category P*
+bool is_other(char32_t c);        // General category C* (BERT's "control")
+bool is_mark(char32_t c);         // General category M*
 bool is_nonspacing_mark(char32_t c);  // General category Mn
 bool is_cjk_ideograph(char32_t c);    // BERT's "chinese character" blocks
 

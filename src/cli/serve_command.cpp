@@ -1,0 +1,124 @@
+// `tandem serve`: the HTTP server over the engine. It listens at once (/health answers
+// 503 while the model loads), then prints a ready card; SIGINT/SIGTERM drain in-flight
+// requests and exit cleanly.
+#include <fmt/format.h>
+
+#include <csignal>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "cli/model_files.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "server/http_server.h"
+
+namespace tandem::cli {
+namespace {
+
+server::HttpServer* g_server = nullptr;
+
+void on_signal(int) {
+  if (g_server) g_server->request_stop();
+}
+
+int64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  while (in >> key >> kb)
+    if (key == "MemAvailable:") return kb * 1024;
+  return int64_t(4) << 30;
+}
+
+// Default KV budget: room for every row at full length, but at most a quarter of the
+// memory that is free now.
+int64_t default_kv_budget(const Model& model, int block_size, int rows, int max_len) {
+  int64_t per_block = ModelRunner::bytes_per_block(model, block_size, DType::F32);
+  int64_t want = int64_t(blocks_for(int64_t(rows) * max_len, block_size) + 1) * per_block;
+  return std::min(want, available_memory_bytes() / 4);
+}
+
+void print_ready_card(const Engine& engine, const ServeOptions& o, int port, int64_t kv_bytes) {
+  const ModelInfo& info = engine.model_info();
+  fmt::print(stderr,
+             "tandem ready\n"
+             "  model        {} ({})\n"
+             "  parameters   {:.1f}M, {} on {}\n"
+             "  context      {} tokens\n"
+             "  KV cache     {:.1f} MiB, {} blocks of {} tokens\n"
+             "  batch        {} rows, {} tokens per step\n"
+             "  url          http://{}:{}/v1\n",
+             info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, "cpu",
+             info.max_model_len, double(kv_bytes) / double(1 << 20), engine.pool().capacity(),
+             info.block_size, o.batch, o.max_batched_tokens, o.host, port);
+}
+
+}  // namespace
+
+int64_t parse_bytes(const std::string& text) {
+  size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    fail("'{}' is not a size (e.g. 4GB, 512MiB, 1000000)", text);
+  }
+  std::string unit = text.substr(pos);
+  for (auto& c : unit) c = char(std::toupper(static_cast<unsigned char>(c)));
+  double scale = unit.empty() || unit == "B" ? 1
+                 : unit == "KB" ? 1e3 : unit == "MB" ? 1e6 : unit == "GB" ? 1e9 : unit == "TB" ? 1e12
+                 : unit == "KIB" ? 1024.0 : unit == "MIB" ? 1048576.0 : unit == "GIB" ? 1073741824.0 : -1;
+  if (scale < 0 || value < 0) fail("'{}' is not a size (e.g. 4GB, 512MiB, 1000000)", text);
+  return int64_t(value * scale);
+}
+
+int run_serve(const ServeOptions& o) {
+  try {
+    if (o.batch < 1) fail("--batch must be >= 1 (got {})", o.batch);
+    server::ServerOptions so;
+    so.host = o.host;
+    so.port = o.port;
+    so.api_key = o.api_key;
+    so.served_model_name = o.served_model_name;
+    so.log_requests = o.log_requests;
+    server::HttpServer http(so);
+    http.start();
+    g_server = &http;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    fmt::print(stderr, "tandem: listening on http://{}:{} — loading {}\n", o.host, http.port(), o.model);
+
+    LoadedModel m = load_model_folder(o.model);
+    if (!m.tokenizer) fail("{}: serving needs tokenizer.json in the model folder", o.model);
+    EngineConfig config;
+    config.scheduler.max_rows = o.batch;
+    config.scheduler.max_batched_tokens = o.max_batched_tokens;
+    config.scheduler.prompt_concurrency = o.prompt_concurrency;
+    config.max_model_len = o.max_model_len > 0 ? o.max_model_len : m.model->config().max_position_embeddings;
+    config.served_model_name = o.served_model_name.empty()
+                                   ? std::filesystem::path(o.model).lexically_normal().filename().string()
+                                   : o.served_model_name;
+    if (config.served_model_name.empty()) config.served_model_name = "tandem";
+    config.kv_budget_bytes = o.kv_budget ? parse_bytes(*o.kv_budget)
+                                         : default_kv_budget(*m.model, config.scheduler.block_size,
+                                                             o.batch, config.max_model_len);
+    Engine engine(std::move(m.backend), std::move(m.model), m.tokenizer, config);
+    engine.start();
+    server::ServedModel served = server::load_served_model(o.model, engine, m.tokenizer);
+    served.card = {{"batch", o.batch}, {"max_batched_tokens", o.max_batched_tokens},
+                   {"kv_budget_bytes", config.kv_budget_bytes}, {"device", "cpu"}};
+    http.set_ready(std::move(served));
+    print_ready_card(engine, o, http.port(), config.kv_budget_bytes);
+    http.wait();
+    g_server = nullptr;
+    engine.stop(/*drain=*/true);
+    fmt::print(stderr, "tandem: stopped\n");
+    return 0;
+  } catch (const Error& e) {
+    g_server = nullptr;
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace tandem::cli

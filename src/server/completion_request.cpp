@@ -1,0 +1,99 @@
+#include "server/completion_request.h"
+
+#include <limits>
+
+#include "server/api_error.h"
+#include "server/openai_fields.h"
+#include "server/request_fields.h"
+#include "server/sampling_fields.h"
+
+namespace tandem::server {
+namespace {
+
+constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxLogprobs = 20;
+constexpr size_t kMaxTotalChoices = 1024;
+
+std::vector<int32_t> id_list(const Json& list, const std::string& path, int vocab_size) {
+  std::vector<int32_t> ids;
+  ids.reserve(list.size());
+  for (const Json& item : list) {
+    if (!item.is_number_integer())
+      invalid_request("prompt", "'{}' must hold only integers, found {}", path,
+                      json_type_name(item));
+    int64_t id = item.get<int64_t>();
+    if (id < 0 || id >= vocab_size)
+      invalid_request("prompt", "Token id {} in '{}' is out of the vocabulary [0, {})", id, path,
+                      vocab_size);
+    ids.push_back(int32_t(id));
+  }
+  if (ids.empty()) invalid_request("prompt", "'{}' must not be an empty list", path);
+  return ids;
+}
+
+// The four shapes of `prompt`, told apart by the first element.
+std::vector<CompletionPrompt> read_prompts(const Json& prompt, int vocab_size) {
+  std::vector<CompletionPrompt> out;
+  if (prompt.is_string()) {
+    out.push_back({prompt.get<std::string>(), {}});
+    return out;
+  }
+  if (!prompt.is_array())
+    invalid_request("prompt",
+                    "'prompt' must be a string, a list of strings, a list of token ids "
+                    "or a list of token-id lists; got {}",
+                    json_type_name(prompt));
+  if (prompt.empty()) invalid_request("prompt", "'prompt' must not be empty");
+  if (prompt[0].is_number_integer()) {
+    out.push_back({std::nullopt, id_list(prompt, "prompt", vocab_size)});
+    return out;
+  }
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    std::string path = fmt::format("prompt[{}]", i);
+    if (prompt[i].is_string() && prompt[0].is_string()) {
+      out.push_back({prompt[i].get<std::string>(), {}});
+    } else if (prompt[i].is_array() && prompt[0].is_array()) {
+      out.push_back({std::nullopt, id_list(prompt[i], path, vocab_size)});
+    } else {
+      invalid_request("prompt",
+                      "'{}' is {}: a prompt list must hold only strings or only "
+                      "token-id lists",
+                      path, json_type_name(prompt[i]));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(const Json& body, const GenerationRequest& defaults,
+                                           int vocab_size) {
+  FieldReader f(body);
+  CompletionRequest out;
+  out.generation = defaults;
+  f.string("model");
+  out.prompts = read_prompts(f.require("prompt"), vocab_size);
+  out.max_tokens = f.integer("max_tokens", 1, kMaxTokensLimit);
+  out.n = read_num_choices(f);
+  if (out.prompts.size() * size_t(out.n) > kMaxTotalChoices)
+    invalid_request("n", "{} prompts × n = {} choices is more than the limit of {}",
+                    out.prompts.size(), out.prompts.size() * size_t(out.n), kMaxTotalChoices);
+  StreamOptions stream = read_stream_options(f);
+  out.stream = stream.stream;
+  out.include_usage = stream.include_usage;
+  out.echo = f.boolean("echo").value_or(false);
+  out.logprobs = int(f.integer("logprobs", 0, kMaxLogprobs).value_or(-1));
+  if (out.echo && out.logprobs >= 0)
+    invalid_request("echo",
+                    "'echo' together with 'logprobs' is not supported yet (prompt "
+                    "logprobs are not computed)");
+  out.generation.top_logprobs = out.logprobs;
+  out.return_token_ids = f.boolean("return_token_ids").value_or(false);
+  out.add_special_tokens = f.boolean("add_special_tokens").value_or(true);
+  check_response_format(f);
+  check_unsupported_fields(f, out.n);
+  read_sampling_fields(f, SamplingFieldSpec{}, vocab_size, out.generation);
+  return out;
+}
+
+}  // namespace tandem::server

@@ -1,0 +1,90 @@
+// GET /v1/models[/{id}], POST /tokenize and /detokenize (vLLM's shapes), and the helpers
+// the generation endpoints share.
+#include "server/api_error.h"
+#include "server/chat_messages.h"
+#include "server/chat_request.h"
+#include "server/endpoints.h"
+#include "server/ids.h"
+#include "server/prompt_limits.h"
+#include "server/request_fields.h"
+
+namespace tandem::server {
+namespace {
+
+Json model_card(const EndpointContext& ctx) {
+  return {{"id", ctx.model_name},
+          {"object", "model"},
+          {"created", unix_time_now()},
+          {"owned_by", "tandem"},
+          {"root", ctx.model_name},
+          {"parent", Json()},
+          {"max_model_len", ctx.model.engine->model_info().max_model_len}};
+}
+
+std::vector<int32_t> tokenize_body(const EndpointContext& ctx, const FieldReader& f) {
+  if (f.has("messages")) {
+    ChatPromptInput prompt;
+    prompt.messages = normalize_openai_messages(f.require("messages"));
+    prompt.tools = normalize_openai_tools(f.array_field("tools"));
+    prompt.template_kwargs = read_template_kwargs(f);
+    prompt.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+    return chat_builder(ctx.model).tokens(prompt);
+  }
+  std::string text = f.require_string("prompt");
+  return ctx.model.tokenizer->encode(text, f.boolean("add_special_tokens").value_or(true));
+}
+
+}  // namespace
+
+TokenText token_text_of(const ServedModel& model) {
+  std::shared_ptr<const Tokenizer> tok = model.tokenizer;
+  return [tok](int32_t id) { return tok->decode(std::span<const int32_t>(&id, 1), false); };
+}
+
+const ChatPromptBuilder& chat_builder(const ServedModel& model) {
+  if (!model.chat)
+    invalid_request("messages",
+                    "This model has no chat template; use /v1/completions with a "
+                    "text or token-id prompt");
+  return *model.chat;
+}
+
+void reply_json(httplib::Response& res, const Json& body, int status) {
+  res.status = status;
+  res.set_content(dump_json(body), "application/json");
+}
+
+void handle_models(const EndpointContext& ctx, const httplib::Request& req,
+                   httplib::Response& res) {
+  if (req.matches.size() > 1) {
+    std::string id = req.matches[1];
+    if (id != ctx.model_name)
+      throw ApiError(404, "invalid_request_error", fmt::format("The model '{}' does not exist", id),
+                     "model", "model_not_found");
+    reply_json(res, model_card(ctx));
+    return;
+  }
+  reply_json(res, {{"object", "list"}, {"data", Json::array({model_card(ctx)})}});
+}
+
+void handle_tokenize(const EndpointContext& ctx, const httplib::Request& req,
+                     httplib::Response& res) {
+  Json body = parse_request_body(req.body);
+  std::vector<int32_t> ids = tokenize_body(ctx, FieldReader(body));
+  reply_json(res, {{"tokens", ids},
+                   {"count", ids.size()},
+                   {"max_model_len", ctx.model.engine->model_info().max_model_len}});
+}
+
+void handle_detokenize(const EndpointContext& ctx, const httplib::Request& req,
+                       httplib::Response& res) {
+  Json body = parse_request_body(req.body);
+  FieldReader f(body);
+  f.require("tokens");
+  std::vector<int32_t> ids;
+  for (int64_t id : f.integer_list("tokens", INT32_MIN, INT32_MAX)) ids.push_back(int32_t(id));
+  check_token_ids(ids, ctx.model.tokenizer->vocab_size(), "tokens");
+  reply_json(res, {{"prompt", ctx.model.tokenizer->decode(ids, false)}});
+}
+
+}  // namespace tandem::server

@@ -1,0 +1,44 @@
+// POST /v1/messages and /v1/messages/count_tokens (Anthropic).
+#include "server/anthropic_response.h"
+#include "server/api_error.h"
+#include "server/endpoints.h"
+#include "server/ids.h"
+#include "server/messages_request.h"
+#include "server/prompt_limits.h"
+#include "server/request_fields.h"
+#include "server/response_writer.h"
+
+namespace tandem::server {
+
+void handle_messages(const EndpointContext& ctx, const httplib::Request& req,
+                     httplib::Response& res) {
+  const ModelInfo& info = ctx.model.engine->model_info();
+  MessagesRequest r =
+      parse_messages_request(parse_request_body(req.body), ctx.model.defaults, info.vocab_size);
+  r.generation.prompt = chat_builder(ctx.model).tokens(r.prompt);
+  fit_to_context(r.generation, info, r.max_tokens, std::nullopt, {"messages", "max_tokens"});
+
+  AnthropicFormat format{int(r.generation.prompt.size()), r.parse_tool_calls};
+  ResponseMeta meta{random_id("msg_"), unix_time_now(), ctx.model_name};
+  std::vector<GenerationRequest> requests{std::move(r.generation)};
+  auto run = std::make_unique<GenerationRun>(*ctx.model.engine, std::move(requests), &ctx.metrics);
+  if (r.stream) {
+    auto encoder = std::make_unique<AnthropicStreamEncoder>(meta, format);
+    respond_streaming(res, std::move(run), ctx.watch, std::move(encoder), ctx.guard);
+  } else {
+    respond_when_done(res, *run, ctx.watch, [&](const std::vector<ChoiceResult>& results) {
+      return format_anthropic_message(meta, format, results.front());
+    });
+  }
+}
+
+void handle_count_tokens(const EndpointContext& ctx, const httplib::Request& req,
+                         httplib::Response& res) {
+  Json body = parse_request_body(req.body);
+  FieldReader f(body);
+  bool parse_tool_calls = false;
+  ChatPromptInput prompt = read_anthropic_prompt(f, parse_tool_calls);
+  reply_json(res, {{"input_tokens", chat_builder(ctx.model).tokens(prompt).size()}});
+}
+
+}  // namespace tandem::server

@@ -1,0 +1,27 @@
+// POST /v1/messages (Anthropic): the body, validated. `max_tokens` is required, as in
+// Anthropic's API; `system`, content blocks, `stop_sequences`, `tools` and `tool_choice`
+// become the chat-template conversation (chat_messages.h).
+#pragma once
+
+#include "engine/request.h"
+#include "server/chat_prompt.h"
+#include "server/request_fields.h"
+
+namespace tandem::server {
+
+struct MessagesRequest {
+  ChatPromptInput prompt;
+  GenerationRequest generation;  // prompt empty, max_tokens not yet checked against context
+  int64_t max_tokens = 0;
+  bool stream = false;
+  bool parse_tool_calls = false;
+};
+
+MessagesRequest parse_messages_request(const Json& body, const GenerationRequest& defaults,
+                                       int vocab_size);
+
+// The conversation part alone (also what /v1/messages/count_tokens reads). Sets
+// `parse_tool_calls` when tools are given and tool_choice allows calls.
+ChatPromptInput read_anthropic_prompt(const FieldReader& fields, bool& parse_tool_calls);
+
+}  // namespace tandem::server

@@ -1,0 +1,48 @@
+#include "server/openai_fields.h"
+
+#include "server/api_error.h"
+
+namespace tandem::server {
+
+StreamOptions read_stream_options(const FieldReader& fields) {
+  StreamOptions out;
+  out.stream = fields.boolean("stream").value_or(false);
+  if (const Json* opts = fields.object_field("stream_options")) {
+    if (!out.stream)
+      invalid_request("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    FieldReader o(*opts, "stream_options");
+    out.include_usage = o.boolean("include_usage").value_or(false);
+    o.boolean("continuous_usage_stats");
+  }
+  return out;
+}
+
+int read_num_choices(const FieldReader& fields) {
+  return int(fields.integer("n", 1, kMaxChoices).value_or(1));
+}
+
+void check_response_format(const FieldReader& fields, const char* key) {
+  const Json* format = fields.object_field(key);
+  if (!format) return;
+  FieldReader f(*format, key);
+  std::string type = f.require_string("type");
+  if (type == "text" || type == "json_object") return;  // json_object: not enforced yet
+  if (type == "json_schema")
+    invalid_request(f.name("type"),
+                    "'{}' json_schema is not supported: structured output is not enforced yet "
+                    "(use json_object, or describe the schema in the prompt)",
+                    f.name("type"));
+  invalid_request(f.name("type"), "'{}' must be text, json_object or json_schema; got '{}'",
+                  f.name("type"), type);
+}
+
+void check_unsupported_fields(const FieldReader& fields, int n) {
+  if (const Json* bias = fields.object_field("logit_bias"); bias && !bias->empty())
+    invalid_request("logit_bias", "'logit_bias' is not supported yet");
+  if (auto best_of = fields.integer("best_of", 1, kMaxChoices); best_of && *best_of != n)
+    invalid_request("best_of", "'best_of' other than n is not supported");
+  if (auto suffix = fields.string("suffix"); suffix && !suffix->empty())
+    invalid_request("suffix", "'suffix' is not supported");
+}
+
+}  // namespace tandem::server

@@ -1,0 +1,25 @@
+// Request fields shared by OpenAI's chat and completions endpoints (besides sampling):
+// n, stream / stream_options, response_format, and the fields tandem refuses openly
+// rather than ignoring silently (logit_bias, best_of > n, suffix).
+#pragma once
+
+#include "server/request_fields.h"
+
+namespace tandem::server {
+
+// OpenAI's own limit on n.
+inline constexpr int64_t kMaxChoices = 128;
+
+struct StreamOptions {
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+};
+
+StreamOptions read_stream_options(const FieldReader& fields);
+int read_num_choices(const FieldReader& fields);
+// {"type": "text"} and {"type": "json_object"} (accepted, not enforced yet) pass;
+// "json_schema" is a 400 that says structured output is not enforced yet.
+void check_response_format(const FieldReader& fields, const char* key = "response_format");
+void check_unsupported_fields(const FieldReader& fields, int n);
+
+}  // namespace tandem::server

@@ -1,0 +1,28 @@
+// Pieces of OpenAI's response shapes that chat and completions share.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "engine/request.h"
+#include "server/json_text.h"
+#include "server/tool_calls.h"
+
+namespace tandem::server {
+
+// "stop", "length", "tool_calls" (a stop with calls parsed), "abort", "error".
+const char* openai_finish_reason(FinishReason reason, bool has_tool_calls);
+
+// vLLM's `stop_reason`: the stop string that ended the choice, else null.
+Json openai_stop_reason(const std::string& matched_stop);
+
+// {"prompt_tokens", "completion_tokens", "total_tokens"}.
+Json openai_usage(int prompt_tokens, int completion_tokens);
+
+// OpenAI's tool call object, with a fresh "call_…" id; streamed ones carry their index.
+Json openai_tool_call(const ToolCall& call, std::optional<int> index = std::nullopt);
+
+// A failure after the stream has started: an error event, then [DONE].
+std::string openai_stream_error(const std::string& message);
+
+}  // namespace tandem::server

@@ -1,0 +1,29 @@
+// The checks that need the prompt's length: it must fit the context with room for at
+// least one token, its ids must be in the vocabulary, and max_tokens (given or chosen)
+// must fit what is left. The messages follow vLLM's, which clients already match on.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "engine/engine_api.h"
+
+namespace tandem::server {
+
+struct PromptFieldNames {
+  const char* prompt = "messages";        // the field the prompt came from
+  const char* max_tokens = "max_tokens";  // the field max_tokens came from
+};
+
+// Every id in [0, vocab_size); a 400 naming `param` otherwise.
+void check_token_ids(std::span<const int32_t> ids, int vocab_size, const char* param);
+
+// Fills request.max_tokens: `requested`, or the rest of the context capped by
+// `default_cap` (nullopt: no cap). 400 for an empty prompt, a prompt that leaves no room,
+// a max_tokens that does not fit, and min_tokens above max_tokens.
+void fit_to_context(GenerationRequest& request, const ModelInfo& model,
+                    std::optional<int64_t> requested, std::optional<int64_t> default_cap,
+                    const PromptFieldNames& names);
+
+}  // namespace tandem::server

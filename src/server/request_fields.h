@@ -1,0 +1,61 @@
+// Typed, range-checked reads of request fields. Every failure is a 400 that names the
+// field (with its path, e.g. "messages[2].content") and says what was expected and what
+// came instead. A field that is absent or null reads as "not given".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/json_text.h"
+
+namespace tandem::server {
+
+// The body of a request, parsed; a malformed body or a non-object is a 400.
+Json parse_request_body(std::string_view body);
+
+// JSON type name for messages: "string", "number", "array"...
+std::string json_type_name(const Json& value);
+
+class FieldReader {
+ public:
+  // `path` prefixes field names in errors ("messages[0]"); empty at the top level.
+  // Throws a 400 if `object` is not a JSON object.
+  FieldReader(const Json& object, std::string path = {});
+
+  const Json& object() const { return object_; }
+  // Present and not null.
+  bool has(std::string_view key) const;
+  // "path.key" for error messages.
+  std::string name(std::string_view key) const;
+
+  std::optional<bool> boolean(std::string_view key) const;
+  std::optional<std::string> string(std::string_view key) const;
+  // Integers; a float with an integral value (5.0) is accepted as 5.
+  std::optional<int64_t> integer(std::string_view key, int64_t min, int64_t max) const;
+  // Closed range [min, max].
+  std::optional<double> number(std::string_view key, double min, double max) const;
+  // Open at the bottom: (min, max].
+  std::optional<double> number_above(std::string_view key, double min, double max) const;
+  const Json* object_field(std::string_view key) const;
+  const Json* array_field(std::string_view key) const;
+
+  // A string or a list of strings (OpenAI's `stop`); empty strings rejected.
+  std::vector<std::string> string_or_list(std::string_view key, size_t max_items) const;
+  // A list of integers in [min, max].
+  std::vector<int64_t> integer_list(std::string_view key, int64_t min, int64_t max) const;
+
+  std::string require_string(std::string_view key) const;
+  const Json& require(std::string_view key) const;
+
+ private:
+  const Json* find(std::string_view key) const;
+  [[noreturn]] void wrong_type(std::string_view key, const char* expected) const;
+
+  const Json& object_;
+  std::string path_;
+};
+
+}  // namespace tandem::server

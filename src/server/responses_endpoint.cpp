@@ -1,0 +1,36 @@
+// POST /v1/responses (the basic OpenAI Responses API).
+#include "server/api_error.h"
+#include "server/endpoints.h"
+#include "server/ids.h"
+#include "server/prompt_limits.h"
+#include "server/request_fields.h"
+#include "server/response_writer.h"
+#include "server/responses_request.h"
+#include "server/responses_response.h"
+
+namespace tandem::server {
+
+void handle_responses(const EndpointContext& ctx, const httplib::Request& req,
+                      httplib::Response& res) {
+  const ModelInfo& info = ctx.model.engine->model_info();
+  ResponsesRequest r =
+      parse_responses_request(parse_request_body(req.body), ctx.model.defaults, info.vocab_size);
+  r.generation.prompt = chat_builder(ctx.model).tokens(r.prompt);
+  fit_to_context(r.generation, info, r.max_output_tokens, std::nullopt,
+                 {"input", "max_output_tokens"});
+
+  ResponsesFormat format{int(r.generation.prompt.size()), r.echo, random_id("msg_")};
+  ResponseMeta meta{random_id("resp_"), unix_time_now(), ctx.model_name};
+  std::vector<GenerationRequest> requests{std::move(r.generation)};
+  auto run = std::make_unique<GenerationRun>(*ctx.model.engine, std::move(requests), &ctx.metrics);
+  if (r.stream) {
+    auto encoder = std::make_unique<ResponsesStreamEncoder>(meta, format);
+    respond_streaming(res, std::move(run), ctx.watch, std::move(encoder), ctx.guard);
+  } else {
+    respond_when_done(res, *run, ctx.watch, [&](const std::vector<ChoiceResult>& results) {
+      return format_response(meta, format, results.front());
+    });
+  }
+}
+
+}  // namespace tandem::server

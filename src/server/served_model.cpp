@@ -1,0 +1,45 @@
+#include "server/served_model.h"
+
+#include <fstream>
+
+#include "core/error.h"
+
+namespace tandem::server {
+namespace {
+
+template <typename T>
+void read_number(const nlohmann::json& j, const char* key, T& out, const std::string& file) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_number()) fail("{}: \"{}\" must be a number, got {}", file, key, it->dump());
+  out = it->get<T>();
+}
+
+}  // namespace
+
+SamplingParams read_generation_defaults(const std::filesystem::path& dir) {
+  SamplingParams s;
+  std::filesystem::path path = dir / "generation_config.json";
+  std::ifstream in(path);
+  if (!in) return s;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) fail("{}: invalid JSON", path.string());
+  read_number(j, "temperature", s.temperature, path.string());
+  read_number(j, "top_p", s.top_p, path.string());
+  read_number(j, "top_k", s.top_k, path.string());
+  read_number(j, "min_p", s.min_p, path.string());
+  read_number(j, "repetition_penalty", s.repetition_penalty, path.string());
+  return s;
+}
+
+ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,
+                              std::shared_ptr<const Tokenizer> tokenizer) {
+  ServedModel m;
+  m.engine = &engine;
+  m.tokenizer = tokenizer ? std::move(tokenizer) : Tokenizer::load(dir);
+  m.chat = ChatPromptBuilder::create(TokenizerConfig::load(dir), m.tokenizer);
+  m.defaults.sampling = read_generation_defaults(dir);
+  return m;
+}
+
+}  // namespace tandem::server

@@ -1,0 +1,34 @@
+// What the HTTP layer needs from a loaded model besides the engine: the tokenizer (text
+// prompts, logprob token texts, echo), the chat template, the model's sampling defaults
+// (generation_config.json, as vLLM applies them) and static facts for /stats.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "engine/engine_api.h"
+#include "server/chat_prompt.h"
+#include "server/json_text.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tandem::server {
+
+struct ServedModel {
+  EngineApi* engine = nullptr;                    // not owned; valid until HttpServer::stop()
+  std::shared_ptr<const Tokenizer> tokenizer;     // required
+  std::shared_ptr<const ChatPromptBuilder> chat;  // null: no chat template (chat routes 400)
+  GenerationRequest defaults;                     // sampling defaults every request starts from
+  Json card = Json::object();                     // merged into /stats (batch, dtype, kv budget…)
+};
+
+// Reads the tokenizer (unless given), tokenizer_config.json's chat template and
+// generation_config.json's sampling defaults from a Hugging Face model folder. Throws
+// tandem::Error (or jinja::TemplateError) naming the file for anything malformed.
+ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,
+                              std::shared_ptr<const Tokenizer> tokenizer = nullptr);
+
+// generation_config.json's temperature, top_p, top_k, min_p and repetition_penalty
+// (missing file or fields: SamplingParams' defaults).
+SamplingParams read_generation_defaults(const std::filesystem::path& dir);
+
+}  // namespace tandem::server

@@ -1,0 +1,60 @@
+// Shared setup for the e2e tests: clients for the server that run_e2e.sh started.
+import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+
+export const baseURL = process.env.TANDEM_URL ?? 'http://127.0.0.1:8080';
+export const apiKey = process.env.TANDEM_API_KEY ?? 'e2e-secret-key';
+export const model = process.env.TANDEM_MODEL ?? 'tandem-e2e';
+export const maxModelLen = Number(process.env.TANDEM_MAX_MODEL_LEN ?? 1024);
+
+export const openai = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0, timeout: 120_000 });
+export const anthropic = new Anthropic({ baseURL, apiKey, maxRetries: 0, timeout: 120_000 });
+
+// A user turn.
+export const user = (content) => [{ role: 'user', content }];
+
+// Greedy, EOS ignored: the random model then always runs to max_tokens, deterministically.
+export const greedy = { temperature: 0, ignore_eos: true };
+
+// Raw HTTP, for what the SDKs will not send (malformed bodies, unknown routes).
+export async function post(path, body, headers = {}) {
+  const res = await fetch(`${baseURL}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}`, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, text, json, headers: res.headers };
+}
+
+export async function get(path, headers = {}) {
+  const res = await fetch(`${baseURL}${path}`, { headers: { authorization: `Bearer ${apiKey}`, ...headers } });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, text, json };
+}
+
+// Runs fn, which must reject with an SDK APIError of `status`; returns the error.
+export async function expectApiError(fn, status) {
+  try {
+    await fn();
+  } catch (err) {
+    if (err?.status !== status) throw new Error(`expected HTTP ${status}, got ${err?.status}: ${err}`);
+    return err;
+  }
+  throw new Error(`expected HTTP ${status}, but the call succeeded`);
+}
+
+// Polls until fn() is truthy or the timeout passes; returns the last value.
+export async function eventually(fn, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  let value = await fn();
+  while (!value && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    value = await fn();
+  }
+  return value;
+}
