@@ -110,17 +110,7 @@ std::string ChatStreamEncoder::chunk(int choice, const StreamChunk& chunk) {
 }
 
 std::string ChatStreamEncoder::end() {
-  std::string out;
-  if (include_usage_) {
-    out += sse_data({{"id", meta_.id},
-                     {"object", "chat.completion.chunk"},
-                     {"created", meta_.created},
-                     {"model", meta_.model},
-                     {"choices", Json::array()},
-                     {"usage", openai_usage(format_.prompt_tokens, completion_tokens_)}});
-  }
-  out += kSseDone;
-  return out;
+  return openai_stream_end(meta_, "chat.completion.chunk", include_usage_, format_.prompt_tokens, completion_tokens_);
 }
 
 std::string ChatStreamEncoder::error(const std::string& message) {

@@ -102,17 +102,7 @@ std::string CompletionStreamEncoder::chunk(int index, const StreamChunk& chunk) 
 }
 
 std::string CompletionStreamEncoder::end() {
-  std::string out;
-  if (include_usage_) {
-    out += sse_data({{"id", meta_.id},
-                     {"object", "text_completion"},
-                     {"created", meta_.created},
-                     {"model", meta_.model},
-                     {"choices", Json::array()},
-                     {"usage", openai_usage(format_.prompt_tokens, completion_tokens_)}});
-  }
-  out += kSseDone;
-  return out;
+  return openai_stream_end(meta_, "text_completion", include_usage_, format_.prompt_tokens, completion_tokens_);
 }
 
 std::string CompletionStreamEncoder::error(const std::string& message) {

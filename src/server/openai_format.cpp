@@ -38,6 +38,21 @@ Json openai_tool_call(const ToolCall& call, std::optional<int> index) {
   return out;
 }
 
+std::string openai_stream_end(const ResponseMeta& meta, const char* object, bool include_usage,
+                              int prompt_tokens, int completion_tokens) {
+  std::string out;
+  if (include_usage) {
+    out += sse_data({{"id", meta.id},
+                     {"object", object},
+                     {"created", meta.created},
+                     {"model", meta.model},
+                     {"choices", Json::array()},
+                     {"usage", openai_usage(prompt_tokens, completion_tokens)}});
+  }
+  out += kSseDone;
+  return out;
+}
+
 std::string openai_stream_error(const std::string& message) {
   Json error = {
       {"message", message}, {"type", "server_error"}, {"param", Json()}, {"code", Json()}};

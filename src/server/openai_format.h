@@ -6,6 +6,7 @@
 
 #include "engine/request.h"
 #include "server/json_text.h"
+#include "server/stream_encoder.h"
 #include "server/tool_calls.h"
 
 namespace tandem::server {
@@ -21,6 +22,11 @@ Json openai_usage(int prompt_tokens, int completion_tokens);
 
 // OpenAI's tool call object, with a fresh "call_…" id; streamed ones carry their index.
 Json openai_tool_call(const ToolCall& call, std::optional<int> index = std::nullopt);
+
+// The end of a stream: the usage chunk (object "chat.completion.chunk" or
+// "text_completion") when the client asked for it, then [DONE].
+std::string openai_stream_end(const ResponseMeta& meta, const char* object, bool include_usage,
+                              int prompt_tokens, int completion_tokens);
 
 // A failure after the stream has started: an error event, then [DONE].
 std::string openai_stream_error(const std::string& message);
