@@ -2,6 +2,7 @@
 // subcommand lives in src/cli/.
 #include <CLI/CLI.hpp>
 
+#include "cli/bench/bench_options.h"
 #include "cli/commands.h"
 
 using namespace tandem::cli;
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   ServeOptions so;
   auto* serve = app.add_subcommand("serve", "Serve the OpenAI and Anthropic HTTP APIs");
   serve->add_option("--model", so.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
+  serve->add_option("--device", so.device, "cpu, cuda, or auto: cuda when a GPU is present")->capture_default_str();
   serve->add_option("--host", so.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", so.port, "Port (0: any free port)")->capture_default_str();
   serve->add_option("--batch,--decode-concurrency", so.batch, "Sequences advanced together per step (1 = the serial path)")->capture_default_str();
@@ -27,12 +29,14 @@ int main(int argc, char** argv) {
   LogitsOptions lo;
   auto* logits = app.add_subcommand("logits", "Teacher-forced logits of a token-id sequence, as .npy");
   logits->add_option("--model", lo.model, "Hugging Face model folder")->required();
+  logits->add_option("--device", lo.device, "cpu, cuda, or auto")->capture_default_str();
   logits->add_option("--ids", lo.ids, "Token ids, comma-separated (e.g. 1,2,3)")->required();
   logits->add_option("--out", lo.out, "Output .npy file: float32 [len(ids), vocab]")->required();
 
   GenerateOptions go;
   auto* gen = app.add_subcommand("generate", "Generate text for one prompt (the serial path)");
   gen->add_option("--model", go.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
+  gen->add_option("--device", go.device, "cpu, cuda, or auto")->capture_default_str();
   gen->add_option("--prompt", go.prompt, "Prompt text (tokenized with the model's tokenizer)");
   gen->add_option("--ids", go.ids, "Prompt token ids, comma-separated");
   gen->add_option("--max-tokens", go.max_tokens, "Tokens to generate at most")->capture_default_str();
@@ -47,6 +51,7 @@ int main(int argc, char** argv) {
   PerplexityOptions po;
   auto* ppl = app.add_subcommand("perplexity", "Mean negative log-likelihood and perplexity over a text file");
   ppl->add_option("--model", po.model, "Hugging Face model folder")->required();
+  ppl->add_option("--device", po.device, "cpu, cuda, or auto")->capture_default_str();
   ppl->add_option("--file", po.file, "UTF-8 text, tokenized as one stream without special tokens")->required();
   ppl->add_option("--context", po.context, "Window length (default: max_position_embeddings)");
 
@@ -78,6 +83,25 @@ int main(int argc, char** argv) {
   rnd->add_option("--dtype", ro.dtype, "bf16 or f32")->capture_default_str();
   rnd->add_option("--seed", ro.seed, "Random seed")->capture_default_str();
 
+  BenchOptions bo;
+  auto* bench = app.add_subcommand("bench", "Load-test an OpenAI-compatible server: throughput, TTFT, TPOT, ITL per concurrency");
+  bench->add_option("--url", bo.url, "Server root (a trailing /v1 is fine)")->capture_default_str();
+  bench->add_option("--model", bo.model, "Model name to request (default: the first id of GET /v1/models)");
+  bench->add_option("--concurrency", bo.concurrency, "Requests in flight; a list sweeps, e.g. 1,2,4,8,16")->delimiter(',')->capture_default_str();
+  bench->add_option("--num-requests", bo.num_requests, "Requests per concurrency (default: max(4 x concurrency, 16))");
+  bench->add_option("--input-len", bo.input_len, "Prompt length in tokens (random token ids)")->capture_default_str();
+  bench->add_option("--output-len", bo.output_len, "Tokens to generate per request (min_tokens + ignore_eos)")->capture_default_str();
+  bench->add_option("--request-rate", bo.request_rate, "Poisson arrivals per second, at most --concurrency in flight (default: closed loop)");
+  bench->add_option("--temperature", bo.temperature, "Sampling temperature")->capture_default_str();
+  bench->add_option("--token-min", bo.token_min, "Prompt ids are uniform in [token-min, token-max)")->capture_default_str();
+  bench->add_option("--token-max", bo.token_max, "Upper end (exclusive) of prompt ids")->capture_default_str();
+  bench->add_option("--vocab", bo.vocab, "The model's vocabulary size: caps --token-max");
+  bench->add_option("--seed", bo.seed, "Seed of the prompts and arrival times")->capture_default_str();
+  bench->add_option("--api-key", bo.api_key, "Sent as Authorization: Bearer KEY");
+  bench->add_option("--timeout", bo.timeout_s, "Read timeout of one request, seconds")->capture_default_str();
+  bench->add_option("--json", bo.json_path, "Write the raw per-request numbers and summaries to FILE");
+  bench->add_option("--plot", bo.plot_path, "Draw throughput and TTFT against concurrency to FILE.svg");
+
   CLI11_PARSE(app, argc, argv);
   if (so.model.empty()) so.model = default_model_dir();
   if (go.model.empty()) go.model = default_model_dir();
@@ -86,6 +110,7 @@ int main(int argc, char** argv) {
   if (*gen) return run_generate(go);
   if (*ppl) return run_perplexity(po);
   if (*rnd) return run_random_model(ro);
+  if (*bench) return run_bench(bo);
   if (*tok) return run_tokenize(to);
   if (*detok) return run_detokenize(to);
   if (*chat) return run_chat_template(to);

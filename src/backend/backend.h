@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "backend/sampling.h"
 #include "core/tensor.h"
 
 namespace tandem {
@@ -42,7 +44,19 @@ struct AttentionParams {
   int window = 0;       // >0: query at position p sees keys at positions (p - window, p]
 };
 
+// One KV group's addresses (DESIGN.md §3): full-attention layers and each sliding window
+// index their own block space, so each group has its own slot map and block table.
+struct KvGroupTensors {
+  Tensor slot_map;     // [T] i32
+  Tensor block_table;  // [B, max_blocks] i32
+  int max_blocks = 0;
+};
+
 // The step's batch layout on the device: the StepPlan's arrays, uploaded once per step.
+// The ops read slot_map / block_table / max_blocks; a model passes each layer the view of
+// its KV group, step.for_layer(layer). With more than one group those three fields are
+// left undefined here, so a model that forgets the view fails loudly instead of reading
+// another group's blocks.
 struct StepTensors {
   Tensor tokens;        // [T] i32
   Tensor positions;     // [T] i32: position of each token in its sequence
@@ -56,6 +70,23 @@ struct StepTensors {
   int max_blocks = 0;
   int max_context_len = 0;
   int block_size = 16;
+  std::vector<KvGroupTensors> groups;  // [G] (empty: the fields above are the only group)
+  std::vector<int> layer_group;        // [L] KV group of each layer (empty: all group 0)
+
+  // This step with group g's slot map and block table (tensors are shared handles).
+  StepTensors for_group(int g) const {
+    StepTensors s = *this;
+    if (groups.empty()) return s;
+    const KvGroupTensors& kv = groups.at(size_t(g));
+    s.slot_map = kv.slot_map;
+    s.block_table = kv.block_table;
+    s.max_blocks = kv.max_blocks;
+    return s;
+  }
+  // The view layer `layer` reads and writes its KV through.
+  StepTensors for_layer(int layer) const {
+    return layer_group.empty() ? for_group(0) : for_group(layer_group.at(size_t(layer)));
+  }
 };
 
 // K and V storage of one layer: [num_blocks, block_size, kv_heads, head_dim] each.
@@ -88,6 +119,17 @@ class Backend {
   //   x [T, C], outs[i] [T, C_i]
   virtual void split_columns(const Tensor& x, std::initializer_list<Tensor*> outs);
   virtual void synchronize() {}
+  // Bytes this backend's device could still allocate (free RAM on the CPU, free GPU memory).
+  virtual int64_t available_memory() const;
+
+  // --- graphs (optional; the CUDA backend records decode steps as CUDA graphs) ---
+  // Ops issued between capture_begin() and capture_end() are recorded instead of run;
+  // replay() runs the recording again over the same device addresses. Inputs are
+  // changed between replays by writing into the tensors the recorded ops read.
+  virtual bool supports_graphs() const { return false; }
+  virtual void capture_begin();
+  virtual std::shared_ptr<void> capture_end();
+  virtual void replay(const std::shared_ptr<void>& graph);
 
   // --- ops ---
   // out[t] = table[ids[t]] * scale.   out [T, D], table [V, D], ids [T] i32
@@ -98,6 +140,10 @@ class Backend {
   // weight_offset is 1 for Gemma's (1 + w) norms, 0 otherwise. In place allowed.
   virtual void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
                         float weight_offset) = 0;
+  // residual += x; out = rms_norm(residual) (the pre-norm decoder's step between blocks).
+  //   residual (in place), x, out [R, C], w [C]. out may alias x, not residual.
+  virtual void add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w,
+                            float eps, float weight_offset) = 0;
   // out = a + b (same shape). In place allowed.
   virtual void add(Tensor& out, const Tensor& a, const Tensor& b) = 0;
   // x *= s, in place.
@@ -126,9 +172,46 @@ class Backend {
   //   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]
   virtual void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                            const Tensor& gate_up, const Tensor& down, Activation act) = 0;
+
+  // --- sampling (backend/sampling.h) ---
+  // Picks one token per row of `logits` under that row's parameters; only the results
+  // come back to the host. `logits` may be modified (penalties, temperature).
+  //   logits [S, V] (act dtype or f32), rows.size() == S, out.size() == S
+  virtual void sample(Tensor& logits, std::span<const SampleRow> rows,
+                      std::span<SampledToken> out) = 0;
+
+  // --- ops added for Gemma 3n ---
+  // Not pure: a backend without them fails with "op '...' is not implemented".
+  // out = a - b (same number of elements). In place allowed.
+  virtual void sub(Tensor& out, const Tensor& a, const Tensor& b);
+  // out = a * b, where b has a's size or is one row [C] broadcast over a's rows.
+  // In place allowed.   out, a [R, C], b [R, C] or [C]
+  virtual void mul(Tensor& out, const Tensor& a, const Tensor& b);
+  // out = act(a) * b: a plain (ungated) activation times a second tensor.
+  //   out, a, b [R, C]
+  virtual void act_mul(Tensor& out, const Tensor& a, const Tensor& b, Activation act);
+  // Activation sparsity (HF Gemma 3n `_gaussian_topk`), per row, in place:
+  // x = relu(x - (mean(x) + std(x) · std_multiplier)), std the population one (÷C).
+  //   x [R, C]
+  virtual void gaussian_topk(Tensor& x, float std_multiplier);
+  // Per row, in place: x = x · rms(ref) / sqrt(max(mean(x²), min_mean_square)),
+  // rms(ref) = sqrt(mean(ref²)).   x, ref [R, C]
+  virtual void match_rms(Tensor& x, const Tensor& ref, float min_mean_square);
+  // Per-token mix of S streams into M, accumulated into out:
+  //   out[m, t] += Σ_s coefs[t, m·S + s] · x[s, t]
+  //   out [M, T, C], x [S, T, C], coefs [T, M·S]; out may not alias x.
+  virtual void mix_streams(Tensor& out, const Tensor& x, const Tensor& coefs);
+  // Swaps the two leading dims: out[b, a] = x[a, b].   out [B, A, C], x [A, B, C]
+  virtual void swap_leading_dims(Tensor& out, const Tensor& x);
 };
 
-// The CPU backend; `num_threads` 0 = the process-wide pool.
+// The CPU backend, on the process-wide thread pool.
 std::unique_ptr<Backend> make_cpu_backend();
+
+// The CUDA backend on GPU `device`. Throws tandem::Error when the build has no CUDA
+// support or the device cannot be used.
+std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+// Usable CUDA GPUs (0 when built without CUDA, without a driver, or without a GPU).
+int cuda_device_count();
 
 }  // namespace tandem

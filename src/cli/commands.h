@@ -13,6 +13,7 @@ std::string default_model_dir();
 
 struct ServeOptions {
   std::string model;
+  std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::string host = "127.0.0.1";
   int port = 8080;
   int batch = 1;  // --batch / --decode-concurrency: rows per step
@@ -30,6 +31,7 @@ int64_t parse_bytes(const std::string& text);
 
 struct LogitsOptions {
   std::string model;
+  std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::string ids;  // "1,2,3"
   std::string out;  // .npy path
 };
@@ -37,6 +39,7 @@ int run_logits(const LogitsOptions& o);
 
 struct GenerateOptions {
   std::string model;
+  std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> prompt;
   std::optional<std::string> ids;
   int max_tokens = 64;
@@ -52,6 +55,7 @@ int run_generate(const GenerateOptions& o);
 
 struct PerplexityOptions {
   std::string model;
+  std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::string file;
   int context = 0;  // window length; 0 = the model's max_position_embeddings
 };

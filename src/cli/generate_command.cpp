@@ -14,7 +14,7 @@ namespace tandem::cli {
 int run_generate(const GenerateOptions& o) {
   try {
     if (o.prompt.has_value() == o.ids.has_value()) fail("give exactly one of --prompt and --ids");
-    LoadedModel m = load_model_folder(o.model);
+    LoadedModel m = load_model_folder(o.model, o.device);
     GenerationRequest req;
     if (o.ids) {
       req.prompt = parse_ids(*o.ids);

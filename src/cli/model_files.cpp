@@ -9,10 +9,17 @@
 
 namespace tandem::cli {
 
-LoadedModel load_model_folder(const std::filesystem::path& dir) {
+std::unique_ptr<Backend> make_backend(const std::string& device) {
+  if (device == "cpu") return make_cpu_backend();
+  if (device == "cuda") return make_cuda_backend(0);
+  if (device == "auto") return cuda_device_count() > 0 ? make_cuda_backend(0) : make_cpu_backend();
+  fail("--device: '{}' is not one of cpu, cuda, auto", device);
+}
+
+LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device) {
   if (!std::filesystem::is_directory(dir)) fail("{}: not a model folder", dir.string());
   LoadedModel m;
-  m.backend = make_cpu_backend();
+  m.backend = make_backend(device);
   m.model = load_model(dir, *m.backend);
   if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
   return m;

@@ -1,4 +1,4 @@
-// What a command needs from a model folder: the CPU backend, the model, the tokenizer
+// What a command needs from a model folder: the backend (--device), the model, the tokenizer
 // (when the folder has one), and parsing of "--ids 1,2,3".
 #pragma once
 
@@ -22,7 +22,10 @@ struct LoadedModel {
   std::shared_ptr<const Tokenizer> tokenizer;  // null without tokenizer.json
 };
 
-LoadedModel load_model_folder(const std::filesystem::path& dir);
+// `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu).
+LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu");
+// The backend for --device.
+std::unique_ptr<Backend> make_backend(const std::string& device);
 // "1, 2,3" → {1, 2, 3}; throws tandem::Error on anything else.
 std::vector<int32_t> parse_ids(const std::string& text);
 

@@ -1,6 +1,7 @@
 // `tandem random-model`: a Hugging Face folder with random weights of a real shape (and
 // a byte-level tokenizer), so benchmarks never need a download. Llama-style
-// architectures (llama, mistral, qwen2, qwen3), by preset name or from a config.json.
+// architectures (llama, mistral, qwen2, qwen3) and Gemma 4 text (random_model_gemma4.cpp),
+// by preset name or from a config.json.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/random_model_gemma4.h"
 #include "core/error.h"
 #include "loader/random_fill.h"
 #include "loader/safetensors_writer.h"
@@ -50,6 +52,7 @@ json preset(const std::string& name) {
                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
     return c;
   }
+  if (auto gemma4 = gemma4_preset(name)) return *gemma4;
   fail("random-model: unknown preset '{}' (known: {})", name, random_model_presets());
 }
 
@@ -103,7 +106,9 @@ void write_json(const std::filesystem::path& p, const json& j) {
 
 }  // namespace
 
-std::string random_model_presets() { return "llama-100m, qwen3-0.6b, qwen3-1.7b, llama-3.1-8b"; }
+std::string random_model_presets() {
+  return std::string("llama-100m, qwen3-0.6b, qwen3-1.7b, llama-3.1-8b, ") + kGemma4Presets;
+}
 
 int run_random_model(const RandomModelOptions& o) {
   try {
@@ -118,15 +123,16 @@ int run_random_model(const RandomModelOptions& o) {
       if (cj.is_discarded()) fail("{}: invalid JSON", *o.config);
     }
     ModelConfig c = ModelConfig::parse(cj, o.like ? *o.like : *o.config);
-    static const char* supported[] = {"llama", "mistral", "qwen2", "qwen3"};
+    static const char* supported[] = {"llama", "mistral", "qwen2", "qwen3", "gemma4_text"};
     if (std::find(std::begin(supported), std::end(supported), c.model_type) == std::end(supported))
-      fail("random-model: model_type '{}' is not supported (llama, mistral, qwen2, qwen3)", c.model_type);
+      fail("random-model: model_type '{}' is not supported (llama, mistral, qwen2, qwen3, gemma4_text)", c.model_type);
     DType dtype = o.dtype == "bf16" ? DType::BF16 : o.dtype == "f32" ? DType::F32
                   : (fail("--dtype must be bf16 or f32 (got {})", o.dtype), DType::F32);
     std::filesystem::create_directories(o.out);
     auto start = std::chrono::steady_clock::now();
     SafetensorsWriter w;
-    add_llama_tensors(w, c, dtype, o.seed);
+    if (c.model_type == "gemma4_text") add_gemma4_tensors(w, c, dtype, o.seed);
+    else add_llama_tensors(w, c, dtype, o.seed);
     w.write_sharded(o.out, uint64_t(5) << 30);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     cj["torch_dtype"] = o.dtype == "bf16" ? "bfloat16" : "float32";

@@ -10,6 +10,7 @@
 #include "cli/model_files.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine/kv_layout.h"
 #include "server/http_server.h"
 
 namespace tandem::cli {
@@ -21,24 +22,28 @@ void on_signal(int) {
   if (g_server) g_server->request_stop();
 }
 
-int64_t available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  while (in >> key >> kb)
-    if (key == "MemAvailable:") return kb * 1024;
-  return int64_t(4) << 30;
+// Default KV budget: room for every row at full length, but at most a share of the
+// memory that is free now (after the weights): a quarter of free RAM on the CPU, which
+// the rest of the machine shares; on a GPU most of its free memory, less headroom for the
+// step's activations and logits.
+int64_t default_kv_budget(const Model& model, const Backend& backend, int block_size, int rows,
+                          int max_len, int max_batched_tokens) {
+  // What every row at full length needs: window layers only ever hold their window.
+  int64_t want = planned_kv_bytes(model.kv_specs(), backend.act_dtype(),
+                                  KvSizing{block_size, rows, max_batched_tokens, max_len, 0});
+  int64_t per_block = ModelRunner::bytes_per_block(model, block_size, backend.act_dtype());
+  int64_t free = backend.available_memory();
+  if (backend.device() == Device::CPU) return std::min(want, free / 4);
+  const ModelConfig& c = model.config();
+  int64_t activations = int64_t(max_batched_tokens) *
+                        (8 * int64_t(c.hidden_size) + 4 * int64_t(c.intermediate_size)) * 2;
+  int64_t logits = int64_t(std::max(rows, 1)) * c.vocab_size * 4 * 4;
+  int64_t headroom = (int64_t(1) << 30) + activations + logits;
+  return std::max<int64_t>(per_block * 2, std::min(want, int64_t(double(free) * 0.92) - headroom));
 }
 
-// Default KV budget: room for every row at full length, but at most a quarter of the
-// memory that is free now.
-int64_t default_kv_budget(const Model& model, int block_size, int rows, int max_len) {
-  int64_t per_block = ModelRunner::bytes_per_block(model, block_size, DType::F32);
-  int64_t want = int64_t(blocks_for(int64_t(rows) * max_len, block_size) + 1) * per_block;
-  return std::min(want, available_memory_bytes() / 4);
-}
-
-void print_ready_card(const Engine& engine, const ServeOptions& o, int port, int64_t kv_bytes) {
+void print_ready_card(const Engine& engine, const ServeOptions& o, const std::string& device,
+                      int port, int64_t kv_bytes) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
@@ -48,7 +53,7 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, int port, int
              "  KV cache     {:.1f} MiB, {} blocks of {} tokens\n"
              "  batch        {} rows, {} tokens per step\n"
              "  url          http://{}:{}/v1\n",
-             info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, "cpu",
+             info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              info.max_model_len, double(kv_bytes) / double(1 << 20), engine.pool().capacity(),
              info.block_size, o.batch, o.max_batched_tokens, o.host, port);
 }
@@ -88,7 +93,7 @@ int run_serve(const ServeOptions& o) {
     std::signal(SIGTERM, on_signal);
     fmt::print(stderr, "tandem: listening on http://{}:{} — loading {}\n", o.host, http.port(), o.model);
 
-    LoadedModel m = load_model_folder(o.model);
+    LoadedModel m = load_model_folder(o.model, o.device);
     if (!m.tokenizer) fail("{}: serving needs tokenizer.json in the model folder", o.model);
     EngineConfig config;
     config.scheduler.max_rows = o.batch;
@@ -100,15 +105,17 @@ int run_serve(const ServeOptions& o) {
                                    : o.served_model_name;
     if (config.served_model_name.empty()) config.served_model_name = "tandem";
     config.kv_budget_bytes = o.kv_budget ? parse_bytes(*o.kv_budget)
-                                         : default_kv_budget(*m.model, config.scheduler.block_size,
-                                                             o.batch, config.max_model_len);
+                                         : default_kv_budget(*m.model, *m.backend, config.scheduler.block_size,
+                                                             o.batch, config.max_model_len,
+                                                             o.max_batched_tokens);
+    std::string device = m.backend->name();
     Engine engine(std::move(m.backend), std::move(m.model), m.tokenizer, config);
     engine.start();
     server::ServedModel served = server::load_served_model(o.model, engine, m.tokenizer);
     served.card = {{"batch", o.batch}, {"max_batched_tokens", o.max_batched_tokens},
-                   {"kv_budget_bytes", config.kv_budget_bytes}, {"device", "cpu"}};
+                   {"kv_budget_bytes", config.kv_budget_bytes}, {"device", device}};
     http.set_ready(std::move(served));
-    print_ready_card(engine, o, http.port(), config.kv_budget_bytes);
+    print_ready_card(engine, o, device, http.port(), config.kv_budget_bytes);
     http.wait();
     g_server = nullptr;
     engine.stop(/*drain=*/true);

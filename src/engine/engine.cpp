@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 
 #include "core/error.h"
@@ -8,12 +9,15 @@
 
 namespace tandem {
 
-int plan_num_blocks(const Model& model, int block_size, DType dtype, int64_t budget_bytes,
-                    int max_model_len, int max_rows) {
-  int64_t per_block = ModelRunner::bytes_per_block(model, block_size, dtype);
-  if (budget_bytes > 0) return int(std::max<int64_t>(2, budget_bytes / per_block + 1));
-  // No budget: room for every row at full length, plus the null block.
-  return blocks_for(int64_t(max_model_len) * max_rows, block_size) + 1;
+KvSizing kv_sizing(const Model& model, const EngineConfig& config) {
+  KvSizing s;
+  s.block_size = config.scheduler.block_size;
+  s.max_rows = config.scheduler.max_rows;
+  s.max_batched_tokens = config.scheduler.max_batched_tokens;
+  s.max_model_len = config.max_model_len > 0 ? config.max_model_len
+                                             : model.config().max_position_embeddings;
+  s.budget_bytes = config.kv_budget_bytes;
+  return s;
 }
 
 Engine::Engine(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
@@ -22,25 +26,27 @@ Engine::Engine(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
       model_(std::move(model)),
       tokenizer_(std::move(tokenizer)),
       config_(std::move(config)),
-      pool_(plan_num_blocks(*model_, config_.scheduler.block_size, backend_->act_dtype(),
-                            config_.kv_budget_bytes,
-                            config_.max_model_len > 0 ? config_.max_model_len
-                                                      : model_->config().max_position_embeddings,
-                            config_.scheduler.max_rows)),
-      scheduler_(config_.scheduler, pool_) {
+      kv_(make_kv_block_manager(model_->kv_specs(), backend_->act_dtype(),
+                                kv_sizing(*model_, config_))),
+      scheduler_(config_.scheduler, kv_) {
   const ModelConfig& c = model_->config();
   int block_size = config_.scheduler.block_size;
-  runner_ = std::make_unique<ModelRunner>(*model_, *backend_, pool_.num_blocks(), block_size);
+  runner_ = std::make_unique<ModelRunner>(*model_, *backend_, kv_.num_blocks(), block_size);
   info_.name = config_.served_model_name;
   info_.vocab_size = c.vocab_size;
   info_.max_model_len = config_.max_model_len > 0 ? config_.max_model_len : c.max_position_embeddings;
   // A sequence must always fit alone, or it could preempt itself forever.
-  info_.max_model_len = std::min(info_.max_model_len, pool_.capacity() * block_size);
+  info_.max_model_len = int(std::min<int64_t>(info_.max_model_len, kv_.max_sequence_tokens()));
+  // Decode steps as recorded graphs where the backend has them; TANDEM_CUDA_GRAPHS=0 turns
+  // them off (to compare against the eager path).
+  const char* graphs_env = std::getenv("TANDEM_CUDA_GRAPHS");
+  if (config_.graphs && !(graphs_env && std::string(graphs_env) == "0"))
+    runner_->enable_graphs(info_.max_model_len, config_.scheduler.max_rows);
   info_.eos_token_ids = c.eos_token_ids;
   info_.num_parameters = model_->num_parameters();
   info_.dtype = std::string(dtype_name(backend_->act_dtype()));
   info_.block_size = block_size;
-  stats_.kv_blocks_total = pool_.capacity();
+  stats_.kv_blocks_total = kv_.capacity();
 }
 
 Engine::~Engine() { stop(false); }
@@ -66,6 +72,7 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
   static std::mt19937_64 seeder{std::random_device{}()};
   std::lock_guard<std::mutex> lock(inbox_mu_);
   inbox_.push_back(std::make_shared<Sequence>(next_id_++, std::move(request), stream, seeder()));
+  inbox_cv_.notify_one();
   return stream;
 }
 
@@ -144,11 +151,11 @@ bool Engine::step() {
   if (!rows.empty()) {
     std::vector<PlanRow> plan_rows;
     for (auto& r : rows)
-      plan_rows.push_back({r.seq->tokens, r.seq->num_computed, r.num_tokens, r.seq->block_table,
+      plan_rows.push_back({r.seq->tokens, r.seq->num_computed, r.num_tokens, r.seq->block_tables,
                            r.sample ? 1 : 0});
     StepPlan plan = build_step_plan(plan_rows, config_.scheduler.block_size);
-    Tensor logits = runner_->forward(plan);
-    int64_t V = logits.cols(), s = 0, prompt_tokens = 0, generated = 0;
+    Tensor logits = runner_->forward(plan);  // [sampled rows, vocab], on the device
+    int64_t prompt_tokens = 0, generated = 0;
     std::vector<Sequence*> sampled;
     for (auto& r : rows) {
       int computed = r.seq->num_computed;
@@ -156,14 +163,15 @@ bool Engine::step() {
       if (r.sample) sampled.push_back(r.seq);
     }
     scheduler_.advance(rows);
-    for (Sequence* seq : sampled) {
-      std::span<float> row(logits.ptr<float>() + s++ * V, size_t(V));
-      std::span<const int32_t> all(seq->tokens);
-      GeneratedToken tok = seq->sampler.sample(row, all.first(size_t(seq->num_prompt)),
-                                               all.subspan(size_t(seq->num_prompt)),
-                                               seq->request.top_logprobs);
+    // One sampling op for the whole step; only the picked tokens come back to the host.
+    std::vector<SampleRow> sample_rows;
+    for (Sequence* seq : sampled)
+      sample_rows.push_back(seq->sampler.row(seq->tokens, seq->num_prompt, seq->request.top_logprobs));
+    std::vector<SampledToken> picked(sampled.size());
+    if (!sampled.empty()) backend_->sample(logits, sample_rows, picked);
+    for (size_t i = 0; i < sampled.size(); i++) {
       generated++;
-      emit_token(*seq, tok);
+      emit_token(*sampled[i], to_generated(picked[i]));
     }
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.prompt_tokens_total += prompt_tokens;
@@ -172,7 +180,7 @@ bool Engine::step() {
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.num_running = int(scheduler_.running().size());
   stats_.num_waiting = int(scheduler_.waiting().size());
-  stats_.kv_blocks_used = pool_.num_used();
+  stats_.kv_blocks_used = kv_.num_used();
   stats_.num_preemptions = scheduler_.num_preemptions();
   return !rows.empty();
 }
@@ -192,7 +200,7 @@ void Engine::start() {
   thread_ = std::thread([this] {
     while (!stopping_ || (draining_ && !live_.empty())) {
       try {
-        if (!step()) std::this_thread::sleep_for(std::chrono::microseconds(500));
+        if (!step()) wait_for_work();
       } catch (const std::exception& e) {
         // A failed step fails the rows in it, never the engine.
         for (auto& seq : std::vector<std::shared_ptr<Sequence>>(live_)) {
@@ -210,10 +218,22 @@ void Engine::start() {
   });
 }
 
+void Engine::wait_for_work() {
+  // Idle: sleep until a request arrives or stop() is called. The timeout bounds how late a
+  // cancellation of a queued-but-unschedulable request is noticed.
+  std::unique_lock<std::mutex> lock(inbox_mu_);
+  inbox_cv_.wait_for(lock, std::chrono::milliseconds(20),
+                     [&] { return !inbox_.empty() || stopping_.load(); });
+}
+
 void Engine::stop(bool drain) {
   if (!thread_.joinable()) return;
   draining_ = drain;
-  stopping_ = true;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    stopping_ = true;
+  }
+  inbox_cv_.notify_all();
   thread_.join();
 }
 

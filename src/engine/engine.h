@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -12,9 +13,10 @@
 
 #include "backend/backend.h"
 #include "engine/engine_api.h"
+#include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
-#include "kv/block_pool.h"
+#include "kv/kv_block_manager.h"
 #include "model/model.h"
 
 namespace tandem {
@@ -26,6 +28,7 @@ struct EngineConfig {
   int64_t kv_budget_bytes = 0;  // 0: enough blocks for max_model_len × max_rows
   int max_model_len = 0;        // 0: the model's max_position_embeddings
   std::string served_model_name;
+  bool graphs = true;  // decode steps as recorded graphs, where the backend has them
 };
 
 class Engine : public EngineApi {
@@ -49,7 +52,8 @@ class Engine : public EngineApi {
   void run_until_idle();
 
   const Model& model() const { return *model_; }
-  const BlockPool& pool() const { return pool_; }
+  // The KV block pools of every group; num_used/num_free/capacity add the groups up.
+  const KvBlockManager& pool() const { return kv_; }
 
  private:
   void take_inbox();
@@ -58,17 +62,19 @@ class Engine : public EngineApi {
   void emit_token(Sequence& seq, const GeneratedToken& token);
   void finish(Sequence& seq, FinishReason reason);
   bool should_stop(Sequence& seq, int32_t token) const;
+  void wait_for_work();
 
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   EngineConfig config_;
   ModelInfo info_;
-  BlockPool pool_;
+  KvBlockManager kv_;
   std::unique_ptr<ModelRunner> runner_;
   Scheduler scheduler_;
 
   mutable std::mutex inbox_mu_;
+  std::condition_variable inbox_cv_;  // signalled by submit() and stop()
   std::vector<std::shared_ptr<Sequence>> inbox_;
   std::vector<std::shared_ptr<Sequence>> live_;  // owned by the engine thread
   int64_t next_id_ = 1;
@@ -80,9 +86,8 @@ class Engine : public EngineApi {
   EngineStats stats_;
 };
 
-// Blocks for a KV budget in bytes (at least enough for one full-length sequence when
-// budget is 0).
-int plan_num_blocks(const Model& model, int block_size, DType dtype, int64_t budget_bytes,
-                    int max_model_len, int max_rows);
+// The KV sizing an engine config asks for (kv/kv_budget.h): the byte budget, the rows,
+// the step's token budget and the context length (the model's when the config has none).
+KvSizing kv_sizing(const Model& model, const EngineConfig& config);
 
 }  // namespace tandem

@@ -1,26 +1,41 @@
 // ModelRunner: executes a StepPlan through the model on the backend. It owns the KV
-// storage (one PagedKv per layer that stores KV) and the step's device-side arrays.
+// storage (one PagedKv per layer that stores KV, [num_blocks of its group, ...]) and the
+// step's device-side arrays, one slot map and block table per KV group.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/decode_graphs.h"
 #include "engine/step_plan.h"
+#include "kv/kv_groups.h"
 #include "model/model.h"
 
 namespace tandem {
 
 class ModelRunner {
  public:
+  // num_blocks [G]: blocks of each KV group (engine/kv_layout.h), null blocks included.
+  ModelRunner(Model& model, Backend& backend, std::span<const int> num_blocks, int block_size);
+  // Every group with `num_blocks` blocks (one sequence, no budget: teacher forcing, tests).
   ModelRunner(Model& model, Backend& backend, int num_blocks, int block_size);
 
-  // Logits of the plan's sample_index tokens, as a host f32 tensor [S, vocab].
+  // Logits of the plan's sample_index tokens, on the device: [S, vocab] in the backend's
+  // act dtype ([1, vocab], unread, when the plan samples nothing). They stay there for
+  // the sampling op; callers that want host values use backend.to_host_f32().
   Tensor forward(const StepPlan& plan);
+  // On backends with graphs: run decode steps of up to `max_rows` rows as recorded graphs
+  // (engine/decode_graphs.h); `max_model_len` bounds the block tables they read.
+  void enable_graphs(int max_model_len, int max_rows);
+  bool graphs_enabled() const { return graphs_ != nullptr; }
 
-  int num_blocks() const { return num_blocks_; }
+  const KvGroups& groups() const { return groups_; }
+  int num_groups() const { return groups_.num_groups(); }
+  int num_blocks(int group) const { return num_blocks_[size_t(group)]; }
   int block_size() const { return block_size_; }
-  // Bytes of KV storage one block takes across all layers.
+  // Bytes of KV storage one block id takes across all layers (every group's block, added).
+  // Per-group figures: engine/kv_layout.h.
   static int64_t bytes_per_block(const Model& model, int block_size, DType dtype);
 
  private:
@@ -28,9 +43,11 @@ class ModelRunner {
 
   Model& model_;
   Backend& backend_;
-  int num_blocks_;
+  KvGroups groups_;
+  std::vector<int> num_blocks_;  // [G]
   int block_size_;
   std::vector<PagedKv> kv_;  // [num_layers]
+  std::unique_ptr<DecodeGraphs> graphs_;
 };
 
 }  // namespace tandem

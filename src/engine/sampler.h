@@ -1,35 +1,38 @@
-// Sampler: picks one token from a row's logits under that row's parameters, with the
-// row's own RNG stream (a request with a seed gets the same tokens whatever else runs).
-// Order, as HF and vLLM apply it: repetition/presence/frequency penalties, temperature,
-// top-k, top-p, min-p, then a draw. Logprobs are those of the model's raw distribution.
+// Sampler: a request's sampling parameters, resolved once per step into the SampleRow the
+// backend's sampling op draws from (backend/sampling.h defines the function; both
+// backends compute it). The row's random stream is the request's seed, or a fallback
+// drawn when the sequence was created, and its counter is the number of tokens generated
+// so far — so a seeded request gets the same tokens whatever else runs, and a preempted
+// sequence redraws exactly the tokens it would have drawn.
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <span>
 #include <vector>
 
+#include "backend/sampling.h"
 #include "engine/request.h"
 
 namespace tandem {
 
 class Sampler {
  public:
-  // `fallback_seed` seeds the stream when the request has no seed of its own.
+  // `fallback_seed` is the stream when the request has no seed of its own.
   Sampler(SamplingParams params, uint64_t fallback_seed);
 
-  // logits [V] (modified in place). `prompt` and `generated` feed the penalties.
-  GeneratedToken sample(std::span<float> logits, std::span<const int32_t> prompt,
-                        std::span<const int32_t> generated, int top_logprobs);
+  // The row for the next token of a sequence whose tokens are `tokens` (the first
+  // `num_prompt` are the prompt). Penalty lists are built only when a penalty is on.
+  SampleRow row(std::span<const int32_t> tokens, int num_prompt, int top_logprobs) const;
+
+  uint64_t seed() const { return seed_; }
 
  private:
-  void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt,
-                       std::span<const int32_t> generated) const;
-  int32_t draw(std::span<const float> logits);
-
   SamplingParams params_;
-  std::mt19937_64 rng_;
+  uint64_t seed_;
 };
+
+// The engine's form of a sampled token.
+GeneratedToken to_generated(const SampledToken& t);
 
 // log_softmax of `logits` at `token`, and the k best (token, logprob), best first.
 float token_logprob(std::span<const float> logits, int32_t token, int k,

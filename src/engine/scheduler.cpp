@@ -6,25 +6,26 @@
 
 namespace tandem {
 
-Scheduler::Scheduler(SchedulerConfig config, BlockPool& pool) : config_(config), pool_(pool) {}
+Scheduler::Scheduler(SchedulerConfig config, KvBlockManager& kv) : config_(config), kv_(kv) {}
 
 void Scheduler::add(Sequence* seq) {
   seq->status = SeqStatus::Waiting;
   waiting_.push_back(seq);
 }
 
-bool Scheduler::grow_blocks(Sequence* seq, int num_tokens) {
-  int need = blocks_for(num_tokens, config_.block_size) - int(seq->block_table.size());
-  if (need <= 0) return true;
-  if (!pool_.can_allocate(need)) return false;
-  auto blocks = pool_.allocate(need);
-  seq->block_table.insert(seq->block_table.end(), blocks.begin(), blocks.end());
+bool Scheduler::grow_blocks(Sequence* seq, int n, bool admitting) {
+  int end = seq->num_computed + n, reserve = admitting ? seq->num_tokens() : 0;
+  if (!kv_.can_grow(seq->block_tables, seq->num_computed, end, reserve)) return false;
+  kv_.grow(seq->block_tables, seq->num_computed, end, reserve);
   return true;
 }
 
+void Scheduler::release_out_of_window() {
+  for (Sequence* seq : running_) kv_.release_out_of_window(seq->block_tables, seq->num_computed);
+}
+
 void Scheduler::preempt(Sequence* seq) {
-  pool_.release(seq->block_table);
-  seq->block_table.clear();
+  kv_.release(seq->block_tables);
   seq->num_computed = 0;
   seq->status = SeqStatus::Waiting;
   running_.erase(std::find(running_.begin(), running_.end(), seq));
@@ -45,12 +46,12 @@ void Scheduler::schedule_running(std::vector<ScheduledRow>& rows, int& budget, i
       continue;
     }
     // Free blocks by preempting the newest running sequences until this one fits.
-    bool fits = grow_blocks(seq, seq->num_computed + n);
+    bool fits = grow_blocks(seq, n);
     while (!fits && running_.back() != seq) {
       Sequence* victim = running_.back();
       std::erase_if(rows, [&](const ScheduledRow& r) { return r.seq == victim; });
       preempt(victim);
-      fits = grow_blocks(seq, seq->num_computed + n);
+      fits = grow_blocks(seq, n);
     }
     if (!fits) {  // it is the newest itself: it waits for others to finish
       preempt(seq);
@@ -67,14 +68,13 @@ void Scheduler::schedule_waiting(std::vector<ScheduledRow>& rows, int& budget, i
   while (!waiting_.empty() && budget > 0 && int(running_.size()) < config_.max_rows &&
          prefills < config_.prompt_concurrency) {
     Sequence* seq = waiting_.front();
-    // Admission: the whole known sequence's blocks must fit now.
-    int need = blocks_for(seq->num_tokens(), config_.block_size);
-    if (!pool_.can_allocate(need)) break;  // FIFO: nobody overtakes the head
+    // Admission: the full-attention groups must hold the whole known sequence now, the
+    // window groups what its first chunk computes.
+    int n = std::min(seq->num_uncomputed(), budget);
+    if (!grow_blocks(seq, n, /*admitting=*/true)) break;  // FIFO: nobody overtakes the head
     waiting_.pop_front();
-    grow_blocks(seq, seq->num_tokens());
     seq->status = SeqStatus::Running;
     running_.push_back(seq);
-    int n = std::min(seq->num_uncomputed(), budget);
     prefills++;
     rows.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
     budget -= n;
@@ -84,6 +84,7 @@ void Scheduler::schedule_waiting(std::vector<ScheduledRow>& rows, int& budget, i
 std::vector<ScheduledRow> Scheduler::schedule() {
   std::vector<ScheduledRow> rows;
   int budget = config_.max_batched_tokens, prefills = 0;
+  release_out_of_window();
   schedule_running(rows, budget, prefills);
   schedule_waiting(rows, budget, prefills);
   return rows;
@@ -94,8 +95,7 @@ void Scheduler::advance(const std::vector<ScheduledRow>& rows) {
 }
 
 void Scheduler::finish(Sequence* seq) {
-  pool_.release(seq->block_table);
-  seq->block_table.clear();
+  kv_.release(seq->block_tables);
   seq->status = SeqStatus::Finished;
   std::erase(running_, seq);
   std::erase(waiting_, seq);

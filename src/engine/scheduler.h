@@ -3,38 +3,41 @@
 // blocks? — and packing — what fits in this step under the token budget and the row cap?
 // Running sequences go first, oldest first; when one cannot get a block, the newest
 // running sequence is preempted (its blocks freed, recomputed later). Waiting sequences
-// are admitted in arrival order and never overtaken (FIFO).
+// are admitted in arrival order and never overtaken (FIFO). Block accounting is per KV
+// group (kv/kv_block_manager.h): before each step, sliding-window groups release the
+// blocks that left every running sequence's window; a sequence fits when every group can
+// hold what it computes next (and the full-attention group its whole prompt).
 #pragma once
 
 #include <deque>
 #include <vector>
 
 #include "engine/sequence.h"
-#include "kv/block_pool.h"
+#include "kv/kv_block_manager.h"
 
 namespace tandem {
 
 struct SchedulerConfig {
-  int max_rows = 1;                 // --batch: sequences per step
-  int max_batched_tokens = 2048;    // tokens per step, all rows together
-  int prompt_concurrency = 8;       // rows still prefilling, per step
+  int max_rows = 1;               // --batch: sequences per step
+  int max_batched_tokens = 2048;  // tokens per step, all rows together
+  int prompt_concurrency = 8;     // rows still prefilling, per step
   int block_size = 16;
 };
 
 struct ScheduledRow {
   Sequence* seq = nullptr;
-  int num_tokens = 0;  // computed this step, from seq->num_computed
-  bool sample = false; // the step reaches the sequence's last token
+  int num_tokens = 0;   // computed this step, from seq->num_computed
+  bool sample = false;  // the step reaches the sequence's last token
 };
 
 class Scheduler {
  public:
-  Scheduler(SchedulerConfig config, BlockPool& pool);
+  Scheduler(SchedulerConfig config, KvBlockManager& kv);
 
-  void add(Sequence* seq);                     // queues a new sequence
-  std::vector<ScheduledRow> schedule();        // plans one step
+  void add(Sequence* seq);                              // queues a new sequence
+  std::vector<ScheduledRow> schedule();                 // plans one step
   void advance(const std::vector<ScheduledRow>& rows);  // after the forward: num_computed
-  void finish(Sequence* seq);                  // removes it and frees its blocks
+  void finish(Sequence* seq);                           // removes it and frees its blocks
 
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
@@ -42,13 +45,16 @@ class Scheduler {
   bool idle() const { return waiting_.empty() && running_.empty(); }
 
  private:
-  bool grow_blocks(Sequence* seq, int num_tokens);  // blocks for num_tokens; false if none
+  // Blocks to compute `n` more tokens (and, at admission, to hold the whole sequence in
+  // full-attention groups); false when some group lacks them.
+  bool grow_blocks(Sequence* seq, int n, bool admitting = false);
+  void release_out_of_window();
   void preempt(Sequence* seq);
   void schedule_running(std::vector<ScheduledRow>& rows, int& budget, int& prefills);
   void schedule_waiting(std::vector<ScheduledRow>& rows, int& budget, int& prefills);
 
   SchedulerConfig config_;
-  BlockPool& pool_;
+  KvBlockManager& kv_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // admission order
   int64_t num_preemptions_ = 0;

@@ -1,5 +1,6 @@
 // Sequence: one request's state on the engine thread. The scheduler and the KV pool
-// share only this: tokens, how many of them are in the cache, and the block table.
+// share only this: tokens, how many of them are in the cache, and the block tables (one
+// per KV group, kv/kv_block_manager.h).
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
+#include "kv/kv_block_manager.h"
 
 namespace tandem {
 
@@ -32,7 +34,7 @@ struct Sequence {
   std::vector<int32_t> tokens;            // prompt, then generated tokens
   int num_prompt = 0;
   int num_computed = 0;                   // tokens whose K/V is in the cache
-  std::vector<int32_t> block_table;       // append-only while running
+  BlockTables block_tables;               // [KV groups][blocks], append-only while running
   SeqStatus status = SeqStatus::Waiting;
   Sampler sampler;
   StopMatcher stop;

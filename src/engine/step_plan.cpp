@@ -7,31 +7,57 @@
 
 namespace tandem {
 
+namespace {
+
+// Group g's slots and table for all rows.
+KvGroupPlan group_plan(std::span<const PlanRow> rows, int g, int block_size) {
+  KvGroupPlan plan;
+  for (auto& r : rows)
+    plan.max_blocks = std::max(plan.max_blocks, int(r.block_tables[size_t(g)].size()));
+  plan.block_table.assign(rows.size() * size_t(plan.max_blocks), BlockPool::kNullBlock);
+  for (size_t b = 0; b < rows.size(); b++) {
+    const PlanRow& r = rows[b];
+    std::span<const int32_t> table = r.block_tables[size_t(g)];
+    int end = r.start + r.count;
+    TANDEM_CHECK(blocks_for(end, block_size) <= int(table.size()),
+                 "row {}: {} tokens need more than the {} blocks of KV group {}", b, end,
+                 table.size(), g);
+    for (int p = r.start; p < end; p++) {
+      int32_t block = table[size_t(p / block_size)];
+      TANDEM_CHECK(block != BlockPool::kNullBlock,
+                   "row {}: position {} would be written to the null block of KV group {}", b, p,
+                   g);
+      plan.slot_map.push_back(block * block_size + p % block_size);
+    }
+    std::copy(table.begin(), table.end(), plan.block_table.begin() + long(b) * plan.max_blocks);
+  }
+  return plan;
+}
+
+}  // namespace
+
 StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
   StepPlan plan;
   plan.block_size = block_size;
-  for (auto& r : rows) plan.max_blocks = std::max(plan.max_blocks, int(r.block_table.size()));
+  const size_t G = rows.empty() ? 0 : rows[0].block_tables.size();
   plan.seq_starts.push_back(0);
-  plan.block_table.assign(rows.size() * size_t(plan.max_blocks), BlockPool::kNullBlock);
   for (size_t b = 0; b < rows.size(); b++) {
     const PlanRow& r = rows[b];
     int end = r.start + r.count;
     TANDEM_CHECK(r.count > 0 && end <= int(r.tokens.size()), "row {}: {}+{} of {} tokens", b,
                  r.start, r.count, r.tokens.size());
-    TANDEM_CHECK(blocks_for(end, block_size) <= int(r.block_table.size()),
-                 "row {}: {} tokens need more than {} blocks", b, end, r.block_table.size());
+    TANDEM_CHECK(G > 0 && r.block_tables.size() == G, "row {}: {} block tables, row 0 has {}", b,
+                 r.block_tables.size(), G);
     for (int p = r.start; p < end; p++) {
       plan.tokens.push_back(r.tokens[size_t(p)]);
       plan.positions.push_back(p);
-      plan.slot_map.push_back(r.block_table[size_t(p / block_size)] * block_size + p % block_size);
     }
     int first_logit = int(plan.tokens.size()) - std::min(r.num_logits, r.count);
     for (int t = first_logit; t < int(plan.tokens.size()); t++) plan.sample_index.push_back(t);
     plan.seq_starts.push_back(int(plan.tokens.size()));
     plan.context_lens.push_back(end);
-    std::copy(r.block_table.begin(), r.block_table.end(),
-              plan.block_table.begin() + long(b) * plan.max_blocks);
   }
+  for (size_t g = 0; g < G; g++) plan.groups.push_back(group_plan(rows, int(g), block_size));
   return plan;
 }
 

@@ -1,6 +1,8 @@
 // StepPlan: the scheduler → runner contract (DESIGN.md §2), a plain struct of host
 // arrays. There is no prefill or decode mode: a row is some tokens of one sequence
 // whose K/V are not yet in the cache, a whole prompt, a chunk of one, or one new token.
+// Where K/V live is per KV group (kv/kv_groups.h): each group has its own block ids, so
+// its own slot map and block table.
 #pragma once
 
 #include <cstdint>
@@ -9,30 +11,39 @@
 
 namespace tandem {
 
+// The step's K/V addresses in one KV group's block space.
+struct KvGroupPlan {
+  std::vector<int32_t> slot_map;     // [T] block * block_size + offset of each token's K/V
+  std::vector<int32_t> block_table;  // [B, max_blocks] (padded with the null block)
+  int max_blocks = 0;
+};
+
 struct StepPlan {
   std::vector<int32_t> tokens;        // [T] new tokens of all rows, concatenated
   std::vector<int32_t> positions;     // [T] position of each token in its sequence
-  std::vector<int32_t> slot_map;      // [T] block * block_size + offset of its K/V
   std::vector<int32_t> seq_starts;    // [B+1] row b owns tokens [seq_starts[b], seq_starts[b+1])
   std::vector<int32_t> context_lens;  // [B] tokens of row b in the cache after this step
-  std::vector<int32_t> block_table;   // [B, max_blocks] (padded with the null block)
   std::vector<int32_t> sample_index;  // [S] tokens whose logits the step returns
-  int max_blocks = 0;
+  std::vector<KvGroupPlan> groups;    // [G] one per KV group
   int block_size = 16;
 
   int num_rows() const { return int(context_lens.size()); }
   int num_tokens() const { return int(tokens.size()); }
+  int num_groups() const { return int(groups.size()); }
 };
 
 // One row of a step, as the scheduler decided it.
 struct PlanRow {
-  std::span<const int32_t> tokens;       // the sequence's tokens so far (prompt + generated)
-  int start = 0;                         // first token to compute (= its num_computed)
-  int count = 0;                         // tokens to compute this step
-  std::span<const int32_t> block_table;  // the sequence's blocks
-  int num_logits = 0;                    // logits of the last `num_logits` tokens (0: none)
+  std::span<const int32_t> tokens;  // the sequence's tokens so far (prompt + generated)
+  int start = 0;                    // first token to compute (= its num_computed)
+  int count = 0;                    // tokens to compute this step
+  // [G] the sequence's block ids per KV group; entries of blocks a window group released
+  // are the null block (never a new token's slot).
+  std::span<const std::vector<int32_t>> block_tables;
+  int num_logits = 0;  // logits of the last `num_logits` tokens (0: none)
 };
 
+// Every row must have the same number of groups (>= 1).
 StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size);
 
 }  // namespace tandem

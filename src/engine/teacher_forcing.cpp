@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "engine/model_runner.h"
 #include "engine/step_plan.h"
-#include "kv/block_pool.h"
+#include "kv/kv_block_manager.h"
 
 namespace tandem {
 
@@ -17,14 +17,15 @@ Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int
     if (id < 0 || id >= vocab) fail("token id {} is outside the vocabulary (0..{})", id, vocab - 1);
   BlockPool pool(blocks_for(n, block_size) + 1);
   ModelRunner runner(model, backend, pool.num_blocks(), block_size);
-  std::vector<int32_t> table = pool.allocate(blocks_for(n, block_size));
+  // Every KV group gets the same ids (its storage has as many blocks); nothing is released.
+  BlockTables tables(size_t(runner.num_groups()), pool.allocate(blocks_for(n, block_size)));
   Tensor out = Tensor::empty_host(DType::F32, {int64_t(n), int64_t(vocab)});
   if (chunk <= 0) chunk = n;
   for (int start = 0; start < n; start += chunk) {
     int count = std::min(chunk, n - start);
-    PlanRow row{ids, start, count, table, count};
+    PlanRow row{ids, start, count, tables, count};
     StepPlan plan = build_step_plan(std::span<const PlanRow>(&row, 1), block_size);
-    Tensor logits = runner.forward(plan);
+    Tensor logits = backend.to_host_f32(runner.forward(plan));
     std::memcpy(out.ptr<float>() + int64_t(start) * vocab, logits.data, logits.nbytes());
   }
   return out;

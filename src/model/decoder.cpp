@@ -127,7 +127,7 @@ Tensor DecoderModel::mlp_block(const DecoderLayer& l, const Tensor& h) {
   Tensor out = backend_.alloc(dt, {T, D});
   if (l.router.defined()) {
     int64_t E = c.num_experts, K = c.num_experts_per_tok;
-    Tensor router_logits = backend_.alloc(dt, {T, E});
+    Tensor router_logits = backend_.alloc(DType::F32, {T, E});  // routing decides on f32 scores
     backend_.linear(router_logits, h, l.router, {});
     Tensor weights = backend_.alloc(DType::F32, {T, K});
     Tensor ids = backend_.alloc(DType::I32, {T, K});
@@ -153,7 +153,9 @@ Tensor DecoderModel::logits(const Tensor& x, const StepTensors& step) {
   Tensor last = backend_.alloc(dt, {S, c.hidden_size});
   backend_.gather_rows(last, x, step.sample_index);
   backend_.rms_norm(last, last, final_norm_, c.rms_norm_eps, traits_.norm_weight_offset);
-  Tensor out = backend_.alloc(dt, {S, c.vocab_size});
+  if (traits_.logit_divisor != 1.f) backend_.scale(last, 1.f / traits_.logit_divisor);
+  // Logits in f32 on every backend: bf16 would round away the gaps between near ties.
+  Tensor out = backend_.alloc(DType::F32, {S, c.vocab_size});
   backend_.linear(out, last, lm_head_, {});
   if (c.final_logit_softcap > 0) backend_.softcap(out, c.final_logit_softcap);
   return out;
@@ -165,14 +167,23 @@ Tensor DecoderModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
   DType dt = backend_.act_dtype();
   Tensor x = backend_.alloc(dt, {T, c.hidden_size});
   float embed_scale = traits_.scale_embeddings ? float(std::sqrt(double(c.hidden_size))) : 1.f;
-  backend_.embedding(x, embed_, step.tokens, embed_scale);
+  backend_.embedding(x, embed_, step.tokens, embed_scale * traits_.embedding_multiplier);
+  // x is the residual stream; h the normed input of the next block. Each block's output
+  // joins x and the next norm runs in the same pass (add_rms_norm).
+  const float eps = c.rms_norm_eps, offset = traits_.norm_weight_offset;
+  auto scaled = [&](Tensor out) {
+    if (traits_.residual_multiplier != 1.f) backend_.scale(out, traits_.residual_multiplier);
+    return out;
+  };
   Tensor h = backend_.alloc(dt, {T, c.hidden_size});
+  backend_.rms_norm(h, x, layers_[0].attn_norm, eps, offset);
   for (size_t i = 0; i < layers_.size(); i++) {
     const DecoderLayer& l = layers_[i];
-    backend_.rms_norm(h, x, l.attn_norm, c.rms_norm_eps, traits_.norm_weight_offset);
-    backend_.add(x, x, attention_block(l, h, step, kv[i]));
-    backend_.rms_norm(h, x, l.ffn_norm, c.rms_norm_eps, traits_.norm_weight_offset);
-    backend_.add(x, x, mlp_block(l, h));
+    Tensor attn = scaled(attention_block(l, h, step.for_layer(int(i)), kv[i]));
+    backend_.add_rms_norm(h, x, attn, l.ffn_norm, eps, offset);
+    Tensor mlp = scaled(mlp_block(l, h));
+    if (i + 1 < layers_.size()) backend_.add_rms_norm(h, x, mlp, layers_[i + 1].attn_norm, eps, offset);
+    else backend_.add(x, x, mlp);
   }
   return logits(x, step);
 }

@@ -15,6 +15,12 @@ struct DecoderTraits {
   float norm_weight_offset = 0.f;  // Gemma's RMSNorm scales by (1 + w)
   bool scale_embeddings = false;   // Gemma multiplies embeddings by sqrt(hidden_size)
   bool moe_renormalize = true;     // renormalize the top-k routing weights
+  // MiniCPM's μP scalings (1 = off): embeddings × embedding_multiplier, each block's
+  // output × residual_multiplier before it joins the residual, final hidden state ÷
+  // logit_divisor before the LM head.
+  float embedding_multiplier = 1.f;
+  float residual_multiplier = 1.f;
+  float logit_divisor = 1.f;
 };
 
 struct DecoderLayer {

@@ -21,6 +21,9 @@ const ArchEntry kArchitectures[] = {
     {"gemma3_text", arch::build_gemma3},
     {"qwen3_moe", arch::build_qwen3_moe},
     {"mixtral", arch::build_mixtral},
+    {"gemma4_text", arch::build_gemma4},
+    {"gemma3n_text", arch::build_gemma3n},
+    {"minicpm", arch::build_minicpm},
 };
 
 }  // namespace

@@ -69,9 +69,33 @@ void apply_yarn(RopeSpec& spec, const RopeConfig& r, int dim, int max_pos) {
   }
 }
 
+// Gemma 4's "proportional" RoPE (HF _compute_proportional_rope_parameters): the first
+// int(partial_rotary_factor · head_dim / 2) frequencies are θ^(−2i / head_dim) (the exponent's
+// denominator is the whole head_dim, not the rotated part), the rest are 0, so their pairs
+// (i, i + head_dim/2) do not turn. The table spans the whole head: rotary_dim = head_dim.
+RopeSpec make_proportional_rope(const RopeConfig& r, int head_dim) {
+  if (head_dim <= 0 || head_dim % 2 != 0)
+    fail("rope: proportional RoPE needs an even head_dim (got {})", head_dim);
+  if (!(r.partial_rotary_factor >= 0 && r.partial_rotary_factor <= 1))
+    fail("rope: partial_rotary_factor {} must be in [0, 1]", r.partial_rotary_factor);
+  RopeSpec spec;
+  spec.base = float(r.theta);
+  spec.rotary_dim = head_dim;
+  // Python: int(rope_proportion * head_dim // 2), a float floor division.
+  int rope_angles = int(std::floor(r.partial_rotary_factor * head_dim / 2));
+  spec.inv_freq.assign(size_t(head_dim / 2), 0.f);
+  for (int i = 0; i < rope_angles; i++) {
+    float exponent = float(2 * i) / float(head_dim);
+    spec.inv_freq[size_t(i)] = float(1.0 / std::pow(double(float(r.theta)), double(exponent)));
+  }
+  for (float& f : spec.inv_freq) f = float(f / float(r.factor));
+  return spec;
+}
+
 }  // namespace
 
 RopeSpec make_rope(const RopeConfig& r, int head_dim, int max_pos) {
+  if (r.type == "proportional") return make_proportional_rope(r, head_dim);
   RopeSpec spec;
   spec.base = float(r.theta);
   int dim = int(head_dim * r.partial_rotary_factor);

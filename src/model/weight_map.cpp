@@ -1,6 +1,9 @@
 #include "model/weight_map.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
+#include <filesystem>
 
 #include "core/error.h"
 
@@ -19,7 +22,20 @@ std::string expand_name(const std::string& pattern, int layer, int expert) {
 
 WeightLoader::WeightLoader(const Checkpoint& checkpoint, Backend& backend, WeightMap map,
                            int num_experts)
-    : checkpoint_(checkpoint), backend_(backend), map_(std::move(map)), num_experts_(num_experts) {}
+    : checkpoint_(checkpoint), backend_(backend), map_(std::move(map)), num_experts_(num_experts) {
+  for (auto& f : checkpoint_.files()) total_bytes_ += int64_t(std::filesystem::file_size(f->path()));
+}
+
+void WeightLoader::report_progress(int64_t bytes) {
+  // Large checkpoints only (a real model on its way to the GPU): a line per 10%.
+  loaded_bytes_ += bytes;
+  if (total_bytes_ < (int64_t(1) << 30)) return;
+  int tenth = int(std::min<int64_t>(10, loaded_bytes_ * 10 / total_bytes_));
+  if (tenth <= reported_tenths_) return;
+  reported_tenths_ = tenth;
+  fmt::print(stderr, "loading weights onto {}: {:3d}% ({:.1f} / {:.1f} GB)\n", backend_.name(),
+             tenth * 10, double(loaded_bytes_) / 1e9, double(total_bytes_) / 1e9);
+}
 
 const WeightRule* WeightLoader::find(const std::string& name) const {
   for (auto& r : map_)
@@ -90,7 +106,9 @@ Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bo
     fail("{}: weight '{}' has shape {} but the config implies {}", checkpoint_.dir().string(),
          label, host.shape.str(), expected.str());
   num_parameters_ += host.numel();
-  return backend_.upload(host, backend_.act_dtype());
+  Tensor device = backend_.upload(host, backend_.act_dtype());
+  report_progress(int64_t(host.nbytes()));
+  return device;
 }
 
 }  // namespace tandem

@@ -37,12 +37,16 @@ class WeightLoader {
  private:
   const WeightRule* find(const std::string& name) const;
   Tensor read_source(const std::string& pattern, int layer, int expert) const;
+  void report_progress(int64_t bytes);
 
   const Checkpoint& checkpoint_;
   Backend& backend_;
   WeightMap map_;
   int num_experts_;
   int64_t num_parameters_ = 0;
+  int64_t total_bytes_ = 0;   // the checkpoint's files, for the progress line
+  int64_t loaded_bytes_ = 0;
+  int reported_tenths_ = 0;
 };
 
 // "model.layers.{i}.x" with i = 3 → "model.layers.3.x" (and "{e}" likewise).

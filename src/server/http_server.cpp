@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -167,6 +170,29 @@ std::string HttpServer::model_name() const {
   return served ? served->engine->model_info().name : std::string();
 }
 
+namespace {
+
+// cpp-httplib (Debian's build) listens with a backlog of 5: a burst of clients connecting
+// at once (a benchmark at concurrency 256) overflows it, and the kernel drops their SYNs,
+// which costs each one a 1 s retry or a failed connection. Calling listen() again on the
+// bound socket raises the backlog; the socket is found by its port.
+void raise_listen_backlog(int port) {
+  for (int fd = 3; fd < 4096; fd++) {
+    int accepting = 0;
+    socklen_t len = sizeof(accepting);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof(addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int bound = addr.ss_family == AF_INET    ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+                : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                             : -1;
+    if (bound == port) ::listen(fd, SOMAXCONN);
+  }
+}
+
+}  // namespace
+
 void HttpServer::start() {
   if (options_.port == 0) {
     port_ = http_.bind_to_any_port(options_.host);
@@ -176,6 +202,7 @@ void HttpServer::start() {
       fail("cannot listen on {}:{}: {}", options_.host, options_.port, std::strerror(errno));
     port_ = options_.port;
   }
+  raise_listen_backlog(port_);
   listener_ = std::thread([this] { http_.listen_after_bind(); });
   // stop() is a no-op on a server not yet running: do not return before it runs.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -47,7 +47,8 @@ TEST_P(BatchGate, AllPromptsTogetherMatchBatchGreedy) {
 std::vector<BatchCase> cases() {
   std::vector<BatchCase> out;
   for (const char* arch : {"llama", "qwen2", "qwen3", "mistral", "phi3", "gemma2", "gemma3",
-                           "qwen3_moe", "mixtral"})
+                           "qwen3_moe", "mixtral", "gemma3n", "gemma4", "gemma4_moe",
+                           "gemma4_kvshare", "gemma4_moe_nople"})
     for (int budget : {2048, 16}) out.push_back({arch, budget});
   return out;
 }

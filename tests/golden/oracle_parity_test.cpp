@@ -56,7 +56,8 @@ TEST_P(OracleParity, GreedyMatchesThroughTheEngine) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, OracleParity,
                          ::testing::Values("llama", "qwen2", "qwen3", "mistral", "phi3", "gemma2",
-                                           "gemma3", "qwen3_moe", "mixtral"),
+                                           "gemma3", "qwen3_moe", "mixtral", "gemma3n", "gemma4",
+                                           "gemma4_moe", "gemma4_kvshare", "gemma4_moe_nople"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -9,7 +9,8 @@
 //
 // The ops live in one file per family: cpu_memory.cpp, cpu_linear.cpp (linear, embedding,
 // gather_rows), cpu_norm.cpp (rms_norm, add, scale, softcap, gated_act), cpu_rope.cpp,
-// cpu_attention.cpp (write_kv, attention), cpu_moe.cpp (topk_route, moe_experts).
+// cpu_attention.cpp (write_kv, attention), cpu_moe.cpp (topk_route, moe_experts),
+// cpu_sample.cpp (sample).
 #pragma once
 
 #include "backend/backend.h"
@@ -39,6 +40,8 @@ class CpuBackend final : public Backend {
   void linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) override;
   void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
                 float weight_offset) override;
+  void add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w, float eps,
+                    float weight_offset) override;
   void add(Tensor& out, const Tensor& a, const Tensor& b) override;
   void scale(Tensor& x, float s) override;
   void softcap(Tensor& x, float cap) override;
@@ -52,6 +55,17 @@ class CpuBackend final : public Backend {
                   bool renormalize) override;
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                    const Tensor& gate_up, const Tensor& down, Activation act) override;
+  void sample(Tensor& logits, std::span<const SampleRow> rows,
+              std::span<SampledToken> out) override;
+
+  // --- ops added for Gemma 3n (cpu_gemma3n_ops.cpp) ---
+  void sub(Tensor& out, const Tensor& a, const Tensor& b) override;
+  void mul(Tensor& out, const Tensor& a, const Tensor& b) override;
+  void act_mul(Tensor& out, const Tensor& a, const Tensor& b, Activation act) override;
+  void gaussian_topk(Tensor& x, float std_multiplier) override;
+  void match_rms(Tensor& x, const Tensor& ref, float min_mean_square) override;
+  void mix_streams(Tensor& out, const Tensor& x, const Tensor& coefs) override;
+  void swap_leading_dims(Tensor& out, const Tensor& x) override;
 
   ThreadPool& pool() const { return *pool_; }
 

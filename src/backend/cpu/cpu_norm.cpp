@@ -1,4 +1,4 @@
-// Per-row normalization and elementwise ops: rms_norm, add, scale, softcap.
+// Per-row normalization and elementwise ops: rms_norm, add_rms_norm, add, scale, softcap.
 #include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
@@ -38,6 +38,35 @@ void CpuBackend::rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float e
   cpu::parallel_for(*pool_, R, 4 * C, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; r++)
       rms_norm_row(op + r * C, xp + r * C, wp, C, eps, weight_offset);
+  });
+}
+
+// residual += x; out = rms_norm(residual).   residual, x, out [R, C], w [C].
+// Computes exactly what add() then rms_norm() compute; out may alias x, not residual.
+void CpuBackend::add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w,
+                              float eps, float weight_offset) {
+  cpu::check_tensor(out, DType::F32, "add_rms_norm", "out");
+  cpu::check_tensor(residual, DType::F32, "add_rms_norm", "residual");
+  cpu::check_tensor(x, DType::F32, "add_rms_norm", "x");
+  cpu::check_tensor(w, DType::F32, "add_rms_norm", "w");
+  const int64_t R = residual.rows(), C = residual.cols();
+  TANDEM_CHECK(C > 0 && w.numel() == C, "add_rms_norm: w {} must have {} elements (residual {})",
+               w.shape.str(), C, residual.shape.str());
+  TANDEM_CHECK(x.rows() == R && x.cols() == C && out.rows() == R && out.cols() == C,
+               "add_rms_norm: x {} and out {} must match residual {}", x.shape.str(),
+               out.shape.str(), residual.shape.str());
+  TANDEM_CHECK(out.data != residual.data, "add_rms_norm: out may not alias residual");
+  float* rp = residual.ptr<float>();
+  const float* xp = x.ptr<float>();
+  const float* wp = w.ptr<float>();
+  float* op = out.ptr<float>();
+  cpu::parallel_for(*pool_, R, 5 * C, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; r++) {
+      float* res = rp + r * C;
+      const float* xr = xp + r * C;
+      for (int64_t c = 0; c < C; c++) res[c] += xr[c];
+      rms_norm_row(op + r * C, res, wp, C, eps, weight_offset);
+    }
   });
 }
 

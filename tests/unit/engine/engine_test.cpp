@@ -66,6 +66,22 @@ TEST(Engine, PreemptedRequestsFinishWithIdenticalOutput) {
   EXPECT_EQ(engine->pool().num_used(), 0);
 }
 
+TEST(Engine, PromptLongerThanTheStepBudgetRunsInChunksAlone) {
+  // Steps that only prefill sample nothing; the output equals an unchunked run.
+  auto ref = make_engine({});
+  auto solo = ref->submit(greedy(prompt_of(40, 3), 10));
+  ref->run_until_idle();
+  EngineConfig chunked;
+  chunked.scheduler.max_batched_tokens = 16;
+  auto engine = make_engine(chunked);
+  auto s = engine->submit(greedy(prompt_of(40, 3), 10));
+  engine->run_until_idle();
+  std::optional<FinishReason> finish;
+  EXPECT_EQ(drain(*s, &finish), drain(*solo));
+  EXPECT_EQ(finish, FinishReason::Length);
+  EXPECT_EQ(engine->pool().num_used(), 0);
+}
+
 TEST(Engine, CancelledRequestStopsAndFreesItsBlocks) {
   auto engine = make_engine({});
   auto s = engine->submit(greedy(prompt_of(10, 1), 50));
@@ -105,9 +121,12 @@ TEST(Engine, RowLogitsDoNotDependOnTheOtherRows) {
   int V = model->config().vocab_size, bs = 16;
   BlockPool pool(64);
   ModelRunner runner(*model, *backend, pool.num_blocks(), bs);
-  auto x_blocks = pool.allocate(blocks_for(40, bs));
+  // Llama has one KV group: each row has one block table.
+  ASSERT_EQ(runner.num_groups(), 1);
+  BlockTables x_blocks{pool.allocate(blocks_for(40, bs))};
   std::vector<int32_t> y = prompt_of(60, 9), z = prompt_of(33, 4);
-  auto y_blocks = pool.allocate(blocks_for(60, bs)), z_blocks = pool.allocate(blocks_for(33, bs));
+  BlockTables y_blocks{pool.allocate(blocks_for(60, bs))};
+  BlockTables z_blocks{pool.allocate(blocks_for(33, bs))};
   int y_done = 0, z_done = 0;
   double worst = 0;
   for (int p = 0; p < 40; p++) {
@@ -123,7 +142,7 @@ TEST(Engine, RowLogitsDoNotDependOnTheOtherRows) {
       rows.push_back({z, z_done, n, z_blocks, 2});
       z_done += n;
     }
-    Tensor logits = runner.forward(build_step_plan(rows, bs));
+    Tensor logits = backend->to_host_f32(runner.forward(build_step_plan(rows, bs)));
     int x_row = p >= 10 && y_done <= 60 && rows[0].tokens.data() == y.data() ? 1 : 0;
     const float* ours = logits.ptr<float>() + int64_t(x_row) * V;
     const float* ref = solo.ptr<float>() + int64_t(p) * V;

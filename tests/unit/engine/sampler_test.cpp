@@ -1,83 +1,105 @@
+// Sampler: how a request's parameters become the per-step SampleRow (seed, counter,
+// penalty lists), and that rows drawn through the CPU backend's sampling op are
+// reproducible per seed. The drawing itself is tested in tests/unit/backend/sample_test.cpp.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <map>
 
+#include "backend/backend.h"
 #include "engine/sampler.h"
 
 namespace tandem {
 namespace {
 
-GeneratedToken sample_once(SamplingParams p, std::vector<float> logits, uint64_t seed = 1,
-                           std::vector<int32_t> generated = {}) {
-  Sampler s(p, seed);
-  return s.sample(logits, {}, generated, 2);
+std::map<int32_t, int32_t> penalty_map(const SampleRow& r) {
+  EXPECT_EQ(r.penalty_tokens.size(), r.output_counts.size());
+  std::map<int32_t, int32_t> m;
+  for (size_t i = 0; i < r.penalty_tokens.size(); i++) {
+    EXPECT_FALSE(m.count(r.penalty_tokens[i])) << "token listed twice";
+    m[r.penalty_tokens[i]] = r.output_counts[i];
+  }
+  return m;
 }
 
-TEST(Sampler, GreedyPicksTheArgmax) {
+TEST(Sampler, TheRequestSeedWinsOverTheFallback) {
   SamplingParams p;
-  p.temperature = 0;
-  EXPECT_EQ(sample_once(p, {0.1f, 3.f, -1.f, 2.9f}).token, 1);
-}
-
-TEST(Sampler, LogprobsAreTheRawDistribution) {
-  SamplingParams p;
-  p.temperature = 0;
-  auto t = sample_once(p, {0.f, std::log(3.f)});
-  EXPECT_NEAR(t.logprob, std::log(0.75), 1e-6);
-  ASSERT_EQ(t.top_logprobs.size(), 2u);
-  EXPECT_EQ(t.top_logprobs[0].token, 1);
-  EXPECT_NEAR(t.top_logprobs[1].logprob, std::log(0.25), 1e-6);
-}
-
-TEST(Sampler, SameSeedSameTokens) {
-  SamplingParams p;
-  p.temperature = 1.0f;
+  EXPECT_EQ(Sampler(p, 7).seed(), 7u);
   p.seed = 42;
-  std::vector<float> logits(50);
+  EXPECT_EQ(Sampler(p, 7).seed(), 42u);
+  EXPECT_EQ(Sampler(p, 7).row(std::vector<int32_t>{1, 2}, 2, -1).seed, 42u);
+}
+
+TEST(Sampler, RowCarriesTheParametersAndCountsGeneratedTokens) {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.top_k = 5;
+  p.top_p = 0.9f;
+  p.min_p = 0.05f;
+  std::vector<int32_t> tokens = {5, 6, 7, 8, 9};
+  SampleRow r = Sampler(p, 3).row(tokens, 3, 2);
+  EXPECT_FLOAT_EQ(r.temperature, 0.7f);
+  EXPECT_EQ(r.top_k, 5);
+  EXPECT_FLOAT_EQ(r.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(r.min_p, 0.05f);
+  EXPECT_EQ(r.counter, 2u);  // two tokens generated so far
+  EXPECT_EQ(r.top_logprobs, 2);
+  EXPECT_TRUE(r.penalty_tokens.empty());  // no penalty on: no lists
+  p.temperature = 0.f;
+  EXPECT_EQ(Sampler(p, 3).row(tokens, 5, -1).temperature, 0.f);
+  EXPECT_EQ(Sampler(p, 3).row(tokens, 5, -1).counter, 0u);
+}
+
+TEST(Sampler, PenaltyListsAreDistinctTokensWithOutputCounts) {
+  std::vector<int32_t> tokens = {1, 2, 2, 3, /* output: */ 3, 4, 4};
+  SamplingParams rep;
+  rep.repetition_penalty = 1.3f;  // over prompt and output
+  EXPECT_EQ(penalty_map(Sampler(rep, 0).row(tokens, 4, -1)),
+            (std::map<int32_t, int32_t>{{1, 0}, {2, 0}, {3, 1}, {4, 2}}));
+  SamplingParams freq;
+  freq.frequency_penalty = 0.5f;  // over the output only
+  EXPECT_EQ(penalty_map(Sampler(freq, 0).row(tokens, 4, -1)),
+            (std::map<int32_t, int32_t>{{3, 1}, {4, 2}}));
+}
+
+// Tokens drawn by growing a sequence one sampled token at a time.
+std::vector<int32_t> generate(Backend& be, const Sampler& s, int n) {
+  std::vector<float> logits(40);
   for (size_t i = 0; i < logits.size(); i++) logits[i] = float(i % 7) * 0.3f;
-  Sampler a(p, 1), b(p, 999);  // the request's seed wins over the fallback
-  for (int i = 0; i < 20; i++) {
-    auto la = logits, lb = logits;
-    EXPECT_EQ(a.sample(la, {}, {}, -1).token, b.sample(lb, {}, {}, -1).token);
+  std::vector<int32_t> tokens = {0, 1};
+  for (int i = 0; i < n; i++) {
+    Tensor t = be.upload(Tensor::borrow(logits.data(), DType::F32, {1, 40}), DType::F32);
+    SampleRow row = s.row(tokens, 2, -1);
+    SampledToken out;
+    be.sample(t, std::span<const SampleRow>(&row, 1), std::span<SampledToken>(&out, 1));
+    tokens.push_back(out.token);
   }
+  return std::vector<int32_t>(tokens.begin() + 2, tokens.end());
 }
 
-TEST(Sampler, TopKAndTopPRestrictTheChoice) {
-  std::vector<float> logits = {5.f, 4.f, 0.f, 0.f, 0.f};
-  SamplingParams k;
-  k.top_k = 2;
-  SamplingParams tp;
-  tp.top_p = 0.5f;  // token 0 alone holds ~73% of the mass
-  for (uint64_t seed = 0; seed < 200; seed++) {
-    EXPECT_LT(sample_once(k, logits, seed).token, 2);
-    EXPECT_EQ(sample_once(tp, logits, seed).token, 0);
-  }
-}
-
-TEST(Sampler, MinPDropsUnlikelyTokens) {
+TEST(Sampler, SameSeedSameTokensThroughTheBackend) {
+  auto be = make_cpu_backend();
   SamplingParams p;
-  p.min_p = 0.5f;
-  for (uint64_t seed = 0; seed < 200; seed++)
-    EXPECT_EQ(sample_once(p, {3.f, 0.f, 0.f}, seed).token, 0);
+  p.temperature = 1.f;
+  p.frequency_penalty = 0.3f;
+  p.seed = 42;
+  std::vector<int32_t> a = generate(*be, Sampler(p, 1), 20);
+  EXPECT_EQ(a, generate(*be, Sampler(p, 999), 20));  // the fallback is not used
+  p.seed = 43;
+  EXPECT_NE(a, generate(*be, Sampler(p, 1), 20));
 }
 
-TEST(Sampler, TemperatureSamplesFollowTheDistribution) {
-  SamplingParams p;
-  std::map<int, int> counts;
-  for (uint64_t seed = 0; seed < 4000; seed++) counts[sample_once(p, {0.f, std::log(3.f)}, seed).token]++;
-  EXPECT_NEAR(counts[1] / 4000.0, 0.75, 0.03);
-}
-
-TEST(Sampler, PenaltiesLowerRepeatedTokens) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.frequency_penalty = 2.f;
-  EXPECT_EQ(sample_once(p, {3.f, 2.f}, 1, {0}).token, 1);  // 3 - 2 < 2
-  SamplingParams r;
-  r.temperature = 0;
-  r.repetition_penalty = 2.f;
-  EXPECT_EQ(sample_once(r, {3.f, 2.f}, 1, {0}).token, 1);  // 3 / 2 < 2
+TEST(Sampler, ToGeneratedKeepsLogprobs) {
+  SampledToken t;
+  t.token = 4;
+  t.logprob = -0.5f;
+  t.top_tokens = {4, 2};
+  t.top_logprobs = {-0.5f, -1.5f};
+  GeneratedToken g = to_generated(t);
+  EXPECT_EQ(g.token, 4);
+  EXPECT_FLOAT_EQ(g.logprob, -0.5f);
+  ASSERT_EQ(g.top_logprobs.size(), 2u);
+  EXPECT_EQ(g.top_logprobs[1].token, 2);
+  EXPECT_FLOAT_EQ(g.top_logprobs[1].logprob, -1.5f);
 }
 
 }  // namespace

@@ -8,12 +8,20 @@
 namespace tandem {
 namespace {
 
+// One full-attention group of `num_blocks` blocks: the layout of a model without windows.
+KvBlockManager full_attention(int num_blocks, int block_size) {
+  std::vector<KvLayerKind> layers{{0, -1}};
+  return KvBlockManager(make_kv_groups(layers), std::vector<int>{num_blocks}, block_size);
+}
+
 struct Harness {
-  BlockPool pool;
+  KvBlockManager pool;
   Scheduler sched;
   std::vector<std::unique_ptr<Sequence>> seqs;
 
-  Harness(int num_blocks, SchedulerConfig c) : pool(num_blocks), sched(c, pool) {}
+  Harness(int num_blocks, SchedulerConfig c)
+      : pool(full_attention(num_blocks, c.block_size)), sched(c, pool) {}
+  Harness(KvBlockManager kv, SchedulerConfig c) : pool(std::move(kv)), sched(c, pool) {}
 
   Sequence* add(int prompt_len, int max_tokens = 100) {
     GenerationRequest r;

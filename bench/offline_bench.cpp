@@ -1,0 +1,122 @@
+// offline_bench: the offline workloads of BENCHMARKS.md on either backend — every request
+// submitted at once, the engine runs until all finish; output tok/s over the whole run
+// (prefill included, as TensorRT-LLM's tables count it).
+//   offline_bench MODEL_DIR [--device cuda|cpu] [--input 128] [--output 128] [--num 256]
+//                 [--batch 256] [--max-batched-tokens 8192] [--repeat 1]
+// `--num 1 --batch 1 --input 128 --output 256` is decode-b1: it also prints the decode
+// rate after the first token (the bandwidth-roofline comparison).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "engine/engine.h"
+
+using namespace tandem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct Options {
+  std::string dir, device = "cuda";
+  int input = 128, output = 128, num = 256, batch = 256, max_batched_tokens = 8192, repeat = 1;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  o.dir = argv[1];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--device") o.device = v;
+    else if (k == "--input") o.input = std::stoi(v);
+    else if (k == "--output") o.output = std::stoi(v);
+    else if (k == "--num") o.num = std::stoi(v);
+    else if (k == "--batch") o.batch = std::stoi(v);
+    else if (k == "--max-batched-tokens") o.max_batched_tokens = std::stoi(v);
+    else if (k == "--repeat") o.repeat = std::stoi(v);
+    else throw std::runtime_error("unknown option " + k);
+  }
+  return o;
+}
+
+// One run of o.num requests; returns output tokens per second over the whole run.
+double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool print) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  auto start = Clock::now();
+  for (int n = 0; n < o.num; n++) {
+    GenerationRequest r;
+    r.prompt.resize(size_t(o.input));
+    for (auto& t : r.prompt) t = int32_t(100 + rng() % uint64_t(std::min(vocab, 30000) - 100));
+    r.max_tokens = o.output;
+    r.sampling.temperature = 0;
+    r.ignore_eos = true;
+    streams.push_back(engine.submit(r));
+  }
+  int64_t before = engine.stats().generation_tokens_total;
+  engine.step();
+  auto first = Clock::now();
+  int64_t after_first = engine.stats().generation_tokens_total;
+  engine.run_until_idle();
+  double total = seconds_since(start);
+  int64_t tokens = engine.stats().generation_tokens_total - before;
+  for (auto& s : streams)
+    while (auto c = s->pop(std::chrono::milliseconds(0)))
+      if (c->finish && *c->finish == FinishReason::Error) throw std::runtime_error(c->error);
+  if (print) {
+    double decode = double(tokens - after_first) / seconds_since(first);
+    fmt::print("  {} requests x {}/{}: {} output tokens in {:.3f} s = {:.0f} output tok/s"
+               " (after the first step: {:.0f} tok/s)\n",
+               o.num, o.input, o.output, tokens, total, double(tokens) / total, decode);
+  }
+  return double(tokens) / total;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fmt::print(stderr, "usage: offline_bench MODEL_DIR [--device cuda|cpu] [--input N] [--output N] "
+                       "[--num N] [--batch B] [--max-batched-tokens N] [--repeat R]\n");
+    return 2;
+  }
+  try {
+    Options o = parse(argc, argv);
+    auto load_start = Clock::now();
+    auto backend = o.device == "cpu" ? make_cpu_backend() : make_cuda_backend(0);
+    auto model = load_model(o.dir, *backend);
+    backend->synchronize();
+    double load_s = seconds_since(load_start);
+    int vocab = model->config().vocab_size;
+    fmt::print("model {} ({:.2f}B params) on {}: loaded in {:.1f} s\n", o.dir,
+               double(model->num_parameters()) / 1e9, backend->name(), load_s);
+    EngineConfig config;
+    config.scheduler.max_rows = o.batch;
+    config.scheduler.max_batched_tokens = o.max_batched_tokens;
+    config.scheduler.prompt_concurrency = o.batch;
+    config.max_model_len = o.input + o.output;
+    int64_t want = int64_t(std::min(o.num, o.batch)) * (o.input + o.output + 16);
+    config.kv_budget_bytes = want * ModelRunner::bytes_per_block(*model, 16, backend->act_dtype()) / 16;
+    Engine engine(std::move(backend), std::move(model), nullptr, config);
+    fmt::print("batch {} rows, {} tokens per step, KV {:.2f} GiB\n", o.batch, o.max_batched_tokens,
+               double(config.kv_budget_bytes) / double(1 << 30));
+    Options warm = o;
+    warm.num = std::min(o.num, 4);
+    warm.output = std::min(o.output, 8);
+    run_once(engine, warm, vocab, 99, false);
+    std::vector<double> rates;
+    for (int r = 0; r < o.repeat; r++) rates.push_back(run_once(engine, o, vocab, uint64_t(r), true));
+    std::sort(rates.begin(), rates.end());
+    fmt::print("offline-{}/{} num {} batch {}: {:.0f} output tok/s (median of {})\n", o.input,
+               o.output, o.num, o.batch, rates[rates.size() / 2], rates.size());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The GPU benchmarks of bench/RESULTS.md, in one run on the GPU machine, from a bundle
+# made by scripts/bundle_cuda.sh (G = the bundle folder). Writes logs under $OUT.
+#   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh
+set -u
+G=${G:-build/bundle}; OUT=${OUT:-/tmp/tandem-bench}; M=${M:-/tmp/llama8b}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
+step() { echo "== $*" >&2; }
+step random-model; ( time "$G/tandem" random-model --like llama-3.1-8b --out "$M" ) 2>&1 | tail -4
+step decode-b1
+timeout 60 "$G/bench/offline_bench" "$M" --num 1 --batch 1 --input 128 --output 256 --repeat 3 | tail -1
+TANDEM_CUDA_GRAPHS=0 timeout 60 "$G/bench/offline_bench" "$M" --num 1 --batch 1 --input 128 --output 256 | tail -1 | sed 's/^/without graphs: /'
+step offline
+timeout 90 "$G/bench/offline_bench" "$M" --num 1024 --batch 256 --input 128 --output 128 | tail -1
+timeout 120 "$G/bench/offline_bench" "$M" --num 160 --batch 160 --input 2048 --output 2048 | tail -1
+step sweep
+"$G/tandem" serve --model "$M" --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve.log" 2>&1 &
+for i in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
+timeout 200 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 1,8,32,64,128,256 \
+  --input-len 128 --output-len 256 --json "$OUT/sweep.json" --plot "$OUT/sweep.svg" 2> "$OUT/bench.err"
+kill %1; wait
+step hf-generate-batch
+timeout 150 python3 bench/hf_generate_batch.py --model "$M" --num 256 --input-len 128 --output-len 128 2>&1 | tail -2

@@ -1,0 +1,127 @@
+// The sampling op on the CPU: the reference for the function in backend/sampling.h, row by
+// row, with the per-token formulas of backend/sample_math.h. Rows are independent (their
+// own Philox stream), so they run in parallel on the pool.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_common.h"
+#include "backend/sample_math.h"
+
+namespace tandem {
+
+namespace {
+
+void apply_penalties(float* logits, const SampleRow& r) {
+  for (size_t j = 0; j < r.penalty_tokens.size(); j++) {
+    float& l = logits[r.penalty_tokens[j]];
+    l = penalized_logit(l, r.repetition_penalty, r.penalty_offset(j));
+  }
+}
+
+// The first token of the sample order: the largest logit, lowest id on ties.
+int32_t first_in_order(const float* logits, int64_t vocab) {
+  uint64_t best = sample_order_rank(logits[0], 0);
+  for (int64_t i = 1; i < vocab; i++) best = std::min(best, sample_order_rank(logits[i], int32_t(i)));
+  return int32_t(best & 0xFFFFFFFFu);
+}
+
+// The `n` first tokens of the sample order, in that order.
+std::vector<int32_t> first_n_in_order(const float* logits, int64_t vocab, int64_t n) {
+  std::vector<uint64_t> ranks(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; i++) ranks[size_t(i)] = sample_order_rank(logits[i], int32_t(i));
+  std::partial_sort(ranks.begin(), ranks.begin() + n, ranks.end());
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i++) ids[size_t(i)] = int32_t(ranks[size_t(i)] & 0xFFFFFFFFu);
+  return ids;
+}
+
+// Tokens that survive top-k and top-p, in sample order; all tokens (in id order) when
+// neither is on. min-p is a per-token test left to the draw.
+std::vector<int32_t> top_k_top_p(const float* logits, int64_t vocab, const SampleRow& r,
+                                 float l_max) {
+  bool use_k = r.top_k > 0 && r.top_k < vocab;
+  bool use_p = r.top_p < 1.f;
+  if (!use_k && !use_p) {
+    std::vector<int32_t> all(static_cast<size_t>(vocab));
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+  std::vector<int32_t> kept = first_n_in_order(logits, vocab, use_k ? r.top_k : vocab);
+  if (use_p) {
+    auto mass = [&](int32_t i) {
+      return sample_mass(scaled_logit(logits[i], l_max, r.temperature));
+    };
+    uint64_t total = 0;
+    for (int32_t i : kept) total += mass(i);
+    uint64_t target = top_p_target(r.top_p, total), cum = 0;
+    size_t n = 0;
+    while (cum < target) cum += mass(kept[n++]);  // the top token alone has mass 2^40
+    kept.resize(n);
+  }
+  return kept;
+}
+
+// The kept token with the largest Gumbel score (lowest id on ties; NaN never wins).
+int32_t draw(const float* logits, int64_t vocab, const SampleRow& r, int32_t first) {
+  float l_max = logits[first];
+  bool found = false;
+  double best = 0;
+  int32_t best_id = first;
+  for (int32_t i : top_k_top_p(logits, vocab, r, l_max)) {
+    double s = scaled_logit(logits[i], l_max, r.temperature);
+    if (i != first && !passes_min_p(s, r.min_p)) continue;
+    double g = gumbel_score(s, r.seed, r.counter, i);
+    if (std::isnan(g)) continue;
+    if (!found || g > best || (g == best && i < best_id)) {
+      found = true;
+      best = g;
+      best_id = i;
+    }
+  }
+  return best_id;
+}
+
+// log_softmax at the chosen token and the k best in sample order.
+void fill_logprobs(const float* logits, int64_t vocab, int k, int32_t first, SampledToken& out) {
+  double l_max = logits[first], sum = 0;
+  for (int64_t i = 0; i < vocab; i++) sum += std::exp(double(logits[i]) - l_max);
+  double log_z = l_max + std::log(sum);
+  out.logprob = float(double(logits[out.token]) - log_z);
+  out.top_tokens.clear();
+  out.top_logprobs.clear();
+  if (k <= 0) return;
+  for (int32_t id : first_n_in_order(logits, vocab, std::min<int64_t>(k, vocab))) {
+    out.top_tokens.push_back(id);
+    out.top_logprobs.push_back(float(double(logits[id]) - log_z));
+  }
+}
+
+SampledToken sample_row(float* logits, int64_t vocab, const SampleRow& r) {
+  apply_penalties(logits, r);
+  int32_t first = first_in_order(logits, vocab);
+  SampledToken out;
+  out.token = r.temperature <= 0.f ? first : draw(logits, vocab, r, first);
+  if (r.top_logprobs >= 0) fill_logprobs(logits, vocab, r.top_logprobs, first, out);
+  return out;
+}
+
+}  // namespace
+
+void CpuBackend::sample(Tensor& logits, std::span<const SampleRow> rows,
+                        std::span<SampledToken> out) {
+  cpu::check_tensor(logits, DType::F32, "sample", "logits");
+  cpu::check_ndim(logits, 2, "sample", "logits");
+  int64_t S = logits.dim(0), V = logits.dim(1);
+  if (int64_t(rows.size()) != S || int64_t(out.size()) != S)
+    fail("sample: logits have {} rows but {} SampleRows and {} outputs", S, rows.size(), out.size());
+  check_sample_rows(rows, V, "sample");
+  float* base = logits.ptr<float>();
+  cpu::parallel_for(*pool_, S, V * 64, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; s++) out[size_t(s)] = sample_row(base + s * V, V, rows[size_t(s)]);
+  });
+}
+
+}  // namespace tandem

@@ -1,0 +1,173 @@
+// Paged attention on CUDA: write_kv stores the step's new K/V rows in their slots, and
+// attention checks its arguments and dispatches to the tensor-core kernels:
+//   - every row decodes one token (T == B): the decode kernel (flash-decoding, split
+//     over the context) serves every token;
+//   - otherwise (prefill or a mixed step): the decode kernel serves the rows with one
+//     token and the prefill kernel (flash-attention-2) the rows with more.
+// Which rows have how many tokens is read on the device; the host only sizes grids from
+// T, B and the step's upper bounds, so a step can be captured in a CUDA graph and
+// replayed with shorter rows.
+#include <algorithm>
+#include <string>
+
+#include "backend/cuda/cuda_attention.cuh"
+#include "backend/cuda/cuda_backend.h"
+
+namespace tandem {
+
+namespace {
+
+using attn::bf16;
+
+// One 16-byte vector (8 bf16) per thread; blockIdx.y = 0 copies K, 1 copies V. Tokens
+// whose slot is negative (padding in a replayed graph) or outside the pool are skipped.
+__global__ void write_kv_kernel(bf16* k_cache, bf16* v_cache, const bf16* k, const bf16* v,
+                                const int32_t* slot_map, int64_t num_vectors, int row_vectors,
+                                int64_t num_slots) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= num_vectors) return;
+  const int64_t t = i / row_vectors, c = i % row_vectors;
+  const int64_t slot = slot_map[t];
+  if (slot < 0 || slot >= num_slots) return;
+  const uint4* src = reinterpret_cast<const uint4*>(blockIdx.y == 0 ? k : v);
+  uint4* dst = reinterpret_cast<uint4*>(blockIdx.y == 0 ? k_cache : v_cache);
+  dst[slot * row_vectors + c] = src[i];
+}
+
+bool aligned16(const Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
+}
+
+void require_bf16(const Tensor& t, const char* what) {
+  if (!t.defined() || t.device != Device::CUDA || t.dtype != DType::BF16 || !aligned16(t))
+    cuda_fail(std::string(what) + " must be a 16-byte aligned bf16 CUDA tensor");
+}
+
+void require_i32(const Tensor& t, int64_t min_elems, const char* what) {
+  if (!t.defined() || t.device != Device::CUDA || t.dtype != DType::I32 || t.numel() < min_elems)
+    cuda_fail(std::string(what) + " must be an i32 CUDA tensor of at least " +
+              std::to_string(min_elems) + " elements, got " + t.shape.str());
+}
+
+void check_cache(const PagedKv& cache, const StepTensors& step, const char* op) {
+  require_bf16(cache.k, op);
+  require_bf16(cache.v, op);
+  if (cache.k.ndim() != 4 || !(cache.v.shape == cache.k.shape) ||
+      cache.k.dim(1) != step.block_size || cache.k.dim(3) % 8 != 0)
+    cuda_fail(std::string(op) + ": cache k " + cache.k.shape.str() + " v " + cache.v.shape.str() +
+              " must be [blocks, " + std::to_string(step.block_size) +
+              ", Hkv, Dh] with Dh a multiple of 8");
+}
+
+// The step arrays attention reads, and the AttnArgs fields that come from them.
+attn::AttnArgs step_args(const StepTensors& step) {
+  const int T = step.num_tokens, B = step.num_rows;
+  require_i32(step.positions, T, "attention: step.positions");
+  require_i32(step.seq_starts, int64_t(B) + 1, "attention: step.seq_starts");
+  require_i32(step.block_table, int64_t(B) * step.max_blocks, "attention: step.block_table");
+  cuda_require(step.block_size > 0 && step.max_blocks >= 0 && B >= 0,
+               "attention: step.block_size must be positive");
+  attn::AttnArgs a;
+  a.positions = step.positions.ptr<int32_t>();
+  a.seq_starts = step.seq_starts.ptr<int32_t>();
+  a.block_table = step.block_table.ptr<int32_t>();
+  a.num_tokens = T;
+  a.num_rows = B;
+  a.max_blocks = step.max_blocks;
+  a.block_size = step.block_size;
+  const bool pow2 = (step.block_size & (step.block_size - 1)) == 0;
+  a.block_shift = pow2 ? __builtin_ctz(unsigned(step.block_size)) : -1;
+  return a;
+}
+
+// Flash-decoding plan: enough CTAs for ~4 per SM, splits of >= 256 keys, from host
+// integers only. max_keys bounds any token's visible keys (an upper bound suffices).
+attn::SplitArgs plan_splits(int num_items, int max_keys, int num_sms) {
+  constexpr int kMinSplitKeys = 256;
+  const int keys = std::max(1, max_keys);
+  const int want = (4 * num_sms + std::max(1, num_items) - 1) / std::max(1, num_items);
+  const int by_len = (keys + kMinSplitKeys - 1) / kMinSplitKeys;
+  int splits = std::clamp(std::min(want, by_len), 1, attn::kMaxSplits);
+  const int per = (keys + splits - 1) / splits;
+  attn::SplitArgs sp;
+  sp.chunk = (per + attn::kSplitAlign - 1) / attn::kSplitAlign * attn::kSplitAlign;
+  sp.num_splits = (keys + sp.chunk - 1) / sp.chunk;
+  return sp;
+}
+
+}  // namespace
+
+// Writes the step's new K and V into their slots.   k, v [T, Hkv, Dh]
+void CudaBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
+                           const StepTensors& step) {
+  check_cache(cache, step, "write_kv");
+  require_bf16(k, "write_kv: k");
+  require_bf16(v, "write_kv: v");
+  const int64_t T = step.num_tokens, row = cache.k.dim(2) * cache.k.dim(3);
+  require_i32(step.slot_map, T, "write_kv: step.slot_map");
+  if (k.numel() != T * row || v.numel() != T * row)
+    cuda_fail("write_kv: k " + k.shape.str() + " v " + v.shape.str() + " must hold " +
+              std::to_string(T) + " rows of Hkv x Dh = " + std::to_string(row));
+  if (T == 0) return;
+  const int64_t num_vectors = T * (row / 8);
+  const unsigned blocks = unsigned((num_vectors + 255) / 256);
+  write_kv_kernel<<<dim3(blocks, 2), 256, 0, stream_>>>(
+      cache.k.ptr<bf16>(), cache.v.ptr<bf16>(), k.ptr<bf16>(), v.ptr<bf16>(),
+      step.slot_map.ptr<int32_t>(), num_vectors, int(row / 8), cache.k.dim(0) * cache.k.dim(1));
+  TANDEM_CUDA_LAUNCHED("write_kv kernel");
+}
+
+// Causal (optionally windowed, softcapped) GQA attention of each new token over its
+// row's cached keys.   out, q [T, Hq, Dh]; cache [NB, BS, Hkv, Dh]
+void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
+                            const StepTensors& step, const AttentionParams& params) {
+  require_bf16(q, "attention: q");
+  require_bf16(out, "attention: out");
+  check_cache(cache, step, "attention");
+  const int64_t Hkv = cache.k.dim(2), Dh = cache.k.dim(3);
+  if (q.ndim() != 3 || q.dim(0) != step.num_tokens || q.dim(2) != Dh || !(out.shape == q.shape) ||
+      out.data == q.data)
+    cuda_fail("attention: q " + q.shape.str() + " and out " + out.shape.str() +
+              " must be separate [" + std::to_string(step.num_tokens) + ", Hq, " +
+              std::to_string(Dh) + "] tensors");
+  const int64_t Hq = q.dim(1);
+  cuda_require(Hkv > 0 && Hq % Hkv == 0, "attention: query heads must be a multiple of kv heads");
+  cuda_require(Dh <= attn::kMaxHeadDim, "attention: head dim above 512");
+  cuda_require(params.softcap >= 0.f && params.window >= 0,
+               "attention: softcap and window must be >= 0");
+  if (step.num_tokens == 0) return;
+
+  attn::AttnArgs a = step_args(step);
+  a.q = q.ptr<bf16>();
+  a.k = cache.k.ptr<bf16>();
+  a.v = cache.v.ptr<bf16>();
+  a.out = out.ptr<bf16>();
+  a.num_blocks = int(cache.k.dim(0));
+  a.num_q_heads = int(Hq);
+  a.num_kv_heads = int(Hkv);
+  a.group = int(Hq / Hkv);
+  a.head_dim = int(Dh);
+  a.qk_mul = params.softcap > 0.f ? params.scale / params.softcap : params.scale * attn::kLog2e;
+  a.cap_log2 = params.softcap > 0.f ? params.softcap * attn::kLog2e : 0.f;
+  a.window = params.window;
+
+  const bool all_decode = step.num_tokens == step.num_rows;
+  const int num_x = all_decode ? step.num_tokens : step.num_rows;
+  const int max_keys =
+      params.window > 0 ? std::min(step.max_context_len, params.window) : step.max_context_len;
+  attn::SplitArgs sp = plan_splits(num_x * a.num_kv_heads * ((a.group + 15) / 16), max_keys,
+                                   props_.multiProcessorCount);
+  sp.by_row = !all_decode;
+  Tensor part_o, part_ml;  // split partials; back to the caching allocator after the launch
+  if (sp.num_splits > 1) {
+    const int64_t items = int64_t(num_x) * Hq * sp.num_splits;
+    part_o = alloc(DType::F32, {items, Dh});
+    part_ml = alloc(DType::F32, {items, 2});
+    sp.part_o = part_o.ptr<float>();
+    sp.part_ml = reinterpret_cast<float2*>(part_ml.ptr<float>());
+  }
+  attn::launch_decode(a, sp, num_x, stream_);
+  if (!all_decode) attn::launch_prefill(a, stream_);
+}
+
+}  // namespace tandem

@@ -1,0 +1,258 @@
+// Prefill attention (rows with >= 2 query tokens): flash-attention-2 on mma.sync tensor
+// cores, reading K/V through the block table.
+//
+// GQA packing: the query rows of one (sequence row, kv head) are the pairs
+// (token i, head-in-group r) in the order i·G + r, so one K/V tile feeds every query head
+// that reads it. A CTA computes 64 such query rows (one 16-row slice per warp) against
+// key tiles of 64, keeping O in registers; K/V tiles covering no query's visible range
+// are never loaded (causal + sliding window skip) and tiles fully visible to every query
+// of the CTA skip the per-element mask.
+//
+// CTA -> work without a host sync: grid.x is an upper bound on the number of query tiles
+// (ceil(T·G/64) + B); each CTA finds its (row, tile) by a block-wide scan over
+// seq_starts and exits when it has none. grid.y = kv head, grid.z = slice of the V/O
+// columns (head dim 512 is computed as two 256-column halves, recomputing Q·Kᵀ).
+#include <climits>
+
+#include "backend/cuda/cuda_attention.cuh"
+#include "backend/cuda/cuda_backend.h"
+
+namespace tandem::attn {
+
+namespace {
+
+constexpr int kBlockM = 64;  // query rows per CTA (16 per warp)
+constexpr int kBlockN = 64;  // keys per tile
+
+// Query tiles of a row: none for rows of fewer than 2 tokens (the decode kernel's).
+__device__ __forceinline__ int row_tiles(const int32_t* starts, int b, int group) {
+  const int n = starts[b + 1] - starts[b];
+  return n >= 2 ? (n * group + kBlockM - 1) / kBlockM : 0;
+}
+
+// Finds the (row, tile of that row) of query tile `tile`, tiles numbered row by row.
+// Whole CTA; returns false when `tile` is past the last one.
+__device__ bool find_tile(const AttnArgs& a, int tile, int& row, int& row_tile) {
+  __shared__ int s_warp_sum[kThreads / 32];
+  __shared__ int s_found[2];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int per = (a.num_rows + kThreads - 1) / kThreads;
+  const int b0 = min(a.num_rows, tid * per), b1 = min(a.num_rows, b0 + per);
+  int count = 0;
+  for (int b = b0; b < b1; b++) count += row_tiles(a.seq_starts, b, a.group);
+  int incl = count;  // inclusive warp scan
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int y = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += y;
+  }
+  if (lane == 31) s_warp_sum[warp] = incl;
+  if (tid == 0) s_found[0] = -1;
+  __syncthreads();
+  int offset = incl - count;
+  for (int w = 0; w < warp; w++) offset += s_warp_sum[w];
+  if (tile >= offset && tile < offset + count) {
+    for (int b = b0; b < b1; b++) {
+      const int n = row_tiles(a.seq_starts, b, a.group);
+      if (tile < offset + n) {
+        s_found[0] = b;
+        s_found[1] = tile - offset;
+        break;
+      }
+      offset += n;
+    }
+  }
+  __syncthreads();
+  row = s_found[0];
+  row_tile = s_found[1];
+  return row >= 0;
+}
+
+// The CTA's query rows: positions, visible key ranges and q/out offsets, plus the key
+// range of the whole tile. Invalid rows (past the row's queries) get an empty range.
+struct TileRows {
+  int64_t off[kBlockM];  // element offset of the row in q and out; -1 = no row
+  int lo[kBlockM];       // first visible key
+  int hi[kBlockM];       // last visible key (its position); -1 = no row
+  int kmin, kmax;        // union of the ranges: the keys to load
+  int hi_min, lo_max;    // keys in [lo_max, hi_min] are visible to every row
+};
+
+__device__ void setup_rows(TileRows& t, const AttnArgs& a, int row, int row_tile, int kvh) {
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    t.kmin = INT_MAX;
+    t.kmax = -1;
+    t.hi_min = INT_MAX;
+    t.lo_max = -1;
+  }
+  __syncthreads();
+  if (tid < kBlockM) {
+    const int t0 = a.seq_starts[row], n = a.seq_starts[row + 1] - t0;
+    const int idx = row_tile * kBlockM + tid;
+    if (idx < n * a.group) {
+      const int tok = t0 + idx / a.group, head = kvh * a.group + idx % a.group;
+      const int p = a.positions[tok], lo = first_key(p, a.window);
+      t.off[tid] = (int64_t(tok) * a.num_q_heads + head) * a.head_dim;
+      t.lo[tid] = lo;
+      t.hi[tid] = p;
+      atomicMin(&t.kmin, lo);
+      atomicMax(&t.kmax, p);
+      atomicMin(&t.hi_min, p);
+      atomicMax(&t.lo_max, lo);
+    } else {
+      t.off[tid] = -1;
+      t.lo[tid] = 1;
+      t.hi[tid] = -1;
+    }
+  }
+  __syncthreads();
+}
+
+// Q rows of the tile into shared memory (zeros for invalid rows and padded columns).
+template <int DHQK, int QSTRIDE>
+__device__ __forceinline__ void load_q_tile(uint32_t dst, const TileRows& t, const AttnArgs& a) {
+  constexpr int kChunksPerRow = DHQK / 8, kChunks = kBlockM * kChunksPerRow;
+  static_assert(kChunks % kThreads == 0);
+#pragma unroll
+  for (int i = 0; i < kChunks / kThreads; i++) {
+    const int id = int(threadIdx.x) + i * kThreads;
+    const int r = id / kChunksPerRow, c = id % kChunksPerRow;
+    const bool ok = t.off[r] >= 0 && c * 8 < a.head_dim;
+    const void* src = ok ? static_cast<const void*>(a.q + t.off[r] + c * 8) : a.q;
+    cp_async_16(dst + uint32_t((r * QSTRIDE + c * 8) * 2), src, ok ? 16 : 0);
+  }
+}
+
+// O / l as bf16 for the thread's two rows; columns past the head dim are padding.
+template <int NV>
+__device__ __forceinline__ void store_rows(const AttnArgs& a, const TileRows& t, int r0,
+                                           const float (&o)[NV][4], const float (&l)[2], int col0,
+                                           int lane) {
+  float inv[2];  // every lane takes part in the quad sums, valid row or not
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const float sum = quad_sum(l[r]);
+    inv[r] = sum > 0.f ? 1.f / sum : 0.f;
+  }
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const int64_t off = t.off[r0 + 8 * r];
+    if (off < 0) continue;
+#pragma unroll
+    for (int nv = 0; nv < NV; nv++) {
+      const int col = col0 + nv * 8 + 2 * (lane & 3);
+      if (col < a.head_dim)
+        *reinterpret_cast<__nv_bfloat162*>(a.out + off + col) =
+            __floats2bfloat162_rn(o[nv][2 * r] * inv[r], o[nv][2 * r + 1] * inv[r]);
+    }
+  }
+}
+
+// One CTA: 64 packed query rows of one sequence row and kv head against all the keys
+// they see; V/O columns [blockIdx.z·DV, +DV).
+template <int DHQK, int DV>
+__global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
+  constexpr int QS = DHQK + 8, KS = DHQK + 8, VS = DV + 8;  // +16 B: conflict-free ldmatrix
+  constexpr bool kQInRegs = DHQK <= 128;
+  constexpr int NV = DV / 8;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  bf16* q_s = reinterpret_cast<bf16*>(smem_raw);
+  bf16* k_s = q_s + kBlockM * QS;
+  bf16* v_s = k_s + kBlockN * KS;
+  __shared__ TileRows rows;
+
+  const int tile = int(gridDim.x) - 1 - int(blockIdx.x);  // last (longest) tiles first
+  const int kvh = blockIdx.y, col0 = blockIdx.z * DV;
+  int row, row_tile;
+  if (!find_tile(a, tile, row, row_tile)) return;
+  setup_rows(rows, a, row, row_tile, kvh);
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int32_t* bt_row = a.block_table + int64_t(row) * a.max_blocks;
+  const uint32_t q_base = smem_addr(q_s), k_base = smem_addr(k_s), v_base = smem_addr(v_s);
+  const int kmin = rows.kmin, kmax = rows.kmax, hi_min = rows.hi_min, lo_max = rows.lo_max;
+  load_q_tile<DHQK, QS>(q_base, rows, a);
+  load_kv_tile<kBlockN, DHQK, KS>(k_base, a.k, bt_row, a, kvh, kmin, kmax, 0);
+  cp_async_commit();
+
+  const int r0 = warp * 16 + (lane >> 2);
+  const int lo[2] = {rows.lo[r0], rows.lo[r0 + 8]}, hi[2] = {rows.hi[r0], rows.hi[r0 + 8]};
+  const bool warp_live = rows.off[warp * 16] >= 0;  // valid rows come first
+  const uint32_t q_lane = q_base + uint32_t(warp * 16 * QS * 2) + a_lane_offset(lane, QS);
+  const uint32_t k_lane = k_base + k_lane_offset(lane, KS);
+  const uint32_t v_lane = v_base + v_lane_offset(lane, VS);
+  uint32_t qf[kQInRegs ? DHQK / 16 : 1][4];
+  float o[NV][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+#pragma unroll
+  for (int nv = 0; nv < NV; nv++) o[nv][0] = o[nv][1] = o[nv][2] = o[nv][3] = 0.f;
+
+  const int num_tiles = (kmax - kmin) / kBlockN + 1;
+  for (int it = 0; it < num_tiles; it++) {
+    const int kt = kmin + it * kBlockN;
+    cp_async_wait<0>();  // K tile `it` (and Q) landed
+    __syncthreads();     // ... for every thread; every warp is done with V tile it-1
+    load_kv_tile<kBlockN, DV, VS>(v_base, a.v, bt_row, a, kvh, kt, kmax, col0);
+    cp_async_commit();
+    float s[kBlockN / 8][4];
+    if (warp_live) {
+      if constexpr (kQInRegs) {
+        if (it == 0) load_q_frags<DHQK>(qf, q_lane);
+      }
+      warp_qk<DHQK, kBlockN, KS, kQInRegs>(s, qf, q_lane, k_lane);
+      const bool masked = kt + kBlockN - 1 > hi_min || kt < lo_max;
+      score_tile<kBlockN>(s, a, kt, lo, hi, masked, lane);
+      online_softmax<kBlockN, NV>(s, o, m, l);
+    }
+    cp_async_wait<0>();  // V tile `it` landed
+    __syncthreads();     // ... and every warp is done with K tile `it`
+    if (it + 1 < num_tiles) {
+      load_kv_tile<kBlockN, DHQK, KS>(k_base, a.k, bt_row, a, kvh, kt + kBlockN, kmax, 0);
+      cp_async_commit();
+    }
+    if (warp_live) warp_pv<kBlockN, NV, VS>(o, s, v_lane);
+  }
+  if (warp_live) store_rows<NV>(a, rows, r0, o, l, col0, lane);
+}
+
+template <int DHQK, int DV>
+void launch(const AttnArgs& a, cudaStream_t stream) {
+  constexpr int smem = (kBlockM * (DHQK + 8) + kBlockN * (DHQK + 8) + kBlockN * (DV + 8)) * 2;
+  auto kernel = prefill_kernel<DHQK, DV>;
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+             "attention prefill: cudaFuncSetAttribute");
+  const int64_t tiles = (int64_t(a.num_tokens) * a.group + kBlockM - 1) / kBlockM + a.num_rows;
+  cuda_require(tiles < INT_MAX, "attention prefill: too many query tiles");
+  const dim3 grid(unsigned(tiles), unsigned(a.num_kv_heads), unsigned(DHQK / DV));
+  kernel<<<grid, kThreads, smem, stream>>>(a);
+  TANDEM_CUDA_LAUNCHED("attention prefill kernel");
+}
+
+}  // namespace
+
+int padded_head_dim(int head_dim) {
+  for (int d : {32, 64, 96, 128, 256, 512})
+    if (head_dim <= d) return d;
+  return 0;
+}
+
+void launch_prefill(const AttnArgs& a, cudaStream_t stream) {
+  switch (padded_head_dim(a.head_dim)) {
+    case 32:
+      return launch<32, 32>(a, stream);
+    case 64:
+      return launch<64, 64>(a, stream);
+    case 96:
+      return launch<96, 96>(a, stream);
+    case 128:
+      return launch<128, 128>(a, stream);
+    case 256:
+      return launch<256, 256>(a, stream);
+    case 512:
+      return launch<512, 256>(a, stream);
+    default:
+      cuda_fail("attention prefill: head dim above 512");
+  }
+}
+
+}  // namespace tandem::attn

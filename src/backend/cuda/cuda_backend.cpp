@@ -1,0 +1,204 @@
+// CudaBackend: the device, its stream and library handles, and the memory verbs.
+// Every copy runs on the backend's stream; host -> device writes go through the
+// allocator's pinned staging ring (async), device -> host reads synchronize.
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_memory.h"
+#include "core/error.h"
+
+namespace tandem {
+
+[[noreturn]] void cuda_fail(const std::string& message) {
+  fail("{}", message);
+}
+
+void cuda_check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) fail("{}: {} ({})", what, cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+void cublas_check(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail("{}: cuBLAS status {} ({})", what, int(status), cublasGetStatusString(status));
+}
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver / no GPU: not an error for the caller
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  return std::make_unique<CudaBackend>(device);
+}
+
+namespace {
+
+// Elements converted per host chunk when an upload changes the dtype.
+constexpr size_t kConvertChunk = size_t(1) << 20;
+
+// Destroys whatever of the handles exists; used by the destructor and a failed constructor.
+void destroy_handles(cudaStream_t stream, cublasHandle_t cublas, cublasLtHandle_t lt) noexcept {
+  if (stream) cudaStreamSynchronize(stream);
+  if (lt) cublasLtDestroy(lt);
+  if (cublas) cublasDestroy(cublas);
+  if (stream) cudaStreamDestroy(stream);
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device) : device_(device) {
+  const int n = cuda_device_count();
+  if (device < 0 || device >= n)
+    fail("CUDA device {} does not exist ({} usable device(s))", device, n);
+  cuda_check(cudaSetDevice(device), "cudaSetDevice");
+  cuda_check(cudaGetDeviceProperties(&props_, device), "cudaGetDeviceProperties");
+  if (props_.major < 9)
+    fail("CUDA device {} ({}) is sm_{}{}; tandem's kernels are built for sm_90 and newer", device,
+         props_.name, props_.major, props_.minor);
+  try {
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    cublas_check(cublasCreate(&cublas_), "cublasCreate");
+    cublas_check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+    cublas_check(cublasLtCreate(&cublas_lt_), "cublasLtCreate");
+    allocator_ = std::make_shared<CudaAllocator>(device, stream_);
+    // One workspace for both handles: they run on the same stream, one call at a time.
+    cublas_check(
+        cublasSetWorkspace(cublas_, allocator_->workspace(), CudaAllocator::kWorkspaceBytes),
+        "cublasSetWorkspace");
+  } catch (...) {
+    allocator_.reset();
+    destroy_handles(stream_, cublas_, cublas_lt_);
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() {
+  // Tensors may outlive the backend: they keep the allocator alive, not the stream.
+  destroy_handles(stream_, cublas_, cublas_lt_);
+  allocator_.reset();
+}
+
+int64_t CudaBackend::reserved_bytes() const {
+  return allocator_->reserved_bytes();
+}
+
+int64_t CudaBackend::free_device_bytes() const {
+  size_t free_bytes = 0, total = 0;
+  cuda_check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
+  return int64_t(free_bytes);
+}
+
+Tensor CudaBackend::alloc(DType dtype, Shape shape) {
+  if (shape.numel() < 0) fail("alloc: negative shape {}", shape.str());
+  Tensor t;
+  t.dtype = dtype;
+  t.device = Device::CUDA;
+  t.shape = shape;
+  t.storage = allocator_->allocate(t.nbytes());
+  t.data = t.storage.get();
+  return t;
+}
+
+Tensor CudaBackend::zeros(DType dtype, Shape shape) {
+  Tensor t = alloc(dtype, shape);
+  if (t.nbytes() > 0)
+    cuda_check(cudaMemsetAsync(t.data, 0, t.nbytes(), stream_), "zeros: cudaMemsetAsync");
+  return t;
+}
+
+Tensor CudaBackend::upload(const Tensor& host, DType dtype) {
+  if (!host.defined()) fail("upload: host tensor {} is undefined", host.shape.str());
+  if (host.device != Device::CPU) fail("upload: source {} must be a host tensor", host.shape.str());
+  if ((host.dtype == DType::I32) != (dtype == DType::I32))
+    fail("upload: {} tensor {} requested from {} data", dtype_name(dtype), host.shape.str(),
+         dtype_name(host.dtype));
+  Tensor out = alloc(dtype, host.shape);
+  if (host.dtype == dtype) {
+    allocator_->write_async(out.data, host.data, host.nbytes());
+    return out;
+  }
+  // Convert on the host, one chunk at a time, so a large weight needs no full f32 copy.
+  const size_t n = size_t(host.numel()), in_size = dtype_size(host.dtype);
+  const size_t out_size = dtype_size(dtype);
+  std::vector<float> f32(std::min(n, kConvertChunk));
+  std::vector<char> converted(f32.size() * out_size);
+  for (size_t i = 0; i < n; i += kConvertChunk) {
+    const size_t m = std::min(kConvertChunk, n - i);
+    convert_to_f32(static_cast<const char*>(host.data) + i * in_size, host.dtype, f32.data(), m);
+    convert_from_f32(f32.data(), converted.data(), dtype, m);
+    allocator_->write_async(static_cast<char*>(out.data) + i * out_size, converted.data(),
+                            m * out_size);
+  }
+  return out;
+}
+
+Tensor CudaBackend::to_host_f32(const Tensor& t) {
+  cuda::check_on_device(t, "to_host_f32", "t");
+  Tensor out = Tensor::empty_host(DType::F32, t.shape);
+  if (t.numel() == 0) return out;
+  std::vector<char> raw(t.nbytes());
+  cuda_check(cudaMemcpyAsync(raw.data(), t.data, t.nbytes(), cudaMemcpyDeviceToHost, stream_),
+             "to_host_f32: cudaMemcpyAsync");
+  cuda_check(cudaStreamSynchronize(stream_), "to_host_f32: cudaStreamSynchronize");
+  convert_to_f32(raw.data(), t.dtype, out.ptr<float>(), size_t(t.numel()));
+  return out;
+}
+
+void CudaBackend::write_i32(Tensor& dst, const int32_t* src, int64_t n) {
+  cuda::check_tensor(dst, DType::I32, "write_i32", "dst");
+  if (n < 0 || n > dst.numel())
+    fail("write_i32: {} elements do not fit in dst {}", n, dst.shape.str());
+  if (n > 0) allocator_->write_async(dst.data, src, size_t(n) * sizeof(int32_t));
+}
+
+void CudaBackend::copy(Tensor& dst, const Tensor& src) {
+  cuda::check_on_device(src, "copy", "src");
+  cuda::check_tensor(dst, src.dtype, "copy", "dst");
+  if (dst.numel() != src.numel())
+    fail("copy: dst {} and src {} differ in size", dst.shape.str(), src.shape.str());
+  if (dst.data == src.data || src.nbytes() == 0) return;
+  const char* s = static_cast<const char*>(src.data);
+  const char* d = static_cast<const char*>(dst.data);
+  if (d < s + src.nbytes() && s < d + src.nbytes())
+    fail("copy: dst {} and src {} overlap partially", dst.shape.str(), src.shape.str());
+  cuda_check(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDeviceToDevice, stream_),
+             "copy: cudaMemcpyAsync");
+}
+
+//   x [T, C], outs[i] [T, C_i], Σ C_i == C: one strided 2D copy per piece.
+void CudaBackend::split_columns(const Tensor& x, std::initializer_list<Tensor*> outs) {
+  cuda::check_on_device(x, "split_columns", "x");
+  int64_t total = 0;
+  for (Tensor* o : outs) {
+    cuda::check_tensor(*o, x.dtype, "split_columns", "out");
+    if (o->rows() != x.rows())
+      fail("split_columns: piece {} must have the {} rows of x {}", o->shape.str(), x.rows(),
+           x.shape.str());
+    total += o->cols();
+  }
+  if (total != x.cols())
+    fail("split_columns: pieces sum to {} columns of x {}", total, x.shape.str());
+  const size_t esize = dtype_size(x.dtype), pitch = size_t(x.cols()) * esize;
+  size_t offset = 0;
+  for (Tensor* o : outs) {
+    const size_t width = size_t(o->cols()) * esize;
+    if (width > 0 && x.rows() > 0)
+      cuda_check(cudaMemcpy2DAsync(o->data, width, static_cast<const char*>(x.data) + offset, pitch,
+                                   width, size_t(x.rows()), cudaMemcpyDeviceToDevice, stream_),
+                 "split_columns: cudaMemcpy2DAsync");
+    offset += width;
+  }
+}
+
+void CudaBackend::synchronize() {
+  cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+}  // namespace tandem

@@ -1,0 +1,119 @@
+// CudaBackend: the Backend ops on one NVIDIA GPU (sm_90), bf16 activations and weights,
+// f32 accumulation. Every op computes the function its CPU twin (cpu/) computes and has
+// a comparison test in tests/unit/backend_cuda/.
+//
+// Execution: everything runs in order on one stream (`stream()`); no op synchronizes the
+// host except the ones that return host data (to_host_f32, sample). Memory comes from a
+// caching allocator (cuda_memory.cpp) that never returns blocks to the driver, so
+// steady-state steps allocate nothing from CUDA and addresses captured in CUDA graphs
+// stay valid (stream order makes reuse between ops safe).
+//
+// Files, one op family each: cuda_backend.cpp (device, handles, memory ops),
+// cuda_linear.cu (linear, embedding, gather_rows), cuda_norm.cu (rms_norm, add_rms_norm,
+// add, scale, softcap, gated_act), cuda_rope.cu, cuda_attention.cu (write_kv, attention),
+// cuda_moe.cu (topk_route, moe_experts; the grouped expert GEMM in cuda_moe_gemm.cu),
+// cuda_sample.cu (sample). Shared helpers: cuda_common.h (launcher checks),
+// cuda_common.cuh (device helpers).
+#pragma once
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace tandem {
+
+class CudaAllocator;
+
+// Throws tandem::Error. nvcc cannot compile fmt (core/error.h), so .cu files use these.
+[[noreturn]] void cuda_fail(const std::string& message);
+// Throws tandem::Error naming the call and CUDA's message.
+void cuda_check(cudaError_t err, const char* what);
+void cublas_check(cublasStatus_t status, const char* what);
+// Argument checks in .cu files: cuda_require(x.dtype == DType::BF16, "rms_norm: x must be bf16").
+inline void cuda_require(bool ok, const char* message) {
+  if (!ok) cuda_fail(message);
+}
+// After a kernel launch: reports launch errors with the kernel's name.
+#define TANDEM_CUDA_LAUNCHED(name) ::tandem::cuda_check(cudaGetLastError(), name)
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  Device device() const override { return Device::CUDA; }
+  DType act_dtype() const override { return DType::BF16; }
+
+  // --- memory (cuda_backend.cpp) ---
+  Tensor alloc(DType dtype, Shape shape) override;
+  Tensor zeros(DType dtype, Shape shape) override;
+  Tensor upload(const Tensor& host, DType dtype) override;
+  Tensor to_host_f32(const Tensor& t) override;
+  void write_i32(Tensor& dst, const int32_t* src, int64_t n) override;
+  void copy(Tensor& dst, const Tensor& src) override;
+  void split_columns(const Tensor& x, std::initializer_list<Tensor*> outs) override;
+  void synchronize() override;
+  int64_t available_memory() const override { return free_device_bytes(); }
+  // --- graphs (cuda_graph.cpp) ---
+  bool supports_graphs() const override { return true; }
+  void capture_begin() override;
+  std::shared_ptr<void> capture_end() override;
+  void replay(const std::shared_ptr<void>& graph) override;
+
+  // --- ops ---
+  void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) override;
+  void linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) override;
+  void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
+                float weight_offset) override;
+  void add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w, float eps,
+                    float weight_offset) override;
+  void add(Tensor& out, const Tensor& a, const Tensor& b) override;
+  void scale(Tensor& x, float s) override;
+  void softcap(Tensor& x, float cap) override;
+  void rope(Tensor& x, const StepTensors& step, const RopeSpec& spec) override;
+  void gated_act(Tensor& out, const Tensor& gate_up, Activation act) override;
+  void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v, const StepTensors& step) override;
+  void attention(Tensor& out, const Tensor& q, const PagedKv& cache, const StepTensors& step,
+                 const AttentionParams& params) override;
+  void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
+  void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
+                  bool renormalize) override;
+  void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
+                   const Tensor& gate_up, const Tensor& down, Activation act) override;
+  void sample(Tensor& logits, std::span<const SampleRow> rows,
+              std::span<SampledToken> out) override;
+
+  // --- ops added for Gemma 3n --- (cuda_gemma_ops.cu)
+  void sub(Tensor& out, const Tensor& a, const Tensor& b) override;
+  void mul(Tensor& out, const Tensor& a, const Tensor& b) override;
+  void act_mul(Tensor& out, const Tensor& a, const Tensor& b, Activation act) override;
+  void gaussian_topk(Tensor& x, float std_multiplier) override;
+  void match_rms(Tensor& x, const Tensor& ref, float min_mean_square) override;
+  void mix_streams(Tensor& out, const Tensor& x, const Tensor& coefs) override;
+  void swap_leading_dims(Tensor& out, const Tensor& x) override;
+
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  cublasLtHandle_t cublas_lt() const { return cublas_lt_; }
+  int device_index() const { return device_; }
+  const cudaDeviceProp& props() const { return props_; }
+  // Bytes the caching allocator holds from the driver, and the GPU's free memory.
+  int64_t reserved_bytes() const;
+  int64_t free_device_bytes() const;
+
+ private:
+  int device_;
+  cudaDeviceProp props_{};
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublas_lt_ = nullptr;
+  std::shared_ptr<CudaAllocator> allocator_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,36 @@
+#include "backend/cuda/cuda_common.h"
+
+#include "core/error.h"
+
+namespace tandem::cuda {
+
+namespace {
+
+const char* device_name(Device d) {
+  return d == Device::CUDA ? "cuda" : "the cpu";
+}
+
+}  // namespace
+
+void check_on_device(const Tensor& t, const char* op, const char* name) {
+  if (!t.defined()) fail("{}: tensor '{}' is undefined", op, name);
+  if (t.device != Device::CUDA)
+    fail("{}: tensor '{}' must be on cuda, got {} on {} (shape {})", op, name, dtype_name(t.dtype),
+         device_name(t.device), t.shape.str());
+}
+
+void check_tensor(const Tensor& t, DType dtype, const char* op, const char* name) {
+  if (!t.defined()) fail("{}: tensor '{}' is undefined", op, name);
+  if (t.device != Device::CUDA || t.dtype != dtype)
+    fail("{}: tensor '{}' must be {} on cuda, got {} on {} (shape {})", op, name, dtype_name(dtype),
+         dtype_name(t.dtype), device_name(t.device), t.shape.str());
+}
+
+void check_float(const Tensor& t, const char* op, const char* name) {
+  check_on_device(t, op, name);
+  if (t.dtype != DType::BF16 && t.dtype != DType::F32)
+    fail("{}: tensor '{}' must be bf16 or f32, got {} (shape {})", op, name, dtype_name(t.dtype),
+         t.shape.str());
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,257 @@
+// Mixture of experts on CUDA: routing (softmax, top-k, optional renormalization) and the
+// expert MLPs, all on the device and graph-capturable (no host sync, launch sizes from
+// host shapes only):
+//   1. route: one block counts the (token, j) pairs per expert, takes prefix sums and gives
+//      every pair a "slot" in its expert's contiguous range;
+//   2. gate_up: a grouped GEMM over (expert, 64-row tile) with the activation fused
+//      (cuda_moe_gemm.cu) -> a [slots, F];
+//   3. down: the same grouped GEMM -> y [slots, D];
+//   4. combine: out[t] = Σ_j weights[t, j] · y[slot(t, j)], j in order, in f32.
+// Slots within an expert are handed out by atomics, so their order varies, but a slot's
+// values depend only on its token and expert, and the combine order is fixed: the result
+// is deterministic. A pair whose expert id is outside [0, E) contributes nothing (the CPU
+// twin throws; a kernel cannot).
+#include <cstdint>
+#include <string>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_moe_gemm.h"
+
+namespace tandem {
+
+namespace {
+
+using cuda::bf16;
+
+constexpr int kMaxExperts = 4096;  // the routing block keeps 2 ints per expert in shared memory
+
+// ---------------------------------------------------------------- kernels
+
+// Which of two (logit, id) candidates ranks higher: larger logit, then lower id; id < 0 is
+// "no candidate".
+__device__ __forceinline__ bool ranks_higher(float v, int id, float best_v, int best_id) {
+  if (id < 0) return false;
+  if (best_id < 0) return true;
+  return v > best_v || (v == best_v && id < best_id);
+}
+
+// One warp per row: softmax over E, the k most probable experts (largest first, ties to
+// the lower id; softmax is monotonic, so they are ranked by logit), renormalized on demand.
+// Pick j takes the best candidate ranked strictly below pick j - 1, so no "taken" marks.
+//   weights [R, k] f32, ids [R, k] i32, logits [R, E]
+template <typename T>
+__global__ void topk_route_kernel(float* __restrict__ weights, int32_t* __restrict__ ids,
+                                  const T* __restrict__ logits, int64_t R, int E, int k,
+                                  bool renormalize) {
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= R) return;  // the whole warp leaves together
+  const int lane = int(threadIdx.x & 31);
+  const T* l = logits + row * E;
+  float m = -INFINITY;
+  for (int e = lane; e < E; e += 32) m = fmaxf(m, cuda::to_f32(l[e]));
+  m = cuda::warp_max(m);
+  float sum = 0.f;
+  for (int e = lane; e < E; e += 32) sum += expf(cuda::to_f32(l[e]) - m);
+  sum = cuda::warp_sum(sum);
+  float prev_v = INFINITY, kept = 0.f;
+  int prev_id = -1;
+  for (int j = 0; j < k; j++) {
+    float best_v = 0.f;
+    int best_id = -1;
+    for (int e = lane; e < E; e += 32) {
+      const float v = cuda::to_f32(l[e]);
+      const bool below_prev = v < prev_v || (v == prev_v && e > prev_id);
+      if (below_prev && ranks_higher(v, e, best_v, best_id)) {
+        best_v = v;
+        best_id = e;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, best_v, o);
+      const int oid = __shfl_xor_sync(0xffffffffu, best_id, o);
+      if (ranks_higher(ov, oid, best_v, best_id)) {
+        best_v = ov;
+        best_id = oid;
+      }
+    }
+    const float p = expf(best_v - m) / sum;
+    if (lane == 0) {
+      weights[row * k + j] = p;
+      ids[row * k + j] = best_id;
+    }
+    kept += p;
+    prev_v = best_v;
+    prev_id = best_id;
+  }
+  if (renormalize && lane == 0)
+    for (int j = 0; j < k; j++) weights[row * k + j] /= kept;
+}
+
+// One block: slot ranges per expert and the slot of every (token, j) pair.
+//   ids [P = T*k], offsets [E+1], tile_offsets [E+1] (tiles of kMoeTileRows),
+//   token [P] (token of each slot; slots past the valid pairs stay unwritten),
+//   slot_of_pair [P] (-1 for an invalid expert id). Shared memory: 2E ints.
+__global__ void moe_route_kernel(const int32_t* __restrict__ ids, int64_t P, int k, int E,
+                                 int32_t* __restrict__ offsets, int32_t* __restrict__ tile_offsets,
+                                 int32_t* __restrict__ token, int32_t* __restrict__ slot_of_pair) {
+  extern __shared__ int32_t shared[];
+  int32_t* count = shared;       // [E]
+  int32_t* cursor = shared + E;  // [E]
+  for (int e = threadIdx.x; e < E; e += blockDim.x) count[e] = 0;
+  __syncthreads();
+  for (int64_t p = threadIdx.x; p < P; p += blockDim.x) {
+    const int32_t e = ids[p];
+    if (e >= 0 && e < E) atomicAdd(&count[e], 1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t slots = 0, tiles = 0;
+    for (int e = 0; e < E; e++) {
+      offsets[e] = slots;
+      tile_offsets[e] = tiles;
+      cursor[e] = slots;
+      slots += count[e];
+      tiles += (count[e] + cuda::kMoeTileRows - 1) / cuda::kMoeTileRows;
+    }
+    offsets[E] = slots;
+    tile_offsets[E] = tiles;
+  }
+  __syncthreads();
+  for (int64_t p = threadIdx.x; p < P; p += blockDim.x) {
+    const int32_t e = ids[p];
+    if (e >= 0 && e < E) {
+      const int32_t s = atomicAdd(&cursor[e], 1);
+      token[s] = int32_t(p / k);
+      slot_of_pair[p] = s;
+    } else {
+      slot_of_pair[p] = -1;
+    }
+  }
+}
+
+// out[t, d] = Σ_j weights[t, j] · y[slot_of_pair[t, j], d], in j order, f32.
+//   out [T, D], y [slots, D], weights [T, k], slot_of_pair [T, k]. One block per token.
+template <int N, bool kVec>
+__global__ void moe_combine_kernel(bf16* __restrict__ out, const bf16* __restrict__ y,
+                                   const float* __restrict__ weights,
+                                   const int32_t* __restrict__ slot_of_pair, int64_t D, int k) {
+  const int64_t t = blockIdx.x;
+  for (int64_t d = int64_t(threadIdx.x) * N; d < D; d += int64_t(blockDim.x) * N) {
+    float acc[N] = {};
+    for (int j = 0; j < k; j++) {
+      const int32_t s = slot_of_pair[t * k + j];
+      if (s < 0) continue;
+      const float w = weights[t * k + j];
+      float v[N];
+      cuda::load_n<N, kVec>(y + int64_t(s) * D + d, v);
+#pragma unroll
+      for (int i = 0; i < N; i++) acc[i] += w * v[i];
+    }
+    cuda::store_n<N, kVec>(out + t * D + d, acc);
+  }
+}
+
+// ---------------------------------------------------------------- launch helpers
+
+void check_moe_shapes(const Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
+                      const Tensor& gate_up, const Tensor& down) {
+  const char* op = "moe_experts";
+  cuda::check_tensor(out, DType::BF16, op, "out");
+  cuda::check_tensor(x, DType::BF16, op, "x");
+  cuda::check_tensor(weights, DType::F32, op, "weights");
+  cuda::check_tensor(ids, DType::I32, op, "ids");
+  cuda::check_tensor(gate_up, DType::BF16, op, "gate_up");
+  cuda::check_tensor(down, DType::BF16, op, "down");
+  TANDEM_CUDA_REQUIRE(gate_up.ndim() == 3 && down.ndim() == 3,
+                      "moe_experts: gate_up " + gate_up.shape.str() + " and down " +
+                          down.shape.str() + " must be 3-d");
+  const int64_t T = x.rows(), D = x.cols(), E = gate_up.dim(0), F = gate_up.dim(1) / 2;
+  TANDEM_CUDA_REQUIRE(F > 0 && D > 0 && gate_up.dim(1) == 2 * F && gate_up.dim(2) == D,
+                      "moe_experts: gate_up " + gate_up.shape.str() + " must be [E, 2F, " +
+                          std::to_string(D) + "]");
+  TANDEM_CUDA_REQUIRE(down.dim(0) == E && down.dim(1) == D && down.dim(2) == F,
+                      "moe_experts: down " + down.shape.str() + " must be [" + std::to_string(E) +
+                          ", " + std::to_string(D) + ", " + std::to_string(F) + "]");
+  TANDEM_CUDA_REQUIRE(E >= 1 && E <= kMaxExperts, "moe_experts: " + std::to_string(E) +
+                                                      " experts (at most " +
+                                                      std::to_string(kMaxExperts) + ")");
+  TANDEM_CUDA_REQUIRE(out.rows() == T && out.cols() == D && out.data != x.data,
+                      "moe_experts: out " + out.shape.str() + " must be a separate [" +
+                          std::to_string(T) + ", " + std::to_string(D) + "] tensor");
+  const int64_t k = T > 0 ? ids.numel() / T : 0;
+  TANDEM_CUDA_REQUIRE(ids.numel() == T * k && weights.numel() == T * k,
+                      "moe_experts: ids " + ids.shape.str() + " and weights " +
+                          weights.shape.str() + " must both be [" + std::to_string(T) + ", k]");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- launchers
+
+//   weights [T, k] f32, ids [T, k] i32, logits [T, E] (bf16 or f32)
+void CudaBackend::topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
+                             bool renormalize) {
+  cuda::check_tensor(weights, DType::F32, "topk_route", "weights");
+  cuda::check_tensor(ids, DType::I32, "topk_route", "ids");
+  cuda::check_float(logits, "topk_route", "logits");
+  const int64_t T = logits.rows(), E = logits.cols();
+  TANDEM_CUDA_REQUIRE(k >= 1 && k <= E, "topk_route: k " + std::to_string(k) + " must be in [1, " +
+                                            std::to_string(E) + "]");
+  TANDEM_CUDA_REQUIRE(weights.numel() == T * k && ids.numel() == T * k,
+                      "topk_route: weights " + weights.shape.str() + " and ids " + ids.shape.str() +
+                          " must be [" + std::to_string(T) + ", " + std::to_string(k) + "]");
+  if (T == 0) return;
+  const int rows_per_block = 4;
+  const unsigned grid = unsigned(cuda::ceil_div(T, rows_per_block));
+  if (logits.dtype == DType::BF16)
+    topk_route_kernel<<<grid, 32 * rows_per_block, 0, stream_>>>(
+        weights.ptr<float>(), ids.ptr<int32_t>(), logits.ptr<bf16>(), T, int(E), k, renormalize);
+  else
+    topk_route_kernel<<<grid, 32 * rows_per_block, 0, stream_>>>(
+        weights.ptr<float>(), ids.ptr<int32_t>(), logits.ptr<float>(), T, int(E), k, renormalize);
+  TANDEM_CUDA_LAUNCHED("topk_route_kernel");
+}
+
+// out[t] = Σ_j weights[t, j] · down_e(act(gate_e x) * up_e x), e = ids[t, j].
+//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]
+void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights,
+                              const Tensor& ids, const Tensor& gate_up, const Tensor& down,
+                              Activation act) {
+  check_moe_shapes(out, x, weights, ids, gate_up, down);
+  const int64_t T = x.rows(), D = x.cols(), E = gate_up.dim(0), F = gate_up.dim(1) / 2;
+  if (T == 0) return;
+  const int64_t k = ids.numel() / T, P = T * k;
+  TANDEM_CUDA_REQUIRE(P < (int64_t(1) << 31), "moe_experts: too many (token, expert) pairs");
+  Tensor offsets = alloc(DType::I32, {E + 1}), tile_offsets = alloc(DType::I32, {E + 1});
+  Tensor token = alloc(DType::I32, {P}), slot_of_pair = alloc(DType::I32, {P});
+  Tensor a = alloc(DType::BF16, {P, F}), y = alloc(DType::BF16, {P, D});
+
+  moe_route_kernel<<<1, 1024, size_t(2 * E) * sizeof(int32_t), stream_>>>(
+      ids.ptr<int32_t>(), P, int(k), int(E), offsets.ptr<int32_t>(), tile_offsets.ptr<int32_t>(),
+      token.ptr<int32_t>(), slot_of_pair.ptr<int32_t>());
+  TANDEM_CUDA_LAUNCHED("moe_route_kernel");
+
+  // Σ_e ceil(count_e / 64) <= P (every tile holds a pair) and <= P / 64 + (experts with pairs).
+  const int64_t max_tiles = std::min(P, cuda::ceil_div(P, cuda::kMoeTileRows) + std::min(E, P));
+  const cuda::ExpertRows rows{offsets.ptr<int32_t>(), tile_offsets.ptr<int32_t>(), int(E),
+                              max_tiles};
+  cuda::launch_moe_gate_up(stream_, a.ptr<bf16>(), x.ptr<bf16>(), token.ptr<int32_t>(),
+                           gate_up.ptr<bf16>(), rows, D, F, act);
+  cuda::launch_moe_down(stream_, y.ptr<bf16>(), a.ptr<bf16>(), down.ptr<bf16>(), rows, D, F);
+
+  const int threads = int(std::min<int64_t>(256, std::max<int64_t>(32, D / 8)));
+  if (D % 8 == 0 && cuda::aligned16(out.data) && cuda::aligned16(y.data))
+    moe_combine_kernel<8, true>
+        <<<unsigned(T), threads, 0, stream_>>>(out.ptr<bf16>(), y.ptr<bf16>(), weights.ptr<float>(),
+                                               slot_of_pair.ptr<int32_t>(), D, int(k));
+  else
+    moe_combine_kernel<1, false>
+        <<<unsigned(T), threads, 0, stream_>>>(out.ptr<bf16>(), y.ptr<bf16>(), weights.ptr<float>(),
+                                               slot_of_pair.ptr<int32_t>(), D, int(k));
+  TANDEM_CUDA_LAUNCHED("moe_combine_kernel");
+}
+
+}  // namespace tandem

@@ -1,0 +1,282 @@
+// Per-row normalization and elementwise ops on CUDA: rms_norm, add_rms_norm, add, scale,
+// softcap, gated_act. Storage bf16 (the elementwise ops also take f32), arithmetic f32.
+// Rows whose length and pointers allow it move 16 bytes per load.
+#include <cstdint>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_common.h"
+
+namespace tandem {
+
+namespace {
+
+using cuda::bf16;
+
+// ---------------------------------------------------------------- kernels
+
+// One row of (add_)rms_norm, done by a group of G threads (a warp or a block), thread g
+// handling elements [c, c + N) for c = g*N, g*N + G*N, ... in both passes, so each thread
+// reads back only what it wrote itself (in place and residual updates need no barrier).
+// With kResidual: res = bf16(res + x), and the norm is of the stored (rounded) res.
+// Then out = res / rms(res) * (w + offset), HF order: normalize, then weigh.
+template <int N, bool kVec, bool kResidual, typename W, typename Reduce>
+__device__ __forceinline__ void rms_norm_row(bf16* out, bf16* res, const bf16* x, const W* w,
+                                             int64_t C, float eps, float offset, int g, int G,
+                                             Reduce reduce) {
+  const bf16* in = kResidual ? res : x;
+  float sum_sq = 0.f;
+  for (int64_t c = int64_t(g) * N; c < C; c += int64_t(G) * N) {
+    float v[N];
+    cuda::load_n<N, kVec>(in + c, v);
+    if constexpr (kResidual) {
+      float xv[N];
+      cuda::load_n<N, kVec>(x + c, xv);
+#pragma unroll
+      for (int i = 0; i < N; i++) v[i] = cuda::to_f32(__float2bfloat16_rn(v[i] + xv[i]));
+      cuda::store_n<N, kVec>(res + c, v);
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++) sum_sq += v[i] * v[i];
+  }
+  const float r = 1.f / sqrtf(reduce(sum_sq) / float(C) + eps);
+  for (int64_t c = int64_t(g) * N; c < C; c += int64_t(G) * N) {
+    float v[N], wv[N];
+    cuda::load_n<N, kVec>(in + c, v);
+    cuda::load_n<N, kVec>(w + c, wv);
+#pragma unroll
+    for (int i = 0; i < N; i++) v[i] = (v[i] * r) * (wv[i] + offset);
+    cuda::store_n<N, kVec>(out + c, v);
+  }
+}
+
+// One warp per row (short rows: per-head q/k norms, small hidden sizes).
+//   out, x, res [R, C], w [C]
+template <int N, bool kVec, bool kResidual, typename W>
+__global__ void rms_norm_warp_kernel(bf16* out, bf16* res, const bf16* x, const W* w, int64_t R,
+                                     int64_t C, float eps, float offset) {
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= R) return;  // the whole warp leaves together
+  const int64_t o = row * C;
+  rms_norm_row<N, kVec, kResidual>(out + o, kResidual ? res + o : nullptr, x + o, w, C, eps, offset,
+                                   int(threadIdx.x & 31), 32,
+                                   [](float v) { return cuda::warp_sum(v); });
+}
+
+// One block per row (long rows: the hidden state).
+template <int N, bool kVec, bool kResidual, typename W>
+__global__ void rms_norm_block_kernel(bf16* out, bf16* res, const bf16* x, const W* w, int64_t C,
+                                      float eps, float offset) {
+  __shared__ float scratch[32];
+  const int64_t o = int64_t(blockIdx.x) * C;
+  rms_norm_row<N, kVec, kResidual>(out + o, kResidual ? res + o : nullptr, x + o, w, C, eps, offset,
+                                   int(threadIdx.x), int(blockDim.x),
+                                   [&](float v) { return cuda::block_sum(v, scratch); });
+}
+
+// Elementwise maps over n elements; `fn(a, b)` gives the output (b is ignored by unary maps).
+struct AddFn {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct ScaleFn {
+  float s;
+  __device__ float operator()(float a, float) const { return a * s; }
+};
+struct SoftcapFn {
+  float cap;
+  __device__ float operator()(float a, float) const { return cap * tanhf(a / cap); }
+};
+
+//   out, a, b [n] (b may equal a for unary maps). Grid-stride over packs of N elements.
+template <typename T, int N, bool kVec, typename Fn>
+__global__ void map_kernel(T* out, const T* a, const T* b, int64_t n, Fn fn) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x * N;
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * N; i < n; i += stride) {
+    float av[N], bv[N];
+    cuda::load_n<N, kVec>(a + i, av);
+    cuda::load_n<N, kVec>(b + i, bv);
+#pragma unroll
+    for (int j = 0; j < N; j++) av[j] = fn(av[j], bv[j]);
+    cuda::store_n<N, kVec>(out + i, av);
+  }
+}
+
+// out[t, f] = act(gate[t, f]) * up[t, f], gate_up row = [gate (F) | up (F)]. F % N == 0.
+//   out [T, F], gate_up [T, 2F]
+template <Activation A, int N, bool kVec>
+__global__ void gated_act_kernel(bf16* __restrict__ out, const bf16* __restrict__ gate_up,
+                                 int64_t T, int64_t F) {
+  const int64_t total = T * F, stride = int64_t(gridDim.x) * blockDim.x * N;
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * N; i < total; i += stride) {
+    const int64_t t = i / F, f = i - t * F;
+    float g[N], u[N];
+    cuda::load_n<N, kVec>(gate_up + t * 2 * F + f, g);
+    cuda::load_n<N, kVec>(gate_up + t * 2 * F + F + f, u);
+#pragma unroll
+    for (int j = 0; j < N; j++) g[j] = cuda::activate<A>(g[j]) * u[j];
+    cuda::store_n<N, kVec>(out + i, g);
+  }
+}
+
+// ---------------------------------------------------------------- launch helpers
+
+constexpr int kWarpRowsMaxC = 1024;  // rows up to this long get one warp each
+
+template <bool kResidual, typename W>
+void launch_rms_norm(cudaStream_t stream, bf16* out, bf16* res, const bf16* x, const W* w,
+                     int64_t R, int64_t C, float eps, float offset, bool vec) {
+  if (C <= kWarpRowsMaxC) {
+    const int rows_per_block = 4;
+    const unsigned grid = unsigned(cuda::ceil_div(R, rows_per_block));
+    if (vec)
+      rms_norm_warp_kernel<8, true, kResidual>
+          <<<grid, 32 * rows_per_block, 0, stream>>>(out, res, x, w, R, C, eps, offset);
+    else
+      rms_norm_warp_kernel<1, false, kResidual>
+          <<<grid, 32 * rows_per_block, 0, stream>>>(out, res, x, w, R, C, eps, offset);
+  } else {
+    const int threads = C >= 8 * 512 ? 512 : 256;
+    if (vec)
+      rms_norm_block_kernel<8, true, kResidual>
+          <<<unsigned(R), threads, 0, stream>>>(out, res, x, w, C, eps, offset);
+    else
+      rms_norm_block_kernel<1, false, kResidual>
+          <<<unsigned(R), threads, 0, stream>>>(out, res, x, w, C, eps, offset);
+  }
+  TANDEM_CUDA_LAUNCHED(kResidual ? "add_rms_norm kernel" : "rms_norm kernel");
+}
+
+// Dispatches on w's dtype (bf16 weights as loaded, or f32).
+template <bool kResidual>
+void rms_norm_any_w(cudaStream_t stream, bf16* out, bf16* res, const bf16* x, const Tensor& w,
+                    int64_t R, int64_t C, float eps, float offset, bool vec) {
+  vec = vec && cuda::aligned16(w.data);
+  if (w.dtype == DType::BF16)
+    launch_rms_norm<kResidual>(stream, out, res, x, w.ptr<bf16>(), R, C, eps, offset, vec);
+  else
+    launch_rms_norm<kResidual>(stream, out, res, x, w.ptr<float>(), R, C, eps, offset, vec);
+}
+
+// Runs fn over the n elements of out (= fn(a, b)) in a's dtype.
+template <typename Fn>
+void launch_map(cudaStream_t stream, Tensor& out, const Tensor& a, const Tensor& b, Fn fn) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const bool aligned =
+      cuda::aligned16(out.data) && cuda::aligned16(a.data) && cuda::aligned16(b.data);
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    constexpr int P = cuda::kPack<T>;
+    if (aligned && n % P == 0)
+      map_kernel<T, P, true><<<cuda::grid_stride_blocks(n / P, 256), 256, 0, stream>>>(
+          out.ptr<T>(), a.ptr<T>(), b.ptr<T>(), n, fn);
+    else
+      map_kernel<T, 1, false><<<cuda::grid_stride_blocks(n, 256), 256, 0, stream>>>(
+          out.ptr<T>(), a.ptr<T>(), b.ptr<T>(), n, fn);
+  };
+  if (out.dtype == DType::BF16)
+    run(bf16{});
+  else
+    run(float{});
+  TANDEM_CUDA_LAUNCHED("map_kernel");
+}
+
+template <Activation A>
+void launch_gated_act(cudaStream_t stream, bf16* out, const bf16* gate_up, int64_t T, int64_t F,
+                      bool vec) {
+  if (vec)
+    gated_act_kernel<A, 8, true>
+        <<<cuda::grid_stride_blocks(T * F / 8, 256), 256, 0, stream>>>(out, gate_up, T, F);
+  else
+    gated_act_kernel<A, 1, false>
+        <<<cuda::grid_stride_blocks(T * F, 256), 256, 0, stream>>>(out, gate_up, T, F);
+}
+
+void check_norm_weight(const Tensor& w, int64_t C, const char* op) {
+  cuda::check_float(w, op, "w");
+  TANDEM_CUDA_REQUIRE(C > 0 && w.numel() == C, std::string(op) + ": w " + w.shape.str() +
+                                                   " must have " + std::to_string(C) + " elements");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- launchers
+
+// Per row: out = x / rms(x) * (w + weight_offset).   x, out [R, C], w [C]. In place allowed.
+void CudaBackend::rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
+                           float weight_offset) {
+  cuda::check_tensor(out, DType::BF16, "rms_norm", "out");
+  cuda::check_tensor(x, DType::BF16, "rms_norm", "x");
+  const int64_t R = x.rows(), C = x.cols();
+  check_norm_weight(w, C, "rms_norm");
+  TANDEM_CUDA_REQUIRE(out.rows() == R && out.cols() == C,
+                      "rms_norm: out " + out.shape.str() + " must match x " + x.shape.str());
+  if (R == 0) return;
+  const bool vec = C % 8 == 0 && cuda::aligned16(out.data) && cuda::aligned16(x.data);
+  rms_norm_any_w<false>(stream_, out.ptr<bf16>(), nullptr, x.ptr<bf16>(), w, R, C, eps,
+                        weight_offset, vec);
+}
+
+// residual += x; out = rms_norm(residual).   residual, x, out [R, C], w [C].
+void CudaBackend::add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w,
+                               float eps, float weight_offset) {
+  cuda::check_tensor(out, DType::BF16, "add_rms_norm", "out");
+  cuda::check_tensor(residual, DType::BF16, "add_rms_norm", "residual");
+  cuda::check_tensor(x, DType::BF16, "add_rms_norm", "x");
+  const int64_t R = residual.rows(), C = residual.cols();
+  check_norm_weight(w, C, "add_rms_norm");
+  TANDEM_CUDA_REQUIRE(x.rows() == R && x.cols() == C && out.rows() == R && out.cols() == C,
+                      "add_rms_norm: x " + x.shape.str() + " and out " + out.shape.str() +
+                          " must match residual " + residual.shape.str());
+  TANDEM_CUDA_REQUIRE(out.data != residual.data, "add_rms_norm: out may not alias residual");
+  if (R == 0) return;
+  const bool vec = C % 8 == 0 && cuda::aligned16(out.data) && cuda::aligned16(x.data) &&
+                   cuda::aligned16(residual.data);
+  rms_norm_any_w<true>(stream_, out.ptr<bf16>(), residual.ptr<bf16>(), x.ptr<bf16>(), w, R, C, eps,
+                       weight_offset, vec);
+}
+
+// out = a + b (same number of elements, same dtype). In place allowed.
+void CudaBackend::add(Tensor& out, const Tensor& a, const Tensor& b) {
+  cuda::check_float(out, "add", "out");
+  cuda::check_tensor(a, out.dtype, "add", "a");
+  cuda::check_tensor(b, out.dtype, "add", "b");
+  TANDEM_CUDA_REQUIRE(a.numel() == out.numel() && b.numel() == out.numel(),
+                      "add: shapes out " + out.shape.str() + " a " + a.shape.str() + " b " +
+                          b.shape.str() + " differ in size");
+  launch_map(stream_, out, a, b, AddFn{});
+}
+
+// x *= s, in place.
+void CudaBackend::scale(Tensor& x, float s) {
+  cuda::check_float(x, "scale", "x");
+  launch_map(stream_, x, x, x, ScaleFn{s});
+}
+
+// x = cap * tanh(x / cap), in place.
+void CudaBackend::softcap(Tensor& x, float cap) {
+  cuda::check_float(x, "softcap", "x");
+  TANDEM_CUDA_REQUIRE(cap > 0.f, "softcap: cap " + std::to_string(cap) + " must be positive");
+  launch_map(stream_, x, x, x, SoftcapFn{cap});
+}
+
+// out = act(gate) * up, where gate_up = [gate | up].   out [T, F], gate_up [T, 2F]
+void CudaBackend::gated_act(Tensor& out, const Tensor& gate_up, Activation act) {
+  cuda::check_tensor(out, DType::BF16, "gated_act", "out");
+  cuda::check_tensor(gate_up, DType::BF16, "gated_act", "gate_up");
+  const int64_t T = gate_up.rows(), F = out.cols();
+  TANDEM_CUDA_REQUIRE(gate_up.cols() == 2 * F && out.rows() == T,
+                      "gated_act: gate_up " + gate_up.shape.str() + " must be [T, 2F] for out " +
+                          out.shape.str() + " = [T, F]");
+  TANDEM_CUDA_REQUIRE(out.data != gate_up.data, "gated_act: out may not alias gate_up");
+  if (T * F == 0) return;
+  const bool vec = F % 8 == 0 && cuda::aligned16(out.data) && cuda::aligned16(gate_up.data);
+  if (act == Activation::SiLU)
+    launch_gated_act<Activation::SiLU>(stream_, out.ptr<bf16>(), gate_up.ptr<bf16>(), T, F, vec);
+  else
+    launch_gated_act<Activation::GeluTanh>(stream_, out.ptr<bf16>(), gate_up.ptr<bf16>(), T, F,
+                                           vec);
+  TANDEM_CUDA_LAUNCHED("gated_act_kernel");
+}
+
+}  // namespace tandem

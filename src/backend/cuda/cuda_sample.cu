@@ -1,0 +1,377 @@
+// The sampling op on the GPU (backend/sampling.h): one kernel launch for all rows, one
+// block per row. Per step: one H2D copy of the packed row parameters, the kernel, one
+// D2H copy of the results, one stream sync.
+//
+// A block runs the whole function for its row over an f32 working copy of the logits:
+//   load (bf16 -> f32) and penalties; first token of the sample order (a min over the
+//   64-bit sample_order_rank, which is also greedy's answer); then for sampled rows the
+//   top-k and top-p cuts as radix selections over the rank (no sort: 8-bit histograms,
+//   key bits then id bits, stopping early when a whole bin is taken), the top-p mass being
+//   integer (sample_mass) so the selection is exact; then the Gumbel-max draw over the kept
+//   tokens (an argmax). Logprobs: logsumexp, and the k best by another radix selection.
+// Rows with only a temperature cost two passes over V; top-k/top-p add up to 7 passes
+// each (+1 for the top-p total). The per-token formulas are sample_math.h, shared with the
+// CPU twin, so both backends pick the same tokens.
+#include <cuda_bf16.h>
+
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/sample_math.h"
+
+namespace tandem {
+
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
+constexpr int kBins = 256;
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+using u64 = unsigned long long;
+constexpr u64 kNoCut = ~0ull;
+
+// SampleRow without its vectors, as the kernel reads it. Uploaded packed, followed by the
+// penalty lists of all rows: tokens [P] i32, then offsets [P] f32.
+struct RowParams {
+  float temperature;
+  float top_p;
+  float min_p;
+  float repetition;
+  int32_t top_k;
+  int32_t top_logprobs;
+  int32_t penalty_begin;  // this row's entries are [penalty_begin, penalty_end) of the lists
+  int32_t penalty_end;
+  u64 seed;
+  u64 counter;
+};
+static_assert(sizeof(RowParams) == 48, "RowParams is packed into 4-byte words");
+
+struct RowResult {
+  int32_t token;
+  float logprob;
+  int32_t num_top;
+  int32_t top_tokens[kMaxSampleTopLogprobs];
+  float top_logprobs[kMaxSampleTopLogprobs];
+};
+static_assert(sizeof(RowResult) % 4 == 0, "RowResult is copied as 4-byte words");
+
+struct Scratch {
+  u64 hist[kBins];    // radix-select histogram: weight per bin
+  u64 reduce[32];     // block_reduce: one partial per warp
+  u64 bin_before;     // radix select: weight of the bins before the chosen one
+  u64 bin_weight;     //               and of the chosen bin
+  int bin;
+  int count;          // top-logprobs gather
+  u64 top_rank[kMaxSampleTopLogprobs];
+};
+
+__device__ inline float to_f32(float x) { return x; }
+__device__ inline float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// Every thread gets op over all threads' v. Safe to call back to back (the leading barrier
+// keeps a fast warp from overwriting partials a slow one is still reading).
+template <typename V, typename Op>
+__device__ V block_reduce(V v, V identity, Op op, Scratch& sh) {
+  static_assert(sizeof(V) <= sizeof(u64), "one 8-byte slot per warp");
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(kFullMask, v, o));
+  V* slots = reinterpret_cast<V*>(sh.reduce);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = v;
+  __syncthreads();
+  int lane = int(threadIdx.x & 31);
+  v = lane < kWarps ? slots[lane] : identity;
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+
+// hist[bin] += w for every lane of the warp, one atomic per distinct bin (logits crowd a
+// few bins in the top passes; unaggregated shared atomics would serialize). bin == kBins:
+// this lane adds nothing. The whole warp must call it.
+template <bool kUnit>
+__device__ void warp_hist_add(u64* hist, int bin, u64 w) {
+  unsigned peers = __match_any_sync(kFullMask, bin);
+  u64 sum = 0;
+  if (kUnit) {
+    sum = u64(__popc(peers));
+  } else {
+    for (unsigned m = peers; m; m &= m - 1) sum += __shfl_sync(peers, w, __ffs(int(m)) - 1);
+  }
+  int lane = int(threadIdx.x & 31);
+  if (lane == __ffs(int(peers)) - 1 && bin < kBins && sum > 0) atomicAdd(&hist[bin], sum);
+}
+
+// Warp 0: the first bin where the running weight reaches `need`; writes bin, bin_before,
+// bin_weight. Each lane owns 8 consecutive bins.
+__device__ void find_crossing_bin(Scratch& sh, u64 need) {
+  int lane = int(threadIdx.x);
+  u64 own = 0;
+  for (int j = 0; j < 8; j++) own += sh.hist[lane * 8 + j];
+  u64 incl = own;
+  for (int o = 1; o < 32; o <<= 1) {
+    u64 v = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= o) incl += v;
+  }
+  unsigned crossing = __ballot_sync(kFullMask, incl >= need);
+  // need <= the filtered total, so some lane crosses; the fallback only bounds a bug.
+  int owner = crossing ? __ffs(int(crossing)) - 1 : 31;
+  if (lane != owner) return;
+  u64 before = incl - own;
+  int bin = lane * 8 + 7;
+  for (int j = 0; j < 8; j++) {
+    u64 h = sh.hist[lane * 8 + j];
+    if (before + h >= need) {
+      bin = lane * 8 + j;
+      break;
+    }
+    before += h;
+  }
+  sh.bin = bin;
+  sh.bin_before = before;
+  sh.bin_weight = sh.hist[bin];
+}
+
+// The smallest prefix of the sample order, among tokens with in(i), whose weight reaches
+// `target` (1 <= target <= their total weight): returns the rank of its last token, so the
+// prefix is {i : in(i) && rank(i) <= cut}. Radix selection over the 64-bit rank, 8 bits
+// a pass: the 32 key bits, then the id bits (ids < 2^24, so bits 24..31 are always 0).
+template <bool kUnit, typename RankFn, typename WeightFn, typename InFn>
+__device__ u64 radix_select(int vocab, u64 target, RankFn rank_of, WeightFn weight_of, InFn in,
+                            Scratch& sh) {
+  constexpr int kShifts[7] = {56, 48, 40, 32, 16, 8, 0};
+  u64 prefix = 0, need = target;
+  for (int pass = 0; pass < 7; pass++) {
+    int shift = kShifts[pass];
+    u64 decided = shift >= 56 ? 0ull : ~((1ull << (shift + 8)) - 1);
+    for (int b = int(threadIdx.x); b < kBins; b += kThreads) sh.hist[b] = 0;
+    __syncthreads();
+    for (int base = 0; base < vocab; base += kThreads) {
+      int i = base + int(threadIdx.x);
+      int bin = kBins;
+      u64 w = 0;
+      if (i < vocab && in(i)) {
+        u64 r = rank_of(i);
+        if ((r & decided) == prefix) {
+          bin = int((r >> shift) & 0xFF);
+          if (!kUnit) w = weight_of(i);
+        }
+      }
+      warp_hist_add<kUnit>(sh.hist, bin, w);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) find_crossing_bin(sh, need);
+    __syncthreads();
+    prefix |= u64(sh.bin) << shift;
+    need -= sh.bin_before;
+    // The whole bin is taken: stop, unless it spans several logits and weights are masses
+    // (its last tokens may weigh 0 and lie past the token that reaches the target; ties of
+    // one logit weigh the same, so from the last key pass on it is safe).
+    if (need >= sh.bin_weight && (kUnit || shift <= 32)) return prefix | ((1ull << shift) - 1);
+  }
+  return prefix;
+}
+
+// The first token of the sample order (greedy's token; p_max for the draw).
+__device__ int32_t first_in_order(const float* l, int vocab, Scratch& sh) {
+  u64 best = kNoCut;
+  for (int i = int(threadIdx.x); i < vocab; i += kThreads) {
+    u64 r = sample_order_rank(l[i], i);
+    best = r < best ? r : best;
+  }
+  best = block_reduce(best, kNoCut, [](u64 a, u64 b) { return a < b ? a : b; }, sh);
+  return int32_t(best & 0xFFFFFFFFull);
+}
+
+// The kept token with the largest Gumbel score, lowest id on ties; `first` when none.
+__device__ int32_t pick_best(bool found, double best, int32_t best_id, int32_t first,
+                             Scratch& sh) {
+  if (!__syncthreads_or(found)) return first;
+  const double neg_inf = -INFINITY;
+  double top = block_reduce(found ? best : neg_inf, neg_inf,
+                            [](double a, double b) { return a > b ? a : b; }, sh);
+  int32_t id = (found && best == top) ? best_id : INT_MAX;
+  return block_reduce(id, INT_MAX, [](int32_t a, int32_t b) { return a < b ? a : b; }, sh);
+}
+
+__device__ int32_t draw(const float* l, int vocab, const RowParams& p, int32_t first,
+                        Scratch& sh) {
+  const float l_max = l[first];
+  const float temperature = p.temperature;
+  auto rank_of = [l](int i) { return u64(sample_order_rank(l[i], i)); };
+  auto mass_of = [l, l_max, temperature](int i) {
+    return u64(sample_mass(scaled_logit(l[i], l_max, temperature)));
+  };
+  u64 cut_k = kNoCut, cut_p = kNoCut;
+  if (p.top_k > 0 && p.top_k < vocab)
+    cut_k = radix_select<true>(vocab, u64(p.top_k), rank_of, mass_of, [](int) { return true; }, sh);
+  if (p.top_p < 1.f) {
+    auto in_k = [rank_of, cut_k](int i) { return rank_of(i) <= cut_k; };
+    u64 total = 0;
+    for (int i = int(threadIdx.x); i < vocab; i += kThreads)
+      if (in_k(i)) total += mass_of(i);
+    total = block_reduce(total, 0ull, [](u64 a, u64 b) { return a + b; }, sh);
+    cut_p = radix_select<false>(vocab, top_p_target(p.top_p, total), rank_of, mass_of, in_k, sh);
+  }
+  bool found = false;
+  double best = 0;
+  int32_t best_id = INT_MAX;
+  for (int i = int(threadIdx.x); i < vocab; i += kThreads) {
+    u64 r = rank_of(i);
+    if (i != first && (r > cut_k || r > cut_p)) continue;
+    double s = scaled_logit(l[i], l_max, temperature);
+    if (i != first && !passes_min_p(s, p.min_p)) continue;
+    double g = gumbel_score(s, p.seed, p.counter, i);
+    if (isnan(g)) continue;
+    if (!found || g > best || (g == best && i < best_id)) {
+      found = true;
+      best = g;
+      best_id = i;
+    }
+  }
+  return pick_best(found, best, best_id, first, sh);
+}
+
+// log_softmax at `token`, and the k best in sample order (k <= 20).
+__device__ void write_logprobs(const float* l, int vocab, int k, int32_t first, int32_t token,
+                               RowResult& res, Scratch& sh) {
+  const double l_max = l[first];
+  double sum = 0;
+  for (int i = int(threadIdx.x); i < vocab; i += kThreads) sum += exp(double(l[i]) - l_max);
+  sum = block_reduce(sum, 0.0, [](double a, double b) { return a + b; }, sh);
+  const double log_z = l_max + log(sum);
+  int n = k < vocab ? k : vocab;
+  if (n > 0) {
+    auto rank_of = [l](int i) { return u64(sample_order_rank(l[i], i)); };
+    auto all = [](int) { return true; };
+    u64 cut = radix_select<true>(vocab, u64(n), rank_of, rank_of, all, sh);
+    if (threadIdx.x == 0) sh.count = 0;
+    __syncthreads();
+    for (int i = int(threadIdx.x); i < vocab; i += kThreads) {
+      u64 r = rank_of(i);
+      if (r > cut) continue;
+      int slot = atomicAdd(&sh.count, 1);
+      if (slot < kMaxSampleTopLogprobs) sh.top_rank[slot] = r;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  res.logprob = float(double(l[token]) - log_z);
+  res.num_top = n;
+  for (int a = 1; a < n; a++)  // insertion sort of at most 20 ranks
+    for (int b = a; b > 0 && sh.top_rank[b] < sh.top_rank[b - 1]; b--) {
+      u64 t = sh.top_rank[b];
+      sh.top_rank[b] = sh.top_rank[b - 1];
+      sh.top_rank[b - 1] = t;
+    }
+  for (int a = 0; a < n; a++) {
+    int32_t id = int32_t(sh.top_rank[a] & 0xFFFFFFFFull);
+    res.top_tokens[a] = id;
+    res.top_logprobs[a] = float(double(l[id]) - log_z);
+  }
+}
+
+// One block per row.   logits [S, V] (bf16 or f32; may be `work` itself when f32),
+// work [S, V] f32, params [S], penalty_tokens/penalty_offsets [P], results [S]
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    sample_kernel(const T* logits, float* work, int vocab, const RowParams* params,
+                  const int32_t* penalty_tokens, const float* penalty_offsets, RowResult* results) {
+  __shared__ Scratch sh;
+  const RowParams p = params[blockIdx.x];
+  const T* src = logits + size_t(blockIdx.x) * size_t(vocab);
+  float* l = work + size_t(blockIdx.x) * size_t(vocab);
+  for (int i = int(threadIdx.x); i < vocab; i += kThreads) l[i] = to_f32(src[i]);
+  __syncthreads();
+  for (int j = p.penalty_begin + int(threadIdx.x); j < p.penalty_end; j += kThreads) {
+    int32_t t = penalty_tokens[j];  // distinct within the row: no two threads share a token
+    l[t] = penalized_logit(l[t], p.repetition, penalty_offsets[j]);
+  }
+  __syncthreads();
+  int32_t first = first_in_order(l, vocab, sh);
+  int32_t token = p.temperature > 0.f ? draw(l, vocab, p, first, sh) : first;
+  RowResult& res = results[blockIdx.x];
+  if (p.top_logprobs >= 0) write_logprobs(l, vocab, p.top_logprobs, first, token, res, sh);
+  if (threadIdx.x == 0) res.token = token;
+}
+
+// Row parameters and penalty lists in one buffer of 4-byte words (see RowParams).
+std::vector<int32_t> pack_rows(std::span<const SampleRow> rows, int64_t* num_penalties) {
+  int64_t P = 0;
+  for (const SampleRow& r : rows) P += int64_t(r.penalty_tokens.size());
+  cuda_require(P < INT_MAX, "sample: too many penalty entries");
+  constexpr size_t kRowWords = sizeof(RowParams) / 4;
+  std::vector<int32_t> words(rows.size() * kRowWords + size_t(2 * P) + 1);
+  int32_t* tokens = words.data() + rows.size() * kRowWords;
+  float* offsets = reinterpret_cast<float*>(tokens + P);
+  int32_t at = 0;
+  for (size_t s = 0; s < rows.size(); s++) {
+    const SampleRow& r = rows[s];
+    RowParams p{r.temperature, r.top_p, r.min_p, r.repetition_penalty, r.top_k,
+                r.top_logprobs, at, at + int32_t(r.penalty_tokens.size()), r.seed, r.counter};
+    std::memcpy(words.data() + s * kRowWords, &p, sizeof(p));
+    for (size_t j = 0; j < r.penalty_tokens.size(); j++, at++) {
+      tokens[at] = r.penalty_tokens[j];
+      offsets[at] = r.penalty_offset(j);
+    }
+  }
+  *num_penalties = P;
+  return words;
+}
+
+void unpack_result(const RowResult& r, const SampleRow& row, SampledToken& out) {
+  out.token = r.token;
+  out.logprob = row.top_logprobs >= 0 ? r.logprob : 0.f;
+  out.top_tokens.assign(r.top_tokens, r.top_tokens + (row.top_logprobs > 0 ? r.num_top : 0));
+  out.top_logprobs.assign(r.top_logprobs, r.top_logprobs + out.top_tokens.size());
+}
+
+}  // namespace
+
+void CudaBackend::sample(Tensor& logits, std::span<const SampleRow> rows,
+                         std::span<SampledToken> out) {
+  cuda_require(logits.device == Device::CUDA, "sample: logits must be on the GPU");
+  cuda_require(logits.dtype == DType::BF16 || logits.dtype == DType::F32,
+               "sample: logits must be bf16 or f32");
+  cuda_require(logits.ndim() == 2, "sample: logits must be [S, V]");
+  const int64_t S = logits.dim(0), V = logits.dim(1);
+  cuda_require(int64_t(rows.size()) == S && int64_t(out.size()) == S,
+               "sample: need one SampleRow and one output per logits row");
+  check_sample_rows(rows, V, "sample");  // also bounds V by 2^24 (ids in 24 bits)
+  if (S == 0) return;
+
+  int64_t P = 0;
+  std::vector<int32_t> words = pack_rows(rows, &P);
+  Tensor packed = alloc(DType::I32, {int64_t(words.size())});
+  cuda_check(cudaMemcpyAsync(packed.data, words.data(), words.size() * 4, cudaMemcpyHostToDevice,
+                             stream_),
+             "sample: upload row parameters");
+  const auto* params = static_cast<const RowParams*>(packed.data);
+  const int32_t* pen_tokens = packed.ptr<int32_t>() + S * int64_t(sizeof(RowParams) / 4);
+  const auto* pen_offsets = reinterpret_cast<const float*>(pen_tokens + P);
+
+  // f32 logits are worked on in place (the op may modify them); bf16 ones get an f32 copy,
+  // since penalized values must not be rounded to bf16 (the CPU keeps them in f32).
+  Tensor work = logits.dtype == DType::F32 ? logits : alloc(DType::F32, {S, V});
+  constexpr int64_t kResultWords = sizeof(RowResult) / 4;
+  Tensor results = alloc(DType::I32, {S, kResultWords});
+  auto* dev_results = static_cast<RowResult*>(results.data);
+  if (logits.dtype == DType::BF16)
+    sample_kernel<<<unsigned(S), kThreads, 0, stream_>>>(
+        static_cast<const __nv_bfloat16*>(logits.data), work.ptr<float>(), int(V), params,
+        pen_tokens, pen_offsets, dev_results);
+  else
+    sample_kernel<<<unsigned(S), kThreads, 0, stream_>>>(
+        static_cast<const float*>(logits.data), work.ptr<float>(), int(V), params, pen_tokens,
+        pen_offsets, dev_results);
+  TANDEM_CUDA_LAUNCHED("sample_kernel");
+
+  std::vector<RowResult> host(static_cast<size_t>(S));
+  cuda_check(cudaMemcpyAsync(host.data(), dev_results, host.size() * sizeof(RowResult),
+                             cudaMemcpyDeviceToHost, stream_),
+             "sample: download results");
+  cuda_check(cudaStreamSynchronize(stream_), "sample: synchronize");
+  for (size_t s = 0; s < host.size(); s++) unpack_result(host[s], rows[s], out[s]);
+}
+
+}  // namespace tandem

@@ -1,0 +1,84 @@
+// Sampling as a backend op: the engine resolves each row's parameters into a SampleRow,
+// the backend picks the tokens where the logits live (the GPU keeps [S, V] on the device;
+// only ids and requested logprobs come back).
+//
+// The function both backends compute for each row, in order (l = the row's logits):
+//   1. penalties, for each listed token t (HF repetition over prompt and output, OpenAI
+//      presence/frequency over the output only):
+//        l[t] = penalized_logit(l[t], repetition_penalty, penalty_offset(t))
+//      i.e. l / r if l > 0 else l · r, minus presence·[count > 0] + frequency·count;
+//   2. logprobs (top_logprobs >= 0): log_softmax of the penalized logits, before
+//      temperature; the chosen token's, and the top_logprobs best in sample order;
+//   3. "sample order": descending logit, lowest id first on ties (sample_order_key);
+//      greedy (temperature <= 0): the first token of that order;
+//   4. otherwise, with s_i = (l_i - l_max) / T and p_i = exp(s_i) (so p_max = 1), a token
+//      is kept when it is all of:
+//        - among the first top_k of the order (top_k > 0);
+//        - within the smallest prefix of the order whose mass reaches top_p of the mass of
+//          the top_k tokens (top_p < 1), masses being q_i = floor(p_i · 2^40) summed as
+//          integers and the target ceil(top_p · Σ q) (top_p_target);
+//        - p_i >= min_p, or the first of the order;
+//      the draw is the kept token with the largest s_i + g_i, g_i = -log(-log(u_i)),
+//      u_i = philox_uniform(seed, counter, i) (lowest id if two tie). This is the
+//      Gumbel-max trick: P(i) = p_i / Σ_kept p_j, exactly the renormalized softmax HF
+//      and vLLM draw from (vLLM's exponential-race sampler is the same trick).
+// The draw depends only on (seed, counter) — never on the other rows — so a seeded
+// request gets the same tokens whatever else runs, on either backend.
+//
+// Why this form: the GPU needs no sort for rows without top-k/top-p (an argmax over the
+// vocabulary), and no prefix sum at all (top-k/top-p cuts are radix selections over the
+// sample-order key). Every step is bit-exact on both backends (integer masses make the
+// top-p sum independent of summation order; arithmetic is in double with no fusable
+// multiply-add) except exp and log, whose last bit may differ between libm and CUDA: the
+// backends then disagree only when two Gumbel scores tie within ~1e-15, or a top-p/min-p
+// boundary lands within ~1e-12 of its threshold. The shared formulas: sample_math.h.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace tandem {
+
+// The most top_logprobs a row may ask for (OpenAI's limit).
+constexpr int kMaxSampleTopLogprobs = 20;
+
+struct SampleRow {
+  float temperature = 0.f;  // <= 0: greedy
+  int top_k = 0;            // 0 = off
+  float top_p = 1.f;        // >= 1 = off
+  float min_p = 0.f;        // 0 = off
+  float repetition_penalty = 1.f;
+  float presence_penalty = 0.f;
+  float frequency_penalty = 0.f;
+  uint64_t seed = 0;        // the row's random stream
+  uint64_t counter = 0;     // which draw of that stream (tokens generated so far)
+  int top_logprobs = -1;    // -1: none; 0: the chosen token's; k <= 20: and the k best
+  // Penalty inputs (empty when no penalty is on): the DISTINCT tokens of prompt ∪ output,
+  // and how many times each occurs in the output (0: prompt only).
+  std::vector<int32_t> penalty_tokens;
+  std::vector<int32_t> output_counts;
+
+  // presence·[count > 0] + frequency·count for penalty entry j (exact in double, so
+  // identical whether or not the compiler fuses the multiply-add).
+  float penalty_offset(size_t j) const {
+    int32_t n = output_counts[j];
+    if (n == 0) return 0.f;
+    return float(double(presence_penalty) + double(frequency_penalty) * double(n));
+  }
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.f;                           // when top_logprobs >= 0
+  std::vector<int32_t> top_tokens;               // best first
+  std::vector<float> top_logprobs;
+};
+
+// Fails (tandem::Error naming `op`, the row and the value) unless every row fits a
+// vocabulary of `vocab`: penalty lists of equal length with distinct in-range tokens and
+// counts >= 0, top_k >= 0, top_logprobs in [-1, 20], finite temperature and top_p > 0.
+void check_sample_rows(std::span<const SampleRow> rows, int64_t vocab, std::string_view op);
+
+}  // namespace tandem

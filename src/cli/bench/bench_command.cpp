@@ -1,0 +1,158 @@
+// `tandem bench`: a sweep over concurrencies against one OpenAI-compatible server. Table
+// rows go to stdout as each run finishes; progress and warnings go to stderr.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "cli/bench/bench_options.h"
+#include "cli/bench/bench_report.h"
+#include "cli/bench/load_gen.h"
+#include "cli/bench/svg_plot.h"
+#include "cli/bench/workload.h"
+#include "core/error.h"
+
+namespace tandem::cli {
+namespace {
+
+using namespace bench;
+
+// Default requests per run: enough for p90 to mean something, and every worker busy
+// several times over.
+int requests_for(const BenchOptions& o, int concurrency) {
+  return o.num_requests > 0 ? o.num_requests : std::max(4 * concurrency, 16);
+}
+
+void validate(const BenchOptions& o, int token_max) {
+  if (o.concurrency.empty()) fail("--concurrency: give at least one value");
+  for (int c : o.concurrency)
+    if (c < 1) fail("--concurrency: {} is not a positive count", c);
+  if (o.num_requests < 0) fail("--num-requests must be >= 0 (got {})", o.num_requests);
+  if (o.input_len < 1) fail("--input-len must be >= 1 (got {})", o.input_len);
+  if (o.output_len < 1) fail("--output-len must be >= 1 (got {})", o.output_len);
+  if (o.request_rate && !(*o.request_rate > 0))
+    fail("--request-rate must be > 0 (got {})", *o.request_rate);
+  if (o.vocab && *o.vocab < 1) fail("--vocab must be >= 1 (got {})", *o.vocab);
+  if (o.token_min < 0 || o.token_min >= token_max)
+    fail("the prompt token range [{}, {}) is empty (--token-min, --token-max, --vocab)",
+         o.token_min, token_max);
+  if (o.timeout_s < 1) fail("--timeout must be >= 1 s (got {})", o.timeout_s);
+}
+
+// One short request before measuring: it warms the server and finds out whether the
+// server takes min_tokens/ignore_eos (vLLM's extensions; a strict server answers 400).
+// Returns the shape to use; throws tandem::Error when even the plain request fails.
+RequestShape probe(const Endpoint& endpoint, RequestShape shape, const BenchOptions& o,
+                   int token_max) {
+  std::mt19937_64 rng(o.seed ^ 0x9e3779b97f4a7c15ull);  // not the sweep's stream
+  std::vector<int32_t> prompt = random_prompts(rng, 1, o.input_len, o.token_min, token_max)[0];
+  RequestShape small = shape;
+  small.max_tokens = std::min(shape.max_tokens, 4);
+  RequestRecord r = send_completion(endpoint, small, prompt, steady_seconds());
+  if (r.ok) return shape;
+  if (r.error.rfind("HTTP 400", 0) == 0 && shape.force_length) {
+    small.force_length = false;
+    RequestRecord plain = send_completion(endpoint, small, prompt, steady_seconds());
+    if (plain.ok) {
+      fmt::print(stderr,
+                 "warning: the server refused min_tokens/ignore_eos ({}); requests may stop "
+                 "before --output-len at an end-of-sequence token\n",
+                 r.error);
+      shape.force_length = false;
+      return shape;
+    }
+  }
+  fail("the warm-up request to {}{}/v1/completions failed: {}", endpoint.origin, endpoint.prefix,
+       r.error);
+}
+
+ProgressFn progress_printer(int concurrency) {
+  if (!isatty(STDERR_FILENO)) return {};
+  return [concurrency](int done, int total, int errors) {
+    fmt::print(stderr, "\r  concurrency {}: {}/{} done, {} errors", concurrency, done, total,
+               errors);
+    if (done == total) fmt::print(stderr, "\n");
+  };
+}
+
+void report_run(const RunSummary& s, const LoadResult& result) {
+  fmt::print(stderr, "  concurrency {}: {} requests in {:.2f} s, {} errors\n", s.concurrency,
+             s.num_requests, s.duration_s, s.num_errors);
+  for (const RequestRecord& r : result.records)
+    if (!r.ok) {
+      fmt::print(stderr, "  first error: {}\n", r.error);
+      break;
+    }
+  fmt::print("{}", table_row(s));
+  std::fflush(stdout);
+}
+
+void write_file(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail("{} {}: cannot open for writing", what, path);
+  out << text;
+  if (!out) fail("{} {}: write failed", what, path);
+  fmt::print(stderr, "wrote {}\n", path);
+}
+
+void write_outputs(const BenchOptions& o, const BenchSetup& setup, std::vector<RunSummary> runs,
+                   const std::vector<std::vector<RequestRecord>>& records) {
+  if (!o.json_path.empty())
+    write_file(o.json_path, bench_json(setup, runs, records).dump(2) + "\n", "--json");
+  if (!o.plot_path.empty()) {
+    std::stable_sort(runs.begin(), runs.end(),
+                     [](const auto& a, const auto& b) { return a.concurrency < b.concurrency; });
+    std::string title = fmt::format("{}: input {}, output {} tokens", setup.model, setup.input_len,
+                                    setup.output_len);
+    write_file(o.plot_path, render_svg(sweep_plot(runs, title)), "--plot");
+  }
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
+  try {
+    int token_max = o.vocab ? std::min(o.token_max, *o.vocab) : o.token_max;
+    validate(o, token_max);
+    Endpoint endpoint = parse_endpoint(o.url);
+    endpoint.api_key = o.api_key;
+    endpoint.timeout_s = o.timeout_s;
+    RequestShape shape;
+    shape.model = o.model.empty() ? discover_model(endpoint) : o.model;
+    shape.max_tokens = o.output_len;
+    shape.temperature = o.temperature;
+    shape = probe(endpoint, shape, o, token_max);
+
+    BenchSetup setup{o.url,          shape.model,   o.input_len, o.output_len,
+                     o.request_rate, o.temperature, o.seed,      shape.force_length};
+    fmt::print("{}\n{}", describe_setup(setup), table_header());
+    std::fflush(stdout);
+    std::mt19937_64 prompt_rng(o.seed);
+    std::mt19937_64 arrival_rng(o.seed + 1);
+    std::vector<RunSummary> runs;
+    std::vector<std::vector<RequestRecord>> records;
+    for (int c : o.concurrency) {
+      LoadPlan plan;
+      plan.concurrency = c;
+      plan.prompts =
+          random_prompts(prompt_rng, requests_for(o, c), o.input_len, o.token_min, token_max);
+      if (o.request_rate)
+        plan.send_at_s = poisson_schedule(arrival_rng, int(plan.prompts.size()), *o.request_rate);
+      fmt::print(stderr, "concurrency {}: sending {} requests\n", c, plan.prompts.size());
+      LoadResult result = run_load(endpoint, shape, plan, progress_printer(c));
+      runs.push_back(summarize(result.records, c, o.request_rate, result.duration_s));
+      report_run(runs.back(), result);
+      records.push_back(std::move(result.records));
+    }
+    write_outputs(o, setup, runs, records);
+    return 0;
+  } catch (const Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace tandem::cli

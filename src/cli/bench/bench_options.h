@@ -1,0 +1,34 @@
+// `tandem bench`: a load generator for any OpenAI-compatible server (tandem, vLLM, ...).
+// It streams /v1/completions requests with random token-id prompts at each concurrency
+// of a sweep and reports throughput and latency percentiles (TTFT, TPOT, ITL).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tandem::cli {
+
+struct BenchOptions {
+  std::string url = "http://127.0.0.1:8080";  // the server root; a trailing /v1 is accepted
+  std::string model;                          // "": the first id of GET /v1/models
+  std::vector<int> concurrency = {1};         // one measured run per value (a sweep)
+  int num_requests = 0;                       // per run; 0: max(4 × concurrency, 16)
+  int input_len = 128;                        // prompt tokens per request
+  int output_len = 128;                       // generated tokens per request (EOS ignored)
+  std::optional<double> request_rate;         // requests/s, Poisson arrivals; none: closed loop
+  float temperature = 0.f;
+  int token_min = 100;       // prompt ids are uniform in [token_min, token_max)
+  int token_max = 500;       // below 512, so even the tiny test models accept them
+  std::optional<int> vocab;  // caps token_max at the model's vocabulary size
+  uint64_t seed = 0;         // prompts and arrival times are a function of the seed
+  std::optional<std::string> api_key;
+  int timeout_s = 600;    // read timeout of one request
+  std::string json_path;  // --json FILE: raw per-request numbers and summaries
+  std::string plot_path;  // --plot FILE.svg: throughput and TTFT against concurrency
+};
+
+int run_bench(const BenchOptions& options);
+
+}  // namespace tandem::cli

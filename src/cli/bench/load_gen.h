@@ -1,0 +1,70 @@
+// The load generator: streaming /v1/completions requests from `concurrency` workers,
+// closed-loop (each worker sends its next request as soon as the last one finished) or
+// on a Poisson schedule (a request waits for its arrival time and for a free worker, so
+// at most `concurrency` are in flight). Each request opens its own connection (with
+// TCP_NODELAY), so TTFT includes the connect, as for a fresh client. Failures are records,
+// never exceptions: a run always finishes and counts its errors.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/bench/bench_stats.h"
+
+namespace tandem::cli::bench {
+
+// Where the server is, from "http://host:port[/prefix][/v1][/]".
+struct Endpoint {
+  std::string origin;                  // "http://host:port" (httplib::Client's scheme_host_port)
+  std::string prefix;                  // path before /v1: "" or e.g. "/proxy"
+  std::optional<std::string> api_key;  // sent as "Authorization: Bearer KEY"
+  int timeout_s = 600;                 // read timeout (a long generation is silent for a while)
+};
+// Throws tandem::Error for a URL that is not http(s)://host[:port][/path].
+Endpoint parse_endpoint(const std::string& url);
+
+// The body fields every request of a run shares.
+struct RequestShape {
+  std::string model;
+  int max_tokens = 128;
+  float temperature = 0.f;
+  bool force_length = true;  // also send min_tokens = max_tokens and ignore_eos (vLLM's)
+};
+
+// {"model", "prompt": [ids], "max_tokens", ["min_tokens", "ignore_eos"], "temperature",
+//  "stream": true, "stream_options": {"include_usage": true}}
+std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt);
+
+// GET {prefix}/v1/models → the first model id. Throws tandem::Error naming the URL and
+// the reason when the server is unreachable or lists no model.
+std::string discover_model(const Endpoint& endpoint);
+
+// Sends one streaming completion; `run_start` is the zero of the record's start_s. A
+// request is ok when the server answered 200, streamed no error and ended with [DONE].
+RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shape,
+                              const std::vector<int32_t>& prompt, double run_start_s);
+
+struct LoadPlan {
+  int concurrency = 1;
+  std::vector<std::vector<int32_t>> prompts;  // one request each, sent in this order
+  std::vector<double> send_at_s;  // per request, seconds after the start; empty: closed loop
+};
+
+struct LoadResult {
+  std::vector<RequestRecord> records;  // in plan order
+  double duration_s = 0;               // start to the end of the last request
+};
+
+// Called after each finished request, from the worker threads (one at a time).
+using ProgressFn = std::function<void(int num_done, int num_total, int num_errors)>;
+
+LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const LoadPlan& plan,
+                    const ProgressFn& progress = {});
+
+// Seconds on a steady clock (the time base of run_start_s).
+double steady_seconds();
+
+}  // namespace tandem::cli::bench

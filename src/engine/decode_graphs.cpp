@@ -1,0 +1,111 @@
+#include "engine/decode_graphs.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace tandem {
+
+DecodeGraphs::DecodeGraphs(Model& model, Backend& backend, std::span<PagedKv> kv,
+                           std::vector<int> layer_group, int num_groups, int block_size,
+                           int max_blocks, int max_rows)
+    : model_(model),
+      backend_(backend),
+      kv_(kv),
+      layer_group_(std::move(layer_group)),
+      num_groups_(num_groups),
+      block_size_(block_size),
+      max_blocks_(max_blocks) {
+  // Fine steps where a padded row costs most (small batches), coarser above.
+  for (int b : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256})
+    if (b < max_rows) buckets_.push_back(b);
+  if (max_rows <= 256) buckets_.push_back(max_rows);
+  graphs_.resize(buckets_.size());
+}
+
+bool DecodeGraphs::fits(const StepPlan& plan) const {
+  int B = plan.num_rows();
+  if (B == 0 || buckets_.empty() || B > buckets_.back()) return false;
+  if (plan.num_tokens() != B || int(plan.sample_index.size()) != B) return false;
+  for (auto& g : plan.groups)
+    if (g.max_blocks > max_blocks_) return false;
+  return true;
+}
+
+int DecodeGraphs::num_recorded() const {
+  return int(std::count_if(graphs_.begin(), graphs_.end(), [](const Graph& g) { return g.rows > 0; }));
+}
+
+DecodeGraphs::Graph DecodeGraphs::record(int rows) {
+  auto i32 = [&](Shape shape) { return backend_.zeros(DType::I32, shape); };
+  Graph g;
+  g.rows = rows;
+  StepTensors& s = g.step;
+  s.tokens = i32({rows});
+  s.positions = i32({rows});
+  s.seq_starts = i32({rows + 1});
+  s.context_lens = i32({rows});
+  s.sample_index = i32({rows});
+  s.num_tokens = rows;
+  s.num_rows = rows;
+  s.block_size = block_size_;
+  s.max_context_len = max_blocks_ * block_size_;
+  for (int k = 0; k < num_groups_; k++)
+    s.groups.push_back({i32({rows}), i32({rows, max_blocks_}), max_blocks_});
+  s.layer_group = layer_group_;
+  if (num_groups_ == 1) {
+    s.slot_map = s.groups[0].slot_map;
+    s.block_table = s.groups[0].block_table;
+    s.max_blocks = max_blocks_;
+  }
+  // All rows padding: a valid step that touches only the null block.
+  StepPlan pad;
+  pad.groups.resize(size_t(num_groups_));
+  write_inputs(g, pad);
+  model_.forward(s, kv_);  // eager warm-up: caches, kernels and GEMM choices are ready
+  backend_.synchronize();
+  backend_.capture_begin();
+  g.logits = model_.forward(s, kv_);
+  g.exec = backend_.capture_end();
+  return g;
+}
+
+void DecodeGraphs::write_inputs(Graph& g, const StepPlan& plan) {
+  int B = plan.num_rows(), R = g.rows;
+  auto padded = [&](const std::vector<int32_t>& v, int32_t fill) {
+    std::vector<int32_t> out(size_t(R), fill);
+    std::copy(v.begin(), v.end(), out.begin());
+    return out;
+  };
+  auto write = [&](Tensor& t, const std::vector<int32_t>& v) { backend_.write_i32(t, v.data(), int64_t(v.size())); };
+  std::vector<int32_t> index(size_t(R + 1));
+  for (int i = 0; i <= R; i++) index[size_t(i)] = i;
+  write(g.step.tokens, padded(plan.tokens, 0));
+  write(g.step.positions, padded(plan.positions, 0));
+  write(g.step.seq_starts, index);
+  write(g.step.context_lens, padded(plan.context_lens, 1));
+  index.pop_back();
+  write(g.step.sample_index, index);
+  for (int k = 0; k < num_groups_; k++) {
+    const KvGroupPlan& p = plan.groups[size_t(k)];
+    write(g.step.groups[size_t(k)].slot_map, padded(p.slot_map, -1));
+    std::vector<int32_t> table(size_t(R) * size_t(max_blocks_), 0);
+    for (int b = 0; b < B; b++)
+      std::copy_n(p.block_table.begin() + size_t(b) * size_t(p.max_blocks), p.max_blocks,
+                  table.begin() + size_t(b) * size_t(max_blocks_));
+    write(g.step.groups[size_t(k)].block_table, table);
+  }
+}
+
+Tensor DecodeGraphs::run(const StepPlan& plan) {
+  TANDEM_CHECK(fits(plan), "DecodeGraphs::run: not a decode step of <= {} rows", buckets_.back());
+  int B = plan.num_rows();
+  size_t i = size_t(std::lower_bound(buckets_.begin(), buckets_.end(), B) - buckets_.begin());
+  if (graphs_[i].rows == 0) graphs_[i] = record(buckets_[i]);
+  Graph& g = graphs_[i];
+  write_inputs(g, plan);
+  backend_.replay(g.exec);
+  return g.logits.slice_rows(0, B);
+}
+
+}  // namespace tandem

@@ -1,0 +1,53 @@
+// DecodeGraphs: decode steps (every row one new token, sampled) replayed as recorded
+// graphs on backends that have them (CUDA), one graph per batch-size bucket. A step of B
+// rows runs the graph of the smallest bucket ≥ B; the extra rows are padding that writes
+// no KV (slot −1) and reads only the null block. Each graph reads its inputs from device
+// arrays of fixed address and capacity (block tables of `max_blocks` columns, context
+// bounds of max_blocks × block_size), which the runner rewrites before each replay.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/step_plan.h"
+#include "model/model.h"
+
+namespace tandem {
+
+class DecodeGraphs {
+ public:
+  // `kv` and `layer_group` are the runner's; `max_blocks` bounds every group's table width.
+  DecodeGraphs(Model& model, Backend& backend, std::span<PagedKv> kv,
+               std::vector<int> layer_group, int num_groups, int block_size, int max_blocks,
+               int max_rows);
+
+  // True when `plan` is a decode step that one of the buckets can run.
+  bool fits(const StepPlan& plan) const;
+  // Runs the plan through its bucket's graph (recorded on first use). Logits [B, vocab].
+  Tensor run(const StepPlan& plan);
+  int num_recorded() const;
+
+ private:
+  struct Graph {
+    int rows = 0;
+    StepTensors step;  // the device arrays the recording reads
+    Tensor logits;     // [rows, vocab], written by every replay
+    std::shared_ptr<void> exec;
+  };
+  Graph record(int rows);
+  void write_inputs(Graph& g, const StepPlan& plan);
+
+  Model& model_;
+  Backend& backend_;
+  std::span<PagedKv> kv_;
+  std::vector<int> layer_group_;
+  int num_groups_;
+  int block_size_;
+  int max_blocks_;
+  std::vector<int> buckets_;
+  std::vector<Graph> graphs_;  // [buckets_.size()], rows == 0 until recorded
+};
+
+}  // namespace tandem

@@ -1,0 +1,42 @@
+#include "engine/kv_layout.h"
+
+namespace tandem {
+
+KvGroups kv_groups_of(std::span<const LayerKvSpec> specs) {
+  std::vector<KvLayerKind> kinds;
+  for (const LayerKvSpec& s : specs) kinds.push_back({s.window, s.shares_with});
+  return make_kv_groups(kinds);
+}
+
+std::vector<int64_t> group_block_bytes(std::span<const LayerKvSpec> specs, const KvGroups& groups,
+                                       int block_size, DType dtype) {
+  std::vector<int64_t> bytes(size_t(groups.num_groups()), 0);
+  for (int g = 0; g < groups.num_groups(); g++)
+    for (int layer : groups.groups[size_t(g)].layers) {
+      const LayerKvSpec& s = specs[size_t(layer)];
+      bytes[size_t(g)] +=
+          2 * int64_t(block_size) * s.num_kv_heads * s.head_dim * int64_t(dtype_size(dtype));
+    }
+  return bytes;
+}
+
+std::vector<int> plan_kv_blocks(std::span<const LayerKvSpec> specs, DType dtype,
+                                const KvSizing& sizing) {
+  KvGroups groups = kv_groups_of(specs);
+  return plan_group_blocks(groups, group_block_bytes(specs, groups, sizing.block_size, dtype),
+                           sizing);
+}
+
+KvBlockManager make_kv_block_manager(std::span<const LayerKvSpec> specs, DType dtype,
+                                     const KvSizing& sizing) {
+  return KvBlockManager(kv_groups_of(specs), plan_kv_blocks(specs, dtype, sizing),
+                        sizing.block_size);
+}
+
+int64_t planned_kv_bytes(std::span<const LayerKvSpec> specs, DType dtype, const KvSizing& sizing) {
+  KvGroups groups = kv_groups_of(specs);
+  std::vector<int64_t> bytes = group_block_bytes(specs, groups, sizing.block_size, dtype);
+  return kv_bytes(plan_group_blocks(groups, bytes, sizing), bytes);
+}
+
+}  // namespace tandem

@@ -1,0 +1,177 @@
+// Gemma 4 loading: the weight map, per-layer shapes from Gemma4Config, the builder.
+#include "model/arch/gemma4.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "model/arch/archs.h"
+#include "model/rope.h"
+
+namespace tandem::arch {
+namespace {
+
+// Text-only checkpoints name tensors "model.…"; Gemma4ForConditionalGeneration's files
+// hold the same text model under "model.language_model.…".
+std::string tensor_prefix(const Checkpoint& ck) {
+  if (ck.has("model.language_model.embed_tokens.weight")) return "model.language_model.";
+  return "model.";
+}
+
+WeightMap gemma4_weight_map(const std::string& P) {
+  const std::string L = P + "layers.{i}.";
+  const std::string A = L + "self_attn.";
+  return {
+      {"embed", {P + "embed_tokens.weight"}},
+      {"embed_per_layer", {P + "embed_tokens_per_layer.weight"}},
+      {"per_layer_projection", {P + "per_layer_model_projection.weight"}},
+      {"per_layer_norm", {P + "per_layer_projection_norm.weight"}},
+      {"final_norm", {P + "norm.weight"}},
+      {"lm_head", {"lm_head.weight"}, /*optional=*/true},
+      {"layers.{i}.input_norm", {L + "input_layernorm.weight"}},
+      {"layers.{i}.qkv", {A + "q_proj.weight", A + "k_proj.weight", A + "v_proj.weight"}},
+      {"layers.{i}.qk", {A + "q_proj.weight", A + "k_proj.weight"}},
+      {"layers.{i}.q", {A + "q_proj.weight"}},
+      {"layers.{i}.q_norm", {A + "q_norm.weight"}},
+      {"layers.{i}.k_norm", {A + "k_norm.weight"}},
+      {"layers.{i}.o", {A + "o_proj.weight"}},
+      {"layers.{i}.post_attn_norm", {L + "post_attention_layernorm.weight"}},
+      {"layers.{i}.pre_ffn_norm", {L + "pre_feedforward_layernorm.weight"}},
+      {"layers.{i}.gate_up", {L + "mlp.gate_proj.weight", L + "mlp.up_proj.weight"}},
+      {"layers.{i}.down", {L + "mlp.down_proj.weight"}},
+      {"layers.{i}.post_ffn_norm", {L + "post_feedforward_layernorm.weight"}},
+      {"layers.{i}.post_ffn_norm_1", {L + "post_feedforward_layernorm_1.weight"}},
+      {"layers.{i}.pre_ffn_norm_2", {L + "pre_feedforward_layernorm_2.weight"}},
+      {"layers.{i}.post_ffn_norm_2", {L + "post_feedforward_layernorm_2.weight"}},
+      {"layers.{i}.router_scale", {L + "router.scale"}},
+      {"layers.{i}.router", {L + "router.proj.weight"}},
+      {"layers.{i}.experts_gate_up", {L + "experts.gate_up_proj"}},
+      {"layers.{i}.pli_gate", {L + "per_layer_input_gate.weight"}},
+      {"layers.{i}.pli_proj", {L + "per_layer_projection.weight"}},
+      {"layers.{i}.pli_norm", {L + "post_per_layer_input_norm.weight"}},
+  };
+}
+
+// A checkpoint tensor as a new host f32 tensor, its shape checked.
+Tensor host_f32(const Checkpoint& ck, const std::string& name, Shape expected) {
+  Tensor t = ck.get(name);
+  if (!(t.shape == expected) && !(t.numel() == expected.numel() && expected.numel() == 1))
+    fail("{}: weight '{}' has shape {} but the config implies {}", ck.dir().string(), name,
+         t.shape.str(), expected.str());
+  Tensor out = Tensor::empty_host(DType::F32, expected);
+  convert_to_f32(t.data, t.dtype, out.ptr<float>(), size_t(t.numel()));
+  return out;
+}
+
+}  // namespace
+
+Gemma4Model::Gemma4Model(ModelConfig config, const Checkpoint& checkpoint, Backend& backend)
+    : Model(std::move(config)), backend_(backend) {
+  g_ = parse_gemma4_config(config_);
+  prefix_ = tensor_prefix(checkpoint);
+  WeightLoader w(checkpoint, backend, gemma4_weight_map(prefix_), g_.num_experts);
+  load_globals(w, checkpoint);
+  layers_.resize(size_t(config_.num_layers));
+  for (int i = 0; i < config_.num_layers; i++) load_layer(w, checkpoint, i);
+  num_parameters_ += w.num_parameters();
+}
+
+Tensor Gemma4Model::ones(int64_t n) {
+  Tensor host = Tensor::empty_host(DType::F32, {n});
+  for (int64_t i = 0; i < n; i++) host.ptr<float>()[i] = 1.f;
+  return backend_.upload(host, backend_.act_dtype());
+}
+
+void Gemma4Model::load_globals(WeightLoader& w, const Checkpoint& checkpoint) {
+  const ModelConfig& c = config_;
+  int64_t V = c.vocab_size, D = c.hidden_size, L = c.num_layers;
+  embed_ = w.load("embed", -1, {V, D});
+  final_norm_ = w.load("final_norm", -1, {D});
+  lm_head_ = w.load("lm_head", -1, {V, D});
+  if (!lm_head_.defined()) {
+    if (!c.tie_word_embeddings)
+      fail("{}: tensor 'lm_head.weight' not found and tie_word_embeddings is false",
+           checkpoint.dir().string());
+    lm_head_ = embed_;
+  }
+  if (int64_t P = g_.hidden_size_per_layer_input; P > 0) {
+    embed_per_layer_ = w.load("embed_per_layer", -1, {g_.vocab_size_per_layer_input, L * P});
+    per_layer_projection_ = w.load("per_layer_projection", -1, {L * P, D});
+    per_layer_norm_ = w.load("per_layer_norm", -1, {P});
+  }
+}
+
+void Gemma4Model::load_layer(WeightLoader& w, const Checkpoint& checkpoint, int i) {
+  const ModelConfig& c = config_;
+  Gemma4Layer& l = layers_[size_t(i)];
+  const Gemma4LayerSpec& s = g_.layers[size_t(i)];
+  l.spec = s;
+  int64_t D = c.hidden_size, Dh = s.head_dim, Hq = s.num_heads, Hkv = s.num_kv_heads;
+  int64_t F = s.intermediate_size;
+  l.input_norm = w.load("layers.{i}.input_norm", i, {D});
+  l.q_norm = w.load("layers.{i}.q_norm", i, {Dh});
+  if (s.kv_source >= 0) {
+    l.qkv = w.load("layers.{i}.q", i, {Hq * Dh, D});
+  } else {
+    l.qkv = s.k_eq_v ? w.load("layers.{i}.qk", i, {(Hq + Hkv) * Dh, D})
+                     : w.load("layers.{i}.qkv", i, {(Hq + 2 * Hkv) * Dh, D});
+    l.k_norm = w.load("layers.{i}.k_norm", i, {Dh});
+    l.unit_norm = ones(Dh);
+  }
+  l.o = w.load("layers.{i}.o", i, {D, Hq * Dh});
+  l.post_attn_norm = w.load("layers.{i}.post_attn_norm", i, {D});
+  l.pre_ffn_norm = w.load("layers.{i}.pre_ffn_norm", i, {D});
+  l.gate_up = w.load("layers.{i}.gate_up", i, {2 * F, D});
+  l.down = w.load("layers.{i}.down", i, {D, F});
+  l.post_ffn_norm = w.load("layers.{i}.post_ffn_norm", i, {D});
+  if (g_.enable_moe_block) load_moe(w, checkpoint, l, i);
+  if (int64_t P = g_.hidden_size_per_layer_input; P > 0) {
+    l.pli_gate = w.load("layers.{i}.pli_gate", i, {P, D});
+    l.pli_proj = w.load("layers.{i}.pli_proj", i, {D, P});
+    l.pli_norm = w.load("layers.{i}.pli_norm", i, {D});
+  }
+  std::string scalar = expand_name(prefix_ + "layers.{i}.layer_scalar", i);
+  if (checkpoint.has(scalar)) {  // a buffer of ones unless trained otherwise
+    l.layer_scalar = host_f32(checkpoint, scalar, {1}).ptr<float>()[0];
+    num_parameters_ += 1;
+  }
+  // Gemma 4's default RoPE rotates the whole head whatever partial_rotary_factor says.
+  RopeConfig rope = c.rope_for(i);
+  if (rope.type == "default") rope.partial_rotary_factor = 1.0;
+  l.rope = make_rope(rope, int(Dh), c.max_position_embeddings);
+  l.attention.scale = 1.f;
+  l.attention.window = s.window;
+}
+
+// The router, the stacked experts, and the three extra norms. per_expert_scale multiplies
+// an expert's routing weight, so it is folded into that expert's down projection (linear).
+void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4Layer& l, int i) {
+  int64_t D = config_.hidden_size, E = g_.num_experts, Fe = g_.moe_intermediate_size;
+  l.post_ffn_norm_1 = w.load("layers.{i}.post_ffn_norm_1", i, {D});
+  l.pre_ffn_norm_2 = w.load("layers.{i}.pre_ffn_norm_2", i, {D});
+  l.post_ffn_norm_2 = w.load("layers.{i}.post_ffn_norm_2", i, {D});
+  l.router_scale = w.load("layers.{i}.router_scale", i, {D});
+  l.router = w.load("layers.{i}.router", i, {E, D});
+  l.experts_gate_up = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
+  const std::string L = expand_name(prefix_ + "layers.{i}.", i);
+  Tensor down = host_f32(checkpoint, L + "experts.down_proj", {E, D, Fe});
+  Tensor scale = host_f32(checkpoint, L + "router.per_expert_scale", {E});
+  float* d = down.ptr<float>();
+  for (int64_t e = 0; e < E; e++)
+    for (int64_t j = 0; j < D * Fe; j++) d[e * D * Fe + j] *= scale.ptr<float>()[e];
+  l.experts_down = backend_.upload(down, backend_.act_dtype());
+  num_parameters_ += down.numel() + scale.numel();
+}
+
+std::vector<LayerKvSpec> Gemma4Model::kv_specs() const {
+  std::vector<LayerKvSpec> specs;
+  for (const Gemma4LayerSpec& s : g_.layers)
+    specs.push_back({s.num_kv_heads, s.head_dim, s.window, s.kv_source});
+  return specs;
+}
+
+std::unique_ptr<Model> build_gemma4(ModelConfig c, const Checkpoint& ck, Backend& be) {
+  apply_gemma4_defaults(c);
+  return std::make_unique<Gemma4Model>(std::move(c), ck, be);
+}
+
+}  // namespace tandem::arch

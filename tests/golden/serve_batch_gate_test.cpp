@@ -1,0 +1,150 @@
+// The batch gate through `tandem serve` (issue 5, DESIGN.md §6): for every oracle
+// architecture, all prompts sent at once over HTTP to a server with --batch 8
+// (/v1/completions, token-id prompts, temperature 0, 24 tokens, return_token_ids) come
+// back as exactly the oracle's batched greedy continuations (batch_greedy.i); the same
+// with --max-batched-tokens 16, so prompts are chunked and mixed with decoding rows.
+// Afterwards /stats shows every KV block free.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <latch>
+#include <memory>
+#include <thread>
+
+#include "cli/model_files.h"
+#include "engine/engine.h"
+#include "oracle_fixture.h"
+#include "server/http_server.h"
+
+namespace tandem::test {
+namespace {
+
+using server::Json;
+
+// Architectures with an oracle folder that `tandem serve` handles; add new ones here.
+const std::vector<std::string> kArchs = {"llama",  "qwen2",  "qwen3",     "mistral", "phi3",
+                                         "gemma2", "gemma3", "qwen3_moe", "mixtral"};
+
+// What `tandem serve --batch B --max-batched-tokens T` runs: the engine on its thread and
+// the HTTP server over it, on a free loopback port.
+class ServedOracle {
+ public:
+  ServedOracle(const std::filesystem::path& dir, int batch, int max_batched_tokens) {
+    cli::LoadedModel m = cli::load_model_folder(dir);
+    EngineConfig config;
+    config.scheduler.max_rows = batch;
+    config.scheduler.max_batched_tokens = max_batched_tokens;
+    config.max_model_len = 256;
+    config.served_model_name = dir.filename().string();
+    engine_ =
+        std::make_unique<Engine>(std::move(m.backend), std::move(m.model), m.tokenizer, config);
+    engine_->start();
+    server::ServerOptions options;
+    options.host = "127.0.0.1";
+    options.port = 0;
+    options.num_threads = 16;
+    http_ = std::make_unique<server::HttpServer>(options);
+    http_->start();
+    http_->set_ready(server::load_served_model(dir, *engine_, m.tokenizer));
+  }
+  ~ServedOracle() {
+    http_->stop();
+    engine_->stop(/*drain=*/false);
+  }
+  int port() const { return http_->port(); }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<server::HttpServer> http_;
+};
+
+struct Reply {
+  int status = 0;  // 0: no HTTP answer
+  std::string body;
+};
+
+// Posts every prompt from its own thread; the threads wait on a latch so the requests
+// leave together and reach the engine while the others are still running.
+std::vector<Reply> post_concurrently(int port, const std::vector<OraclePrompt>& prompts) {
+  std::vector<Reply> replies(prompts.size());
+  std::latch start(std::ptrdiff_t(prompts.size()));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      Json body = {{"prompt", prompts[i].prompt},
+                   {"max_tokens", prompts[i].batch_greedy.size()},
+                   {"temperature", 0},
+                   {"ignore_eos", true},
+                   {"return_token_ids", true}};
+      httplib::Client client("127.0.0.1", port);
+      client.set_read_timeout(120, 0);
+      std::string text = body.dump();
+      start.arrive_and_wait();
+      auto res = client.Post("/v1/completions", text, "application/json");
+      if (res) replies[i] = {res->status, res->body};
+    });
+  }
+  for (auto& t : threads) t.join();
+  return replies;
+}
+
+// /stats once the engine has retired every sequence (it frees blocks after the last
+// chunk is sent, so the reply can arrive a moment before the books are closed).
+Json settled_stats(int port) {
+  httplib::Client client("127.0.0.1", port);
+  Json stats;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  do {
+    auto res = client.Get("/stats");
+    if (res && res->status == 200) stats = Json::parse(res->body);
+    if (stats.is_object() && stats["kv_blocks"]["used"] == 0 && stats["running"] == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return stats;
+}
+
+struct ServeCase {
+  std::string arch;
+  int max_batched_tokens;
+};
+
+class ServeBatchGate : public ::testing::TestWithParam<ServeCase> {};
+
+TEST_P(ServeBatchGate, ConcurrentRequestsReturnBatchGreedy) {
+  const ServeCase& c = GetParam();
+  std::vector<OraclePrompt> prompts = load_oracle(c.arch);
+  ASSERT_FALSE(prompts.empty());
+  ServedOracle served(oracle_dir(c.arch), /*batch=*/8, c.max_batched_tokens);
+  std::vector<Reply> replies = post_concurrently(served.port(), prompts);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("prompt " + std::to_string(i));
+    ASSERT_EQ(replies[i].status, 200) << replies[i].body;
+    Json j = Json::parse(replies[i].body);
+    const Json& choice = j["choices"][0];
+    EXPECT_EQ(choice["token_ids"].get<std::vector<int32_t>>(), prompts[i].batch_greedy);
+    EXPECT_EQ(choice["prompt_token_ids"].get<std::vector<int32_t>>(), prompts[i].prompt);
+    EXPECT_EQ(choice["finish_reason"], "length");
+    EXPECT_EQ(j["usage"]["completion_tokens"], prompts[i].batch_greedy.size());
+  }
+  Json stats = settled_stats(served.port());
+  ASSERT_TRUE(stats.is_object());
+  EXPECT_EQ(stats["kv_blocks"]["used"], 0) << stats.dump();
+  EXPECT_EQ(stats["kv_blocks"]["free"], stats["kv_blocks"]["total"]) << stats.dump();
+  EXPECT_EQ(stats["requests_finished"], prompts.size()) << stats.dump();
+}
+
+std::vector<ServeCase> cases() {
+  std::vector<ServeCase> out;
+  for (const std::string& arch : kArchs)
+    for (int budget : {2048, 16}) out.push_back({arch, budget});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, ServeBatchGate, ::testing::ValuesIn(cases()),
+                         [](const auto& info) {
+                           return info.param.arch + "_budget" +
+                                  std::to_string(info.param.max_batched_tokens);
+                         });
+
+}  // namespace
+}  // namespace tandem::test

@@ -1,0 +1,312 @@
+// CUDA write_kv and paged attention against the CPU twin on fresh random inputs: shuffled
+// (non-contiguous) block tables, rows of different lengths, decode-only steps (one token
+// per row, the flash-decoding kernel) and mixed steps (prefill rows on the tensor-core
+// kernel next to decoding rows), GQA groups 1..32, sliding window, softcap, head dims
+// 16..512, block sizes that are and are not powers of two. Blocks a windowed row no longer
+// reads are replaced by -1 in its table (a freed block must never be read), and GPU
+// outputs start as NaN so a token the kernels skip fails the comparison.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "../backend/step_builder.h"
+#include "core/error.h"
+#include "cuda_test_util.h"
+
+namespace tandem {
+namespace {
+
+using test::kBf16Tol;
+
+struct AttnCase {
+  const char* name;
+  int Hq, Hkv, Dh;
+  AttentionParams params;
+  std::vector<std::pair<int, int>> rows;  // (tokens in the cache after the step, new tokens)
+  int block_size = 16;
+};
+
+// The step's host arrays: rows of new tokens at the end of their contexts, blocks drawn
+// from a shuffled pool, table padding (and, with a window, blocks before every visible
+// key) set to -1.
+struct HostAttnStep {
+  test::HostStep h;
+  int num_blocks = 0, max_blocks = 0, max_context = 0;
+};
+
+HostAttnStep make_host_step(const AttnCase& c, std::mt19937& rng) {
+  int num_blocks = 5;  // a few blocks no row owns
+  for (auto [ctx, n] : c.rows) num_blocks += (ctx + c.block_size - 1) / c.block_size;
+  const std::vector<int32_t> ids = test::shuffled_ids(rng, num_blocks);
+  std::vector<test::RowSpec> specs;
+  size_t next = 0;
+  for (auto [ctx, n] : c.rows) {
+    const size_t nb = size_t((ctx + c.block_size - 1) / c.block_size);
+    specs.push_back(
+        test::row_range(ctx - n, n, {ids.begin() + long(next), ids.begin() + long(next + nb)}));
+    next += nb;
+  }
+  HostAttnStep s;
+  s.h = test::host_step(specs, c.block_size);
+  s.num_blocks = num_blocks;
+  s.max_blocks = int(s.h.block_table.size() / c.rows.size());
+  for (size_t b = 0; b < c.rows.size(); b++) {
+    const auto [ctx, n] = c.rows[b];
+    s.max_context = std::max(s.max_context, ctx);
+    const int first_pos = ctx - n;
+    const int first_key = c.params.window > 0 ? std::max(0, first_pos - c.params.window + 1) : 0;
+    for (int i = 0; i < s.max_blocks; i++) {
+      const bool padding = i >= int(specs[b].blocks.size());
+      const bool freed = n > 0 && (i + 1) * c.block_size <= first_key;
+      if (padding || freed) s.h.block_table[b * size_t(s.max_blocks) + size_t(i)] = -1;
+    }
+  }
+  return s;
+}
+
+// The step on a backend; extra_blocks / context_slack widen max_blocks / max_context_len
+// the way a CUDA-graph replay passes its capacity.
+StepTensors upload_step(Backend& be, const HostAttnStep& s, const AttnCase& c, int extra_blocks = 0,
+                        int context_slack = 0) {
+  const int B = int(c.rows.size()), mb = s.max_blocks + extra_blocks;
+  std::vector<int32_t> table(size_t(B) * size_t(mb), -1);
+  for (int b = 0; b < B; b++)
+    std::copy_n(s.h.block_table.begin() + long(b) * s.max_blocks, s.max_blocks,
+                table.begin() + long(b) * mb);
+  StepTensors st;
+  st.num_tokens = int(s.h.positions.size());
+  st.num_rows = B;
+  st.max_blocks = mb;
+  st.max_context_len = s.max_context + context_slack;
+  st.block_size = c.block_size;
+  const int64_t T = st.num_tokens;
+  st.positions = test::put_i32(be, s.h.positions, {T});
+  st.slot_map = test::put_i32(be, s.h.slot_map, {T});
+  st.seq_starts = test::put_i32(be, s.h.seq_starts, {B + 1});
+  st.context_lens = test::put_i32(be, s.h.context_lens, {B});
+  st.block_table = test::put_i32(be, table, {B, mb});
+  return st;
+}
+
+// Random cache and new K/V/Q, identical (bf16-rounded) on both backends.
+struct AttnData {
+  std::vector<float> k_cache, v_cache, k_new, v_new, q;
+};
+
+AttnData random_data(const AttnCase& c, const HostAttnStep& s, std::mt19937& rng) {
+  const size_t cache = size_t(s.num_blocks) * c.block_size * c.Hkv * c.Dh;
+  const size_t T = s.h.positions.size();
+  AttnData d;
+  d.k_cache = test::random_bf16(rng, cache);
+  d.v_cache = test::random_bf16(rng, cache);
+  d.k_new = test::random_bf16(rng, T * c.Hkv * c.Dh);
+  d.v_new = test::random_bf16(rng, T * c.Hkv * c.Dh);
+  d.q = test::random_bf16(rng, T * c.Hq * c.Dh);
+  return d;
+}
+
+// write_kv then attention on one backend; returns (cache k, cache v, out) on the host.
+struct AttnResult {
+  std::vector<float> k, v, out;
+};
+
+AttnResult run(Backend& be, const AttnCase& c, const HostAttnStep& s, const AttnData& d,
+               const StepTensors& step) {
+  const int64_t T = step.num_tokens, NB = s.num_blocks;
+  PagedKv cache{test::put(be, d.k_cache, {NB, c.block_size, c.Hkv, c.Dh}),
+                test::put(be, d.v_cache, {NB, c.block_size, c.Hkv, c.Dh})};
+  be.write_kv(cache, test::put(be, d.k_new, {T, c.Hkv, c.Dh}),
+              test::put(be, d.v_new, {T, c.Hkv, c.Dh}), step);
+  Tensor q = test::put(be, d.q, {T, c.Hq, c.Dh});
+  Tensor out = be.device() == Device::CUDA ? test::poisoned(be, DType::BF16, {T, c.Hq, c.Dh})
+                                           : be.alloc(be.act_dtype(), {T, c.Hq, c.Dh});
+  be.attention(out, q, cache, step, c.params);
+  return {test::to_vec(be, cache.k), test::to_vec(be, cache.v), test::to_vec(be, out)};
+}
+
+// Largest relative error of one token's [Hq, Dh] output block.
+double worst_token_err(const std::vector<float>& got, const std::vector<float>& want, size_t per) {
+  double worst = 0;
+  for (size_t t = 0; t * per < want.size(); t++) {
+    const std::vector<float> a(got.begin() + long(t * per), got.begin() + long((t + 1) * per));
+    const std::vector<float> b(want.begin() + long(t * per), want.begin() + long((t + 1) * per));
+    const double e = test::rel_err(a, b);
+    worst = std::isnan(e) ? e : std::max(worst, e);
+    if (std::isnan(e)) break;
+  }
+  return worst;
+}
+
+void expect_close(const AttnResult& gpu, const AttnResult& cpu, const AttnCase& c) {
+  EXPECT_EQ(gpu.k, cpu.k) << "write_kv: K cache differs";
+  EXPECT_EQ(gpu.v, cpu.v) << "write_kv: V cache differs";
+  EXPECT_LE(test::rel_err(gpu.out, cpu.out), kBf16Tol) << "attention output";
+  EXPECT_LE(worst_token_err(gpu.out, cpu.out, size_t(c.Hq) * c.Dh), 2 * kBf16Tol)
+      << "worst token of the attention output";
+}
+
+AttentionParams params(float scale, float softcap = 0.f, int window = 0) {
+  return AttentionParams{scale, softcap, window};
+}
+
+float inv_sqrt(int d) {
+  return 1.f / std::sqrt(float(d));
+}
+
+const std::vector<AttnCase>& cases() {
+  static const std::vector<AttnCase> all = {
+      {"mixed, G1, d64",
+       4,
+       4,
+       64,
+       params(inv_sqrt(64)),
+       {{1, 1}, {17, 17}, {100, 3}, {2000, 1}, {300, 130}}},
+      {"decode, G8, d128, softcap",
+       16,
+       2,
+       128,
+       params(1.f, 5.f),
+       {{1, 1}, {16, 1}, {777, 1}, {2000, 1}, {33, 1}, {1024, 1}}},
+      {"mixed, G2, d256, window, softcap",
+       4,
+       2,
+       256,
+       params(inv_sqrt(256), 2.f, 100),
+       {{300, 150}, {2000, 1}, {65, 64}, {5, 1}}},
+      {"mixed, G4, d512", 4, 1, 512, params(inv_sqrt(512)), {{130, 130}, {1500, 1}, {70, 2}}},
+      {"mixed, G4, d96, window",
+       8,
+       2,
+       96,
+       params(inv_sqrt(96), 0.f, 64),
+       {{500, 1}, {200, 70}, {1999, 1}, {64, 64}}},
+      {"mixed, G2, d16, short rows",
+       4,
+       2,
+       16,
+       params(0.5f),
+       {{1, 1}, {2, 2}, {3, 1}, {16, 16}, {40, 7}, {1, 1}}},
+      {"decode, G4, d32, window 8",
+       8,
+       2,
+       32,
+       params(inv_sqrt(32), 0.f, 8),
+       {{1, 1}, {9, 1}, {100, 1}, {2000, 1}}},
+      {"mixed, G32, d64", 32, 1, 64, params(inv_sqrt(64)), {{50, 1}, {40, 20}, {1200, 1}}},
+      {"decode, G8, d128, few long rows",
+       32,
+       4,
+       128,
+       params(inv_sqrt(128)),
+       {{2000, 1}, {1999, 1}, {1500, 1}}},
+      {"T == B with a 2-token row and an empty row",
+       4,
+       2,
+       64,
+       params(inv_sqrt(64)),
+       {{10, 2}, {5, 0}, {7, 1}}},
+      {"mixed, block size 12",
+       4,
+       2,
+       128,
+       params(inv_sqrt(128), 0.f, 0),
+       {{100, 1}, {50, 30}, {13, 13}},
+       12},
+      {"prefill, G2, d128, many query tiles",
+       2,
+       1,
+       128,
+       params(inv_sqrt(128)),
+       {{700, 500}, {64, 64}}},
+  };
+  return all;
+}
+
+TEST(CudaAttention, WriteKvAndAttentionMatchCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  for (uint32_t seed : test::test_seeds()) {
+    for (const AttnCase& c : cases()) {
+      SCOPED_TRACE(testing::Message() << c.name << ", " << test::seed_trace(seed));
+      std::mt19937 rng(seed);
+      const HostAttnStep s = make_host_step(c, rng);
+      const AttnData d = random_data(c, s, rng);
+      const AttnResult cpu = run(*be.cpu, c, s, d, upload_step(*be.cpu, s, c));
+      const AttnResult gpu = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c));
+      expect_close(gpu, cpu, c);
+    }
+  }
+}
+
+// A graph replay passes its capacity: max_blocks and max_context_len larger than the
+// step's rows. The kernels must read the real lengths from the device.
+TEST(CudaAttention, UpperBoundsLargerThanTheRowsGiveTheSameAnswer) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  for (size_t i : {size_t(0), size_t(1), size_t(2), size_t(6), size_t(8)}) {
+    const AttnCase& c = cases()[i];
+    SCOPED_TRACE(c.name);
+    std::mt19937 rng(77);
+    const HostAttnStep s = make_host_step(c, rng);
+    const AttnData d = random_data(c, s, rng);
+    const AttnResult cpu = run(*be.cpu, c, s, d, upload_step(*be.cpu, s, c));
+    const AttnResult exact = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c));
+    const AttnResult wide = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c, 37, 6000));
+    expect_close(wide, cpu, c);
+    EXPECT_LE(test::rel_err(wide.out, exact.out), kBf16Tol);
+  }
+}
+
+TEST(CudaAttention, WriteKvSkipsNegativeSlots) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  std::mt19937 rng(5);
+  const int64_t NB = 3, BS = 16, Hkv = 2, Dh = 64;
+  const auto cache_init = test::random_bf16(rng, size_t(NB * BS * Hkv * Dh));
+  const auto k_new = test::random_bf16(rng, size_t(3 * Hkv * Dh));
+  PagedKv cache{test::put(*be.gpu, cache_init, {NB, BS, Hkv, Dh}),
+                test::put(*be.gpu, cache_init, {NB, BS, Hkv, Dh})};
+  StepTensors step;
+  step.num_tokens = 3;
+  step.block_size = int(BS);
+  step.slot_map = test::put_i32(*be.gpu, {17, -1, 40}, {3});
+  Tensor k = test::put(*be.gpu, k_new, {3, Hkv, Dh});
+  be.gpu->write_kv(cache, k, k, step);
+  std::vector<float> want = cache_init;
+  const size_t row = size_t(Hkv * Dh);
+  std::copy_n(k_new.begin(), row, want.begin() + 17 * long(row));
+  std::copy_n(k_new.begin() + 2 * long(row), row, want.begin() + 40 * long(row));
+  EXPECT_EQ(test::to_vec(*be.gpu, cache.k), want);
+  EXPECT_EQ(test::to_vec(*be.gpu, cache.v), want);
+}
+
+TEST(CudaAttention, RejectsBadShapes) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  const AttnCase& c = cases()[0];
+  std::mt19937 rng(9);
+  const HostAttnStep s = make_host_step(c, rng);
+  StepTensors step = upload_step(*be.gpu, s, c);
+  const int64_t T = step.num_tokens;
+  PagedKv cache{be.gpu->zeros(DType::BF16, {s.num_blocks, 16, c.Hkv, c.Dh}),
+                be.gpu->zeros(DType::BF16, {s.num_blocks, 16, c.Hkv, c.Dh})};
+  Tensor q = be.gpu->zeros(DType::BF16, {T, c.Hq, c.Dh});
+  Tensor out = be.gpu->alloc(DType::BF16, {T, c.Hq, c.Dh});
+  Tensor q3 = be.gpu->zeros(DType::BF16, {T, 3, c.Dh}),
+         out3 = be.gpu->alloc(DType::BF16, {T, 3, c.Dh});
+  EXPECT_THROW(be.gpu->attention(out3, q3, cache, step, c.params), Error);  // 3 % 4 heads
+  Tensor qf = be.gpu->zeros(DType::F32, {T, c.Hq, c.Dh});
+  EXPECT_THROW(be.gpu->attention(out, qf, cache, step, c.params), Error);  // f32 q
+  EXPECT_THROW(be.gpu->attention(q, q, cache, step, c.params), Error);     // out aliases q
+  PagedKv big{be.gpu->zeros(DType::BF16, {1, 16, 1, 520}),
+              be.gpu->zeros(DType::BF16, {1, 16, 1, 520})};
+  Tensor q520 = be.gpu->zeros(DType::BF16, {T, 1, 520}),
+         o520 = be.gpu->alloc(DType::BF16, {T, 1, 520});
+  EXPECT_THROW(be.gpu->attention(o520, q520, big, step, c.params), Error);  // head dim > 512
+}
+
+}  // namespace
+}  // namespace tandem
