@@ -3,7 +3,10 @@
 // H200's measured 4.3 TB/s. Prefill (rows of fresh causal tokens): TFLOP/s counted as
 // 4·Σ(visible query-key pairs)·Dh·Hq. Each figure is the median over repetitions of a
 // batch of calls timed with CUDA events on the backend's stream; the host clock (through
-// backend.synchronize()) is printed next to it. Prints figures; never a gate.
+// backend.synchronize()) is printed next to it. Rows marked "graph replay" capture the
+// batch of calls in one CUDA graph and time its replays, as a decode step runs (small
+// shapes timed eagerly measure the host's launch rate as much as the GPU). Prints
+// figures; never a gate.
 //   usage: cuda_attention_bench [calls_per_repetition (default 20)]
 #include <fmt/format.h>
 
@@ -18,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -37,6 +41,8 @@ constexpr int kRepetitions = 7;
 struct Shape {
   int rows, context, new_tokens;  // every row: `new_tokens` tokens ending at `context`
   int Hq, Hkv, Dh;
+  int capacity = 0;    // >0: max_context_len and table width of a replayed CUDA graph
+  bool graph = false;  // time replays of a graph of the calls, not eager calls
 };
 
 // A device bf16 tensor of cheap pseudo-random values in [-1, 1) (timing does not depend
@@ -61,9 +67,13 @@ Tensor device_i32(Backend& be, const std::vector<int32_t>& v, tandem::Shape shap
 // Rows with shuffled block tables, the step's new tokens at the end of each context.
 tandem::StepTensors make_step(Backend& be, const Shape& s, int block_size, std::mt19937& rng) {
   const int per_row = (s.context + block_size - 1) / block_size;
+  const int width = std::max(per_row, s.capacity / block_size);  // table columns
   std::vector<int32_t> ids(size_t(s.rows) * per_row);
   std::iota(ids.begin(), ids.end(), 0);
   std::shuffle(ids.begin(), ids.end(), rng);
+  std::vector<int32_t> table(size_t(s.rows) * width, -1);
+  for (int b = 0; b < s.rows; b++)
+    std::copy_n(ids.begin() + long(b) * per_row, per_row, table.begin() + long(b) * width);
   std::vector<int32_t> pos, slots, starts{0}, ctx;
   for (int b = 0; b < s.rows; b++) {
     for (int p = s.context - s.new_tokens; p < s.context; p++) {
@@ -76,14 +86,14 @@ tandem::StepTensors make_step(Backend& be, const Shape& s, int block_size, std::
   tandem::StepTensors st;
   st.num_tokens = int(pos.size());
   st.num_rows = s.rows;
-  st.max_blocks = per_row;
-  st.max_context_len = s.context;
+  st.max_blocks = width;
+  st.max_context_len = std::max(s.context, s.capacity);
   st.block_size = block_size;
   st.positions = device_i32(be, pos, {int64_t(pos.size())});
   st.slot_map = device_i32(be, slots, {int64_t(slots.size())});
   st.seq_starts = device_i32(be, starts, {int64_t(starts.size())});
   st.context_lens = device_i32(be, ctx, {int64_t(ctx.size())});
-  st.block_table = device_i32(be, ids, {s.rows, per_row});
+  st.block_table = device_i32(be, table, {s.rows, width});
   return st;
 }
 
@@ -117,6 +127,20 @@ Timing time_calls(tandem::CudaBackend& be, int calls, const std::function<void()
   return {ev[ev.size() / 2], host[host.size() / 2]};
 }
 
+// Per call: `calls` calls captured in one graph, its replays timed (after an eager
+// warm-up call, which also creates what the op keeps between calls).
+Timing time_graph(tandem::CudaBackend& be, int calls, const std::function<void()>& fn) {
+  fn();
+  be.synchronize();
+  be.capture_begin();
+  for (int i = 0; i < calls; i++) fn();
+  const std::shared_ptr<void> graph = be.capture_end();
+  Timing t = time_calls(be, 1, [&] { be.replay(graph); });
+  t.event_s /= calls;
+  t.host_s /= calls;
+  return t;
+}
+
 // Times attention over one shape; returns the timing (the cache is freed on return).
 Timing time_attention(tandem::CudaBackend& be, const Shape& s, int calls) {
   constexpr int kBlockSize = 16;
@@ -129,7 +153,8 @@ Timing time_attention(tandem::CudaBackend& be, const Shape& s, int calls) {
   Tensor q = random_bf16(be, {T, s.Hq, s.Dh}, 3);
   Tensor out = be.alloc(DType::BF16, {T, s.Hq, s.Dh});
   const tandem::AttentionParams params{1.f / std::sqrt(float(s.Dh)), 0.f, 0};
-  return time_calls(be, calls, [&] { be.attention(out, q, cache, step, params); });
+  const auto call = [&] { be.attention(out, q, cache, step, params); };
+  return s.graph ? time_graph(be, calls, call) : time_calls(be, calls, call);
 }
 
 void bench_decode(tandem::CudaBackend& be, const Shape& s, int calls) {
@@ -137,9 +162,11 @@ void bench_decode(tandem::CudaBackend& be, const Shape& s, int calls) {
   const double bytes = 2.0 * s.rows * s.context * s.Hkv * s.Dh * 2;  // K and V, bf16
   fmt::print(
       "decode   B={:<4} ctx={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
-      "{:7.0f} GB/s  {:5.1f}% of 4.3 TB/s\n",
+      "{:7.0f} GB/s  {:5.1f}% of 4.3 TB/s{}{}\n",
       s.rows, s.context, s.Hq, s.Hkv, s.Dh, t.event_s * 1e6, t.host_s * 1e6,
-      bytes / t.event_s * 1e-9, 100 * bytes / t.event_s / kMeasuredHbm);
+      bytes / t.event_s * 1e-9, 100 * bytes / t.event_s / kMeasuredHbm,
+      s.capacity > 0 ? fmt::format("  (graph capacity {})", s.capacity) : "",
+      s.graph ? "  graph replay" : "");
 }
 
 void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls) {
@@ -167,10 +194,15 @@ int main(int argc, char** argv) {
     auto& be = dynamic_cast<tandem::CudaBackend&>(*backend);
     fmt::print("{}: {} SMs\n", be.props().name, be.props().multiProcessorCount);
     fmt::print("kind     shape                                        events/call  host/call\n");
-    for (const Shape& s : {Shape{64, 4096, 1, 32, 8, 128}, Shape{256, 1024, 1, 32, 8, 128},
-                           Shape{8, 32768, 1, 32, 8, 128}, Shape{1, 8192, 1, 32, 8, 128},
-                           Shape{64, 4096, 1, 16, 8, 256}, Shape{32, 4096, 1, 16, 4, 512},
-                           Shape{64, 4096, 1, 32, 32, 96}})
+    for (const Shape& s :
+         {Shape{64, 4096, 1, 32, 8, 128}, Shape{256, 1024, 1, 32, 8, 128},
+          Shape{8, 32768, 1, 32, 8, 128}, Shape{1, 8192, 1, 32, 8, 128},
+          Shape{64, 4096, 1, 16, 8, 256}, Shape{64, 4096, 1, 16, 2, 256},
+          Shape{32, 4096, 1, 16, 4, 512}, Shape{64, 4096, 1, 32, 32, 96},
+          Shape{64, 4096, 1, 32, 8, 128, 131072}, Shape{64, 300, 1, 32, 8, 128, 131072},
+          Shape{1, 300, 1, 32, 8, 128, 131072}, Shape{1, 300, 1, 32, 8, 128, 131072, true},
+          Shape{1, 130, 1, 32, 8, 128, 131072, true}, Shape{1, 8192, 1, 32, 8, 128, 131072, true},
+          Shape{8, 1000, 1, 32, 8, 128, 131072, true}, Shape{64, 300, 1, 32, 8, 128, 131072, true}})
       bench_decode(be, s, calls);
     for (const Shape& s : {Shape{8, 2048, 2048, 32, 8, 128}, Shape{1, 8192, 8192, 32, 8, 128},
                            Shape{4, 4096, 512, 32, 8, 128}, Shape{8, 2048, 2048, 16, 8, 256},

@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -20,6 +21,39 @@ void Backend::capture_begin() { fail("{}: graphs are not supported", name()); }
 std::shared_ptr<void> Backend::capture_end() { fail("{}: graphs are not supported", name()); }
 void Backend::replay(const std::shared_ptr<void>&) { fail("{}: graphs are not supported", name()); }
 
+void Backend::write_i32_rows(Tensor& dst, const int32_t* src, int64_t rows, int64_t cols) {
+  TANDEM_CHECK(device() == Device::CPU, "write_i32_rows needs an override on {}", name());
+  TANDEM_CHECK(dst.dtype == DType::I32 && dst.ndim() == 2 && rows <= dst.dim(0) &&
+                   cols <= dst.dim(1) && rows >= 0 && cols >= 0,
+               "write_i32_rows: [{}, {}] does not fit in dst {}", rows, cols, dst.shape.str());
+  for (int64_t r = 0; r < rows; r++)
+    std::memcpy(dst.ptr<int32_t>() + r * dst.dim(1), src + r * cols, size_t(cols) * sizeof(int32_t));
+}
+
+void Backend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
+                           const StepTensors& step, const RopeSpec& rope_spec,
+                           const QkNorm& norm) {
+  TANDEM_CHECK(q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 && qkv.dim(0) == q.dim(0),
+               "qkv_to_cache: q {} qkv {} cache {}", q.shape.str(), qkv.shape.str(),
+               cache.k.shape.str());
+  const int64_t T = q.dim(0), Hq = q.dim(1), Dh = q.dim(2), Hkv = cache.k.dim(2);
+  TANDEM_CHECK(qkv.dim(1) == (Hq + 2 * Hkv) * Dh && cache.k.dim(3) == Dh,
+               "qkv_to_cache: qkv {} is not [T, ({} + 2·{})·{}]", qkv.shape.str(), Hq, Hkv, Dh);
+  Tensor qf = q.reshape({T, Hq * Dh});
+  Tensor k = alloc(act_dtype(), {T, Hkv * Dh}), v = alloc(act_dtype(), {T, Hkv * Dh});
+  split_columns(qkv, {&qf, &k, &v});
+  k = k.reshape({T, Hkv, Dh});
+  v = v.reshape({T, Hkv, Dh});
+  if (norm.q.defined()) {
+    Tensor qr = q.reshape({T * Hq, Dh}), kr = k.reshape({T * Hkv, Dh});
+    rms_norm(qr, qr, norm.q, norm.eps, norm.weight_offset);
+    rms_norm(kr, kr, norm.k, norm.eps, norm.weight_offset);
+  }
+  rope(q, step, rope_spec);
+  rope(k, step, rope_spec);
+  write_kv(cache, k, v, step);
+}
+
 void Backend::split_columns(const Tensor& x, std::initializer_list<Tensor*> outs) {
   TANDEM_CHECK(device() == Device::CPU, "split_columns needs an override on {}", name());
   int64_t total = 0;
@@ -38,6 +72,35 @@ void Backend::split_columns(const Tensor& x, std::initializer_list<Tensor*> outs
                   src + size_t(r * x.cols() + col) * esize, size_t(o->cols()) * esize);
       col += o->cols();
     }
+  }
+}
+
+// The host-backend halves of sampling: the work happens in sample_async, whose results
+// wait in the pending state.
+PendingSample Backend::sample_async(Tensor& logits, std::span<const SampleRow> rows) {
+  auto picked = std::make_shared<std::vector<SampledToken>>(rows.size());
+  sample(logits, rows, *picked);
+  return PendingSample{int(rows.size()), picked};
+}
+
+void Backend::sample_wait(PendingSample& pending, std::span<SampledToken> out) {
+  auto* picked = static_cast<std::vector<SampledToken>*>(pending.state.get());
+  TANDEM_CHECK(picked && picked->size() == out.size(), "sample_wait: {} outputs for {} rows",
+               out.size(), pending.num_rows);
+  std::move(picked->begin(), picked->end(), out.begin());
+  pending.state.reset();
+}
+
+void Backend::feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
+                          std::span<const int32_t> src, const PendingSample& from) {
+  TANDEM_CHECK(device() == Device::CPU, "feed_tokens needs an override on {}", name());
+  auto* picked = static_cast<const std::vector<SampledToken>*>(from.state.get());
+  TANDEM_CHECK(picked && dst.size() == src.size(), "feed_tokens: no pending results to read");
+  for (size_t i = 0; i < dst.size(); i++) {
+    TANDEM_CHECK(dst[i] >= 0 && dst[i] < tokens.numel() && src[i] >= 0 &&
+                     src[i] < int32_t(picked->size()),
+                 "feed_tokens: pair {} ({} <- {}) out of range", i, dst[i], src[i]);
+    tokens.ptr<int32_t>()[dst[i]] = (*picked)[size_t(src[i])].token;
   }
 }
 

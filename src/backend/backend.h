@@ -44,6 +44,13 @@ struct AttentionParams {
   int window = 0;       // >0: query at position p sees keys at positions (p - window, p]
 };
 
+// Per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3); undefined tensors: none.
+struct QkNorm {
+  Tensor q, k;  // [Dh] each
+  float eps = 1e-6f;
+  float weight_offset = 0.f;
+};
+
 // One KV group's addresses (DESIGN.md §3): full-attention layers and each sliding window
 // index their own block space, so each group has its own slot map and block table.
 struct KvGroupTensors {
@@ -95,6 +102,13 @@ struct PagedKv {
   Tensor v;
 };
 
+// A sampling op in flight (Backend::sample_async). The picked ids stay on the device,
+// where a later op may read them (feed_tokens), while they travel to the host.
+struct PendingSample {
+  int num_rows = 0;
+  std::shared_ptr<void> state;  // the backend's own: results, their host copy, an event
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -113,6 +127,10 @@ class Backend {
   virtual Tensor to_host_f32(const Tensor& t) = 0;
   // Copies a host i32 array into an existing device tensor of >= n elements.
   virtual void write_i32(Tensor& dst, const int32_t* src, int64_t n) = 0;
+  // Copies a host [rows, cols] i32 array into the first `cols` columns of the first
+  // `rows` rows of a device tensor [R, C] (rows <= R, cols <= C); the rest is untouched.
+  // The default serves host-memory backends.
+  virtual void write_i32_rows(Tensor& dst, const int32_t* src, int64_t rows, int64_t cols);
   virtual void copy(Tensor& dst, const Tensor& src) = 0;
   // Splits x's columns into consecutive pieces: outs[i] gets the next outs[i].cols()
   // columns of every row (Σ cols == x.cols()). The default serves host-memory backends.
@@ -157,6 +175,15 @@ class Backend {
   // Writes the step's new K and V into their slots.   k, v [T, Hkv, Dh]
   virtual void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
                         const StepTensors& step) = 0;
+  // The attention block's step from the fused projection to the cache: q, k, v are the
+  // column blocks of qkv; q and k get the optional per-head RMSNorm, then RoPE; k and v
+  // go to their slots (write_kv), q to `q`. The default composes split_columns, rms_norm,
+  // rope and write_kv; the CUDA backend does it in one kernel (a decode step runs this
+  // once per layer, so its launches count).
+  //   q [T, Hq, Dh] (out), qkv [T, (Hq + 2·Hkv)·Dh], cache [NB, BS, Hkv, Dh]
+  virtual void qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
+                            const StepTensors& step, const RopeSpec& rope_spec,
+                            const QkNorm& norm);
   // Causal attention of each new token over its row's cached keys (its own included),
   // GQA: query head h reads kv head h / (Hq / Hkv).   out, q [T, Hq, Dh]
   virtual void attention(Tensor& out, const Tensor& q, const PagedKv& cache,
@@ -179,6 +206,17 @@ class Backend {
   //   logits [S, V] (act dtype or f32), rows.size() == S, out.size() == S
   virtual void sample(Tensor& logits, std::span<const SampleRow> rows,
                       std::span<SampledToken> out) = 0;
+  // sample() in two halves, so the host can plan and issue the next step while the device
+  // samples this one: sample_async issues the op and returns; sample_wait blocks until
+  // the results are on the host. The defaults run sample() inside sample_async (host
+  // backends have nothing to overlap).
+  virtual PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows);
+  virtual void sample_wait(PendingSample& pending, std::span<SampledToken> out);
+  // tokens[dst[i]] = the token `from` picked for its row src[i]: a step's input ids that
+  // the previous step has not returned to the host yet, written on the device in order
+  // after `from` and before the ops issued next.   tokens [T] i32
+  virtual void feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
+                           std::span<const int32_t> src, const PendingSample& from);
 
   // --- ops added for Gemma 3n ---
   // Not pure: a backend without them fails with "op '...' is not implemented".

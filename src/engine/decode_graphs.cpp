@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "engine/model_runner.h"
 
 namespace tandem {
 
@@ -89,21 +90,25 @@ void DecodeGraphs::write_inputs(Graph& g, const StepPlan& plan) {
   for (int k = 0; k < num_groups_; k++) {
     const KvGroupPlan& p = plan.groups[size_t(k)];
     write(g.step.groups[size_t(k)].slot_map, padded(p.slot_map, -1));
-    std::vector<int32_t> table(size_t(R) * size_t(max_blocks_), 0);
+    // Only the plan's columns: kernels read no entry past a row's context, so the rest
+    // of the capacity-wide table may keep older values. Padding rows get the null block.
+    const int width = std::max(p.max_blocks, 1);
+    std::vector<int32_t> table(size_t(R) * size_t(width), 0);
     for (int b = 0; b < B; b++)
       std::copy_n(p.block_table.begin() + size_t(b) * size_t(p.max_blocks), p.max_blocks,
-                  table.begin() + size_t(b) * size_t(max_blocks_));
-    write(g.step.groups[size_t(k)].block_table, table);
+                  table.begin() + size_t(b) * size_t(width));
+    backend_.write_i32_rows(g.step.groups[size_t(k)].block_table, table.data(), R, width);
   }
 }
 
-Tensor DecodeGraphs::run(const StepPlan& plan) {
+Tensor DecodeGraphs::run(const StepPlan& plan, const PendingSample* prev) {
   TANDEM_CHECK(fits(plan), "DecodeGraphs::run: not a decode step of <= {} rows", buckets_.back());
   int B = plan.num_rows();
   size_t i = size_t(std::lower_bound(buckets_.begin(), buckets_.end(), B) - buckets_.begin());
   if (graphs_[i].rows == 0) graphs_[i] = record(buckets_[i]);
   Graph& g = graphs_[i];
   write_inputs(g, plan);
+  feed_plan_tokens(backend_, g.step.tokens, plan, prev);
   backend_.replay(g.exec);
   return g.logits.slice_rows(0, B);
 }

@@ -3,7 +3,8 @@
 // rows runs the graph of the smallest bucket ≥ B; the extra rows are padding that writes
 // no KV (slot −1) and reads only the null block. Each graph reads its inputs from device
 // arrays of fixed address and capacity (block tables of `max_blocks` columns, context
-// bounds of max_blocks × block_size), which the runner rewrites before each replay.
+// bounds of max_blocks × block_size), which the runner rewrites before each replay (of
+// the block tables only the columns the step's rows use).
 #pragma once
 
 #include <memory>
@@ -26,7 +27,8 @@ class DecodeGraphs {
   // True when `plan` is a decode step that one of the buckets can run.
   bool fits(const StepPlan& plan) const;
   // Runs the plan through its bucket's graph (recorded on first use). Logits [B, vocab].
-  Tensor run(const StepPlan& plan);
+  // `prev`: the previous step's sampling op, for the plan's fed tokens.
+  Tensor run(const StepPlan& plan, const PendingSample* prev = nullptr);
   int num_recorded() const;
 
  private:

@@ -42,6 +42,8 @@ Engine::Engine(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
   const char* graphs_env = std::getenv("TANDEM_CUDA_GRAPHS");
   if (config_.graphs && !(graphs_env && std::string(graphs_env) == "0"))
     runner_->enable_graphs(info_.max_model_len, config_.scheduler.max_rows);
+  overlap_ = config_.overlap > 0 || (config_.overlap < 0 && backend_->device() != Device::CPU);
+  if (const char* env = std::getenv("TANDEM_OVERLAP")) overlap_ = std::string(env) != "0";
   info_.eos_token_ids = c.eos_token_ids;
   info_.num_parameters = model_->num_parameters();
   info_.dtype = std::string(dtype_name(backend_->act_dtype()));
@@ -108,26 +110,32 @@ void Engine::drop_cancelled() {
   }
 }
 
-bool Engine::should_stop(Sequence& seq, int32_t token) const {
-  if (seq.num_generated() < seq.request.min_tokens) return false;
+// `generated`: tokens generated with this one.
+bool Engine::should_stop(const Sequence& seq, int generated, int32_t token) const {
+  if (generated < seq.request.min_tokens) return false;
   const auto& r = seq.request;
   if (!r.ignore_eos && std::count(info_.eos_token_ids.begin(), info_.eos_token_ids.end(), token)) return true;
   return std::count(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) > 0;
 }
 
-void Engine::emit_token(Sequence& seq, const GeneratedToken& token) {
-  seq.tokens.push_back(token.token);
+// The token that arrived for position `index` of the sequence (its placeholder until now).
+void Engine::emit_token(Sequence& seq, int index, const GeneratedToken& token) {
+  seq.tokens[size_t(index)] = token.token;
+  if (seq.pending_row >= 0 && index == seq.num_tokens() - 1) seq.pending_row = -1;
+  const int generated = index + 1 - seq.num_prompt;
   StreamChunk chunk;
   chunk.tokens.push_back(token);
-  bool stop_token = should_stop(seq, token.token);
+  bool stop_token = should_stop(seq, generated, token.token);
   if (seq.detokenizer && !stop_token) chunk.text = seq.stop.push(seq.detokenizer->push(token.token));
   if (seq.stream) seq.stream->push(std::move(chunk));
   if (stop_token || seq.stop.matched()) finish(seq, FinishReason::Stop);
-  else if (seq.num_generated() >= seq.request.max_tokens || seq.num_tokens() >= info_.max_model_len)
+  else if (generated >= seq.request.max_tokens || index + 1 >= info_.max_model_len)
     finish(seq, FinishReason::Length);
 }
 
 void Engine::finish(Sequence& seq, FinishReason reason) {
+  // Tokens issued past the one that ended it were never emitted.
+  while (!seq.tokens.empty() && seq.tokens.back() == kPendingToken) seq.tokens.pop_back();
   StreamChunk last;
   if (seq.detokenizer && reason != FinishReason::Stop) last.text = seq.stop.push(seq.detokenizer->finish());
   if (!seq.stop.matched()) last.text += seq.stop.flush();
@@ -144,45 +152,89 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   std::erase_if(live_, [&](const std::shared_ptr<Sequence>& s) { return s.get() == &seq; });
 }
 
+std::optional<Engine::InFlight> Engine::issue(const std::vector<ScheduledRow>& rows) {
+  std::vector<PlanRow> plan_rows;
+  for (auto& r : rows)
+    plan_rows.push_back({r.seq->tokens, r.seq->num_computed, r.num_tokens, r.seq->block_tables,
+                         r.sample ? 1 : 0});
+  StepPlan plan = build_step_plan(plan_rows, config_.scheduler.block_size);
+  // A row's last token may still be on the device: the previous step's sampling op has it.
+  for (size_t b = 0; b < rows.size(); b++) {
+    const int t = plan.seq_starts[b + 1] - 1;
+    if (plan.tokens[size_t(t)] != kPendingToken) continue;
+    TANDEM_CHECK(in_flight_ && rows[b].seq->pending_row >= 0,
+                 "sequence {}: a pending token with no step in flight", rows[b].seq->id);
+    plan.feed_index.push_back(t);
+    plan.feed_source.push_back(rows[b].seq->pending_row);
+    plan.tokens[size_t(t)] = 0;
+  }
+  for (int32_t token : plan.tokens)
+    TANDEM_CHECK(token != kPendingToken, "a pending token in the middle of a row");
+  Tensor logits = runner_->forward(plan, in_flight_ ? &in_flight_->sample : nullptr);
+  int64_t prompt_tokens = 0;
+  for (auto& r : rows) {
+    int computed = r.seq->num_computed;
+    prompt_tokens += std::max(0, std::min(r.seq->num_prompt, computed + r.num_tokens) - computed);
+  }
+  scheduler_.advance(rows);
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.prompt_tokens_total += prompt_tokens;
+  }
+  // One sampling op for the whole step; each sampled sequence gets a placeholder token.
+  InFlight f;
+  std::vector<SampleRow> sample_rows;
+  for (auto& r : rows) {
+    if (!r.sample) continue;
+    Sequence& seq = *r.seq;
+    sample_rows.push_back(seq.sampler.row(seq.tokens, seq.num_prompt, seq.request.top_logprobs));
+    seq.pending_row = int(f.seqs.size());
+    f.token_index.push_back(seq.num_tokens());
+    seq.tokens.push_back(kPendingToken);
+    if (seq.num_generated() >= seq.request.max_tokens || seq.num_tokens() >= info_.max_model_len)
+      seq.awaiting_last = true;
+    f.needs_history = f.needs_history || seq.sampler.needs_history();
+    f.seqs.push_back(seq.shared_from_this());
+  }
+  if (f.seqs.empty()) return std::nullopt;
+  f.sample = backend_->sample_async(logits, sample_rows);
+  return f;
+}
+
+void Engine::complete_in_flight() {
+  InFlight f = std::move(*in_flight_);
+  in_flight_.reset();
+  std::vector<SampledToken> picked(f.seqs.size());
+  backend_->sample_wait(f.sample, picked);
+  int64_t generated = 0;
+  for (size_t i = 0; i < f.seqs.size(); i++) {
+    Sequence& seq = *f.seqs[i];
+    if (seq.status == SeqStatus::Finished) continue;  // stopped or cancelled meanwhile
+    generated++;
+    emit_token(seq, f.token_index[i], to_generated(picked[i]));
+  }
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.generation_tokens_total += generated;
+}
+
 bool Engine::step() {
   take_inbox();
   drop_cancelled();
+  // Penalties read a row's every token: the next plan waits for the ones in flight.
+  if (in_flight_ && in_flight_->needs_history) complete_in_flight();
   std::vector<ScheduledRow> rows = scheduler_.schedule();
-  if (!rows.empty()) {
-    std::vector<PlanRow> plan_rows;
-    for (auto& r : rows)
-      plan_rows.push_back({r.seq->tokens, r.seq->num_computed, r.num_tokens, r.seq->block_tables,
-                           r.sample ? 1 : 0});
-    StepPlan plan = build_step_plan(plan_rows, config_.scheduler.block_size);
-    Tensor logits = runner_->forward(plan);  // [sampled rows, vocab], on the device
-    int64_t prompt_tokens = 0, generated = 0;
-    std::vector<Sequence*> sampled;
-    for (auto& r : rows) {
-      int computed = r.seq->num_computed;
-      prompt_tokens += std::max(0, std::min(r.seq->num_prompt, computed + r.num_tokens) - computed);
-      if (r.sample) sampled.push_back(r.seq);
-    }
-    scheduler_.advance(rows);
-    // One sampling op for the whole step; only the picked tokens come back to the host.
-    std::vector<SampleRow> sample_rows;
-    for (Sequence* seq : sampled)
-      sample_rows.push_back(seq->sampler.row(seq->tokens, seq->num_prompt, seq->request.top_logprobs));
-    std::vector<SampledToken> picked(sampled.size());
-    if (!sampled.empty()) backend_->sample(logits, sample_rows, picked);
-    for (size_t i = 0; i < sampled.size(); i++) {
-      generated++;
-      emit_token(*sampled[i], to_generated(picked[i]));
-    }
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.prompt_tokens_total += prompt_tokens;
-    stats_.generation_tokens_total += generated;
-  }
+  const bool worked = !rows.empty() || in_flight_.has_value();
+  std::optional<InFlight> issued;
+  if (!rows.empty()) issued = issue(rows);
+  if (in_flight_) complete_in_flight();  // step n's tokens, while step n+1 runs
+  in_flight_ = std::move(issued);
+  if (in_flight_ && !overlap_) complete_in_flight();
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.num_running = int(scheduler_.running().size());
   stats_.num_waiting = int(scheduler_.waiting().size());
   stats_.kv_blocks_used = kv_.num_used();
   stats_.num_preemptions = scheduler_.num_preemptions();
-  return !rows.empty();
+  return worked;
 }
 
 void Engine::run_until_idle() {
@@ -202,20 +254,29 @@ void Engine::start() {
       try {
         if (!step()) wait_for_work();
       } catch (const std::exception& e) {
-        // A failed step fails the rows in it, never the engine.
-        for (auto& seq : std::vector<std::shared_ptr<Sequence>>(live_)) {
-          if (seq->status != SeqStatus::Running) continue;
-          StreamChunk c;
-          c.finish = FinishReason::Error;
-          c.error = e.what();
-          if (seq->stream) seq->stream->push(std::move(c));
-          scheduler_.finish(seq.get());
-          std::erase(live_, seq);
-        }
+        fail_running(e.what());  // a failed step fails the rows in it, never the engine
       }
     }
+    in_flight_.reset();
     for (auto& seq : std::vector<std::shared_ptr<Sequence>>(live_)) finish(*seq, FinishReason::Cancelled);
   });
+}
+
+// The rows of a failed step: every running sequence, and any whose token was in flight
+// (its placeholder can no longer be filled).
+void Engine::fail_running(const std::string& why) {
+  in_flight_.reset();
+  for (auto& seq : std::vector<std::shared_ptr<Sequence>>(live_)) {
+    const bool pending = std::count(seq->tokens.begin(), seq->tokens.end(), kPendingToken) > 0;
+    if (seq->status != SeqStatus::Running && !pending) continue;
+    StreamChunk c;
+    c.finish = FinishReason::Error;
+    c.error = why;
+    c.server_error = true;
+    if (seq->stream) seq->stream->push(std::move(c));
+    scheduler_.finish(seq.get());
+    std::erase(live_, seq);
+  }
 }
 
 void Engine::wait_for_work() {

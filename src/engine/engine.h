@@ -2,12 +2,21 @@
 // Each step: take new requests, drop cancelled ones, plan (Scheduler), run one batched
 // forward (ModelRunner), sample each row, detokenize, apply stop rules, emit, and free
 // the blocks of rows that finished. `--batch 1` is the same loop with one row per step.
+//
+// Overlap (on the GPU): step n+1 is planned and issued before step n's tokens are read.
+// A token still on the device sits in its sequence as kPendingToken; the next step's
+// plan feeds it from the device (StepPlan::feed_index), so the host never waits for the
+// GPU except to read tokens, and the GPU never waits for the host. A sequence that stops
+// on a token of step n has already been given a row in step n+1: that row's token is
+// dropped (its KV writes land in blocks freed after, reused only by later steps on the
+// same stream). A sequence whose last allowed token is in flight gets no further rows.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -29,6 +38,10 @@ struct EngineConfig {
   int max_model_len = 0;        // 0: the model's max_position_embeddings
   std::string served_model_name;
   bool graphs = true;  // decode steps as recorded graphs, where the backend has them
+  // Issue step n+1 before reading step n's tokens (the host plans while the device runs):
+  // 1 on, 0 off, -1 on where the backend runs asynchronously (not on the CPU, where it
+  // would only delay each token by a step).
+  int overlap = -1;
 };
 
 class Engine : public EngineApi {
@@ -59,9 +72,21 @@ class Engine : public EngineApi {
   void take_inbox();
   void admit(std::shared_ptr<Sequence> seq);
   void drop_cancelled();
-  void emit_token(Sequence& seq, const GeneratedToken& token);
+  // A step whose sampled tokens are still on their way to the host.
+  struct InFlight {
+    PendingSample sample;
+    std::vector<std::shared_ptr<Sequence>> seqs;  // [S] the sequence of each sampled row
+    std::vector<int> token_index;                 // [S] where its placeholder token sits
+    bool needs_history = false;  // a row samples with penalties, which read every token
+  };
+  // Plans `rows` into one forward and its sampling op, issued without waiting.
+  std::optional<InFlight> issue(const std::vector<ScheduledRow>& rows);
+  // Waits for the in-flight step's tokens and emits them.
+  void complete_in_flight();
+  void fail_running(const std::string& why);
+  void emit_token(Sequence& seq, int index, const GeneratedToken& token);
   void finish(Sequence& seq, FinishReason reason);
-  bool should_stop(Sequence& seq, int32_t token) const;
+  bool should_stop(const Sequence& seq, int generated, int32_t token) const;
   void wait_for_work();
 
   std::unique_ptr<Backend> backend_;
@@ -72,6 +97,8 @@ class Engine : public EngineApi {
   KvBlockManager kv_;
   std::unique_ptr<ModelRunner> runner_;
   Scheduler scheduler_;
+  bool overlap_ = false;
+  std::optional<InFlight> in_flight_;  // owned by the engine thread
 
   mutable std::mutex inbox_mu_;
   std::condition_variable inbox_cv_;  // signalled by submit() and stop()

@@ -42,7 +42,15 @@ ModelRunner::ModelRunner(Model& model, Backend& backend, std::span<const int> nu
   }
 }
 
-StepTensors ModelRunner::upload(const StepPlan& plan) {
+void feed_plan_tokens(Backend& backend, Tensor& tokens, const StepPlan& plan,
+                      const PendingSample* prev) {
+  if (plan.feed_index.empty()) return;
+  TANDEM_CHECK(prev != nullptr, "the plan feeds {} tokens from a previous step that is not given",
+               plan.feed_index.size());
+  backend.feed_tokens(tokens, plan.feed_index, plan.feed_source, *prev);
+}
+
+StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev) {
   auto i32 = [&](const std::vector<int32_t>& v, Shape shape) {
     Tensor host = Tensor::borrow(const_cast<int32_t*>(v.data()), DType::I32, shape);
     return backend_.upload(host, DType::I32);
@@ -50,6 +58,7 @@ StepTensors ModelRunner::upload(const StepPlan& plan) {
   int64_t T = plan.num_tokens(), B = plan.num_rows();
   StepTensors s;
   s.tokens = i32(plan.tokens, {T});
+  feed_plan_tokens(backend_, s.tokens, plan, prev);
   s.positions = i32(plan.positions, {T});
   s.seq_starts = i32(plan.seq_starts, {B + 1});
   s.context_lens = i32(plan.context_lens, {B});
@@ -81,7 +90,7 @@ void ModelRunner::enable_graphs(int max_model_len, int max_rows) {
                                            num_groups(), block_size_, max_blocks, max_rows);
 }
 
-Tensor ModelRunner::forward(const StepPlan& plan) {
+Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev) {
   TANDEM_CHECK(plan.block_size == block_size_, "plan block size {} vs {}", plan.block_size,
                block_size_);
   TANDEM_CHECK(plan.num_groups() == num_groups(), "plan has {} KV groups, the model {}",
@@ -90,8 +99,8 @@ Tensor ModelRunner::forward(const StepPlan& plan) {
     for (int32_t slot : plan.groups[size_t(g)].slot_map)
       TANDEM_CHECK(slot >= 0 && slot < num_blocks(g) * block_size_,
                    "slot {} out of range in KV group {} ({} blocks)", slot, g, num_blocks(g));
-  if (graphs_ && graphs_->fits(plan)) return graphs_->run(plan);
-  StepTensors step = upload(plan);
+  if (graphs_ && graphs_->fits(plan)) return graphs_->run(plan, prev);
+  StepTensors step = upload(plan, prev);
   return model_.forward(step, kv_);
 }
 

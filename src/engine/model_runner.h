@@ -24,7 +24,8 @@ class ModelRunner {
   // Logits of the plan's sample_index tokens, on the device: [S, vocab] in the backend's
   // act dtype ([1, vocab], unread, when the plan samples nothing). They stay there for
   // the sampling op; callers that want host values use backend.to_host_f32().
-  Tensor forward(const StepPlan& plan);
+  // `prev` is the previous step's sampling op, read for the plan's fed tokens.
+  Tensor forward(const StepPlan& plan, const PendingSample* prev = nullptr);
   // On backends with graphs: run decode steps of up to `max_rows` rows as recorded graphs
   // (engine/decode_graphs.h); `max_model_len` bounds the block tables they read.
   void enable_graphs(int max_model_len, int max_rows);
@@ -39,7 +40,7 @@ class ModelRunner {
   static int64_t bytes_per_block(const Model& model, int block_size, DType dtype);
 
  private:
-  StepTensors upload(const StepPlan& plan);
+  StepTensors upload(const StepPlan& plan, const PendingSample* prev);
 
   Model& model_;
   Backend& backend_;
@@ -49,5 +50,10 @@ class ModelRunner {
   std::vector<PagedKv> kv_;  // [num_layers]
   std::unique_ptr<DecodeGraphs> graphs_;
 };
+
+// Writes the plan's fed tokens (StepPlan::feed_index) into the step's `tokens` on the
+// device, reading the previous step's sampling op `prev`.
+void feed_plan_tokens(Backend& backend, Tensor& tokens, const StepPlan& plan,
+                      const PendingSample* prev);
 
 }  // namespace tandem

@@ -68,6 +68,7 @@ struct StreamChunk {
   std::optional<FinishReason> finish;  // set on the last chunk of a request
   std::string matched_stop;            // the stop string that ended it, if any
   std::string error;                   // set when finish == Error
+  bool server_error = false;           // the engine failed (a 5xx), not the request (a 4xx)
   int prompt_tokens = 0;               // set on the last chunk
   int completion_tokens = 0;           // set on the last chunk
 };

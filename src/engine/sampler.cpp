@@ -10,6 +10,11 @@ namespace tandem {
 Sampler::Sampler(SamplingParams params, uint64_t fallback_seed)
     : params_(params), seed_(params.seed.value_or(fallback_seed)) {}
 
+bool Sampler::needs_history() const {
+  return params_.repetition_penalty != 1.f || params_.presence_penalty != 0.f ||
+         params_.frequency_penalty != 0.f;
+}
+
 SampleRow Sampler::row(std::span<const int32_t> tokens, int num_prompt, int top_logprobs) const {
   SampleRow r;
   r.temperature = params_.greedy() ? 0.f : params_.temperature;
@@ -22,8 +27,8 @@ SampleRow Sampler::row(std::span<const int32_t> tokens, int num_prompt, int top_
   r.seed = seed_;
   r.counter = uint64_t(int64_t(tokens.size()) - num_prompt);
   r.top_logprobs = top_logprobs;
+  if (!needs_history()) return r;
   bool repetition = params_.repetition_penalty != 1.f;
-  if (!repetition && params_.presence_penalty == 0.f && params_.frequency_penalty == 0.f) return r;
   // Distinct tokens with their output counts. Prompt-only tokens matter to the
   // repetition penalty alone (presence/frequency count the output).
   std::unordered_map<int32_t, int32_t> counts;

@@ -25,6 +25,8 @@ class Sampler {
   SampleRow row(std::span<const int32_t> tokens, int num_prompt, int top_logprobs) const;
 
   uint64_t seed() const { return seed_; }
+  // True when row() reads the tokens themselves (a penalty is on), not just their count.
+  bool needs_history() const;
 
  private:
   SamplingParams params_;

@@ -36,7 +36,7 @@ void Scheduler::preempt(Sequence* seq) {
 void Scheduler::schedule_running(std::vector<ScheduledRow>& rows, int& budget, int& prefills) {
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* seq = running_[i];
-    if (seq->prefilling() && prefills >= config_.prompt_concurrency) {
+    if (seq->awaiting_last || (seq->prefilling() && prefills >= config_.prompt_concurrency)) {
       i++;
       continue;
     }
@@ -68,6 +68,7 @@ void Scheduler::schedule_waiting(std::vector<ScheduledRow>& rows, int& budget, i
   while (!waiting_.empty() && budget > 0 && int(running_.size()) < config_.max_rows &&
          prefills < config_.prompt_concurrency) {
     Sequence* seq = waiting_.front();
+    if (seq->awaiting_last) break;  // finishes when its last token arrives
     // Admission: the full-attention groups must hold the whole known sequence now, the
     // window groups what its first chunk computes.
     int n = std::min(seq->num_uncomputed(), budget);

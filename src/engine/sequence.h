@@ -21,7 +21,11 @@ class IncrementalDecoder;
 
 enum class SeqStatus : uint8_t { Waiting, Running, Finished };
 
-struct Sequence {
+// A token the engine has asked the device for but not yet received: it sits in `tokens`
+// while the step that samples it runs (the host plans the next step meanwhile).
+constexpr int32_t kPendingToken = -1;
+
+struct Sequence : std::enable_shared_from_this<Sequence> {
   using Clock = std::chrono::steady_clock;
 
   Sequence(int64_t id, GenerationRequest request, std::shared_ptr<RequestStream> stream,
@@ -40,6 +44,11 @@ struct Sequence {
   StopMatcher stop;
   std::unique_ptr<IncrementalDecoder> detokenizer;  // null when the engine has no tokenizer
   std::optional<FinishReason> finish;
+  // While the last token is kPendingToken: its row in the sampling op of the step in
+  // flight (the next step reads it there). -1 otherwise.
+  int pending_row = -1;
+  // The last token the request can have is in flight: nothing more to compute.
+  bool awaiting_last = false;
   Clock::time_point arrival = Clock::now();
 
   int num_tokens() const { return int(tokens.size()); }

@@ -26,6 +26,11 @@ struct StepPlan {
   std::vector<int32_t> sample_index;  // [S] tokens whose logits the step returns
   std::vector<KvGroupPlan> groups;    // [G] one per KV group
   int block_size = 16;
+  // Tokens the host does not know yet: the previous step sampled them and they are still
+  // on the device. tokens[feed_index[f]] (a placeholder here) is row feed_source[f] of
+  // that step's sampling op (Backend::feed_tokens writes it before the forward).
+  std::vector<int32_t> feed_index;   // [F]
+  std::vector<int32_t> feed_source;  // [F]
 
   int num_rows() const { return int(context_lens.size()); }
   int num_tokens() const { return int(tokens.size()); }

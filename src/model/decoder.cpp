@@ -96,21 +96,9 @@ Tensor DecoderModel::attention_block(const DecoderLayer& l, const Tensor& h,
   DType dt = backend_.act_dtype();
   Tensor qkv = backend_.alloc(dt, {T, (Hq + 2 * Hkv) * Dh});
   backend_.linear(qkv, h, l.qkv, l.qkv_bias);
-  Tensor q = backend_.alloc(dt, {T, Hq * Dh});
-  Tensor k = backend_.alloc(dt, {T, Hkv * Dh});
-  Tensor v = backend_.alloc(dt, {T, Hkv * Dh});
-  backend_.split_columns(qkv, {&q, &k, &v});
-  q = q.reshape({T, Hq, Dh});
-  k = k.reshape({T, Hkv, Dh});
-  v = v.reshape({T, Hkv, Dh});
-  if (l.q_norm.defined()) {
-    Tensor qr = q.reshape({T * Hq, Dh}), kr = k.reshape({T * Hkv, Dh});
-    backend_.rms_norm(qr, qr, l.q_norm, c.rms_norm_eps, traits_.norm_weight_offset);
-    backend_.rms_norm(kr, kr, l.k_norm, c.rms_norm_eps, traits_.norm_weight_offset);
-  }
-  backend_.rope(q, step, l.rope);
-  backend_.rope(k, step, l.rope);
-  backend_.write_kv(kv, k, v, step);
+  Tensor q = backend_.alloc(dt, {T, Hq, Dh});
+  backend_.qkv_to_cache(q, qkv, kv, step, l.rope,
+                        {l.q_norm, l.k_norm, c.rms_norm_eps, traits_.norm_weight_offset});
   Tensor attn = backend_.alloc(dt, {T, Hq, Dh});
   backend_.attention(attn, q, kv, step, l.attention);
   Tensor out = backend_.alloc(dt, {T, c.hidden_size});

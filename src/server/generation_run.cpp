@@ -136,6 +136,7 @@ void append_chunk(ChoiceResult& result, const StreamChunk& chunk) {
   result.finish = *chunk.finish;
   result.matched_stop = chunk.matched_stop;
   result.error = chunk.error;
+  result.server_error = chunk.server_error;
   result.prompt_tokens = chunk.prompt_tokens;
   result.completion_tokens =
       chunk.completion_tokens > 0 ? chunk.completion_tokens : int(result.tokens.size());

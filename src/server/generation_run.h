@@ -73,6 +73,7 @@ struct ChoiceResult {
   FinishReason finish = FinishReason::Stop;
   std::string matched_stop;
   std::string error;
+  bool server_error = false;  // StreamChunk::server_error
   int prompt_tokens = 0;
   int completion_tokens = 0;
 };

@@ -7,8 +7,11 @@
 namespace tandem::server {
 namespace {
 
-[[noreturn]] void throw_engine_error(const std::string& message, bool before_any_token) {
-  if (before_any_token) throw ApiError(400, "invalid_request_error", message);
+// A request the engine refused is the client's error; a failed step (server_error), or
+// one that struck after tokens were produced, is the server's.
+[[noreturn]] void throw_engine_error(const std::string& message, bool before_any_token,
+                                     bool server_error) {
+  if (before_any_token && !server_error) throw ApiError(400, "invalid_request_error", message);
   throw internal_error(message);
 }
 
@@ -104,7 +107,8 @@ void respond_when_done(httplib::Response& res, GenerationRun& run, const ClientW
     return;
   }
   for (const ChoiceResult& r : *results)
-    if (r.finish == FinishReason::Error) throw_engine_error(r.error, r.tokens.empty());
+    if (r.finish == FinishReason::Error)
+      throw_engine_error(r.error, r.tokens.empty(), r.server_error);
   res.status = 200;
   res.set_content(dump_json(format(*results)), "application/json");
 }
@@ -119,7 +123,8 @@ void respond_streaming(httplib::Response& res, std::unique_ptr<GenerationRun> ru
     return;
   }
   if (first->chunk.finish == FinishReason::Error)
-    throw_engine_error(first->chunk.error, first->chunk.tokens.empty());
+    throw_engine_error(first->chunk.error, first->chunk.tokens.empty(),
+                       first->chunk.server_error);
   auto state = std::make_shared<StreamState>();
   state->run = std::move(run);
   state->encoder = std::move(encoder);

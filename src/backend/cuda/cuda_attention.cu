@@ -6,9 +6,12 @@
 //     token and the prefill kernel (flash-attention-2) the rows with more.
 // Which rows have how many tokens is read on the device; the host only sizes grids from
 // T, B and the step's upper bounds, so a step can be captured in a CUDA graph and
-// replayed with shorter rows.
+// replayed with shorter rows. Flash-decoding splits merge inside the decode kernel, on
+// arrival counters the backend keeps zeroed between launches (split_counters).
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_backend.h"
@@ -80,22 +83,72 @@ attn::AttnArgs step_args(const StepTensors& step) {
   return a;
 }
 
-// Flash-decoding plan: enough CTAs for ~4 per SM, splits of >= 256 keys, from host
-// integers only. max_keys bounds any token's visible keys (an upper bound suffices).
-attn::SplitArgs plan_splits(int num_items, int max_keys, int num_sms) {
-  constexpr int kMinSplitKeys = 256;
-  const int keys = std::max(1, max_keys);
-  const int want = (4 * num_sms + std::max(1, num_items) - 1) / std::max(1, num_items);
-  const int by_len = (keys + kMinSplitKeys - 1) / kMinSplitKeys;
-  int splits = std::clamp(std::min(want, by_len), 1, attn::kMaxSplits);
-  const int per = (keys + splits - 1) / splits;
+// Arrival counters per SM: splitting only pays below ~6 waves of items (above, one split
+// fills >= 6/7 of the waves), i.e. items < 6 · ctas_per_sm · num_sms, and ctas_per_sm is
+// 2-3 here; 64 per SM leaves room for any occupancy up to 10 (256 B per SM).
+constexpr int64_t kSplitCountersPerSm = 64;
+
+int64_t split_counter_capacity(const cudaDeviceProp& props) {
+  return kSplitCountersPerSm * std::max(1, props.multiProcessorCount);
+}
+
+// Flash-decoding plan from host integers only (graph-capturable): the split count S
+// that makes items · S CTAs fill the GPU's num_sms · ctas_per_sm slots well, i.e. the
+// smallest S whose waves are >= 85% full (items · S / (waves · slots); a partial single
+// wave counts as one wave), else the fullest S; at most kMaxSplits and
+// ceil(max_keys / kMinSplitKeys). Each CTA then derives its keys from its token's real
+// key count (split_chunk), so max_keys only has to be an upper bound: a graph's
+// capacity merely lifts the cap. More items than arrival counters (max_split_items):
+// one split (the plan would pick it anyway, see kSplitCountersPerSm).
+attn::SplitArgs plan_splits(int64_t num_items, int max_keys, int num_sms, int ctas_per_sm,
+                            int64_t max_split_items) {
   attn::SplitArgs sp;
-  sp.chunk = (per + attn::kSplitAlign - 1) / attn::kSplitAlign * attn::kSplitAlign;
-  sp.num_splits = (keys + sp.chunk - 1) / sp.chunk;
+  if (num_items > max_split_items) return sp;
+  const int64_t slots = std::max(1, num_sms) * int64_t(std::max(1, ctas_per_sm));
+  const int64_t items = std::max<int64_t>(1, num_items);
+  const int64_t by_len =
+      (std::max<int64_t>(1, max_keys) + attn::kMinSplitKeys - 1) / attn::kMinSplitKeys;
+  const int cap = int(std::clamp<int64_t>(by_len, 1, attn::kMaxSplits));
+  int best = 1;
+  double best_eff = -1.0;
+  for (int s = 1; s <= cap; s++) {
+    const int64_t ctas = items * s, waves = (ctas + slots - 1) / slots;
+    const double eff = double(ctas) / double(waves * slots);
+    if (eff >= 0.85) {
+      best = s;
+      break;
+    }
+    if (eff > best_eff + 1e-9) {
+      best = s;
+      best_eff = eff;
+    }
+  }
+  sp.num_splits = best;
   return sp;
 }
 
 }  // namespace
+
+// Created outside graph capture only: zeroing it inside a capture would become a graph
+// node, and eager launches before the first replay would see garbage. The decode graphs
+// run every captured step eagerly first, so the first split launch is always eager.
+int* CudaBackend::split_counters() {
+  if (split_counters_) return split_counters_.get();
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cuda_check(cudaStreamIsCapturing(stream_, &capture), "attention: cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone)
+    cuda_fail(
+        "attention: the split-merge counters must be created outside CUDA graph capture; "
+        "run the captured step once eagerly first");
+  const int64_t bytes = split_counter_capacity(props_) * int64_t(sizeof(int));
+  cuda_check(cudaSetDevice(device_), "attention: cudaSetDevice");
+  void* p = nullptr;
+  cuda_check(cudaMalloc(&p, size_t(bytes)), "attention: cudaMalloc (split counters)");
+  std::shared_ptr<int> counters(static_cast<int*>(p), [](int* q) { cudaFree(q); });
+  cuda_check(cudaMemsetAsync(p, 0, size_t(bytes), stream_), "attention: cudaMemsetAsync");
+  split_counters_ = std::move(counters);
+  return split_counters_.get();
+}
 
 // Writes the step's new K and V into their slots.   k, v [T, Hkv, Dh]
 void CudaBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
@@ -155,16 +208,19 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   const int num_x = all_decode ? step.num_tokens : step.num_rows;
   const int max_keys =
       params.window > 0 ? std::min(step.max_context_len, params.window) : step.max_context_len;
-  attn::SplitArgs sp = plan_splits(num_x * a.num_kv_heads * ((a.group + 15) / 16), max_keys,
-                                   props_.multiProcessorCount);
+  const int64_t items = int64_t(num_x) * a.num_kv_heads * ((a.group + 15) / 16);
+  attn::SplitArgs sp =
+      plan_splits(items, max_keys, props_.multiProcessorCount, attn::decode_ctas_per_sm(int(Dh)),
+                  split_counter_capacity(props_));
   sp.by_row = !all_decode;
   Tensor part_o, part_ml;  // split partials; back to the caching allocator after the launch
   if (sp.num_splits > 1) {
-    const int64_t items = int64_t(num_x) * Hq * sp.num_splits;
-    part_o = alloc(DType::F32, {items, Dh});
-    part_ml = alloc(DType::F32, {items, 2});
+    const int64_t parts = int64_t(num_x) * Hq * sp.num_splits;
+    part_o = alloc(DType::F32, {parts, Dh});
+    part_ml = alloc(DType::F32, {parts, 2});
     sp.part_o = part_o.ptr<float>();
     sp.part_ml = reinterpret_cast<float2*>(part_ml.ptr<float>());
+    sp.counters = split_counters();
   }
   attn::launch_decode(a, sp, num_x, stream_);
   if (!all_decode) attn::launch_prefill(a, stream_);

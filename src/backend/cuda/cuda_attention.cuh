@@ -23,8 +23,12 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 128;  // every attention kernel runs 4 warps
 constexpr int kMaxHeadDim = 512;
-constexpr int kMaxSplits = 128;  // flash-decoding splits per (token, kv head)
-constexpr int kSplitAlign = 64;  // a split's key count is a multiple of every key tile
+constexpr int kMaxSplits = 128;     // flash-decoding splits per (token, kv head)
+constexpr int kSplitAlign = 64;     // a split's key count is a multiple of every key tile
+// A split covers at least this many keys (if it has them): one 64-key tile at Dh 96..128,
+// so a short context spreads over many CTAs of one tile each (the splits merge in the
+// decode kernel itself, so more splits cost little).
+constexpr int kMinSplitKeys = 64;
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Everything one attention launch reads. All pointers are device memory.
@@ -48,13 +52,27 @@ struct AttnArgs {
 };
 
 // How decode work is split over the context (flash-decoding), and where partials go.
+// The host fixes only the split count (from the grid size); each CTA derives its keys
+// from its token's real key count, read on the device (split_chunk). With several live
+// splits, each writes its partial and counts itself in; the last to arrive merges.
 struct SplitArgs {
   int num_splits = 1;
-  int chunk = kSplitAlign;    // keys per split; the last split also takes any remainder
   bool by_row = false;        // grid x = rows (only 1-token rows) or tokens (all tokens)
   float* part_o = nullptr;    // [X, Hq, num_splits, Dh] f32, each split's normalized output
   float2* part_ml = nullptr;  // [X, Hq, num_splits]: (max score in log2 units, exp sum)
+  // [X, Hkv · ceil(G / 16)] arrival counters, one per (x, kv head, head group): zero
+  // before every launch, and the kernel leaves them zero (a persistent buffer).
+  int* counters = nullptr;
 };
+
+// Keys per split of a token that sees `keys` keys: an even share rounded up to whole
+// tiles, at least kMinSplitKeys. Split s covers keys [s·chunk, (s+1)·chunk) of the token's
+// range; ceil(keys / chunk) <= num_splits of them hold keys, the others exit at once.
+__host__ __device__ inline int split_chunk(int num_splits, int keys) {
+  const int share = (keys + num_splits - 1) / num_splits;
+  const int chunk = (share + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+  return chunk > kMinSplitKeys ? chunk : kMinSplitKeys;
+}
 
 // Launchers (cuda_attention_prefill.cu / cuda_attention_decode.cu). Head dims are padded
 // up to the next compiled size; `padded_head_dim` names it (0 = unsupported).
@@ -63,8 +81,15 @@ int padded_head_dim(int head_dim);
 void launch_prefill(const AttnArgs& a, cudaStream_t stream);
 // Tokens of 1-token rows (by_row) or every token (!by_row), over num_x = B or T.
 void launch_decode(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream_t stream);
+// Decode CTAs resident per SM for a head dim (occupancy of the decode kernel), >= 1.
+int decode_ctas_per_sm(int head_dim);
 
 // ---------------------------------------------------------------- primitives
+
+// Hint: bring the line holding p into L1 (no register, no wait; p must be mapped).
+__device__ __forceinline__ void prefetch_l1(const void* p) {
+  asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p));
+}
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));

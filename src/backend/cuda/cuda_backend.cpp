@@ -158,6 +158,14 @@ void CudaBackend::write_i32(Tensor& dst, const int32_t* src, int64_t n) {
   if (n > 0) allocator_->write_async(dst.data, src, size_t(n) * sizeof(int32_t));
 }
 
+void CudaBackend::write_i32_rows(Tensor& dst, const int32_t* src, int64_t rows, int64_t cols) {
+  cuda::check_tensor(dst, DType::I32, "write_i32_rows", "dst");
+  if (dst.ndim() != 2 || rows < 0 || cols < 0 || rows > dst.dim(0) || cols > dst.dim(1))
+    fail("write_i32_rows: [{}, {}] does not fit in dst {}", rows, cols, dst.shape.str());
+  allocator_->write_rows_async(dst.data, size_t(dst.dim(1)) * sizeof(int32_t), src,
+                               size_t(cols) * sizeof(int32_t), size_t(rows));
+}
+
 void CudaBackend::copy(Tensor& dst, const Tensor& src) {
   cuda::check_on_device(src, "copy", "src");
   cuda::check_tensor(dst, src.dtype, "copy", "dst");

@@ -3,7 +3,7 @@
 // a comparison test in tests/unit/backend_cuda/.
 //
 // Execution: everything runs in order on one stream (`stream()`); no op synchronizes the
-// host except the ones that return host data (to_host_f32, sample). Memory comes from a
+// host except the ones that return host data (to_host_f32, sample, sample_wait). Memory comes from a
 // caching allocator (cuda_memory.cpp) that never returns blocks to the driver, so
 // steady-state steps allocate nothing from CUDA and addresses captured in CUDA graphs
 // stay valid (stream order makes reuse between ops safe).
@@ -28,6 +28,7 @@
 namespace tandem {
 
 class CudaAllocator;
+struct SamplePool;  // cuda_sample.cu: pinned result buffers reused across steps
 
 // Throws tandem::Error. nvcc cannot compile fmt (core/error.h), so .cu files use these.
 [[noreturn]] void cuda_fail(const std::string& message);
@@ -56,6 +57,7 @@ class CudaBackend final : public Backend {
   Tensor upload(const Tensor& host, DType dtype) override;
   Tensor to_host_f32(const Tensor& t) override;
   void write_i32(Tensor& dst, const int32_t* src, int64_t n) override;
+  void write_i32_rows(Tensor& dst, const int32_t* src, int64_t rows, int64_t cols) override;
   void copy(Tensor& dst, const Tensor& src) override;
   void split_columns(const Tensor& x, std::initializer_list<Tensor*> outs) override;
   void synchronize() override;
@@ -79,6 +81,8 @@ class CudaBackend final : public Backend {
   void rope(Tensor& x, const StepTensors& step, const RopeSpec& spec) override;
   void gated_act(Tensor& out, const Tensor& gate_up, Activation act) override;
   void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v, const StepTensors& step) override;
+  void qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache, const StepTensors& step,
+                    const RopeSpec& rope_spec, const QkNorm& norm) override;  // cuda_rope.cu
   void attention(Tensor& out, const Tensor& q, const PagedKv& cache, const StepTensors& step,
                  const AttentionParams& params) override;
   void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
@@ -88,6 +92,10 @@ class CudaBackend final : public Backend {
                    const Tensor& gate_up, const Tensor& down, Activation act) override;
   void sample(Tensor& logits, std::span<const SampleRow> rows,
               std::span<SampledToken> out) override;
+  PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows) override;
+  void sample_wait(PendingSample& pending, std::span<SampledToken> out) override;
+  void feed_tokens(Tensor& tokens, std::span<const int32_t> dst, std::span<const int32_t> src,
+                   const PendingSample& from) override;
 
   // --- ops added for Gemma 3n --- (cuda_gemma_ops.cu)
   void sub(Tensor& out, const Tensor& a, const Tensor& b) override;
@@ -114,6 +122,12 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   cublasLtHandle_t cublas_lt_ = nullptr;
   std::shared_ptr<CudaAllocator> allocator_;
+  std::shared_ptr<SamplePool> sample_pool_;
+  // cuda_attention.cu: the decode kernel's split-merge arrival counters, zero between
+  // launches (persistent state, so its own cudaMalloc: a caching-allocator block may be a
+  // captured graph's temporary, which a replay would overwrite). Created on first use.
+  std::shared_ptr<int> split_counters_;
+  int* split_counters();
 };
 
 }  // namespace tandem

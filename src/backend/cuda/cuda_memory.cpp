@@ -105,29 +105,62 @@ std::shared_ptr<void> CudaAllocator::allocate(size_t bytes) {
   return std::shared_ptr<void>(b.ptr, [self, size = b.size](void* p) { self->give_back(p, size); });
 }
 
+CudaAllocator::StagingSlot& CudaAllocator::slot_with_room(size_t bytes) {
+  StagingSlot* slot = &slots_[size_t(current_slot_)];
+  if (kSlotBytes - slot->used < bytes) {
+    // Recycle the next slot: its last copy was queued a whole ring ago, usually long done.
+    current_slot_ = (current_slot_ + 1) % kNumSlots;
+    slot = &slots_[size_t(current_slot_)];
+    cuda_check(cudaEventSynchronize(slot->copied), "cudaEventSynchronize (staging ring)");
+    slot->used = 0;
+  }
+  return *slot;
+}
+
 void CudaAllocator::write_async(void* dst, const void* src, size_t bytes) {
   std::lock_guard lock(staging_mutex_);
   const char* from = static_cast<const char*>(src);
   char* to = static_cast<char*>(dst);
   while (bytes > 0) {
-    StagingSlot* slot = &slots_[size_t(current_slot_)];
-    if (slot->used == kSlotBytes) {
-      // Recycle the next slot: its last copy was queued a whole ring ago, usually long done.
-      current_slot_ = (current_slot_ + 1) % kNumSlots;
-      slot = &slots_[size_t(current_slot_)];
-      cuda_check(cudaEventSynchronize(slot->copied), "cudaEventSynchronize (staging ring)");
-      slot->used = 0;
-    }
-    const size_t n = std::min(bytes, kSlotBytes - slot->used);
-    char* staged = slot->host + slot->used;
+    StagingSlot& slot = slot_with_room(1);
+    const size_t n = std::min(bytes, kSlotBytes - slot.used);
+    char* staged = slot.host + slot.used;
     std::memcpy(staged, from, n);
     cuda_check(cudaMemcpyAsync(to, staged, n, cudaMemcpyHostToDevice, stream_),
                "cudaMemcpyAsync (host to device)");
-    cuda_check(cudaEventRecord(slot->copied, stream_), "cudaEventRecord (staging ring)");
-    slot->used += n;
+    cuda_check(cudaEventRecord(slot.copied, stream_), "cudaEventRecord (staging ring)");
+    slot.used += n;
     from += n;
     to += n;
     bytes -= n;
+  }
+}
+
+void CudaAllocator::write_rows_async(void* dst, size_t dst_pitch, const void* src,
+                                     size_t row_bytes, size_t rows) {
+  if (row_bytes == 0 || rows == 0) return;
+  if (row_bytes > kSlotBytes) {  // rows too wide to stage whole: one write each
+    for (size_t r = 0; r < rows; r++)
+      write_async(static_cast<char*>(dst) + r * dst_pitch,
+                  static_cast<const char*>(src) + r * row_bytes, row_bytes);
+    return;
+  }
+  std::lock_guard lock(staging_mutex_);
+  const char* from = static_cast<const char*>(src);
+  char* to = static_cast<char*>(dst);
+  while (rows > 0) {
+    StagingSlot& slot = slot_with_room(row_bytes);
+    const size_t n = std::min(rows, (kSlotBytes - slot.used) / row_bytes);
+    char* staged = slot.host + slot.used;
+    std::memcpy(staged, from, n * row_bytes);
+    cuda_check(cudaMemcpy2DAsync(to, dst_pitch, staged, row_bytes, row_bytes, n,
+                                 cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpy2DAsync (host to device)");
+    cuda_check(cudaEventRecord(slot.copied, stream_), "cudaEventRecord (staging ring)");
+    slot.used += n * row_bytes;
+    from += n * row_bytes;
+    to += n * dst_pitch;
+    rows -= n;
   }
 }
 

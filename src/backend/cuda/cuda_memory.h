@@ -46,6 +46,10 @@ class CudaAllocator : public std::enable_shared_from_this<CudaAllocator> {
   // copied into pinned memory before returning, so the caller may reuse it at once.
   // Not for use during CUDA graph capture (it waits on events of earlier writes).
   void write_async(void* dst, const void* src, size_t bytes);
+  // The same for `rows` rows of `row_bytes` each, packed in `src`, to rows `dst_pitch`
+  // bytes apart on the device (the first columns of a wider device table).
+  void write_rows_async(void* dst, size_t dst_pitch, const void* src, size_t row_bytes,
+                        size_t rows);
 
   void* workspace() const { return workspace_; }
 
@@ -73,6 +77,7 @@ class CudaAllocator : public std::enable_shared_from_this<CudaAllocator> {
     void* ptr;
     size_t size;  // the block's own size, >= the size asked for
   };
+  StagingSlot& slot_with_room(size_t bytes);  // the current slot, or the next when full
   Block take_block(size_t size);  // from the free lists or the driver
   void give_back(void* ptr, size_t size);
   void release_all() noexcept;  // frees everything (constructor failure, destructor)

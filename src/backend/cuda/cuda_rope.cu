@@ -5,6 +5,10 @@
 // The spec's inv_freq table travels inside the kernel's parameters (at most kMaxHalf
 // floats): no upload, no cache, and a captured CUDA graph keeps its own copy. Dynamic NTK
 // needs each row's length (largest position + 1), found by a small per-row kernel first.
+//
+// Also here: qkv_to_cache, the attention block's split + q/k norm + RoPE + KV write in
+// one kernel (one launch per layer instead of six in a decode step).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -69,6 +73,18 @@ __device__ __forceinline__ float token_inv_freq(const RopeArgs& a, int i, int32_
   return 1.f / powf(base, float(2 * i) / float(dim));
 }
 
+// The per-token cos/sin table of RoPE (scaled by attention_factor) into shared memory:
+// cs[i] = cos, cs[half + i] = sin. Every thread of the block takes part.
+__device__ __forceinline__ void fill_cos_sin(float* cs, const RopeArgs& args, int32_t position,
+                                             int32_t row_len) {
+  const float p = float(position);
+  for (int i = threadIdx.x; i < args.half; i += blockDim.x) {
+    const float angle = p * token_inv_freq(args, i, row_len);
+    cs[i] = cosf(angle) * args.attention_factor;
+    cs[args.half + i] = sinf(angle) * args.attention_factor;
+  }
+}
+
 // Rotates the H heads of one token per block.   x [T, H, Dh], positions [T],
 // row_len [T] (only read when dynamic)
 __global__ void rope_kernel(bf16* __restrict__ x, const int32_t* __restrict__ positions,
@@ -77,13 +93,7 @@ __global__ void rope_kernel(bf16* __restrict__ x, const int32_t* __restrict__ po
   __shared__ float cs[2 * kMaxHalf];  // [cos (half) | sin (half)], scaled
   const int64_t t = blockIdx.x;
   const int half = args.half;
-  const float p = float(positions[t]);
-  const int32_t L = args.dynamic_factor > 0.f ? row_len[t] : 0;
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const float angle = p * token_inv_freq(args, i, L);
-    cs[i] = cosf(angle) * args.attention_factor;
-    cs[half + i] = sinf(angle) * args.attention_factor;
-  }
+  fill_cos_sin(cs, args, positions[t], args.dynamic_factor > 0.f ? row_len[t] : 0);
   __syncthreads();
   bf16* row = x + t * H * Dh;
   for (int64_t j = threadIdx.x; j < H * half; j += blockDim.x) {
@@ -93,6 +103,85 @@ __global__ void rope_kernel(bf16* __restrict__ x, const int32_t* __restrict__ po
     const float x1 = __bfloat162float(head[i]), x2 = __bfloat162float(head[i + half]);
     head[i] = __float2bfloat16_rn(x1 * cs[i] - x2 * cs[half + i]);
     head[i + half] = __float2bfloat16_rn(x2 * cs[i] + x1 * cs[half + i]);
+  }
+}
+
+// Where qkv_cache_kernel reads and writes: qkv [T, (Hq + 2·Hkv)·Dh] in, q [T, Hq, Dh] and
+// the cache [slots, Hkv, Dh] out; norms [Dh] (null: none), bf16 or f32.
+struct QkvArgs {
+  bf16* q;
+  bf16* k_cache;
+  bf16* v_cache;
+  const bf16* qkv;
+  const int32_t* positions;
+  const int32_t* row_len;  // only read when dynamic
+  const int32_t* slot_map;
+  int64_t num_slots;
+  int Hq, Hkv, Dh;
+  const void* q_norm;
+  const void* k_norm;
+  bool norm_f32;
+  float eps, offset;
+};
+
+__device__ __forceinline__ float norm_weight(const void* w, bool f32, int d) {
+  return f32 ? static_cast<const float*>(w)[d] : __bfloat162float(static_cast<const bf16*>(w)[d]);
+}
+
+// Block (t, y): token t, heads [y·W, y·W + W) of its Hq + 2·Hkv (W warps, one head
+// each, so a one-token step still spreads over many SMs). A warp loads its head into
+// shared memory (f32), applies the optional RMSNorm (rounded to bf16, as the separate op
+// stores it), then RoPE for q and k heads; q heads go to q, k and v heads to the token's
+// slot (none when it is negative).
+//   dynamic shared memory: [cos | sin] (2·half floats), then Dh floats per warp
+__global__ void qkv_cache_kernel(const QkvArgs a, const RopeArgs args) {
+  extern __shared__ float smem[];
+  float* cs = smem;
+  const int64_t t = blockIdx.x;
+  const int half = args.half;
+  fill_cos_sin(cs, args, a.positions[t],
+               args.dynamic_factor > 0.f ? a.row_len[t] : 0);
+  __syncthreads();
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int num_warps = int(blockDim.x) / 32, Dh = a.Dh;
+  float* buf = smem + 2 * half + warp * Dh;
+  const int64_t slot = a.slot_map[t];
+  const bool has_slot = slot >= 0 && slot < a.num_slots;
+  const bf16* row = a.qkv + t * int64_t(a.Hq + 2 * a.Hkv) * Dh;
+  const int last = min(a.Hq + 2 * a.Hkv, int(blockIdx.y + 1) * num_warps);
+  for (int h = int(blockIdx.y) * num_warps + warp; h < last; h += num_warps) {  // one pass
+    const bool is_q = h < a.Hq, is_v = h >= a.Hq + a.Hkv;
+    bf16* dst;
+    if (is_q) {
+      dst = a.q + (t * a.Hq + h) * Dh;
+    } else {
+      if (!has_slot) continue;  // the whole warp skips together
+      const int kvh = is_v ? h - a.Hq - a.Hkv : h - a.Hq;
+      dst = (is_v ? a.v_cache : a.k_cache) + (slot * a.Hkv + kvh) * Dh;
+    }
+    const bf16* src = row + int64_t(h) * Dh;
+    float sum_sq = 0.f;
+    for (int d = lane; d < Dh; d += 32) {
+      const float x = __bfloat162float(src[d]);
+      buf[d] = x;
+      sum_sq += x * x;
+    }
+    const void* w = is_v ? nullptr : (is_q ? a.q_norm : a.k_norm);
+    if (w) {
+      const float r = 1.f / sqrtf(cuda::warp_sum(sum_sq) / float(Dh) + a.eps);
+      for (int d = lane; d < Dh; d += 32)
+        buf[d] = __bfloat162float(
+            __float2bfloat16_rn((buf[d] * r) * (norm_weight(w, a.norm_f32, d) + a.offset)));
+    }
+    __syncwarp();
+    const int rotated = is_v ? 0 : half;
+    for (int i = lane; i < rotated; i += 32) {
+      const float x1 = buf[i], x2 = buf[i + half];
+      dst[i] = __float2bfloat16_rn(x1 * cs[i] - x2 * cs[half + i]);
+      dst[i + half] = __float2bfloat16_rn(x2 * cs[i] + x1 * cs[half + i]);
+    }
+    for (int d = 2 * rotated + lane; d < Dh; d += 32) dst[d] = __float2bfloat16_rn(buf[d]);
+    __syncwarp();
   }
 }
 
@@ -157,6 +246,75 @@ void CudaBackend::rope(Tensor& x, const StepTensors& step, const RopeSpec& spec)
       x.ptr<bf16>(), step.positions.ptr<int32_t>(),
       row_len.defined() ? row_len.ptr<int32_t>() : nullptr, H, Dh, args);
   TANDEM_CUDA_LAUNCHED("rope_kernel");
+}
+
+// q, k, v from the fused projection to q and the cache, with the optional q/k norms and
+// RoPE (Backend::qkv_to_cache).   q [T, Hq, Dh], qkv [T, (Hq + 2·Hkv)·Dh]
+void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
+                               const StepTensors& step, const RopeSpec& spec,
+                               const QkNorm& norm) {
+  cuda::check_tensor(q, DType::BF16, "qkv_to_cache", "q");
+  cuda::check_tensor(qkv, DType::BF16, "qkv_to_cache", "qkv");
+  cuda::check_tensor(cache.k, DType::BF16, "qkv_to_cache", "cache.k");
+  cuda::check_tensor(cache.v, DType::BF16, "qkv_to_cache", "cache.v");
+  cuda::check_tensor(step.positions, DType::I32, "qkv_to_cache", "step.positions");
+  cuda::check_tensor(step.slot_map, DType::I32, "qkv_to_cache", "step.slot_map");
+  TANDEM_CUDA_REQUIRE(q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 &&
+                          cache.v.shape == cache.k.shape,
+                      "qkv_to_cache: q " + q.shape.str() + ", qkv " + qkv.shape.str() +
+                          ", cache " + cache.k.shape.str());
+  const int64_t T = q.dim(0), Hq = q.dim(1), Dh = q.dim(2), Hkv = cache.k.dim(2);
+  TANDEM_CUDA_REQUIRE(qkv.dim(0) == T && qkv.dim(1) == (Hq + 2 * Hkv) * Dh &&
+                          cache.k.dim(3) == Dh && T == step.num_tokens &&
+                          step.positions.numel() >= T && step.slot_map.numel() >= T,
+                      "qkv_to_cache: qkv " + qkv.shape.str() + " must be [T, (Hq + 2·Hkv)·Dh] for q " +
+                          q.shape.str() + " and cache " + cache.k.shape.str() +
+                          " over the step's tokens");
+  check_rope_spec(spec, Dh);
+  const bool has_norm = norm.q.defined();
+  if (has_norm) {
+    TANDEM_CUDA_REQUIRE(norm.k.defined() && norm.q.numel() == Dh && norm.k.numel() == Dh &&
+                            norm.q.dtype == norm.k.dtype &&
+                            (norm.q.dtype == DType::BF16 || norm.q.dtype == DType::F32) &&
+                            norm.q.device == Device::CUDA && norm.k.device == Device::CUDA,
+                        "qkv_to_cache: q and k norms must both be [Dh] bf16 or f32 on the GPU");
+  }
+  if (T == 0) return;
+  const RopeArgs args = make_args(spec);
+  Tensor row_len;
+  if (spec.dynamic_factor > 0.f) {
+    cuda::check_tensor(step.seq_starts, DType::I32, "qkv_to_cache", "step.seq_starts");
+    TANDEM_CUDA_REQUIRE(step.num_rows > 0 && step.seq_starts.numel() >= step.num_rows + 1,
+                        "qkv_to_cache: step rows vs seq_starts " + step.seq_starts.shape.str());
+    row_len = alloc(DType::I32, {T});
+    row_length_kernel<<<unsigned(step.num_rows), 256, 0, stream_>>>(
+        row_len.ptr<int32_t>(), step.positions.ptr<int32_t>(), step.seq_starts.ptr<int32_t>());
+    TANDEM_CUDA_LAUNCHED("row_length_kernel");
+  }
+  QkvArgs a{};
+  a.q = q.ptr<bf16>();
+  a.k_cache = cache.k.ptr<bf16>();
+  a.v_cache = cache.v.ptr<bf16>();
+  a.qkv = qkv.ptr<bf16>();
+  a.positions = step.positions.ptr<int32_t>();
+  a.row_len = row_len.defined() ? row_len.ptr<int32_t>() : nullptr;
+  a.slot_map = step.slot_map.ptr<int32_t>();
+  a.num_slots = cache.k.dim(0) * cache.k.dim(1);
+  a.Hq = int(Hq);
+  a.Hkv = int(Hkv);
+  a.Dh = int(Dh);
+  a.q_norm = has_norm ? norm.q.data : nullptr;
+  a.k_norm = has_norm ? norm.k.data : nullptr;
+  a.norm_f32 = has_norm && norm.q.dtype == DType::F32;
+  a.eps = norm.eps;
+  a.offset = norm.weight_offset;
+  const int64_t heads = Hq + 2 * Hkv;
+  const int warps = int(std::min<int64_t>(4, heads));
+  const size_t smem = size_t(2 * args.half + warps * Dh) * sizeof(float);
+  TANDEM_CUDA_REQUIRE(smem <= 48 * 1024, "qkv_to_cache: head dim too large for one block");
+  const dim3 grid(unsigned(T), unsigned((heads + warps - 1) / warps));
+  qkv_cache_kernel<<<grid, unsigned(32 * warps), smem, stream_>>>(a, args);
+  TANDEM_CUDA_LAUNCHED("qkv_cache_kernel");
 }
 
 }  // namespace tandem

@@ -1,6 +1,8 @@
 // The sampling op on the GPU (backend/sampling.h): one kernel launch for all rows, one
 // block per row. Per step: one H2D copy of the packed row parameters, the kernel, one
-// D2H copy of the results, one stream sync.
+// D2H copy of the results into pinned memory; the host waits for that copy only in
+// sample_wait, so the engine can issue the next step first. The picked ids stay on the
+// device for feed_tokens (the next step's inputs).
 //
 // A block runs the whole function for its row over an f32 working copy of the logits:
 //   load (bf16 -> f32) and penalties; first token of the sample order (a min over the
@@ -9,16 +11,24 @@
 //   key bits then id bits, stopping early when a whole bin is taken), the top-p mass being
 //   integer (sample_mass) so the selection is exact; then the Gumbel-max draw over the kept
 //   tokens (an argmax). Logprobs: logsumexp, and the k best by another radix selection.
-// Rows with only a temperature cost two passes over V; top-k/top-p add up to 7 passes
+// When the step has few rows (a batch-1 decode), the first-in-order scan is done first
+// by a wide grid (first_partial_kernel, ~2 waves of blocks) and the row's block only
+// merges the chunks' answers: one block alone reads a 128k vocabulary at a single SM's
+// bandwidth (~60 us). Rows with only a temperature cost two passes over V; top-k/top-p add up to 7 passes
 // each (+1 for the top-p total). The per-token formulas are sample_math.h, shared with the
 // CPU twin, so both backends pick the same tokens.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_memory.h"
 #include "backend/sample_math.h"
 
 namespace tandem {
@@ -26,6 +36,8 @@ namespace tandem {
 namespace {
 
 constexpr int kThreads = 1024;
+constexpr int kPartialThreads = 256;
+constexpr int kPartialChunk = 4096;  // logits per first_partial_kernel block, at least
 constexpr int kWarps = kThreads / 32;
 constexpr int kBins = 256;
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
@@ -271,24 +283,64 @@ __device__ void write_logprobs(const float* l, int vocab, int k, int32_t first, 
   }
 }
 
+// The first token of the sample order within chunk y of row x, over the raw logits:
+// partial[x · C + y] (C = gridDim.y). A few rows alone cannot fill the GPU, so the scan
+// that greedy rows need is spread over many blocks first.   logits [S, V]
+template <typename T>
+__global__ void __launch_bounds__(kPartialThreads)
+    first_partial_kernel(const T* logits, int vocab, int chunk, u64* partial) {
+  __shared__ u64 warp_best[kPartialThreads / 32];
+  const T* row = logits + size_t(blockIdx.x) * size_t(vocab);
+  const int begin = int(blockIdx.y) * chunk, end = min(vocab, begin + chunk);
+  u64 best = kNoCut;
+  for (int i = begin + int(threadIdx.x); i < end; i += kPartialThreads) {
+    const u64 r = sample_order_rank(to_f32(row[i]), i);
+    best = r < best ? r : best;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const u64 other = __shfl_xor_sync(kFullMask, best, o);
+    best = other < best ? other : best;
+  }
+  if ((threadIdx.x & 31) == 0) warp_best[threadIdx.x >> 5] = best;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kPartialThreads / 32; w++) best = warp_best[w] < best ? warp_best[w] : best;
+    partial[size_t(blockIdx.x) * gridDim.y + blockIdx.y] = best;
+  }
+}
+
 // One block per row.   logits [S, V] (bf16 or f32; may be `work` itself when f32),
-// work [S, V] f32, params [S], penalty_tokens/penalty_offsets [P], results [S]
+// work [S, V] f32, params [S], penalty_tokens/penalty_offsets [P], results [S];
+// partial [S, num_partials] from first_partial_kernel, or null (scan here).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const T* logits, float* work, int vocab, const RowParams* params,
-                  const int32_t* penalty_tokens, const float* penalty_offsets, RowResult* results) {
+                  const int32_t* penalty_tokens, const float* penalty_offsets,
+                  const u64* partial, int num_partials, RowResult* results) {
   __shared__ Scratch sh;
   const RowParams p = params[blockIdx.x];
   const T* src = logits + size_t(blockIdx.x) * size_t(vocab);
   float* l = work + size_t(blockIdx.x) * size_t(vocab);
-  for (int i = int(threadIdx.x); i < vocab; i += kThreads) l[i] = to_f32(src[i]);
+  if (static_cast<const void*>(src) != static_cast<const void*>(l))
+    for (int i = int(threadIdx.x); i < vocab; i += kThreads) l[i] = to_f32(src[i]);
   __syncthreads();
   for (int j = p.penalty_begin + int(threadIdx.x); j < p.penalty_end; j += kThreads) {
     int32_t t = penalty_tokens[j];  // distinct within the row: no two threads share a token
     l[t] = penalized_logit(l[t], p.repetition, penalty_offsets[j]);
   }
   __syncthreads();
-  int32_t first = first_in_order(l, vocab, sh);
+  int32_t first;
+  if (partial == nullptr || p.penalty_end > p.penalty_begin) {  // penalties moved the logits
+    first = first_in_order(l, vocab, sh);
+  } else {
+    u64 best = kNoCut;
+    for (int c = int(threadIdx.x); c < num_partials; c += kThreads) {
+      const u64 r = partial[size_t(blockIdx.x) * size_t(num_partials) + size_t(c)];
+      best = r < best ? r : best;
+    }
+    best = block_reduce(best, kNoCut, [](u64 a, u64 b) { return a < b ? a : b; }, sh);
+    first = int32_t(best & 0xFFFFFFFFull);
+  }
   int32_t token = p.temperature > 0.f ? draw(l, vocab, p, first, sh) : first;
   RowResult& res = results[blockIdx.x];
   if (p.top_logprobs >= 0) write_logprobs(l, vocab, p.top_logprobs, first, token, res, sh);
@@ -319,33 +371,112 @@ std::vector<int32_t> pack_rows(std::span<const SampleRow> rows, int64_t* num_pen
   return words;
 }
 
-void unpack_result(const RowResult& r, const SampleRow& row, SampledToken& out) {
+void unpack_result(const RowResult& r, int top_logprobs, SampledToken& out) {
   out.token = r.token;
-  out.logprob = row.top_logprobs >= 0 ? r.logprob : 0.f;
-  out.top_tokens.assign(r.top_tokens, r.top_tokens + (row.top_logprobs > 0 ? r.num_top : 0));
+  out.logprob = top_logprobs >= 0 ? r.logprob : 0.f;
+  out.top_tokens.assign(r.top_tokens, r.top_tokens + (top_logprobs > 0 ? r.num_top : 0));
   out.top_logprobs.assign(r.top_logprobs, r.top_logprobs + out.top_tokens.size());
+}
+
+// A sampling op in flight: its device results (kept alive for feed_tokens), a pinned
+// host copy and the event that fires once the copy has landed. Pinned buffers and events
+// are reused through the backend's SamplePool: allocating pinned memory is slow and may
+// synchronize the device.
+struct SampleSlot {
+  RowResult* host = nullptr;  // pinned, `capacity` rows
+  int64_t capacity = 0;
+  cudaEvent_t copied = nullptr;
+  ~SampleSlot() {
+    if (copied) cudaEventDestroy(copied);
+    if (host) cudaFreeHost(host);
+  }
+};
+
+}  // namespace
+
+struct SamplePool {
+  std::mutex mu;
+  std::vector<std::unique_ptr<SampleSlot>> free;
+
+  std::unique_ptr<SampleSlot> take(int64_t rows) {
+    std::unique_ptr<SampleSlot> slot;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!free.empty()) {
+        slot = std::move(free.back());
+        free.pop_back();
+      }
+    }
+    if (!slot) {
+      slot = std::make_unique<SampleSlot>();
+      cuda_check(cudaEventCreateWithFlags(&slot->copied, cudaEventDisableTiming),
+                 "sample: cudaEventCreate");
+    }
+    if (slot->capacity < rows) {
+      if (slot->host) cuda_check(cudaFreeHost(slot->host), "sample: cudaFreeHost");
+      slot->host = nullptr;
+      slot->capacity = 0;
+      const int64_t cap = std::max<int64_t>(rows, 256);
+      cuda_check(cudaMallocHost(reinterpret_cast<void**>(&slot->host), size_t(cap) * sizeof(RowResult)),
+                 "sample: cudaMallocHost");
+      slot->capacity = cap;
+    }
+    return slot;
+  }
+  void give(std::unique_ptr<SampleSlot> slot) {
+    std::lock_guard<std::mutex> lock(mu);
+    free.push_back(std::move(slot));
+  }
+};
+
+namespace {
+
+struct CudaPendingSample {
+  std::shared_ptr<SamplePool> pool;
+  std::unique_ptr<SampleSlot> slot;
+  Tensor results;                 // [S, kResultWords] i32, device
+  std::vector<int> top_logprobs;  // per row: what unpacking keeps
+  ~CudaPendingSample() {
+    if (!slot) return;
+    cudaEventSynchronize(slot->copied);  // the copy may still be writing the buffer
+    pool->give(std::move(slot));
+  }
+};
+
+constexpr int64_t kResultWords = sizeof(RowResult) / 4;
+
+// tokens[dst[i]] = results[src[i]].token
+__global__ void feed_kernel(int32_t* tokens, const int32_t* pairs, int n, const int32_t* results) {
+  const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
+  if (i < n) tokens[pairs[i]] = results[int64_t(pairs[n + i]) * kResultWords];
 }
 
 }  // namespace
 
 void CudaBackend::sample(Tensor& logits, std::span<const SampleRow> rows,
                          std::span<SampledToken> out) {
+  PendingSample pending = sample_async(logits, rows);
+  sample_wait(pending, out);
+}
+
+PendingSample CudaBackend::sample_async(Tensor& logits, std::span<const SampleRow> rows) {
   cuda_require(logits.device == Device::CUDA, "sample: logits must be on the GPU");
   cuda_require(logits.dtype == DType::BF16 || logits.dtype == DType::F32,
                "sample: logits must be bf16 or f32");
   cuda_require(logits.ndim() == 2, "sample: logits must be [S, V]");
   const int64_t S = logits.dim(0), V = logits.dim(1);
-  cuda_require(int64_t(rows.size()) == S && int64_t(out.size()) == S,
-               "sample: need one SampleRow and one output per logits row");
+  cuda_require(int64_t(rows.size()) == S, "sample: need one SampleRow per logits row");
   check_sample_rows(rows, V, "sample");  // also bounds V by 2^24 (ids in 24 bits)
-  if (S == 0) return;
+  if (!sample_pool_) sample_pool_ = std::make_shared<SamplePool>();
+  auto state = std::make_shared<CudaPendingSample>();
+  state->pool = sample_pool_;
+  for (const SampleRow& r : rows) state->top_logprobs.push_back(r.top_logprobs);
+  if (S == 0) return PendingSample{0, state};
 
   int64_t P = 0;
   std::vector<int32_t> words = pack_rows(rows, &P);
   Tensor packed = alloc(DType::I32, {int64_t(words.size())});
-  cuda_check(cudaMemcpyAsync(packed.data, words.data(), words.size() * 4, cudaMemcpyHostToDevice,
-                             stream_),
-             "sample: upload row parameters");
+  allocator_->write_async(packed.data, words.data(), words.size() * 4);
   const auto* params = static_cast<const RowParams*>(packed.data);
   const int32_t* pen_tokens = packed.ptr<int32_t>() + S * int64_t(sizeof(RowParams) / 4);
   const auto* pen_offsets = reinterpret_cast<const float*>(pen_tokens + P);
@@ -353,25 +484,71 @@ void CudaBackend::sample(Tensor& logits, std::span<const SampleRow> rows,
   // f32 logits are worked on in place (the op may modify them); bf16 ones get an f32 copy,
   // since penalized values must not be rounded to bf16 (the CPU keeps them in f32).
   Tensor work = logits.dtype == DType::F32 ? logits : alloc(DType::F32, {S, V});
-  constexpr int64_t kResultWords = sizeof(RowResult) / 4;
-  Tensor results = alloc(DType::I32, {S, kResultWords});
-  auto* dev_results = static_cast<RowResult*>(results.data);
+  state->results = alloc(DType::I32, {S, kResultWords});
+  auto* dev_results = static_cast<RowResult*>(state->results.data);
+  // Fewer rows than ~2 waves of blocks: the first-in-order scan goes wide first.
+  const int64_t chunks = std::clamp<int64_t>((2 * props_.multiProcessorCount + S - 1) / S, 1,
+                                             (V + kPartialChunk - 1) / kPartialChunk);
+  Tensor partial;
+  if (chunks > 1) partial = alloc(DType::I32, {S, 2 * chunks});  // u64 per chunk
+  auto launch = [&](const auto* typed) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(typed)>>;
+    u64* part = chunks > 1 ? static_cast<u64*>(partial.data) : nullptr;
+    if (part) {
+      first_partial_kernel<T><<<dim3(unsigned(S), unsigned(chunks)), kPartialThreads, 0, stream_>>>(
+          typed, int(V), int((V + chunks - 1) / chunks), part);
+      TANDEM_CUDA_LAUNCHED("first_partial_kernel");
+    }
+    sample_kernel<T><<<unsigned(S), kThreads, 0, stream_>>>(typed, work.ptr<float>(), int(V), params,
+                                                           pen_tokens, pen_offsets, part,
+                                                           int(chunks), dev_results);
+    TANDEM_CUDA_LAUNCHED("sample_kernel");
+  };
   if (logits.dtype == DType::BF16)
-    sample_kernel<<<unsigned(S), kThreads, 0, stream_>>>(
-        static_cast<const __nv_bfloat16*>(logits.data), work.ptr<float>(), int(V), params,
-        pen_tokens, pen_offsets, dev_results);
+    launch(static_cast<const __nv_bfloat16*>(logits.data));
   else
-    sample_kernel<<<unsigned(S), kThreads, 0, stream_>>>(
-        static_cast<const float*>(logits.data), work.ptr<float>(), int(V), params, pen_tokens,
-        pen_offsets, dev_results);
-  TANDEM_CUDA_LAUNCHED("sample_kernel");
+    launch(static_cast<const float*>(logits.data));
 
-  std::vector<RowResult> host(static_cast<size_t>(S));
-  cuda_check(cudaMemcpyAsync(host.data(), dev_results, host.size() * sizeof(RowResult),
+  state->slot = sample_pool_->take(S);
+  cuda_check(cudaMemcpyAsync(state->slot->host, dev_results, size_t(S) * sizeof(RowResult),
                              cudaMemcpyDeviceToHost, stream_),
              "sample: download results");
-  cuda_check(cudaStreamSynchronize(stream_), "sample: synchronize");
-  for (size_t s = 0; s < host.size(); s++) unpack_result(host[s], rows[s], out[s]);
+  cuda_check(cudaEventRecord(state->slot->copied, stream_), "sample: cudaEventRecord");
+  return PendingSample{int(S), state};
+}
+
+void CudaBackend::sample_wait(PendingSample& pending, std::span<SampledToken> out) {
+  auto* state = static_cast<CudaPendingSample*>(pending.state.get());
+  cuda_require(state && int64_t(out.size()) == pending.num_rows,
+               "sample_wait: need one output per pending row");
+  if (pending.num_rows > 0) {
+    cuda_check(cudaEventSynchronize(state->slot->copied), "sample: wait for results");
+    for (size_t s = 0; s < out.size(); s++)
+      unpack_result(state->slot->host[s], state->top_logprobs[s], out[s]);
+  }
+  pending.state.reset();
+}
+
+void CudaBackend::feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
+                              std::span<const int32_t> src, const PendingSample& from) {
+  auto* state = static_cast<const CudaPendingSample*>(from.state.get());
+  cuda_require(state != nullptr, "feed_tokens: the sampling op has already been waited for");
+  cuda_require(tokens.device == Device::CUDA && tokens.dtype == DType::I32,
+               "feed_tokens: tokens must be i32 on the GPU");
+  cuda_require(dst.size() == src.size(), "feed_tokens: dst and src differ in length");
+  const int n = int(dst.size());
+  if (n == 0) return;
+  std::vector<int32_t> pairs(dst.begin(), dst.end());
+  pairs.insert(pairs.end(), src.begin(), src.end());
+  for (int i = 0; i < n; i++)
+    cuda_require(dst[size_t(i)] >= 0 && dst[size_t(i)] < tokens.numel() && src[size_t(i)] >= 0 &&
+                     src[size_t(i)] < from.num_rows,
+                 "feed_tokens: a pair lies outside tokens or the sampled rows");
+  Tensor dev_pairs = alloc(DType::I32, {int64_t(pairs.size())});
+  allocator_->write_async(dev_pairs.data, pairs.data(), pairs.size() * 4);
+  feed_kernel<<<unsigned((n + 127) / 128), 128, 0, stream_>>>(
+      tokens.ptr<int32_t>(), dev_pairs.ptr<int32_t>(), n, state->results.ptr<int32_t>());
+  TANDEM_CUDA_LAUNCHED("feed_kernel");
 }
 
 }  // namespace tandem

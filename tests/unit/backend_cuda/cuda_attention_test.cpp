@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -257,6 +258,210 @@ TEST(CudaAttention, UpperBoundsLargerThanTheRowsGiveTheSameAnswer) {
     const AttnResult wide = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c, 37, 6000));
     expect_close(wide, cpu, c);
     EXPECT_LE(test::rel_err(wide.out, exact.out), kBf16Tol);
+  }
+}
+
+// Rows decoding one token each at contexts 1 + (37·b mod 300): lengths on and off every
+// tile and block boundary.
+std::vector<std::pair<int, int>> short_decode_rows(int count) {
+  std::vector<std::pair<int, int>> rows;
+  for (int b = 0; b < count; b++) rows.emplace_back(1 + (37 * b) % 300, 1);
+  return rows;
+}
+
+// Shapes aimed at the decode kernel: its key-splitting warps and their merge (every
+// compiled head dim, padded ones included), the device-side split ranges (one split
+// with many rows, many splits with few, mixed lengths), GQA groups 1..32, windows with
+// freed (-1) blocks, softcap, a block size that is not a power of two, and a mixed step
+// (decode rows next to a prefill row: by_row mode).
+const std::vector<AttnCase>& decode_cases() {
+  static const std::vector<AttnCase> all = {
+      {"decode, Llama shape, lengths off the tile grid",
+       32,
+       8,
+       128,
+       params(inv_sqrt(128)),
+       {{1, 1},
+        {15, 1},
+        {17, 1},
+        {63, 1},
+        {65, 1},
+        {127, 1},
+        {129, 1},
+        {255, 1},
+        {257, 1},
+        {300, 1}}},
+      {"decode, Llama shape, lengths 1 and 5000",
+       32,
+       8,
+       128,
+       params(inv_sqrt(128)),
+       {{1, 1}, {5000, 1}}},
+      {"decode, Llama shape, 64 rows (one split)", 32, 8, 128, params(inv_sqrt(128)),
+       short_decode_rows(64)},
+      {"decode, G2, d256, softcap, window 1000",
+       8,
+       4,
+       256,
+       params(inv_sqrt(256), 50.f, 1000),
+       {{3000, 1}, {1, 1}, {999, 1}, {1001, 1}, {1064, 1}}},
+      {"decode, G8, d256", 16, 2, 256, params(inv_sqrt(256)), {{700, 1}, {129, 1}, {64, 1}}},
+      {"decode, G16, d512", 16, 1, 512, params(inv_sqrt(512)), {{600, 1}, {33, 1}, {16, 1}}},
+      {"decode, G1, d64", 4, 4, 64, params(inv_sqrt(64)), {{1000, 1}, {127, 1}, {1, 1}}},
+      {"decode, G16, d128", 32, 2, 128, params(inv_sqrt(128)), {{400, 1}, {17, 1}, {2, 1}}},
+      {"decode, G32, d64", 32, 1, 64, params(inv_sqrt(64)), {{800, 1}, {5, 1}}},
+      {"decode, G4, d96, window 200",
+       8,
+       2,
+       96,
+       params(inv_sqrt(96), 0.f, 200),
+       {{1500, 1}, {201, 1}, {199, 1}, {3, 1}}},
+      {"decode, G2, d80 (padded to 96)", 4, 2, 80, params(inv_sqrt(80)), {{300, 1}, {70, 1}}},
+      {"decode, G4, d32, window 70",
+       8,
+       2,
+       32,
+       params(inv_sqrt(32), 0.f, 70),
+       {{2000, 1}, {71, 1}, {1, 1}}},
+      {"decode, G4, d128, block size 12",
+       8,
+       2,
+       128,
+       params(inv_sqrt(128)),
+       {{500, 1}, {13, 1}, {1, 1}, {144, 1}},
+       12},
+      {"mixed, Llama shape, long decode rows next to a prefill row",
+       32,
+       8,
+       128,
+       params(inv_sqrt(128)),
+       {{5000, 1}, {300, 40}, {1, 1}, {257, 1}}},
+  };
+  return all;
+}
+
+// Every decode shape at its exact bounds and at a replayed graph's capacity
+// (max_context_len 131072 and a block table that wide, real rows of 1..5000 tokens):
+// both must match the CPU twin, and each other.
+TEST(CudaAttention, DecodeShapesMatchCpuAtExactAndCapacityBounds) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  constexpr int kCapacity = 131072;
+  for (uint32_t seed : test::test_seeds()) {
+    for (const AttnCase& c : decode_cases()) {
+      SCOPED_TRACE(testing::Message() << c.name << ", " << test::seed_trace(seed));
+      std::mt19937 rng(seed);
+      const HostAttnStep s = make_host_step(c, rng);
+      const AttnData d = random_data(c, s, rng);
+      const int extra_blocks = kCapacity / c.block_size - s.max_blocks;
+      ASSERT_GE(extra_blocks, 0);
+      const AttnResult cpu = run(*be.cpu, c, s, d, upload_step(*be.cpu, s, c));
+      const AttnResult exact = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c));
+      const AttnResult wide = run(
+          *be.gpu, c, s, d, upload_step(*be.gpu, s, c, extra_blocks, kCapacity - s.max_context));
+      expect_close(exact, cpu, c);
+      expect_close(wide, cpu, c);
+      EXPECT_LE(test::rel_err(wide.out, exact.out), kBf16Tol);
+    }
+  }
+}
+
+// Shapes whose decode items span several live splits at a graph's capacity bounds (the
+// splits merge inside the decode kernel, on arrival counters; live counts below are for
+// an H200's 132 SMs): batch 1 with 5, 18 and 63 live splits (the merge loads 16
+// partials at a time: one partial batch, then four with a partial last one), 16 heads
+// per CTA, two head groups, Dh 256 with softcap and window (16 live: one full batch),
+// Dh 512, and a mixed step (by_row: counters indexed by row); 1-key rows next to long
+// ones (one live split among many launched: written directly, never counted).
+const std::vector<AttnCase>& merge_cases() {
+  static const std::vector<AttnCase> all = {
+      {"B=1, Llama shape, ctx 300", 32, 8, 128, params(inv_sqrt(128)), {{300, 1}}},
+      {"B=1, Llama shape, ctx 1100", 32, 8, 128, params(inv_sqrt(128)), {{1100, 1}}},
+      {"B=1, G16, d128, ctx 8000", 32, 2, 128, params(inv_sqrt(128)), {{8000, 1}}},
+      {"G32, d64, two head groups", 32, 1, 64, params(inv_sqrt(64)), {{700, 1}, {3, 1}}},
+      {"G2, d256, softcap, window 1000",
+       8,
+       4,
+       256,
+       params(inv_sqrt(256), 50.f, 1000),
+       {{3000, 1}, {1, 1}, {1064, 1}}},
+      {"G4, d512", 4, 1, 512, params(inv_sqrt(512)), {{900, 1}, {65, 1}}},
+      {"mixed, Llama shape", 32, 8, 128, params(inv_sqrt(128)), {{2000, 1}, {50, 20}, {1, 1}}},
+  };
+  return all;
+}
+
+// One step's inputs on the GPU at capacity bounds, written once and attended many times.
+struct GpuAttnStep {
+  StepTensors step;
+  PagedKv cache;
+  Tensor q, out, poison;
+};
+
+GpuAttnStep prepare_gpu_step(Backend& gpu, const AttnCase& c, const HostAttnStep& s,
+                             const AttnData& d, int capacity) {
+  GpuAttnStep g;
+  g.step = upload_step(gpu, s, c, capacity / c.block_size - s.max_blocks,
+                       capacity - s.max_context);
+  const int64_t T = g.step.num_tokens, NB = s.num_blocks;
+  g.cache = {test::put(gpu, d.k_cache, {NB, c.block_size, c.Hkv, c.Dh}),
+             test::put(gpu, d.v_cache, {NB, c.block_size, c.Hkv, c.Dh})};
+  gpu.write_kv(g.cache, test::put(gpu, d.k_new, {T, c.Hkv, c.Dh}),
+               test::put(gpu, d.v_new, {T, c.Hkv, c.Dh}), g.step);
+  g.q = gpu.alloc(DType::BF16, {T, c.Hq, c.Dh});
+  g.out = gpu.alloc(DType::BF16, {T, c.Hq, c.Dh});
+  g.poison = test::poisoned(gpu, DType::BF16, {T, c.Hq, c.Dh});
+  return g;
+}
+
+void expect_output(const std::vector<float>& got, const std::vector<float>& want,
+                   const AttnCase& c) {
+  EXPECT_LE(test::rel_err(got, want), kBf16Tol) << "attention output";
+  EXPECT_LE(worst_token_err(got, want, size_t(c.Hq) * c.Dh), 2 * kBf16Tol)
+      << "worst token of the attention output";
+}
+
+// The merge's arrival counters must be back at zero after every launch, and the last
+// split must read this launch's partials: launches on one backend alternate two query
+// sets (a stale count leaves NaN or merges early; a stale partial gives the other set's
+// answer), eagerly and then as replays of a captured CUDA graph, shapes interleaved.
+TEST(CudaAttention, FusedSplitMergeSurvivesRepeatedLaunchesAndGraphReplays) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  constexpr int kCapacity = 131072, kLaunches = 4;
+  for (const AttnCase& c : merge_cases()) {
+    SCOPED_TRACE(c.name);
+    std::mt19937 rng(321);
+    const HostAttnStep s = make_host_step(c, rng);
+    AttnData d[2] = {random_data(c, s, rng), {}};
+    d[1] = d[0];
+    d[1].q = test::random_bf16(rng, d[0].q.size());
+    std::vector<float> want[2];
+    for (int k = 0; k < 2; k++) want[k] = run(*be.cpu, c, s, d[k], upload_step(*be.cpu, s, c)).out;
+    GpuAttnStep g = prepare_gpu_step(*be.gpu, c, s, d[0], kCapacity);
+    const int64_t T = g.step.num_tokens;
+    const Tensor qs[2] = {test::put(*be.gpu, d[0].q, {T, c.Hq, c.Dh}),
+                          test::put(*be.gpu, d[1].q, {T, c.Hq, c.Dh})};
+    auto attend = [&] { be.gpu->attention(g.out, g.q, g.cache, g.step, c.params); };
+    for (int i = 0; i < kLaunches; i++) {
+      SCOPED_TRACE(testing::Message() << "eager launch " << i);
+      be.gpu->copy(g.q, qs[i % 2]);
+      be.gpu->copy(g.out, g.poison);
+      attend();
+      expect_output(test::to_vec(*be.gpu, g.out), want[i % 2], c);
+    }
+    be.gpu->synchronize();
+    be.gpu->capture_begin();
+    attend();
+    attend();  // back to back, as layers are
+    const std::shared_ptr<void> graph = be.gpu->capture_end();
+    for (int i = 0; i < kLaunches; i++) {
+      SCOPED_TRACE(testing::Message() << "graph replay " << i);
+      be.gpu->copy(g.q, qs[(i + 1) % 2]);
+      be.gpu->copy(g.out, g.poison);
+      be.gpu->replay(graph);
+      expect_output(test::to_vec(*be.gpu, g.out), want[(i + 1) % 2], c);
+    }
   }
 }
 

@@ -114,6 +114,37 @@ TEST(CudaMemory, SplitColumnsCutsEveryRow) {
   }
 }
 
+TEST(CudaMemory, WriteI32RowsFillsTheFirstColumnsOfEachRowLikeTheCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  auto cpu = make_cpu_backend();
+  std::vector<int32_t> src(3 * 4);
+  std::iota(src.begin(), src.end(), 100);
+  std::vector<float> results[2];
+  int i = 0;
+  for (Backend* be : {static_cast<Backend*>(&gpu), cpu.get()}) {
+    std::vector<int32_t> init(5 * 10, -1);
+    Tensor t = be->upload(Tensor::borrow(init.data(), DType::I32, {5, 10}), DType::I32);
+    be->write_i32_rows(t, src.data(), 3, 4);
+    EXPECT_THROW(be->write_i32_rows(t, src.data(), 6, 4), std::exception);
+    EXPECT_THROW(be->write_i32_rows(t, src.data(), 1, 11), std::exception);
+    results[i++] = to_vec(*be, t);
+  }
+  EXPECT_EQ(results[0], results[1]);
+  for (int r = 0; r < 5; r++)
+    for (int c = 0; c < 10; c++)
+      EXPECT_EQ(results[0][size_t(r * 10 + c)], r < 3 && c < 4 ? float(100 + r * 4 + c) : -1.f);
+  // Rows wider than the staging ring's slots still arrive, row by row.
+  const int64_t wide = (int64_t(4) << 20) / 4 + 3;
+  std::vector<int32_t> big(size_t(2 * wide));
+  std::iota(big.begin(), big.end(), 0);
+  Tensor t = gpu.zeros(DType::I32, {2, wide + 1});
+  gpu.write_i32_rows(t, big.data(), 2, wide);
+  auto back = to_vec(gpu, t);
+  EXPECT_EQ(back[size_t(wide + 1 + 5)], float(wide + 5));
+  EXPECT_EQ(back[size_t(wide)], 0.f);
+}
+
 TEST(CudaAllocator, SizeClasses) {
   EXPECT_EQ(CudaAllocator::block_size_for(0), 512u);
   EXPECT_EQ(CudaAllocator::block_size_for(512), 512u);

@@ -69,6 +69,71 @@ TEST(CudaRope, MatchesCpuIncludingPartialRotaryAndDynamicNtk) {
   EXPECT_THROW(be.gpu->rope(bad, step_g, make_spec(32, 1.f)), Error);
 }
 
+// qkv_to_cache (one kernel on CUDA) against the CPU's composition of split_columns,
+// rms_norm, rope and write_kv: q, and the whole K and V caches (untouched slots included).
+TEST(CudaQkvToCache, MatchesTheCpuCompositionWithAndWithoutQkNorms) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  std::mt19937 rng(41);
+  const int NB = 24, BS = 16;
+  std::vector<int32_t> ids = test::shuffled_ids(rng, NB);
+  auto blocks = [&](int from, int n) {
+    return std::vector<int32_t>(ids.begin() + from, ids.begin() + from + n);
+  };
+  std::vector<test::RowSpec> rows = {test::row_range(70, 1, blocks(0, 5)),
+                                     test::row_range(0, 40, blocks(5, 3)),
+                                     test::row_range(29, 3, blocks(8, 2))};
+  StepTensors step_c = test::build_step(*be.cpu, rows, BS), step_g = test::build_step(*be.gpu, rows, BS);
+  const int64_t T = step_c.num_tokens;
+  struct Case {
+    int64_t Hq, Hkv, Dh;
+    int rotary_dim;
+    bool norm, f32_norm;
+    float dynamic;
+  };
+  for (Case c : {Case{4, 2, 64, 64, false, false, 0.f}, {8, 2, 128, 128, true, false, 0.f},
+                 {3, 1, 96, 48, true, true, 0.f}, {2, 2, 40, 24, false, false, 0.f},
+                 {4, 4, 32, 32, true, false, 2.f}, {16, 8, 256, 128, true, false, 0.f}}) {
+    SCOPED_TRACE(testing::Message() << "Hq " << c.Hq << " Hkv " << c.Hkv << " Dh " << c.Dh
+                                    << " rd " << c.rotary_dim << " norm " << c.norm);
+    RopeSpec spec = make_spec(c.rotary_dim, 1.05f);
+    spec.dynamic_factor = c.dynamic;
+    spec.original_max_position = 32;
+    const int64_t W = (c.Hq + 2 * c.Hkv) * c.Dh;
+    auto x = test::random_bf16(rng, size_t(T * W), -2.f, 2.f);
+    auto wq = test::random_bf16(rng, size_t(c.Dh), 0.5f, 1.5f);
+    auto wk = test::random_bf16(rng, size_t(c.Dh), 0.5f, 1.5f);
+    const Shape cache_shape{NB, BS, c.Hkv, c.Dh};
+    auto run = [&](Backend& b, const StepTensors& step, PagedKv& kv) {
+      QkNorm norm;
+      if (c.norm) {
+        const DType wt = c.f32_norm ? DType::F32 : b.act_dtype();
+        norm = {test::put_as(b, wq, {c.Dh}, wt), test::put_as(b, wk, {c.Dh}, wt), 1e-5f, 0.f};
+      }
+      kv.k = b.zeros(b.act_dtype(), cache_shape);
+      kv.v = b.zeros(b.act_dtype(), cache_shape);
+      Tensor q = b.alloc(b.act_dtype(), {T, c.Hq, c.Dh});
+      b.qkv_to_cache(q, put(b, x, {T, W}), kv, step, spec, norm);
+      return q;
+    };
+    PagedKv kv_c, kv_g;
+    Tensor q_c = run(*be.cpu, step_c, kv_c), q_g = run(*be.gpu, step_g, kv_g);
+    EXPECT_LE(rel_err_between(*be.gpu, q_g, *be.cpu, q_c), kBf16Tol);
+    EXPECT_LE(rel_err_between(*be.gpu, kv_g.k, *be.cpu, kv_c.k), kBf16Tol);
+    EXPECT_EQ(test::to_vec(*be.gpu, kv_g.v), test::to_vec(*be.cpu, kv_c.v));  // v is copied
+  }
+  // Padding tokens (slot -1, as in a replayed decode graph) write no KV.
+  StepTensors pad = step_g;
+  pad.slot_map = test::put_i32(*be.gpu, std::vector<int32_t>(size_t(T), -1), {T});
+  PagedKv kv{be.gpu->zeros(DType::BF16, {NB, BS, 1, 32}), be.gpu->zeros(DType::BF16, {NB, BS, 1, 32})};
+  Tensor q = be.gpu->alloc(DType::BF16, {T, 2, 32});
+  auto x = test::random_bf16(rng, size_t(T * 4 * 32));
+  be.gpu->qkv_to_cache(q, put(*be.gpu, x, {T, 4 * 32}), kv, pad, make_spec(32, 1.f), {});
+  for (float v : test::to_vec(*be.gpu, kv.k)) ASSERT_EQ(v, 0.f);
+  EXPECT_THROW(be.gpu->qkv_to_cache(q, put(*be.gpu, x, {T, 4 * 32}), kv, pad, make_spec(64, 1.f), {}),
+               Error);
+}
+
 struct Routed {
   std::vector<float> weights;
   std::vector<float> ids;

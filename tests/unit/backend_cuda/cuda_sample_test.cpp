@@ -151,6 +151,42 @@ TEST(CudaSample, ManyCountersOfOneRowMatchCpu) {
   EXPECT_GT(distinct.size(), 20u);  // the draws do vary with the counter
 }
 
+// The two halves (sample_async, then sample_wait) give what sample() gives, and the picked
+// ids reach a later op's input on the device (feed_tokens) before the host has them; the
+// CPU twin (Backend's defaults) feeds the same tokens.
+TEST(CudaSample, AsyncHalvesFeedTheNextStepsTokensOnTheDevice) {
+  SKIP_WITHOUT_GPU();
+  auto cpu = make_cpu_backend();
+  auto gpu = make_cuda_backend(0);
+  std::mt19937 rng(77);
+  const int64_t S = 6, V = 500;
+  auto logits = bf16_logits(rng, size_t(S * V), 2.f);
+  std::vector<SampleRow> rows;
+  for (int s = 0; s < S; s++) rows.push_back(menu_row(rng, s, int(V)));
+  const auto expected = run(*cpu, logits, S, V, DType::F32, rows);
+  const std::vector<int32_t> dst = {7, 0, 3, 5}, src = {5, 1, 2, 1};
+  for (Backend* be : {static_cast<Backend*>(gpu.get()), static_cast<Backend*>(cpu.get())}) {
+    SCOPED_TRACE(be->name());
+    Tensor host = Tensor::borrow(logits.data(), DType::F32, {S, V});
+    Tensor t = be->upload(host, be->act_dtype());
+    PendingSample pending = be->sample_async(t, rows);
+    std::vector<int32_t> init(9, -7);
+    Tensor tokens = be->upload(Tensor::borrow(init.data(), DType::I32, {9}), DType::I32);
+    be->feed_tokens(tokens, dst, src, pending);
+    EXPECT_THROW(be->feed_tokens(tokens, std::vector<int32_t>{9}, std::vector<int32_t>{0}, pending), std::exception);  // past tokens
+    EXPECT_THROW(be->feed_tokens(tokens, std::vector<int32_t>{0}, std::vector<int32_t>{int32_t(S)}, pending), std::exception);
+    std::vector<SampledToken> picked(static_cast<size_t>(S));
+    be->sample_wait(pending, picked);
+    Tensor back = be->to_host_f32(tokens);
+    std::vector<int32_t> want = init;
+    for (size_t i = 0; i < dst.size(); i++) want[size_t(dst[i])] = expected[size_t(src[i])].token;
+    for (int64_t i = 0; i < 9; i++) EXPECT_EQ(int32_t(back.ptr<float>()[i]), want[size_t(i)]) << i;
+    for (int64_t s = 0; s < S; s++) EXPECT_EQ(picked[size_t(s)].token, expected[size_t(s)].token);
+    // Once waited for, the op's results are gone: feeding from it is an error.
+    EXPECT_THROW(be->feed_tokens(tokens, dst, src, pending), std::exception);
+  }
+}
+
 TEST(CudaSample, RejectsMalformedRows) {
   SKIP_WITHOUT_GPU();
   auto gpu = make_cuda_backend(0);

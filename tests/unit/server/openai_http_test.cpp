@@ -257,6 +257,23 @@ TEST(ChatCompletions, EngineErrorMidStreamIsAnErrorEvent) {
   EXPECT_EQ(whole.json()["error"]["message"], "device lost");
 }
 
+TEST(ChatCompletions, EngineFailureBeforeAnyTokenIsA500RefusalA400) {
+  TestServer s;
+  s.engine.script = [](int index, const GenerationRequest&) {
+    StreamChunk c = error_chunk(index == 0 ? "step failed: out of memory" : "prompt too long");
+    c.server_error = index == 0;
+    return std::vector<StreamChunk>{c};
+  };
+  HttpReply failed = s.post("/v1/chat/completions", chat_body("hi"));
+  EXPECT_EQ(failed.status, 500);
+  EXPECT_EQ(failed.json()["error"]["type"], "server_error");
+  HttpReply refused = s.post("/v1/chat/completions", chat_body("hi"));
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.json()["error"]["type"], "invalid_request_error");
+  HttpReply streamed = s.post("/v1/chat/completions", chat_body("hi", {{"stream", true}}));
+  EXPECT_EQ(streamed.status, 400);  // the third request is refused too (index 2)
+}
+
 TEST(Completions, TextPrompt) {
   TestServer s;
   Json j = s.post("/v1/completions", Json{{"model", "test-model"}, {"prompt", "Once upon"}}).json();
