@@ -12,7 +12,8 @@
 // cuda_linear.cu (linear, embedding, gather_rows), cuda_norm.cu (rms_norm, add_rms_norm,
 // add, scale, softcap, gated_act), cuda_rope.cu, cuda_attention.cu (write_kv, attention),
 // cuda_moe.cu (topk_route, moe_experts; the grouped expert GEMM in cuda_moe_gemm.cu),
-// cuda_sample.cu (sample). Shared helpers: cuda_common.h (launcher checks),
+// cuda_sample.cu (the sampling kernels) and cuda_sample_op.cu (sample, sample_async,
+// sample_wait, feed_tokens). Shared helpers: cuda_common.h (launcher checks),
 // cuda_common.cuh (device helpers).
 #pragma once
 
@@ -28,7 +29,7 @@
 namespace tandem {
 
 class CudaAllocator;
-struct SamplePool;  // cuda_sample.cu: pinned result buffers reused across steps
+struct SamplePool;  // cuda_sample_op.cu: pinned result buffers reused across steps
 
 // Throws tandem::Error. nvcc cannot compile fmt (core/error.h), so .cu files use these.
 [[noreturn]] void cuda_fail(const std::string& message);
