@@ -13,7 +13,7 @@ timeout 60 "$G/bench/offline_bench" "$M" --num 1 --batch 1 --input 128 --output 
 TANDEM_CUDA_GRAPHS=0 timeout 60 "$G/bench/offline_bench" "$M" --num 1 --batch 1 --input 128 --output 256 | tail -1 | sed 's/^/without graphs: /'
 step offline
 timeout 90 "$G/bench/offline_bench" "$M" --num 1024 --batch 256 --input 128 --output 128 | tail -1
-timeout 150 "$G/bench/offline_bench" "$M" --num 200 --batch 200 --input 2048 --output 2048 | tail -1
+timeout 150 "$G/bench/offline_bench" "$M" --num 160 --batch 160 --input 2048 --output 2048 | tail -1
 step sweep
 "$G/tandem" serve --model "$M" --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve.log" 2>&1 &
 for i in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
