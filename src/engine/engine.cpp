@@ -143,12 +143,13 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   if (seq.stop.matched()) last.matched_stop = *seq.stop.matched();
   last.prompt_tokens = seq.num_prompt;
   last.completion_tokens = seq.num_generated();
-  if (seq.stream) seq.stream->push(std::move(last));
   scheduler_.finish(&seq);
   {
+    // Counted before the client can see the end of its stream (and read /stats).
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.requests_finished++;
   }
+  if (seq.stream) seq.stream->push(std::move(last));
   std::erase_if(live_, [&](const std::shared_ptr<Sequence>& s) { return s.get() == &seq; });
 }
 
