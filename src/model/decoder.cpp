@@ -36,13 +36,7 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
   int64_t V = c.vocab_size, D = c.hidden_size;
   embed_ = w.load("embed", -1, {V, D});
   final_norm_ = w.load("final_norm", -1, {D});
-  lm_head_ = w.load("lm_head", -1, {V, D});
-  if (!lm_head_.defined()) {
-    if (!c.tie_word_embeddings)
-      fail("{}: tensor 'lm_head.weight' not found and tie_word_embeddings is false",
-           checkpoint.dir().string());
-    lm_head_ = embed_;
-  }
+  lm_head_ = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
   layers_.resize(size_t(c.num_layers));
   for (int i = 0; i < c.num_layers; i++) load_layer(w, i);
   num_parameters_ = w.num_parameters();

@@ -111,4 +111,13 @@ Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bo
   return device;
 }
 
+Tensor WeightLoader::load_lm_head(const Tensor& embed, Shape expected, bool tied) {
+  Tensor head = load("lm_head", -1, expected);
+  if (head.defined()) return head;
+  if (!tied)
+    fail("{}: tensor 'lm_head.weight' not found and tie_word_embeddings is false",
+         checkpoint_.dir().string());
+  return embed;
+}
+
 }  // namespace tandem

@@ -31,6 +31,9 @@ class WeightLoader {
   // no rule has that name and `must_exist` is false.
   Tensor load(const std::string& name, int layer, Shape expected, bool must_exist = true);
   bool has_rule(const std::string& name) const;
+  // The output projection "lm_head" [V, D]; when the checkpoint has none, `embed` if the
+  // config ties them, else an error naming the checkpoint.
+  Tensor load_lm_head(const Tensor& embed, Shape expected, bool tied);
   // Total parameters loaded so far.
   int64_t num_parameters() const { return num_parameters_; }
 

@@ -11,10 +11,8 @@
 #include <memory>
 #include <thread>
 
-#include "cli/model_files.h"
-#include "engine/engine.h"
+#include "../unit/cli/local_server.h"
 #include "oracle_fixture.h"
-#include "server/http_server.h"
 
 namespace tandem::test {
 namespace {
@@ -25,38 +23,16 @@ using server::Json;
 const std::vector<std::string> kArchs = {"llama",  "qwen2",  "qwen3",     "mistral", "phi3",
                                          "gemma2", "gemma3", "qwen3_moe", "mixtral"};
 
-// What `tandem serve --batch B --max-batched-tokens T` runs: the engine on its thread and
-// the HTTP server over it, on a free loopback port.
-class ServedOracle {
- public:
-  ServedOracle(const std::filesystem::path& dir, int batch, int max_batched_tokens) {
-    cli::LoadedModel m = cli::load_model_folder(dir);
-    EngineConfig config;
-    config.scheduler.max_rows = batch;
-    config.scheduler.max_batched_tokens = max_batched_tokens;
-    config.max_model_len = 256;
-    config.served_model_name = dir.filename().string();
-    engine_ =
-        std::make_unique<Engine>(std::move(m.backend), std::move(m.model), m.tokenizer, config);
-    engine_->start();
-    server::ServerOptions options;
-    options.host = "127.0.0.1";
-    options.port = 0;
-    options.num_threads = 16;
-    http_ = std::make_unique<server::HttpServer>(options);
-    http_->start();
-    http_->set_ready(server::load_served_model(dir, *engine_, m.tokenizer));
-  }
-  ~ServedOracle() {
-    http_->stop();
-    engine_->stop(/*drain=*/false);
-  }
-  int port() const { return http_->port(); }
-
- private:
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<server::HttpServer> http_;
-};
+// What `tandem serve --batch B --max-batched-tokens T` runs on an oracle folder.
+std::unique_ptr<LocalServer> serve_oracle(const std::filesystem::path& dir, int batch,
+                                          int max_batched_tokens) {
+  EngineConfig config;
+  config.scheduler.max_rows = batch;
+  config.scheduler.max_batched_tokens = max_batched_tokens;
+  config.max_model_len = 256;
+  config.served_model_name = dir.filename().string();
+  return std::make_unique<LocalServer>(dir, config);
+}
 
 struct Reply {
   int status = 0;  // 0: no HTTP answer
@@ -114,8 +90,8 @@ TEST_P(ServeBatchGate, ConcurrentRequestsReturnBatchGreedy) {
   const ServeCase& c = GetParam();
   std::vector<OraclePrompt> prompts = load_oracle(c.arch);
   ASSERT_FALSE(prompts.empty());
-  ServedOracle served(oracle_dir(c.arch), /*batch=*/8, c.max_batched_tokens);
-  std::vector<Reply> replies = post_concurrently(served.port(), prompts);
+  auto served = serve_oracle(oracle_dir(c.arch), /*batch=*/8, c.max_batched_tokens);
+  std::vector<Reply> replies = post_concurrently(served->port(), prompts);
   for (size_t i = 0; i < prompts.size(); ++i) {
     SCOPED_TRACE("prompt " + std::to_string(i));
     ASSERT_EQ(replies[i].status, 200) << replies[i].body;
@@ -126,7 +102,7 @@ TEST_P(ServeBatchGate, ConcurrentRequestsReturnBatchGreedy) {
     EXPECT_EQ(choice["finish_reason"], "length");
     EXPECT_EQ(j["usage"]["completion_tokens"], prompts[i].batch_greedy.size());
   }
-  Json stats = settled_stats(served.port());
+  Json stats = settled_stats(served->port());
   ASSERT_TRUE(stats.is_object());
   EXPECT_EQ(stats["kv_blocks"]["used"], 0) << stats.dump();
   EXPECT_EQ(stats["kv_blocks"]["free"], stats["kv_blocks"]["total"]) << stats.dump();

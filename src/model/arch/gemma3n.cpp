@@ -115,13 +115,8 @@ void Gemma3nModel::load_globals(WeightLoader& w, const Checkpoint& checkpoint) {
     altup_out_.push_back(w.load("altup_out.{i}", n, {D, D}));
   }
   final_norm_ = w.load("final_norm", -1, {D});
-  if (!g_.tie_word_embeddings) lm_head_ = w.load("lm_head", -1, {V, D});
-  if (!lm_head_.defined()) {
-    if (!g_.tie_word_embeddings)
-      fail("{}: tensor 'lm_head.weight' not found and tie_word_embeddings is false",
-           checkpoint.dir().string());
-    lm_head_ = embed_;
-  }
+  // Tied: the embedding, even where the checkpoint also stores an lm_head.
+  lm_head_ = g_.tie_word_embeddings ? embed_ : w.load_lm_head(embed_, {V, D}, false);
 }
 
 void Gemma3nModel::load_layer(WeightLoader& w, int i) {

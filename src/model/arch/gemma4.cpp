@@ -86,13 +86,7 @@ void Gemma4Model::load_globals(WeightLoader& w, const Checkpoint& checkpoint) {
   int64_t V = c.vocab_size, D = c.hidden_size, L = c.num_layers;
   embed_ = w.load("embed", -1, {V, D});
   final_norm_ = w.load("final_norm", -1, {D});
-  lm_head_ = w.load("lm_head", -1, {V, D});
-  if (!lm_head_.defined()) {
-    if (!c.tie_word_embeddings)
-      fail("{}: tensor 'lm_head.weight' not found and tie_word_embeddings is false",
-           checkpoint.dir().string());
-    lm_head_ = embed_;
-  }
+  lm_head_ = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
   if (int64_t P = g_.hidden_size_per_layer_input; P > 0) {
     embed_per_layer_ = w.load("embed_per_layer", -1, {g_.vocab_size_per_layer_input, L * P});
     per_layer_projection_ = w.load("per_layer_projection", -1, {L * P, D});

@@ -10,51 +10,26 @@
 
 #include "cli/bench/load_gen.h"
 #include "cli/bench/workload.h"
-#include "cli/model_files.h"
 #include "core/error.h"
 #include "engine/engine.h"
-#include "server/http_server.h"
+#include "local_server.h"
 
 namespace tandem::cli::bench {
 namespace {
 
 const char* kLlama = TANDEM_TEST_DATA "/oracle/llama";
 
-// What `tandem serve` builds: engine thread + HTTP server over it.
-class LocalServer {
- public:
-  LocalServer(const std::string& dir, int max_rows) {
-    LoadedModel m = load_model_folder(dir);
-    EngineConfig config;
-    config.scheduler.max_rows = max_rows;
-    config.max_model_len = 256;
-    config.served_model_name = "oracle-llama";
-    engine_ =
-        std::make_unique<Engine>(std::move(m.backend), std::move(m.model), m.tokenizer, config);
-    engine_->start();
-    server::ServerOptions options;
-    options.host = "127.0.0.1";
-    options.port = 0;
-    options.num_threads = 16;
-    http_ = std::make_unique<server::HttpServer>(options);
-    http_->start();
-    http_->set_ready(server::load_served_model(dir, *engine_, m.tokenizer));
-  }
-  ~LocalServer() {
-    http_->stop();
-    engine_->stop(/*drain=*/false);
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(http_->port()); }
-  const Engine& engine() const { return *engine_; }
-
- private:
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<server::HttpServer> http_;
-};
+using test::LocalServer;
 
 class BenchE2E : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = new LocalServer(kLlama, 4); }
+  static void SetUpTestSuite() {
+    EngineConfig config;
+    config.scheduler.max_rows = 4;
+    config.max_model_len = 256;
+    config.served_model_name = "oracle-llama";
+    server_ = new LocalServer(kLlama, config);
+  }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;

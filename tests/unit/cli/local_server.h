@@ -1,0 +1,44 @@
+// What `tandem serve` builds, for tests that talk HTTP to it: a model folder loaded the
+// way the CLI loads it, the engine on its thread, and the HTTP server over it on a free
+// loopback port. The served model's name is `config.served_model_name`.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "cli/model_files.h"
+#include "engine/engine.h"
+#include "server/http_server.h"
+
+namespace tandem::test {
+
+class LocalServer {
+ public:
+  LocalServer(const std::filesystem::path& dir, EngineConfig config) {
+    cli::LoadedModel m = cli::load_model_folder(dir);
+    engine_ = std::make_unique<Engine>(std::move(m.backend), std::move(m.model), m.tokenizer,
+                                       std::move(config));
+    engine_->start();
+    server::ServerOptions options;
+    options.host = "127.0.0.1";
+    options.port = 0;
+    options.num_threads = 16;
+    http_ = std::make_unique<server::HttpServer>(options);
+    http_->start();
+    http_->set_ready(server::load_served_model(dir, *engine_, m.tokenizer));
+  }
+  ~LocalServer() {
+    http_->stop();
+    engine_->stop(/*drain=*/false);
+  }
+  int port() const { return http_->port(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+  const Engine& engine() const { return *engine_; }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<server::HttpServer> http_;
+};
+
+}  // namespace tandem::test
