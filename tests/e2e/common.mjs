@@ -1,6 +1,7 @@
 // Shared setup for the e2e tests: clients for the server that run_e2e.sh started.
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import http from 'node:http';
 
 export const baseURL = process.env.TANDEM_URL ?? 'http://127.0.0.1:8080';
 export const apiKey = process.env.TANDEM_API_KEY ?? 'e2e-secret-key';
@@ -57,4 +58,27 @@ export async function eventually(fn, timeoutMs = 5000) {
     value = await fn();
   }
   return value;
+}
+
+// Starts a streaming request over a raw socket and hangs up once the first bytes of the
+// body arrive: a client that goes away mid-stream. (Not fetch + AbortController: Node
+// 20's fetch can leave the body read pending forever when the abort lands after the
+// whole body has arrived, nodejs/undici#4089, which a fast tiny model makes likely.)
+// Resolves with the HTTP status once the socket is closed.
+export function hangUpAfterFirstChunk(path, body) {
+  const url = new URL(path, baseURL);
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}`,
+        'content-length': Buffer.byteLength(payload) },
+    }, (res) => {
+      res.once('data', () => req.destroy());
+      res.once('end', () => resolve(res.statusCode));
+      res.once('close', () => resolve(res.statusCode));
+    });
+    req.once('error', (err) => (req.destroyed ? resolve(0) : reject(err)));
+    req.end(payload);
+  });
 }
