@@ -3,6 +3,7 @@
 // (prefill included, as TensorRT-LLM's tables count it).
 //   offline_bench MODEL_DIR [--device cuda|cpu] [--input 128] [--output 128] [--num 256]
 //                 [--batch 256] [--max-batched-tokens 8192] [--repeat 1]
+//                 [--kv-cache-dtype auto|fp8|fp8_e4m3]
 // `--num 1 --batch 1 --input 128 --output 256` is decode-b1: it also prints the decode
 // rate after the first token (the bandwidth-roofline comparison).
 #include <fmt/format.h>
@@ -23,7 +24,7 @@ double seconds_since(Clock::time_point t) {
 }
 
 struct Options {
-  std::string dir, device = "cuda";
+  std::string dir, device = "cuda", kv_cache_dtype = "auto";
   int input = 128, output = 128, num = 256, batch = 256, max_batched_tokens = 8192, repeat = 1;
 };
 
@@ -39,6 +40,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--batch") o.batch = std::stoi(v);
     else if (k == "--max-batched-tokens") o.max_batched_tokens = std::stoi(v);
     else if (k == "--repeat") o.repeat = std::stoi(v);
+    else if (k == "--kv-cache-dtype") o.kv_cache_dtype = v;
     else throw std::runtime_error("unknown option " + k);
   }
   return o;
@@ -82,11 +84,13 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
 int main(int argc, char** argv) {
   if (argc < 2) {
     fmt::print(stderr, "usage: offline_bench MODEL_DIR [--device cuda|cpu] [--input N] [--output N] "
-                       "[--num N] [--batch B] [--max-batched-tokens N] [--repeat R]\n");
+                       "[--num N] [--batch B] [--max-batched-tokens N] [--repeat R] "
+                       "[--kv-cache-dtype auto|fp8|fp8_e4m3]\n");
     return 2;
   }
   try {
     Options o = parse(argc, argv);
+    const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
     auto load_start = Clock::now();
     auto backend = o.device == "cpu" ? make_cpu_backend() : make_cuda_backend(0);
     auto model = load_model(o.dir, *backend);
@@ -100,11 +104,13 @@ int main(int argc, char** argv) {
     config.scheduler.max_batched_tokens = o.max_batched_tokens;
     config.scheduler.prompt_concurrency = o.batch;
     config.max_model_len = o.input + o.output;
+    config.kv_dtype = kv_dtype_flag.value_or(backend->act_dtype());
     int64_t want = int64_t(std::min(o.num, o.batch)) * (o.input + o.output + 16);
-    config.kv_budget_bytes = want * ModelRunner::bytes_per_block(*model, 16, backend->act_dtype()) / 16;
+    config.kv_budget_bytes = want * ModelRunner::bytes_per_block(*model, 16, *config.kv_dtype) / 16;
     Engine engine(std::move(backend), std::move(model), nullptr, config);
-    fmt::print("batch {} rows, {} tokens per step, KV {:.2f} GiB\n", o.batch, o.max_batched_tokens,
-               double(config.kv_budget_bytes) / double(1 << 30));
+    fmt::print("batch {} rows, {} tokens per step, KV {:.2f} GiB {}\n", o.batch,
+               o.max_batched_tokens, double(config.kv_budget_bytes) / double(1 << 30),
+               dtype_name(engine.kv_dtype()));
     Options warm = o;
     warm.num = std::min(o.num, 4);
     warm.output = std::min(o.output, 8);

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   serve->add_option("--prompt-concurrency", so.prompt_concurrency, "Rows that may prefill in one step")->capture_default_str();
   serve->add_option("--max-model-len", so.max_model_len, "Context length (default: the model's)");
   serve->add_option("--kv-budget", so.kv_budget, "KV cache size, e.g. 4GB (default: batch x context, at most 1/4 of free RAM)");
+  serve->add_option("--kv-cache-dtype", so.kv_cache_dtype, "KV cache element type: auto (the activation dtype), fp8 or fp8_e4m3 (unscaled e4m3, half of bf16)")->capture_default_str();
   serve->add_option("--api-key", so.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
   serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
   serve->add_flag("--log-requests", so.log_requests, "One line per request on stderr");
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   gen->add_option("--min-p", go.min_p, "Drop tokens below min_p x the best probability")->capture_default_str();
   gen->add_option("--seed", go.seed, "Sampling seed (same seed, same tokens)");
   gen->add_flag("--ignore-eos", go.ignore_eos, "Keep generating past end-of-sequence tokens");
+  gen->add_option("--kv-cache-dtype", go.kv_cache_dtype, "KV cache element type: auto, fp8 or fp8_e4m3")->capture_default_str();
   gen->add_flag("--json", go.json, "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
 
   PerplexityOptions po;

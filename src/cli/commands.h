@@ -21,6 +21,7 @@ struct ServeOptions {
   int prompt_concurrency = 8;
   int max_model_len = 0;  // 0: the model's max_position_embeddings
   std::optional<std::string> kv_budget;  // "4GB"; default: rows × context, at most 1/4 of free RAM
+  std::string kv_cache_dtype = "auto";   // auto (the activation dtype) | fp8 | fp8_e4m3
   std::optional<std::string> api_key;
   std::string served_model_name;
   bool log_requests = false;
@@ -50,6 +51,7 @@ struct GenerateOptions {
   std::optional<uint64_t> seed;
   bool json = false;
   bool ignore_eos = false;
+  std::string kv_cache_dtype = "auto";  // auto | fp8 | fp8_e4m3 (as serve's)
 };
 int run_generate(const GenerateOptions& o);
 

@@ -14,6 +14,7 @@ namespace tandem::cli {
 int run_generate(const GenerateOptions& o) {
   try {
     if (o.prompt.has_value() == o.ids.has_value()) fail("give exactly one of --prompt and --ids");
+    const std::optional<DType> kv_dtype = kv_cache_dtype_from_name(o.kv_cache_dtype);
     LoadedModel m = load_model_folder(o.model, o.device);
     GenerationRequest req;
     if (o.ids) {
@@ -31,6 +32,7 @@ int run_generate(const GenerateOptions& o) {
     req.sampling.seed = o.seed;
     EngineConfig config;
     config.max_model_len = int(req.prompt.size()) + o.max_tokens;
+    config.kv_dtype = kv_dtype;
     Engine engine(std::move(m.backend), std::move(m.model), m.tokenizer, config);
     auto stream = engine.submit(req);
     nlohmann::json ids = nlohmann::json::array();

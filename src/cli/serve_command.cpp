@@ -26,12 +26,13 @@ void on_signal(int) {
 // memory that is free now (after the weights): a quarter of free RAM on the CPU, which
 // the rest of the machine shares; on a GPU most of its free memory, less headroom for the
 // step's activations and logits.
-int64_t default_kv_budget(const Model& model, const Backend& backend, int block_size, int rows,
-                          int max_len, int max_batched_tokens) {
+// Sized in the cache's dtype, so an f8 cache holds more tokens in the same share.
+int64_t default_kv_budget(const Model& model, const Backend& backend, DType kv_dtype,
+                          int block_size, int rows, int max_len, int max_batched_tokens) {
   // What every row at full length needs: window layers only ever hold their window.
-  int64_t want = planned_kv_bytes(model.kv_specs(), backend.act_dtype(),
+  int64_t want = planned_kv_bytes(model.kv_specs(), kv_dtype,
                                   KvSizing{block_size, rows, max_batched_tokens, max_len, 0});
-  int64_t per_block = ModelRunner::bytes_per_block(model, block_size, backend.act_dtype());
+  int64_t per_block = ModelRunner::bytes_per_block(model, block_size, kv_dtype);
   int64_t free = backend.available_memory();
   if (backend.device() == Device::CPU) return std::min(want, free / 4);
   const ModelConfig& c = model.config();
@@ -50,11 +51,12 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const std::st
              "  model        {} ({})\n"
              "  parameters   {:.1f}M, {} on {}\n"
              "  context      {} tokens\n"
-             "  KV cache     {:.1f} MiB, {} blocks of {} tokens\n"
+             "  KV cache     {:.1f} MiB {}, {} blocks of {} tokens\n"
              "  batch        {} rows, {} tokens per step\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
-             info.max_model_len, double(kv_bytes) / double(1 << 20), engine.pool().capacity(),
+             info.max_model_len, double(kv_bytes) / double(1 << 20),
+             dtype_name(engine.kv_dtype()), engine.pool().capacity(),
              info.block_size, o.batch, o.max_batched_tokens, o.host, port);
 }
 
@@ -80,6 +82,7 @@ int64_t parse_bytes(const std::string& text) {
 int run_serve(const ServeOptions& o) {
   try {
     if (o.batch < 1) fail("--batch must be >= 1 (got {})", o.batch);
+    const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
     server::ServerOptions so;
     so.host = o.host;
     so.port = o.port;
@@ -104,16 +107,18 @@ int run_serve(const ServeOptions& o) {
                                    ? std::filesystem::path(o.model).lexically_normal().filename().string()
                                    : o.served_model_name;
     if (config.served_model_name.empty()) config.served_model_name = "tandem";
+    config.kv_dtype = kv_dtype_flag.value_or(m.backend->act_dtype());
     config.kv_budget_bytes = o.kv_budget ? parse_bytes(*o.kv_budget)
-                                         : default_kv_budget(*m.model, *m.backend, config.scheduler.block_size,
-                                                             o.batch, config.max_model_len,
-                                                             o.max_batched_tokens);
+                                         : default_kv_budget(*m.model, *m.backend, *config.kv_dtype,
+                                                             config.scheduler.block_size, o.batch,
+                                                             config.max_model_len, o.max_batched_tokens);
     std::string device = m.backend->name();
     Engine engine(std::move(m.backend), std::move(m.model), m.tokenizer, config);
     engine.start();
     server::ServedModel served = server::load_served_model(o.model, engine, m.tokenizer);
     served.card = {{"batch", o.batch}, {"max_batched_tokens", o.max_batched_tokens},
-                   {"kv_budget_bytes", config.kv_budget_bytes}, {"device", device}};
+                   {"kv_budget_bytes", config.kv_budget_bytes},
+                   {"kv_cache_dtype", std::string(dtype_name(engine.kv_dtype()))}, {"device", device}};
     http.set_ready(std::move(served));
     print_ready_card(engine, o, device, http.port(), config.kv_budget_bytes);
     http.wait();

@@ -20,6 +20,7 @@ std::string_view dtype_safetensors_name(DType t) {
     case DType::BF16: return "BF16";
     case DType::F16: return "F16";
     case DType::I32: return "I32";
+    case DType::F8E4M3: return "F8_E4M3";
   }
   return "?";
 }
@@ -74,6 +75,29 @@ uint16_t f32_to_f16(float f) {
   return uint16_t(half);
 }
 
+float f8e4m3_to_f32(uint8_t b) {
+  const int exp = (b >> 3) & 0xf, mant = b & 7;
+  const float sign = (b & 0x80) ? -1.f : 1.f;
+  if (exp == 0xf && mant == 7) return std::nanf("");
+  if (exp == 0) return sign * std::ldexp(float(mant), -9);  // subnormal: mant · 2^-9
+  return sign * std::ldexp(float(8 + mant), exp - 10);      // (1 + mant/8) · 2^(exp-7)
+}
+
+uint8_t f32_to_f8e4m3(float f) {
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  if (std::isnan(f)) return sign | 0x7f;
+  const float a = std::fabs(f);
+  if (a >= 448.f) return sign | 0x7e;
+  if (a < 0.015625f)  // below 2^-6: subnormal steps of 2^-9 (8 steps is the smallest normal)
+    return sign | uint8_t(std::nearbyint(a * 512.f));
+  int e;
+  std::frexp(a, &e);  // a = m · 2^e, m in [0.5, 1): the binary exponent is e - 1
+  int exp = e - 1, mant = int(std::nearbyint(std::ldexp(a, 3 - exp)));  // in [8, 16]
+  if (mant == 16) mant = 8, exp++;
+  if (exp > 8 || (exp == 8 && mant > 14)) return sign | 0x7e;
+  return sign | uint8_t((exp + 7) << 3 | (mant - 8));
+}
+
 void convert_to_f32(const void* src, DType from, float* dst, size_t n) {
   switch (from) {
     case DType::F32:
@@ -94,6 +118,11 @@ void convert_to_f32(const void* src, DType from, float* dst, size_t n) {
       for (size_t i = 0; i < n; i++) dst[i] = float(s[i]);
       return;
     }
+    case DType::F8E4M3: {
+      auto* s = static_cast<const uint8_t*>(src);
+      for (size_t i = 0; i < n; i++) dst[i] = f8e4m3_to_f32(s[i]);
+      return;
+    }
   }
 }
 
@@ -110,6 +139,11 @@ void convert_from_f32(const float* src, void* dst, DType to, size_t n) {
     case DType::F16: {
       auto* d = static_cast<uint16_t*>(dst);
       for (size_t i = 0; i < n; i++) d[i] = f32_to_f16(src[i]);
+      return;
+    }
+    case DType::F8E4M3: {
+      auto* d = static_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < n; i++) d[i] = f32_to_f8e4m3(src[i]);
       return;
     }
     case DType::I32:

@@ -1,5 +1,5 @@
-// Element types and the conversions between them. Storage may be f32/bf16/f16;
-// arithmetic on the CPU is always f32.
+// Element types and the conversions between them. Storage may be f32/bf16/f16, or
+// f8_e4m3 (the KV cache's compact form); arithmetic on the CPU is always f32.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,9 @@
 
 namespace tandem {
 
-enum class DType : uint8_t { F32, BF16, F16, I32 };
+// F8E4M3 is OCP e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; finite range
+// ±448, no infinities, S.1111.111 is NaN.
+enum class DType : uint8_t { F32, BF16, F16, I32, F8E4M3 };
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
@@ -17,6 +19,7 @@ constexpr size_t dtype_size(DType t) {
     case DType::BF16: return 2;
     case DType::F16: return 2;
     case DType::I32: return 4;
+    case DType::F8E4M3: return 1;
   }
   return 0;
 }
@@ -27,11 +30,13 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::BF16: return "bf16";
     case DType::F16: return "f16";
     case DType::I32: return "i32";
+    case DType::F8E4M3: return "f8_e4m3";
   }
   return "?";
 }
 
-// "F32", "BF16", "F16", "I32" as safetensors spells them; nullopt otherwise.
+// "F32", "BF16", "F16", "I32" as safetensors spells them; nullopt otherwise. (F8_E4M3 is
+// not read: FP8 checkpoints carry scale tensors the loader does not apply.)
 std::optional<DType> dtype_from_safetensors(std::string_view name);
 std::string_view dtype_safetensors_name(DType t);
 
@@ -54,9 +59,14 @@ inline uint16_t f32_to_bf16(float f) {
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
+float f8e4m3_to_f32(uint8_t b);
+// Round to nearest even and saturate to ±448 (as CUDA's __NV_SATFINITE conversion does,
+// so both backends store the same bytes); NaN stays NaN.
+uint8_t f32_to_f8e4m3(float f);
+
 // Converts n elements of `src` (of type `from`) to f32.
 void convert_to_f32(const void* src, DType from, float* dst, size_t n);
-// Converts n f32 elements to `to` (F32, BF16 or F16).
+// Converts n f32 elements to `to` (F32, BF16, F16 or F8E4M3).
 void convert_from_f32(const float* src, void* dst, DType to, size_t n);
 
 }  // namespace tandem

@@ -26,12 +26,14 @@ Engine::Engine(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
       model_(std::move(model)),
       tokenizer_(std::move(tokenizer)),
       config_(std::move(config)),
-      kv_(make_kv_block_manager(model_->kv_specs(), backend_->act_dtype(),
+      kv_(make_kv_block_manager(model_->kv_specs(),
+                                config_.kv_dtype.value_or(backend_->act_dtype()),
                                 kv_sizing(*model_, config_))),
       scheduler_(config_.scheduler, kv_) {
   const ModelConfig& c = model_->config();
   int block_size = config_.scheduler.block_size;
-  runner_ = std::make_unique<ModelRunner>(*model_, *backend_, kv_.num_blocks(), block_size);
+  runner_ = std::make_unique<ModelRunner>(*model_, *backend_, kv_.num_blocks(), block_size,
+                                          config_.kv_dtype);
   info_.name = config_.served_model_name;
   info_.vocab_size = c.vocab_size;
   info_.max_model_len = config_.max_model_len > 0 ? config_.max_model_len : c.max_position_embeddings;

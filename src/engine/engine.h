@@ -36,6 +36,9 @@ struct EngineConfig {
   SchedulerConfig scheduler;
   int64_t kv_budget_bytes = 0;  // 0: enough blocks for max_model_len × max_rows
   int max_model_len = 0;        // 0: the model's max_position_embeddings
+  // Element type of the KV cache (kv_cache_dtype_from_name); nullopt: the backend's
+  // act dtype. F8E4M3 holds 2× (vs bf16) / 4× (vs f32) the tokens in the same bytes.
+  std::optional<DType> kv_dtype;
   std::string served_model_name;
   bool graphs = true;  // decode steps as recorded graphs, where the backend has them
   // Issue step n+1 before reading step n's tokens (the host plans while the device runs):
@@ -67,6 +70,8 @@ class Engine : public EngineApi {
   const Model& model() const { return *model_; }
   // The KV block pools of every group; num_used/num_free/capacity add the groups up.
   const KvBlockManager& pool() const { return kv_; }
+  // The element type the KV cache is stored in.
+  DType kv_dtype() const { return runner_->kv_dtype(); }
 
  private:
   void take_inbox();

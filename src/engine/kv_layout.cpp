@@ -1,5 +1,7 @@
 #include "engine/kv_layout.h"
 
+#include "core/error.h"
+
 namespace tandem {
 
 KvGroups kv_groups_of(std::span<const LayerKvSpec> specs) {
@@ -37,6 +39,12 @@ int64_t planned_kv_bytes(std::span<const LayerKvSpec> specs, DType dtype, const 
   KvGroups groups = kv_groups_of(specs);
   std::vector<int64_t> bytes = group_block_bytes(specs, groups, sizing.block_size, dtype);
   return kv_bytes(plan_group_blocks(groups, bytes, sizing), bytes);
+}
+
+std::optional<DType> kv_cache_dtype_from_name(std::string_view name) {
+  if (name == "auto") return std::nullopt;
+  if (name == "fp8" || name == "fp8_e4m3") return DType::F8E4M3;
+  fail("--kv-cache-dtype must be auto, fp8 or fp8_e4m3 (got '{}')", name);
 }
 
 }  // namespace tandem

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -33,5 +35,10 @@ KvBlockManager make_kv_block_manager(std::span<const LayerKvSpec> specs, DType d
 
 // Bytes of KV storage the planned blocks take, all groups together.
 int64_t planned_kv_bytes(std::span<const LayerKvSpec> specs, DType dtype, const KvSizing& sizing);
+
+// The KV cache dtype a `--kv-cache-dtype` value names, in vLLM's spellings: "auto" →
+// nullopt (the backend's act dtype), "fp8" and "fp8_e4m3" → F8E4M3 (stored unscaled).
+// Throws tandem::Error naming the accepted values otherwise.
+std::optional<DType> kv_cache_dtype_from_name(std::string_view name);
 
 }  // namespace tandem

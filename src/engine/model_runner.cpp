@@ -13,18 +13,20 @@ int64_t ModelRunner::bytes_per_block(const Model& model, int block_size, DType d
   return std::accumulate(bytes.begin(), bytes.end(), int64_t(0));
 }
 
-ModelRunner::ModelRunner(Model& model, Backend& backend, int num_blocks, int block_size)
+ModelRunner::ModelRunner(Model& model, Backend& backend, int num_blocks, int block_size,
+                         std::optional<DType> kv_dtype)
     : ModelRunner(model, backend,
                   std::vector<int>(size_t(kv_groups_of(model.kv_specs()).num_groups()), num_blocks),
-                  block_size) {}
+                  block_size, kv_dtype) {}
 
 ModelRunner::ModelRunner(Model& model, Backend& backend, std::span<const int> num_blocks,
-                         int block_size)
+                         int block_size, std::optional<DType> kv_dtype)
     : model_(model),
       backend_(backend),
       groups_(kv_groups_of(model.kv_specs())),
       num_blocks_(num_blocks.begin(), num_blocks.end()),
-      block_size_(block_size) {
+      block_size_(block_size),
+      kv_dtype_(kv_dtype.value_or(backend.act_dtype())) {
   TANDEM_CHECK(int(num_blocks_.size()) == groups_.num_groups(),
                "ModelRunner: {} block counts for {} KV groups", num_blocks_.size(),
                groups_.num_groups());
@@ -35,8 +37,12 @@ ModelRunner::ModelRunner(Model& model, Backend& backend, std::span<const int> nu
     if (s.shares_with < 0) {
       Shape shape{num_blocks_[size_t(groups_.layer_group[i])], block_size, s.num_kv_heads,
                   s.head_dim};
-      kv.k = backend.zeros(backend.act_dtype(), shape);
-      kv.v = backend.zeros(backend.act_dtype(), shape);
+      kv.k = backend.zeros(kv_dtype_, shape);
+      kv.v = backend.zeros(kv_dtype_, shape);
+      // A backend that stores another dtype would hold more bytes than the budget planned.
+      TANDEM_CHECK(kv.k.dtype == kv_dtype_ && kv.v.dtype == kv_dtype_,
+                   "the {} backend cannot hold a {} KV cache (it stores {})", backend.name(),
+                   dtype_name(kv_dtype_), dtype_name(kv.k.dtype));
     }
     kv_.push_back(kv);
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backend/backend.h"
@@ -17,9 +18,13 @@ namespace tandem {
 class ModelRunner {
  public:
   // num_blocks [G]: blocks of each KV group (engine/kv_layout.h), null blocks included.
-  ModelRunner(Model& model, Backend& backend, std::span<const int> num_blocks, int block_size);
+  // The caches hold `kv_dtype` (default: the backend's act dtype); fails when the backend
+  // cannot store that dtype.
+  ModelRunner(Model& model, Backend& backend, std::span<const int> num_blocks, int block_size,
+              std::optional<DType> kv_dtype = std::nullopt);
   // Every group with `num_blocks` blocks (one sequence, no budget: teacher forcing, tests).
-  ModelRunner(Model& model, Backend& backend, int num_blocks, int block_size);
+  ModelRunner(Model& model, Backend& backend, int num_blocks, int block_size,
+              std::optional<DType> kv_dtype = std::nullopt);
 
   // Logits of the plan's sample_index tokens, on the device: [S, vocab] in the backend's
   // act dtype ([1, vocab], unread, when the plan samples nothing). They stay there for
@@ -35,6 +40,7 @@ class ModelRunner {
   int num_groups() const { return groups_.num_groups(); }
   int num_blocks(int group) const { return num_blocks_[size_t(group)]; }
   int block_size() const { return block_size_; }
+  DType kv_dtype() const { return kv_dtype_; }
   // Bytes of KV storage one block id takes across all layers (every group's block, added).
   // Per-group figures: engine/kv_layout.h.
   static int64_t bytes_per_block(const Model& model, int block_size, DType dtype);
@@ -47,6 +53,7 @@ class ModelRunner {
   KvGroups groups_;
   std::vector<int> num_blocks_;  // [G]
   int block_size_;
+  DType kv_dtype_;           // of every cache tensor
   std::vector<PagedKv> kv_;  // [num_layers]
   std::unique_ptr<DecodeGraphs> graphs_;
 };

@@ -117,7 +117,8 @@ void fill_random(void* dst, DType dtype, size_t n, uint64_t seed, float stddev, 
     case DType::F16:
       return fill_random_f16(dst, n, seed, stddev, first);
     case DType::I32:
-      fail("fill_random: cannot fill an I32 tensor with normal values");
+    case DType::F8E4M3:
+      fail("fill_random: cannot fill an {} tensor with normal values", dtype_name(dtype));
   }
 }
 

@@ -29,8 +29,10 @@ int alignment_rank(DType dtype) {
       return 2;
     case DType::F16:
       return 3;
+    case DType::F8E4M3:
+      return 4;
   }
-  return 4;
+  return 5;
 }
 
 // Consecutive bytes of a file, produced into one buffer and written when it fills.

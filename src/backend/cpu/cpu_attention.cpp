@@ -1,14 +1,18 @@
 // Paged attention: write_kv stores the step's new K/V in their slots, attention reads each
 // row's keys through its block table. Every (token, query head) pair is computed by one
 // thread from its own row's cache only, so a row's output is bit-identical whatever other
-// rows share the step and whatever the thread count.
+// rows share the step and whatever the thread count. The cache is f32 or f8_e4m3
+// (cpu_kv_cache.h); an f8 cache gives exactly the output of an f32 cache holding the
+// same (rounded) values, since only the row reads differ.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_kv_cache.h"
 
 namespace tandem {
 
@@ -29,8 +33,8 @@ inline float dot(const float* a, const float* b, int64_t n) {
 // The cache geometry and step arrays one (token, head) job reads.
 struct AttnView {
   const float* q = nullptr;              // [T, Hq, Dh]
-  const float* k = nullptr;              // [NB, BS, Hkv, Dh]
-  const float* v = nullptr;              // [NB, BS, Hkv, Dh]
+  const void* k = nullptr;               // [NB, BS, Hkv, Dh] of the cache dtype
+  const void* v = nullptr;               // [NB, BS, Hkv, Dh] of the cache dtype
   float* out = nullptr;                  // [T, Hq, Dh]
   const int32_t* positions = nullptr;    // [T]
   const int32_t* block_table = nullptr;  // [B, max_blocks]
@@ -82,9 +86,45 @@ std::vector<int32_t> token_rows(const StepTensors& step) {
   return row_of;
 }
 
-// Scaled, softcapped, softmaxed attention of one query head over its row's keys.
-// scratch holds >= (p - lo + 1) floats; acc holds Dh floats.
-void attend_one(const AttnView& a, int64_t t, int64_t h, float* scratch, float* acc) {
+// One attention score: scaled, then softcapped when cap > 0. (By value: the callers'
+// float stores could alias an AttentionParams and force a reload per key.)
+inline float score_of(const float* q, const float* k, int64_t Dh, float scale, float cap) {
+  float s = dot(q, k, Dh) * scale;
+  if (cap > 0.f) s = cap * std::tanh(s / cap);
+  return s;
+}
+
+// e[i] = exp(e[i] - max_score) for i < n; returns their sum (added in double, in order).
+inline float exp_in_place(float* e, int64_t n, float max_score) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    e[i] = std::exp(e[i] - max_score);
+    sum += e[i];
+  }
+  return float(sum);
+}
+
+// Per-thread work space, for up to `heads` query heads at once (attend_group).
+struct AttnScratch {
+  AttnScratch(int64_t heads, int64_t max_keys, int64_t Dh, bool decodes)
+      : scores(size_t(heads * max_keys)),
+        acc(size_t(heads * Dh)),
+        row(decodes ? size_t(Dh) : 0),
+        denom(size_t(heads)) {}
+  std::vector<float> scores;  // [heads, max_keys]: scores, then exp(score - max)
+  std::vector<float> acc;     // [heads, Dh]
+  std::vector<float> row;     // [Dh]: a decoded cache row (f8 caches only)
+  std::vector<float> denom;   // [heads]: softmax denominators
+};
+
+// Scaled, softcapped, softmaxed attention of query head h of token t over its row's
+// keys, read from a cache of element type Elem.
+template <typename Elem>
+void attend_one(const AttnView& a, int64_t t, int64_t h, AttnScratch& work) {
+  const cpu::KvRows<Elem> keys(a.k), values(a.v);
+  float* scratch = work.scores.data();
+  float* acc = work.acc.data();
+  float* row = work.row.data();
   const int64_t Dh = a.Dh, kvh = h / (a.Hq / a.Hkv);
   const int64_t p = a.positions[t], lo = first_key(p, a.params.window), n = p - lo + 1;
   const int32_t* bt = a.block_table + int64_t(a.row_of[t]) * a.max_blocks;
@@ -92,42 +132,94 @@ void attend_one(const AttnView& a, int64_t t, int64_t h, float* scratch, float* 
   auto kv_offset = [&](int64_t j) {
     return ((int64_t(bt[j / a.BS]) * a.BS + j % a.BS) * a.Hkv + kvh) * Dh;
   };
-  const float cap = a.params.softcap;
+  const float scale = a.params.scale, cap = a.params.softcap;
   float max_score = -INFINITY;
   for (int64_t j = lo; j <= p; j++) {
-    float s = dot(qv, a.k + kv_offset(j), Dh) * a.params.scale;
-    if (cap > 0.f) s = cap * std::tanh(s / cap);
+    const float s = score_of(qv, keys.row(kv_offset(j), Dh, row), Dh, scale, cap);
     scratch[j - lo] = s;
     max_score = std::max(max_score, s);
   }
-  double sum = 0;
-  for (int64_t i = 0; i < n; i++) {
-    scratch[i] = std::exp(scratch[i] - max_score);
-    sum += scratch[i];
-  }
-  const float denom = float(sum);
+  const float denom = exp_in_place(scratch, n, max_score);
   std::fill(acc, acc + Dh, 0.f);
   for (int64_t j = lo; j <= p; j++) {
     const float w = scratch[j - lo] / denom;
-    const float* vv = a.v + kv_offset(j);
+    const float* vv = values.row(kv_offset(j), Dh, row);
     for (int64_t d = 0; d < Dh; d++) acc[d] += w * vv[d];
   }
   std::memcpy(a.out + (t * a.Hq + h) * Dh, acc, size_t(Dh) * sizeof(float));
 }
 
+// attend_one for the H query heads [h0, h0 + H) of one kv head together, so that each
+// cache row is read (and decoded) once for all of them. Each head's arithmetic is
+// attend_one's, in the same order, so its output is the same bits. (A separate kernel:
+// folding the head loop into attend_one costs the f32 path ~4% more instructions.)
+template <typename Elem>
+void attend_group(const AttnView& a, int64_t t, int64_t h0, int64_t H, AttnScratch& work) {
+  const cpu::KvRows<Elem> keys(a.k), values(a.v);
+  const int64_t Dh = a.Dh, kvh = h0 / (a.Hq / a.Hkv);
+  const int64_t p = a.positions[t], lo = first_key(p, a.params.window), n = p - lo + 1;
+  const int32_t* bt = a.block_table + int64_t(a.row_of[t]) * a.max_blocks;
+  const float* q = a.q + (t * a.Hq + h0) * Dh;  // [H, Dh]
+  float* scores = work.scores.data();           // [H, n]
+  float* acc = work.acc.data();                 // [H, Dh]
+  float* denom = work.denom.data();             // [H]
+  auto kv_offset = [&](int64_t j) {
+    return ((int64_t(bt[j / a.BS]) * a.BS + j % a.BS) * a.Hkv + kvh) * Dh;
+  };
+  const float scale = a.params.scale, cap = a.params.softcap;
+  for (int64_t j = lo; j <= p; j++) {
+    const float* k = keys.row(kv_offset(j), Dh, work.row.data());
+    for (int64_t h = 0; h < H; h++)
+      scores[h * n + j - lo] = score_of(q + h * Dh, k, Dh, scale, cap);
+  }
+  for (int64_t h = 0; h < H; h++)
+    denom[h] =
+        exp_in_place(scores + h * n, n, *std::max_element(scores + h * n, scores + (h + 1) * n));
+  std::fill(acc, acc + H * Dh, 0.f);
+  for (int64_t j = lo; j <= p; j++) {
+    const float* v = values.row(kv_offset(j), Dh, work.row.data());
+    for (int64_t h = 0; h < H; h++) {
+      const float w = scores[h * n + j - lo] / denom[h];
+      for (int64_t d = 0; d < Dh; d++) acc[h * Dh + d] += w * v[d];
+    }
+  }
+  std::memcpy(a.out + (t * a.Hq + h0) * Dh, acc, size_t(H * Dh) * sizeof(float));
+}
+
+// Every query head of a step of num_tokens tokens over a cache of element type Elem.
+// A job is one (token, query head); for an f8 cache with jobs enough for every thread,
+// one (token, kv head) with all its query heads (attend_group: a row decoded once).
+template <typename Elem>
+void attend_all(ThreadPool& pool, const AttnView& view, int64_t num_tokens, int64_t max_keys) {
+  const int64_t Hq = view.Hq, Dh = view.Dh, group = Hq / view.Hkv;
+  constexpr bool decodes = !std::is_same_v<Elem, float>;
+  const bool grouped =
+      decodes && group > 1 && num_tokens * view.Hkv >= 2 * int64_t(pool.num_threads());
+  const int64_t heads = grouped ? group : 1, jobs_per_token = Hq / heads;
+  cpu::parallel_for(pool, num_tokens * jobs_per_token, 2 * heads * max_keys * Dh,
+                    [&](int64_t begin, int64_t end) {
+                      AttnScratch work(heads, max_keys, Dh, decodes);
+                      for (int64_t i = begin; i < end; i++) {
+                        const int64_t t = i / jobs_per_token, h = i % jobs_per_token * heads;
+                        if (grouped)
+                          attend_group<Elem>(view, t, h, heads, work);
+                        else
+                          attend_one<Elem>(view, t, h, work);
+                      }
+                    });
+}
+
 }  // namespace
 
-// Writes the step's new K and V into their slots.   k, v [T, Hkv, Dh]
+// Writes the step's new K and V into their slots, in the cache's dtype.
+//   k, v [T, Hkv, Dh] f32; cache [NB, BS, Hkv, Dh] f32 or f8_e4m3
 void CpuBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
                           const StepTensors& step) {
-  cpu::check_tensor(cache.k, DType::F32, "write_kv", "cache.k");
-  cpu::check_tensor(cache.v, DType::F32, "write_kv", "cache.v");
+  cpu::check_kv_cache(cache, "write_kv");
   cpu::check_tensor(k, DType::F32, "write_kv", "k");
   cpu::check_tensor(v, DType::F32, "write_kv", "v");
   cpu::check_tensor(step.slot_map, DType::I32, "write_kv", "step.slot_map");
   cpu::check_ndim(cache.k, 4, "write_kv", "cache.k");
-  TANDEM_CHECK(cache.v.shape == cache.k.shape, "write_kv: cache.k {} and cache.v {} differ",
-               cache.k.shape.str(), cache.v.shape.str());
   const int64_t T = step.num_tokens, slots = cache.k.dim(0) * cache.k.dim(1);
   const int64_t row = cache.k.dim(2) * cache.k.dim(3);  // Hkv * Dh
   TANDEM_CHECK(cache.k.dim(1) == step.block_size, "write_kv: cache block size {} != step's {}",
@@ -139,21 +231,18 @@ void CpuBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
   for (int64_t t = 0; t < T; t++) {
     TANDEM_CHECK(slot[t] >= 0 && slot[t] < slots, "write_kv: slot {} of token {} outside [0, {})",
                  slot[t], t, slots);
-    std::memcpy(cache.k.ptr<float>() + slot[t] * row, k.ptr<float>() + t * row,
-                size_t(row) * sizeof(float));
-    std::memcpy(cache.v.ptr<float>() + slot[t] * row, v.ptr<float>() + t * row,
-                size_t(row) * sizeof(float));
+    cpu::store_kv_values(cache.k, slot[t] * row, k.ptr<float>() + t * row, row);
+    cpu::store_kv_values(cache.v, slot[t] * row, v.ptr<float>() + t * row, row);
   }
 }
 
 // Causal (optionally windowed, softcapped) GQA attention of each new token over its
-// row's cached keys.   out, q [T, Hq, Dh]; cache [NB, BS, Hkv, Dh]
+// row's cached keys.   out, q [T, Hq, Dh] f32; cache [NB, BS, Hkv, Dh] f32 or f8_e4m3
 void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                            const StepTensors& step, const AttentionParams& params) {
   cpu::check_tensor(out, DType::F32, "attention", "out");
   cpu::check_tensor(q, DType::F32, "attention", "q");
-  cpu::check_tensor(cache.k, DType::F32, "attention", "cache.k");
-  cpu::check_tensor(cache.v, DType::F32, "attention", "cache.v");
+  const DType cache_dtype = cpu::check_kv_cache(cache, "attention");
   cpu::check_ndim(q, 3, "attention", "q");
   cpu::check_ndim(cache.k, 4, "attention", "cache.k");
   cpu::check_step(step, "attention");
@@ -179,8 +268,8 @@ void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
 
   AttnView view;
   view.q = q.ptr<float>();
-  view.k = cache.k.ptr<float>();
-  view.v = cache.v.ptr<float>();
+  view.k = cache.k.data;
+  view.v = cache.v.data;
   view.out = out.ptr<float>();
   view.positions = pos;
   view.block_table = step.block_table.ptr<int32_t>();
@@ -191,11 +280,10 @@ void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   view.BS = step.block_size;
   view.max_blocks = step.max_blocks;
   view.params = params;
-  cpu::parallel_for(*pool_, T * Hq, 2 * max_keys * Dh, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(static_cast<size_t>(max_keys)), acc(static_cast<size_t>(Dh));
-    for (int64_t i = begin; i < end; i++)
-      attend_one(view, i / Hq, i % Hq, scratch.data(), acc.data());
-  });
+  if (cache_dtype == DType::F8E4M3)
+    attend_all<uint8_t>(*pool_, view, T, max_keys);
+  else
+    attend_all<float>(*pool_, view, T, max_keys);
 }
 
 }  // namespace tandem

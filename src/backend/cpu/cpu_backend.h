@@ -1,6 +1,8 @@
 // CpuBackend: the reference implementation of every Backend op.
 // f32 arithmetic throughout; float weights and activations are stored as f32 whatever
-// dtype is asked for (I32 stays I32). "Device" memory is 64-byte aligned host memory.
+// dtype is asked for (I32 stays I32; F8E4M3 stays F8E4M3, the KV cache's compact form,
+// which write_kv and attention read and write). "Device" memory is 64-byte aligned host
+// memory.
 //
 // Determinism: every output element is computed by exactly one thread with a fixed
 // summation order, so results do not depend on the thread count, and a row's results do
@@ -9,8 +11,8 @@
 //
 // The ops live in one file per family: cpu_memory.cpp, cpu_linear.cpp (linear, embedding,
 // gather_rows), cpu_norm.cpp (rms_norm, add, scale, softcap, gated_act), cpu_rope.cpp,
-// cpu_attention.cpp (write_kv, attention), cpu_moe.cpp (topk_route, moe_experts),
-// cpu_sample.cpp (sample).
+// cpu_attention.cpp (write_kv, attention; the cache's element types: cpu_kv_cache.h),
+// cpu_moe.cpp (topk_route, moe_experts), cpu_sample.cpp (sample).
 #pragma once
 
 #include "backend/backend.h"

@@ -1,5 +1,7 @@
 // Memory verbs of the CPU backend. Float data of any storage dtype becomes f32 here,
-// so every op reads f32 (or i32 index arrays) and nothing else.
+// so every op reads f32 (or i32 index arrays), except that f8_e4m3 is kept as asked: it
+// is the KV cache's compact form, which only write_kv and attention read
+// (cpu_kv_cache.h).
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
@@ -9,9 +11,11 @@ namespace tandem {
 
 namespace {
 
-// The dtype the CPU backend stores for a requested dtype: f32 for any float type.
+// The dtype the CPU backend stores for a requested dtype: f32 for any float type but
+// f8_e4m3 (a KV cache), which stays f8_e4m3.
 DType storage_dtype(DType requested) {
-  return requested == DType::I32 ? DType::I32 : DType::F32;
+  if (requested == DType::I32 || requested == DType::F8E4M3) return requested;
+  return DType::F32;
 }
 
 }  // namespace
@@ -44,6 +48,16 @@ Tensor CpuBackend::upload(const Tensor& host, DType dtype) {
   }
   if (host.dtype == DType::I32)
     fail("upload: {} tensor {} requested from i32 data", dtype_name(dtype), host.shape.str());
+  if (out.dtype == DType::F8E4M3 && host.dtype != DType::F8E4M3) {  // rounds through f32
+    Tensor f32 = Tensor::empty_host(DType::F32, host.shape);
+    convert_to_f32(host.data, host.dtype, f32.ptr<float>(), size_t(host.numel()));
+    convert_from_f32(f32.ptr<float>(), out.data, DType::F8E4M3, size_t(host.numel()));
+    return out;
+  }
+  if (out.dtype == DType::F8E4M3) {
+    std::memcpy(out.data, host.data, host.nbytes());
+    return out;
+  }
   convert_to_f32(host.data, host.dtype, out.ptr<float>(), size_t(host.numel()));
   return out;
 }

@@ -8,6 +8,9 @@
 // T, B and the step's upper bounds, so a step can be captured in a CUDA graph and
 // replayed with shorter rows. Flash-decoding splits merge inside the decode kernel, on
 // arrival counters the backend keeps zeroed between launches (split_counters).
+//
+// The cache is bf16 or f8_e4m3 (--kv-cache-dtype fp8: half the bytes per token, and the
+// decode kernel reads half as much); every kernel widens e4m3 to bf16 as it loads.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -37,6 +40,24 @@ __global__ void write_kv_kernel(bf16* k_cache, bf16* v_cache, const bf16* k, con
   dst[slot * row_vectors + c] = src[i];
 }
 
+// The e4m3 twin: each thread narrows 8 bf16 (16 bytes) to 8 cache bytes.
+__global__ void write_kv_f8_kernel(uint8_t* k_cache, uint8_t* v_cache, const bf16* k,
+                                   const bf16* v, const int32_t* slot_map, int64_t num_vectors,
+                                   int row_vectors, int64_t num_slots) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= num_vectors) return;
+  const int64_t t = i / row_vectors, c = i % row_vectors;
+  const int64_t slot = slot_map[t];
+  if (slot < 0 || slot >= num_slots) return;
+  const uint4 in = reinterpret_cast<const uint4*>(blockIdx.y == 0 ? k : v)[i];
+  const bf16* e = reinterpret_cast<const bf16*>(&in);
+  uint32_t w[2] = {0, 0};
+#pragma unroll
+  for (int j = 0; j < 8; j++) w[j / 4] |= uint32_t(cuda::f8_from_bf16(e[j])) << (8 * (j % 4));
+  uint8_t* dst = blockIdx.y == 0 ? k_cache : v_cache;
+  reinterpret_cast<uint2*>(dst)[slot * row_vectors + c] = make_uint2(w[0], w[1]);
+}
+
 bool aligned16(const Tensor& t) {
   return reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
 }
@@ -52,14 +73,21 @@ void require_i32(const Tensor& t, int64_t min_elems, const char* what) {
               std::to_string(min_elems) + " elements, got " + t.shape.str());
 }
 
-void check_cache(const PagedKv& cache, const StepTensors& step, const char* op) {
-  require_bf16(cache.k, op);
-  require_bf16(cache.v, op);
+// A bf16 or e4m3 cache (k and v alike); true for e4m3.
+bool check_cache(const PagedKv& cache, const StepTensors& step, const char* op) {
+  const bool f8 = cache.k.defined() && cache.k.dtype == DType::F8E4M3;
+  for (const Tensor* t : {&cache.k, &cache.v})
+    if (!t->defined() || t->device != Device::CUDA || !aligned16(*t) ||
+        t->dtype != (f8 ? DType::F8E4M3 : DType::BF16))
+      cuda_fail(std::string(op) + ": the cache must be 16-byte aligned bf16 or f8_e4m3 CUDA " +
+                "tensors, k and v alike");
+  const int align = f8 ? 16 : 8;  // a 16-byte copy holds whole elements of one head
   if (cache.k.ndim() != 4 || !(cache.v.shape == cache.k.shape) ||
-      cache.k.dim(1) != step.block_size || cache.k.dim(3) % 8 != 0)
+      cache.k.dim(1) != step.block_size || cache.k.dim(3) % align != 0)
     cuda_fail(std::string(op) + ": cache k " + cache.k.shape.str() + " v " + cache.v.shape.str() +
               " must be [blocks, " + std::to_string(step.block_size) +
-              ", Hkv, Dh] with Dh a multiple of 8");
+              ", Hkv, Dh] with Dh a multiple of " + std::to_string(align));
+  return f8;
 }
 
 // The step arrays attention reads, and the AttnArgs fields that come from them.
@@ -153,7 +181,7 @@ int* CudaBackend::split_counters() {
 // Writes the step's new K and V into their slots.   k, v [T, Hkv, Dh]
 void CudaBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
                            const StepTensors& step) {
-  check_cache(cache, step, "write_kv");
+  const bool f8 = check_cache(cache, step, "write_kv");
   require_bf16(k, "write_kv: k");
   require_bf16(v, "write_kv: v");
   const int64_t T = step.num_tokens, row = cache.k.dim(2) * cache.k.dim(3);
@@ -164,9 +192,15 @@ void CudaBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
   if (T == 0) return;
   const int64_t num_vectors = T * (row / 8);
   const unsigned blocks = unsigned((num_vectors + 255) / 256);
-  write_kv_kernel<<<dim3(blocks, 2), 256, 0, stream_>>>(
-      cache.k.ptr<bf16>(), cache.v.ptr<bf16>(), k.ptr<bf16>(), v.ptr<bf16>(),
-      step.slot_map.ptr<int32_t>(), num_vectors, int(row / 8), cache.k.dim(0) * cache.k.dim(1));
+  const int64_t num_slots = cache.k.dim(0) * cache.k.dim(1);
+  if (f8)
+    write_kv_f8_kernel<<<dim3(blocks, 2), 256, 0, stream_>>>(
+        cache.k.ptr<uint8_t>(), cache.v.ptr<uint8_t>(), k.ptr<bf16>(), v.ptr<bf16>(),
+        step.slot_map.ptr<int32_t>(), num_vectors, int(row / 8), num_slots);
+  else
+    write_kv_kernel<<<dim3(blocks, 2), 256, 0, stream_>>>(
+        cache.k.ptr<bf16>(), cache.v.ptr<bf16>(), k.ptr<bf16>(), v.ptr<bf16>(),
+        step.slot_map.ptr<int32_t>(), num_vectors, int(row / 8), num_slots);
   TANDEM_CUDA_LAUNCHED("write_kv kernel");
 }
 
@@ -176,7 +210,7 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                             const StepTensors& step, const AttentionParams& params) {
   require_bf16(q, "attention: q");
   require_bf16(out, "attention: out");
-  check_cache(cache, step, "attention");
+  const bool f8 = check_cache(cache, step, "attention");
   const int64_t Hkv = cache.k.dim(2), Dh = cache.k.dim(3);
   if (q.ndim() != 3 || q.dim(0) != step.num_tokens || q.dim(2) != Dh || !(out.shape == q.shape) ||
       out.data == q.data)
@@ -192,8 +226,9 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
 
   attn::AttnArgs a = step_args(step);
   a.q = q.ptr<bf16>();
-  a.k = cache.k.ptr<bf16>();
-  a.v = cache.v.ptr<bf16>();
+  a.k = cache.k.data;
+  a.v = cache.v.data;
+  a.kv_f8 = f8;
   a.out = out.ptr<bf16>();
   a.num_blocks = int(cache.k.dim(0));
   a.num_q_heads = int(Hq);
@@ -210,7 +245,7 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
       params.window > 0 ? std::min(step.max_context_len, params.window) : step.max_context_len;
   const int64_t items = int64_t(num_x) * a.num_kv_heads * ((a.group + 15) / 16);
   attn::SplitArgs sp =
-      plan_splits(items, max_keys, props_.multiProcessorCount, attn::decode_ctas_per_sm(int(Dh)),
+      plan_splits(items, max_keys, props_.multiProcessorCount, attn::decode_ctas_per_sm(int(Dh), f8),
                   split_counter_capacity(props_));
   sp.by_row = !all_decode;
   Tensor part_o, part_ml;  // split partials; back to the caching allocator after the launch

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/cuda_fp8.cuh"
+
 namespace tandem::attn {
 
 using bf16 = __nv_bfloat16;
@@ -34,8 +36,9 @@ constexpr float kLog2e = 1.4426950408889634f;
 // Everything one attention launch reads. All pointers are device memory.
 struct AttnArgs {
   const bf16* q = nullptr;               // [T, Hq, Dh]
-  const bf16* k = nullptr;               // [num_blocks, block_size, Hkv, Dh]
-  const bf16* v = nullptr;               // [num_blocks, block_size, Hkv, Dh]
+  const void* k = nullptr;               // [num_blocks, block_size, Hkv, Dh] bf16 or e4m3
+  const void* v = nullptr;               // [num_blocks, block_size, Hkv, Dh] bf16 or e4m3
+  bool kv_f8 = false;                    // the cache holds e4m3 bytes (Dh % 16 == 0)
   bf16* out = nullptr;                   // [T, Hq, Dh]
   const int32_t* positions = nullptr;    // [T]
   const int32_t* seq_starts = nullptr;   // [B+1]
@@ -81,8 +84,8 @@ int padded_head_dim(int head_dim);
 void launch_prefill(const AttnArgs& a, cudaStream_t stream);
 // Tokens of 1-token rows (by_row) or every token (!by_row), over num_x = B or T.
 void launch_decode(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream_t stream);
-// Decode CTAs resident per SM for a head dim (occupancy of the decode kernel), >= 1.
-int decode_ctas_per_sm(int head_dim);
+// Decode CTAs resident per SM for a head dim and cache type (the kernel's occupancy), >= 1.
+int decode_ctas_per_sm(int head_dim, bool kv_f8);
 
 // ---------------------------------------------------------------- primitives
 
@@ -160,8 +163,9 @@ __device__ __forceinline__ int first_key(int p, int window) {
 
 // Start of the cache row of key j (position in its sequence) of kv head kvh, or null
 // when its block-table entry lies outside the table or the pool.
-__device__ __forceinline__ const bf16* kv_row(const bf16* cache, const int32_t* bt_row,
-                                              const AttnArgs& a, int kvh, int j) {
+template <typename KV>
+__device__ __forceinline__ const KV* kv_row(const KV* cache, const int32_t* bt_row,
+                                            const AttnArgs& a, int kvh, int j) {
   const int bi = a.block_shift >= 0 ? j >> a.block_shift : j / a.block_size;
   const int off = a.block_shift >= 0 ? j & (a.block_size - 1) : j % a.block_size;
   const int blk = bi < a.max_blocks ? bt_row[bi] : -1;
@@ -170,33 +174,55 @@ __device__ __forceinline__ const bf16* kv_row(const bf16* cache, const int32_t* 
   return cache + (slot * a.num_kv_heads + kvh) * a.head_dim;
 }
 
+__device__ __forceinline__ void st_shared_16(uint32_t addr, const uint4& v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w));
+}
+
+// One 16-byte chunk of a cache row into a bf16 tile at dst: bf16 rows go by cp.async;
+// e4m3 rows (16 elements per chunk) are loaded, widened and stored (32 bytes), so the
+// tile is ready after the next barrier either way. row == null writes zeros.
+template <typename KV>
+__device__ __forceinline__ void copy_kv_chunk(uint32_t dst, const KV* row, const KV* any) {
+  if constexpr (sizeof(KV) == 2) {
+    cp_async_16(dst, row ? row : any, row ? 16 : 0);
+  } else {
+    uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
+    if (row) cuda::bf16x16_from_f8x16(__ldg(reinterpret_cast<const uint4*>(row)), lo, hi);
+    st_shared_16(dst, lo);
+    st_shared_16(dst + 16, hi);
+  }
+}
+
 // Copies cache rows for keys [kt, kt + ROWS), columns [col0, col0 + COLS) of kv head
-// `kvh` into a shared tile with row stride STRIDE elements. Keys past `kend`, columns
-// past the head dim, and block-table entries outside the table or the pool read as zero
-// (masked keys must hold finite values: their probability 0 multiplies V).
-template <int ROWS, int COLS, int STRIDE>
-__device__ __forceinline__ void load_kv_tile(uint32_t dst, const bf16* cache, const int32_t* bt_row,
+// `kvh` into a shared bf16 tile with row stride STRIDE elements. Keys past `kend`,
+// columns past the head dim, and block-table entries outside the table or the pool read
+// as zero (masked keys must hold finite values: their probability 0 multiplies V).
+template <int ROWS, int COLS, int STRIDE, typename KV>
+__device__ __forceinline__ void load_kv_tile(uint32_t dst, const KV* cache, const int32_t* bt_row,
                                              const AttnArgs& a, int kvh, int kt, int kend,
                                              int col0) {
-  constexpr int kChunksPerRow = COLS / 8;
+  constexpr int kElems = 16 / int(sizeof(KV));  // elements per 16-byte chunk of the cache
+  constexpr int kChunksPerRow = COLS / kElems;
+  static_assert(COLS % kElems == 0, "a tile row is whole chunks");
   const int tid = threadIdx.x;
   if constexpr (kThreads % kChunksPerRow == 0) {
     // Each thread keeps one 16-byte column and walks rows kThreads / kChunksPerRow apart.
     constexpr int kRowStep = kThreads / kChunksPerRow;
-    const int c = tid % kChunksPerRow, col = col0 + c * 8;
+    const int c = tid % kChunksPerRow, col = col0 + c * kElems;
     const bool col_ok = col < a.head_dim;
 #pragma unroll
     for (int r = tid / kChunksPerRow; r < ROWS; r += kRowStep) {
-      const bf16* row = kt + r <= kend && col_ok ? kv_row(cache, bt_row, a, kvh, kt + r) : nullptr;
-      cp_async_16(dst + uint32_t((r * STRIDE + c * 8) * 2), row ? row + col : cache, row ? 16 : 0);
+      const KV* row = kt + r <= kend && col_ok ? kv_row(cache, bt_row, a, kvh, kt + r) : nullptr;
+      copy_kv_chunk(dst + uint32_t((r * STRIDE + c * kElems) * 2), row ? row + col : nullptr, cache);
     }
   } else {
 #pragma unroll
     for (int id = tid; id < ROWS * kChunksPerRow; id += kThreads) {
-      const int r = id / kChunksPerRow, c = id % kChunksPerRow, col = col0 + c * 8;
-      const bf16* row =
+      const int r = id / kChunksPerRow, c = id % kChunksPerRow, col = col0 + c * kElems;
+      const KV* row =
           kt + r <= kend && col < a.head_dim ? kv_row(cache, bt_row, a, kvh, kt + r) : nullptr;
-      cp_async_16(dst + uint32_t((r * STRIDE + c * 8) * 2), row ? row + col : cache, row ? 16 : 0);
+      copy_kv_chunk(dst + uint32_t((r * STRIDE + c * kElems) * 2), row ? row + col : nullptr, cache);
     }
   }
 }

@@ -14,6 +14,9 @@
 // threads copying a key's 16-byte chunks fetch its slot with a shuffle. The first tiles'
 // block-table lines are prefetched at kernel start, before the token's position arrives.
 //
+// An e4m3 cache streams through the same ring as bytes (half the traffic); after a tile
+// lands, the CTA widens it into one bf16 tile the warps read (one more barrier per tile).
+//
 // Splits: the host fixes the split count from host integers only (graph-capturable); a
 // CTA derives its key range from its token's real key count on the device (split_chunk),
 // so a max_context_len that overstates the rows (a replayed graph's capacity) costs
@@ -32,7 +35,7 @@ namespace tandem::attn {
 
 namespace {
 
-template <int DH>
+template <int DH, typename KV = bf16>
 struct DecodeShape {
   static constexpr int kKeyGroups = DH <= 128 ? 4 : DH == 256 ? 2 : 1;  // KW
   static constexpr int kDimWarps = 4 / kKeyGroups;                      // DW
@@ -43,12 +46,19 @@ struct DecodeShape {
   static constexpr bool kQInRegs = DH <= 256;
   static constexpr int kNV = DH / kDimWarps / 8;  // 8-column O tiles per warp
   static constexpr int kSlotRegs = (kBlockN + 31) / 32;
-  static constexpr int kStageBytes = 2 * kBlockN * kStride * 2;  // K then V
-  static constexpr int kSmemBytes = 16 * kStride * 2 + kStages * kStageBytes;
+  static constexpr bool kF8 = sizeof(KV) == 1;
+  static constexpr int kChunkElems = 16 / int(sizeof(KV));  // elements per 16-byte copy
+  // A stage's row stride in elements: bf16 rows are read by ldmatrix (padded), e4m3 rows
+  // only by the widening pass.
+  static constexpr int kRawStride = kF8 ? DH : kStride;
+  static constexpr int kStageBytes = 2 * kBlockN * kRawStride * int(sizeof(KV));  // K then V
+  static constexpr int kWideBytes = kF8 ? 2 * kBlockN * kStride * 2 : 0;  // widened K then V
+  static constexpr int kSmemBytes = 16 * kStride * 2 + kStages * kStageBytes + kWideBytes;
   static constexpr int kMergeStride = DH + 8;  // floats per merge row
   static_assert(kGroupKeys % 16 == 0, "a key group covers whole mma k-steps");
-  static_assert(kBlockN * (DH / 8) % kThreads == 0, "tile copies split evenly over threads");
-  static_assert(kKeyGroups * 16 * kMergeStride * 4 <= kStages * kStageBytes,
+  static_assert(kBlockN * (DH / kChunkElems) % kThreads == 0,
+                "tile copies split evenly over threads");
+  static_assert(kKeyGroups * 16 * kMergeStride * 4 <= kStages * kStageBytes + kWideBytes,
                 "the merge buffer fits in the K/V stages");
 };
 
@@ -152,10 +162,14 @@ __device__ __forceinline__ void tile_slots(int (&slots)[NSL], const int32_t* bt_
 // consecutive threads take consecutive 16-byte chunks of a row (coalesced), and fetch
 // the row's slot from the lane that looked it up. Invalid keys and columns past the
 // head dim read as zeros (masked keys must hold finite values: probability 0 times V).
-template <int DH, int BN, int NSL>
+template <int DH, int BN, typename KV, int NSL>
 __device__ __forceinline__ void load_kv_stage(uint32_t k_dst, uint32_t v_dst, const AttnArgs& a,
                                               int kvh, const int (&slots)[NSL]) {
-  constexpr int kChunksPerRow = DH / 8, kIters = BN * kChunksPerRow / kThreads;
+  using Shape = DecodeShape<DH, KV>;
+  constexpr int CE = Shape::kChunkElems, RS = Shape::kRawStride;
+  constexpr int kChunksPerRow = DH / CE, kIters = BN * kChunksPerRow / kThreads;
+  const KV* k = static_cast<const KV*>(a.k);
+  const KV* v = static_cast<const KV*>(a.v);
 #pragma unroll
   for (int it = 0; it < kIters; it++) {
     const int id = threadIdx.x + it * kThreads, r = id / kChunksPerRow, c = id % kChunksPerRow;
@@ -165,11 +179,27 @@ __device__ __forceinline__ void load_kv_stage(uint32_t k_dst, uint32_t v_dst, co
       const int x = __shfl_sync(0xffffffffu, slots[i], r & 31);
       if ((r >> 5) == i) slot = x;
     }
-    const bool ok = slot >= 0 && c * 8 < a.head_dim;
-    const int64_t off = ok ? (int64_t(slot) * a.num_kv_heads + kvh) * a.head_dim + c * 8 : 0;
-    const uint32_t dst = uint32_t((r * (DH + 8) + c * 8) * 2);
-    cp_async_16(k_dst + dst, a.k + off, ok ? 16 : 0);
-    cp_async_16(v_dst + dst, a.v + off, ok ? 16 : 0);
+    const bool ok = slot >= 0 && c * CE < a.head_dim;
+    const int64_t off = ok ? (int64_t(slot) * a.num_kv_heads + kvh) * a.head_dim + c * CE : 0;
+    const uint32_t dst = uint32_t((r * RS + c * CE) * int(sizeof(KV)));
+    cp_async_16(k_dst + dst, k + off, ok ? 16 : 0);
+    cp_async_16(v_dst + dst, v + off, ok ? 16 : 0);
+  }
+}
+
+// Widens an e4m3 stage (K rows then V rows, DH bytes each) into the bf16 tile the warps
+// read (row stride DH + 8). The whole CTA calls this between two barriers.
+template <int DH, int BN>
+__device__ __forceinline__ void widen_stage(const uint8_t* stage, bf16* wide) {
+  constexpr int kChunksPerRow = DH / 16, kChunks = 2 * BN * kChunksPerRow;
+#pragma unroll
+  for (int id = threadIdx.x; id < kChunks; id += kThreads) {
+    const int r = id / kChunksPerRow, c = id % kChunksPerRow;  // r: K rows, then V rows
+    uint4 lo, hi;
+    cuda::bf16x16_from_f8x16(*reinterpret_cast<const uint4*>(stage + r * DH + c * 16), lo, hi);
+    uint4* dst = reinterpret_cast<uint4*>(wide + r * (DH + 8) + c * 16);
+    dst[0] = lo;
+    dst[1] = hi;
   }
 }
 
@@ -329,9 +359,9 @@ __device__ __forceinline__ void merge_splits(const AttnArgs& a, const SplitArgs&
 
 // One CTA: one token, 16 query heads of one kv head, one split of the keys.
 // grid = (X, Hkv · ceil(G / 16), num_splits).
-template <int DH>
+template <int DH, typename KV>
 __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs sp) {
-  using Shape = DecodeShape<DH>;
+  using Shape = DecodeShape<DH, KV>;
   constexpr int BN = Shape::kBlockN, ST = Shape::kStride, STAGES = Shape::kStages;
   constexpr int DW = Shape::kDimWarps, GK = Shape::kGroupKeys;
   constexpr int NV = Shape::kNV, NSL = Shape::kSlotRegs;
@@ -340,7 +370,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
   const uint32_t q_base = smem_addr(smem_raw);
   const uint32_t kv_base = q_base + 16 * ST * 2;  // stage s: K at +2s·BN rows, V after it
   auto k_stage = [&](int s) { return kv_base + uint32_t(s * Shape::kStageBytes); };
-  auto v_stage = [&](int s) { return k_stage(s) + uint32_t(BN * ST * 2); };
+  auto v_stage = [&](int s) { return k_stage(s) + uint32_t(BN * Shape::kRawStride * sizeof(KV)); };
+  // What the warps read: the stage itself (bf16), or its widened copy (e4m3).
+  const uint32_t wide_base = kv_base + uint32_t(STAGES * Shape::kStageBytes);
 
   DecodeItem it;
   const auto prefetch = [&] {  // row guess: x
@@ -364,7 +396,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
   for (int s = 0; s < STAGES - 1; s++) {
     if (s < num_tiles) {
       tile_slots(slots, bt_row, a, k0 + s * BN, kend);
-      load_kv_stage<DH, BN>(k_stage(s), v_stage(s), a, kvh, slots);
+      load_kv_stage<DH, BN, KV>(k_stage(s), v_stage(s), a, kvh, slots);
     }
     cp_async_commit();
   }
@@ -388,17 +420,25 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
     __syncthreads();              // ... for every thread; tile t-1's stage is free
     const int next = t + STAGES - 1;
     if (next < num_tiles) {
-      load_kv_stage<DH, BN>(k_stage(next % STAGES), v_stage(next % STAGES), a, kvh, slots);
+      load_kv_stage<DH, BN, KV>(k_stage(next % STAGES), v_stage(next % STAGES), a, kvh, slots);
       tile_slots(slots, bt_row, a, k0 + (next + 1) * BN, kend);  // used next iteration
     }
     cp_async_commit();  // possibly empty: keeps one group per tile
     const int stage = t % STAGES, kg = k0 + t * BN + kw * GK;  // the group's first key
+    uint32_t k_tile = k_stage(stage), v_tile = v_stage(stage);
+    if constexpr (Shape::kF8) {
+      widen_stage<DH, BN>(smem_raw + (k_tile - q_base),
+                          reinterpret_cast<bf16*>(smem_raw + (wide_base - q_base)));
+      __syncthreads();  // the widened tile is complete (the next loop-top barrier frees it)
+      k_tile = wide_base;
+      v_tile = wide_base + uint32_t(BN * ST * 2);
+    }
     if (kg <= kend) {  // warp-uniform; a group wholly past the split has nothing to add
       float s[GK / 8][4];
-      warp_qk<DH, GK, ST, kQInRegs>(s, qf, q_lane, k_stage(stage) + k_lane);
+      warp_qk<DH, GK, ST, kQInRegs>(s, qf, q_lane, k_tile + k_lane);
       score_tile<GK>(s, a, kg, lo, hi, kg + GK > k1, lane);
       online_softmax<GK, NV>(s, o, m, l);
-      warp_pv<GK, NV, ST>(o, s, v_stage(stage) + v_lane);
+      warp_pv<GK, NV, ST>(o, s, v_tile + v_lane);
     }
   }
   cp_async_wait<0>();
@@ -410,38 +450,38 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
 
 // Sets the kernel's shared-memory limit (once per device: a host call per launch is a
 // fixed cost small steps notice); returns the kernel.
-template <int DH>
+template <int DH, typename KV>
 auto prepared_kernel() {
   static std::atomic<uint64_t> ready{0};  // bit d: the limit is set on device d
-  auto kernel = decode_kernel<DH>;
+  auto kernel = decode_kernel<DH, KV>;
   int device = 0;
   cuda_check(cudaGetDevice(&device), "attention decode: cudaGetDevice");
   const uint64_t bit = device >= 0 && device < 64 ? uint64_t(1) << device : 0;
   if (bit != 0 && (ready.load(std::memory_order_relaxed) & bit) != 0) return kernel;
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  DecodeShape<DH>::kSmemBytes),
+                                  DecodeShape<DH, KV>::kSmemBytes),
              "attention decode: cudaFuncSetAttribute");
   ready.fetch_or(bit, std::memory_order_relaxed);
   return kernel;
 }
 
-template <int DH>
+template <int DH, typename KV>
 void launch(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream_t stream) {
-  auto kernel = prepared_kernel<DH>();
+  auto kernel = prepared_kernel<DH, KV>();
   const int head_groups = (a.group + 15) / 16;
   const dim3 grid(unsigned(num_x), unsigned(a.num_kv_heads * head_groups), unsigned(sp.num_splits));
-  kernel<<<grid, kThreads, DecodeShape<DH>::kSmemBytes, stream>>>(a, sp);
+  kernel<<<grid, kThreads, DecodeShape<DH, KV>::kSmemBytes, stream>>>(a, sp);
   TANDEM_CUDA_LAUNCHED("attention decode kernel");
 }
 
-template <int DH>
+template <int DH, typename KV>
 int ctas_per_sm() {
   static std::atomic<int> cached{0};  // the process's GPUs are assumed alike
   int n = cached.load(std::memory_order_relaxed);
   if (n > 0) return n;
-  auto kernel = prepared_kernel<DH>();
+  auto kernel = prepared_kernel<DH, KV>();
   cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads,
-                                                           DecodeShape<DH>::kSmemBytes),
+                                                           DecodeShape<DH, KV>::kSmemBytes),
              "attention decode: cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   n = n > 0 ? n : 1;
   cached.store(n, std::memory_order_relaxed);
@@ -471,8 +511,11 @@ decltype(auto) with_head_dim(int head_dim, F&& f) {
 
 }  // namespace
 
-int decode_ctas_per_sm(int head_dim) {
-  return with_head_dim(head_dim, [](auto dh) { return ctas_per_sm<decltype(dh)::value>(); });
+int decode_ctas_per_sm(int head_dim, bool kv_f8) {
+  return with_head_dim(head_dim, [&](auto dh) {
+    constexpr int DH = decltype(dh)::value;
+    return kv_f8 ? ctas_per_sm<DH, uint8_t>() : ctas_per_sm<DH, bf16>();
+  });
 }
 
 void launch_decode(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream_t stream) {
@@ -484,7 +527,13 @@ void launch_decode(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream
   cuda_require(int64_t(a.num_blocks) * a.block_size <= INT32_MAX,
                "attention decode: KV pool above 2^31 slots");
   if (num_x <= 0) return;
-  with_head_dim(a.head_dim, [&](auto dh) { launch<decltype(dh)::value>(a, sp, num_x, stream); });
+  with_head_dim(a.head_dim, [&](auto dh) {
+    constexpr int DH = decltype(dh)::value;
+    if (a.kv_f8)
+      launch<DH, uint8_t>(a, sp, num_x, stream);
+    else
+      launch<DH, bf16>(a, sp, num_x, stream);
+  });
 }
 
 }  // namespace tandem::attn

@@ -12,6 +12,9 @@
 // (ceil(T·G/64) + B); each CTA finds its (row, tile) by a block-wide scan over
 // seq_starts and exits when it has none. grid.y = kv head, grid.z = slice of the V/O
 // columns (head dim 512 is computed as two 256-column halves, recomputing Q·Kᵀ).
+//
+// An e4m3 cache is widened to bf16 as its tiles are copied into shared memory (plain
+// loads instead of cp.async; the math is the bf16 kernel's).
 #include <climits>
 
 #include "backend/cuda/cuda_attention.cuh"
@@ -151,7 +154,7 @@ __device__ __forceinline__ void store_rows(const AttnArgs& a, const TileRows& t,
 
 // One CTA: 64 packed query rows of one sequence row and kv head against all the keys
 // they see; V/O columns [blockIdx.z·DV, +DV).
-template <int DHQK, int DV>
+template <int DHQK, int DV, typename KV>
 __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
   constexpr int QS = DHQK + 8, KS = DHQK + 8, VS = DV + 8;  // +16 B: conflict-free ldmatrix
   constexpr bool kQInRegs = DHQK <= 128;
@@ -171,9 +174,11 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int32_t* bt_row = a.block_table + int64_t(row) * a.max_blocks;
   const uint32_t q_base = smem_addr(q_s), k_base = smem_addr(k_s), v_base = smem_addr(v_s);
+  const KV* k_cache = static_cast<const KV*>(a.k);
+  const KV* v_cache = static_cast<const KV*>(a.v);
   const int kmin = rows.kmin, kmax = rows.kmax, hi_min = rows.hi_min, lo_max = rows.lo_max;
   load_q_tile<DHQK, QS>(q_base, rows, a);
-  load_kv_tile<kBlockN, DHQK, KS>(k_base, a.k, bt_row, a, kvh, kmin, kmax, 0);
+  load_kv_tile<kBlockN, DHQK, KS>(k_base, k_cache, bt_row, a, kvh, kmin, kmax, 0);
   cp_async_commit();
 
   const int r0 = warp * 16 + (lane >> 2);
@@ -192,7 +197,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
     const int kt = kmin + it * kBlockN;
     cp_async_wait<0>();  // K tile `it` (and Q) landed
     __syncthreads();     // ... for every thread; every warp is done with V tile it-1
-    load_kv_tile<kBlockN, DV, VS>(v_base, a.v, bt_row, a, kvh, kt, kmax, col0);
+    load_kv_tile<kBlockN, DV, VS>(v_base, v_cache, bt_row, a, kvh, kt, kmax, col0);
     cp_async_commit();
     float s[kBlockN / 8][4];
     if (warp_live) {
@@ -207,7 +212,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
     cp_async_wait<0>();  // V tile `it` landed
     __syncthreads();     // ... and every warp is done with K tile `it`
     if (it + 1 < num_tiles) {
-      load_kv_tile<kBlockN, DHQK, KS>(k_base, a.k, bt_row, a, kvh, kt + kBlockN, kmax, 0);
+      load_kv_tile<kBlockN, DHQK, KS>(k_base, k_cache, bt_row, a, kvh, kt + kBlockN, kmax, 0);
       cp_async_commit();
     }
     if (warp_live) warp_pv<kBlockN, NV, VS>(o, s, v_lane);
@@ -218,7 +223,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
 template <int DHQK, int DV>
 void launch(const AttnArgs& a, cudaStream_t stream) {
   constexpr int smem = (kBlockM * (DHQK + 8) + kBlockN * (DHQK + 8) + kBlockN * (DV + 8)) * 2;
-  auto kernel = prefill_kernel<DHQK, DV>;
+  auto kernel = a.kv_f8 ? prefill_kernel<DHQK, DV, uint8_t> : prefill_kernel<DHQK, DV, bf16>;
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
              "attention prefill: cudaFuncSetAttribute");
   const int64_t tiles = (int64_t(a.num_tokens) * a.group + kBlockM - 1) / kBlockM + a.num_rows;

@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_fp8.cuh"
 
 namespace tandem {
 
@@ -107,11 +108,13 @@ __global__ void rope_kernel(bf16* __restrict__ x, const int32_t* __restrict__ po
 }
 
 // Where qkv_cache_kernel reads and writes: qkv [T, (Hq + 2·Hkv)·Dh] in, q [T, Hq, Dh] and
-// the cache [slots, Hkv, Dh] out; norms [Dh] (null: none), bf16 or f32.
+// the cache [slots, Hkv, Dh] out (bf16, or e4m3 bytes when cache_f8); norms [Dh] (null:
+// none), bf16 or f32.
 struct QkvArgs {
   bf16* q;
-  bf16* k_cache;
-  bf16* v_cache;
+  void* k_cache;
+  void* v_cache;
+  bool cache_f8;
   const bf16* qkv;
   const int32_t* positions;
   const int32_t* row_len;  // only read when dynamic
@@ -151,14 +154,26 @@ __global__ void qkv_cache_kernel(const QkvArgs a, const RopeArgs args) {
   const int last = min(a.Hq + 2 * a.Hkv, int(blockIdx.y + 1) * num_warps);
   for (int h = int(blockIdx.y) * num_warps + warp; h < last; h += num_warps) {  // one pass
     const bool is_q = h < a.Hq, is_v = h >= a.Hq + a.Hkv;
-    bf16* dst;
+    int64_t dst_off;  // elements into q or the cache
+    void* dst_base;
     if (is_q) {
-      dst = a.q + (t * a.Hq + h) * Dh;
+      dst_base = a.q;
+      dst_off = (t * a.Hq + h) * Dh;
     } else {
       if (!has_slot) continue;  // the whole warp skips together
       const int kvh = is_v ? h - a.Hq - a.Hkv : h - a.Hq;
-      dst = (is_v ? a.v_cache : a.k_cache) + (slot * a.Hkv + kvh) * Dh;
+      dst_base = is_v ? a.v_cache : a.k_cache;
+      dst_off = (slot * a.Hkv + kvh) * Dh;
     }
+    const bool f8 = a.cache_f8 && !is_q;
+    // Element d of the head: bf16, narrowed to e4m3 for an e4m3 cache.
+    const auto put = [&](int d, float x) {
+      const bf16 b = __float2bfloat16_rn(x);
+      if (f8)
+        static_cast<uint8_t*>(dst_base)[dst_off + d] = cuda::f8_from_bf16(b);
+      else
+        static_cast<bf16*>(dst_base)[dst_off + d] = b;
+    };
     const bf16* src = row + int64_t(h) * Dh;
     float sum_sq = 0.f;
     for (int d = lane; d < Dh; d += 32) {
@@ -177,10 +192,10 @@ __global__ void qkv_cache_kernel(const QkvArgs a, const RopeArgs args) {
     const int rotated = is_v ? 0 : half;
     for (int i = lane; i < rotated; i += 32) {
       const float x1 = buf[i], x2 = buf[i + half];
-      dst[i] = __float2bfloat16_rn(x1 * cs[i] - x2 * cs[half + i]);
-      dst[i + half] = __float2bfloat16_rn(x2 * cs[i] + x1 * cs[half + i]);
+      put(i, x1 * cs[i] - x2 * cs[half + i]);
+      put(i + half, x2 * cs[i] + x1 * cs[half + i]);
     }
-    for (int d = 2 * rotated + lane; d < Dh; d += 32) dst[d] = __float2bfloat16_rn(buf[d]);
+    for (int d = 2 * rotated + lane; d < Dh; d += 32) put(d, buf[d]);
     __syncwarp();
   }
 }
@@ -255,8 +270,10 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
                                const QkNorm& norm) {
   cuda::check_tensor(q, DType::BF16, "qkv_to_cache", "q");
   cuda::check_tensor(qkv, DType::BF16, "qkv_to_cache", "qkv");
-  cuda::check_tensor(cache.k, DType::BF16, "qkv_to_cache", "cache.k");
-  cuda::check_tensor(cache.v, DType::BF16, "qkv_to_cache", "cache.v");
+  const bool f8 = cache.k.defined() && cache.k.dtype == DType::F8E4M3;
+  const DType cache_dtype = f8 ? DType::F8E4M3 : DType::BF16;
+  cuda::check_tensor(cache.k, cache_dtype, "qkv_to_cache", "cache.k");
+  cuda::check_tensor(cache.v, cache_dtype, "qkv_to_cache", "cache.v");
   cuda::check_tensor(step.positions, DType::I32, "qkv_to_cache", "step.positions");
   cuda::check_tensor(step.slot_map, DType::I32, "qkv_to_cache", "step.slot_map");
   TANDEM_CUDA_REQUIRE(q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 &&
@@ -293,8 +310,9 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   }
   QkvArgs a{};
   a.q = q.ptr<bf16>();
-  a.k_cache = cache.k.ptr<bf16>();
-  a.v_cache = cache.v.ptr<bf16>();
+  a.k_cache = cache.k.data;
+  a.v_cache = cache.v.data;
+  a.cache_f8 = f8;
   a.qkv = qkv.ptr<bf16>();
   a.positions = step.positions.ptr<int32_t>();
   a.row_len = row_len.defined() ? row_len.ptr<int32_t>() : nullptr;

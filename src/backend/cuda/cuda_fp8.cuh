@@ -1,0 +1,46 @@
+// The f8_e4m3 KV cache's conversions on the device, matching the host's
+// f32_to_f8e4m3 / f8e4m3_to_f32 (core/dtype.h): round to nearest even, saturate to
+// ±448, NaN stays NaN. Every e4m3 value is exact in f16 and in bf16, so widening loses
+// nothing; a value is rounded to bf16 before it is narrowed, so the fused and unfused
+// cache writes store the same bytes.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+namespace tandem::cuda {
+
+__device__ __forceinline__ uint8_t f8_from_f32(float x) {
+  return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+}
+
+// The cache byte of a value the bf16 path would have stored as bf16(x).
+__device__ __forceinline__ uint8_t f8_from_bf16(__nv_bfloat16 x) {
+  return f8_from_f32(__bfloat162float(x));
+}
+
+// Two e4m3 bytes (lo in bits 0-7) -> bf16x2, exactly.
+__device__ __forceinline__ uint32_t bf16x2_from_f8x2(uint16_t pair) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
+  const float2 f = __half22float2(__half2(h));
+  const __nv_bfloat162 b = __float22bfloat162_rn(f);
+  return *reinterpret_cast<const uint32_t*>(&b);
+}
+
+// 16 e4m3 bytes -> 16 bf16 (lo: elements 0-7, hi: 8-15).
+__device__ __forceinline__ void bf16x16_from_f8x16(const uint4& in, uint4& lo, uint4& hi) {
+  const uint32_t w[4] = {in.x, in.y, in.z, in.w};
+  uint32_t out[8];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    out[2 * i] = bf16x2_from_f8x2(uint16_t(w[i] & 0xffffu));
+    out[2 * i + 1] = bf16x2_from_f8x2(uint16_t(w[i] >> 16));
+  }
+  lo = make_uint4(out[0], out[1], out[2], out[3]);
+  hi = make_uint4(out[4], out[5], out[6], out[7]);
+}
+
+}  // namespace tandem::cuda
