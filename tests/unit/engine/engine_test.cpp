@@ -6,28 +6,17 @@
 #include <filesystem>
 
 #include "engine/engine.h"
+#include "engine_test_util.h"
 #include "engine/model_runner.h"
 #include "engine/teacher_forcing.h"
 
 namespace tandem {
 namespace {
 
-std::filesystem::path llama_dir() { return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "llama"; }
 
-std::unique_ptr<Engine> make_engine(EngineConfig config) {
-  auto backend = make_cpu_backend();
-  auto model = load_model(llama_dir(), *backend);
-  return std::make_unique<Engine>(std::move(backend), std::move(model), nullptr, config);
-}
+std::unique_ptr<Engine> make_engine(EngineConfig config) { return test::cpu_engine("llama", config); }
 
-GenerationRequest greedy(std::vector<int32_t> prompt, int n) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = n;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  return r;
-}
+using test::greedy;
 
 std::vector<int32_t> drain(RequestStream& s, std::optional<FinishReason>* finish = nullptr) {
   std::vector<int32_t> ids;
@@ -115,7 +104,7 @@ TEST(Engine, RefusesWhatCanNeverFit) {
 // must equal the solo teacher-forced logits at every step.
 TEST(Engine, RowLogitsDoNotDependOnTheOtherRows) {
   auto backend = make_cpu_backend();
-  auto model = load_model(llama_dir(), *backend);
+  auto model = load_model(test::oracle_model("llama"), *backend);
   std::vector<int32_t> x = prompt_of(40, 5);
   Tensor solo = teacher_forced_logits(*model, *backend, x);
   int V = model->config().vocab_size, bs = 16;

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine_test_util.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 #include "engine/step_plan.h"
@@ -19,24 +20,10 @@
 namespace tandem {
 namespace {
 
-std::filesystem::path llama_dir() {
-  return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "llama";
-}
 
-std::unique_ptr<Engine> make_engine(EngineConfig config) {
-  auto backend = make_cpu_backend();
-  auto model = load_model(llama_dir(), *backend);
-  return std::make_unique<Engine>(std::move(backend), std::move(model), nullptr, config);
-}
+std::unique_ptr<Engine> make_engine(EngineConfig config) { return test::cpu_engine("llama", config); }
 
-GenerationRequest greedy(std::vector<int32_t> prompt, int n) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = n;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  return r;
-}
+using test::greedy;
 
 std::vector<int32_t> prompt_of(int n, int salt) {
   std::vector<int32_t> p;
@@ -112,7 +99,7 @@ TEST(Fp8KvEngine, TeacherForcedTop1MostlyAgreesWithTheF32Cache) {
     sequences.push_back(prompt);
   }
   auto backend = make_cpu_backend();
-  auto model = load_model(llama_dir(), *backend);
+  auto model = load_model(test::oracle_model("llama"), *backend);
   const int V = model->config().vocab_size;
   int agree = 0, total = 0, clear_agree = 0, clear_total = 0;
   for (const auto& ids : sequences) {
@@ -164,7 +151,7 @@ TEST(Fp8KvEngine, CacheDtypeSpellings) {
 
 TEST(Fp8KvEngine, RefusesACacheDtypeTheBackendCannotStore) {
   auto backend = make_cpu_backend();
-  auto model = load_model(llama_dir(), *backend);
+  auto model = load_model(test::oracle_model("llama"), *backend);
   // The CPU backend stores any bf16 request as f32: a bf16 cache would break the budget.
   EXPECT_THROW(ModelRunner(*model, *backend, 4, 16, DType::BF16), Error);
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "engine/engine.h"
+#include "engine_test_util.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 #include "engine/teacher_forcing.h"
@@ -18,24 +19,11 @@ namespace {
 
 constexpr int kWindow = 24;  // sliding_window of both fixtures
 
-std::filesystem::path oracle(const char* arch) {
-  return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / arch;
-}
-
 std::unique_ptr<Engine> make_engine(const char* arch, EngineConfig config) {
-  auto backend = make_cpu_backend();
-  auto model = load_model(oracle(arch), *backend);
-  return std::make_unique<Engine>(std::move(backend), std::move(model), nullptr, config);
+  return test::cpu_engine(arch, config);
 }
 
-GenerationRequest greedy(std::vector<int32_t> prompt, int n) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = n;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  return r;
-}
+using test::greedy;
 
 std::vector<int32_t> drain(RequestStream& s) {
   std::vector<int32_t> ids;
@@ -100,7 +88,7 @@ struct Costs {
 
 Costs costs_of(const char* arch, int rows, int step_tokens) {
   auto backend = make_cpu_backend();
-  auto model = load_model(oracle(arch), *backend);
+  auto model = load_model(test::oracle_model(arch), *backend);
   Costs c;
   c.sizing.block_size = 16;
   c.sizing.max_rows = rows;
@@ -131,7 +119,7 @@ TEST(WindowEngine, PreemptionUnderATightWindowGroupIsInvisible) {
 // teacher-forced logits (which release nothing) at every step.
 TEST(WindowEngine, RowLogitsHoldWhenOtherRowsReuseReleasedBlocks) {
   auto backend = make_cpu_backend();
-  auto model = load_model(oracle("gemma2"), *backend);
+  auto model = load_model(test::oracle_model("gemma2"), *backend);
   std::vector<int32_t> x = prompt_of(40, 5), y = prompt_of(60, 9), z = prompt_of(33, 4);
   Tensor solo = teacher_forced_logits(*model, *backend, x);
   const int V = model->config().vocab_size, bs = 16;
