@@ -24,6 +24,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -43,6 +44,7 @@ struct Shape {
   int Hq, Hkv, Dh;
   int capacity = 0;    // >0: max_context_len and table width of a replayed CUDA graph
   bool graph = false;  // time replays of a graph of the calls, not eager calls
+  bool f8 = false;     // an f8_e4m3 cache (half the bytes of bf16)
 };
 
 // A device bf16 tensor of cheap pseudo-random values in [-1, 1) (timing does not depend
@@ -56,6 +58,18 @@ Tensor random_bf16(Backend& be, tandem::Shape shape, uint32_t seed) {
     p[i] = tandem::f32_to_bf16(float(x >> 8) * (2.f / 16777216.f) - 1.f);
   }
   return be.upload(h, DType::BF16);
+}
+
+// A device f8_e4m3 tensor of pseudo-random finite codes (no NaN: 0x7f/0xff never occur).
+Tensor random_f8(Backend& be, tandem::Shape shape, uint32_t seed) {
+  Tensor h = Tensor::empty_host(DType::F8E4M3, shape);
+  uint8_t* p = h.ptr<uint8_t>();
+  uint32_t x = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < h.numel(); i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    p[i] = uint8_t((x >> 8) & 0xb7);  // exponent field at most 0b0110: |value| < 1
+  }
+  return be.upload(h, DType::F8E4M3);
 }
 
 Tensor device_i32(Backend& be, const std::vector<int32_t>& v, tandem::Shape shape) {
@@ -146,8 +160,10 @@ Timing time_attention(tandem::CudaBackend& be, const Shape& s, int calls) {
   constexpr int kBlockSize = 16;
   std::mt19937 rng(11);
   const int64_t blocks = int64_t(s.rows) * ((s.context + kBlockSize - 1) / kBlockSize);
-  tandem::PagedKv cache{random_bf16(be, {blocks, kBlockSize, s.Hkv, s.Dh}, 1),
-                        random_bf16(be, {blocks, kBlockSize, s.Hkv, s.Dh}, 2)};
+  const tandem::Shape kv_shape{blocks, kBlockSize, s.Hkv, s.Dh};
+  tandem::PagedKv cache = s.f8 ? tandem::PagedKv{random_f8(be, kv_shape, 1), random_f8(be, kv_shape, 2)}
+                               : tandem::PagedKv{random_bf16(be, kv_shape, 1),
+                                                 random_bf16(be, kv_shape, 2)};
   tandem::StepTensors step = make_step(be, s, kBlockSize, rng);
   const int64_t T = step.num_tokens;
   Tensor q = random_bf16(be, {T, s.Hq, s.Dh}, 3);
@@ -159,11 +175,11 @@ Timing time_attention(tandem::CudaBackend& be, const Shape& s, int calls) {
 
 void bench_decode(tandem::CudaBackend& be, const Shape& s, int calls) {
   const Timing t = time_attention(be, s, calls);
-  const double bytes = 2.0 * s.rows * s.context * s.Hkv * s.Dh * 2;  // K and V, bf16
+  const double bytes = 2.0 * s.rows * s.context * s.Hkv * s.Dh * (s.f8 ? 1 : 2);  // K and V
   fmt::print(
-      "decode   B={:<4} ctx={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
+      "decode{} B={:<4} ctx={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
       "{:7.0f} GB/s  {:5.1f}% of 4.3 TB/s{}{}\n",
-      s.rows, s.context, s.Hq, s.Hkv, s.Dh, t.event_s * 1e6, t.host_s * 1e6,
+      s.f8 ? "-f8" : "   ", s.rows, s.context, s.Hq, s.Hkv, s.Dh, t.event_s * 1e6, t.host_s * 1e6,
       bytes / t.event_s * 1e-9, 100 * bytes / t.event_s / kMeasuredHbm,
       s.capacity > 0 ? fmt::format("  (graph capacity {})", s.capacity) : "",
       s.graph ? "  graph replay" : "");
@@ -175,9 +191,9 @@ void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls) {
   const double pairs = double(s.rows) * (double(n) * first + double(n) * (n + 1) / 2);
   const double flops = 4.0 * pairs * s.Dh * s.Hq;
   fmt::print(
-      "prefill  B={:<4} tok={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
+      "prefill{} B={:<4} tok={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
       "{:7.1f} TFLOP/s\n",
-      s.rows, s.new_tokens, s.Hq, s.Hkv, s.Dh, t.event_s * 1e6, t.host_s * 1e6,
+      s.f8 ? "-f8" : "  ", s.rows, s.new_tokens, s.Hq, s.Hkv, s.Dh, t.event_s * 1e6, t.host_s * 1e6,
       flops / t.event_s * 1e-12);
 }
 
@@ -185,6 +201,7 @@ void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls) {
 
 int main(int argc, char** argv) {
   const int calls = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
+  const bool only_f8 = argc > 2 && std::string(argv[2]) == "f8";  // the e4m3 cases alone
   if (tandem::cuda_device_count() == 0) {
     std::puts("no CUDA GPU on this machine");
     return 0;
@@ -194,8 +211,8 @@ int main(int argc, char** argv) {
     auto& be = dynamic_cast<tandem::CudaBackend&>(*backend);
     fmt::print("{}: {} SMs\n", be.props().name, be.props().multiProcessorCount);
     fmt::print("kind     shape                                        events/call  host/call\n");
-    for (const Shape& s :
-         {Shape{64, 4096, 1, 32, 8, 128}, Shape{256, 1024, 1, 32, 8, 128},
+    for (const Shape& s : only_f8 ? std::vector<Shape>{} : std::vector<Shape>{
+         Shape{64, 4096, 1, 32, 8, 128}, Shape{256, 1024, 1, 32, 8, 128},
           Shape{8, 32768, 1, 32, 8, 128}, Shape{1, 8192, 1, 32, 8, 128},
           Shape{64, 4096, 1, 16, 8, 256}, Shape{64, 4096, 1, 16, 2, 256},
           Shape{32, 4096, 1, 16, 4, 512}, Shape{64, 4096, 1, 32, 32, 96},
@@ -204,10 +221,24 @@ int main(int argc, char** argv) {
           Shape{1, 130, 1, 32, 8, 128, 131072, true}, Shape{1, 8192, 1, 32, 8, 128, 131072, true},
           Shape{8, 1000, 1, 32, 8, 128, 131072, true}, Shape{64, 300, 1, 32, 8, 128, 131072, true}})
       bench_decode(be, s, calls);
+    // The e4m3 cache on the shapes of offline-2048/2048 and of a batch-1 step.
+    for (Shape s : {Shape{64, 4096, 1, 32, 8, 128}, Shape{256, 3072, 1, 32, 8, 128},
+                    Shape{160, 3072, 1, 32, 8, 128}, Shape{256, 1024, 1, 32, 8, 128},
+                    Shape{1, 300, 1, 32, 8, 128, 131072, true}}) {
+      s.f8 = true;
+      bench_decode(be, s, calls);
+    }
+    if (only_f8) return 0;
+    bench_decode(be, Shape{256, 3072, 1, 32, 8, 128}, calls);
+    bench_decode(be, Shape{160, 3072, 1, 32, 8, 128}, calls);
     for (const Shape& s : {Shape{8, 2048, 2048, 32, 8, 128}, Shape{1, 8192, 8192, 32, 8, 128},
                            Shape{4, 4096, 512, 32, 8, 128}, Shape{8, 2048, 2048, 16, 8, 256},
                            Shape{8, 2048, 2048, 32, 8, 64}, Shape{4, 2048, 2048, 16, 4, 512}})
       bench_prefill(be, s, std::max(1, calls / 4));
+    for (Shape s : {Shape{8, 2048, 2048, 32, 8, 128}, Shape{4, 4096, 512, 32, 8, 128}}) {
+      s.f8 = true;
+      bench_prefill(be, s, std::max(1, calls / 4));
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cuda_attention_bench: %s\n", e.what());
     return 1;

@@ -64,17 +64,40 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
   engine.step();
   auto first = Clock::now();
   int64_t after_first = engine.stats().generation_tokens_total;
-  engine.run_until_idle();
+  // Step by step, so the run splits into steps that prefilled prompt tokens and pure
+  // decode steps. With the overlapped loop a step() call issues step n+1 and waits for
+  // step n, so a call's time is the device time of about one step.
+  double prefill_s = 0, decode_s = 0;
+  int64_t prefill_steps = 0, decode_steps = 0, decode_rows = 0;
+  for (;;) {
+    const EngineStats s0 = engine.stats();
+    const auto t0 = Clock::now();
+    const bool worked = engine.step();
+    const double dt = seconds_since(t0);
+    const EngineStats s1 = engine.stats();
+    if (s1.prompt_tokens_total > s0.prompt_tokens_total) {
+      prefill_s += dt, prefill_steps++;
+    } else if (worked) {
+      decode_s += dt, decode_steps++;
+      decode_rows += s1.num_running;
+    }
+    if (!worked && s1.num_running == 0 && s1.num_waiting == 0) break;
+  }
   double total = seconds_since(start);
   int64_t tokens = engine.stats().generation_tokens_total - before;
   for (auto& s : streams)
     while (auto c = s->pop(std::chrono::milliseconds(0)))
       if (c->finish && *c->finish == FinishReason::Error) throw std::runtime_error(c->error);
   if (print) {
-    double decode = double(tokens - after_first) / seconds_since(first);
+    double decode = double(before + tokens - after_first) / seconds_since(first);
     fmt::print("  {} requests x {}/{}: {} output tokens in {:.3f} s = {:.0f} output tok/s"
                " (after the first step: {:.0f} tok/s)\n",
                o.num, o.input, o.output, tokens, total, double(tokens) / total, decode);
+    fmt::print("  steps with prompt tokens: {} in {:.2f} s; decode-only steps: {} in {:.2f} s"
+               " ({:.2f} ms each, {:.0f} rows on average)\n",
+               prefill_steps, prefill_s, decode_steps, decode_s,
+               decode_steps ? 1e3 * decode_s / double(decode_steps) : 0.0,
+               decode_steps ? double(decode_rows) / double(decode_steps) : 0.0);
   }
   return double(tokens) / total;
 }

@@ -14,8 +14,9 @@
 // threads copying a key's 16-byte chunks fetch its slot with a shuffle. The first tiles'
 // block-table lines are prefetched at kernel start, before the token's position arrives.
 //
-// An e4m3 cache streams through the same ring as bytes (half the traffic); after a tile
-// lands, the CTA widens it into one bf16 tile the warps read (one more barrier per tile).
+// An e4m3 cache streams through the same ring as bytes (half the traffic) and the warps
+// widen it in registers as they read it (cuda_attention_f8.cuh: f16 mma, even/odd output
+// column tiles), so the loop is the bf16 one with other fragment loads.
 //
 // Splits: the host fixes the split count from host integers only (graph-capturable); a
 // CTA derives its key range from its token's real key count on the device (split_chunk),
@@ -29,6 +30,7 @@
 #include <type_traits>
 
 #include "backend/cuda/cuda_attention.cuh"
+#include "backend/cuda/cuda_attention_f8.cuh"
 #include "backend/cuda/cuda_backend.h"
 
 namespace tandem::attn {
@@ -48,17 +50,16 @@ struct DecodeShape {
   static constexpr int kSlotRegs = (kBlockN + 31) / 32;
   static constexpr bool kF8 = sizeof(KV) == 1;
   static constexpr int kChunkElems = 16 / int(sizeof(KV));  // elements per 16-byte copy
-  // A stage's row stride in elements: bf16 rows are read by ldmatrix (padded), e4m3 rows
-  // only by the widening pass.
-  static constexpr int kRawStride = kF8 ? DH : kStride;
+  // A stage's row stride in elements; both pad by 16 bytes so the 8 rows of an ldmatrix
+  // fall on distinct banks.
+  static constexpr int kRawStride = kF8 ? DH + 16 : kStride;
   static constexpr int kStageBytes = 2 * kBlockN * kRawStride * int(sizeof(KV));  // K then V
-  static constexpr int kWideBytes = kF8 ? 2 * kBlockN * kStride * 2 : 0;  // widened K then V
-  static constexpr int kSmemBytes = 16 * kStride * 2 + kStages * kStageBytes + kWideBytes;
+  static constexpr int kSmemBytes = 16 * kStride * 2 + kStages * kStageBytes;
   static constexpr int kMergeStride = DH + 8;  // floats per merge row
   static_assert(kGroupKeys % 16 == 0, "a key group covers whole mma k-steps");
   static_assert(kBlockN * (DH / kChunkElems) % kThreads == 0,
                 "tile copies split evenly over threads");
-  static_assert(kKeyGroups * 16 * kMergeStride * 4 <= kStages * kStageBytes + kWideBytes,
+  static_assert(kKeyGroups * 16 * kMergeStride * 4 <= kStages * kStageBytes,
                 "the merge buffer fits in the K/V stages");
 };
 
@@ -187,27 +188,12 @@ __device__ __forceinline__ void load_kv_stage(uint32_t k_dst, uint32_t v_dst, co
   }
 }
 
-// Widens an e4m3 stage (K rows then V rows, DH bytes each) into the bf16 tile the warps
-// read (row stride DH + 8). The whole CTA calls this between two barriers.
-template <int DH, int BN>
-__device__ __forceinline__ void widen_stage(const uint8_t* stage, bf16* wide) {
-  constexpr int kChunksPerRow = DH / 16, kChunks = 2 * BN * kChunksPerRow;
-#pragma unroll
-  for (int id = threadIdx.x; id < kChunks; id += kThreads) {
-    const int r = id / kChunksPerRow, c = id % kChunksPerRow;  // r: K rows, then V rows
-    uint4 lo, hi;
-    cuda::bf16x16_from_f8x16(*reinterpret_cast<const uint4*>(stage + r * DH + c * 16), lo, hi);
-    uint4* dst = reinterpret_cast<uint4*>(wide + r * (DH + 8) + c * 16);
-    dst[0] = lo;
-    dst[1] = hi;
-  }
-}
-
 // Merges the key groups' (m, l, O) and writes the valid heads: the final bf16 output
 // when `direct` (the item's keys fit this one split), else this split's partial
 // (normalized output and (max, sum)). `red` is free shared memory of [KW, 16, DH + 8]
-// floats; the whole CTA calls this.
-template <int DH>
+// floats; the whole CTA calls this. PAIRED: o holds the e4m3 path's even/odd column
+// tiles (cuda_attention_f8.cuh), else o[nv] covers columns 8·nv + 2c, +1.
+template <int DH, bool PAIRED>
 __device__ __forceinline__ void merge_and_store(const AttnArgs& a, const SplitArgs& sp,
                                                 const DecodeItem& it, int kvh, int h0, int split,
                                                 bool direct,
@@ -239,11 +225,18 @@ __device__ __forceinline__ void merge_and_store(const AttnArgs& a, const SplitAr
     const float base = mx == -INFINITY ? 0.f : mx;
     if (row < num_heads) {
       const float scale = fast_exp2(m[r] - base);  // 0 for a group that saw no key
+      float* dst = red + (kw * 16 + row) * MS + dw * (DH / DW);
+      if constexpr (PAIRED) {
 #pragma unroll
-      for (int nv = 0; nv < NV; nv++) {
-        const int col = dw * (DH / DW) + nv * 8 + 2 * (lane & 3);
-        *reinterpret_cast<float2*>(red + (kw * 16 + row) * MS + col) =
-            make_float2(o[nv][2 * r] * scale, o[nv][2 * r + 1] * scale);
+        for (int j = 0; j < NV / 2; j++)
+          *reinterpret_cast<float4*>(dst + 16 * j + 4 * (lane & 3)) =
+              make_float4(o[2 * j][2 * r] * scale, o[2 * j + 1][2 * r] * scale,
+                          o[2 * j][2 * r + 1] * scale, o[2 * j + 1][2 * r + 1] * scale);
+      } else {
+#pragma unroll
+        for (int nv = 0; nv < NV; nv++)
+          *reinterpret_cast<float2*>(dst + nv * 8 + 2 * (lane & 3)) =
+              make_float2(o[nv][2 * r] * scale, o[nv][2 * r + 1] * scale);
       }
     }
     if (warp == 0 && (lane & 3) == 0) {
@@ -371,8 +364,6 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
   const uint32_t kv_base = q_base + 16 * ST * 2;  // stage s: K at +2s·BN rows, V after it
   auto k_stage = [&](int s) { return kv_base + uint32_t(s * Shape::kStageBytes); };
   auto v_stage = [&](int s) { return k_stage(s) + uint32_t(BN * Shape::kRawStride * sizeof(KV)); };
-  // What the warps read: the stage itself (bf16), or its widened copy (e4m3).
-  const uint32_t wide_base = kv_base + uint32_t(STAGES * Shape::kStageBytes);
 
   DecodeItem it;
   const auto prefetch = [&] {  // row guess: x
@@ -403,9 +394,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
   tile_slots(slots, bt_row, a, k0 + (STAGES - 1) * BN, kend);  // the next tile to issue
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, kw = warp / DW, dw = warp % DW;
+  constexpr int RS = Shape::kRawStride, ES = int(sizeof(KV));  // stage row: RS·ES bytes
   const uint32_t q_lane = q_base + a_lane_offset(lane, ST);
-  const uint32_t k_lane = k_lane_offset(lane, ST) + uint32_t(kw * GK * ST * 2);
-  const uint32_t v_lane = v_lane_offset(lane, ST) + uint32_t((kw * GK * ST + dw * (DH / DW)) * 2);
+  const bf16* q_smem = reinterpret_cast<const bf16*>(smem_raw);
+  const uint32_t k_lane = (Shape::kF8 ? k_lane_offset_f8(lane, RS) : k_lane_offset(lane, ST)) +
+                          uint32_t(kw * GK * RS * ES);
+  const uint32_t v_lane = (Shape::kF8 ? v_lane_offset_f8(lane, RS) : v_lane_offset(lane, ST)) +
+                          uint32_t((kw * GK * RS + dw * (DH / DW)) * ES);
   const int lo[2] = {k0, k0}, hi[2] = {kend, kend};
   uint32_t qf[kQInRegs ? DH / 16 : 1][4];
   float o[NV][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
@@ -413,7 +408,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
   for (int nv = 0; nv < NV; nv++) o[nv][0] = o[nv][1] = o[nv][2] = o[nv][3] = 0.f;
   cp_async_wait<STAGES - 1>();  // Q landed
   __syncthreads();
-  if constexpr (kQInRegs) load_q_frags<DH>(qf, q_lane);
+  if constexpr (kQInRegs && Shape::kF8)
+    load_q_frags_f8<DH, ST>(qf, q_smem, lane);
+  else if constexpr (kQInRegs)
+    load_q_frags<DH>(qf, q_lane);
 
   for (int t = 0; t < num_tiles; t++) {
     cp_async_wait<STAGES - 2>();  // tile t landed
@@ -425,25 +423,24 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
     }
     cp_async_commit();  // possibly empty: keeps one group per tile
     const int stage = t % STAGES, kg = k0 + t * BN + kw * GK;  // the group's first key
-    uint32_t k_tile = k_stage(stage), v_tile = v_stage(stage);
-    if constexpr (Shape::kF8) {
-      widen_stage<DH, BN>(smem_raw + (k_tile - q_base),
-                          reinterpret_cast<bf16*>(smem_raw + (wide_base - q_base)));
-      __syncthreads();  // the widened tile is complete (the next loop-top barrier frees it)
-      k_tile = wide_base;
-      v_tile = wide_base + uint32_t(BN * ST * 2);
-    }
+    const uint32_t k_tile = k_stage(stage), v_tile = v_stage(stage);
     if (kg <= kend) {  // warp-uniform; a group wholly past the split has nothing to add
       float s[GK / 8][4];
-      warp_qk<DH, GK, ST, kQInRegs>(s, qf, q_lane, k_tile + k_lane);
+      if constexpr (Shape::kF8)
+        warp_qk_f8<DH, GK, RS, ST, kQInRegs>(s, qf, q_smem, k_tile + k_lane, lane);
+      else
+        warp_qk<DH, GK, ST, kQInRegs>(s, qf, q_lane, k_tile + k_lane);
       score_tile<GK>(s, a, kg, lo, hi, kg + GK > k1, lane);
       online_softmax<GK, NV>(s, o, m, l);
-      warp_pv<GK, NV, ST>(o, s, v_tile + v_lane);
+      if constexpr (Shape::kF8)
+        warp_pv_f8<GK, NV, RS>(o, s, v_tile + v_lane);
+      else
+        warp_pv<GK, NV, ST>(o, s, v_tile + v_lane);
     }
   }
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with the stages: they become the merge buffer
-  merge_and_store<DH>(a, sp, it, kvh, h0, split, live == 1, o, m, l,
+  merge_and_store<DH, Shape::kF8>(a, sp, it, kvh, h0, split, live == 1, o, m, l,
                       reinterpret_cast<float*>(smem_raw + 16 * ST * 2));
   if (live > 1 && arrive_last(sp, live)) merge_splits(a, sp, it, kvh, h0, live);
 }

@@ -30,6 +30,12 @@ __device__ __forceinline__ uint32_t bf16x2_from_f8x2(uint16_t pair) {
   return *reinterpret_cast<const uint32_t*>(&b);
 }
 
+// Two e4m3 bytes (lo in bits 0-7) -> f16x2 (lo in bits 0-15), exactly: one cvt.
+__device__ __forceinline__ uint32_t f16x2_from_f8x2(uint16_t pair) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
+  return uint32_t(h.x) | (uint32_t(h.y) << 16);
+}
+
 // 16 e4m3 bytes -> 16 bf16 (lo: elements 0-7, hi: 8-15).
 __device__ __forceinline__ void bf16x16_from_f8x16(const uint4& in, uint4& lo, uint4& hi) {
   const uint32_t w[4] = {in.x, in.y, in.z, in.w};
