@@ -111,9 +111,9 @@ attn::AttnArgs step_args(const StepTensors& step) {
   return a;
 }
 
-// Arrival counters per SM: splitting only pays below ~6 waves of items (above, one split
-// fills >= 6/7 of the waves), i.e. items < 6 · ctas_per_sm · num_sms, and ctas_per_sm is
-// 2-3 here; 64 per SM leaves room for any occupancy up to 10 (256 B per SM).
+// Arrival counters per SM: splitting only pays below ~14 waves of items (above, one split
+// fills >= 13/14 of the waves), i.e. items < 14 · ctas_per_sm · num_sms, and ctas_per_sm
+// is 2-3 here; 64 per SM leaves room for any occupancy up to 4 (256 B per SM).
 constexpr int64_t kSplitCountersPerSm = 64;
 
 int64_t split_counter_capacity(const cudaDeviceProp& props) {
@@ -122,12 +122,14 @@ int64_t split_counter_capacity(const cudaDeviceProp& props) {
 
 // Flash-decoding plan from host integers only (graph-capturable): the split count S
 // that makes items · S CTAs fill the GPU's num_sms · ctas_per_sm slots well, i.e. the
-// smallest S whose waves are >= 85% full (items · S / (waves · slots); a partial single
+// smallest S whose waves are >= 93% full (items · S / (waves · slots); a partial single
 // wave counts as one wave), else the fullest S; at most kMaxSplits and
 // ceil(max_keys / kMinSplitKeys). Each CTA then derives its keys from its token's real
 // key count (split_chunk), so max_keys only has to be an upper bound: a graph's
 // capacity merely lifts the cap. More items than arrival counters (max_split_items):
 // one split (the plan would pick it anyway, see kSplitCountersPerSm).
+constexpr double kFullWaves = 0.93;  // 256 rows × 8 kv heads at 3 CTAs per SM: 86% unsplit
+
 attn::SplitArgs plan_splits(int64_t num_items, int max_keys, int num_sms, int ctas_per_sm,
                             int64_t max_split_items) {
   attn::SplitArgs sp;
@@ -142,7 +144,7 @@ attn::SplitArgs plan_splits(int64_t num_items, int max_keys, int num_sms, int ct
   for (int s = 1; s <= cap; s++) {
     const int64_t ctas = items * s, waves = (ctas + slots - 1) / slots;
     const double eff = double(ctas) / double(waves * slots);
-    if (eff >= 0.85) {
+    if (eff >= kFullWaves) {
       best = s;
       break;
     }
@@ -243,7 +245,9 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   const int num_x = all_decode ? step.num_tokens : step.num_rows;
   const int max_keys =
       params.window > 0 ? std::min(step.max_context_len, params.window) : step.max_context_len;
-  const int64_t items = int64_t(num_x) * a.num_kv_heads * ((a.group + 15) / 16);
+  const int heads_per_cta = attn::decode_heads_per_cta(f8);
+  const int64_t items =
+      int64_t(num_x) * a.num_kv_heads * ((a.group + heads_per_cta - 1) / heads_per_cta);
   attn::SplitArgs sp =
       plan_splits(items, max_keys, props_.multiProcessorCount, attn::decode_ctas_per_sm(int(Dh), f8),
                   split_counter_capacity(props_));

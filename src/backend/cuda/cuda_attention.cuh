@@ -64,7 +64,7 @@ struct SplitArgs {
   bool by_row = false;        // grid x = rows (only 1-token rows) or tokens (all tokens)
   float* part_o = nullptr;    // [X, Hq, num_splits, Dh] f32, each split's normalized output
   float2* part_ml = nullptr;  // [X, Hq, num_splits]: (max score in log2 units, exp sum)
-  // [X, Hkv · ceil(G / 16)] arrival counters, one per (x, kv head, head group): zero
+  // [X, Hkv · head groups] arrival counters, one per (x, kv head, head group): zero
   // before every launch, and the kernel leaves them zero (a persistent buffer).
   int* counters = nullptr;
 };
@@ -87,6 +87,12 @@ void launch_prefill(const AttnArgs& a, cudaStream_t stream);
 void launch_decode(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream_t stream);
 // Decode CTAs resident per SM for a head dim and cache type (the kernel's occupancy), >= 1.
 int decode_ctas_per_sm(int head_dim, bool kv_f8);
+// Query heads of one kv head a decode CTA covers (the mma dimension they sit in).
+int decode_heads_per_cta(bool kv_f8);
+// The e4m3 cache's decode kernel (cuda_attention_decode_f8.cu), called by launch_decode.
+void launch_decode_f8(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream_t stream);
+int decode_f8_ctas_per_sm(int head_dim);
+int decode_f8_heads_per_cta();
 
 // ---------------------------------------------------------------- primitives
 
