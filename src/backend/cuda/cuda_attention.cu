@@ -120,40 +120,11 @@ int64_t split_counter_capacity(const cudaDeviceProp& props) {
   return kSplitCountersPerSm * std::max(1, props.multiProcessorCount);
 }
 
-// Flash-decoding plan from host integers only (graph-capturable): the split count S
-// that makes items · S CTAs fill the GPU's num_sms · ctas_per_sm slots well, i.e. the
-// smallest S whose waves are >= 93% full (items · S / (waves · slots); a partial single
-// wave counts as one wave), else the fullest S; at most kMaxSplits and
-// ceil(max_keys / kMinSplitKeys). Each CTA then derives its keys from its token's real
-// key count (split_chunk), so max_keys only has to be an upper bound: a graph's
-// capacity merely lifts the cap. More items than arrival counters (max_split_items):
-// one split (the plan would pick it anyway, see kSplitCountersPerSm).
-constexpr double kFullWaves = 0.93;  // 256 rows × 8 kv heads at 3 CTAs per SM: 86% unsplit
-
+// The flash-decoding plan (cuda_split_plan.h) as the kernels' arguments.
 attn::SplitArgs plan_splits(int64_t num_items, int max_keys, int num_sms, int ctas_per_sm,
                             int64_t max_split_items) {
   attn::SplitArgs sp;
-  if (num_items > max_split_items) return sp;
-  const int64_t slots = std::max(1, num_sms) * int64_t(std::max(1, ctas_per_sm));
-  const int64_t items = std::max<int64_t>(1, num_items);
-  const int64_t by_len =
-      (std::max<int64_t>(1, max_keys) + attn::kMinSplitKeys - 1) / attn::kMinSplitKeys;
-  const int cap = int(std::clamp<int64_t>(by_len, 1, attn::kMaxSplits));
-  int best = 1;
-  double best_eff = -1.0;
-  for (int s = 1; s <= cap; s++) {
-    const int64_t ctas = items * s, waves = (ctas + slots - 1) / slots;
-    const double eff = double(ctas) / double(waves * slots);
-    if (eff >= kFullWaves) {
-      best = s;
-      break;
-    }
-    if (eff > best_eff + 1e-9) {
-      best = s;
-      best_eff = eff;
-    }
-  }
-  sp.num_splits = best;
+  sp.num_splits = attn::plan_num_splits(num_items, max_keys, num_sms, ctas_per_sm, max_split_items);
   return sp;
 }
 

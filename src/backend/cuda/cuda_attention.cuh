@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_fp8.cuh"
+#include "backend/cuda/cuda_split_plan.h"
 
 namespace tandem::attn {
 
@@ -26,12 +27,6 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 128;  // every attention kernel runs 4 warps
 constexpr int kMaxHeadDim = 512;
-constexpr int kMaxSplits = 128;     // flash-decoding splits per (token, kv head)
-constexpr int kSplitAlign = 64;     // a split's key count is a multiple of every key tile
-// A split covers at least this many keys (if it has them): one 64-key tile at Dh 96..128,
-// so a short context spreads over many CTAs of one tile each (the splits merge in the
-// decode kernel itself, so more splits cost little).
-constexpr int kMinSplitKeys = 64;
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Everything one attention launch reads. All pointers are device memory.
@@ -68,15 +63,6 @@ struct SplitArgs {
   // before every launch, and the kernel leaves them zero (a persistent buffer).
   int* counters = nullptr;
 };
-
-// Keys per split of a token that sees `keys` keys: an even share rounded up to whole
-// tiles, at least kMinSplitKeys. Split s covers keys [s·chunk, (s+1)·chunk) of the token's
-// range; ceil(keys / chunk) <= num_splits of them hold keys, the others exit at once.
-__host__ __device__ inline int split_chunk(int num_splits, int keys) {
-  const int share = (keys + num_splits - 1) / num_splits;
-  const int chunk = (share + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
-  return chunk > kMinSplitKeys ? chunk : kMinSplitKeys;
-}
 
 // Launchers (cuda_attention_prefill.cu / cuda_attention_decode.cu). Head dims are padded
 // up to the next compiled size; `padded_head_dim` names it (0 = unsupported).
