@@ -47,29 +47,32 @@ struct Shape {
   bool f8 = false;     // an f8_e4m3 cache (half the bytes of bf16)
 };
 
-// A device bf16 tensor of cheap pseudo-random values in [-1, 1) (timing does not depend
-// on them; uploading bf16 bits skips the host conversion of a gigabyte of f32).
-Tensor random_bf16(Backend& be, tandem::Shape shape, uint32_t seed) {
-  Tensor h = Tensor::empty_host(DType::BF16, shape);
-  uint16_t* p = h.ptr<uint16_t>();
+// A device tensor of cheap pseudo-random values (timing does not depend on them): element
+// i holds code(x_i) for an xorshift stream x, so no gigabyte of f32 is converted on the host.
+template <typename Bits, class Code>
+Tensor random_device(Backend& be, DType dtype, tandem::Shape shape, uint32_t seed, Code code) {
+  Tensor h = Tensor::empty_host(dtype, shape);
+  Bits* p = h.ptr<Bits>();
   uint32_t x = seed * 2654435761u + 1;
   for (int64_t i = 0; i < h.numel(); i++) {
     x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-    p[i] = tandem::f32_to_bf16(float(x >> 8) * (2.f / 16777216.f) - 1.f);
+    p[i] = code(x);
   }
-  return be.upload(h, DType::BF16);
+  return be.upload(h, dtype);
 }
 
-// A device f8_e4m3 tensor of pseudo-random finite codes (no NaN: 0x7f/0xff never occur).
+// bf16 values in [-1, 1).
+Tensor random_bf16(Backend& be, tandem::Shape shape, uint32_t seed) {
+  return random_device<uint16_t>(be, DType::BF16, shape, seed, [](uint32_t x) {
+    return tandem::f32_to_bf16(float(x >> 8) * (2.f / 16777216.f) - 1.f);
+  });
+}
+
+// Finite f8_e4m3 codes with |value| < 1: the exponent field is at most 0b0110, so the
+// NaN codes 0x7f / 0xff never occur.
 Tensor random_f8(Backend& be, tandem::Shape shape, uint32_t seed) {
-  Tensor h = Tensor::empty_host(DType::F8E4M3, shape);
-  uint8_t* p = h.ptr<uint8_t>();
-  uint32_t x = seed * 2654435761u + 1;
-  for (int64_t i = 0; i < h.numel(); i++) {
-    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-    p[i] = uint8_t((x >> 8) & 0xb7);  // exponent field at most 0b0110: |value| < 1
-  }
-  return be.upload(h, DType::F8E4M3);
+  return random_device<uint8_t>(be, DType::F8E4M3, shape, seed,
+                                [](uint32_t x) { return uint8_t((x >> 8) & 0xb7); });
 }
 
 Tensor device_i32(Backend& be, const std::vector<int32_t>& v, tandem::Shape shape) {

@@ -43,7 +43,6 @@ struct DecodeShape {
   static constexpr int kStride = DH + 8;  // +16 B: conflict-free ldmatrix
   static constexpr bool kQInRegs = DH <= 256;
   static constexpr int kNV = DH / kDimWarps / 8;  // 8-column O tiles per warp
-  static constexpr int kSlotRegs = (kBlockN + 31) / 32;
   static constexpr int kStageBytes = 2 * kBlockN * kStride * 2;  // K then V
   static constexpr int kSmemBytes = 16 * kStride * 2 + kStages * kStageBytes;
   static constexpr int kMergeStride = DH + 8;  // floats per merge row
@@ -110,48 +109,24 @@ template <int DH>
 __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs sp) {
   using Shape = DecodeShape<DH>;
   constexpr int BN = Shape::kBlockN, ST = Shape::kStride, STAGES = Shape::kStages;
-  constexpr int DW = Shape::kDimWarps, GK = Shape::kGroupKeys;
-  constexpr int NV = Shape::kNV, NSL = Shape::kSlotRegs;
+  constexpr int DW = Shape::kDimWarps, GK = Shape::kGroupKeys, NV = Shape::kNV;
   constexpr bool kQInRegs = Shape::kQInRegs;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const uint32_t q_base = smem_addr(smem_raw);
-  const uint32_t kv_base = q_base + 16 * ST * 2;  // stage s: K at +2s·BN rows, V after it
-  auto k_stage = [&](int s) { return kv_base + uint32_t(s * Shape::kStageBytes); };
-  auto v_stage = [&](int s) { return k_stage(s) + uint32_t(BN * ST * 2); };
+  DecodeWork w;
+  if (!find_work<16, BN, STAGES>(a, sp, w)) return;
 
-  DecodeItem it;
-  const auto prefetch = [&] {  // row guess: x
-    prefetch_table<STAGES * BN>(a, blockIdx.x, blockIdx.z * kMinSplitKeys);
-  };
-  if (!find_item(a, sp.by_row, blockIdx.x, it, prefetch)) return;
-  const int head_groups = (a.group + 15) / 16;
-  const int kvh = blockIdx.y / head_groups, h0 = (blockIdx.y % head_groups) * 16;
-  const int keys = it.p - it.lo + 1, chunk = split_chunk(sp.num_splits, keys);
-  const int live = (keys + chunk - 1) / chunk;  // splits holding keys: 0 .. live - 1
-  const int split = blockIdx.z, k0 = it.lo + split * chunk;
-  if (split >= live) return;  // past the token's keys: not counted, not merged
-  const int k1 = min(it.p + 1, k0 + chunk), kend = k1 - 1;
-  const int32_t* bt_row = a.block_table + int64_t(it.row) * a.max_blocks;
-  const int num_tiles = (k1 - k0 + BN - 1) / BN;
-
-  load_q_heads<DH, 16, ST>(q_base, a, it.token, kvh, h0);
+  load_q_heads<DH, 16, ST>(q_base, a, w.it.token, w.kvh, w.h0);
   cp_async_commit();
-  int slots[NSL];
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; s++) {
-    if (s < num_tiles) {
-      tile_slots(slots, bt_row, a, k0 + s * BN, kend);
-      load_kv_stage<DH, BN, ST, bf16>(k_stage(s), v_stage(s), a, kvh, slots);
-    }
-    cp_async_commit();
-  }
-  tile_slots(slots, bt_row, a, k0 + (STAGES - 1) * BN, kend);  // the next tile to issue
+  KvRing<DH, BN, ST, bf16, STAGES> ring{q_base + 16 * ST * 2};  // the stages follow Q
+  static_assert(decltype(ring)::kStageBytes == Shape::kStageBytes, "one stage layout");
+  ring.start(a, w);
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, kw = warp / DW, dw = warp % DW;
   const uint32_t q_lane = q_base + a_lane_offset(lane, ST);
   const uint32_t k_lane = k_lane_offset(lane, ST) + uint32_t(kw * GK * ST * 2);
   const uint32_t v_lane = v_lane_offset(lane, ST) + uint32_t((kw * GK * ST + dw * (DH / DW)) * 2);
-  const int lo[2] = {k0, k0}, hi[2] = {kend, kend};
+  const int lo[2] = {w.k0, w.k0}, hi[2] = {w.kend, w.kend};
   uint32_t qf[kQInRegs ? DH / 16 : 1][4];
   float o[NV][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 #pragma unroll
@@ -160,30 +135,22 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
   __syncthreads();
   if constexpr (kQInRegs) load_q_frags<DH>(qf, q_lane);
 
-  for (int t = 0; t < num_tiles; t++) {
-    cp_async_wait<STAGES - 2>();  // tile t landed
-    __syncthreads();              // ... for every thread; tile t-1's stage is free
-    const int next = t + STAGES - 1;
-    if (next < num_tiles) {
-      load_kv_stage<DH, BN, ST, bf16>(k_stage(next % STAGES), v_stage(next % STAGES), a, kvh,
-                                      slots);
-      tile_slots(slots, bt_row, a, k0 + (next + 1) * BN, kend);  // used next iteration
-    }
-    cp_async_commit();  // possibly empty: keeps one group per tile
-    const int stage = t % STAGES, kg = k0 + t * BN + kw * GK;  // the group's first key
-    if (kg <= kend) {  // warp-uniform; a group wholly past the split has nothing to add
+  for (int t = 0; t < w.num_tiles; t++) {
+    ring.advance(a, w, t);
+    const int stage = t % STAGES, kg = w.k0 + t * BN + kw * GK;  // the group's first key
+    if (kg <= w.kend) {  // warp-uniform; a group wholly past the split has nothing to add
       float s[GK / 8][4];
-      warp_qk<DH, GK, ST, kQInRegs>(s, qf, q_lane, k_stage(stage) + k_lane);
-      score_tile<GK>(s, a, kg, lo, hi, kg + GK > k1, lane);
+      warp_qk<DH, GK, ST, kQInRegs>(s, qf, q_lane, ring.k_stage(stage) + k_lane);
+      score_tile<GK>(s, a, kg, lo, hi, kg + GK > w.k1, lane);
       online_softmax<GK, NV>(s, o, m, l);
-      warp_pv<GK, NV, ST>(o, s, v_stage(stage) + v_lane);
+      warp_pv<GK, NV, ST>(o, s, ring.v_stage(stage) + v_lane);
     }
   }
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with the stages: they become the merge buffer
-  merge_and_store<DH>(a, sp, it, kvh, h0, split, live == 1, o, m, l,
+  merge_and_store<DH>(a, sp, w.it, w.kvh, w.h0, w.split, w.live == 1, o, m, l,
                       reinterpret_cast<float*>(smem_raw + 16 * ST * 2));
-  if (live > 1 && arrive_last(sp, live)) merge_splits<16>(a, sp, it, kvh, h0, live);
+  if (w.live > 1 && arrive_last(sp, w.live)) merge_splits<16>(a, sp, w.it, w.kvh, w.h0, w.live);
 }
 
 template <int DH>

@@ -138,6 +138,81 @@ __device__ __forceinline__ void load_kv_stage(uint32_t k_dst, uint32_t v_dst, co
   }
 }
 
+// One CTA's share: its item, kv head kvh, heads [h0, h0 + HEADS) of that kv head's group,
+// and split `split` of the token's keys, [k0, k1) in num_tiles tiles of BN keys.
+struct DecodeWork {
+  DecodeItem it;
+  int kvh, h0, split, live, k0, k1, kend, num_tiles;
+  const int32_t* bt_row;
+};
+
+// The work of this CTA (grid = (X, Hkv · ceil(G / HEADS), num_splits)); false when it
+// has none (no item, or a split past the token's keys: not counted, not merged). The
+// first STAGES tiles' block-table lines are prefetched while the item's position loads.
+template <int HEADS, int BN, int STAGES>
+__device__ __forceinline__ bool find_work(const AttnArgs& a, const SplitArgs& sp, DecodeWork& w) {
+  const auto prefetch = [&] {  // row guess: x
+    prefetch_table<STAGES * BN>(a, blockIdx.x, blockIdx.z * kMinSplitKeys);
+  };
+  if (!find_item(a, sp.by_row, blockIdx.x, w.it, prefetch)) return false;
+  const int head_groups = (a.group + HEADS - 1) / HEADS;
+  w.kvh = blockIdx.y / head_groups;
+  w.h0 = (blockIdx.y % head_groups) * HEADS;
+  const int keys = w.it.p - w.it.lo + 1, chunk = split_chunk(sp.num_splits, keys);
+  w.live = (keys + chunk - 1) / chunk;  // splits holding keys: 0 .. live - 1
+  w.split = blockIdx.z;
+  w.k0 = w.it.lo + w.split * chunk;
+  if (w.split >= w.live) return false;
+  w.k1 = min(w.it.p + 1, w.k0 + chunk);
+  w.kend = w.k1 - 1;
+  w.bt_row = a.block_table + int64_t(w.it.row) * a.max_blocks;
+  w.num_tiles = (w.k1 - w.k0 + BN - 1) / BN;
+  return true;
+}
+
+// The ring of STAGES shared-memory stages the K/V tiles stream through (cp.async, one
+// commit group per tile). Stage s holds BN K rows then BN V rows of RS elements of KV,
+// starting at base + s · stage_bytes. Lane l keeps the cache slots of the next tile to
+// issue (tile_slots), looked up a tile ahead so the table's latency hides behind math.
+template <int DH, int BN, int RS, typename KV, int STAGES>
+struct KvRing {
+  static constexpr int kStageBytes = 2 * BN * RS * int(sizeof(KV));
+  uint32_t base;
+  int slots[(BN + 31) / 32];
+
+  __device__ uint32_t k_stage(int s) const { return base + uint32_t(s * kStageBytes); }
+  __device__ uint32_t v_stage(int s) const {
+    return k_stage(s) + uint32_t(BN * RS * int(sizeof(KV)));
+  }
+
+  // Issues the first STAGES - 1 tiles (one commit group each, empty past the split).
+  __device__ __forceinline__ void start(const AttnArgs& a, const DecodeWork& w) {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+      if (s < w.num_tiles) {
+        tile_slots(slots, w.bt_row, a, w.k0 + s * BN, w.kend);
+        load_kv_stage<DH, BN, RS, KV>(k_stage(s), v_stage(s), a, w.kvh, slots);
+      }
+      cp_async_commit();
+    }
+    tile_slots(slots, w.bt_row, a, w.k0 + (STAGES - 1) * BN, w.kend);  // the next to issue
+  }
+
+  // Waits until tile t has landed for every thread (so tile t - 1's stage is free), then
+  // issues tile t + STAGES - 1 into that stage. The whole CTA calls this.
+  __device__ __forceinline__ void advance(const AttnArgs& a, const DecodeWork& w, int t) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const int next = t + STAGES - 1;
+    if (next < w.num_tiles) {
+      load_kv_stage<DH, BN, RS, KV>(k_stage(next % STAGES), v_stage(next % STAGES), a, w.kvh,
+                                    slots);
+      tile_slots(slots, w.bt_row, a, w.k0 + (next + 1) * BN, w.kend);  // used next time
+    }
+    cp_async_commit();  // possibly empty: keeps one group per tile
+  }
+};
+
 // atomicAdd with acquire-release semantics at GPU scope; returns the old value.
 __device__ __forceinline__ int atomic_add_acq_rel(int* p, int v) {
   int old;

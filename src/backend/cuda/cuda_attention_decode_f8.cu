@@ -28,7 +28,6 @@ struct F8Shape {
   static constexpr int kQStride = DH + 8;    // Q rows in shared memory, bf16 elements
   static constexpr bool kQInRegs = DH <= 256;
   static constexpr int kMT = DH / kDimWarps / 16;  // 16-dim Oᵀ tiles per warp
-  static constexpr int kSlotRegs = (kBlockN + 31) / 32;
   static constexpr int kStageBytes = 2 * kBlockN * kRowBytes;  // K then V
   static constexpr int kQBytes = kHeads * kQStride * 2;
   // Q in registers: Q lands in the last stage; else Q keeps its own region in front.
@@ -157,42 +156,19 @@ __global__ void __launch_bounds__(kThreads, 4) decode_f8_kernel(AttnArgs a, Spli
   using Shape = F8Shape<DH>;
   constexpr int BN = Shape::kBlockN, RS = Shape::kRowBytes, QS = Shape::kQStride;
   constexpr int STAGES = Shape::kStages, DW = Shape::kDimWarps, GK = Shape::kGroupKeys;
-  constexpr int MT = Shape::kMT, NSL = Shape::kSlotRegs;
+  constexpr int MT = Shape::kMT;
   constexpr bool kQInRegs = Shape::kQInRegs;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const uint32_t base = smem_addr(smem_raw);
-  const uint32_t kv_base = base + Shape::kQRegion;  // stage s: K at +2s·BN rows, V after it
-  auto k_stage = [&](int s) { return kv_base + uint32_t(s * Shape::kStageBytes); };
-  auto v_stage = [&](int s) { return k_stage(s) + uint32_t(BN * RS); };
   const bf16* q_smem = reinterpret_cast<const bf16*>(smem_raw + Shape::kQOffset);
+  DecodeWork w;
+  if (!find_work<kHeads, BN, STAGES>(a, sp, w)) return;
 
-  DecodeItem it;
-  const auto prefetch = [&] {  // row guess: x
-    prefetch_table<STAGES * BN>(a, blockIdx.x, blockIdx.z * kMinSplitKeys);
-  };
-  if (!find_item(a, sp.by_row, blockIdx.x, it, prefetch)) return;
-  const int head_groups = (a.group + kHeads - 1) / kHeads;
-  const int kvh = blockIdx.y / head_groups, h0 = (blockIdx.y % head_groups) * kHeads;
-  const int keys = it.p - it.lo + 1, chunk = split_chunk(sp.num_splits, keys);
-  const int live = (keys + chunk - 1) / chunk;  // splits holding keys: 0 .. live - 1
-  const int split = blockIdx.z, k0 = it.lo + split * chunk;
-  if (split >= live) return;  // past the token's keys: not counted, not merged
-  const int k1 = min(it.p + 1, k0 + chunk), kend = k1 - 1;
-  const int32_t* bt_row = a.block_table + int64_t(it.row) * a.max_blocks;
-  const int num_tiles = (k1 - k0 + BN - 1) / BN;
-
-  load_q_heads<DH, kHeads, QS>(base + Shape::kQOffset, a, it.token, kvh, h0);
+  load_q_heads<DH, kHeads, QS>(base + Shape::kQOffset, a, w.it.token, w.kvh, w.h0);
   cp_async_commit();
-  int slots[NSL];
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; s++) {
-    if (s < num_tiles) {
-      tile_slots(slots, bt_row, a, k0 + s * BN, kend);
-      load_kv_stage<DH, BN, RS, uint8_t>(k_stage(s), v_stage(s), a, kvh, slots);
-    }
-    cp_async_commit();
-  }
-  tile_slots(slots, bt_row, a, k0 + (STAGES - 1) * BN, kend);  // the next tile to issue
+  KvRing<DH, BN, RS, uint8_t, STAGES> ring{base + Shape::kQRegion};
+  static_assert(decltype(ring)::kStageBytes == Shape::kStageBytes, "one stage layout");
+  ring.start(a, w);
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, kw = warp / DW, dw = warp % DW;
   const uint32_t k_lane = lane_offset_f8(lane, RS) + uint32_t(kw * GK * RS);
@@ -208,30 +184,23 @@ __global__ void __launch_bounds__(kThreads, 4) decode_f8_kernel(AttnArgs a, Spli
     for (int ks = 0; ks < DH / 16; ks++) q_frag_f8<QS>(qf[ks], q_smem, ks, lane);
   }
 
-  for (int t = 0; t < num_tiles; t++) {
-    cp_async_wait<STAGES - 2>();  // tile t landed
-    __syncthreads();              // ... for every thread; tile t-1's stage (and Q) is free
-    const int next = t + STAGES - 1;
-    if (next < num_tiles) {
-      load_kv_stage<DH, BN, RS, uint8_t>(k_stage(next % STAGES), v_stage(next % STAGES), a,
-                                         kvh, slots);
-      tile_slots(slots, bt_row, a, k0 + (next + 1) * BN, kend);  // used next iteration
-    }
-    cp_async_commit();  // possibly empty: keeps one group per tile
-    const int stage = t % STAGES, kg = k0 + t * BN + kw * GK;  // the group's first key
-    if (kg <= kend) {  // warp-uniform; a group wholly past the split has nothing to add
+  for (int t = 0; t < w.num_tiles; t++) {
+    ring.advance(a, w, t);  // at t = 0 this also frees Q's stage: the fragments are loaded
+    const int stage = t % STAGES, kg = w.k0 + t * BN + kw * GK;  // the group's first key
+    if (kg <= w.kend) {  // warp-uniform; a group wholly past the split has nothing to add
       float s[GK / 16][4];
-      warp_kq_f8<DH, GK, RS, QS, kQInRegs>(s, qf, q_smem, k_stage(stage) + k_lane, lane);
-      score_tile_t<GK>(s, a, kg, k0, kend, kg + GK > k1, lane);
+      warp_kq_f8<DH, GK, RS, QS, kQInRegs>(s, qf, q_smem, ring.k_stage(stage) + k_lane, lane);
+      score_tile_t<GK>(s, a, kg, w.k0, w.kend, kg + GK > w.k1, lane);
       online_softmax_t<GK, MT>(s, o, m, l);
-      warp_vp_f8<GK, MT, RS>(o, s, v_stage(stage) + v_lane);
+      warp_vp_f8<GK, MT, RS>(o, s, ring.v_stage(stage) + v_lane);
     }
   }
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with the stages: they become the merge buffer
-  merge_and_store_t<DH>(a, sp, it, kvh, h0, split, live == 1, o, m, l,
+  merge_and_store_t<DH>(a, sp, w.it, w.kvh, w.h0, w.split, w.live == 1, o, m, l,
                         reinterpret_cast<float*>(smem_raw + Shape::kQRegion));
-  if (live > 1 && arrive_last(sp, live)) merge_splits<kHeads>(a, sp, it, kvh, h0, live);
+  if (w.live > 1 && arrive_last(sp, w.live))
+    merge_splits<kHeads>(a, sp, w.it, w.kvh, w.h0, w.live);
 }
 
 template <int DH>

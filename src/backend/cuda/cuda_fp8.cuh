@@ -22,18 +22,18 @@ __device__ __forceinline__ uint8_t f8_from_bf16(__nv_bfloat16 x) {
   return f8_from_f32(__bfloat162float(x));
 }
 
-// Two e4m3 bytes (lo in bits 0-7) -> bf16x2, exactly.
-__device__ __forceinline__ uint32_t bf16x2_from_f8x2(uint16_t pair) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
-  const float2 f = __half22float2(__half2(h));
-  const __nv_bfloat162 b = __float22bfloat162_rn(f);
-  return *reinterpret_cast<const uint32_t*>(&b);
-}
-
 // Two e4m3 bytes (lo in bits 0-7) -> f16x2 (lo in bits 0-15), exactly: one cvt.
 __device__ __forceinline__ uint32_t f16x2_from_f8x2(uint16_t pair) {
   const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
   return uint32_t(h.x) | (uint32_t(h.y) << 16);
+}
+
+// Two e4m3 bytes (lo in bits 0-7) -> bf16x2, exactly (through f16, then f32).
+__device__ __forceinline__ uint32_t bf16x2_from_f8x2(uint16_t pair) {
+  const uint32_t h = f16x2_from_f8x2(pair);
+  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+  const __nv_bfloat162 b = __float22bfloat162_rn(f);
+  return *reinterpret_cast<const uint32_t*>(&b);
 }
 
 // 16 e4m3 bytes -> 16 bf16 (lo: elements 0-7, hi: 8-15).
