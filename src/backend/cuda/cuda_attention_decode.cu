@@ -42,7 +42,7 @@ struct DecodeShape {
   static constexpr int kStages = DH <= 256 ? 3 : 2;
   static constexpr int kStride = DH + 8;  // +16 B: conflict-free ldmatrix
   static constexpr bool kQInRegs = DH <= 256;
-  static constexpr int kNV = DH / kDimWarps / 8;  // 8-column O tiles per warp
+  static constexpr int kNV = DH / kDimWarps / 8;                 // 8-column O tiles per warp
   static constexpr int kStageBytes = 2 * kBlockN * kStride * 2;  // K then V
   static constexpr int kSmemBytes = 16 * kStride * 2 + kStages * kStageBytes;
   static constexpr int kMergeStride = DH + 8;  // floats per merge row
@@ -113,6 +113,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
   constexpr bool kQInRegs = Shape::kQInRegs;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const uint32_t q_base = smem_addr(smem_raw);
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
   DecodeWork w;
   if (!find_work<16, BN, STAGES>(a, sp, w)) return;
 

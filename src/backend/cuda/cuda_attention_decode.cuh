@@ -9,6 +9,7 @@
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem::attn::decode {
 
@@ -67,8 +68,8 @@ __device__ __forceinline__ void prefetch_table(const AttnArgs& a, int row, int k
   if (lane >= 32 || row >= a.num_rows) return;
   const int k1 = k0 + KEYS - 1;
   const int first = a.block_shift >= 0 ? k0 >> a.block_shift : k0 / a.block_size;
-  const int last = min(a.block_shift >= 0 ? k1 >> a.block_shift : k1 / a.block_size,
-                       a.max_blocks - 1);
+  const int last =
+      min(a.block_shift >= 0 ? k1 >> a.block_shift : k1 / a.block_size, a.max_blocks - 1);
   if (first > last) return;
   if (lane == 0 || first + 32 * (lane - 1) < last)
     prefetch_l1(a.block_table + int64_t(row) * a.max_blocks + min(first + 32 * lane, last));
@@ -358,8 +359,8 @@ inline void launch_grid(KernelFn kernel, int heads_per_cta, int smem_bytes, cons
                         const SplitArgs& sp, int num_x, cudaStream_t stream) {
   const int head_groups = (a.group + heads_per_cta - 1) / heads_per_cta;
   const dim3 grid(unsigned(num_x), unsigned(a.num_kv_heads * head_groups), unsigned(sp.num_splits));
-  kernel<<<grid, kThreads, smem_bytes, stream>>>(a, sp);
-  TANDEM_CUDA_LAUNCHED("attention decode kernel");
+  cuda::launch_pdl("attention decode kernel", kernel, grid, dim3(kThreads), size_t(smem_bytes),
+                   stream, a, sp);
 }
 
 // f(std::integral_constant<int, DH>) for the compiled head dim DH that holds head_dim.

@@ -27,7 +27,7 @@ struct F8Shape {
   static constexpr int kRowBytes = DH + 16;  // RS: a stage row, padded (ldmatrix banks)
   static constexpr int kQStride = DH + 8;    // Q rows in shared memory, bf16 elements
   static constexpr bool kQInRegs = DH <= 256;
-  static constexpr int kMT = DH / kDimWarps / 16;  // 16-dim Oᵀ tiles per warp
+  static constexpr int kMT = DH / kDimWarps / 16;              // 16-dim Oᵀ tiles per warp
   static constexpr int kStageBytes = 2 * kBlockN * kRowBytes;  // K then V
   static constexpr int kQBytes = kHeads * kQStride * 2;
   // Q in registers: Q lands in the last stage; else Q keeps its own region in front.
@@ -99,8 +99,8 @@ __device__ __forceinline__ void online_softmax_t(float (&s)[GK / 16][4], float (
 // free shared memory of [KW, 8, DH + 8] floats; the whole CTA calls this.
 template <int DH>
 __device__ __forceinline__ void merge_and_store_t(const AttnArgs& a, const SplitArgs& sp,
-                                                  const DecodeItem& it, int kvh, int h0,
-                                                  int split, bool direct,
+                                                  const DecodeItem& it, int kvh, int h0, int split,
+                                                  bool direct,
                                                   const float (&o)[F8Shape<DH>::kMT][4],
                                                   const float (&m)[2], const float (&l)[2],
                                                   float* red) {
@@ -161,6 +161,8 @@ __global__ void __launch_bounds__(kThreads, 4) decode_f8_kernel(AttnArgs a, Spli
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const uint32_t base = smem_addr(smem_raw);
   const bf16* q_smem = reinterpret_cast<const bf16*>(smem_raw + Shape::kQOffset);
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
   DecodeWork w;
   if (!find_work<kHeads, BN, STAGES>(a, sp, w)) return;
 
@@ -199,8 +201,7 @@ __global__ void __launch_bounds__(kThreads, 4) decode_f8_kernel(AttnArgs a, Spli
   __syncthreads();  // every warp is done with the stages: they become the merge buffer
   merge_and_store_t<DH>(a, sp, w.it, w.kvh, w.h0, w.split, w.live == 1, o, m, l,
                         reinterpret_cast<float*>(smem_raw + Shape::kQRegion));
-  if (w.live > 1 && arrive_last(sp, w.live))
-    merge_splits<kHeads>(a, sp, w.it, w.kvh, w.h0, w.live);
+  if (w.live > 1 && arrive_last(sp, w.live)) merge_splits<kHeads>(a, sp, w.it, w.kvh, w.h0, w.live);
 }
 
 template <int DH>

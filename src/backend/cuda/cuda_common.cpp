@@ -1,5 +1,9 @@
 #include "backend/cuda/cuda_common.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include "core/error.h"
 
 namespace tandem::cuda {
@@ -10,7 +14,23 @@ const char* device_name(Device d) {
   return d == Device::CUDA ? "cuda" : "the cpu";
 }
 
+std::atomic<bool>& pdl_switch() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("TANDEM_CUDA_PDL");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }()};
+  return on;
+}
+
 }  // namespace
+
+bool pdl_enabled() {
+  return pdl_switch().load(std::memory_order_relaxed);
+}
+
+void set_pdl_enabled(bool on) {
+  pdl_switch().store(on, std::memory_order_relaxed);
+}
 
 void check_on_device(const Tensor& t, const char* op, const char* name) {
   if (!t.defined()) fail("{}: tensor '{}' is undefined", op, name);

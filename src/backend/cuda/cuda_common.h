@@ -19,6 +19,12 @@ void check_on_device(const Tensor& t, const char* op, const char* name);
 // Fails unless `t` is BF16 or F32 on CUDA (the float types the elementwise ops take).
 void check_float(const Tensor& t, const char* op, const char* name);
 
+// Whether kernels launched through launch_pdl (cuda_pdl.cuh) carry the programmatic
+// dependent launch attribute: TANDEM_CUDA_PDL=0 turns it off (read once; on by default).
+// set_pdl_enabled is for benchmarks that compare both in one process.
+bool pdl_enabled();
+void set_pdl_enabled(bool on);
+
 // "op: a [2, 3], b [4]" style fragments for shape errors.
 inline std::string shape_of(const char* name, const Tensor& t) {
   return std::string(name) + " " + t.shape.str();

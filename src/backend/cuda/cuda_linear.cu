@@ -12,7 +12,9 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_memory.h"
+#include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem {
 
@@ -29,6 +31,8 @@ template <bool kVec>
 __global__ void embedding_kernel(bf16* __restrict__ out, const bf16* __restrict__ table,
                                  const int32_t* __restrict__ ids, int64_t V, int64_t D,
                                  float scale) {
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
   const int64_t t = blockIdx.x;
   const int32_t id = ids[t];
   const bool valid = id >= 0 && id < V;
@@ -54,6 +58,8 @@ __global__ void embedding_kernel(bf16* __restrict__ out, const bf16* __restrict_
 template <typename Unit>
 __global__ void gather_rows_kernel(Unit* __restrict__ out, const Unit* __restrict__ x,
                                    const int32_t* __restrict__ index, int64_t T, int64_t units) {
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
   const int64_t s = blockIdx.x;
   const int32_t i = index[s];
   const bool valid = i >= 0 && i < T;
@@ -112,8 +118,8 @@ struct LtGemm {
       set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
       set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
     }
-    layout(&a, key.k, key.m, CUDA_R_16BF);  // w, stored K x N
-    layout(&b, key.k, key.n, CUDA_R_16BF);  // x, stored K x T
+    layout(&a, key.k, key.m, CUDA_R_16BF);                             // w, stored K x N
+    layout(&b, key.k, key.n, CUDA_R_16BF);                             // x, stored K x T
     layout(&c, key.m, key.n, key.out_f32 ? CUDA_R_32F : CUDA_R_16BF);  // out, stored N x T
   }
   ~LtGemm() {
@@ -214,11 +220,18 @@ void CudaBackend::linear(Tensor& out, const Tensor& x, const Tensor& w, const Te
                                                std::to_string(N) + " elements");
   }
   if (T == 0 || N == 0) return;
+  if (T <= kGemvMaxRows && try_gemv(*this, out, x, w, bias)) return;
   // cuBLASLt's bias epilogue reads the bias with vector loads: keep it for aligned biases.
   const bool lt_bias = bias.defined() && cuda::aligned16(bias.data);
-  const GemmKey key{
-      device_,       N, T, K, alignment_of(w.data), alignment_of(x.data), alignment_of(out.data),
-      bias.defined(), out_f32};
+  const GemmKey key{device_,
+                    N,
+                    T,
+                    K,
+                    alignment_of(w.data),
+                    alignment_of(x.data),
+                    alignment_of(out.data),
+                    bias.defined(),
+                    out_f32};
   const float alpha = 1.f, beta = 0.f;
   if (!bias.defined() || lt_bias) {
     LtGemm gemm(key, bias.defined() ? bias.data : nullptr);
@@ -262,13 +275,9 @@ void CudaBackend::embedding(Tensor& out, const Tensor& table, const Tensor& ids,
   if (T == 0 || D == 0) return;
   const int threads = int(std::min<int64_t>(256, std::max<int64_t>(32, D / 8)));
   const bool vec = D % 8 == 0 && cuda::aligned16(table.data) && cuda::aligned16(out.data);
-  if (vec)
-    embedding_kernel<true><<<unsigned(T), threads, 0, stream_>>>(out.ptr<bf16>(), table.ptr<bf16>(),
-                                                                 ids.ptr<int32_t>(), V, D, scale);
-  else
-    embedding_kernel<false><<<unsigned(T), threads, 0, stream_>>>(
-        out.ptr<bf16>(), table.ptr<bf16>(), ids.ptr<int32_t>(), V, D, scale);
-  TANDEM_CUDA_LAUNCHED("embedding_kernel");
+  cuda::launch_pdl("embedding_kernel", vec ? &embedding_kernel<true> : &embedding_kernel<false>,
+                   dim3(unsigned(T)), dim3(threads), 0, stream_, out.ptr<bf16>(), table.ptr<bf16>(),
+                   ids.ptr<int32_t>(), V, D, scale);
 }
 
 // out [S, D] = x [T, D][index [S]]. Any dtype, copied as raw units.
@@ -289,8 +298,9 @@ void CudaBackend::gather_rows(Tensor& out, const Tensor& x, const Tensor& index)
     using Unit = decltype(unit);
     const int64_t units = row_bytes / int64_t(sizeof(Unit));
     const int threads = int(std::min<int64_t>(256, std::max<int64_t>(32, units)));
-    gather_rows_kernel<Unit><<<unsigned(S), threads, 0, stream_>>>(out.ptr<Unit>(), x.ptr<Unit>(),
-                                                                   index.ptr<int32_t>(), T, units);
+    cuda::launch_pdl("gather_rows_kernel", &gather_rows_kernel<Unit>, dim3(unsigned(S)),
+                     dim3(threads), 0, stream_, out.ptr<Unit>(), x.ptr<Unit>(),
+                     index.ptr<int32_t>(), T, units);
   };
   if (row_bytes % 16 == 0 && addr % 16 == 0)
     launch(uint4{});
@@ -300,7 +310,6 @@ void CudaBackend::gather_rows(Tensor& out, const Tensor& x, const Tensor& index)
     launch(uint16_t{});
   else
     launch(uint8_t{});
-  TANDEM_CUDA_LAUNCHED("gather_rows_kernel");
 }
 
 }  // namespace tandem

@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem {
 
@@ -55,6 +56,8 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, bf16* res, const bf16* x
 template <int N, bool kVec, bool kResidual, typename W>
 __global__ void rms_norm_warp_kernel(bf16* out, bf16* res, const bf16* x, const W* w, int64_t R,
                                      int64_t C, float eps, float offset) {
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= R) return;  // the whole warp leaves together
   const int64_t o = row * C;
@@ -68,6 +71,8 @@ template <int N, bool kVec, bool kResidual, typename W>
 __global__ void rms_norm_block_kernel(bf16* out, bf16* res, const bf16* x, const W* w, int64_t C,
                                       float eps, float offset) {
   __shared__ float scratch[32];
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
   const int64_t o = int64_t(blockIdx.x) * C;
   rms_norm_row<N, kVec, kResidual>(out + o, kResidual ? res + o : nullptr, x + o, w, C, eps, offset,
                                    int(threadIdx.x), int(blockDim.x),
@@ -90,6 +95,8 @@ struct SoftcapFn {
 //   out, a, b [n] (b may equal a for unary maps). Grid-stride over packs of N elements.
 template <typename T, int N, bool kVec, typename Fn>
 __global__ void map_kernel(T* out, const T* a, const T* b, int64_t n, Fn fn) {
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
   const int64_t stride = int64_t(gridDim.x) * blockDim.x * N;
   for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * N; i < n; i += stride) {
     float av[N], bv[N];
@@ -106,6 +113,8 @@ __global__ void map_kernel(T* out, const T* a, const T* b, int64_t n, Fn fn) {
 template <Activation A, int N, bool kVec>
 __global__ void gated_act_kernel(bf16* __restrict__ out, const bf16* __restrict__ gate_up,
                                  int64_t T, int64_t F) {
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
   const int64_t total = T * F, stride = int64_t(gridDim.x) * blockDim.x * N;
   for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * N; i < total; i += stride) {
     const int64_t t = i / F, f = i - t * F;
@@ -128,22 +137,17 @@ void launch_rms_norm(cudaStream_t stream, bf16* out, bf16* res, const bf16* x, c
   if (C <= kWarpRowsMaxC) {
     const int rows_per_block = 4;
     const unsigned grid = unsigned(cuda::ceil_div(R, rows_per_block));
-    if (vec)
-      rms_norm_warp_kernel<8, true, kResidual>
-          <<<grid, 32 * rows_per_block, 0, stream>>>(out, res, x, w, R, C, eps, offset);
-    else
-      rms_norm_warp_kernel<1, false, kResidual>
-          <<<grid, 32 * rows_per_block, 0, stream>>>(out, res, x, w, R, C, eps, offset);
+    auto* kernel = vec ? &rms_norm_warp_kernel<8, true, kResidual, W>
+                       : &rms_norm_warp_kernel<1, false, kResidual, W>;
+    cuda::launch_pdl("rms_norm kernel", kernel, dim3(grid), dim3(32 * rows_per_block), 0, stream,
+                     out, res, x, w, R, C, eps, offset);
   } else {
     const int threads = C >= 8 * 512 ? 512 : 256;
-    if (vec)
-      rms_norm_block_kernel<8, true, kResidual>
-          <<<unsigned(R), threads, 0, stream>>>(out, res, x, w, C, eps, offset);
-    else
-      rms_norm_block_kernel<1, false, kResidual>
-          <<<unsigned(R), threads, 0, stream>>>(out, res, x, w, C, eps, offset);
+    auto* kernel = vec ? &rms_norm_block_kernel<8, true, kResidual, W>
+                       : &rms_norm_block_kernel<1, false, kResidual, W>;
+    cuda::launch_pdl("rms_norm kernel", kernel, dim3(unsigned(R)), dim3(threads), 0, stream, out,
+                     res, x, w, C, eps, offset);
   }
-  TANDEM_CUDA_LAUNCHED(kResidual ? "add_rms_norm kernel" : "rms_norm kernel");
 }
 
 // Dispatches on w's dtype (bf16 weights as loaded, or f32).
@@ -167,29 +171,28 @@ void launch_map(cudaStream_t stream, Tensor& out, const Tensor& a, const Tensor&
   auto run = [&](auto zero) {
     using T = decltype(zero);
     constexpr int P = cuda::kPack<T>;
-    if (aligned && n % P == 0)
-      map_kernel<T, P, true><<<cuda::grid_stride_blocks(n / P, 256), 256, 0, stream>>>(
-          out.ptr<T>(), a.ptr<T>(), b.ptr<T>(), n, fn);
-    else
-      map_kernel<T, 1, false><<<cuda::grid_stride_blocks(n, 256), 256, 0, stream>>>(
-          out.ptr<T>(), a.ptr<T>(), b.ptr<T>(), n, fn);
+    const bool vec = aligned && n % P == 0;
+    cuda::launch_pdl("map_kernel", vec ? &map_kernel<T, P, true, Fn> : &map_kernel<T, 1, false, Fn>,
+                     dim3(cuda::grid_stride_blocks(vec ? n / P : n, 256)), dim3(256), 0, stream,
+                     out.ptr<T>(), a.ptr<T>(), b.ptr<T>(), n, fn);
   };
   if (out.dtype == DType::BF16)
     run(bf16{});
   else
     run(float{});
-  TANDEM_CUDA_LAUNCHED("map_kernel");
 }
 
 template <Activation A>
 void launch_gated_act(cudaStream_t stream, bf16* out, const bf16* gate_up, int64_t T, int64_t F,
                       bool vec) {
   if (vec)
-    gated_act_kernel<A, 8, true>
-        <<<cuda::grid_stride_blocks(T * F / 8, 256), 256, 0, stream>>>(out, gate_up, T, F);
+    cuda::launch_pdl("gated_act kernel", &gated_act_kernel<A, 8, true>,
+                     dim3(cuda::grid_stride_blocks(T * F / 8, 256)), dim3(256), 0, stream, out,
+                     gate_up, T, F);
   else
-    gated_act_kernel<A, 1, false>
-        <<<cuda::grid_stride_blocks(T * F, 256), 256, 0, stream>>>(out, gate_up, T, F);
+    cuda::launch_pdl("gated_act kernel", &gated_act_kernel<A, 1, false>,
+                     dim3(cuda::grid_stride_blocks(T * F, 256)), dim3(256), 0, stream, out, gate_up,
+                     T, F);
 }
 
 void check_norm_weight(const Tensor& w, int64_t C, const char* op) {

@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_fp8.cuh"
+#include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem {
 
@@ -139,11 +140,12 @@ __device__ __forceinline__ float norm_weight(const void* w, bool f32, int d) {
 //   dynamic shared memory: [cos | sin] (2·half floats), then Dh floats per warp
 __global__ void qkv_cache_kernel(const QkvArgs a, const RopeArgs args) {
   extern __shared__ float smem[];
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
   float* cs = smem;
   const int64_t t = blockIdx.x;
   const int half = args.half;
-  fill_cos_sin(cs, args, a.positions[t],
-               args.dynamic_factor > 0.f ? a.row_len[t] : 0);
+  fill_cos_sin(cs, args, a.positions[t], args.dynamic_factor > 0.f ? a.row_len[t] : 0);
   __syncthreads();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int num_warps = int(blockDim.x) / 32, Dh = a.Dh;
@@ -266,8 +268,7 @@ void CudaBackend::rope(Tensor& x, const StepTensors& step, const RopeSpec& spec)
 // q, k, v from the fused projection to q and the cache, with the optional q/k norms and
 // RoPE (Backend::qkv_to_cache).   q [T, Hq, Dh], qkv [T, (Hq + 2·Hkv)·Dh]
 void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
-                               const StepTensors& step, const RopeSpec& spec,
-                               const QkNorm& norm) {
+                               const StepTensors& step, const RopeSpec& spec, const QkNorm& norm) {
   cuda::check_tensor(q, DType::BF16, "qkv_to_cache", "q");
   cuda::check_tensor(qkv, DType::BF16, "qkv_to_cache", "qkv");
   const bool f8 = cache.k.defined() && cache.k.dtype == DType::F8E4M3;
@@ -276,17 +277,16 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   cuda::check_tensor(cache.v, cache_dtype, "qkv_to_cache", "cache.v");
   cuda::check_tensor(step.positions, DType::I32, "qkv_to_cache", "step.positions");
   cuda::check_tensor(step.slot_map, DType::I32, "qkv_to_cache", "step.slot_map");
-  TANDEM_CUDA_REQUIRE(q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 &&
-                          cache.v.shape == cache.k.shape,
-                      "qkv_to_cache: q " + q.shape.str() + ", qkv " + qkv.shape.str() +
-                          ", cache " + cache.k.shape.str());
+  TANDEM_CUDA_REQUIRE(
+      q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 && cache.v.shape == cache.k.shape,
+      "qkv_to_cache: q " + q.shape.str() + ", qkv " + qkv.shape.str() + ", cache " +
+          cache.k.shape.str());
   const int64_t T = q.dim(0), Hq = q.dim(1), Dh = q.dim(2), Hkv = cache.k.dim(2);
-  TANDEM_CUDA_REQUIRE(qkv.dim(0) == T && qkv.dim(1) == (Hq + 2 * Hkv) * Dh &&
-                          cache.k.dim(3) == Dh && T == step.num_tokens &&
-                          step.positions.numel() >= T && step.slot_map.numel() >= T,
-                      "qkv_to_cache: qkv " + qkv.shape.str() + " must be [T, (Hq + 2·Hkv)·Dh] for q " +
-                          q.shape.str() + " and cache " + cache.k.shape.str() +
-                          " over the step's tokens");
+  TANDEM_CUDA_REQUIRE(
+      qkv.dim(0) == T && qkv.dim(1) == (Hq + 2 * Hkv) * Dh && cache.k.dim(3) == Dh &&
+          T == step.num_tokens && step.positions.numel() >= T && step.slot_map.numel() >= T,
+      "qkv_to_cache: qkv " + qkv.shape.str() + " must be [T, (Hq + 2·Hkv)·Dh] for q " +
+          q.shape.str() + " and cache " + cache.k.shape.str() + " over the step's tokens");
   check_rope_spec(spec, Dh);
   const bool has_norm = norm.q.defined();
   if (has_norm) {
@@ -331,8 +331,8 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   const size_t smem = size_t(2 * args.half + warps * Dh) * sizeof(float);
   TANDEM_CUDA_REQUIRE(smem <= 48 * 1024, "qkv_to_cache: head dim too large for one block");
   const dim3 grid(unsigned(T), unsigned((heads + warps - 1) / warps));
-  qkv_cache_kernel<<<grid, unsigned(32 * warps), smem, stream_>>>(a, args);
-  TANDEM_CUDA_LAUNCHED("qkv_cache_kernel");
+  cuda::launch_pdl("qkv_cache_kernel", &qkv_cache_kernel, grid, dim3(unsigned(32 * warps)), smem,
+                   stream_, a, args);
 }
 
 }  // namespace tandem

@@ -1,0 +1,289 @@
+// The few-row linear as a weight stream: out [M, N] = x [M, K] · w [N, K]ᵀ (+ bias) for
+// M <= 2, the GEMMs of a decode step of a few sequences. At that M a linear reads each
+// weight once and does 2·M flops per weight, so it runs at the speed of HBM, and what
+// decides its time is how early the weight bytes start moving and how fully the stream
+// keeps HBM busy to the end.
+//
+// Shape of the kernel: one CTA per SM owns a contiguous run of row groups (16 weight rows
+// each) and streams them through a ring of 32 KB shared-memory stages with 1-D bulk copies
+// (cp.async.bulk, completion on an mbarrier). One producer warp issues the copies, a row
+// of kChunk columns per lane; 16 consumer warps each take one row of a stage and keep an
+// f32 sum per row of x, reduced across the warp when the row's last chunk is done. x is
+// staged once per CTA in shared memory as bf16.
+//
+// The ring fills what shared memory x leaves (128–192 KB), so a CTA keeps far more weight
+// bytes in flight than HBM's latency needs, and no second CTA of any GEMV fits on the SM.
+// That is deliberate: with CTAs of 74 KB, the next GEMV's CTAs, launched early, landed
+// two or three on some SMs and none on others, and the SMs with three set the pace
+// (decode-b1 fell from 218 to 198 tok/s). One CTA per SM hands each SM from one GEMV to
+// the next as its CTA ends.
+//
+// Not for more rows: at M = 4 each weight byte costs four shared-memory reads of x and
+// their conversions, and the SM's issue and shared-memory bandwidth, not HBM, set the pace
+// (gate_up ran at 58–74% of HBM). cuBLASLt's tensor-core kernels take M >= 3.
+//
+// Not fused: the MLP's gated activation. Staging x = act(gate) · up in each CTA instead of
+// running gated_act first took decode-b1 from 240 to 237 tok/s: 132 CTAs each computing
+// all 14336 activations cost more than one small kernel whose launch PDL hides.
+//
+// Launched with programmatic dependent launch (cuda_pdl.cuh): the producer fills the ring
+// before anything waits on the kernel before, since weights are never written by a
+// step. The consumers wait (pdl_wait) before they read x or write out. So a GEMV after a
+// norm, RoPE or attention kernel has its first 128–192 KB per SM in flight while that
+// kernel still runs.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_gemv.h"
+#include "backend/cuda/cuda_pdl.cuh"
+
+namespace tandem {
+
+namespace {
+
+using cuda::bf16;
+
+constexpr int kRowsPerStage = 16;  // one weight row per consumer warp
+constexpr int kChunk = 1024;       // columns of a row per stage: 2 KB
+constexpr int kMaxStages = 8;
+constexpr int kCtaSmem = 200 * 1024;                // more than half an SM: one CTA each
+constexpr int kThreads = (kRowsPerStage + 1) * 32;  // + the producer warp
+constexpr int kConsumers = kRowsPerStage * 32;
+constexpr int kStageElems = kRowsPerStage * kChunk;  // bf16 elements
+constexpr int kStageBytes = kStageElems * 2;
+constexpr int kBarrierBytes = 128;     // full[stages], empty[stages]
+constexpr int kMaxXBytes = 64 * 1024;  // x [M, K] staged as bf16: >= 4 stages
+
+// ---------------------------------------------------------------- mbarrier and bulk copy
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(arrivals));
+}
+
+// Until the phase of `bar` with parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = smem_addr(bar);
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n .reg .pred p;\n"
+        " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// Arrives and adds `bytes` to the transactions the current phase waits for.
+__device__ __forceinline__ void mbar_arrive_expect(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+// dst[0, bytes) = src[0, bytes) through the bulk-copy engine; completes on `bar`.
+// bytes % 16 == 0, both addresses 16-byte aligned.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes,
+                                          uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+
+// acc + Σ w[i]·x[i] over 8 bf16 pairs; a bf16 widens to f32 by a shift or a mask.
+__device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
+  const uint32_t wu[4] = {w.x, w.y, w.z, w.w}, xu[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    acc = fmaf(__uint_as_float(wu[i] << 16), __uint_as_float(xu[i] << 16), acc);
+    acc = fmaf(__uint_as_float(wu[i] & 0xffff0000u), __uint_as_float(xu[i] & 0xffff0000u), acc);
+  }
+  return acc;
+}
+
+__device__ __forceinline__ void store_out(float* p, float v) {
+  *p = v;
+}
+__device__ __forceinline__ void store_out(bf16* p, float v) {
+  *p = __float2bfloat16_rn(v);
+}
+
+// Which row groups a CTA streams, and how.
+struct Work {
+  int N, K, stages;
+  int chunks;              // stages per row group: ceil(K / kChunk)
+  int group_begin, steps;  // first row group, stages in all
+};
+
+__device__ __forceinline__ Work cta_work(int N, int K, int stages) {
+  Work wk{N, K, stages, (K + kChunk - 1) / kChunk, 0, 0};
+  const int64_t groups = (N + kRowsPerStage - 1) / kRowsPerStage;
+  wk.group_begin = int(int64_t(blockIdx.x) * groups / gridDim.x);
+  const int group_end = int(int64_t(blockIdx.x + 1) * groups / gridDim.x);
+  wk.steps = (group_end - wk.group_begin) * wk.chunks;
+  return wk;
+}
+
+// The producer warp: stage i of the CTA is chunk i % chunks of row group i / chunks, in
+// slot i % stages once the consumers released the slot's previous stage. Lane r copies
+// row r.
+__device__ __forceinline__ void produce(const Work& wk, const bf16* w, bf16* ring, uint64_t* full,
+                                        uint64_t* empty, int lane) {
+  for (int i = 0; i < wk.steps; i++) {
+    const int slot = i % wk.stages;
+    if (i >= wk.stages) mbar_wait(&empty[slot], uint32_t(i / wk.stages - 1) & 1u);
+    const int n0 = (wk.group_begin + i / wk.chunks) * kRowsPerStage;
+    const int k0 = (i % wk.chunks) * kChunk;
+    const int rows = min(kRowsPerStage, wk.N - n0), cols = min(kChunk, wk.K - k0);
+    if (lane == 0) mbar_arrive_expect(&full[slot], uint32_t(rows * cols * 2));
+    __syncwarp();
+    if (lane < rows)
+      bulk_copy(ring + slot * kStageElems + lane * kChunk, w + int64_t(n0 + lane) * wk.K + k0,
+                uint32_t(cols * 2), &full[slot]);
+  }
+}
+
+//   out [M, N], x [M, K], w [N, K], bias [N] or null. K % 8 == 0.
+//   Dynamic shared memory: barriers, `stages` ring stages, x.
+template <int M, typename Out>
+__global__ void __launch_bounds__(kThreads)
+    gemv_kernel(Out* __restrict__ out, const bf16* __restrict__ x, const bf16* __restrict__ w,
+                const bf16* __restrict__ bias, int N, int K, int stages) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem);
+  uint64_t* empty = full + kMaxStages;
+  bf16* ring = reinterpret_cast<bf16*>(smem + kBarrierBytes);
+  bf16* xs = ring + stages * kStageElems;
+  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; s++) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], kRowsPerStage);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  cuda::pdl_launch_next();
+  const Work wk = cta_work(N, K, stages);
+  if (warp == kRowsPerStage) {
+    produce(wk, w, ring, full, empty, lane);
+    cuda::pdl_wait();  // the contract: no thread ends before the kernel before has
+    return;
+  }
+
+  cuda::pdl_wait();
+  for (int v = int(threadIdx.x); v < M * K / 8; v += kConsumers)
+    reinterpret_cast<uint4*>(xs)[v] = reinterpret_cast<const uint4*>(x)[v];
+  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+
+  float acc[M];
+#pragma unroll
+  for (int m = 0; m < M; m++) acc[m] = 0.f;
+  for (int i = 0; i < wk.steps; i++) {
+    const int slot = i % stages, chunk = i % wk.chunks;
+    const int k0 = chunk * kChunk, cols = min(kChunk, K - k0);
+    mbar_wait(&full[slot], uint32_t(i / stages) & 1u);
+    const bf16* row = ring + slot * kStageElems + warp * kChunk;
+#pragma unroll
+    for (int j = 0; j < kChunk / 256; j++) {  // a lane's 16-byte pieces of the row
+      const int k = j * 256 + lane * 8;
+      if (k < cols) {
+        const uint4 wv = *reinterpret_cast<const uint4*>(row + k);
+#pragma unroll
+        for (int m = 0; m < M; m++)
+          acc[m] = dot8(wv, *reinterpret_cast<const uint4*>(xs + m * K + k0 + k), acc[m]);
+      }
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[slot]);
+    if (chunk == wk.chunks - 1) {
+      const int n = (wk.group_begin + i / wk.chunks) * kRowsPerStage + warp;
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        float s = cuda::warp_sum(acc[m]);
+        acc[m] = 0.f;
+        if (bias != nullptr) s += __bfloat162float(bias[n < N ? n : 0]);
+        if (lane == 0 && n < N) store_out(out + int64_t(m) * N + n, s);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- switches
+
+std::atomic<bool>& gemv_switch() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("TANDEM_CUDA_GEMV");
+    return v == nullptr || v[0] != '0';
+  }()};
+  return on;
+}
+
+template <int M, typename Out>
+void launch(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const int N = int(w.dim(0)), K = int(w.dim(1));
+  auto* kernel = &gemv_kernel<M, Out>;
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kCtaSmem),
+             "gemv: cudaFuncSetAttribute");
+  const int x_bytes = M * K * 2;
+  const int stages = std::min(kMaxStages, (kCtaSmem - kBarrierBytes - x_bytes) / kStageBytes);
+  const int64_t groups = (N + kRowsPerStage - 1) / kRowsPerStage;
+  const int64_t ctas = be.props().multiProcessorCount;
+  const unsigned grid = unsigned(groups < ctas ? groups : ctas);
+  const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + x_bytes);
+  cuda::launch_pdl("gemv_kernel", kernel, dim3(grid), dim3(kThreads), smem, be.stream(),
+                   out.ptr<Out>(), x.ptr<bf16>(), w.ptr<bf16>(),
+                   bias.defined() ? bias.ptr<bf16>() : nullptr, N, K, stages);
+}
+
+// Dispatch on the rows (1 or 2) and the output dtype.
+void launch_any(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w,
+                const Tensor& bias) {
+  static_assert(kGemvMaxRows == 2);
+  const bool f32 = out.dtype == DType::F32;
+  if (x.rows() == 1)
+    f32 ? launch<1, float>(be, out, x, w, bias) : launch<1, bf16>(be, out, x, w, bias);
+  else
+    f32 ? launch<2, float>(be, out, x, w, bias) : launch<2, bf16>(be, out, x, w, bias);
+}
+
+// Whether the stream takes M rows of K columns (the staged x is [M, K]).
+bool fits(const Tensor& x, const Tensor& w) {
+  const int64_t M = x.rows(), K = w.dim(1), N = w.dim(0);
+  return gemv_enabled() && M >= 1 && M <= kGemvMaxRows && K % 8 == 0 && N < (int64_t(1) << 31) &&
+         M * K * 2 <= kMaxXBytes && cuda::aligned16(x.data) && cuda::aligned16(w.data);
+}
+
+}  // namespace
+
+bool gemv_enabled() {
+  return gemv_switch().load(std::memory_order_relaxed);
+}
+
+void set_gemv_enabled(bool on) {
+  gemv_switch().store(on, std::memory_order_relaxed);
+}
+
+bool try_gemv(CudaBackend& backend, Tensor& out, const Tensor& x, const Tensor& w,
+              const Tensor& bias) {
+  if (!fits(x, w)) return false;
+  launch_any(backend, out, x, w, bias);
+  return true;
+}
+
+}  // namespace tandem
