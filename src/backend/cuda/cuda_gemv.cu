@@ -132,7 +132,7 @@ struct Work {
 
 __device__ __forceinline__ Work cta_work(int N, int K, int stages) {
   Work wk{N, K, stages, (K + kChunk - 1) / kChunk, 0, 0};
-  const int64_t groups = (N + kRowsPerStage - 1) / kRowsPerStage;
+  const int64_t groups = (int64_t(N) + kRowsPerStage - 1) / kRowsPerStage;
   wk.group_begin = int(int64_t(blockIdx.x) * groups / gridDim.x);
   const int group_end = int(int64_t(blockIdx.x + 1) * groups / gridDim.x);
   wk.steps = (group_end - wk.group_begin) * wk.chunks;
@@ -242,7 +242,7 @@ void launch(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w, cons
              "gemv: cudaFuncSetAttribute");
   const int x_bytes = M * K * 2;
   const int stages = std::min(kMaxStages, (kCtaSmem - kBarrierBytes - x_bytes) / kStageBytes);
-  const int64_t groups = (N + kRowsPerStage - 1) / kRowsPerStage;
+  const int64_t groups = (int64_t(N) + kRowsPerStage - 1) / kRowsPerStage;
   const int64_t ctas = be.props().multiProcessorCount;
   const unsigned grid = unsigned(groups < ctas ? groups : ctas);
   const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + x_bytes);

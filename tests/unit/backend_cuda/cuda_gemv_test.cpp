@@ -31,7 +31,7 @@ struct GemvShape {
 constexpr GemvShape kShapes[] = {{8, 7},       {1024, 8},   {1032, 130},
                                  {3000, 1003}, {4096, 257}, {2056, 9}};
 
-TEST(CudaGemv, MatchesCpuForOneToFourRows) {
+TEST(CudaGemv, MatchesCpuForEveryRowCountItTakes) {
   TANDEM_SKIP_WITHOUT_CUDA();
   SwitchGuard guard;
   set_gemv_enabled(true);
