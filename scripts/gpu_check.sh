@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine, from a bundle made by scripts/bundle_cuda.sh: the CUDA tests, the
-# kernel benchmark, the offline workloads with and without the overlapped engine loop,
+# kernel benchmarks (attention, few-row linears), the offline workloads with and without the overlapped engine loop,
 # and a per-kernel time profile of one decode step (ncu, where the machine allows it).
 # Logs go under $OUT; a short summary is printed last.
 #   G=.device/gpu OUT=/tmp/out scripts/gpu_check.sh [tests] [bench] [profile]
@@ -23,6 +23,8 @@ fi
 if has bench; then
   timeout 120 "$G/bench/cuda_attention_bench" > "$OUT/attention_bench.log" 2>&1
   grep -E "^(decode|prefill)" "$OUT/attention_bench.log"
+  timeout 120 "$G/bench/cuda_gemv_bench" 20 > "$OUT/gemv_bench.log" 2>&1
+  grep -E "M=1" "$OUT/gemv_bench.log"
   [ -d "$M" ] || timeout 120 "$G/tandem" random-model --like llama-3.1-8b --out "$M" > /dev/null
   for ov in 1 0; do
     echo "-- TANDEM_OVERLAP=$ov"
