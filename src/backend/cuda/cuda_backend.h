@@ -9,12 +9,13 @@
 // stay valid (stream order makes reuse between ops safe).
 //
 // Files, one op family each: cuda_backend.cpp (device, handles, memory ops),
-// cuda_linear.cu (linear, embedding, gather_rows), cuda_norm.cu (rms_norm, add_rms_norm,
+// cuda_linear.cu (linear, embedding, gather_rows; linears of 1–2 rows go to the weight
+// stream in cuda_gemv.cu), cuda_norm.cu (rms_norm, add_rms_norm,
 // add, scale, softcap, gated_act), cuda_rope.cu, cuda_attention.cu (write_kv, attention),
 // cuda_moe.cu (topk_route, moe_experts; the grouped expert GEMM in cuda_moe_gemm.cu),
 // cuda_sample.cu (the sampling kernels) and cuda_sample_op.cu (sample, sample_async,
 // sample_wait, feed_tokens). Shared helpers: cuda_common.h (launcher checks),
-// cuda_common.cuh (device helpers).
+// cuda_common.cuh (device helpers), cuda_pdl.cuh (programmatic dependent launch).
 #pragma once
 
 #include <cublasLt.h>
