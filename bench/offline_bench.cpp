@@ -89,7 +89,8 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     while (auto c = s->pop(std::chrono::milliseconds(0)))
       if (c->finish && *c->finish == FinishReason::Error) throw std::runtime_error(c->error);
   if (print) {
-    double decode = double(before + tokens - after_first) / seconds_since(first);
+    double decode = double(engine.stats().generation_tokens_total - after_first) /
+                    seconds_since(first);
     fmt::print("  {} requests x {}/{}: {} output tokens in {:.3f} s = {:.0f} output tok/s"
                " (after the first step: {:.0f} tok/s)\n",
                o.num, o.input, o.output, tokens, total, double(tokens) / total, decode);

@@ -34,21 +34,14 @@ namespace {
 using namespace decode;
 
 template <int DH>
-struct DecodeShape {
-  static constexpr int kKeyGroups = DH <= 128 ? 4 : DH == 256 ? 2 : 1;  // KW
-  static constexpr int kDimWarps = 4 / kKeyGroups;                      // DW
-  static constexpr int kBlockN = DH <= 64 ? 128 : DH <= 128 ? 64 : DH == 256 ? 32 : 16;
-  static constexpr int kGroupKeys = kBlockN / kKeyGroups;  // keys per key group and tile
-  static constexpr int kStages = DH <= 256 ? 3 : 2;
-  static constexpr int kStride = DH + 8;  // +16 B: conflict-free ldmatrix
-  static constexpr bool kQInRegs = DH <= 256;
-  static constexpr int kNV = DH / kDimWarps / 8;                 // 8-column O tiles per warp
-  static constexpr int kStageBytes = 2 * kBlockN * kStride * 2;  // K then V
-  static constexpr int kSmemBytes = 16 * kStride * 2 + kStages * kStageBytes;
-  static constexpr int kMergeStride = DH + 8;  // floats per merge row
-  static_assert(kGroupKeys % 16 == 0, "a key group covers whole mma k-steps");
-  static_assert(kBlockN * (DH / 8) % kThreads == 0, "tile copies split evenly over threads");
-  static_assert(kKeyGroups * 16 * kMergeStride * 4 <= kStages * kStageBytes,
+struct DecodeShape : Tiling<DH> {
+  using T = Tiling<DH>;
+  static constexpr int kStride = DH + 8;             // +16 B: conflict-free ldmatrix
+  static constexpr int kNV = DH / T::kDimWarps / 8;  // 8-column O tiles per warp
+  static constexpr int kStageBytes = 2 * T::kBlockN * kStride * 2;  // K then V
+  static constexpr int kSmemBytes = 16 * kStride * 2 + T::kStages * kStageBytes;
+  static_assert(T::kBlockN * (DH / 8) % kThreads == 0, "tile copies split evenly over threads");
+  static_assert(T::kKeyGroups * 16 * T::kMergeStride * 4 <= T::kStages * kStageBytes,
                 "the merge buffer fits in the K/V stages");
 };
 

@@ -9,27 +9,32 @@
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem::attn::decode {
+
+// The key tiling both decode kernels use at head dim DH: tiles of kBlockN keys, one per
+// ring stage (kStages deep); the 4 warps form kKeyGroups groups that split a tile's keys,
+// kDimWarps warps each that split the head dims; Q's fragments stay in registers up to
+// Dh 256; the key groups merge through rows of kMergeStride floats.
+template <int DH>
+struct Tiling {
+  static constexpr int kKeyGroups = DH <= 128 ? 4 : DH == 256 ? 2 : 1;  // KW
+  static constexpr int kDimWarps = 4 / kKeyGroups;                      // DW
+  static constexpr int kBlockN = DH <= 64 ? 128 : DH <= 128 ? 64 : DH == 256 ? 32 : 16;
+  static constexpr int kGroupKeys = kBlockN / kKeyGroups;  // keys per key group and tile
+  static constexpr int kStages = DH <= 256 ? 3 : 2;
+  static constexpr bool kQInRegs = DH <= 256;
+  static constexpr int kMergeStride = DH + 8;
+  static_assert(kGroupKeys % 16 == 0, "a key group covers whole mma tiles");
+};
 
 // The token a decode CTA serves and the keys it sees: [lo, p] of row `row`.
 struct DecodeItem {
   int token, row, p, lo;
 };
-
-// Row b owns tokens [starts[b], starts[b+1]); finds the row of token t by bisection.
-__device__ __forceinline__ int row_of_token(const int32_t* starts, int num_rows, int t) {
-  int lo = 0, hi = num_rows - 1;  // the last row starting at or before t
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (starts[mid] <= t)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
 
 // Grid x -> item: a row with exactly one token (by_row) or any token; false = nothing
 // to compute. Independent loads are issued together, then `overlap()` runs while they
@@ -50,7 +55,8 @@ __device__ __forceinline__ bool find_item(const AttnArgs& a, bool by_row, int x,
     const int s0 = __ldg(a.seq_starts + x), s1 = __ldg(a.seq_starts + x + 1);
     overlap();
     it.token = x;
-    it.row = s0 <= x && x < s1 ? x : row_of_token(a.seq_starts, a.num_rows, x);
+    // Row b owns tokens [starts[b], starts[b+1]): the last row starting at or before x.
+    it.row = s0 <= x && x < s1 ? x : cuda::last_at_most(a.seq_starts, a.num_rows, x);
     it.p = p;
   }
   it.lo = first_key(it.p, a.window);
@@ -329,16 +335,11 @@ __device__ __forceinline__ void write_merged(const AttnArgs& a, const SplitArgs&
 
 using KernelFn = void (*)(AttnArgs, SplitArgs);
 
-// Sets a kernel's shared-memory limit (once per device and kernel: a host call per
+// `kernel` with its shared-memory limit set (once per device and kernel: a host call per
 // launch is a fixed cost small steps notice). `ready` is the kernel's own flag word.
 inline KernelFn prepared(KernelFn kernel, int smem_bytes, std::atomic<uint64_t>& ready) {
-  int device = 0;
-  cuda_check(cudaGetDevice(&device), "attention decode: cudaGetDevice");
-  const uint64_t bit = device >= 0 && device < 64 ? uint64_t(1) << device : 0;
-  if (bit != 0 && (ready.load(std::memory_order_relaxed) & bit) != 0) return kernel;
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
-             "attention decode: cudaFuncSetAttribute");
-  ready.fetch_or(bit, std::memory_order_relaxed);
+  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes, ready,
+                           "attention decode");
   return kernel;
 }
 

@@ -18,27 +18,20 @@ using namespace decode;
 constexpr int kHeads = 8;  // query heads per CTA: the mma's N
 
 template <int DH>
-struct F8Shape {
-  static constexpr int kKeyGroups = DH <= 128 ? 4 : DH == 256 ? 2 : 1;  // KW
-  static constexpr int kDimWarps = 4 / kKeyGroups;                      // DW
-  static constexpr int kBlockN = DH <= 64 ? 128 : DH <= 128 ? 64 : DH == 256 ? 32 : 16;
-  static constexpr int kGroupKeys = kBlockN / kKeyGroups;  // keys per key group and tile
-  static constexpr int kStages = DH <= 256 ? 3 : 2;
+struct F8Shape : Tiling<DH> {
+  using T = Tiling<DH>;
   static constexpr int kRowBytes = DH + 16;  // RS: a stage row, padded (ldmatrix banks)
   static constexpr int kQStride = DH + 8;    // Q rows in shared memory, bf16 elements
-  static constexpr bool kQInRegs = DH <= 256;
-  static constexpr int kMT = DH / kDimWarps / 16;              // 16-dim Oᵀ tiles per warp
-  static constexpr int kStageBytes = 2 * kBlockN * kRowBytes;  // K then V
+  static constexpr int kMT = DH / T::kDimWarps / 16;              // 16-dim Oᵀ tiles per warp
+  static constexpr int kStageBytes = 2 * T::kBlockN * kRowBytes;  // K then V
   static constexpr int kQBytes = kHeads * kQStride * 2;
   // Q in registers: Q lands in the last stage; else Q keeps its own region in front.
-  static constexpr int kQRegion = kQInRegs ? 0 : kQBytes;
-  static constexpr int kQOffset = kQInRegs ? (kStages - 1) * kStageBytes : 0;
-  static constexpr int kSmemBytes = kQRegion + kStages * kStageBytes;
-  static constexpr int kMergeStride = DH + 8;  // floats per merge row
-  static_assert(kGroupKeys % 16 == 0, "a key group covers whole mma m-tiles");
-  static_assert(kBlockN * (DH / 16) % kThreads == 0, "tile copies split evenly over threads");
+  static constexpr int kQRegion = T::kQInRegs ? 0 : kQBytes;
+  static constexpr int kQOffset = T::kQInRegs ? (T::kStages - 1) * kStageBytes : 0;
+  static constexpr int kSmemBytes = kQRegion + T::kStages * kStageBytes;
+  static_assert(T::kBlockN * (DH / 16) % kThreads == 0, "tile copies split evenly over threads");
   static_assert(kQBytes <= kStageBytes, "Q fits one stage");
-  static_assert(kKeyGroups * kHeads * kMergeStride * 4 <= kStages * kStageBytes,
+  static_assert(T::kKeyGroups * kHeads * T::kMergeStride * 4 <= T::kStages * kStageBytes,
                 "the merge buffer fits in the K/V stages");
 };
 

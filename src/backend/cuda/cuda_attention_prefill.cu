@@ -15,10 +15,12 @@
 //
 // An e4m3 cache is widened to bf16 as its tiles are copied into shared memory (plain
 // loads instead of cp.async; the math is the bf16 kernel's).
+#include <atomic>
 #include <climits>
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_common.h"
 
 namespace tandem::attn {
 
@@ -224,8 +226,9 @@ template <int DHQK, int DV>
 void launch(const AttnArgs& a, cudaStream_t stream) {
   constexpr int smem = (kBlockM * (DHQK + 8) + kBlockN * (DHQK + 8) + kBlockN * (DV + 8)) * 2;
   auto kernel = a.kv_f8 ? prefill_kernel<DHQK, DV, uint8_t> : prefill_kernel<DHQK, DV, bf16>;
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-             "attention prefill: cudaFuncSetAttribute");
+  static std::atomic<uint64_t> smem_ready_bf16{0}, smem_ready_f8{0};
+  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem,
+                           a.kv_f8 ? smem_ready_f8 : smem_ready_bf16, "attention prefill");
   const int64_t tiles = (int64_t(a.num_tokens) * a.group + kBlockM - 1) / kBlockM + a.num_rows;
   cuda_require(tiles < INT_MAX, "attention prefill: too many query tiles");
   const dim3 grid(unsigned(tiles), unsigned(a.num_kv_heads), unsigned(DHQK / DV));

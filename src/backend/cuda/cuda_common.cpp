@@ -32,6 +32,20 @@ void set_pdl_enabled(bool on) {
   pdl_switch().store(on, std::memory_order_relaxed);
 }
 
+void allow_dynamic_smem(const void* kernel, int bytes, std::atomic<uint64_t>& ready,
+                        const char* what) {
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), what);
+  const uint64_t bit = device >= 0 && device < 64 ? uint64_t(1) << device : 0;
+  if (bit != 0 && (ready.load(std::memory_order_relaxed) & bit) != 0) return;
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err != cudaSuccess)
+    fail("{}: cudaFuncSetAttribute({} bytes of shared memory): {}", what, bytes,
+         cudaGetErrorString(err));
+  ready.fetch_or(bit, std::memory_order_relaxed);
+}
+
 void check_on_device(const Tensor& t, const char* op, const char* name) {
   if (!t.defined()) fail("{}: tensor '{}' is undefined", op, name);
   if (t.device != Device::CUDA)

@@ -80,6 +80,21 @@ __device__ __forceinline__ void store_n(T* p, const float* v) {
   }
 }
 
+// The last i in [0, n) with sorted[i] <= v (0 when there is none), by bisection over a
+// non-decreasing array: the row whose start is at or before a token, the expert whose
+// first tile is at or before a tile.
+__device__ __forceinline__ int last_at_most(const int32_t* sorted, int n, int v) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (sorted[mid] <= v)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

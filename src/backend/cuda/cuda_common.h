@@ -3,6 +3,7 @@
 // device or shape fails with the op, the tensor and what it got instead of a bad kernel.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -24,6 +25,12 @@ void check_float(const Tensor& t, const char* op, const char* name);
 // set_pdl_enabled is for benchmarks that compare both in one process.
 bool pdl_enabled();
 void set_pdl_enabled(bool on);
+
+// Raises `kernel`'s dynamic shared-memory limit to `bytes` on the current device, once
+// per device: `ready` is that kernel's own flag word (a bit per device), so steady-state
+// launches make no host call for it. `what` names the launcher in errors.
+void allow_dynamic_smem(const void* kernel, int bytes, std::atomic<uint64_t>& ready,
+                        const char* what);
 
 // "op: a [2, 3], b [4]" style fragments for shape errors.
 inline std::string shape_of(const char* name, const Tensor& t) {

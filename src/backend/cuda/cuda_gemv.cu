@@ -238,8 +238,8 @@ template <int M, typename Out>
 void launch(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
   const int N = int(w.dim(0)), K = int(w.dim(1));
   auto* kernel = &gemv_kernel<M, Out>;
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kCtaSmem),
-             "gemv: cudaFuncSetAttribute");
+  static std::atomic<uint64_t> smem_ready{0};
+  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kCtaSmem, smem_ready, "gemv");
   const int x_bytes = M * K * 2;
   const int stages = std::min(kMaxStages, (kCtaSmem - kBarrierBytes - x_bytes) / kStageBytes);
   const int64_t groups = (int64_t(N) + kRowsPerStage - 1) / kRowsPerStage;

@@ -118,8 +118,8 @@ struct LtGemm {
       set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
       set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
     }
-    layout(&a, key.k, key.m, CUDA_R_16BF);                             // w, stored K x N
-    layout(&b, key.k, key.n, CUDA_R_16BF);                             // x, stored K x T
+    layout(&a, key.k, key.m, CUDA_R_16BF);  // w, stored K x N
+    layout(&b, key.k, key.n, CUDA_R_16BF);  // x, stored K x T
     layout(&c, key.m, key.n, key.out_f32 ? CUDA_R_32F : CUDA_R_16BF);  // out, stored N x T
   }
   ~LtGemm() {
@@ -223,15 +223,9 @@ void CudaBackend::linear(Tensor& out, const Tensor& x, const Tensor& w, const Te
   if (T <= kGemvMaxRows && try_gemv(*this, out, x, w, bias)) return;
   // cuBLASLt's bias epilogue reads the bias with vector loads: keep it for aligned biases.
   const bool lt_bias = bias.defined() && cuda::aligned16(bias.data);
-  const GemmKey key{device_,
-                    N,
-                    T,
-                    K,
-                    alignment_of(w.data),
-                    alignment_of(x.data),
-                    alignment_of(out.data),
-                    bias.defined(),
-                    out_f32};
+  const GemmKey key{
+      device_,       N, T, K, alignment_of(w.data), alignment_of(x.data), alignment_of(out.data),
+      bias.defined(), out_f32};
   const float alpha = 1.f, beta = 0.f;
   if (!bias.defined() || lt_bias) {
     LtGemm gemm(key, bias.defined() ? bias.data : nullptr);

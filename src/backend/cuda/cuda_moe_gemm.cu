@@ -39,20 +39,6 @@ __device__ __forceinline__ void copy_chunk(bf16* dst, const bf16* src, int64_t a
   }
 }
 
-// The expert owning row tile `tile`: the last e with tile_offsets[e] <= tile (experts
-// without rows have empty tile ranges and lose to the next one).
-__device__ __forceinline__ int expert_of_tile(const int32_t* tile_offsets, int E, int tile) {
-  int lo = 0, hi = E - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (tile_offsets[mid] <= tile)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
 // out[s, n] for the slots s of one expert row tile and columns [n0, n0 + 64):
 //   plain: out[s, n] = in[src(s)] · w_e[n]
 //   gated: out[s, n] = act(in[src(s)] · w_e[n]) * (in[src(s)] · w_e[N + n])
@@ -71,7 +57,9 @@ __global__ void __launch_bounds__(kThreads)
 
   const int tile = int(blockIdx.y);
   if (tile >= rows.tile_offsets[rows.num_experts]) return;  // the whole block leaves
-  const int e = expert_of_tile(rows.tile_offsets, rows.num_experts, tile);
+  // The expert owning the tile: the last e with tile_offsets[e] <= tile (experts without
+  // rows have empty tile ranges and lose to the next one).
+  const int e = cuda::last_at_most(rows.tile_offsets, rows.num_experts, tile);
   const int64_t row0 = rows.offsets[e] + int64_t(tile - rows.tile_offsets[e]) * kBM;
   const int64_t num_rows = min(int64_t(kBM), int64_t(rows.offsets[e + 1]) - row0);
   const int64_t n0 = int64_t(blockIdx.x) * kBN;

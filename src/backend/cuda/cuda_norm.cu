@@ -134,19 +134,20 @@ constexpr int kWarpRowsMaxC = 1024;  // rows up to this long get one warp each
 template <bool kResidual, typename W>
 void launch_rms_norm(cudaStream_t stream, bf16* out, bf16* res, const bf16* x, const W* w,
                      int64_t R, int64_t C, float eps, float offset, bool vec) {
+  constexpr const char* kName = kResidual ? "add_rms_norm kernel" : "rms_norm kernel";
   if (C <= kWarpRowsMaxC) {
     const int rows_per_block = 4;
     const unsigned grid = unsigned(cuda::ceil_div(R, rows_per_block));
     auto* kernel = vec ? &rms_norm_warp_kernel<8, true, kResidual, W>
                        : &rms_norm_warp_kernel<1, false, kResidual, W>;
-    cuda::launch_pdl("rms_norm kernel", kernel, dim3(grid), dim3(32 * rows_per_block), 0, stream,
-                     out, res, x, w, R, C, eps, offset);
+    cuda::launch_pdl(kName, kernel, dim3(grid), dim3(32 * rows_per_block), 0, stream, out, res,
+                     x, w, R, C, eps, offset);
   } else {
     const int threads = C >= 8 * 512 ? 512 : 256;
     auto* kernel = vec ? &rms_norm_block_kernel<8, true, kResidual, W>
                        : &rms_norm_block_kernel<1, false, kResidual, W>;
-    cuda::launch_pdl("rms_norm kernel", kernel, dim3(unsigned(R)), dim3(threads), 0, stream, out,
-                     res, x, w, C, eps, offset);
+    cuda::launch_pdl(kName, kernel, dim3(unsigned(R)), dim3(threads), 0, stream, out, res, x, w,
+                     C, eps, offset);
   }
 }
 
@@ -279,7 +280,6 @@ void CudaBackend::gated_act(Tensor& out, const Tensor& gate_up, Activation act) 
   else
     launch_gated_act<Activation::GeluTanh>(stream_, out.ptr<bf16>(), gate_up.ptr<bf16>(), T, F,
                                            vec);
-  TANDEM_CUDA_LAUNCHED("gated_act_kernel");
 }
 
 }  // namespace tandem

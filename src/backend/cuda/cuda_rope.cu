@@ -145,7 +145,8 @@ __global__ void qkv_cache_kernel(const QkvArgs a, const RopeArgs args) {
   float* cs = smem;
   const int64_t t = blockIdx.x;
   const int half = args.half;
-  fill_cos_sin(cs, args, a.positions[t], args.dynamic_factor > 0.f ? a.row_len[t] : 0);
+  fill_cos_sin(cs, args, a.positions[t],
+               args.dynamic_factor > 0.f ? a.row_len[t] : 0);
   __syncthreads();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int num_warps = int(blockDim.x) / 32, Dh = a.Dh;
@@ -268,7 +269,8 @@ void CudaBackend::rope(Tensor& x, const StepTensors& step, const RopeSpec& spec)
 // q, k, v from the fused projection to q and the cache, with the optional q/k norms and
 // RoPE (Backend::qkv_to_cache).   q [T, Hq, Dh], qkv [T, (Hq + 2·Hkv)·Dh]
 void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
-                               const StepTensors& step, const RopeSpec& spec, const QkNorm& norm) {
+                               const StepTensors& step, const RopeSpec& spec,
+                               const QkNorm& norm) {
   cuda::check_tensor(q, DType::BF16, "qkv_to_cache", "q");
   cuda::check_tensor(qkv, DType::BF16, "qkv_to_cache", "qkv");
   const bool f8 = cache.k.defined() && cache.k.dtype == DType::F8E4M3;
@@ -277,16 +279,17 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   cuda::check_tensor(cache.v, cache_dtype, "qkv_to_cache", "cache.v");
   cuda::check_tensor(step.positions, DType::I32, "qkv_to_cache", "step.positions");
   cuda::check_tensor(step.slot_map, DType::I32, "qkv_to_cache", "step.slot_map");
-  TANDEM_CUDA_REQUIRE(
-      q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 && cache.v.shape == cache.k.shape,
-      "qkv_to_cache: q " + q.shape.str() + ", qkv " + qkv.shape.str() + ", cache " +
-          cache.k.shape.str());
+  TANDEM_CUDA_REQUIRE(q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 &&
+                          cache.v.shape == cache.k.shape,
+                      "qkv_to_cache: q " + q.shape.str() + ", qkv " + qkv.shape.str() +
+                          ", cache " + cache.k.shape.str());
   const int64_t T = q.dim(0), Hq = q.dim(1), Dh = q.dim(2), Hkv = cache.k.dim(2);
-  TANDEM_CUDA_REQUIRE(
-      qkv.dim(0) == T && qkv.dim(1) == (Hq + 2 * Hkv) * Dh && cache.k.dim(3) == Dh &&
-          T == step.num_tokens && step.positions.numel() >= T && step.slot_map.numel() >= T,
-      "qkv_to_cache: qkv " + qkv.shape.str() + " must be [T, (Hq + 2·Hkv)·Dh] for q " +
-          q.shape.str() + " and cache " + cache.k.shape.str() + " over the step's tokens");
+  TANDEM_CUDA_REQUIRE(qkv.dim(0) == T && qkv.dim(1) == (Hq + 2 * Hkv) * Dh &&
+                          cache.k.dim(3) == Dh && T == step.num_tokens &&
+                          step.positions.numel() >= T && step.slot_map.numel() >= T,
+                      "qkv_to_cache: qkv " + qkv.shape.str() + " must be [T, (Hq + 2·Hkv)·Dh] for q " +
+                          q.shape.str() + " and cache " + cache.k.shape.str() +
+                          " over the step's tokens");
   check_rope_spec(spec, Dh);
   const bool has_norm = norm.q.defined();
   if (has_norm) {
