@@ -33,15 +33,17 @@ namespace {
 
 using namespace decode;
 
-template <int DH>
+// STAGES: the ring's depth; Tiling's by default, 2 for steps of a few tokens (kFewTokens).
+template <int DH, int STAGES = Tiling<DH>::kStages>
 struct DecodeShape : Tiling<DH> {
   using T = Tiling<DH>;
+  static constexpr int kStages = STAGES;
   static constexpr int kStride = DH + 8;             // +16 B: conflict-free ldmatrix
   static constexpr int kNV = DH / T::kDimWarps / 8;  // 8-column O tiles per warp
   static constexpr int kStageBytes = 2 * T::kBlockN * kStride * 2;  // K then V
-  static constexpr int kSmemBytes = 16 * kStride * 2 + T::kStages * kStageBytes;
+  static constexpr int kSmemBytes = 16 * kStride * 2 + kStages * kStageBytes;
   static_assert(T::kBlockN * (DH / 8) % kThreads == 0, "tile copies split evenly over threads");
-  static_assert(T::kKeyGroups * 16 * T::kMergeStride * 4 <= T::kStages * kStageBytes,
+  static_assert(T::kKeyGroups * 16 * T::kMergeStride * 4 <= kStages * kStageBytes,
                 "the merge buffer fits in the K/V stages");
 };
 
@@ -97,25 +99,36 @@ __device__ __forceinline__ void merge_and_store(const AttnArgs& a, const SplitAr
 }
 
 // One CTA: one token, 16 query heads of one kv head, one split of the keys.
-// grid = (X, Hkv · ceil(G / 16), num_splits).
-template <int DH>
+// grid = (X, Hkv · ceil(G / 16), num_splits). kEarly: the keys of earlier steps start
+// loading before the wait on the kernel before (KvRing::start_early).
+template <int DH, int STAGES_, bool kEarly>
 __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs sp) {
-  using Shape = DecodeShape<DH>;
+  using Shape = DecodeShape<DH, STAGES_>;
   constexpr int BN = Shape::kBlockN, ST = Shape::kStride, STAGES = Shape::kStages;
   constexpr int DW = Shape::kDimWarps, GK = Shape::kGroupKeys, NV = Shape::kNV;
   constexpr bool kQInRegs = Shape::kQInRegs;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const uint32_t q_base = smem_addr(smem_raw);
   cuda::pdl_launch_next();
-  cuda::pdl_wait();
-  DecodeWork w;
-  if (!find_work<16, BN, STAGES>(a, sp, w)) return;
-
-  load_q_heads<DH, 16, ST>(q_base, a, w.it.token, w.kvh, w.h0);
-  cp_async_commit();
+  if constexpr (!kEarly) cuda::pdl_wait();
+  DecodeWork w;  // from the step's metadata
+  if (!find_work<16, BN, STAGES>(a, sp, w)) {
+    if constexpr (kEarly) cuda::pdl_wait();
+    return;
+  }
   KvRing<DH, BN, ST, bf16, STAGES> ring{q_base + 16 * ST * 2};  // the stages follow Q
   static_assert(decltype(ring)::kStageBytes == Shape::kStageBytes, "one stage layout");
-  ring.start(a, w);
+  if constexpr (kEarly) {
+    ring.start_early(a, w);  // keys of earlier steps, while qkv_to_cache runs
+    cuda::pdl_wait();        // q and the token's own key are qkv_to_cache's
+    load_q_heads<DH, 16, ST>(q_base, a, w.it.token, w.kvh, w.h0);
+    ring.load_held(a, w);
+    cp_async_commit();
+  } else {
+    load_q_heads<DH, 16, ST>(q_base, a, w.it.token, w.kvh, w.h0);
+    cp_async_commit();
+    ring.start(a, w);
+  }
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, kw = warp / DW, dw = warp % DW;
   const uint32_t q_lane = q_base + a_lane_offset(lane, ST);
@@ -126,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
   float o[NV][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 #pragma unroll
   for (int nv = 0; nv < NV; nv++) o[nv][0] = o[nv][1] = o[nv][2] = o[nv][3] = 0.f;
-  cp_async_wait<STAGES - 1>();  // Q landed
+  cp_async_wait<kEarly ? 0 : STAGES - 1>();  // Q landed (early: with start's tiles)
   __syncthreads();
   if constexpr (kQInRegs) load_q_frags<DH>(qf, q_lane);
 
@@ -148,11 +161,21 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, SplitArgs 
   if (w.live > 1 && arrive_last(sp, w.live)) merge_splits<16>(a, sp, w.it, w.kvh, w.h0, w.live);
 }
 
-template <int DH>
+template <int DH, int STAGES = Tiling<DH>::kStages, bool kEarly = false>
 KernelFn kernel() {
   static std::atomic<uint64_t> ready{0};
-  return prepared(decode_kernel<DH>, DecodeShape<DH>::kSmemBytes, ready);
+  return prepared(decode_kernel<DH, STAGES, kEarly>, DecodeShape<DH, STAGES>::kSmemBytes, ready);
 }
+
+// Steps of up to this many tokens take the few-token kernel, which is about latency:
+// - a 2-stage ring: 72 KB at Dh 128 instead of 106, so a decode-attention CTA fits on an
+//   SM beside a few-row GEMV's CTA (152 KB, cuda_gemv.cu). The attention's CTAs then
+//   start while the qkv linear still streams, and the o projection's CTAs start on every
+//   SM at once instead of late on the SMs attention held. A step this small has a tile
+//   or two per split.
+// - early keys (kEarly): its keys load while qkv_to_cache runs.
+// Larger steps keep the deeper ring, and wait before they load anything.
+constexpr int kFewTokens = 2;
 
 }  // namespace
 
@@ -181,7 +204,10 @@ void launch_decode(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream
   if (a.kv_f8) return launch_decode_f8(a, sp, num_x, stream);
   with_head_dim(a.head_dim, [&](auto dh) {
     constexpr int DH = decltype(dh)::value;
-    launch_grid(kernel<DH>(), 16, DecodeShape<DH>::kSmemBytes, a, sp, num_x, stream);
+    if (num_x <= kFewTokens)
+      launch_grid(kernel<DH, 2, true>(), 16, DecodeShape<DH, 2>::kSmemBytes, a, sp, num_x, stream);
+    else
+      launch_grid(kernel<DH>(), 16, DecodeShape<DH>::kSmemBytes, a, sp, num_x, stream);
   });
 }
 

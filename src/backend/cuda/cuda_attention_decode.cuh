@@ -116,12 +116,17 @@ __device__ __forceinline__ void tile_slots(int (&slots)[NSL], const int32_t* bt_
   for (int i = 0; i < NSL; i++) slots[i] = key_slot(bt_row, a, kt + 32 * i + lane, kend);
 }
 
+// A slot tile_slots never yields: the key is left out of the copy and loaded later
+// (KvRing::load_held).
+constexpr int kHeldSlot = -2;
+
 // Copies the K and V rows of a BN-key tile (slots from tile_slots) into one stage:
 // consecutive threads take consecutive 16-byte chunks of a row (coalesced), and fetch
 // the row's slot from the lane that looked it up. Invalid keys and columns past the
-// head dim read as zeros (masked keys must hold finite values: probability 0 times V).
-// A stage row is RS elements of KV apart.
-template <int DH, int BN, int RS, typename KV, int NSL>
+// head dim read as zeros (masked keys must hold finite values: probability 0 times V);
+// with kHold, a held key (kHeldSlot) is not copied at all. A stage row is RS elements of
+// KV apart.
+template <int DH, int BN, int RS, typename KV, bool kHold = false, int NSL>
 __device__ __forceinline__ void load_kv_stage(uint32_t k_dst, uint32_t v_dst, const AttnArgs& a,
                                               int kvh, const int (&slots)[NSL]) {
   constexpr int CE = 16 / int(sizeof(KV));  // elements per 16-byte copy
@@ -137,6 +142,7 @@ __device__ __forceinline__ void load_kv_stage(uint32_t k_dst, uint32_t v_dst, co
       const int x = __shfl_sync(0xffffffffu, slots[i], r & 31);
       if ((r >> 5) == i) slot = x;
     }
+    if (kHold && slot == kHeldSlot) continue;
     const bool ok = slot >= 0 && c * CE < a.head_dim;
     const int64_t off = ok ? (int64_t(slot) * a.num_kv_heads + kvh) * a.head_dim + c * CE : 0;
     const uint32_t dst = uint32_t((r * RS + c * CE) * int(sizeof(KV)));
@@ -181,6 +187,12 @@ __device__ __forceinline__ bool find_work(const AttnArgs& a, const SplitArgs& sp
 // commit group per tile). Stage s holds BN K rows then BN V rows of RS elements of KV,
 // starting at base + s · stage_bytes. Lane l keeps the cache slots of the next tile to
 // issue (tile_slots), looked up a tile ahead so the table's latency hides behind math.
+//
+// Early start (few-token steps): the first tiles are issued before the kernel waits on
+// the one before it (pdl_wait). Every key a decode token sees was written by an earlier
+// step, except its own (key p), which qkv_to_cache writes in this step: start_early()
+// leaves that key out and load_held() copies it once the wait is over. The step's
+// metadata (positions, starts, block table) is never written by a kernel of the step.
 template <int DH, int BN, int RS, typename KV, int STAGES>
 struct KvRing {
   static constexpr int kStageBytes = 2 * BN * RS * int(sizeof(KV));
@@ -194,15 +206,50 @@ struct KvRing {
 
   // Issues the first STAGES - 1 tiles (one commit group each, empty past the split).
   __device__ __forceinline__ void start(const AttnArgs& a, const DecodeWork& w) {
+    start_tiles<false>(a, w);
+  }
+
+  // start() without the token's own key w.it.p (load_held copies it after pdl_wait).
+  __device__ __forceinline__ void start_early(const AttnArgs& a, const DecodeWork& w) {
+    start_tiles<true>(a, w);
+  }
+
+  template <bool kHold>
+  __device__ __forceinline__ void start_tiles(const AttnArgs& a, const DecodeWork& w) {
+    const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
       if (s < w.num_tiles) {
-        tile_slots(slots, w.bt_row, a, w.k0 + s * BN, w.kend);
-        load_kv_stage<DH, BN, RS, KV>(k_stage(s), v_stage(s), a, w.kvh, slots);
+        const int kt = w.k0 + s * BN;
+        tile_slots(slots, w.bt_row, a, kt, w.kend);
+        if constexpr (kHold) {
+#pragma unroll
+          for (int i = 0; i < int(sizeof(slots) / sizeof(int)); i++)
+            if (kt + 32 * i + lane == w.it.p) slots[i] = kHeldSlot;
+        }
+        load_kv_stage<DH, BN, RS, KV, kHold>(k_stage(s), v_stage(s), a, w.kvh, slots);
       }
       cp_async_commit();
     }
     tile_slots(slots, w.bt_row, a, w.k0 + (STAGES - 1) * BN, w.kend);  // the next to issue
+  }
+
+  // Copies the key start_early() held back into its tile's stage (when that tile was one
+  // of start's), in the caller's open commit group. Call after pdl_wait.
+  __device__ __forceinline__ void load_held(const AttnArgs& a, const DecodeWork& w) const {
+    constexpr int CE = 16 / int(sizeof(KV)), kChunksPerRow = DH / CE;
+    const int j = w.it.p, t = (j - w.k0) / BN;
+    if (j < w.k0 || j > w.kend || t >= STAGES - 1) return;
+    const int slot = key_slot(w.bt_row, a, j, w.kend), r = j - w.k0 - t * BN;
+    const KV* k = static_cast<const KV*>(a.k);
+    const KV* v = static_cast<const KV*>(a.v);
+    for (int c = threadIdx.x; c < kChunksPerRow; c += kThreads) {
+      const bool ok = slot >= 0 && c * CE < a.head_dim;
+      const int64_t off = ok ? (int64_t(slot) * a.num_kv_heads + w.kvh) * a.head_dim + c * CE : 0;
+      const uint32_t dst = uint32_t((r * RS + c * CE) * int(sizeof(KV)));
+      cp_async_16(k_stage(t) + dst, k + off, ok ? 16 : 0);
+      cp_async_16(v_stage(t) + dst, v + off, ok ? 16 : 0);
+    }
   }
 
   // Waits until tile t has landed for every thread (so tile t - 1's stage is free), then

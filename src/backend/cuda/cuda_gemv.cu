@@ -11,12 +11,15 @@
 // f32 sum per row of x, reduced across the warp when the row's last chunk is done. x is
 // staged once per CTA in shared memory as bf16.
 //
-// The ring fills what shared memory x leaves (128–192 KB), so a CTA keeps far more weight
-// bytes in flight than HBM's latency needs, and no second CTA of any GEMV fits on the SM.
-// That is deliberate: with CTAs of 74 KB, the next GEMV's CTAs, launched early, landed
-// two or three on some SMs and none on others, and the SMs with three set the pace
-// (decode-b1 fell from 218 to 198 tok/s). One CTA per SM hands each SM from one GEMV to
-// the next as its CTA ends.
+// A CTA takes 152 KB of shared memory; its ring fills what x leaves (96–128 KB), still
+// more weight bytes in flight than HBM's latency needs. The size is set from both sides:
+// - more than half an SM, so no second CTA of any GEMV fits beside it. With CTAs of 74 KB,
+//   the next GEMV's CTAs, launched early, landed two or three on some SMs and none on
+//   others, and the SMs with three set the pace (decode-b1 fell from 218 to 198 tok/s).
+//   One CTA per SM hands each SM from one GEMV to the next as its CTA ends.
+// - small enough that a few-token decode-attention CTA (72 KB at Dh 128,
+//   cuda_attention_decode.cu) fits beside it, so attention neither waits for the qkv
+//   linear's CTAs to leave nor keeps the o projection's CTAs off the SMs it runs on.
 //
 // Not for more rows: at M = 4 each weight byte costs four shared-memory reads of x and
 // their conversions, and the SM's issue and shared-memory bandwidth, not HBM, set the pace
@@ -29,7 +32,7 @@
 // Launched with programmatic dependent launch (cuda_pdl.cuh): the producer fills the ring
 // before anything waits on the kernel before, since weights are never written by a
 // step. The consumers wait (pdl_wait) before they read x or write out. So a GEMV after a
-// norm, RoPE or attention kernel has its first 128–192 KB per SM in flight while that
+// norm, RoPE or attention kernel has its first 96–128 KB per SM in flight while that
 // kernel still runs.
 #include <algorithm>
 #include <atomic>
@@ -51,13 +54,15 @@ using cuda::bf16;
 constexpr int kRowsPerStage = 16;  // one weight row per consumer warp
 constexpr int kChunk = 1024;       // columns of a row per stage: 2 KB
 constexpr int kMaxStages = 8;
-constexpr int kCtaSmem = 200 * 1024;                // more than half an SM: one CTA each
+constexpr int kCtaSmem = 152 * 1024;                // see the top of the file
 constexpr int kThreads = (kRowsPerStage + 1) * 32;  // + the producer warp
 constexpr int kConsumers = kRowsPerStage * 32;
 constexpr int kStageElems = kRowsPerStage * kChunk;  // bf16 elements
 constexpr int kStageBytes = kStageElems * 2;
 constexpr int kBarrierBytes = 128;     // full[stages], empty[stages]
-constexpr int kMaxXBytes = 64 * 1024;  // x [M, K] staged as bf16: >= 4 stages
+constexpr int kMaxXBytes = 48 * 1024;  // x [M, K] staged as bf16
+static_assert((kCtaSmem - kBarrierBytes - kMaxXBytes) / kStageBytes >= 3, "a ring of >= 3 stages");
+static_assert(kCtaSmem > 114 * 1024, "more than half an SM's 228 KB");
 
 // ---------------------------------------------------------------- mbarrier and bulk copy
 

@@ -141,17 +141,20 @@ __device__ __forceinline__ float norm_weight(const void* w, bool f32, int d) {
 __global__ void qkv_cache_kernel(const QkvArgs a, const RopeArgs args) {
   extern __shared__ float smem[];
   cuda::pdl_launch_next();
-  cuda::pdl_wait();
+  // Positions and slots are the step's metadata, which no kernel of the step writes, so
+  // the angles are ready before the qkv linear ends; row_len (dynamic NTK) is a kernel's.
+  const bool dynamic = args.dynamic_factor > 0.f;
+  if (dynamic) cuda::pdl_wait();
   float* cs = smem;
   const int64_t t = blockIdx.x;
   const int half = args.half;
-  fill_cos_sin(cs, args, a.positions[t],
-               args.dynamic_factor > 0.f ? a.row_len[t] : 0);
+  fill_cos_sin(cs, args, a.positions[t], dynamic ? a.row_len[t] : 0);
+  const int64_t slot = a.slot_map[t];
+  if (!dynamic) cuda::pdl_wait();
   __syncthreads();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int num_warps = int(blockDim.x) / 32, Dh = a.Dh;
   float* buf = smem + 2 * half + warp * Dh;
-  const int64_t slot = a.slot_map[t];
   const bool has_slot = slot >= 0 && slot < a.num_slots;
   const bf16* row = a.qkv + t * int64_t(a.Hq + 2 * a.Hkv) * Dh;
   const int last = min(a.Hq + 2 * a.Hkv, int(blockIdx.y + 1) * num_warps);
