@@ -6,7 +6,11 @@ positions carry KL > 1e-2: the figures tandem's `CudaGate.Bf16LogitsAgreeWithThe
 prints for its own bf16 path, so the two can be read side by side. Runs where torch and
 transformers are (the GPU machine); prints figures, never a gate.
 
-Usage: python3 bench/hf_bf16_oracle_kl.py [tests/data/oracle] [arch ...]
+Usage: python3 bench/hf_bf16_oracle_kl.py [--write DIR] [tests/data/oracle] [arch ...]
+
+With --write, each architecture's bf16 figures also go to DIR/<arch>/hf_bf16.json, the
+file the CUDA gate reads beside the fixture: where transformers' own bf16 run misses the
+gate's absolute bounds, tandem's bf16 run is held to transformers' figures instead.
 """
 import json
 import os
@@ -43,9 +47,31 @@ def measure(model_dir, dtype, device):
     return kl_sum / positions, agree / max(decided, 1), decided, flips, positions
 
 
+def write(out_dir, arch, kl, top1, decided, positions):
+    os.makedirs(os.path.join(out_dir, arch), exist_ok=True)
+    figures = {
+        "what": "transformers in bf16 (weights and activations) against the fp32 oracle, "
+                "teacher-forced over the fixture: bench/hf_bf16_oracle_kl.py",
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "mean_kl": kl,
+        "top1_decided": top1,
+        "decided_positions": decided,
+        "positions": positions,
+    }
+    with open(os.path.join(out_dir, arch, "hf_bf16.json"), "w") as f:
+        json.dump(figures, f, indent=2)
+        f.write("\n")
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "tests/data/oracle"
-    archs = sys.argv[2:] or sorted(os.listdir(root))
+    args = sys.argv[1:]
+    out_dir = None
+    if args[:1] == ["--write"]:
+        out_dir, args = args[1], args[2:]
+    root = args[0] if args else "tests/data/oracle"
+    archs = args[1:] or sorted(os.listdir(root))
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = False
     print(f"transformers {transformers.__version__}, torch {torch.__version__}, {device}")
@@ -56,6 +82,8 @@ def main():
                 kl, top1, decided, flips, n = measure(d, dtype, device)
                 print(f"[ {arch:<10} ] HF {name}: mean KL {kl:.2e}, top-1 {top1:.4f} of {decided} "
                       f"decided positions, {flips} of {n} positions with KL > 1e-2", flush=True)
+                if out_dir and name == "bf16":
+                    write(out_dir, arch, kl, top1, decided, n)
             except Exception as e:  # an architecture this transformers cannot load
                 print(f"[ {arch:<10} ] HF {name}: failed: {e}", flush=True)
 

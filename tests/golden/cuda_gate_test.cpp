@@ -4,6 +4,13 @@
 //      least kDecided. The tiny random fixtures have near-flat distributions; where two
 //      logits are closer than bf16 weights can resolve (their per-logit error is ~1e-2),
 //      either order is a faithful bf16 answer. Raw agreement is printed beside it.
+//      Where transformers' own bf16 run misses those bounds on a fixture (its figures are
+//      in hf_bf16.json beside the fixture, written on the GPU machine by
+//      bench/hf_bf16_oracle_kl.py --write), the bounds become transformers' figures: KL
+//      within 1.1x of its KL and top-1 at least its top-1. Both MoE fixtures are so: their
+//      routers' top-k margins are smaller than bf16 activations resolve, so the chosen
+//      experts flip at a few positions in any bf16 run (transformers': qwen3_moe 2.6e-3,
+//      mixtral 8.0e-3).
 //   2. Batch gate: all prompts at once at --batch 8 (also with a 16-token budget, so
 //      prompts are chunked and mixed with decoding) give exactly the greedy tokens each
 //      prompt gets alone on the GPU.
@@ -11,6 +18,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "engine/teacher_forcing.h"
@@ -50,6 +60,26 @@ float top2_gap(const float* x, int64_t n) {
 }
 
 constexpr float kDecided = 0.05f;
+
+// The gate's bounds for one fixture: the absolute ones, or transformers' own bf16 figures
+// where those miss them (hf_bf16.json, when it was measured).
+struct Bf16Bounds {
+  double kl = 1e-3, top1_decided = 0.99;
+  bool from_transformers = false;
+};
+
+Bf16Bounds bounds_for(const std::string& arch) {
+  Bf16Bounds b;
+  std::ifstream f(oracle_dir(arch) / "hf_bf16.json");
+  if (!f) return b;
+  const nlohmann::json ref = nlohmann::json::parse(f);
+  const double kl = ref.at("mean_kl").get<double>(), top1 = ref.at("top1_decided").get<double>();
+  if (kl <= b.kl && top1 >= b.top1_decided) return b;
+  b.kl = std::max(b.kl, 1.1 * kl);
+  b.top1_decided = std::min(b.top1_decided, top1);
+  b.from_transformers = true;
+  return b;
+}
 
 // Greedy continuations of `prompts`, all submitted at once.
 void generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int max_tokens,
@@ -107,9 +137,13 @@ TEST_P(CudaGate, Bf16LogitsAgreeWithTheFp32Oracle) {
   std::printf("[ %-10s ] top-1 agreement %.4f (%.4f of %lld decided positions), mean KL %.2e"
               " over %lld positions\n", GetParam().c_str(), top1, top1_decided,
               (long long)decided, kl, (long long)positions);
-  EXPECT_GE(top1_decided, 0.99);
+  const Bf16Bounds bound = bounds_for(GetParam());
+  if (bound.from_transformers)
+    std::printf("[ %-10s ] bounds from transformers' own bf16 run: KL <= %.2e, top-1 >= %.4f\n",
+                GetParam().c_str(), bound.kl, bound.top1_decided);
+  EXPECT_GE(top1_decided, bound.top1_decided);
   EXPECT_GE(decided, 20) << "too few decided positions for the check to mean much";
-  EXPECT_LE(kl, 1e-3);
+  EXPECT_LE(kl, bound.kl);
 }
 
 TEST_P(CudaGate, BatchedGreedyEqualsSoloOnTheGpu) {
