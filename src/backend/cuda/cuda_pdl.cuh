@@ -9,6 +9,10 @@
 //     stream writes, or that it writes and an earlier kernel reads;
 //   - every thread calls it before it exits, so the kernel never completes before the one
 //     it depends on (which keeps a chain of such kernels ordered end to end);
+//   - what no kernel of the step writes may be read before the wait: weights, the step's
+//     metadata (positions, row starts, block table, slots; uploaded before the step's
+//     first kernel), and the KV cache of earlier steps (a few-token decode attention
+//     loads it while qkv_to_cache writes this step's keys, which it loads after);
 //   - `pdl_launch_next()` may come anywhere: it only lets the next kernel be scheduled.
 //     tandem's kernels call it first thing, before they wait, so the GEMV after a small
 //     kernel can start streaming its weights as soon as the SMs have room for it.
