@@ -14,6 +14,11 @@
 // threads copying a key's 16-byte chunks fetch its slot with a shuffle. The first tiles'
 // block-table lines are prefetched at kernel start, before the token's position arrives.
 //
+// Steps of one or two tokens (batch-1 and batch-2 decoding) take a variant built for latency
+// (kFewTokens below): a 2-stage ring, small enough to share an SM with a few-row GEMV's CTA,
+// and the keys of earlier steps loaded before the kernel waits on qkv_to_cache (PDL), the
+// step's own key after (KvRing::start_early / load_held).
+//
 // An e4m3 cache has its own kernel (cuda_attention_decode_f8.cu); what the two share —
 // finding the token, slots, the tile ring, the split merge — is in cuda_attention_decode.cuh.
 //
