@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, from a bundle made by scripts/bundle_cuda.sh: the CUDA tests, the
-# kernel benchmarks (attention, few-row linears), the offline workloads with and without the overlapped engine loop,
-# and a per-kernel time profile of one decode step (ncu, where the machine allows it).
+# kernel benchmarks (attention, few-row linears), the offline workloads with and without
+# the overlapped engine loop, and a per-kernel time profile of one decode step (ncu,
+# where the machine allows it).
 # Logs go under $OUT; a short summary is printed last.
 #   G=.device/gpu OUT=/tmp/out scripts/gpu_check.sh [tests] [bench] [profile]
 set -u

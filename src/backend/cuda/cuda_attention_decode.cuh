@@ -120,6 +120,19 @@ __device__ __forceinline__ void tile_slots(int (&slots)[NSL], const int32_t* bt_
 // (KvRing::load_held).
 constexpr int kHeldSlot = -2;
 
+// Copies 16-byte chunk c of key `slot`'s K and V rows into row r of a stage (rows RS
+// elements of KV apart); an invalid slot or a chunk past the head dim reads as zeros.
+template <int RS, typename KV>
+__device__ __forceinline__ void copy_kv_chunk(uint32_t k_dst, uint32_t v_dst, const AttnArgs& a,
+                                              int kvh, int slot, int r, int c) {
+  constexpr int CE = 16 / int(sizeof(KV));  // elements per 16-byte copy
+  const bool ok = slot >= 0 && c * CE < a.head_dim;
+  const int64_t off = ok ? (int64_t(slot) * a.num_kv_heads + kvh) * a.head_dim + c * CE : 0;
+  const uint32_t dst = uint32_t((r * RS + c * CE) * int(sizeof(KV)));
+  cp_async_16(k_dst + dst, static_cast<const KV*>(a.k) + off, ok ? 16 : 0);
+  cp_async_16(v_dst + dst, static_cast<const KV*>(a.v) + off, ok ? 16 : 0);
+}
+
 // Copies the K and V rows of a BN-key tile (slots from tile_slots) into one stage:
 // consecutive threads take consecutive 16-byte chunks of a row (coalesced), and fetch
 // the row's slot from the lane that looked it up. Invalid keys and columns past the
@@ -129,10 +142,8 @@ constexpr int kHeldSlot = -2;
 template <int DH, int BN, int RS, typename KV, bool kHold = false, int NSL>
 __device__ __forceinline__ void load_kv_stage(uint32_t k_dst, uint32_t v_dst, const AttnArgs& a,
                                               int kvh, const int (&slots)[NSL]) {
-  constexpr int CE = 16 / int(sizeof(KV));  // elements per 16-byte copy
-  constexpr int kChunksPerRow = DH / CE, kIters = BN * kChunksPerRow / kThreads;
-  const KV* k = static_cast<const KV*>(a.k);
-  const KV* v = static_cast<const KV*>(a.v);
+  constexpr int kChunksPerRow = DH * int(sizeof(KV)) / 16;  // 16-byte copies per row
+  constexpr int kIters = BN * kChunksPerRow / kThreads;
 #pragma unroll
   for (int it = 0; it < kIters; it++) {
     const int id = threadIdx.x + it * kThreads, r = id / kChunksPerRow, c = id % kChunksPerRow;
@@ -143,11 +154,7 @@ __device__ __forceinline__ void load_kv_stage(uint32_t k_dst, uint32_t v_dst, co
       if ((r >> 5) == i) slot = x;
     }
     if (kHold && slot == kHeldSlot) continue;
-    const bool ok = slot >= 0 && c * CE < a.head_dim;
-    const int64_t off = ok ? (int64_t(slot) * a.num_kv_heads + kvh) * a.head_dim + c * CE : 0;
-    const uint32_t dst = uint32_t((r * RS + c * CE) * int(sizeof(KV)));
-    cp_async_16(k_dst + dst, k + off, ok ? 16 : 0);
-    cp_async_16(v_dst + dst, v + off, ok ? 16 : 0);
+    copy_kv_chunk<RS, KV>(k_dst, v_dst, a, kvh, slot, r, c);
   }
 }
 
@@ -237,19 +244,12 @@ struct KvRing {
   // Copies the key start_early() held back into its tile's stage (when that tile was one
   // of start's), in the caller's open commit group. Call after pdl_wait.
   __device__ __forceinline__ void load_held(const AttnArgs& a, const DecodeWork& w) const {
-    constexpr int CE = 16 / int(sizeof(KV)), kChunksPerRow = DH / CE;
+    constexpr int kChunksPerRow = DH * int(sizeof(KV)) / 16;
     const int j = w.it.p, t = (j - w.k0) / BN;
     if (j < w.k0 || j > w.kend || t >= STAGES - 1) return;
     const int slot = key_slot(w.bt_row, a, j, w.kend), r = j - w.k0 - t * BN;
-    const KV* k = static_cast<const KV*>(a.k);
-    const KV* v = static_cast<const KV*>(a.v);
-    for (int c = threadIdx.x; c < kChunksPerRow; c += kThreads) {
-      const bool ok = slot >= 0 && c * CE < a.head_dim;
-      const int64_t off = ok ? (int64_t(slot) * a.num_kv_heads + w.kvh) * a.head_dim + c * CE : 0;
-      const uint32_t dst = uint32_t((r * RS + c * CE) * int(sizeof(KV)));
-      cp_async_16(k_stage(t) + dst, k + off, ok ? 16 : 0);
-      cp_async_16(v_stage(t) + dst, v + off, ok ? 16 : 0);
-    }
+    for (int c = threadIdx.x; c < kChunksPerRow; c += kThreads)
+      copy_kv_chunk<RS, KV>(k_stage(t), v_stage(t), a, w.kvh, slot, r, c);
   }
 
   // Waits until tile t has landed for every thread (so tile t - 1's stage is free), then

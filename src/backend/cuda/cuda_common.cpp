@@ -14,22 +14,24 @@ const char* device_name(Device d) {
   return d == Device::CUDA ? "cuda" : "the cpu";
 }
 
-std::atomic<bool>& pdl_switch() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("TANDEM_CUDA_PDL");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }()};
+EnvSwitch& pdl_switch() {
+  static EnvSwitch on{"TANDEM_CUDA_PDL"};
   return on;
 }
 
 }  // namespace
 
+EnvSwitch::EnvSwitch(const char* name) {
+  const char* v = std::getenv(name);
+  on_.store(v == nullptr || std::strcmp(v, "0") != 0, std::memory_order_relaxed);
+}
+
 bool pdl_enabled() {
-  return pdl_switch().load(std::memory_order_relaxed);
+  return pdl_switch().on();
 }
 
 void set_pdl_enabled(bool on) {
-  pdl_switch().store(on, std::memory_order_relaxed);
+  pdl_switch().set(on);
 }
 
 void allow_dynamic_smem(const void* kernel, int bytes, std::atomic<uint64_t>& ready,

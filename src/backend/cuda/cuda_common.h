@@ -20,9 +20,20 @@ void check_on_device(const Tensor& t, const char* op, const char* name);
 // Fails unless `t` is BF16 or F32 on CUDA (the float types the elementwise ops take).
 void check_float(const Tensor& t, const char* op, const char* name);
 
+// A process-wide switch, on unless the environment variable `name` is "0" (read once);
+// set() is for benchmarks and tests that compare both settings in one process.
+class EnvSwitch {
+ public:
+  explicit EnvSwitch(const char* name);
+  bool on() const { return on_.load(std::memory_order_relaxed); }
+  void set(bool on) { on_.store(on, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> on_;
+};
+
 // Whether kernels launched through launch_pdl (cuda_pdl.cuh) carry the programmatic
-// dependent launch attribute: TANDEM_CUDA_PDL=0 turns it off (read once; on by default).
-// set_pdl_enabled is for benchmarks that compare both in one process.
+// dependent launch attribute: TANDEM_CUDA_PDL=0 turns it off.
 bool pdl_enabled();
 void set_pdl_enabled(bool on);
 

@@ -37,7 +37,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.cuh"
@@ -231,11 +230,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---------------------------------------------------------------- switches
 
-std::atomic<bool>& gemv_switch() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("TANDEM_CUDA_GEMV");
-    return v == nullptr || v[0] != '0';
-  }()};
+cuda::EnvSwitch& gemv_switch() {
+  static cuda::EnvSwitch on{"TANDEM_CUDA_GEMV"};
   return on;
 }
 
@@ -247,9 +243,8 @@ void launch(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w, cons
   cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kCtaSmem, smem_ready, "gemv");
   const int x_bytes = M * K * 2;
   const int stages = std::min(kMaxStages, (kCtaSmem - kBarrierBytes - x_bytes) / kStageBytes);
-  const int64_t groups = (int64_t(N) + kRowsPerStage - 1) / kRowsPerStage;
-  const int64_t ctas = be.props().multiProcessorCount;
-  const unsigned grid = unsigned(groups < ctas ? groups : ctas);
+  const int64_t groups = cuda::ceil_div(int64_t(N), int64_t(kRowsPerStage));
+  const unsigned grid = unsigned(std::min<int64_t>(groups, be.props().multiProcessorCount));
   const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + x_bytes);
   cuda::launch_pdl("gemv_kernel", kernel, dim3(grid), dim3(kThreads), smem, be.stream(),
                    out.ptr<Out>(), x.ptr<bf16>(), w.ptr<bf16>(),
@@ -277,11 +272,11 @@ bool fits(const Tensor& x, const Tensor& w) {
 }  // namespace
 
 bool gemv_enabled() {
-  return gemv_switch().load(std::memory_order_relaxed);
+  return gemv_switch().on();
 }
 
 void set_gemv_enabled(bool on) {
-  gemv_switch().store(on, std::memory_order_relaxed);
+  gemv_switch().set(on);
 }
 
 bool try_gemv(CudaBackend& backend, Tensor& out, const Tensor& x, const Tensor& w,

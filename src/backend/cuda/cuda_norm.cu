@@ -186,14 +186,10 @@ void launch_map(cudaStream_t stream, Tensor& out, const Tensor& a, const Tensor&
 template <Activation A>
 void launch_gated_act(cudaStream_t stream, bf16* out, const bf16* gate_up, int64_t T, int64_t F,
                       bool vec) {
-  if (vec)
-    cuda::launch_pdl("gated_act kernel", &gated_act_kernel<A, 8, true>,
-                     dim3(cuda::grid_stride_blocks(T * F / 8, 256)), dim3(256), 0, stream, out,
-                     gate_up, T, F);
-  else
-    cuda::launch_pdl("gated_act kernel", &gated_act_kernel<A, 1, false>,
-                     dim3(cuda::grid_stride_blocks(T * F, 256)), dim3(256), 0, stream, out, gate_up,
-                     T, F);
+  auto* kernel = vec ? &gated_act_kernel<A, 8, true> : &gated_act_kernel<A, 1, false>;
+  cuda::launch_pdl("gated_act kernel", kernel,
+                   dim3(cuda::grid_stride_blocks(vec ? T * F / 8 : T * F, 256)), dim3(256), 0,
+                   stream, out, gate_up, T, F);
 }
 
 void check_norm_weight(const Tensor& w, int64_t C, const char* op) {

@@ -17,14 +17,6 @@ using test::kBf16Tol;
 using test::put;
 using test::rel_err_between;
 
-RopeSpec llama_rope(int rotary_dim) {
-  RopeSpec s;
-  s.rotary_dim = rotary_dim;
-  for (int i = 0; i < rotary_dim / 2; i++)
-    s.inv_freq.push_back(float(1.0 / std::pow(500000.0, 2.0 * i / rotary_dim)));
-  return s;
-}
-
 TEST(CudaDecodeChain, AttentionRightAfterQkvToCacheSeesTheStepsOwnKey) {
   TANDEM_SKIP_WITHOUT_CUDA();
   test::Backends be;
@@ -57,7 +49,7 @@ TEST(CudaDecodeChain, AttentionRightAfterQkvToCacheSeesTheStepsOwnKey) {
     const StepTensors step_g = test::build_step(*be.gpu, rows, int(BS));
     const int64_t T = step_c.num_tokens;
     const auto qkv = test::random_bf16(rng, size_t(T * (Hq + 2 * Hkv) * Dh), -2.f, 2.f);
-    const RopeSpec rope = llama_rope(int(Dh));
+    const RopeSpec rope = test::rope_spec(int(Dh));
     const AttentionParams params{float(1.0 / std::sqrt(double(Dh))), 0.f, 0};
     struct Chain {
       PagedKv kv;

@@ -17,15 +17,6 @@ using test::kBf16Tol;
 using test::put;
 using test::rel_err_between;
 
-RopeSpec make_spec(int rotary_dim, float attention_factor) {
-  RopeSpec s;
-  s.rotary_dim = rotary_dim;
-  for (int i = 0; i < rotary_dim / 2; i++)
-    s.inv_freq.push_back(float(1.0 / std::pow(10000.0, 2.0 * i / rotary_dim)));
-  s.attention_factor = attention_factor;
-  return s;
-}
-
 StepTensors positions_step(Backend& be, const std::vector<std::vector<int32_t>>& rows) {
   std::vector<test::RowSpec> specs;
   for (const auto& p : rows) specs.push_back({p, std::vector<int32_t>(512, 0)});
@@ -51,7 +42,7 @@ TEST(CudaRope, MatchesCpuIncludingPartialRotaryAndDynamicNtk) {
                  {2, 40, 24, 1.f, 0.f}, {2, 128, 128, 1.f, 2.f}, {3, 64, 48, 1.1f, 4.f}}) {
     SCOPED_TRACE(testing::Message() << "H " << c.H << " Dh " << c.Dh << " rd " << c.rotary_dim
                                     << " dynamic " << c.dynamic);
-    RopeSpec spec = make_spec(c.rotary_dim, c.factor);
+    RopeSpec spec = test::rope_spec(c.rotary_dim, c.factor);
     spec.dynamic_factor = c.dynamic;
     spec.original_max_position = 32;
     auto x = test::random_bf16(rng, size_t(T * c.H * c.Dh));
@@ -66,7 +57,7 @@ TEST(CudaRope, MatchesCpuIncludingPartialRotaryAndDynamicNtk) {
         ASSERT_EQ(got[size_t(i * c.Dh + d)], x[size_t(i * c.Dh + d)]);
   }
   Tensor bad = be.gpu->zeros(DType::BF16, {T, 1, 16});
-  EXPECT_THROW(be.gpu->rope(bad, step_g, make_spec(32, 1.f)), Error);
+  EXPECT_THROW(be.gpu->rope(bad, step_g, test::rope_spec(32, 1.f)), Error);
 }
 
 // qkv_to_cache (one kernel on CUDA) against the CPU's composition of split_columns,
@@ -96,7 +87,7 @@ TEST(CudaQkvToCache, MatchesTheCpuCompositionWithAndWithoutQkNorms) {
                  {4, 4, 32, 32, true, false, 2.f}, {16, 8, 256, 128, true, false, 0.f}}) {
     SCOPED_TRACE(testing::Message() << "Hq " << c.Hq << " Hkv " << c.Hkv << " Dh " << c.Dh
                                     << " rd " << c.rotary_dim << " norm " << c.norm);
-    RopeSpec spec = make_spec(c.rotary_dim, 1.05f);
+    RopeSpec spec = test::rope_spec(c.rotary_dim, 1.05f);
     spec.dynamic_factor = c.dynamic;
     spec.original_max_position = 32;
     const int64_t W = (c.Hq + 2 * c.Hkv) * c.Dh;
@@ -128,9 +119,9 @@ TEST(CudaQkvToCache, MatchesTheCpuCompositionWithAndWithoutQkNorms) {
   PagedKv kv{be.gpu->zeros(DType::BF16, {NB, BS, 1, 32}), be.gpu->zeros(DType::BF16, {NB, BS, 1, 32})};
   Tensor q = be.gpu->alloc(DType::BF16, {T, 2, 32});
   auto x = test::random_bf16(rng, size_t(T * 4 * 32));
-  be.gpu->qkv_to_cache(q, put(*be.gpu, x, {T, 4 * 32}), kv, pad, make_spec(32, 1.f), {});
+  be.gpu->qkv_to_cache(q, put(*be.gpu, x, {T, 4 * 32}), kv, pad, test::rope_spec(32, 1.f), {});
   for (float v : test::to_vec(*be.gpu, kv.k)) ASSERT_EQ(v, 0.f);
-  EXPECT_THROW(be.gpu->qkv_to_cache(q, put(*be.gpu, x, {T, 4 * 32}), kv, pad, make_spec(64, 1.f), {}),
+  EXPECT_THROW(be.gpu->qkv_to_cache(q, put(*be.gpu, x, {T, 4 * 32}), kv, pad, test::rope_spec(64, 1.f), {}),
                Error);
 }
 

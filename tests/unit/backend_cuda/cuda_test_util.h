@@ -25,6 +25,16 @@ namespace tandem::test {
 
 constexpr double kBf16Tol = 1e-2;  // bf16 storage, f32 arithmetic vs the f32 CPU twin
 
+// RoPE over the first rotary_dim dims of a head, base 10000.
+inline RopeSpec rope_spec(int rotary_dim, float attention_factor = 1.f) {
+  RopeSpec s;
+  s.rotary_dim = rotary_dim;
+  for (int i = 0; i < rotary_dim / 2; i++)
+    s.inv_freq.push_back(float(1.0 / std::pow(10000.0, 2.0 * i / rotary_dim)));
+  s.attention_factor = attention_factor;
+  return s;
+}
+
 // The CPU reference and the GPU under test.
 struct Backends {
   std::unique_ptr<Backend> cpu = make_cpu_backend();
