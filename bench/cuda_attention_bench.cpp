@@ -17,7 +17,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -29,15 +28,18 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "cuda_timing.h"
 
 namespace {
 
 using tandem::Backend;
 using tandem::DType;
 using tandem::Tensor;
+using tandem::bench::Timing;
+using tandem::bench::time_calls;
+using tandem::bench::time_graph;
 
 constexpr double kMeasuredHbm = 4.3e12;  // bytes/s, H200 copy bandwidth measured
-constexpr int kRepetitions = 7;
 
 struct Shape {
   int rows, context, new_tokens;  // every row: `new_tokens` tokens ending at `context`
@@ -112,50 +114,6 @@ tandem::StepTensors make_step(Backend& be, const Shape& s, int block_size, std::
   st.context_lens = device_i32(be, ctx, {int64_t(ctx.size())});
   st.block_table = device_i32(be, table, {s.rows, width});
   return st;
-}
-
-struct Timing {
-  double event_s, host_s;  // seconds per call: CUDA events, host clock
-};
-
-Timing time_calls(tandem::CudaBackend& be, int calls, const std::function<void()>& fn) {
-  fn();  // warm-up (and kernel attribute setup)
-  be.synchronize();
-  cudaEvent_t start, stop;
-  tandem::cuda_check(cudaEventCreate(&start), "cudaEventCreate");
-  tandem::cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> ev, host;
-  for (int r = 0; r < kRepetitions; r++) {
-    const auto t0 = std::chrono::steady_clock::now();
-    tandem::cuda_check(cudaEventRecord(start, be.stream()), "cudaEventRecord");
-    for (int i = 0; i < calls; i++) fn();
-    tandem::cuda_check(cudaEventRecord(stop, be.stream()), "cudaEventRecord");
-    be.synchronize();
-    const auto t1 = std::chrono::steady_clock::now();
-    float ms = 0;
-    tandem::cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    ev.push_back(ms * 1e-3 / calls);
-    host.push_back(std::chrono::duration<double>(t1 - t0).count() / calls);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ev.begin(), ev.end());
-  std::sort(host.begin(), host.end());
-  return {ev[ev.size() / 2], host[host.size() / 2]};
-}
-
-// Per call: `calls` calls captured in one graph, its replays timed (after an eager
-// warm-up call, which also creates what the op keeps between calls).
-Timing time_graph(tandem::CudaBackend& be, int calls, const std::function<void()>& fn) {
-  fn();
-  be.synchronize();
-  be.capture_begin();
-  for (int i = 0; i < calls; i++) fn();
-  const std::shared_ptr<void> graph = be.capture_end();
-  Timing t = time_calls(be, 1, [&] { be.replay(graph); });
-  t.event_s /= calls;
-  t.host_s /= calls;
-  return t;
 }
 
 // Times attention over one shape; returns the timing (the cache is freed on return).

@@ -24,6 +24,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_gemv.h"
+#include "cuda_timing.h"
 
 namespace {
 
@@ -31,7 +32,6 @@ using tandem::DType;
 using tandem::Tensor;
 
 constexpr double kMeasuredHbm = 4.3e12;  // bytes/s, H200 copy bandwidth measured
-constexpr int kRepetitions = 7;
 constexpr int64_t kMinWeightBytes = int64_t(512) << 20;  // ten times the H200's L2
 
 struct Case {
@@ -46,32 +46,6 @@ Tensor filled_weights(tandem::CudaBackend& be, int64_t N, int64_t K) {
   tandem::cuda_check(cudaMemsetAsync(w.data, 0x3c, size_t(N * K * 2), be.stream()),
                      "cudaMemsetAsync");
   return w;
-}
-
-// Median µs per linear of a graph of `calls` linears out = x · w[i % copies]ᵀ.
-double time_linears(tandem::CudaBackend& be, Tensor& out, const Tensor& x,
-                    const std::vector<Tensor>& weights, int calls) {
-  be.capture_begin();
-  for (int i = 0; i < calls; i++) be.linear(out, x, weights[size_t(i) % weights.size()], {});
-  std::shared_ptr<void> graph = be.capture_end();
-  be.replay(graph);  // warm-up
-  cudaEvent_t start, stop;
-  tandem::cuda_check(cudaEventCreate(&start), "cudaEventCreate");
-  tandem::cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> us;
-  for (int r = 0; r < kRepetitions; r++) {
-    cudaEventRecord(start, be.stream());
-    be.replay(graph);
-    cudaEventRecord(stop, be.stream());
-    cudaEventSynchronize(stop);
-    float ms = 0.f;
-    cudaEventElapsedTime(&ms, start, stop);
-    us.push_back(double(ms) * 1e3 / calls);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
 }
 
 void bench_case(tandem::CudaBackend& be, const Case& c, int calls) {
@@ -93,7 +67,10 @@ void bench_case(tandem::CudaBackend& be, const Case& c, int calls) {
                           Path{"stream+PDL", true, true}}) {
       tandem::set_gemv_enabled(p.gemv);
       tandem::cuda::set_pdl_enabled(p.pdl);
-      const double us = time_linears(be, out, x, weights, calls);
+      size_t next = 0;  // the linears cycle over the weight copies
+      const double us = 1e6 * tandem::bench::time_graph(be, calls, [&] {
+                          be.linear(out, x, weights[next++ % weights.size()], {});
+                        }).event_s;
       line += fmt::format("  {} {:7.1f} µs ({:5.1f}%)", p.name, us,
                           100.0 * double(bytes) / (us * 1e-6) / kMeasuredHbm);
     }
