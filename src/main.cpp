@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   serve->add_option("--api-key", so.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
   serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
   serve->add_flag("--log-requests", so.log_requests, "One line per request on stderr");
+  serve->add_flag("--no-web-ui", so.no_web_ui, "Serve no web pages (the chat at / and /dashboard)");
 
   LogitsOptions lo;
   auto* logits = app.add_subcommand("logits", "Teacher-forced logits of a token-id sequence, as .npy");

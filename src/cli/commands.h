@@ -25,6 +25,7 @@ struct ServeOptions {
   std::optional<std::string> api_key;
   std::string served_model_name;
   bool log_requests = false;
+  bool no_web_ui = false;  // --no-web-ui: no / and /dashboard pages
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.
