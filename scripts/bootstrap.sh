@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config git curl ca-certificates
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev
   libpcre2-dev libutf8proc-dev libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm)
+  nodejs npm
+  chromium)  # the browser that tests/e2e/web_ui.test.mjs drives (headless) through the web pages
 
 missing=()
 for p in "${packages[@]}"; do
