@@ -41,7 +41,8 @@ TEST(WebPages, EmbeddedFilesAreTheSourceFiles) {
   std::set<std::string> embedded;
   for (const EmbeddedFile& f : embedded_web_files()) {
     embedded.insert(std::string(f.name));
-    EXPECT_EQ(f.bytes, read_file(kWebDir / std::string(f.name))) << f.name;
+    EXPECT_TRUE(f.bytes == read_file(kWebDir / std::string(f.name)))
+        << f.name << " differs from its source file";
   }
   EXPECT_EQ(embedded, on_disk);
   EXPECT_TRUE(embedded.count("index.html") && embedded.count("dashboard.html"));
