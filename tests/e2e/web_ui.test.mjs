@@ -6,7 +6,7 @@
 // show the running rows move while `tandem bench` loads the server. Every request the
 // browser makes is recorded: one to any other origin fails the run, as does an uncaught
 // script error or a CSP violation. Screenshots of both pages (and of the chat on a phone)
-// go to docs/ (WEB_SCREENSHOTS_DIR overrides), where the README shows them.
+// go to build/screenshots/ (WEB_SCREENSHOTS_DIR=docs refreshes the README's copies).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -18,7 +18,7 @@ import { chromium } from 'playwright-core';
 
 const bin = process.env.TANDEM_BIN ?? 'build/tandem';
 const chromium_path = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const shots = process.env.WEB_SCREENSHOTS_DIR ?? 'docs';
+const shots = process.env.WEB_SCREENSHOTS_DIR ?? 'build/screenshots';
 const key = 'web-e2e-key';
 const model = 'tiny-kjv';
 const max_tokens = 40;
