@@ -58,6 +58,15 @@ int main(int argc, char** argv) {
   ppl->add_option("--file", po.file, "UTF-8 text, tokenized as one stream without special tokens")->required();
   ppl->add_option("--context", po.context, "Window length (default: max_position_embeddings)");
 
+  EvalOptions eo;
+  auto* ev = app.add_subcommand("eval", "Score a model on evaluation tasks: multiple choice, exact-match generation, perplexity");
+  ev->add_option("--model", eo.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
+  ev->add_option("--device", eo.device, "cpu, cuda, or auto")->capture_default_str();
+  ev->add_option("--tasks", eo.tasks, "Task names in --tasks-dir or .jsonl files, comma-separated (default: every task there)")->delimiter(',');
+  ev->add_option("--tasks-dir", eo.tasks_dir, "Folder of task files (default: eval/tasks of the checkout)");
+  ev->add_option("--limit", eo.limit, "Score only the first N items of each task (windows for perplexity)");
+  ev->add_option("--json", eo.json, "Write the metrics and every item's raw scores to FILE");
+
   TextToolOptions to;
   auto tokenizer_source = [&](CLI::App* cmd) {
     cmd->add_option("--model", to.model, "Model folder (its tokenizer.json is used)");
@@ -108,10 +117,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (so.model.empty()) so.model = default_model_dir();
   if (go.model.empty()) go.model = default_model_dir();
+  if (eo.model.empty()) eo.model = default_model_dir();
   if (*serve) return run_serve(so);
   if (*logits) return run_logits(lo);
   if (*gen) return run_generate(go);
   if (*ppl) return run_perplexity(po);
+  if (*ev) return run_eval(eo);
   if (*rnd) return run_random_model(ro);
   if (*bench) return run_bench(bo);
   if (*tok) return run_tokenize(to);
