@@ -49,20 +49,21 @@ def compare(base, new):
         if b["kind"] == "perplexity":
             k = min(len(b["windows"]), len(n["windows"]))
             counts = [w["scored"] for w in b["windows"][:k]]
+            base_nll, base_se = ratio_se([w["nll"] for w in b["windows"][:k]], counts)
+            new_nll = ratio_se([w["nll"] for w in n["windows"][:k]], counts)[0]
             diffs = [wn["nll"] - wb["nll"] for wb, wn in zip(b["windows"][:k], n["windows"][:k])]
             d, se = ratio_se(diffs, counts)
-            bn = b["metrics"]["nll"]
-            rows.append((name, "nll", bn["value"], n["metrics"]["nll"]["value"], d, se, bn["stderr"]))
-            bp = b["metrics"]["perplexity"]
-            pn = math.exp(bn["value"] + d)  # the new perplexity over the same windows
-            rows.append((name, "perplexity", bp["value"], pn, pn - bp["value"],
-                         None if se is None else bp["value"] * se, bp["stderr"]))
+            rows.append((name, "nll", base_nll, new_nll, d, se, base_se))
+            bp, np_ = math.exp(base_nll), math.exp(new_nll)
+            rows.append((name, "perplexity", bp, np_, np_ - bp, None if se is None else bp * se,
+                         None if base_se is None else bp * base_se))
             continue
         k = min(len(b["items"]), len(n["items"]))
-        for metric, bm in b["metrics"].items():
+        for metric in b["metrics"]:
             xb, xn = per_item(b, metric)[:k], per_item(n, metric)[:k]
             d, se = mean_se([y - x for x, y in zip(xb, xn)])
-            rows.append((name, metric, mean_se(xb)[0], mean_se(xn)[0], d, se, bm["stderr"]))
+            (base, base_se), new_value = mean_se(xb), mean_se(xn)[0]
+            rows.append((name, metric, base, new_value, d, se, base_se))
     return rows
 
 
