@@ -7,21 +7,26 @@
 
 namespace tandem::grammar {
 
+namespace {
+constexpr uint32_t kUnknownStack = 1;
+}  // namespace
+
 // The threads one step reaches, gathered across all the threads it starts from.
 struct Automaton::Closure {
   std::vector<Thread> threads;
   bool accepting = false;
+  bool escaped = false;
   std::unordered_set<uint64_t> visited;  // (pc, stack) pairs already followed
   std::vector<Thread> work;
 };
 
 Automaton::Automaton(std::shared_ptr<const Program> program, AutomatonLimits limits)
     : program_(std::move(program)), limits_(limits), num_classes_(program_->num_classes) {
-  State dead;
-  dead.expanded = true;
-  states_.push_back(std::move(dead));
+  states_.push_back(State{});  // the dead state: its row (all dead) is filled
+  flags_.push_back(kExpanded);
   table_.assign(num_classes_, kDeadState);
-  stacks_.push_back(StackNode{0, 0});
+  stacks_.push_back(StackNode{0, 0});  // 0: the empty stack
+  stacks_.push_back(StackNode{0, 0});  // 1: an unknown stack (never popped)
   Closure c;
   add_closure(program_->start, 0, c);
   start_ = intern(c);
@@ -49,6 +54,8 @@ void Automaton::add_closure(uint32_t pc, uint32_t stack, Closure& out) {
       case Op::Return:
         if (t.stack == 0)
           out.accepting = true;
+        else if (t.stack == kUnknownStack)
+          out.escaped = true;
         else
           out.work.push_back(Thread{stacks_[t.stack].ret, stacks_[t.stack].parent});
         break;
@@ -70,20 +77,22 @@ uint32_t Automaton::push_stack(uint32_t ret, uint32_t parent) {
 }
 
 StateId Automaton::intern(Closure& c) {
-  if (c.threads.empty() && !c.accepting) return kDeadState;
+  if (c.threads.empty() && !c.accepting && !c.escaped) return kDeadState;
   std::sort(c.threads.begin(), c.threads.end());
   c.threads.erase(std::unique(c.threads.begin(), c.threads.end()), c.threads.end());
   std::string key(reinterpret_cast<const char*>(c.threads.data()),
                   c.threads.size() * sizeof(Thread));
-  key.push_back(c.accepting ? '\1' : '\0');
+  key.push_back(char(int(c.accepting) | int(c.escaped) << 1));
   auto [it, fresh] = state_ids_.try_emplace(std::move(key), StateId(states_.size()));
   if (!fresh) return it->second;
   State s;
   s.threads = std::move(c.threads);
   s.accepting = c.accepting;
+  uint8_t flags = uint8_t((s.threads.empty() ? 0 : kHasThreads) | (c.escaped ? kEscaped : 0));
   charge(sizeof(State) + 2 * s.threads.size() * sizeof(Thread) + num_classes_ * sizeof(StateId) +
          64);
   states_.push_back(std::move(s));
+  flags_.push_back(flags);
   table_.resize(states_.size() * num_classes_, kDeadState);
   return it->second;
 }
@@ -98,6 +107,7 @@ void Automaton::expand(StateId s) {
     uint8_t b = p.class_byte[cls];
     c.threads.clear();
     c.accepting = false;
+    c.escaped = false;
     c.visited.clear();
     for (const Thread& t : threads) {
       const Inst& inst = p.insts[t.pc];
@@ -107,8 +117,17 @@ void Automaton::expand(StateId s) {
     live = live || row[cls] != kDeadState;
   }
   std::copy(row.begin(), row.end(), table_.begin() + size_t(s) * num_classes_);
-  states_[s].expanded = true;
+  flags_[s] |= kExpanded;
   states_[s].live = live;
+}
+
+StateId Automaton::top_frame(StateId s) {
+  if (auto it = top_frames_.find(s); it != top_frames_.end()) return it->second;
+  Closure c;
+  for (const Thread& t : states_[s].threads) c.threads.push_back(Thread{t.pc, kUnknownStack});
+  StateId top = intern(c);
+  top_frames_.emplace(s, top);
+  return top;
 }
 
 void Automaton::charge(size_t bytes) {

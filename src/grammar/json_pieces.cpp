@@ -72,19 +72,17 @@ ExprId JsonPieces::punct(char c) {
 }
 
 ExprId JsonPieces::string_char() {
-  if (!string_char_rule_) {
-    string_char_rule_ = ir_.add_rule("JSON string character");
+  // Inline, not a rule: a string's characters then run in the string's own frame, which
+  // the mask cache shares between every place the string appears (mask_cache.h).
+  if (!string_char_) {
+    ByteSet simple;
+    for (char c : std::string_view("\"\\/bfnrt")) simple.set(uint8_t(c));
     ExprId escape =
-        ir_.seq({ir_.literal("\\"), ir_.alt({ir_.bytes([] {
-                                               ByteSet s;
-                                               for (char c : std::string_view("\"\\/bfnrt"))
-                                                 s.set(uint8_t(c));
-                                               return s;
-                                             }()),
-                                             ir_.seq({ir_.literal("u"), hex4_scalar(ir_)})})});
-    ir_.set_body(*string_char_rule_, ir_.alt({utf8_expr(ir_, json_raw_chars()), escape}));
+        ir_.seq({ir_.literal("\\"),
+                 ir_.alt({ir_.bytes(simple), ir_.seq({ir_.literal("u"), hex4_scalar(ir_)})})});
+    string_char_ = ir_.alt({utf8_expr(ir_, json_raw_chars()), escape});
   }
-  return ir_.ref(*string_char_rule_);
+  return *string_char_;
 }
 
 ExprId JsonPieces::any_string() {

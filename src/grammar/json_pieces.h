@@ -63,7 +63,8 @@ class JsonPieces {
 
   GrammarIr& ir_;
   JsonOptions options_;
-  std::optional<RuleId> string_char_rule_, value_rule_;
+  std::optional<ExprId> string_char_;
+  std::optional<RuleId> value_rule_;
 };
 
 // The raw (unescaped) characters a JSON string may hold.

@@ -110,7 +110,7 @@ class Emitter {
       : ir_(ir), facts_(facts), limits_(limits), p_(p), entries_(ir.num_rules()) {}
 
   void build() {
-    uint32_t ret = push(Inst{Op::Return});
+    uint32_t ret = ret_ = push(Inst{Op::Return});
     RuleId root = ir_.root();
     std::optional<uint32_t> start;
     if (facts_.productive[root]) start = emit(*ir_.rule(root).body, ret);
@@ -184,6 +184,9 @@ class Emitter {
         return emit_repeat(e, next);
       case ExprKind::Ref:
         if (!facts_.productive[e.rule]) return std::nullopt;
+        // A call in tail position jumps: returning to a Return is returning. So right
+        // recursion (ws ::= " " ws | "") runs in constant stack, and its states repeat.
+        if (next == ret_) return split({entry(e.rule)});
         return push(Inst{Op::Call, entry(e.rule), next});
     }
     return std::nullopt;
@@ -215,6 +218,7 @@ class Emitter {
   Program& p_;
   std::vector<std::optional<uint32_t>> entries_;
   std::vector<RuleId> pending_;
+  uint32_t ret_ = 0;  // the one Return instruction
   std::unordered_map<ByteSet, uint32_t> set_ids_;
 };
 

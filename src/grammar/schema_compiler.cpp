@@ -97,7 +97,12 @@ ExprId SchemaCompiler::value(const Json& s, const std::string& path, int depth) 
 ExprId SchemaCompiler::value_rule(const Json& s, const std::string& path) {
   if (s.is_boolean()) return value(s, path);
   if (s.is_object() && s.contains("$ref") && constraints_of(s).size() == 1) return ref(s, path);
+  // One rule per distinct schema: equal values share their states, and so their masks.
+  std::string key =
+      constraints_of(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (auto it = value_rules_.find(key); it != value_rules_.end()) return ir_.ref(it->second);
   RuleId r = ir_.add_rule(path);
+  value_rules_.emplace(std::move(key), r);
   ir_.set_body(r, value(s, path));
   return ir_.ref(r);
 }

@@ -53,7 +53,8 @@ class SchemaCompiler {
   const Json& document_;
   JsonOptions options_;
   JsonPieces json_;
-  std::map<std::string, RuleId> rules_;  // by JSON pointer of the schema
+  std::map<std::string, RuleId> rules_;        // $ref targets, by JSON pointer
+  std::map<std::string, RuleId> value_rules_;  // other values, by their schema's text
 };
 
 // Helpers shared by the two files.

@@ -30,7 +30,8 @@ void TokenVocab::build_trie() {
     if (is_grammar_token(id) && !is_eos(id)) sorted_tokens_.push_back(id);
   std::stable_sort(sorted_tokens_.begin(), sorted_tokens_.end(),
                    [&](int32_t a, int32_t b) { return bytes_[size_t(a)] < bytes_[size_t(b)]; });
-  trie_.push_back(TrieNode{0, 0, 0, 0, 0});
+  trie_.push_back(TrieNode{0, scratch_token(), 0, 0, 0});
+  first_token_.push_back(0);
   std::vector<uint32_t> path = {0};  // open nodes, root first
   std::string_view prev;
   auto close_to = [&](size_t depth) {
@@ -56,8 +57,10 @@ void TokenVocab::build_trie() {
     close_to(common);
     for (size_t d = common; d < s.size(); ++d) {
       path.push_back(uint32_t(trie_.size()));
-      trie_.push_back(TrieNode{0, uint32_t(i), uint16_t(d + 1), uint8_t(s[d]), 0});
+      trie_.push_back(TrieNode{0, scratch_token(), uint16_t(d + 1), uint8_t(s[d]), 0});
+      first_token_.push_back(uint32_t(i));
     }
+    trie_.back().token = uint32_t(sorted_tokens_[i]);
     trie_.back().num_tokens = 1;
     prev = s;
   }

@@ -24,12 +24,15 @@ struct TokenVocabParams {
   std::vector<int32_t> eos_ids;     // the tokens that end the output
 };
 
+// 12 bytes: the mask walk streams the whole trie for states that allow most tokens.
 struct TrieNode {
-  uint32_t skip;         // index of the next node outside this subtree
-  uint32_t first_token;  // tokens ending here: sorted_tokens()[first_token, +num_tokens)
-  uint16_t depth;        // bytes from the root (the root has depth 0)
-  uint8_t byte;          // the byte that leads here from the parent
-  uint8_t num_tokens;
+  uint32_t skip;  // index of the next node outside this subtree
+  // The first token ending here; a node where none ends holds scratch_token(), a bit past
+  // the vocabulary, so the mask walk can set a bit for every node without a branch.
+  uint32_t token;
+  uint16_t depth;      // bytes from the root (the root has depth 0)
+  uint8_t byte;        // the byte that leads here from the parent
+  uint8_t num_tokens;  // tokens ending here: sorted_tokens()[first_token(node), +num_tokens)
 };
 
 class TokenVocab {
@@ -46,7 +49,18 @@ class TokenVocab {
   bool is_grammar_token(int32_t id) const { return !is_special(id) && !bytes(id).empty(); }
 
   const std::vector<TrieNode>& trie() const { return trie_; }
+  // The bit trie nodes without a token set: the first bit of the word after the mask.
+  uint32_t scratch_token() const { return uint32_t(32 * num_mask_words()); }
   const std::vector<int32_t>& sorted_tokens() const { return sorted_tokens_; }
+  // The end of node's tokens in sorted_tokens(): its subtree's tokens are
+  // [trie()[node].first_token, subtree_token_end(node)).
+  uint32_t subtree_token_end(uint32_t node) const {
+    uint32_t next = trie_[node].skip;
+    return next < trie_.size() ? first_token_[next] : uint32_t(sorted_tokens_.size());
+  }
+  // The first token in node's subtree, as an index into sorted_tokens(); the path to node
+  // is the first depth bytes of that token.
+  uint32_t first_token(uint32_t node) const { return first_token_[node]; }
   size_t max_token_bytes() const { return max_token_bytes_; }
 
  private:
@@ -56,6 +70,7 @@ class TokenVocab {
   std::vector<uint8_t> special_;
   std::vector<int32_t> eos_ids_;
   std::vector<TrieNode> trie_;          // trie_[0] is the root
+  std::vector<uint32_t> first_token_;   // per node
   std::vector<int32_t> sorted_tokens_;  // grammar tokens in byte order
   size_t max_token_bytes_ = 0;
 };

@@ -31,3 +31,38 @@ TEST(GrammarSmoke, ChoicesRegexGbnfSchema) {
 
 }  // namespace
 }  // namespace tandem::grammar::test
+
+namespace tandem::grammar::test {
+namespace {
+
+// A call in tail position is a jump, so right recursion keeps a constant stack: reading
+// 2,000 characters visits a handful of automaton states, not one per character.
+TEST(GrammarProgram, RightRecursionRunsInConstantStack) {
+  auto g = compiled(GrammarSpec::gbnf(
+      "root ::= item root | \"end\"\nitem ::= \"a\" | \"b\" ws\nws ::= | \" \" ws\n"));
+  Matcher m(g);
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += i % 3 ? "a" : "b  ";
+  ASSERT_TRUE(m.accept_bytes(text));
+  ASSERT_TRUE(m.accept_bytes("end"));
+  EXPECT_TRUE(m.must_end());
+  EXPECT_LT(g->stats().num_states, 40u);
+}
+
+// A matcher copies by value: two copies advance independently.
+TEST(GrammarMatcher, CopiesForkIndependently) {
+  Matcher a(compiled(GrammarSpec::choice({"cat", "car", "cart"})));
+  ASSERT_TRUE(a.accept_bytes("ca"));
+  Matcher b = a;
+  EXPECT_TRUE(a.accept_bytes("t"));
+  EXPECT_TRUE(a.must_end());
+  EXPECT_TRUE(b.accept_bytes("r"));
+  EXPECT_TRUE(b.can_end());
+  EXPECT_FALSE(b.must_end());
+  EXPECT_FALSE(b.accept_bytes("x"));  // refused: b stays where it was
+  EXPECT_TRUE(b.accept_bytes("t"));
+  EXPECT_TRUE(b.must_end());
+}
+
+}  // namespace
+}  // namespace tandem::grammar::test
