@@ -122,12 +122,9 @@ void MaskCache::walk(Automaton& automaton, StateId s, uint32_t begin, uint32_t e
     }
     state_at[node.depth] = t;
     out[node.token >> 5] |= 1u << (node.token & 31);
-    if (node.num_tokens > 1) [[unlikely]] {
-      for (uint32_t k = 1; k < node.num_tokens; ++k) {
-        uint32_t id = uint32_t(tokens[vocab_->first_token(i) + k]);
-        out[id >> 5] |= 1u << (id & 31);
-      }
-    }
+    if (node.num_tokens > 1) [[unlikely]]  // more ids with the same bytes
+      for (uint32_t k = 1; k < node.num_tokens; ++k)
+        set_bit(scratch_, uint32_t(tokens[vocab_->first_token(i) + k]));
     if (!(rows.flags[t] & kExpanded) && node.skip != i + 1) [[unlikely]] {  // children read t
       automaton.ensure_expanded(t);
       rows = automaton.rows();

@@ -234,7 +234,12 @@ ExprId SchemaCompiler::typed(const Json& s, const std::string& path) {
 }
 
 void compile_json_schema(GrammarIr& ir, const Json& schema, const JsonOptions& options) {
-  SchemaCompiler(ir, schema, options).compile();
+  try {
+    SchemaCompiler(ir, schema, options).compile();
+  } catch (const nlohmann::json::exception& e) {
+    // A keyword of the wrong JSON type that no check above caught: still a bad schema.
+    grammar_fail("", "", "malformed schema: {}", e.what());
+  }
 }
 
 }  // namespace tandem::grammar

@@ -52,6 +52,51 @@ void check_additional(const Json& a, const Json& b, const std::string& path) {
                    "merged schemas: property '{}' is one side's additional property", name);
 }
 
+// The value of keyword `key` in the intersection of two schemas that set it to cur and v.
+Json intersect_keyword(const std::string& key, const Json& cur, const Json& v,
+                       const std::string& path) {
+  auto both_objects = [&] {
+    if (!cur.is_object() || !v.is_object()) grammar_fail(path, key, "'{}' must be an object", key);
+  };
+  if (key == "type")
+    return intersect_types(schema_types(Json{{"type", cur}}), schema_types(Json{{"type", v}}));
+  if (key == "required" || key == "allOf" || key == "enum") {
+    if (!cur.is_array() || !v.is_array()) grammar_fail(path, key, "'{}' must be an array", key);
+    Json out = key == "enum" ? Json::array() : cur;
+    std::vector<Json> other(v.begin(), v.end()), mine(cur.begin(), cur.end());
+    if (key == "enum") {  // values in both
+      for (const Json& x : cur)
+        if (json_contains(other, x)) out.push_back(x);
+    } else {  // everything from both
+      for (const Json& x : v)
+        if (key == "allOf" || !json_contains(mine, x)) out.push_back(x);
+    }
+    return out;
+  }
+  if (key == "properties") {
+    both_objects();
+    Json out = cur;
+    for (const auto& [name, schema] : v.items())
+      out[name] = cur.contains(name) ? Json{{"allOf", Json::array({cur[name], schema})}} : schema;
+    return out;
+  }
+  if (key == "additionalProperties" || key == "items") {
+    if (is_open(cur)) return v;
+    if (is_open(v)) return cur;
+    return Json{{"allOf", Json::array({cur, v})}};
+  }
+  bool lower =
+      key == "minLength" || key == "minItems" || key == "minimum" || key == "exclusiveMinimum";
+  bool upper =
+      key == "maxLength" || key == "maxItems" || key == "maximum" || key == "exclusiveMaximum";
+  if ((lower || upper) && cur.is_number() && v.is_number())
+    return tighter(cur, v, lower, path, key);
+  grammar_fail(path, key,
+               "the schemas merged here (allOf, or keywords beside $ref, anyOf or oneOf) set "
+               "'{}' differently, and tandem cannot intersect those",
+               key);
+}
+
 }  // namespace
 
 Json SchemaCompiler::flatten(const Json& s, const std::string& path, int depth) const {
@@ -80,50 +125,12 @@ Json SchemaCompiler::merge(const Json& a_in, const Json& b_in, const std::string
   check_additional(out, add, path);
   check_additional(add, out, path);
   for (const auto& [key, v] : add.items()) {
-    if (!out.contains(key)) {
+    if (!out.contains(key) || out[key] == v) {
       out[key] = v;
-      continue;
-    }
-    Json& cur = out[key];
-    if (cur == v) continue;
-    if (key == "type") {
-      cur = intersect_types(schema_types(Json{{"type", cur}}), schema_types(Json{{"type", v}}));
-    } else if (key == "required") {
-      for (const Json& name : v)
-        if (std::find(cur.begin(), cur.end(), name) == cur.end()) cur.push_back(name);
-    } else if (key == "properties") {
-      for (const auto& [name, schema] : v.items())
-        cur[name] = cur.contains(name) ? Json{{"allOf", Json::array({cur[name], schema})}} : schema;
-    } else if (key == "additionalProperties" || key == "items") {
-      if (is_open(cur))
-        cur = v;
-      else if (!is_open(v))
-        cur = Json{{"allOf", Json::array({cur, v})}};
-    } else if (key == "enum") {
-      Json both = Json::array();
-      std::vector<Json> other(v.begin(), v.end());
-      for (const Json& x : cur)
-        if (json_contains(other, x)) both.push_back(x);
-      cur = both;
     } else if (key == "const") {
       out["enum"] = Json::array();  // two different constants: nothing satisfies both
-    } else if (key == "allOf") {
-      for (const Json& x : v) cur.push_back(x);
-    } else if (key == "minLength" || key == "minItems") {
-      cur = std::max(cur.get<double>(), v.get<double>());
-    } else if (key == "maxLength" || key == "maxItems") {
-      cur = std::min(cur.get<double>(), v.get<double>());
-    } else if ((key == "minimum" || key == "exclusiveMinimum") && cur.is_number() &&
-               v.is_number()) {
-      cur = tighter(cur, v, true, path, key);
-    } else if ((key == "maximum" || key == "exclusiveMaximum") && cur.is_number() &&
-               v.is_number()) {
-      cur = tighter(cur, v, false, path, key);
     } else {
-      grammar_fail(path, key,
-                   "the schemas merged here (allOf, or keywords beside $ref, anyOf or "
-                   "oneOf) set '{}' differently, and tandem cannot intersect those",
-                   key);
+      out[key] = intersect_keyword(key, out[key], v, path);
     }
   }
   return out;

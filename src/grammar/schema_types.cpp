@@ -1,4 +1,7 @@
 // The grammar of each JSON type under a schema's keywords.
+#include <algorithm>
+#include <set>
+
 #include "grammar/grammar_error.h"
 #include "grammar/numeric_range.h"
 #include "grammar/regex.h"
@@ -67,103 +70,137 @@ std::optional<Bound> numeric_bound(const Json& s, const char* inclusive, const c
 
 }  // namespace
 
-ExprId SchemaCompiler::object(const Json& s, const std::string& path) {
+namespace {
+
+struct PropertySchema {
+  std::string name;
+  Json schema;
+  std::string path;
+  bool required;
+};
+
+std::set<std::string> required_names(const Json& s, const std::string& path) {
+  std::set<std::string> out;
+  auto it = s.find("required");
+  if (it == s.end()) return out;
+  if (!it->is_array()) grammar_fail(path, "required", "'required' must be an array of strings");
+  for (const Json& r : *it) {
+    if (!r.is_string()) grammar_fail(path, "required", "'required' must be an array of strings");
+    out.insert(r.get<std::string>());
+  }
+  return out;
+}
+
+// The declared properties in order, then required ones not declared (which take the
+// additionalProperties schema).
+std::vector<PropertySchema> property_schemas(const Json& s, const std::string& path,
+                                             const Json& additional) {
   const Json empty_object = Json::object();
   const Json& declared = s.contains("properties") ? s["properties"] : empty_object;
   if (!declared.is_object()) grammar_fail(path, "properties", "'properties' must be an object");
-  std::set<std::string> required;
-  if (auto it = s.find("required"); it != s.end()) {
-    if (!it->is_array()) grammar_fail(path, "required", "'required' must be an array of strings");
-    for (const Json& r : *it) {
-      if (!r.is_string()) grammar_fail(path, "required", "'required' must be an array of strings");
-      required.insert(r.get<std::string>());
-    }
-  }
-  Json additional = s.contains("additionalProperties")
-                        ? s["additionalProperties"]
-                        : Json(!(s.contains("properties") && options_.strict_properties));
-  std::string additional_path = pointer_child(path, "additionalProperties");
-
-  std::vector<std::pair<std::string, std::pair<Json, std::string>>> schemas;  // name, schema, path
+  std::set<std::string> required = required_names(s, path);
+  std::vector<PropertySchema> out;
   for (const auto& [name, schema] : declared.items())
-    schemas.push_back({name, {schema, pointer_child(pointer_child(path, "properties"), name)}});
+    out.push_back({name, schema, pointer_child(pointer_child(path, "properties"), name),
+                   required.contains(name)});
   for (const Json& r : s.value("required", Json::array())) {
     std::string name = r.get<std::string>();
-    if (declared.contains(name)) continue;
+    if (declared.contains(name) ||
+        std::any_of(out.begin(), out.end(), [&](const auto& p) { return p.name == name; }))
+      continue;
     if (additional == false)
       grammar_fail(path, "required",
                    "'{}' is required, but it is not in 'properties' and no "
                    "additional properties are allowed",
                    name);
-    schemas.push_back({name, {additional, additional_path}});
+    out.push_back({name, additional, pointer_child(path, "additionalProperties"), true});
   }
+  return out;
+}
 
+// Where an array's items come from: positions below prefix.size() follow prefix, the rest
+// follow rest; and how many there may be.
+struct ArrayPlan {
+  std::vector<std::pair<Json, std::string>> prefix;  // schema, path
+  Json rest = true;
+  std::string rest_path;
+  uint32_t min = 0;
+  std::optional<uint32_t> max;
+};
+
+ArrayPlan array_plan(const Json& s, const std::string& path, bool strict_items) {
+  ArrayPlan plan;
+  plan.rest_path = pointer_child(path, "items");
+  auto items = s.find("items");
+  bool tuple = items != s.end() && items->is_array();  // the draft 4-2019 tuple form
+  const char* prefix_key = tuple ? "items" : "prefixItems";
+  if (auto it = s.find(prefix_key); it != s.end()) {
+    if (!it->is_array()) grammar_fail(path, prefix_key, "'{}' must be an array", prefix_key);
+    for (size_t i = 0; i < it->size(); ++i)
+      plan.prefix.push_back(
+          {(*it)[i], pointer_child(pointer_child(path, prefix_key), std::to_string(i))});
+    const char* rest_key = tuple ? "additionalItems" : "items";
+    plan.rest_path = pointer_child(path, rest_key);
+    plan.rest = s.contains(rest_key) ? s[rest_key] : Json(!strict_items);
+  } else if (items != s.end()) {
+    plan.rest = *items;
+  }
+  plan.min = count_field(s, "minItems", path).value_or(0);
+  plan.max = count_field(s, "maxItems", path);
+  auto cap = [&](size_t n) { plan.max = uint32_t(plan.max ? std::min<size_t>(*plan.max, n) : n); };
+  for (size_t i = 0; i < plan.prefix.size(); ++i)
+    if (plan.prefix[i].first == false) cap(i);
+  if (plan.rest == false) cap(plan.prefix.size());
+  if (plan.max && plan.min > *plan.max)
+    grammar_fail(path, "minItems", "no array satisfies minItems {} with at most {} items", plan.min,
+                 *plan.max);
+  return plan;
+}
+
+}  // namespace
+
+ExprId SchemaCompiler::object(const Json& s, const std::string& path) {
+  Json additional = s.contains("additionalProperties")
+                        ? s["additionalProperties"]
+                        : Json(!(s.contains("properties") && options_.strict_properties));
   std::vector<Property> props;
   std::vector<std::string> names;
-  for (const auto& [name, entry] : schemas) {
-    names.push_back(name);
-    bool is_required = required.contains(name);
-    if (entry.first == false) {
-      if (is_required)
-        grammar_fail(entry.second, "required", "'{}' is required but its schema is false", name);
+  for (const PropertySchema& p : property_schemas(s, path, additional)) {
+    names.push_back(p.name);
+    if (p.schema == false) {  // it can never appear
+      if (p.required)
+        grammar_fail(p.path, "required", "'{}' is required but its schema is false", p.name);
       continue;
     }
-    ExprId key = json_.literal_value(Json(name), path, "properties");
-    ExprId member = ir_.seq({key, json_.punct(':'), value_rule(entry.first, entry.second)});
-    props.push_back(Property{name, member, is_required});
+    ExprId key = json_.literal_value(Json(p.name), path, "properties");
+    props.push_back(Property{p.name, ir_.seq({key, json_.punct(':'), value_rule(p.schema, p.path)}),
+                             p.required});
   }
   std::optional<ExprId> extra;
   if (additional != false)
-    extra = ir_.seq(
-        {json_.key_other_than(names), json_.punct(':'), value_rule(additional, additional_path)});
+    extra = ir_.seq({json_.key_other_than(names), json_.punct(':'),
+                     value_rule(additional, pointer_child(path, "additionalProperties"))});
   return ir_.seq({ir_.literal("{"), json_.ws(), members(ir_, json_, props, extra), json_.ws(),
                   ir_.literal("}")});
 }
 
 ExprId SchemaCompiler::array(const Json& s, const std::string& path) {
-  // Positions 0..k-1 follow `prefix`, the rest follow `rest`.
-  std::vector<std::pair<Json, std::string>> prefix;
-  Json rest = true;
-  std::string rest_path = pointer_child(path, "items");
-  auto items = s.find("items");
-  bool tuple = items != s.end() && items->is_array();  // draft 4-2019 tuple form
-  const char* prefix_key = tuple ? "items" : "prefixItems";
-  if (auto it = s.find(prefix_key); it != s.end()) {
-    if (!it->is_array()) grammar_fail(path, prefix_key, "'{}' must be an array", prefix_key);
-    for (size_t i = 0; i < it->size(); ++i)
-      prefix.push_back(
-          {(*it)[i], pointer_child(pointer_child(path, prefix_key), std::to_string(i))});
-    const char* rest_key = tuple ? "additionalItems" : "items";
-    rest_path = pointer_child(path, rest_key);
-    rest = s.contains(rest_key) ? s[rest_key] : Json(!options_.strict_items);
-  } else if (items != s.end()) {
-    rest = *items;
-  }
-  uint32_t min = count_field(s, "minItems", path).value_or(0);
-  std::optional<uint32_t> max = count_field(s, "maxItems", path);
-  auto cap = [&](uint32_t n) { max = max ? std::min(*max, n) : n; };
-  for (size_t i = 0; i < prefix.size(); ++i)
-    if (prefix[i].first == false) cap(uint32_t(i));
-  if (rest == false) cap(uint32_t(prefix.size()));
-  if (max && min > *max)
-    grammar_fail(path, "minItems", "no array satisfies minItems {} with at most {} items", min,
-                 *max);
-
+  ArrayPlan plan = array_plan(s, path, options_.strict_items);
   auto item = [&](size_t j) {
-    return j < prefix.size() ? value_rule(prefix[j].first, prefix[j].second)
-                             : value_rule(rest, rest_path);
+    return j < plan.prefix.size() ? value_rule(plan.prefix[j].first, plan.prefix[j].second)
+                                  : value_rule(plan.rest, plan.rest_path);
   };
   ExprId comma = json_.punct(',');
   ExprId open = ir_.seq({ir_.literal("["), json_.ws()}),
          close = ir_.seq({json_.ws(), ir_.literal("]")});
-  if (max && *max == 0) return ir_.seq({open, close});
-  size_t k = prefix.size(), start = std::max<size_t>(min, 1);
+  if (plan.max && *plan.max == 0) return ir_.seq({open, close});
+  size_t k = plan.prefix.size(), start = std::max<size_t>(plan.min, 1);
+  size_t limit = plan.max ? *plan.max : SIZE_MAX;
   // Optional items from position `start` on: the prefix ones nested, then the rest repeated.
   ExprId chain = ir_.empty();
-  size_t limit = max ? *max : SIZE_MAX;
   if (limit > std::max(k, start)) {
     ExprId one = ir_.seq({comma, item(std::max(k, start))});
-    chain = max ? ir_.repeat(one, 0, uint32_t(*max - std::max(k, start))) : ir_.star(one);
+    chain = plan.max ? ir_.repeat(one, 0, uint32_t(limit - std::max(k, start))) : ir_.star(one);
   }
   for (size_t j = std::min(k, limit); j-- > start;)
     chain = ir_.optional(ir_.seq({comma, item(j), chain}));
@@ -171,7 +208,7 @@ ExprId SchemaCompiler::array(const Json& s, const std::string& path) {
   for (size_t j = 1; j < start; ++j) body.push_back(ir_.seq({comma, item(j)}));
   body.push_back(chain);
   ExprId nonempty = ir_.seq(std::move(body));
-  return ir_.seq({open, min == 0 ? ir_.optional(nonempty) : nonempty, close});
+  return ir_.seq({open, plan.min == 0 ? ir_.optional(nonempty) : nonempty, close});
 }
 
 ExprId SchemaCompiler::string(const Json& s, const std::string& path) {
