@@ -27,7 +27,9 @@
 // Refused with a GrammarError naming the keyword and its JSON pointer: not, if/then/else,
 // patternProperties, propertyNames, dependent*, min/maxProperties, uniqueItems: true,
 // contains, unevaluated*, multipleOf, $dynamicRef, remote $refs, other formats, pattern
-// together with minLength/maxLength or format, and any schema or regex that is malformed.
+// together with format, minLength/maxLength beside a pattern or format unless every string
+// of the pattern or format already has a length inside them (^[0-9]{5}$ with maxLength 5),
+// and any schema or regex that is malformed.
 // Annotations (title, description, default, examples, $comment, ...) and unknown keywords
 // are ignored, as validators ignore them.
 #pragma once

@@ -51,13 +51,11 @@ class RegexParser {
     }
   }
 
-  ExprId parse() {
-    std::vector<ExprId> options;
-    do {
-      options.push_back(top_alternative());
-    } while (eat('|'));
+  CompiledRegex parse() {
+    CompiledRegex out = top_alternative();
+    while (eat('|')) out = either(out, top_alternative());
     if (pos_ < text_.size()) fail_at(pos_, "unmatched ')'");
-    return ir_.alt(std::move(options));
+    return out;
   }
 
  private:
@@ -76,34 +74,47 @@ class RegexParser {
 
   // One top-level alternative with its anchors; in search mode an unanchored side may be
   // surrounded by anything.
-  ExprId top_alternative() {
+  CompiledRegex top_alternative() {
     bool anchored_start = eat('^');
-    ExprId body = sequence(0);
+    CompiledRegex body = sequence(0);
     bool anchored_end = eat('$');  // sequence() stops at '$' only before the end or a '|'
-    if (!ctx_.search) return body;
+    if (!ctx_.search || (anchored_start && anchored_end)) return body;
     ExprId any = ir_.star(ctx_.encode(ir_, CodepointSet::all()));
-    return ir_.seq({anchored_start ? ir_.empty() : any, body, anchored_end ? ir_.empty() : any});
+    ExprId e =
+        ir_.seq({anchored_start ? ir_.empty() : any, body.expr, anchored_end ? ir_.empty() : any});
+    return {e, {body.length.min, std::nullopt}};
   }
 
-  ExprId alternation(int depth) {
-    std::vector<ExprId> options;
-    do {
-      options.push_back(sequence(depth));
-    } while (eat('|'));
-    return ir_.alt(std::move(options));
+  CompiledRegex either(const CompiledRegex& a, const CompiledRegex& b) {
+    std::optional<uint64_t> max;
+    if (a.length.max && b.length.max) max = std::max(*a.length.max, *b.length.max);
+    return {ir_.alt({a.expr, b.expr}), {std::min(a.length.min, b.length.min), max}};
   }
 
-  ExprId sequence(int depth) {
+  CompiledRegex alternation(int depth) {
+    CompiledRegex out = sequence(depth);
+    while (eat('|')) out = either(out, sequence(depth));
+    return out;
+  }
+
+  CompiledRegex sequence(int depth) {
     std::vector<ExprId> parts;
+    RegexLength length{0, 0};
     while (!at_end() && peek() != '|' && peek() != ')') {
       if (peek() == '$' && depth == 0 && (pos_ + 1 == text_.size() || peek(1) == '|')) break;
-      parts.push_back(quantified(depth));
+      CompiledRegex part = quantified(depth);
+      parts.push_back(part.expr);
+      length.min += part.length.min;
+      if (length.max && part.length.max)
+        *length.max += *part.length.max;
+      else
+        length.max.reset();
     }
-    return ir_.seq(std::move(parts));
+    return {ir_.seq(std::move(parts)), length};
   }
 
-  ExprId quantified(int depth) {
-    ExprId e = atom(depth);
+  CompiledRegex quantified(int depth) {
+    CompiledRegex e = atom(depth);
     uint32_t min = 1;
     std::optional<uint32_t> max = 1;
     if (eat('*')) {
@@ -118,7 +129,10 @@ class RegexParser {
     eat('?');  // lazy: the same language
     if (peek() == '*' || peek() == '+' || peek() == '?' || (peek() == '{' && is_braces()))
       fail_at(pos_, "a quantifier cannot follow a quantifier");
-    return ir_.repeat(e, min, max);
+    std::optional<uint64_t> max_length;
+    if (max && e.length.max) max_length = *max * *e.length.max;
+    if (max && *max == 0) max_length = 0;
+    return {ir_.repeat(e.expr, min, max), {min * e.length.min, max_length}};
   }
 
   // Whether the text at pos_ is a {n}, {n,} or {n,m} quantifier (otherwise '{' is literal).
@@ -154,7 +168,9 @@ class RegexParser {
     return uint32_t(v);
   }
 
-  ExprId atom(int depth) {
+  CompiledRegex one_char(const CodepointSet& set) { return {ctx_.encode(ir_, set), {1, 1}}; }
+
+  CompiledRegex atom(int depth) {
     if (depth > kMaxDepth) fail_at(pos_, "groups nested too deeply");
     size_t start = pos_;
     char32_t c = text_[pos_++];
@@ -162,11 +178,11 @@ class RegexParser {
       case '(':
         return group(depth, start);
       case '[':
-        return ctx_.encode(ir_, char_class());
+        return one_char(char_class());
       case '.':
-        return ctx_.encode(ir_, dot_set());
+        return one_char(dot_set());
       case '\\':
-        return ctx_.encode(ir_, escape(/*in_class=*/false));
+        return one_char(escape(/*in_class=*/false));
       case '^':
         fail_at(start, "'^' is supported only at the start");
       case '$':
@@ -180,14 +196,14 @@ class RegexParser {
         bool quantifier = is_braces();
         ++pos_;
         if (quantifier) fail_at(start, "nothing to repeat");
-        return ctx_.encode(ir_, CodepointSet::single(c));
+        return one_char(CodepointSet::single(c));
       }
       default:
-        return ctx_.encode(ir_, CodepointSet::single(c));
+        return one_char(CodepointSet::single(c));
     }
   }
 
-  ExprId group(int depth, size_t start) {
+  CompiledRegex group(int depth, size_t start) {
     if (eat('?')) {
       if (eat(':')) {
       } else if (peek() == '<' && peek(1) != '=' && peek(1) != '!') {
@@ -197,7 +213,7 @@ class RegexParser {
         fail_at(start, "lookaround and inline flags are not supported");
       }
     }
-    ExprId e = alternation(depth + 1);
+    CompiledRegex e = alternation(depth + 1);
     if (!eat(')')) fail_at(start, "unterminated group");
     return e;
   }
@@ -340,7 +356,7 @@ class RegexParser {
 
 }  // namespace
 
-ExprId compile_regex(GrammarIr& ir, std::string_view pattern, const RegexContext& ctx) {
+CompiledRegex compile_regex(GrammarIr& ir, std::string_view pattern, const RegexContext& ctx) {
   return RegexParser(ir, pattern, ctx).parse();
 }
 

@@ -13,7 +13,9 @@
 // for a `regex` spec, JSON string characters (escaped where JSON requires) for `pattern`.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,8 +35,19 @@ struct RegexContext {
   std::string keyword;  // for errors: "pattern", "regex"
 };
 
+// How many characters the strings of a regex have.
+struct RegexLength {
+  uint64_t min = 0;
+  std::optional<uint64_t> max;  // absent: unbounded
+};
+
+struct CompiledRegex {
+  ExprId expr;
+  RegexLength length;
+};
+
 // The regex as an expression (throws GrammarError with the offset of the bad part).
-ExprId compile_regex(GrammarIr& ir, std::string_view pattern, const RegexContext& ctx);
+CompiledRegex compile_regex(GrammarIr& ir, std::string_view pattern, const RegexContext& ctx);
 
 // Encodes a code point set as its UTF-8 bytes.
 CharEncoder raw_utf8_encoder();

@@ -218,25 +218,26 @@ ExprId SchemaCompiler::string(const Json& s, const std::string& path) {
     grammar_fail(path, "minLength", "minLength {} is above maxLength {}", *min, *max);
   std::optional<std::string> pattern = string_field(s, "pattern", path);
   std::optional<std::string> format = string_field(s, "format", path);
-  if ((pattern || format) && (min || max))
-    grammar_fail(path, min ? "minLength" : "maxLength", "'{}' together with '{}' is not supported",
-                 min ? "minLength" : "maxLength", pattern ? "pattern" : "format");
+  if (!pattern && !format) return json_.string_of_length(min.value_or(0), max);
   if (pattern && format)
     grammar_fail(path, "pattern", "'pattern' together with 'format' is not supported");
-  if (format) {
-    std::optional<std::string> regex = format_regex(*format);
-    if (!regex)
-      grammar_fail(path, "format",
-                   "format '{}' is not supported (date, time, date-time, uuid and email are)",
-                   *format);
-    RegexContext ctx{json_.string_encoder(), false, path, "format"};
-    return ir_.seq({ir_.literal("\""), compile_regex(ir_, *regex, ctx), ir_.literal("\"")});
-  }
-  if (pattern) {
-    RegexContext ctx{json_.string_encoder(), /*search=*/true, path, "pattern"};
-    return ir_.seq({ir_.literal("\""), compile_regex(ir_, *pattern, ctx), ir_.literal("\"")});
-  }
-  return json_.string_of_length(min.value_or(0), max);
+  std::optional<std::string> regex = pattern ? pattern : format_regex(*format);
+  if (!regex)
+    grammar_fail(path, "format",
+                 "format '{}' is not supported (date, time, date-time, uuid and email are)",
+                 *format);
+  const char* keyword = pattern ? "pattern" : "format";
+  CompiledRegex r = compile_regex(
+      ir_, *regex, RegexContext{json_.string_encoder(), bool(pattern), path, keyword});
+  // Lengths are enforced beside a regex only where they add nothing: every string of the
+  // regex already has a length inside them (^[0-9]{5}$ with maxLength 5, a date with 10).
+  if ((min && r.length.min < *min) || (max && (!r.length.max || *r.length.max > *max)))
+    grammar_fail(path, min ? "minLength" : "maxLength",
+                 "'{}' narrows what '{}' allows, and tandem cannot intersect the two (strings "
+                 "of the {} are {} to {} characters long)",
+                 min ? "minLength" : "maxLength", keyword, keyword, r.length.min,
+                 r.length.max ? std::to_string(*r.length.max) : "any number of");
+  return ir_.seq({ir_.literal("\""), r.expr, ir_.literal("\"")});
 }
 
 ExprId SchemaCompiler::number(const Json& s, const std::string& path, bool integer) {
