@@ -237,9 +237,10 @@ void run(const Scenario& sc, const Tokenizer& tok, std::shared_ptr<const TokenVo
              *std::max_element(f.mask_us.begin(), f.mask_us.end()));
   fmt::print("| {:.0f} | {:.0f} | {:.2f} ", percentile(f.first_row_mask_us, 0.5),
              percentile(f.first_row_mask_us, 0.99), percentile(f.advance_us, 0.5));
-  fmt::print("| {} / {} / {} | {:.0f}k | {:.1f} | {:.0f} |\n", st.masks.misses,
+  fmt::print("| {} / {} / {} | {:.0f}k | {:.1f} / {:.1f} | {:.0f} |\n", st.masks.misses,
              st.masks.frame_walks, st.masks.full_walks, nodes_per_mask / 1000,
-             double(st.masks.bytes) / (1 << 20), percentile(f.naive_us, 0.5));
+             double(st.masks.bytes) / (1 << 20), double(st.automaton_bytes) / (1 << 20),
+             percentile(f.naive_us, 0.5));
 }
 
 }  // namespace
@@ -274,8 +275,8 @@ int main(int argc, char** argv) {
     fmt::print(
         "| schema | compile ms | states | tokens/row | mask µs p50 | p99 | max | first row p50 | "
         "first row p99 | "
-        "advance µs p50 | masks / frames / full walks | nodes per mask | cache MiB | naive mask µs "
-        "p50 |\n");
+        "advance µs p50 | masks / frames / full walks | nodes per mask | masks / automaton MiB | "
+        "naive mask µs p50 |\n");
     fmt::print(
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     const Scenario scenarios[] = {

@@ -32,7 +32,7 @@ constexpr StateId kDeadState = 0;
 
 struct AutomatonLimits {
   size_t max_threads = 20'000;         // one configuration's thread set (grammar ambiguity)
-  size_t max_bytes = size_t(1) << 30;  // all states, stacks and rows together
+  size_t max_bytes = size_t(256) << 20;  // all states, stacks and rows (a schema: < 10 MiB)
 };
 
 // Per-state flags, one byte each (the mask walk reads them in its inner loop).

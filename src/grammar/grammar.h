@@ -24,6 +24,17 @@
 //   if (m.must_end()) ...          // only EOS is allowed next
 //   if (m.is_finished()) ...       // EOS was taken
 //
+// The vocabulary: token_bytes[id] is what the token adds to the output. For byte-level BPE
+// (Qwen, Llama 3, GPT-2 style) that is tok::append_token_bytes(tok.id_to_token(id)), as
+// tests/unit/grammar/vocab_fixtures.h and bench/grammar_bench.cpp build it; SentencePiece
+// vocabularies need their own decoding ("▁" is a space, <0xNN> is one byte), which the
+// tokenizer module does not expose yet.
+//
+// Errors at run time: the automaton is built as rows advance, under limits
+// (AutomatonLimits: parses alive at once, bytes of states). A grammar that outgrows them
+// makes accept_token/fill_mask throw GrammarError; the engine should fail that row (its
+// output so far is still a valid prefix), never drop the mask.
+//
 // Guarantees: every token a mask allows keeps the output a prefix of some complete output
 // (no dead ends); EOS is allowed exactly when the output is complete; special tokens never
 // are. So a row whose sampler honours the mask ends with a valid output, or runs out of
