@@ -130,6 +130,33 @@ StateId Automaton::top_frame(StateId s) {
   return top;
 }
 
+StateId Automaton::canonical(StateId s, uint32_t horizon) {
+  if (program_->chains.empty()) return s;
+  if (auto it = canonical_.find(s); it != canonical_.end()) return it->second;
+  Closure c;
+  bool moved = false;
+  for (const Thread& t : states_[s].threads) {
+    Thread a{alias(*program_, t.pc, horizon), canonical_stack(t.stack, horizon)};
+    moved = moved || !(a == t);
+    c.threads.push_back(a);
+  }
+  c.accepting = states_[s].accepting;
+  c.escaped = flags_[s] & kEscaped;
+  StateId out = moved ? intern(c) : s;
+  canonical_.emplace(s, out);
+  return out;
+}
+
+uint32_t Automaton::canonical_stack(uint32_t stack, uint32_t horizon) {
+  if (stack <= kUnknownStack) return stack;
+  if (auto it = canonical_stacks_.find(stack); it != canonical_stacks_.end()) return it->second;
+  StackNode node = stacks_[stack];
+  uint32_t out =
+      push_stack(alias(*program_, node.ret, horizon), canonical_stack(node.parent, horizon));
+  canonical_stacks_.emplace(stack, out);
+  return out;
+}
+
 void Automaton::charge(size_t bytes) {
   bytes_ += bytes;
   if (bytes_ > limits_.max_bytes)

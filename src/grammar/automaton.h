@@ -31,7 +31,7 @@ using StateId = uint32_t;
 constexpr StateId kDeadState = 0;
 
 struct AutomatonLimits {
-  size_t max_threads = 20'000;         // one configuration's thread set (grammar ambiguity)
+  size_t max_threads = 20'000;           // one configuration's thread set (grammar ambiguity)
   size_t max_bytes = size_t(256) << 20;  // all states, stacks and rows (a schema: < 10 MiB)
 };
 
@@ -75,6 +75,11 @@ class Automaton {
   }
   // s with its threads' stacks unknown (memoized).
   StateId top_frame(StateId s);
+  // A state that acts as s on every byte string of at most `horizon` bytes, shared by the
+  // states that differ only in how far they are from the end of a long repetition (a
+  // maxLength string, a maxItems array): their positions are moved to the one `horizon`
+  // copies from the end (Chain, alias()). Memoized; s itself when nothing moves.
+  StateId canonical(StateId s, uint32_t horizon);
 
   size_t num_states() const { return states_.size(); }
   size_t memory_bytes() const { return bytes_; }
@@ -101,6 +106,7 @@ class Automaton {
   void add_closure(uint32_t pc, uint32_t stack, Closure& out);
   StateId intern(Closure& c);
   uint32_t push_stack(uint32_t ret, uint32_t parent);
+  uint32_t canonical_stack(uint32_t stack, uint32_t horizon);
   void charge(size_t bytes);
 
   std::shared_ptr<const Program> program_;
@@ -113,6 +119,8 @@ class Automaton {
   std::vector<StackNode> stacks_;
   std::unordered_map<uint64_t, uint32_t> stack_ids_;
   std::unordered_map<StateId, StateId> top_frames_;
+  std::unordered_map<StateId, StateId> canonical_;
+  std::unordered_map<uint32_t, uint32_t> canonical_stacks_;
   StateId start_ = kDeadState;
   size_t bytes_ = 0;
 };

@@ -81,7 +81,8 @@ std::shared_ptr<const Program> compile_program(const GrammarSpec& spec,
     case SpecKind::Regex: {
       RuleId root = ir.add_rule("regex");
       ir.set_body(
-          root, compile_regex(ir, spec.text, RegexContext{raw_utf8_encoder(), false, "", "regex"}).expr);
+          root,
+          compile_regex(ir, spec.text, RegexContext{raw_utf8_encoder(), false, "", "regex"}).expr);
       ir.set_root(root);
       break;
     }

@@ -21,26 +21,45 @@ MaskCache::MaskCache(std::shared_ptr<const TokenVocab> vocab, size_t max_bytes)
   all_words_.assign(vocab_->num_mask_words(), 0);
   for (int32_t id : vocab_->sorted_tokens()) set_bit(all_words_, uint32_t(id));
   num_grammar_tokens_ = vocab_->sorted_tokens().size();
-  state_at_.resize(vocab_->max_token_bytes() + 1);
-  escaped_at_.resize(vocab_->max_token_bytes() + 1);
+  state_at_.resize(vocab_->trie_depth() + 1);
+  escaped_at_.resize(vocab_->trie_depth() + 1);
   scratch_.resize(vocab_->num_mask_words() + 1);
 }
 
-void MaskCache::fill(Automaton& automaton, StateId s, std::span<uint32_t> words) {
+void MaskCache::fill(Automaton& automaton, StateId real, std::span<uint32_t> words) {
   TANDEM_CHECK(words.size() == vocab_->num_mask_words(), "mask of {} words for {}", words.size(),
                vocab_->num_mask_words());
+  // No trie token is longer than trie_depth(): states that act alike on that many bytes
+  // have the same trie tokens allowed.
+  StateId s = automaton.canonical(real, vocab_->trie_depth());
   if (auto it = entries_.find(s); it != entries_.end()) {
     ++stats_.hits;
     expand(it->second, words);
-    return;
+  } else {
+    ++stats_.misses;
+    compute(automaton, s);
+    std::span<const uint32_t> mask(scratch_.data(), words.size());
+    std::copy(mask.begin(), mask.end(), words.begin());
+    Entry e = compress(mask);
+    charge(e.data.size() * sizeof(uint32_t) + 64);
+    entries_.emplace(s, std::move(e));
   }
-  ++stats_.misses;
-  compute(automaton, s);
-  std::span<const uint32_t> mask(scratch_.data(), words.size());
-  std::copy(mask.begin(), mask.end(), words.begin());
-  Entry e = compress(mask);
-  charge(e.data.size() * sizeof(uint32_t) + 64);
-  entries_.emplace(s, std::move(e));
+  for (uint32_t id : long_tokens_allowed(automaton, real)) set_bit(words, id);
+}
+
+const std::vector<uint32_t>& MaskCache::long_tokens_allowed(Automaton& automaton, StateId real) {
+  if (auto it = long_allowed_.find(real); it != long_allowed_.end()) return it->second;
+  std::vector<uint32_t> allowed;
+  for (int32_t id : vocab_->long_tokens()) {
+    StateId t = real;
+    for (char c : vocab_->bytes(id)) {
+      t = automaton.next(t, uint8_t(c));
+      if (t == kDeadState) break;
+    }
+    if (t != kDeadState) allowed.push_back(uint32_t(id));
+  }
+  charge(allowed.size() * sizeof(uint32_t) + 64);
+  return long_allowed_.emplace(real, std::move(allowed)).first->second;
 }
 
 void MaskCache::compute(Automaton& automaton, StateId s) {
@@ -179,6 +198,7 @@ void MaskCache::charge(size_t bytes) {
     // entry is referenced only while one mask is computed.
     entries_.clear();
     frames_.clear();
+    long_allowed_.clear();
     stats_.bytes = 0;
   }
   stats_.bytes += bytes;

@@ -4,6 +4,10 @@
 // few microseconds. A state is a whole pushdown configuration, stack included, so a cached
 // mask is exact: no token needs a second look at run time.
 //
+// The key is Automaton::canonical(state): states that differ only in how far they are from
+// the end of a long repetition (a maxLength string) share a mask, because no trie token is
+// long enough to tell them apart; the few longer tokens are checked per state.
+//
 // Computing a mask walks the vocabulary trie through the automaton (a rejected byte prunes
 // the whole subtree of tokens that start with it). Most states share their top frame with
 // others (the inside of a string is the same wherever the string sits), so the walk is
@@ -59,6 +63,8 @@ class MaskCache {
   };
 
   void compute(Automaton& automaton, StateId s);
+  // The tokens too long for the trie that real allows (cached per state).
+  const std::vector<uint32_t>& long_tokens_allowed(Automaton& automaton, StateId real);
   const FrameEntry& frame_entry(Automaton& automaton, StateId top);
   // Walks trie nodes [begin, end) (a subtree, or the whole trie from 1), whose parent at
   // base_depth is in state s, setting allowed tokens in scratch_. With kFrame, collects the
@@ -76,6 +82,7 @@ class MaskCache {
   size_t max_bytes_;
   std::unordered_map<StateId, Entry> entries_;
   std::unordered_map<StateId, FrameEntry> frames_;
+  std::unordered_map<StateId, std::vector<uint32_t>> long_allowed_;  // by real state
   std::vector<StateId> state_at_;    // walk scratch: the state at each trie depth
   std::vector<uint8_t> escaped_at_;  // walk scratch: an escape happened on the path
   std::vector<uint32_t> scratch_;    // walk scratch: the mask and the scratch bit's word

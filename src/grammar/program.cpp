@@ -1,5 +1,6 @@
 #include "grammar/program.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -111,6 +112,10 @@ class Emitter {
 
   void build() {
     uint32_t ret = ret_ = push(Inst{Op::Return});
+    // Every rule's entry first, so that emitting an expression twice lays out the same
+    // instructions (a chain's copies must be alike).
+    for (RuleId r = 0; r < ir_.num_rules(); ++r)
+      if (facts_.productive[r]) entry(r);
     RuleId root = ir_.root();
     std::optional<uint32_t> start;
     if (facts_.productive[root]) start = emit(*ir_.rule(root).body, ret);
@@ -204,13 +209,45 @@ class Emitter {
       }
     } else {
       // Up to max-min optional copies, each of which may stop and go on.
-      for (uint32_t k = e.min; k < *e.max; ++k)
+      ChainRecorder chain(*this, child);
+      for (uint32_t k = e.min; k < *e.max; ++k) {
+        chain.begin_copy();
         if (auto body = emit(child, tail)) tail = split({*body, next});
+      }
+      chain.finish();
     }
     std::optional<uint32_t> cur = tail;
-    for (uint32_t k = 0; k < e.min && cur; ++k) cur = emit(child, *cur);
+    ChainRecorder chain(*this, child);
+    for (uint32_t k = 0; k < e.min && cur; ++k) {
+      chain.begin_copy();
+      cur = emit(child, *cur);
+    }
+    chain.finish();
     return cur;
   }
+
+  // Records a run of copies as a Chain when it is long, its element reads a byte, and its
+  // copies came out alike.
+  class ChainRecorder {
+   public:
+    ChainRecorder(Emitter& e, ExprId child)
+        : e_(e), worth_it_(!expr_holds(e.ir_, child, e.facts_.nullable, true)) {}
+    void begin_copy() { starts_.push_back(uint32_t(e_.p_.insts.size())); }
+    void finish() {
+      if (!worth_it_ || starts_.size() < kMinChain) return;
+      uint32_t stride = starts_[1] - starts_[0];
+      for (size_t c = 1; c < starts_.size(); ++c)
+        if (starts_[c] - starts_[c - 1] != stride) return;
+      if (uint32_t(e_.p_.insts.size()) - starts_.back() != stride) return;
+      e_.p_.chains.push_back(Chain{starts_[0], stride, uint32_t(starts_.size())});
+    }
+
+   private:
+    static constexpr size_t kMinChain = 16;
+    Emitter& e_;
+    bool worth_it_;
+    std::vector<uint32_t> starts_;
+  };
 
   const GrammarIr& ir_;
   const RuleFacts& facts_;
@@ -244,6 +281,16 @@ void assign_byte_classes(Program& p) {
 
 }  // namespace
 
+uint32_t alias(const Program& p, uint32_t pc, uint32_t h) {
+  for (const Chain& c :
+       p.chains) {  // outer chains first: an inner one is then found in the copy moved to
+    if (pc < c.first || pc >= c.first + c.count * c.stride) continue;
+    uint32_t copy = (pc - c.first) / c.stride;
+    if (copy > h) pc -= (copy - h) * c.stride;
+  }
+  return pc;
+}
+
 Program build_program(const GrammarIr& ir, const ProgramLimits& limits) {
   for (RuleId r = 0; r < ir.num_rules(); ++r)
     if (!ir.rule(r).body)
@@ -253,6 +300,8 @@ Program build_program(const GrammarIr& ir, const ProgramLimits& limits) {
   Program p;
   Emitter(ir, facts, limits, p).build();
   assign_byte_classes(p);
+  std::stable_sort(p.chains.begin(), p.chains.end(),
+                   [](const Chain& a, const Chain& b) { return a.first < b.first; });
   return p;
 }
 

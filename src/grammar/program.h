@@ -31,8 +31,20 @@ struct Inst {
   uint32_t b = 0;
 };
 
+// A repetition unrolled into copies of one element: copy c (0-based, in emission order)
+// occupies insts [first + c * stride, first + (c + 1) * stride) and has c + 1 copies left
+// including itself. Every copy has the same layout, and the element reads at least one
+// byte. So two copies with more than h copies left act alike on any h bytes: a token of at
+// most h bytes cannot tell them apart (alias()).
+struct Chain {
+  uint32_t first = 0;
+  uint32_t stride = 0;
+  uint32_t count = 0;
+};
+
 struct Program {
   std::vector<Inst> insts;
+  std::vector<Chain> chains;            // sorted by first; nested chains come after their outer one
   std::vector<ByteSet> sets;            // the byte sets of Bytes instructions
   std::vector<uint32_t> split_targets;  // Split fan-outs, concatenated
   uint32_t start = 0;                   // where the root rule's body begins
@@ -42,6 +54,10 @@ struct Program {
   std::array<uint8_t, 256> class_byte{};  // a representative byte of each class
   uint32_t num_classes = 0;
 };
+
+// pc moved, within every chain that holds it, from a copy with more than h + 1 copies left
+// to the copy with h + 1 left: the same behaviour on any h bytes.
+uint32_t alias(const Program& p, uint32_t pc, uint32_t h);
 
 struct ProgramLimits {
   size_t max_insts = 4'000'000;  // an unrolled repetition past this is refused

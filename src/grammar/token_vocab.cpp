@@ -18,16 +18,19 @@ TokenVocab::TokenVocab(TokenVocabParams params)
       fail("token vocabulary: EOS id {} outside [0, {})", id, bytes_.size());
   std::sort(eos_ids_.begin(), eos_ids_.end());
   eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
-  build_trie();
+  build_trie(params.trie_depth);
 }
 
 bool TokenVocab::is_eos(int32_t id) const {
   return std::binary_search(eos_ids_.begin(), eos_ids_.end(), id);
 }
 
-void TokenVocab::build_trie() {
-  for (int32_t id = 0; id < num_tokens(); ++id)
-    if (is_grammar_token(id) && !is_eos(id)) sorted_tokens_.push_back(id);
+void TokenVocab::build_trie(size_t max_depth) {
+  if (max_depth == 0 || max_depth > 0xFFFF) fail("token vocabulary: trie depth {}", max_depth);
+  for (int32_t id = 0; id < num_tokens(); ++id) {
+    if (!is_grammar_token(id) || is_eos(id)) continue;
+    (bytes(id).size() > max_depth ? long_tokens_ : sorted_tokens_).push_back(id);
+  }
   std::stable_sort(sorted_tokens_.begin(), sorted_tokens_.end(),
                    [&](int32_t a, int32_t b) { return bytes_[size_t(a)] < bytes_[size_t(b)]; });
   trie_.push_back(TrieNode{0, scratch_token(), 0, 0, 0});
@@ -42,9 +45,7 @@ void TokenVocab::build_trie() {
   };
   for (size_t i = 0; i < sorted_tokens_.size(); ++i) {
     std::string_view s = bytes_[size_t(sorted_tokens_[i])];
-    if (s.size() > 0xFFFF)
-      fail("token vocabulary: token {} has {} bytes", sorted_tokens_[i], s.size());
-    max_token_bytes_ = std::max(max_token_bytes_, s.size());
+    trie_depth_ = std::max(trie_depth_, uint32_t(s.size()));
     size_t common = 0;
     while (common < std::min(prev.size(), s.size()) && prev[common] == s[common]) ++common;
     if (common == s.size() && common == prev.size() && i > 0) {

@@ -6,7 +6,10 @@
 // in).
 //
 // The ordinary tokens form a byte trie laid out in depth-first order, so a mask walk reads
-// it front to back and skips a rejected subtree with one jump.
+// it front to back and skips a rejected subtree with one jump. The few tokens longer than
+// trie_depth bytes (runs of '=' or '_', long code fragments) stay out of it and are
+// checked one by one: the trie's depth bounds how far any walk looks ahead, which lets
+// masks be shared between states that differ only beyond it (Automaton::canonical).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,7 @@ struct TokenVocabParams {
   std::vector<std::string> token_bytes;
   std::vector<uint8_t> is_special;  // same size (or empty: none special)
   std::vector<int32_t> eos_ids;     // the tokens that end the output
+  size_t trie_depth = 32;           // longer tokens are checked one by one
 };
 
 // 12 bytes: the mask walk streams the whole trie for states that allow most tokens.
@@ -61,18 +65,22 @@ class TokenVocab {
   // The first token in node's subtree, as an index into sorted_tokens(); the path to node
   // is the first depth bytes of that token.
   uint32_t first_token(uint32_t node) const { return first_token_[node]; }
-  size_t max_token_bytes() const { return max_token_bytes_; }
+  // The longest token in the trie, in bytes.
+  uint32_t trie_depth() const { return trie_depth_; }
+  // Grammar tokens too long for the trie.
+  const std::vector<int32_t>& long_tokens() const { return long_tokens_; }
 
  private:
-  void build_trie();
+  void build_trie(size_t max_depth);
 
   std::vector<std::string> bytes_;
   std::vector<uint8_t> special_;
   std::vector<int32_t> eos_ids_;
   std::vector<TrieNode> trie_;          // trie_[0] is the root
   std::vector<uint32_t> first_token_;   // per node
-  std::vector<int32_t> sorted_tokens_;  // grammar tokens in byte order
-  size_t max_token_bytes_ = 0;
+  std::vector<int32_t> sorted_tokens_;  // the trie's tokens in byte order
+  std::vector<int32_t> long_tokens_;
+  uint32_t trie_depth_ = 0;
 };
 
 }  // namespace tandem::grammar

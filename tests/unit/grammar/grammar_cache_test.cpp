@@ -30,7 +30,8 @@ TEST(GrammarCache, SameSpecSameGrammarLruDropsTheOldest) {
 TEST(GrammarCache, KeysTellSpecsApart) {
   EXPECT_NE(GrammarSpec::choice({"a:b"}).key(), GrammarSpec::choice({"a", "b"}).key());
   EXPECT_NE(GrammarSpec::regex("x").key(), GrammarSpec::gbnf("x").key());
-  EXPECT_NE(GrammarSpec::json_object().key(), GrammarSpec::json_object({.max_whitespace = 1}).key());
+  EXPECT_NE(GrammarSpec::json_object().key(),
+            GrammarSpec::json_object({.max_whitespace = 1}).key());
   EXPECT_EQ(schema_spec(R"({"type": "string"})").key(), schema_spec(R"({"type":"string"})").key());
 }
 
@@ -44,8 +45,8 @@ TEST(GrammarLimits, AmbiguityAndMemoryAreBounded) {
   GrammarCacheOptions options;
   options.grammar.automaton.max_threads = 2;
   // Three alternatives alive after "x": past the limit, a GrammarError, not a wrong mask.
-  auto g = compile_grammar(GrammarSpec::gbnf("root ::= \"x\" (\"ab\" | \"ac\" | \"ad\")\n"), byte_vocab(),
-                           options);
+  auto g = compile_grammar(GrammarSpec::gbnf("root ::= \"x\" (\"ab\" | \"ac\" | \"ad\")\n"),
+                           byte_vocab(), options);
   Matcher m(g);
   EXPECT_THROW(m.accept_bytes("x"), GrammarError);
   GrammarCacheOptions tiny;
@@ -65,7 +66,8 @@ TEST(GrammarLimits, AmbiguityAndMemoryAreBounded) {
 // Rows of one grammar on several threads: every mask equals the one-token-at-a-time
 // reference, however the threads interleave on the shared automaton and cache.
 TEST(GrammarThreads, SharedGrammarServesConcurrentRows) {
-  auto g = compiled(schema_spec(R"({"type":"object","properties":{"id":{"type":"integer","minimum":0,
+  auto g =
+      compiled(schema_spec(R"({"type":"object","properties":{"id":{"type":"integer","minimum":0,
       "maximum":99999},"tags":{"type":"array","items":{"type":"string","maxLength":6},"maxItems":4}},
       "required":["id","tags"]})"));
   std::vector<std::thread> threads;
@@ -74,9 +76,10 @@ TEST(GrammarThreads, SharedGrammarServesConcurrentRows) {
     threads.emplace_back([&, t] {
       std::mt19937 rng(100 + t);
       for (int w = 0; w < 20; ++w) {
-        random_walk(Matcher(g), rng, 60, 0.3, [&](const std::vector<uint32_t>& words, const Matcher& m) {
-          if (words != brute_force_mask(m)) ++num_bad[t];
-        });
+        random_walk(Matcher(g), rng, 60, 0.3,
+                    [&](const std::vector<uint32_t>& words, const Matcher& m) {
+                      if (words != brute_force_mask(m)) ++num_bad[t];
+                    });
       }
     });
   }

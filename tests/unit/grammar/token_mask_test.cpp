@@ -20,6 +20,11 @@ std::vector<GrammarSpec> specs() {
       GrammarSpec::regex("(ab|[0-9]{2,4}|\\w+ )+[.!?]"),
       GrammarSpec::choice({"positive", "negative", "neutral", "pos"}),
       GrammarSpec::gbnf("root ::= \"[\" (item (\", \" item)*)? \"]\"\nitem ::= [a-z]+ | root\n"),
+      // Long repetitions, nested: states far from their end share masks (canonical()).
+      schema_spec(R"({"type":"object","properties":{"note":{"type":"string","maxLength":300},
+          "codes":{"type":"array","items":{"type":"string","minLength":20,"maxLength":90},
+          "minItems":17,"maxItems":60}},"required":["note","codes"]})"),
+      GrammarSpec::regex("([a-c ]{0,200}x){2,40}y"),
   };
 }
 
@@ -43,12 +48,33 @@ void expect_masks_exact(std::shared_ptr<const TokenVocab> vocab, size_t num_walk
 
 TEST(TokenMask, SmallVocabularyMatchesBruteForce) {
   if (!qwen3_vocab()) return;
-  expect_masks_exact(small_vocab(4000, 5), 6, 40);
+  expect_masks_exact(small_vocab(4000, 5), 6, 60);
 }
 
 TEST(TokenMask, QwenVocabularyMatchesBruteForce) {
   if (!qwen3_vocab()) return;
   expect_masks_exact(qwen3_vocab(), 1, 8);
+}
+
+// Every position of a long maxLength string, near its end too, against the reference; and
+// the positions far from the end share one mask.
+TEST(TokenMask, LongStringPositionsShareExactMasks) {
+  if (!qwen3_vocab()) return;
+  auto vocab = small_vocab(4000, 11);
+  auto g = compile_grammar(schema_spec(R"({"type":"string","maxLength":300})"), vocab);
+  Matcher m(g);
+  ASSERT_TRUE(m.accept_bytes("\""));
+  std::vector<uint32_t> words(vocab->num_mask_words());
+  for (int pos = 0; pos <= 300; ++pos) {
+    m.fill_mask(words);
+    ASSERT_EQ(words, brute_force_mask(m)) << "after " << pos << " characters";
+    if (pos == 300) break;
+    ASSERT_TRUE(m.accept_bytes(pos % 7 ? "a" : "\u00e9"));
+  }
+  EXPECT_FALSE(m.accept_bytes("a"));
+  EXPECT_TRUE(m.accept_bytes("\""));
+  // About one mask per position within a trie depth of the end, not one per position.
+  EXPECT_LT(g->stats().masks.misses, 60u + vocab->trie_depth());
 }
 
 TEST(TokenMask, CachedMasksEqualFreshOnes) {
