@@ -21,14 +21,23 @@ struct Property {
 // Members in the given order, any optional one left out, commas only between members;
 // `extra` (if any) may follow the declared ones any number of times.
 ExprId members(GrammarIr& ir, JsonPieces& json, const std::vector<Property>& props,
-               std::optional<ExprId> extra) {
+               std::optional<ExprId> extra, const std::string& path) {
   ExprId comma = json.punct(',');
-  // tail[i]: what may follow once something is written, from property i on.
+  // tail[i]: what may follow once something is written, from property i on. Each first
+  // member below and each tail holds the next tail, so past a few properties the tails are
+  // rules (entered by a jump: the call is the rule's last step), not copies: the grammar
+  // stays linear in the number of properties.
+  bool as_rules = props.size() > 8;
   std::vector<ExprId> tail(props.size() + 1);
   tail[props.size()] = extra ? ir.star(ir.seq({comma, *extra})) : ir.empty();
   for (size_t i = props.size(); i-- > 0;) {
     ExprId one = ir.seq({comma, props[i].member});
     tail[i] = ir.seq({props[i].required ? one : ir.optional(one), tail[i + 1]});
+    if (as_rules) {
+      RuleId r = ir.add_rule(fmt::format("{} (members from '{}' on)", path, props[i].name));
+      ir.set_body(r, tail[i]);
+      tail[i] = ir.ref(r);
+    }
   }
   // The first member written is some property i with only optional ones before it.
   std::vector<ExprId> first;
@@ -180,7 +189,7 @@ ExprId SchemaCompiler::object(const Json& s, const std::string& path) {
   if (additional != false)
     extra = ir_.seq({json_.key_other_than(names), json_.punct(':'),
                      value_rule(additional, pointer_child(path, "additionalProperties"))});
-  return ir_.seq({ir_.literal("{"), json_.ws(), members(ir_, json_, props, extra), json_.ws(),
+  return ir_.seq({ir_.literal("{"), json_.ws(), members(ir_, json_, props, extra, path), json_.ws(),
                   ir_.literal("}")});
 }
 

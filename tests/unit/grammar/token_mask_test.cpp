@@ -25,6 +25,11 @@ std::vector<GrammarSpec> specs() {
           "codes":{"type":"array","items":{"type":"string","minLength":20,"maxLength":90},
           "minItems":17,"maxItems":60}},"required":["note","codes"]})"),
       GrammarSpec::regex("([a-c ]{0,200}x){2,40}y"),
+      // More than eight properties: the member tails are rules.
+      schema_spec(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"},
+          "c":{"type":"boolean"},"d":{"type":"null"},"e":{"type":"integer"},"f":{"type":"string"},
+          "g":{"enum":[1,2]},"h":{"type":"integer"},"i":{"type":"string"},"j":{"type":"boolean"}},
+          "required":["e"],"additionalProperties":{"type":"integer"}})"),
   };
 }
 
