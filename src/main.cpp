@@ -4,6 +4,7 @@
 
 #include "cli/bench/bench_options.h"
 #include "cli/commands.h"
+#include "core/thread_pool.h"
 
 using namespace tandem::cli;
 
@@ -114,7 +115,14 @@ int main(int argc, char** argv) {
   bench->add_option("--json", bo.json_path, "Write the raw per-request numbers and summaries to FILE");
   bench->add_option("--plot", bo.plot_path, "Draw throughput and TTFT against concurrency to FILE.svg");
 
+  // The CPU backend's thread pool, on every command that runs a model.
+  int threads = 0;
+  for (CLI::App* cmd : {serve, logits, gen, ppl})
+    cmd->add_option("--threads", threads, "Threads of the CPU backend's ops (default: the physical cores)")
+        ->check(CLI::PositiveNumber);
+
   CLI11_PARSE(app, argc, argv);
+  if (threads > 0) tandem::ThreadPool::set_global_threads(threads);
   if (so.model.empty()) so.model = default_model_dir();
   if (go.model.empty()) go.model = default_model_dir();
   if (eo.model.empty()) eo.model = default_model_dir();
