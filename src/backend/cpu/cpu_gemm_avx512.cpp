@@ -1,6 +1,11 @@
 // The GEMM kernels for AVX-512 (F, BW, VL): 16 f32 lanes, chunks of 32 k. Compiled with
 // -mavx512f -mavx512bw -mavx512vl (CMakeLists.txt) and called only after cpu_isa() says
 // the machine has them. Includes nothing inline from outside its own files.
+// GCC 12's AVX-512 intrinsics start from deliberately undefined vectors, which
+// -Wuninitialized reports wherever they inline (a false positive: GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <immintrin.h>
 
 #include "backend/cpu/cpu_gemm_tile.h"
@@ -15,7 +20,16 @@ struct Avx512 {
   static Reg zero() { return _mm512_setzero_ps(); }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
-  static float reduce(Reg v) { return _mm512_reduce_add_ps(v); }
+  // The 16 lanes folded in halves; the last eight as the AVX2 kernels fold theirs.
+  static float reduce(Reg v) {
+    const __m256 lo = _mm512_castps512_ps256(v);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
   // The 32 weights at w as two f32 vectors, in k order.
   template <WeightType WT>
   static void widen(const char* w, Reg& a, Reg& b) {
