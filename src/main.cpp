@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
 
   // The CPU backend's thread pool, on every command that runs a model.
   int threads = 0;
-  for (CLI::App* cmd : {serve, logits, gen, ppl})
+  for (CLI::App* cmd : {serve, logits, gen, ppl, ev})
     cmd->add_option("--threads", threads, "Threads of the CPU backend's ops (default: the physical cores)")
         ->check(CLI::PositiveNumber);
 
