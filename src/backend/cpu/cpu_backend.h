@@ -17,6 +17,7 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_huge_pages.h"
 #include "core/thread_pool.h"
 
 namespace tandem {
@@ -75,7 +76,13 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() const { return *pool_; }
 
  private:
+  // A tensor on huge pages when it is big enough to be streamed (weights through the
+  // arena, the KV cache in a mapping of its own: cpu_huge_pages.h), else on the heap;
+  // zero-filled either way.
+  Tensor host_tensor(DType dtype, Shape shape, bool weight);
+
   ThreadPool* pool_;
+  cpu::HugePageArena weights_;
 };
 
 }  // namespace tandem

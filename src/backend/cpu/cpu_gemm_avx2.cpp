@@ -45,7 +45,7 @@ static_assert(2 * Avx2::kLanes == kChunkAvx2);
 }  // namespace
 
 void gemm_rows_avx2(const GemmOperands& g, int64_t n0, int64_t n1) {
-  gemm_rows_for<Avx2, 2, 4, 4>(g, n0, n1);
+  gemm_rows_for<Avx2, 2, 4, 1>(g, n0, n1);
 }
 
 }  // namespace tandem::cpu

@@ -54,7 +54,7 @@ static_assert(2 * Avx512::kLanes == kChunkAvx512);
 }  // namespace
 
 void gemm_rows_avx512(const GemmOperands& g, int64_t n0, int64_t n1) {
-  gemm_rows_for<Avx512, 4, 4, 4>(g, n0, n1);
+  gemm_rows_for<Avx512, 4, 4, 1>(g, n0, n1);
 }
 
 }  // namespace tandem::cpu

@@ -61,7 +61,8 @@ void tile(const GemmOperands& g, int64_t m0, int64_t n0) {
   for (int j = 0; j < NR; j++) w[j] = static_cast<const char*>(g.w) + (n0 + j) * g.K * EB;
   const int64_t full = g.K / C, ahead = kPrefetchRows * g.K * EB;
   for (int64_t c = 0; c < full; c++) {
-    for (int j = 0; j < NR; j++) _mm_prefetch(w[j] + ahead, _MM_HINT_T1);
+    if constexpr (NR > 1)
+      for (int j = 0; j < NR; j++) _mm_prefetch(w[j] + ahead, _MM_HINT_T1);
     chunk_step<V, WT, MR, NR>(acc, x, w);
     for (int i = 0; i < MR; i++) x[i] += C;
     for (int j = 0; j < NR; j++) w[j] += C * EB;
