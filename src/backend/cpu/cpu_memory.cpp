@@ -10,7 +10,10 @@
 
 namespace tandem {
 
-CpuBackend::CpuBackend(ThreadPool* pool) : pool_(pool ? pool : &ThreadPool::global()) {
+CpuBackend::CpuBackend(ThreadPool* pool, CpuIsa isa)
+    : pool_(pool ? pool : &ThreadPool::global()), isa_(isa) {
+  if (isa > cpu_max_isa())
+    fail("cpu backend: {} kernels asked of a cpu without them", cpu_isa_name(isa));
   // The pool splits every GEMM; OpenBLAS's own threads would oversubscribe the cores.
   openblas_set_num_threads(1);
 }
