@@ -4,7 +4,8 @@
 // them, so the math is f32 over the stored values at half the bytes. Storage keeps the
 // dtype asked for (an f8_e4m3 KV cache included, which write_kv and attention read and
 // write). "Device" memory is 64-byte aligned host memory; the weights and the KV cache
-// are on 2 MiB pages where the system gives them (cpu_huge_pages.h).
+// are on 2 MiB pages where the system gives them, and large activations are reused from
+// step to step rather than faulted in afresh (cpu_host_memory.h).
 //
 // Determinism: every output element is computed by exactly one thread with a fixed
 // summation order, so results do not depend on the thread count, and a row's results do
@@ -19,7 +20,7 @@
 #pragma once
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_huge_pages.h"
+#include "backend/cpu/cpu_host_memory.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 
@@ -82,13 +83,17 @@ class CpuBackend final : public Backend {
 
  private:
   // A tensor on huge pages when it is big enough to be streamed (weights through the
-  // arena, the KV cache in a mapping of its own: cpu_huge_pages.h), else on the heap;
+  // arena, the KV cache in a mapping of its own: cpu_host_memory.h), else on the heap;
   // zero-filled either way.
   Tensor host_tensor(DType dtype, Shape shape, bool weight);
+
+  // A 512-token prefill step of a ~100M model keeps a few tens of MB of activations live.
+  static constexpr size_t kMaxCachedActivations = size_t(256) << 20;
 
   ThreadPool* pool_;
   CpuIsa isa_;
   cpu::HugePageArena weights_;
+  cpu::BufferCache activations_;  // alloc()'s tensors of 64 KiB and more
 };
 
 }  // namespace tandem

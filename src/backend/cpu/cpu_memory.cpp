@@ -11,7 +11,7 @@
 namespace tandem {
 
 CpuBackend::CpuBackend(ThreadPool* pool, CpuIsa isa)
-    : pool_(pool ? pool : &ThreadPool::global()), isa_(isa) {
+    : pool_(pool ? pool : &ThreadPool::global()), isa_(isa), activations_(kMaxCachedActivations) {
   if (isa > cpu_max_isa())
     fail("cpu backend: {} kernels asked of a cpu without them", cpu_isa_name(isa));
   // The pool splits every GEMM; OpenBLAS's own threads would oversubscribe the cores.
@@ -27,8 +27,16 @@ std::unique_ptr<Backend> make_cpu_backend() {
 }
 
 Tensor CpuBackend::alloc(DType dtype, Shape shape) {
-  // empty_host zero-fills; "uninitialized" only promises nothing about the contents.
-  return Tensor::empty_host(dtype, shape);
+  // "Uninitialized": a reused buffer holds what its last user left. Small tensors come
+  // from the heap (zero-filled), where malloc reuses them cheaply anyway.
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  const size_t bytes = t.nbytes();
+  if (bytes < cpu::BufferCache::kMinBytes) return Tensor::empty_host(dtype, shape);
+  t.storage = activations_.take(bytes);
+  t.data = t.storage.get();
+  return t;
 }
 
 Tensor CpuBackend::zeros(DType dtype, Shape shape) {

@@ -1,7 +1,9 @@
-// Huge-page host memory (cpu_huge_pages.h): mappings are 2 MiB-aligned, zero-filled and
+// Huge-page host memory (cpu_host_memory.h): mappings are 2 MiB-aligned, zero-filled and
 // writable; the arena packs allocations without overlap, keeps each chunk alive as long
 // as any allocation in it, and gives oversized requests a mapping of their own; the CPU
 // backend puts large uploads and large zeros there and their contents are what was asked.
+// The buffer cache rounds sizes up to classes, hands a released buffer to the next taker
+// of its class, keeps no more than its cap and frees buffers that outlive it.
 // Whether the kernel really backs them with 2 MiB pages depends on the system (THP mode,
 // free memory), so no test asserts it; bench/cpu_ops_bench reports what the stream gains.
 #include <gtest/gtest.h>
@@ -12,7 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/cpu_huge_pages.h"
+#include "backend/cpu/cpu_host_memory.h"
 #include "core/dtype.h"
 
 namespace tandem {
@@ -97,6 +99,70 @@ TEST(CpuHugePages, LargeUploadsAndZerosKeepTheirContents) {
   Tensor z = be->zeros(DType::F32, {n});
   EXPECT_EQ(reinterpret_cast<uintptr_t>(z.data) % kHuge, 0u);
   EXPECT_TRUE(all_zero(z.data, z.nbytes()));
+}
+
+TEST(CpuBufferCache, SizeClassesRoundUpByAtMostAnEighth) {
+  using cpu::BufferCache;
+  for (size_t bytes = BufferCache::kMinBytes; bytes < (size_t(64) << 20); bytes = bytes * 9 / 7 + 3) {
+    const size_t c = BufferCache::size_class(bytes);
+    EXPECT_GE(c, bytes);
+    EXPECT_LE(c, bytes + bytes / 8) << bytes;
+    EXPECT_EQ(c % 64, 0u) << bytes;
+    EXPECT_EQ(BufferCache::size_class(c), c) << bytes;  // a class is its own class
+  }
+  EXPECT_EQ(BufferCache::size_class(BufferCache::kMinBytes), BufferCache::kMinBytes);
+}
+
+TEST(CpuBufferCache, ReleasedBuffersAreReusedWithinTheirClass) {
+  cpu::BufferCache cache(size_t(64) << 20);
+  for (size_t bytes : {size_t(100) << 10, size_t(3) << 20}) {
+    const size_t before = cache.cached_bytes();  // the last round's buffers, of another class
+    auto a = cache.take(bytes);
+    EXPECT_EQ(address(a) % 64, 0u);
+    if (bytes >= kHuge) {
+      EXPECT_EQ(address(a) % kHuge, 0u);
+    }
+    std::memset(a.get(), 0x5a, bytes);
+    const uintptr_t first = address(a);
+    auto b = cache.take(bytes);  // `a` is still held: a buffer of its own
+    EXPECT_NE(address(b), first);
+    a.reset();
+    EXPECT_EQ(cache.cached_bytes(), before + cpu::BufferCache::size_class(bytes));
+    auto c = cache.take(bytes - 64);  // same class: the same buffer, contents as left
+    EXPECT_EQ(address(c), first);
+    EXPECT_EQ(static_cast<unsigned char*>(c.get())[bytes - 65], 0x5a);
+    EXPECT_EQ(cache.cached_bytes(), before);
+  }
+}
+
+TEST(CpuBufferCache, KeepsNoMoreThanItsCapAndBuffersOutliveIt) {
+  const size_t bytes = size_t(1) << 20;
+  std::shared_ptr<void> survivor;
+  {
+    cpu::BufferCache cache(2 * bytes);
+    std::vector<std::shared_ptr<void>> held;
+    for (int i = 0; i < 5; i++) held.push_back(cache.take(bytes));
+    held.clear();  // five released, two kept
+    EXPECT_EQ(cache.cached_bytes(), 2 * bytes);
+    survivor = cache.take(bytes);
+    EXPECT_EQ(cache.cached_bytes(), bytes);
+  }
+  std::memset(survivor.get(), 1, bytes);  // still valid; freed (not shelved) on release
+  survivor.reset();
+}
+
+TEST(CpuBufferCache, BackendAllocReusesLargeActivations) {
+  auto be = make_cpu_backend();
+  const int64_t n = int64_t(1) << 18;  // 1 MiB of f32
+  Tensor a = be->alloc(DType::F32, {n});
+  Tensor b = be->alloc(DType::F32, {n});
+  EXPECT_NE(a.data, b.data);
+  std::fill(a.ptr<float>(), a.ptr<float>() + n, 1.f);  // all of it is writable
+  void* first = a.data;
+  a = Tensor();
+  Tensor c = be->alloc(DType::F32, {4, n / 4});
+  EXPECT_EQ(c.data, first);
+  EXPECT_EQ(c.numel(), n);
 }
 
 }  // namespace
