@@ -4,12 +4,13 @@
 // on each instruction set the machine runs and each path (own kernels, OpenBLAS on
 // widened tiles), then paged decode attention. GB/s counts the bytes an op must read
 // from memory (weights; for attention the KV it reads); prints figures, never a gate.
-//   usage: cpu_ops_bench [--threads N] [--min-seconds S (0.3)] [--quick]
+//   usage: cpu_ops_bench [--threads N] [--min-seconds S (0.3)] [--quick] [--cpu-time]
 //                        [--only gemm|stream|attention]
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -27,18 +28,30 @@ namespace {
 
 using namespace tandem;
 
+// --cpu-time: time by the process's CPU time instead of the wall clock. On a shared
+// machine the wall clock counts the time other processes hold the cores; CPU time does
+// not (but counts the pool's workers spinning, so it suits --threads 1 best).
+bool g_cpu_time = false;
+
+double now_seconds() {
+  if (g_cpu_time) {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // Seconds per call of fn: the median of 5 timings of enough calls to fill min_seconds/5.
 double time_per_call(const std::function<void()>& fn, double min_seconds) {
-  using clock = std::chrono::steady_clock;
   fn();
   int calls = 1;
-  for (auto t0 = clock::now(); std::chrono::duration<double>(clock::now() - t0).count() < min_seconds / 5;)
-    fn(), calls++;
+  for (const double t0 = now_seconds(); now_seconds() - t0 < min_seconds / 5;) fn(), calls++;
   std::vector<double> runs;
   for (int r = 0; r < 5; r++) {
-    const auto t0 = clock::now();
+    const double t0 = now_seconds();
     for (int i = 0; i < calls; i++) fn();
-    runs.push_back(std::chrono::duration<double>(clock::now() - t0).count() / calls);
+    runs.push_back((now_seconds() - t0) / calls);
   }
   std::sort(runs.begin(), runs.end());
   return runs[2];
@@ -144,10 +157,10 @@ void bench_attention(Backend& be, int rows, int context, int tokens, double band
              4.0 * rows * Hq * keys * Dh / s * 1e-9);
 }
 
-// One row through every weight of a llama-100m decode step in order (12 x qkv, o, gate_up,
+// M rows through every weight of a llama-100m decode step in order (12 x qkv, o, gate_up,
 // down, then lm_head: 200 MB, far past the caches), the weights uploaded by the backend
 // (so on the huge pages it gives them): what one decode step's GEMMs cost.
-void bench_decode_stream(ThreadPool& pool, Backend& be, CpuIsa isa, double bandwidth,
+void bench_decode_stream(ThreadPool& pool, Backend& be, CpuIsa isa, int64_t M, double bandwidth,
                          double min_s, std::mt19937& rng) {
   struct Matrix {
     int64_t N, K;
@@ -165,17 +178,19 @@ void bench_decode_stream(ThreadPool& pool, Backend& be, CpuIsa isa, double bandw
                     DType::BF16);
     bytes += m.w.nbytes();
   }
-  std::vector<float> x(4096, 0.5f), out(32000);
+  std::vector<float> x(size_t(M) * 4096, 0.5f), out(size_t(M) * 32000);
   const cpu::GemmOptions opt{isa, cpu::GemmPath::Kernels};
   const double s = time_per_call(
       [&] {
         for (const Matrix& m : step)
-          cpu::gemm_xwt(pool, out.data(), x.data(), m.w.data, DType::BF16, 1, m.N, m.K, opt);
+          cpu::gemm_xwt(pool, out.data(), x.data(), m.w.data, DType::BF16, M, m.N, m.K, opt);
       },
       min_s);
   const double gbs = double(bytes) / s * 1e-9;
-  fmt::print("decode stream {:<7} M=1 {:.0f} MB of weights {:9.1f} us {:7.1f} GB/s ({:3.0f}% of bw)\n",
-             cpu_isa_name(isa), double(bytes) * 1e-6, s * 1e6, gbs, 100 * gbs / bandwidth);
+  fmt::print("decode stream {:<7} M={:<2} {:.0f} MB of weights {:9.1f} us {:7.1f} GB/s ({:3.0f}% of "
+             "bw) {:6.1f} GFLOP/s\n",
+             cpu_isa_name(isa), M, double(bytes) * 1e-6, s * 1e6, gbs, 100 * gbs / bandwidth,
+             double(M) * double(bytes) / s * 1e-9);
 }
 
 }  // namespace
@@ -189,10 +204,11 @@ int main(int argc, char** argv) {
     if (a == "--threads" && i + 1 < argc) ThreadPool::set_global_threads(std::atoi(argv[++i]));
     else if (a == "--min-seconds" && i + 1 < argc) min_s = std::atof(argv[++i]);
     else if (a == "--quick") quick = true;
+    else if (a == "--cpu-time") g_cpu_time = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else
       return fmt::print(stderr, "usage: cpu_ops_bench [--threads N] [--min-seconds S] [--quick] "
-                                "[--only gemm|stream|attention]\n"),
+                                "[--cpu-time] [--only gemm|stream|attention]\n"),
              2;
   }
   auto wanted = [&](const char* part) { return only.empty() || only == part; };
@@ -220,7 +236,8 @@ int main(int argc, char** argv) {
   }
   if (wanted("stream")) {
     CpuBackend be(&pool);
-    for (CpuIsa isa : isas) bench_decode_stream(pool, be, isa, bw, min_s, rng);
+    for (int64_t M : {1, 4, 16})
+      for (CpuIsa isa : isas) bench_decode_stream(pool, be, isa, M, bw, min_s, rng);
   }
   if (wanted("attention"))
     for (CpuIsa isa : isas) {
