@@ -42,7 +42,7 @@ double time_per_call(const std::function<void()>& fn, double min_seconds) {
 void bench_linear(Backend& be, int64_t T, int64_t K, int64_t N, double min_s, std::mt19937& rng) {
   Tensor x = random_tensor(be, {T, K}, rng), w = random_tensor(be, {N, K}, rng);
   Tensor out = be.alloc(DType::F32, {T, N});
-  const double s = time_per_call([&] { be.linear(out, x, w, Tensor{}); }, min_s);
+  const double s = time_per_call([&] { be.linear(out, x, tandem::Linear{w}); }, min_s);
   fmt::print("linear     T={:<4} K={:<5} N={:<5} {:9.1f} us  {:7.2f} GFLOP/s\n", T, K, N, s * 1e6,
              2.0 * T * K * N / s * 1e-9);
 }

@@ -5,7 +5,8 @@
 //
 // Conventions for every op:
 //   - tensors are contiguous, row-major, on this backend's device;
-//   - activations are the backend's `act_dtype()` (f32 on the CPU);
+//   - activations are the backend's `act_dtype()` (f32 on the CPU); a Linear's weight is
+//     in `weight_dtype()` of its stored dtype, every other weight in act_dtype();
 //   - shapes are in the comments; "T" = tokens in the step, "B" = rows (sequences),
 //     "D" = hidden size, "H" = heads, "Dh" = head dim, "E" = experts;
 //   - outputs may not alias inputs unless the op says "in place".
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/linear.h"
 #include "backend/sampling.h"
 #include "core/tensor.h"
 
@@ -44,9 +46,11 @@ struct AttentionParams {
   int window = 0;       // >0: query at position p sees keys at positions (p - window, p]
 };
 
-// Per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3); undefined tensors: none.
+// Per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3), and of v (Gemma 3n/4, whose
+// v_norm has no weight: ones); undefined tensors: none.
 struct QkNorm {
   Tensor q, k;  // [Dh] each
+  Tensor v;     // [Dh] or undefined
   float eps = 1e-6f;
   float weight_offset = 0.f;
 };
@@ -115,6 +119,10 @@ class Backend {
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
   virtual DType act_dtype() const = 0;
+  // The dtype this backend holds a Linear's weight in when the checkpoint stores it as
+  // `stored`; its linear() takes weights of every dtype this returns. The default
+  // converts every weight to act_dtype().
+  virtual DType weight_dtype(DType stored) const;
 
   // --- memory ---
   // Uninitialized device tensor.
@@ -152,8 +160,10 @@ class Backend {
   // --- ops ---
   // out[t] = table[ids[t]] * scale.   out [T, D], table [V, D], ids [T] i32
   virtual void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) = 0;
-  // out = x · wᵀ (+ bias).   out [T, N], x [T, K], w [N, K], bias [N] or undefined
-  virtual void linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) = 0;
+  // out = x · Wᵀ (+ bias), W and bias from `l` (backend/linear.h).
+  //   out [T, N], x [T, K], l.weight [N, K], l.bias [N] or undefined
+  // out is act_dtype(), or f32 without a bias (logits, router scores: sums not rounded).
+  virtual void linear(Tensor& out, const Tensor& x, const Linear& l) = 0;
   // Per row: out = x / rms(x) * (w + weight_offset).   x, out [R, C], w [C]
   // weight_offset is 1 for Gemma's (1 + w) norms, 0 otherwise. In place allowed.
   virtual void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
@@ -176,11 +186,14 @@ class Backend {
   virtual void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
                         const StepTensors& step) = 0;
   // The attention block's step from the fused projection to the cache: q, k, v are the
-  // column blocks of qkv; q and k get the optional per-head RMSNorm, then RoPE; k and v
-  // go to their slots (write_kv), q to `q`. The default composes split_columns, rms_norm,
-  // rope and write_kv; the CUDA backend does it in one kernel (a decode step runs this
-  // once per layer, so its launches count).
-  //   q [T, Hq, Dh] (out), qkv [T, (Hq + 2·Hkv)·Dh], cache [NB, BS, Hkv, Dh]
+  // column blocks of qkv; q, k and v get the optional per-head RMSNorm, then q and k RoPE;
+  // k and v go to their slots (write_kv), q to `q`. A qkv of (Hq + Hkv)·Dh columns has no
+  // v block: V is the key projection before its norm and RoPE (Gemma 4's
+  // attention_k_eq_v). The default composes split_columns, rms_norm, rope and write_kv;
+  // the CUDA backend does the common case (q/k norms at most, separate v) in one kernel (a
+  // decode step runs this once per layer, so its launches count).
+  //   q [T, Hq, Dh] (out), qkv [T, (Hq + 2·Hkv)·Dh] or [T, (Hq + Hkv)·Dh],
+  //   cache [NB, BS, Hkv, Dh]
   virtual void qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
                             const StepTensors& step, const RopeSpec& rope_spec,
                             const QkNorm& norm);

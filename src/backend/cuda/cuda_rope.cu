@@ -274,6 +274,11 @@ void CudaBackend::rope(Tensor& x, const StepTensors& step, const RopeSpec& spec)
 void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
                                const StepTensors& step, const RopeSpec& spec,
                                const QkNorm& norm) {
+  // A v norm (Gemma 3n/4) or a qkv without a v block (k_eq_v) is outside the fused
+  // kernel: the composed ops do it.
+  if (norm.v.defined() || (q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 &&
+                           qkv.dim(1) == (q.dim(1) + cache.k.dim(2)) * q.dim(2)))
+    return Backend::qkv_to_cache(q, qkv, cache, step, spec, norm);
   cuda::check_tensor(q, DType::BF16, "qkv_to_cache", "q");
   cuda::check_tensor(qkv, DType::BF16, "qkv_to_cache", "qkv");
   const bool f8 = cache.k.defined() && cache.k.dtype == DType::F8E4M3;

@@ -232,7 +232,7 @@ TEST(CudaMoeExperts, SteadyStateAllocatesNothingNew) {
   Tensor x = put(gpu, test::random_bf16(rng, size_t(T * D)), {T, D});
   auto step = [&] {
     Tensor logits = gpu.alloc(DType::BF16, {T, E});
-    gpu.linear(logits, x, router, {});
+    gpu.linear(logits, x, Linear{router});
     Tensor w = gpu.alloc(DType::F32, {T, k}), ids = gpu.alloc(DType::I32, {T, k});
     gpu.topk_route(w, ids, logits, int(k), true);
     Tensor out = gpu.alloc(DType::BF16, {T, D});
