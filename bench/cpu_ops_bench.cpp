@@ -68,14 +68,12 @@ void bench_attention(Backend& be, int rows, int context, double min_s, std::mt19
   tandem::StepTensors step;
   step.num_tokens = rows;
   step.num_rows = rows;
-  step.max_blocks = per_row;
   step.max_context_len = context;
   step.block_size = bs;
   step.positions = i32(pos, {rows});
-  step.slot_map = i32(slots, {rows});
   step.seq_starts = i32(starts, {rows + 1});
   step.context_lens = i32(ctx, {rows});
-  step.block_table = i32(table, {rows, per_row});
+  step.groups = {{i32(slots, {rows}), i32(table, {rows, per_row}), per_row}};
   Tensor q = random_tensor(be, {rows, Hq, Dh}, rng), out = be.alloc(DType::F32, {rows, Hq, Dh});
   tandem::AttentionParams params{0.125f, 0.f, 0};
   const double s = time_per_call([&] { be.attention(out, q, cache, step, params); }, min_s);

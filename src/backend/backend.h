@@ -21,6 +21,7 @@
 
 #include "backend/linear.h"
 #include "backend/sampling.h"
+#include "backend/step_tensors.h"
 #include "core/tensor.h"
 
 namespace tandem {
@@ -53,57 +54,6 @@ struct QkNorm {
   Tensor v;     // [Dh] or undefined
   float eps = 1e-6f;
   float weight_offset = 0.f;
-};
-
-// One KV group's addresses (DESIGN.md §3): full-attention layers and each sliding window
-// index their own block space, so each group has its own slot map and block table.
-struct KvGroupTensors {
-  Tensor slot_map;     // [T] i32
-  Tensor block_table;  // [B, max_blocks] i32
-  int max_blocks = 0;
-};
-
-// The step's batch layout on the device: the StepPlan's arrays, uploaded once per step.
-// The ops read slot_map / block_table / max_blocks; a model passes each layer the view of
-// its KV group, step.for_layer(layer). With more than one group those three fields are
-// left undefined here, so a model that forgets the view fails loudly instead of reading
-// another group's blocks.
-struct StepTensors {
-  Tensor tokens;        // [T] i32
-  Tensor positions;     // [T] i32: position of each token in its sequence
-  Tensor slot_map;      // [T] i32: block * block_size + offset where its K/V is written
-  Tensor seq_starts;    // [B+1] i32: row b owns tokens [seq_starts[b], seq_starts[b+1])
-  Tensor context_lens;  // [B] i32: tokens of row b in the cache after this step
-  Tensor block_table;   // [B, max_blocks] i32
-  Tensor sample_index;  // [S] i32: index (into T) of the token whose logits are sampled
-  int num_tokens = 0;
-  int num_rows = 0;
-  int max_blocks = 0;
-  int max_context_len = 0;
-  int block_size = 16;
-  std::vector<KvGroupTensors> groups;  // [G] (empty: the fields above are the only group)
-  std::vector<int> layer_group;        // [L] KV group of each layer (empty: all group 0)
-
-  // This step with group g's slot map and block table (tensors are shared handles).
-  StepTensors for_group(int g) const {
-    StepTensors s = *this;
-    if (groups.empty()) return s;
-    const KvGroupTensors& kv = groups.at(size_t(g));
-    s.slot_map = kv.slot_map;
-    s.block_table = kv.block_table;
-    s.max_blocks = kv.max_blocks;
-    return s;
-  }
-  // The view layer `layer` reads and writes its KV through.
-  StepTensors for_layer(int layer) const {
-    return layer_group.empty() ? for_group(0) : for_group(layer_group.at(size_t(layer)));
-  }
-};
-
-// K and V storage of one layer: [num_blocks, block_size, kv_heads, head_dim] each.
-struct PagedKv {
-  Tensor k;
-  Tensor v;
 };
 
 // A sampling op in flight (Backend::sample_async). The picked ids stay on the device,
@@ -182,7 +132,8 @@ class Backend {
   virtual void rope(Tensor& x, const StepTensors& step, const RopeSpec& spec) = 0;
   // out = act(gate) * up, where gate_up = [gate | up].   out [T, F], gate_up [T, 2F]
   virtual void gated_act(Tensor& out, const Tensor& gate_up, Activation act) = 0;
-  // Writes the step's new K and V into their slots.   k, v [T, Hkv, Dh]
+  // Writes the step's new K and V into their slots, step.kv(cache).slot_map.
+  //   k, v [T, Hkv, Dh]
   virtual void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
                         const StepTensors& step) = 0;
   // The attention block's step from the fused projection to the cache: q, k, v are the
@@ -198,7 +149,8 @@ class Backend {
                             const StepTensors& step, const RopeSpec& rope_spec,
                             const QkNorm& norm);
   // Causal attention of each new token over its row's cached keys (its own included),
-  // GQA: query head h reads kv head h / (Hq / Hkv).   out, q [T, Hq, Dh]
+  // read through step.kv(cache).block_table; GQA: query head h reads kv head
+  // h / (Hq / Hkv).   out, q [T, Hq, Dh]
   virtual void attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                          const StepTensors& step, const AttentionParams& params) = 0;
   // out[s] = x[index[s]].   out [S, D], x [T, D], index [S] i32

@@ -123,7 +123,7 @@ Tensor DecoderModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
   Tensor h = rms_norm(backend_, x, layers_[0].attn_norm);
   for (size_t i = 0; i < layers_.size(); i++) {
     const DecoderLayer& l = layers_[i];
-    Tensor attn = scaled(attention_block(l, h, step.for_layer(int(i)), kv[i]));
+    Tensor attn = scaled(attention_block(l, h, step, kv[i]));
     backend_.add_rms_norm(h, x, attn, l.ffn_norm.weight, l.ffn_norm.eps, l.ffn_norm.weight_offset);
     Tensor mlp = scaled(mlp_block(l, h));
     if (i + 1 < layers_.size()) {

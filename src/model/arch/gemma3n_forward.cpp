@@ -59,8 +59,7 @@ Tensor Gemma3nModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
   const int64_t P = gemma_.hidden_size_per_layer_input;
   for (int i = 0; i < config_.num_layers; i++) {
     Tensor layer_input = pli.slice_rows(i, 1).reshape({T, P});
-    // Each layer addresses its KV group's blocks (a sharing layer: its producer's group).
-    layer_forward(layers_[size_t(i)], streams, layer_input, step.for_layer(i), kv, i);
+    layer_forward(layers_[size_t(i)], streams, layer_input, step, kv, i);
   }
   return logits(streams, step);
 }

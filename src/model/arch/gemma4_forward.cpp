@@ -50,9 +50,7 @@ Tensor Gemma4Model::forward(const StepTensors& step, std::span<PagedKv> kv) {
   Tensor pli = P > 0 ? per_layer_inputs(backend_, x, step.tokens, per_layer_) : Tensor{};
   for (size_t i = 0; i < layers_.size(); i++) {
     Tensor layer_pli = P > 0 ? pli.slice_rows(int64_t(i), 1).reshape({T, P}) : Tensor{};
-    // Each layer addresses its KV through its group's block table (a sharing layer: its
-    // source's group).
-    layer_forward(layers_[i], x, layer_pli, step.for_layer(int(i)), kv, int(i));
+    layer_forward(layers_[i], x, layer_pli, step, kv, int(i));
   }
   return lm_head_logits(backend_, gather_rows(backend_, x, step.sample_index), head_);
 }

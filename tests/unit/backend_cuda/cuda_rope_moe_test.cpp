@@ -115,7 +115,7 @@ TEST(CudaQkvToCache, MatchesTheCpuCompositionWithAndWithoutQkNorms) {
   }
   // Padding tokens (slot -1, as in a replayed decode graph) write no KV.
   StepTensors pad = step_g;
-  pad.slot_map = test::put_i32(*be.gpu, std::vector<int32_t>(size_t(T), -1), {T});
+  pad.groups[0].slot_map = test::put_i32(*be.gpu, std::vector<int32_t>(size_t(T), -1), {T});
   PagedKv kv{be.gpu->zeros(DType::BF16, {NB, BS, 1, 32}), be.gpu->zeros(DType::BF16, {NB, BS, 1, 32})};
   Tensor q = be.gpu->alloc(DType::BF16, {T, 2, 32});
   auto x = test::random_bf16(rng, size_t(T * 4 * 32));

@@ -33,11 +33,10 @@ StepTensors upload(Backend& be, const StepPlan& plan) {
   s.seq_starts = device_i32(be, plan.seq_starts, {B + 1});
   s.context_lens = device_i32(be, plan.context_lens, {B});
   s.sample_index = device_i32(be, plan.sample_index, {int64_t(plan.sample_index.size())});
-  s.slot_map = device_i32(be, g.slot_map, {T});
-  s.block_table = device_i32(be, g.block_table, {B, int64_t(g.max_blocks)});
+  s.groups = {{device_i32(be, g.slot_map, {T}), device_i32(be, g.block_table, {B, int64_t(g.max_blocks)}),
+               g.max_blocks}};
   s.num_tokens = int(T);
   s.num_rows = int(B);
-  s.max_blocks = g.max_blocks;
   s.block_size = kBlock;
   for (int32_t c : plan.context_lens) s.max_context_len = std::max(s.max_context_len, c);
   return s;

@@ -164,14 +164,13 @@ StepTensors make_step(Backend& be, const std::vector<StepRow>& rows, int block_s
   StepTensors s;
   s.tokens = upload_i32(be, tokens, {T});
   s.positions = upload_i32(be, positions, {T});
-  s.slot_map = upload_i32(be, slots, {T});
   s.seq_starts = upload_i32(be, starts, {B + 1});
   s.context_lens = upload_i32(be, lens, {B});
-  s.block_table = upload_i32(be, table, {B, int64_t(max_blocks)});
+  s.groups = {{upload_i32(be, slots, {T}), upload_i32(be, table, {B, int64_t(max_blocks)}),
+               int(max_blocks)}};
   s.sample_index = upload_i32(be, all, {T});
   s.num_tokens = int(T);
   s.num_rows = int(B);
-  s.max_blocks = int(max_blocks);
   s.max_context_len = *std::max_element(lens.begin(), lens.end());
   s.block_size = block_size;
   return s;
