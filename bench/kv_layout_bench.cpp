@@ -90,7 +90,7 @@ Held measure(const ModelShape& s, int context) {
   for (int nc = 0; nc < context;) {
     kv.release_out_of_window(t, nc);
     int n = nc < prompt ? std::min(kStep, prompt - nc) : 1;
-    kv.grow(t, nc, nc + n, nc == 0 ? prompt : 0);
+    kv.apply(t, kv.plan_grow(t, nc, nc + n, nc == 0 ? prompt : 0).value());
     h.peak = std::max(h.peak, held());
     nc += n;
   }

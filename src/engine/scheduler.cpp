@@ -15,8 +15,9 @@ void Scheduler::add(Sequence* seq) {
 
 bool Scheduler::grow_blocks(Sequence* seq, int n, bool admitting) {
   int end = seq->num_computed + n, reserve = admitting ? seq->num_tokens() : 0;
-  if (!kv_.can_grow(seq->block_tables, seq->num_computed, end, reserve)) return false;
-  kv_.grow(seq->block_tables, seq->num_computed, end, reserve);
+  std::optional<GrowPlan> plan = kv_.plan_grow(seq->block_tables, seq->num_computed, end, reserve);
+  if (!plan) return false;
+  kv_.apply(seq->block_tables, *plan);
   return true;
 }
 

@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "engine/step_plan.h"
 #include "kv/kv_block_manager.h"
+#include "../kv/grow_tables.h"
 
 namespace tandem {
 namespace {
@@ -76,8 +77,8 @@ TEST(NullBlockAttention, PoisonedNullBlockNeverReachesWindowedAttention) {
   for (auto [nc, n] : std::vector<std::pair<int, int>>{{10, 4}, {13, 1}, {6, 3}, {21, 2}, {8, 1}}) {
     KvBlockManager kv(make_kv_groups(layers), std::vector<int>{kBlocks}, kBlock);
     BlockTables t;
-    kv.grow(t, 0, nc);  // what earlier steps computed
-    kv.grow(t, nc, nc + n);
+    test::grow(kv, t, 0, nc);  // what earlier steps computed
+    test::grow(kv, t, nc, nc + n);
     std::vector<int32_t> before = t[0];
     int released = kv.release_out_of_window(t, nc);
     std::vector<int32_t> tokens(size_t(nc + n), 1);

@@ -13,6 +13,7 @@
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 #include "engine/teacher_forcing.h"
+#include "../kv/grow_tables.h"
 
 namespace tandem {
 namespace {
@@ -136,15 +137,15 @@ TEST(WindowEngine, RowLogitsHoldWhenOtherRowsReuseReleasedBlocks) {
     std::vector<PlanRow> rows;
     if (p >= 10 && y_done < 60) {  // y joins at step 10 in chunks of 5, then leaves
       int n = std::min(5, 60 - y_done);
-      kv.grow(yt, y_done, y_done + n);
+      test::grow(kv, yt, y_done, y_done + n);
       rows.push_back({y, y_done, n, yt, 1});
       y_done += n;
     }
-    kv.grow(xt, p, p + 1);
+    test::grow(kv, xt, p, p + 1);
     rows.push_back({x, p, 1, xt, 1});
     if (p % 3 == 0 && z_done < 33) {  // z advances every third step
       int n = std::min(4, 33 - z_done);
-      kv.grow(zt, z_done, z_done + n);
+      test::grow(kv, zt, z_done, z_done + n);
       rows.push_back({z, z_done, n, zt, 2});
       z_done += n;
     }
