@@ -211,9 +211,16 @@ class Backend {
 // The CPU backend, on the process-wide thread pool.
 std::unique_ptr<Backend> make_cpu_backend();
 
+// Pieces of the CUDA fast path that can be turned off, to compare against them. They are
+// process-wide: the last backend made sets them for every CUDA backend in the process.
+struct CudaOptions {
+  bool gemv = true;  // 1–2 row linears stream their weights (cuda_gemv.cu); off: cuBLASLt
+  bool pdl = true;   // kernels overlap their prologue with the previous kernel's tail
+};
+
 // The CUDA backend on GPU `device`. Throws tandem::Error when the build has no CUDA
 // support or the device cannot be used.
-std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+std::unique_ptr<Backend> make_cuda_backend(int device = 0, const CudaOptions& options = {});
 // Usable CUDA GPUs (0 when built without CUDA, without a driver, or without a GPU).
 int cuda_device_count();
 

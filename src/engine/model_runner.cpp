@@ -1,17 +1,9 @@
 #include "engine/model_runner.h"
 
-#include <numeric>
-
 #include "core/error.h"
 #include "engine/kv_layout.h"
 
 namespace tandem {
-
-int64_t ModelRunner::bytes_per_block(const Model& model, int block_size, DType dtype) {
-  std::vector<LayerKvSpec> specs = model.kv_specs();
-  std::vector<int64_t> bytes = group_block_bytes(specs, kv_groups_of(specs), block_size, dtype);
-  return std::accumulate(bytes.begin(), bytes.end(), int64_t(0));
-}
 
 ModelRunner::ModelRunner(Model& model, Backend& backend, int num_blocks, int block_size,
                          std::optional<DType> kv_dtype)

@@ -230,8 +230,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---------------------------------------------------------------- switches
 
-cuda::EnvSwitch& gemv_switch() {
-  static cuda::EnvSwitch on{"TANDEM_CUDA_GEMV"};
+cuda::Switch& gemv_switch() {
+  static cuda::Switch on;
   return on;
 }
 

@@ -45,14 +45,14 @@ TEST(Engine, PreemptedRequestsFinishWithIdenticalOutput) {
   tight.scheduler.max_rows = 4;
   tight.scheduler.block_size = 16;
   // 9 blocks of 16 tokens: four rows of ~50 tokens cannot all stay resident.
-  tight.kv_budget_bytes = 9 * ModelRunner::bytes_per_block(ref->model(), 16, DType::F32) - 1;
+  tight.kv_budget_bytes = 9 * test::kv_block_bytes("llama", DType::F32) - 1;
   auto engine = make_engine(tight);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 4; i++) streams.push_back(engine->submit(greedy(prompt_of(20 + i, i), 30)));
   engine->run_until_idle();
   EXPECT_GT(engine->stats().num_preemptions, 0);
   for (int i = 0; i < 4; i++) EXPECT_EQ(drain(*streams[size_t(i)]), solo[size_t(i)]) << "request " << i;
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
 TEST(Engine, PromptLongerThanTheStepBudgetRunsInChunksAlone) {
@@ -68,7 +68,7 @@ TEST(Engine, PromptLongerThanTheStepBudgetRunsInChunksAlone) {
   std::optional<FinishReason> finish;
   EXPECT_EQ(drain(*s, &finish), drain(*solo));
   EXPECT_EQ(finish, FinishReason::Length);
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
 TEST(Engine, CancelledRequestStopsAndFreesItsBlocks) {
@@ -76,14 +76,14 @@ TEST(Engine, CancelledRequestStopsAndFreesItsBlocks) {
   auto s = engine->submit(greedy(prompt_of(10, 1), 50));
   engine->step();
   engine->step();
-  EXPECT_GT(engine->pool().num_used(), 0);
+  EXPECT_GT(engine->kv_blocks().num_used(), 0);
   s->cancel();
   engine->step();
   std::optional<FinishReason> finish;
   auto ids = drain(*s, &finish);
   EXPECT_EQ(finish, FinishReason::Cancelled);
   EXPECT_LT(ids.size(), 50u);
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
 TEST(Engine, RefusesWhatCanNeverFit) {

@@ -110,7 +110,7 @@ TEST(Scheduler, NewestIsPreemptedWhenBlocksRunOut) {
   EXPECT_EQ(h.sched.num_preemptions(), 1);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].seq, a);
-  EXPECT_EQ(b->status, SeqStatus::Waiting);
+  EXPECT_EQ(b->status, SeqStatus::Preempted);  // waiting again, not a fresh arrival
   EXPECT_EQ(b->num_computed, 0);      // recomputed from scratch later
   EXPECT_EQ(b->num_tokens(), 9);      // nothing it generated is lost
   h.sched.finish(a);
@@ -119,6 +119,7 @@ TEST(Scheduler, NewestIsPreemptedWhenBlocksRunOut) {
   EXPECT_EQ(rows[0].seq, b);
   EXPECT_EQ(rows[0].num_tokens, 9);   // prompt + its generated token, recomputed
   EXPECT_TRUE(rows[0].sample);
+  EXPECT_EQ(b->status, SeqStatus::Running);
   h.sched.finish(b);
   EXPECT_EQ(h.pool.num_used(), 0);
 }

@@ -41,7 +41,7 @@ std::vector<int32_t> prompt_of(int n, int salt) {
 
 TEST(WindowEngine, WindowGroupStaysBoundedWhileFullGroupGrows) {
   auto engine = make_engine("gemma2", {});
-  const KvBlockManager& kv = engine->pool();
+  const KvBlockManager& kv = engine->kv_blocks();
   ASSERT_EQ(kv.num_groups(), 2);
   ASSERT_EQ(kv.groups().groups[1].window, kWindow);
   auto s = engine->submit(greedy(prompt_of(20, 1), 60));
@@ -78,7 +78,7 @@ void expect_preemption_is_invisible(const char* arch, int64_t budget, int step_t
   EXPECT_GT(engine->stats().num_preemptions, 0);
   for (int i = 0; i < 4; i++)
     EXPECT_EQ(drain(*streams[size_t(i)]), solo[size_t(i)]) << arch << " request " << i;
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
 // What one block id of each group costs, and the window group's size, for a model.

@@ -90,7 +90,7 @@ TEST(KvBudget, WindowGroupsTakeTheirBoundAndTheFullGroupTheRest) {
   // Too small for two rows' windows: sized for one (4 + 1 − 1 live + null = 5 blocks).
   s.budget_bytes = 45;
   EXPECT_EQ(plan_group_blocks(g, bytes, s), (std::vector<int>{(45 - 25) / 10 + 1, 5}));
-  s.budget_bytes = 0;
+  s.budget_bytes = std::nullopt;
   EXPECT_EQ(plan_group_blocks(g, bytes, s), (std::vector<int>{blocks_for(200, 4) + 1, 9}));
   EXPECT_EQ(kv_bytes(std::vector<int>{3, 5}, bytes), 3 * 10 + 5 * 5);
 }
