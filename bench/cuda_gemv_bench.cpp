@@ -22,7 +22,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
 #include "cuda_timing.h"
 

@@ -118,7 +118,7 @@ void Backend::feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
 
 }  // namespace tandem
 
-// --- ops added for Gemma 3n ---
+// --- elementwise and stream-mixing ops (Gemma 3n and 4 use them) ---
 // Defaults for backends that do not implement them yet: a clear error, never a wrong result.
 namespace tandem {
 

@@ -51,9 +51,9 @@ struct AttentionParams {
 // v_norm has no weight: ones); undefined tensors: none.
 struct QkNorm {
   Tensor q, k;  // [Dh] each
-  Tensor v;     // [Dh] or undefined
   float eps = 1e-6f;
   float weight_offset = 0.f;
+  Tensor v;     // [Dh] or undefined
 };
 
 // A sampling op in flight (Backend::sample_async). The picked ids stay on the device,
@@ -183,7 +183,7 @@ class Backend {
   virtual void feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
                            std::span<const int32_t> src, const PendingSample& from);
 
-  // --- ops added for Gemma 3n ---
+  // --- elementwise and stream-mixing ops (Gemma 3n and 4 use them) ---
   // Not pure: a backend without them fails with "op '...' is not implemented".
   // out = a - b (same number of elements). In place allowed.
   virtual void sub(Tensor& out, const Tensor& a, const Tensor& b);

@@ -18,7 +18,6 @@ struct EngineStats {
   int num_waiting = 0;
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;
-  int64_t kv_blocks_cached = 0;
   int64_t num_preemptions = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;

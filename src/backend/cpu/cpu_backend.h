@@ -9,10 +9,8 @@
 // not depend on the other rows of the step (attention, rope, norms are per row). GEMMs go
 // through OpenBLAS, whose blocking may depend on the number of rows (round-off only).
 //
-// The ops live in one file per family: cpu_memory.cpp, cpu_linear.cpp (linear, embedding,
-// gather_rows), cpu_norm.cpp (rms_norm, add, scale, softcap, gated_act), cpu_rope.cpp,
-// cpu_attention.cpp (write_kv, attention; the cache's element types: cpu_kv_cache.h),
-// cpu_moe.cpp (topk_route, moe_experts), cpu_sample.cpp (sample).
+// The ops live one family per file (cpu_<family>.cpp); cpu_common.h has the checks and
+// the parallel loop they share.
 #pragma once
 
 #include "backend/backend.h"
@@ -60,7 +58,7 @@ class CpuBackend final : public Backend {
   void sample(Tensor& logits, std::span<const SampleRow> rows,
               std::span<SampledToken> out) override;
 
-  // --- ops added for Gemma 3n (cpu_gemma3n_ops.cpp) ---
+  // --- elementwise and stream-mixing ops (cpu_gemma3n_ops.cpp) ---
   void sub(Tensor& out, const Tensor& a, const Tensor& b) override;
   void mul(Tensor& out, const Tensor& a, const Tensor& b) override;
   void act_mul(Tensor& out, const Tensor& a, const Tensor& b, Activation act) override;

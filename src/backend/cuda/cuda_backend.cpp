@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_memory.h"
 #include "core/error.h"

@@ -10,8 +10,8 @@
 #include <tuple>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.cuh"
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_device.cuh"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_pdl.cuh"

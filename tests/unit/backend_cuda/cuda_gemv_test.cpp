@@ -3,7 +3,7 @@
 // GEMV) replayed from a CUDA graph against the same chain launched the ordinary way.
 #include <gtest/gtest.h>
 
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
 #include "cuda_test_util.h"
 

@@ -13,25 +13,11 @@
 namespace tandem {
 namespace {
 
-
 std::unique_ptr<Engine> make_engine(EngineConfig config) { return test::cpu_engine("llama", config); }
 
+using test::drain;
 using test::greedy;
-
-std::vector<int32_t> drain(RequestStream& s, std::optional<FinishReason>* finish = nullptr) {
-  std::vector<int32_t> ids;
-  while (auto c = s.pop(std::chrono::milliseconds(0))) {
-    for (auto& t : c->tokens) ids.push_back(t.token);
-    if (c->finish && finish) *finish = c->finish;
-  }
-  return ids;
-}
-
-std::vector<int32_t> prompt_of(int n, int salt) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < n; i++) p.push_back((i * 37 + salt * 11) % 500 + 3);
-  return p;
-}
+using test::prompt_of;
 
 TEST(Engine, PreemptedRequestsFinishWithIdenticalOutput) {
   std::vector<std::vector<int32_t>> solo;

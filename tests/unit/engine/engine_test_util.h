@@ -1,9 +1,12 @@
-// Helpers the engine tests share: an engine on the CPU backend over an oracle model, and
-// a greedy request that ignores EOS (so it always runs to max_tokens).
+// Helpers the engine tests share: an engine on the CPU backend over an oracle model,
+// prompts, draining a stream, and a greedy request that ignores EOS (so it always runs
+// to max_tokens).
 #pragma once
 
 #include <filesystem>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -30,6 +33,23 @@ inline std::unique_ptr<Engine> cpu_engine(const char* arch, EngineConfig config,
 inline int64_t kv_block_bytes(const char* arch, DType dtype) {
   auto backend = make_cpu_backend();
   return kv_bytes_per_block(load_model(oracle_model(arch), *backend)->kv_specs(), 16, dtype);
+}
+
+// A deterministic prompt of n tokens; `salt` tells prompts of one test apart.
+inline std::vector<int32_t> prompt_of(int n, int salt) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; i++) p.push_back((i * 37 + salt * 11) % 500 + 3);
+  return p;
+}
+
+// The token ids a stream has delivered so far (and its finish reason, when asked).
+inline std::vector<int32_t> drain(RequestStream& s, std::optional<FinishReason>* finish = nullptr) {
+  std::vector<int32_t> ids;
+  while (auto c = s.pop(std::chrono::milliseconds(0))) {
+    for (auto& t : c->tokens) ids.push_back(t.token);
+    if (c->finish && finish) *finish = c->finish;
+  }
+  return ids;
 }
 
 inline GenerationRequest greedy(std::vector<int32_t> prompt, int n) {

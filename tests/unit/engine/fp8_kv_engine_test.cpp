@@ -20,27 +20,13 @@
 namespace tandem {
 namespace {
 
-
 std::unique_ptr<Engine> make_engine(EngineConfig config, std::optional<DType> kv_dtype = {}) {
   return test::cpu_engine("llama", config, {.kv_dtype = kv_dtype});
 }
 
+using test::drain;
 using test::greedy;
-
-std::vector<int32_t> prompt_of(int n, int salt) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < n; i++) p.push_back((i * 37 + salt * 11) % 500 + 3);
-  return p;
-}
-
-std::vector<int32_t> drain(RequestStream& s, std::optional<FinishReason>* finish) {
-  std::vector<int32_t> ids;
-  while (auto c = s.pop(std::chrono::milliseconds(0))) {
-    for (auto& t : c->tokens) ids.push_back(t.token);
-    if (c->finish) *finish = c->finish;
-  }
-  return ids;
-}
+using test::prompt_of;
 
 // Logits [ids.size(), vocab] of one teacher-forced forward over a cache of `kv_dtype`.
 Tensor forced_logits(Model& model, Backend& backend, const std::vector<int32_t>& ids,

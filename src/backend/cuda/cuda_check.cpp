@@ -1,4 +1,4 @@
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
 
 #include <atomic>
 
