@@ -3,8 +3,11 @@
 // to max_tokens).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -35,6 +38,16 @@ inline int64_t kv_block_bytes(const char* arch, DType dtype) {
   return kv_bytes_per_block(load_model(oracle_model(arch), *backend)->kv_specs(), 16, dtype);
 }
 
+// ‖a − b‖ / ‖b‖ over n values.
+inline double relative_error(const float* a, const float* b, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; i++) {
+    num += (a[i] - b[i]) * double(a[i] - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
 // A deterministic prompt of n tokens; `salt` tells prompts of one test apart.
 inline std::vector<int32_t> prompt_of(int n, int salt) {
   std::vector<int32_t> p;
@@ -59,6 +72,26 @@ inline GenerationRequest greedy(std::vector<int32_t> prompt, int n) {
   r.sampling.temperature = 0;
   r.ignore_eos = true;
   return r;
+}
+
+// Four requests at once under `tight` (a KV budget too small for all of them): the newest
+// are preempted and recomputed, and every output equals that request's solo run.
+inline void expect_preemption_is_invisible(const char* arch, const EngineConfig& tight) {
+  std::vector<std::vector<int32_t>> solo;
+  auto ref = cpu_engine(arch, {});
+  for (int i = 0; i < 4; i++) {
+    auto s = ref->submit(greedy(prompt_of(20 + i, i), 30));
+    ref->run_until_idle();
+    solo.push_back(drain(*s));
+  }
+  auto engine = cpu_engine(arch, tight);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 4; i++) streams.push_back(engine->submit(greedy(prompt_of(20 + i, i), 30)));
+  engine->run_until_idle();
+  EXPECT_GT(engine->stats().num_preemptions, 0);
+  for (int i = 0; i < 4; i++)
+    EXPECT_EQ(drain(*streams[size_t(i)]), solo[size_t(i)]) << arch << " request " << i;
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
 }  // namespace tandem::test

@@ -49,25 +49,11 @@ TEST(WindowEngine, WindowGroupStaysBoundedWhileFullGroupGrows) {
 // Four requests under a KV budget too small for all of them: the newest are preempted
 // and recomputed, and every request's output equals its solo run.
 void expect_preemption_is_invisible(const char* arch, int64_t budget, int step_tokens) {
-  std::vector<std::vector<int32_t>> solo;
-  auto ref = make_engine(arch, {});
-  for (int i = 0; i < 4; i++) {
-    auto s = ref->submit(greedy(prompt_of(20 + i, i), 30));
-    ref->run_until_idle();
-    solo.push_back(drain(*s));
-  }
   EngineConfig tight;
   tight.scheduler.max_rows = 4;
   tight.scheduler.max_batched_tokens = step_tokens;
   tight.kv_budget_bytes = budget;
-  auto engine = make_engine(arch, tight);
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (int i = 0; i < 4; i++) streams.push_back(engine->submit(greedy(prompt_of(20 + i, i), 30)));
-  engine->run_until_idle();
-  EXPECT_GT(engine->stats().num_preemptions, 0);
-  for (int i = 0; i < 4; i++)
-    EXPECT_EQ(drain(*streams[size_t(i)]), solo[size_t(i)]) << arch << " request " << i;
-  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
+  test::expect_preemption_is_invisible(arch, tight);
 }
 
 // What one block id of each group costs, and the window group's size, for a model.
@@ -140,14 +126,8 @@ TEST(WindowEngine, RowLogitsHoldWhenOtherRowsReuseReleasedBlocks) {
     }
     Tensor logits = backend->to_host_f32(runner.forward(build_step_plan(rows, bs)));
     int x_row = rows[0].tokens.data() == y.data() ? 1 : 0;
-    const float* ours = logits.ptr<float>() + int64_t(x_row) * V;
-    const float* ref = solo.ptr<float>() + int64_t(p) * V;
-    double num = 0, den = 0;
-    for (int v = 0; v < V; v++) {
-      num += (ours[v] - ref[v]) * double(ours[v] - ref[v]);
-      den += double(ref[v]) * ref[v];
-    }
-    worst = std::max(worst, std::sqrt(num / den));
+    worst = std::max(worst, test::relative_error(logits.ptr<float>() + int64_t(x_row) * V,
+                                                 solo.ptr<float>() + int64_t(p) * V, V));
   }
   EXPECT_GT(released, 0);
   EXPECT_LE(worst, 1e-5);

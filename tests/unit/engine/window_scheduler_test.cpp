@@ -10,6 +10,7 @@
 
 #include "engine/scheduler.h"
 #include "kv/kv_budget.h"
+#include "scheduler_harness.h"
 
 namespace tandem {
 namespace {
@@ -34,21 +35,9 @@ KvBlockManager gemma_like(int full_blocks, const KvSizing& s) {
                         kBlock);
 }
 
-struct WindowRun {
-  KvBlockManager kv;
-  Scheduler sched;
-  std::vector<std::unique_ptr<Sequence>> seqs;
+struct WindowRun : test::SchedulerHarness {
+  using SchedulerHarness::SchedulerHarness;
 
-  WindowRun(KvBlockManager m, SchedulerConfig c) : kv(std::move(m)), sched(c, kv) {}
-
-  Sequence* add(int prompt_len, int max_tokens) {
-    GenerationRequest r;
-    r.prompt.assign(size_t(prompt_len), 7);
-    r.max_tokens = max_tokens;
-    seqs.push_back(std::make_unique<Sequence>(int64_t(seqs.size()), r, nullptr, 1));
-    sched.add(seqs.back().get());
-    return seqs.back().get();
-  }
   // Plans one step, checks every scheduled row's tables, then plays the runner and
   // finishes rows that reached max_tokens.
   std::vector<ScheduledRow> step() {
@@ -97,11 +86,7 @@ struct WindowRun {
 };
 
 SchedulerConfig config(int rows, int step_tokens) {
-  SchedulerConfig c;
-  c.max_rows = rows;
-  c.max_batched_tokens = step_tokens;
-  c.block_size = kBlock;
-  return c;
+  return {.max_rows = rows, .max_batched_tokens = step_tokens, .block_size = kBlock};
 }
 
 TEST(WindowScheduler, LongSequenceKeepsAWindowsWorthOfBlocks) {

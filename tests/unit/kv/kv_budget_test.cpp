@@ -23,12 +23,7 @@ int live_blocks(int nc, int n, int window, int bs) {
 }
 
 KvSizing sizing(int bs, int rows, int step_tokens, int max_len) {
-  KvSizing s;
-  s.block_size = bs;
-  s.max_rows = rows;
-  s.max_batched_tokens = step_tokens;
-  s.max_model_len = max_len;
-  return s;
+  return {.block_size = bs, .max_rows = rows, .max_batched_tokens = step_tokens, .max_model_len = max_len};
 }
 
 TEST(KvBudget, OneRowWindowBoundIsTightAndSufficient) {
