@@ -27,7 +27,7 @@ ModelRunner::ModelRunner(Model& model, Backend& backend, std::span<const int> nu
     const LayerKvSpec& s = specs[i];
     PagedKv kv;
     kv.group = groups_.layer_group[i];  // a sharing layer: its source's
-    if (s.shares_with < 0) {
+    if (!s.shares_with) {
       Shape shape{num_blocks_[size_t(groups_.layer_group[i])], block_size, s.num_kv_heads,
                   s.head_dim};
       kv.k = backend.zeros(kv_dtype_, shape);

@@ -93,7 +93,7 @@ void DecoderModel::load_layer(WeightLoader& w, int i) {
 std::vector<LayerKvSpec> DecoderModel::kv_specs() const {
   std::vector<LayerKvSpec> specs;
   for (int i = 0; i < config_.num_layers; i++)
-    specs.push_back({config_.num_kv_heads, config_.head_dim, config_.window_for(i), -1});
+    specs.push_back({config_.num_kv_heads, config_.head_dim, config_.window_for(i), std::nullopt});
   return specs;
 }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -19,7 +20,7 @@ struct LayerKvSpec {
   int num_kv_heads = 0;
   int head_dim = 0;
   int window = 0;                 // 0 = full attention
-  int shares_with = -1;           // layer whose KV this layer reads, or -1
+  std::optional<int> shares_with; // layer whose KV this layer reads (none: its own)
 };
 
 class Model {

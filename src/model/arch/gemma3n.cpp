@@ -125,7 +125,7 @@ void Gemma3nModel::load_attention(WeightLoader& w, Gemma3nLayer& l, int i) {
   const ModelConfig& c = config_;
   const int64_t D = c.hidden_size, Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
   Attention& a = l.attention;
-  a.reads_shared_kv = l.kv_source >= 0;
+  a.reads_shared_kv = l.kv_source.has_value();
   if (!a.reads_shared_kv) {
     a.qkv = w.load_linear("layers.{i}.qkv", i, {(Hq + 2 * Hkv) * Dh, D});
     a.norm.k = w.load("layers.{i}.k_norm", i, {Dh});

@@ -46,7 +46,7 @@ struct Gemma3nLayer {
 
   PerLayerBranch per_layer;
 
-  int kv_source = -1;  // layer whose KV this layer reads, or -1 (its own)
+  std::optional<int> kv_source;  // layer whose KV this layer reads (none: its own)
 };
 
 class Gemma3nModel : public Model {

@@ -18,7 +18,7 @@ void Gemma3nModel::layer_forward(const Gemma3nLayer& l, Tensor& streams, const T
   Tensor x = rms_norm(backend_, active, l.input_norm);
   Tensor laurel_out = laurel(l, x);
   // A layer past the sharing point computes only q and attends over its producer's cache.
-  PagedKv& cache = kv[size_t(l.kv_source < 0 ? index : l.kv_source)];
+  PagedKv& cache = kv[size_t(l.kv_source.value_or(index))];
   Tensor h = attention(backend_, x, step, cache, l.attention);
   rms_norm_in_place(backend_, h, l.post_attn_norm);
   backend_.add(h, active, h);

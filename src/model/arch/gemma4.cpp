@@ -103,7 +103,7 @@ void Gemma4Model::load_attention(WeightLoader& w, Gemma4Layer& l, int i) {
   Attention& a = l.attention;
   a.norm.q = w.load("layers.{i}.q_norm", i, {Dh});
   a.norm.eps = float(c.rms_norm_eps);
-  a.reads_shared_kv = s.kv_source >= 0;
+  a.reads_shared_kv = s.kv_source.has_value();
   if (a.reads_shared_kv) {
     a.qkv = w.load_linear("layers.{i}.q", i, {Hq * Dh, D});
   } else {

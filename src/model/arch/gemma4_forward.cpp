@@ -25,7 +25,7 @@ Tensor Gemma4Model::moe_block(const Gemma4Layer& l, const Tensor& residual) {
 void Gemma4Model::layer_forward(const Gemma4Layer& l, Tensor& x, const Tensor& pli,
                                 const StepTensors& step, std::span<PagedKv> kv, int index) {
   // A KV-reading layer attends over its source's cache, written earlier in this step.
-  PagedKv& cache = kv[size_t(l.spec.kv_source >= 0 ? l.spec.kv_source : index)];
+  PagedKv& cache = kv[size_t(l.spec.kv_source.value_or(index))];
   Tensor attn = attention(backend_, rms_norm(backend_, x, l.input_norm), step, cache, l.attention);
   rms_norm_in_place(backend_, attn, l.post_attn_norm);
   Tensor h = add_rms_norm(backend_, x, attn, l.pre_ffn_norm);  // x += attn; h = norm(x)

@@ -72,7 +72,7 @@ TEST(NullBlockAttention, PoisonedNullBlockNeverReachesWindowedAttention) {
     cache.k.ptr<float>()[i] = null_block ? std::numeric_limits<float>::quiet_NaN() : normal(rng);
     cache.v.ptr<float>()[i] = null_block ? std::numeric_limits<float>::quiet_NaN() : normal(rng);
   }
-  std::vector<KvLayerKind> layers{{kWindow, -1}};
+  std::vector<KvLayerKind> layers{{kWindow}};
   // (num_computed, new tokens): chunks and single decode tokens, block-aligned or not.
   for (auto [nc, n] : std::vector<std::pair<int, int>>{{10, 4}, {13, 1}, {6, 3}, {21, 2}, {8, 1}}) {
     KvBlockManager kv(make_kv_groups(layers), std::vector<int>{kBlocks}, kBlock);

@@ -11,7 +11,7 @@ namespace {
 
 // One full-attention group of `num_blocks` blocks: the layout of a model without windows.
 KvBlockManager full_attention(int num_blocks, int block_size) {
-  std::vector<KvLayerKind> layers{{0, -1}};
+  std::vector<KvLayerKind> layers{{0}};
   return KvBlockManager(make_kv_groups(layers), std::vector<int>{num_blocks}, block_size);
 }
 

@@ -29,7 +29,7 @@ KvSizing sizing(int rows, int step_tokens) {
 
 // Group 0: full attention with `full_blocks`; group 1: window 8 sized for `rows` rows.
 KvBlockManager gemma_like(int full_blocks, const KvSizing& s) {
-  std::vector<KvLayerKind> layers{{kWindow, -1}, {kWindow, -1}, {0, -1}};
+  std::vector<KvLayerKind> layers{{kWindow}, {kWindow}, {0}};
   return KvBlockManager(make_kv_groups(layers),
                         std::vector<int>{full_blocks, window_group_blocks(kWindow, s.max_rows, s)},
                         kBlock);
@@ -140,7 +140,7 @@ TEST(WindowScheduler, SlidingOnlyModelRunsPastItsPoolSize) {
   // Mistral-like: every layer slides. One row's window group holds a few blocks, fewer
   // than 200 tokens need, yet a 200-token sequence runs: only the window is resident.
   KvSizing s = sizing(1, 4);
-  std::vector<KvLayerKind> layers{{kWindow, -1}};
+  std::vector<KvLayerKind> layers{{kWindow}};
   int blocks = window_group_blocks(kWindow, 1, s);
   ASSERT_LT((blocks - 1) * kBlock, 200);
   KvBlockManager kv(make_kv_groups(layers), std::vector<int>{blocks}, kBlock);

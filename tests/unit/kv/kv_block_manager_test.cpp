@@ -16,7 +16,7 @@ constexpr int32_t kNull = BlockPool::kNullBlock;
 
 // Group 0: full attention, group 1: a window of 6; blocks of 4 tokens.
 KvBlockManager full_and_window(int full_blocks, int window_blocks, int window = 6) {
-  std::vector<KvLayerKind> layers{{window, -1}, {0, -1}};
+  std::vector<KvLayerKind> layers{{window}, {0}};
   return KvBlockManager(make_kv_groups(layers), std::vector<int>{full_blocks, window_blocks}, 4);
 }
 
@@ -128,7 +128,7 @@ TEST(KvBlockManager, TotalsAddTheGroupsUp) {
   EXPECT_EQ(kv.num_free(), kv.capacity());
   EXPECT_EQ(kv.max_sequence_tokens(), 19 * 4);  // only the full group limits a sequence
   EXPECT_EQ(kv.num_blocks(), (std::vector<int>{20, 10}));
-  std::vector<KvLayerKind> sliding_only{{6, -1}};
+  std::vector<KvLayerKind> sliding_only{{6}};
   KvBlockManager mistral(make_kv_groups(sliding_only), std::vector<int>{5}, 4);
   EXPECT_EQ(mistral.max_sequence_tokens(), INT64_MAX);
 }
@@ -136,7 +136,7 @@ TEST(KvBlockManager, TotalsAddTheGroupsUp) {
 TEST(KvBlockManager, SlidingOnlySequenceOutgrowsItsPool) {
   // Four usable blocks of 4 hold 16 tokens, yet a 100-token sequence decodes through a
   // window of 6 one token at a time: at most 3 blocks are ever live.
-  std::vector<KvLayerKind> sliding_only{{6, -1}};
+  std::vector<KvLayerKind> sliding_only{{6}};
   KvBlockManager kv(make_kv_groups(sliding_only), std::vector<int>{5}, 4);
   BlockTables t;
   for (int nc = 0; nc < 100; nc++) {

@@ -64,7 +64,7 @@ TEST(KvBudget, WindowWiderThanTheContextCostsNoMoreThanFullLength) {
 }
 
 TEST(KvBudget, WithoutWindowsTheBudgetIsAsBefore) {
-  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{0, -1}, {0, -1}});
+  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{0}, {0}});
   std::vector<int64_t> bytes{100};
   KvSizing s = sizing(16, 4, 2048, 1000);
   EXPECT_EQ(plan_group_blocks(g, bytes, s), (std::vector<int>{blocks_for(4000, 16) + 1}));
@@ -75,7 +75,7 @@ TEST(KvBudget, WithoutWindowsTheBudgetIsAsBefore) {
 }
 
 TEST(KvBudget, WindowGroupsTakeTheirBoundAndTheFullGroupTheRest) {
-  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{8, -1}, {0, -1}});
+  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{8}, {0}});
   std::vector<int64_t> bytes{10, 5};  // [full, window]
   KvSizing s = sizing(4, 2, 4, 100);
   // Window: per row ⌈(8 + 2)/4⌉ + 1 = 4, two rows 8, + ⌈4/4⌉ − 1 = 8 live, + null = 9.
@@ -91,7 +91,7 @@ TEST(KvBudget, WindowGroupsTakeTheirBoundAndTheFullGroupTheRest) {
 }
 
 TEST(KvBudget, SlidingOnlyModelNeedsNoFullGroup) {
-  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{8, -1}});
+  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{8}});
   KvSizing s = sizing(4, 2, 4, 100);
   EXPECT_EQ(plan_group_blocks(g, std::vector<int64_t>{5}, s), (std::vector<int>{9}));
 }

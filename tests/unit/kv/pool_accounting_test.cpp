@@ -102,7 +102,7 @@ TEST(PoolAccounting, BlockManagerTablesOwnEveryUsedBlockOnce) {
   for (uint32_t seed : {4u, 5u, std::random_device{}()}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::mt19937 rng(seed);
-    std::vector<KvLayerKind> layers{{0, -1}, {window, -1}};
+    std::vector<KvLayerKind> layers{{0}, {window}};
     KvBlockManager kv(make_kv_groups(layers), std::vector<int>{40, 16}, bs);
     struct Seq {
       BlockTables tables;

@@ -208,7 +208,7 @@ class Gemma3nModelTest : public ::testing::Test {
     model_ = load_model(dir_, *backend_);
     for (auto& spec : model_->kv_specs()) {
       PagedKv kv;
-      if (spec.shares_with < 0) {
+      if (!spec.shares_with) {
         Shape shape{kNumBlocks, kBlockSize, spec.num_kv_heads, spec.head_dim};
         kv.k = backend_->zeros(DType::F32, shape);
         kv.v = backend_->zeros(DType::F32, shape);
@@ -233,7 +233,7 @@ TEST_F(Gemma3nModelTest, SharingLayersReadTheirProducersCache) {
   ASSERT_EQ(specs.size(), 4u);
   std::vector<int> shares, windows;
   for (auto& s : specs) {
-    shares.push_back(s.shares_with);
+    shares.push_back(s.shares_with.value_or(-1));  // -1: its own, for the comparison
     windows.push_back(s.window);
     EXPECT_EQ(s.num_kv_heads, 2);
     EXPECT_EQ(s.head_dim, 8);
