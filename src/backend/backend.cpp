@@ -17,8 +17,6 @@ int64_t Backend::available_memory() const {
   return int64_t(4) << 30;
 }
 
-DType Backend::weight_dtype(DType) const { return act_dtype(); }
-
 void Backend::capture_begin() { fail("{}: graphs are not supported", name()); }
 std::shared_ptr<void> Backend::capture_end() { fail("{}: graphs are not supported", name()); }
 void Backend::replay(const std::shared_ptr<void>&) { fail("{}: graphs are not supported", name()); }

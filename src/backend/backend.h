@@ -5,8 +5,8 @@
 //
 // Conventions for every op:
 //   - tensors are contiguous, row-major, on this backend's device;
-//   - activations are the backend's `act_dtype()` (f32 on the CPU); a Linear's weight is
-//     in `weight_dtype()` of its stored dtype, every other weight in act_dtype();
+//   - activations are the backend's `act_dtype()` (f32 on the CPU); weights are in
+//     `weight_dtype()` of the dtype the checkpoint stores them in;
 //   - shapes are in the comments; "T" = tokens in the step, "B" = rows (sequences),
 //     "D" = hidden size, "H" = heads, "Dh" = head dim, "E" = experts;
 //   - outputs may not alias inputs unless the op says "in place".
@@ -69,10 +69,11 @@ class Backend {
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
   virtual DType act_dtype() const = 0;
-  // The dtype this backend holds a Linear's weight in when the checkpoint stores it as
-  // `stored`; its linear() takes weights of every dtype this returns. The default
-  // converts every weight to act_dtype().
-  virtual DType weight_dtype(DType stored) const;
+  // The dtype this backend holds a weight in, given the dtype the checkpoint stores it in
+  // (the weight loader asks). Every weight-taking op — linear (a Linear's weight and
+  // bias), embedding, the norms, mul's b, moe_experts — takes the dtypes this returns as
+  // well as act_dtype(). Default: the activation dtype.
+  virtual DType weight_dtype(DType stored) const { return act_dtype(); }
 
   // --- memory ---
   // Uninitialized device tensor.

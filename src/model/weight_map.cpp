@@ -116,16 +116,16 @@ std::optional<Tensor> WeightLoader::read(const std::string& name, int layer, Sha
   return host;
 }
 
-Tensor WeightLoader::upload(const Tensor& host, DType dtype) {
+Tensor WeightLoader::upload(const Tensor& host) {
   num_parameters_ += host.numel();
-  Tensor device = backend_.upload(host, dtype);
+  Tensor device = backend_.upload(host, backend_.weight_dtype(host.dtype));
   report_progress(int64_t(host.nbytes()));
   return device;
 }
 
 Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bool must_exist) {
   std::optional<Tensor> host = read(name, layer, expected, must_exist);
-  return host ? upload(*host, backend_.act_dtype()) : Tensor{};
+  return host ? upload(*host) : Tensor{};
 }
 
 Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expected,
@@ -133,7 +133,7 @@ Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expec
   Linear l;
   std::optional<Tensor> host = read(name, layer, expected, must_exist);
   if (!host) return l;
-  l.weight = upload(*host, backend_.weight_dtype(host->dtype));
+  l.weight = upload(*host);
   l.bias = load(name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
   return l;
 }

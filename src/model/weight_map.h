@@ -31,13 +31,13 @@ class WeightLoader {
  public:
   WeightLoader(const Checkpoint& checkpoint, Backend& backend, WeightMap map, int num_experts);
 
-  // Loads internal weight `name` (with "{i}" = layer) onto the backend in its activation
-  // dtype, checking that its shape is `expected`. Undefined tensor when the rule is
+  // Loads internal weight `name` (with "{i}" = layer) onto the backend, in the dtype the
+  // backend holds a weight of the checkpoint's dtype in (Backend::weight_dtype), checking
+  // that its shape is `expected`. Undefined tensor when the rule is
   // optional and absent, or when no rule has that name and `must_exist` is false.
   Tensor load(const std::string& name, int layer, Shape expected, bool must_exist = true);
-  // The projection `name` [N, K]: its weight in the dtype the backend holds a weight of
-  // the checkpoint's dtype in (Backend::weight_dtype), and the bias `name`_bias [N] when
-  // the map has that rule and the checkpoint the tensors.
+  // The projection `name` [N, K] as a Linear: its weight, and the bias `name`_bias [N]
+  // when the map has that rule and the checkpoint the tensors.
   Linear load_linear(const std::string& name, int layer, Shape expected, bool must_exist = true);
   // The output projection "lm_head" [V, D]; when the checkpoint has none, `embed` if the
   // config ties them, else an error naming the checkpoint.
@@ -51,7 +51,8 @@ class WeightLoader {
   // The host tensor of weight `name`, fused and stacked by its rule, its shape checked;
   // nullopt when absent (as load() describes).
   std::optional<Tensor> read(const std::string& name, int layer, Shape expected, bool must_exist);
-  Tensor upload(const Tensor& host, DType dtype);
+  // On the backend, in the dtype it holds a weight of the host's dtype in (weight_dtype).
+  Tensor upload(const Tensor& host);
   void report_progress(int64_t bytes);
 
   const Checkpoint& checkpoint_;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "server/endpoints.h"
+#include "server/web/web_pages.h"
 
 namespace tandem::server {
 namespace {
@@ -95,6 +96,12 @@ void HttpServer::install_routes() {
             [this](const httplib::Request&, httplib::Response& res) { handle_stats(res); });
   http_.Get("/metrics",
             [this](const httplib::Request&, httplib::Response& res) { handle_metrics(res); });
+  install_web_routes();
+}
+
+// The pages are static and open (like /health): their scripts send the key themselves.
+void HttpServer::install_web_routes() {
+  if (options_.web_ui) install_web_pages(http_);
 }
 
 void HttpServer::install_error_handlers() {

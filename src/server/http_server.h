@@ -15,6 +15,8 @@
 // or "x-api-key: KEY"; /health, /stats and /metrics are open, for probes and scrapers.
 // No handler lets an exception escape: every failure is a JSON error in the route's API
 // shape (Anthropic's for /v1/messages*, OpenAI's elsewhere).
+// The web pages (GET /, /dashboard and their /web/* files; server/web/web_pages.h) are
+// open too: their scripts send the key. options.web_ui off: they are not routed (404).
 #pragma once
 
 #include <atomic>
@@ -45,6 +47,7 @@ struct ServerOptions {
   std::chrono::seconds drain_timeout{30};  // stop(): how long in-flight requests may finish
   std::chrono::seconds io_timeout{30};     // reading a request / writing to a slow client
   bool log_requests = false;               // one line per request on stderr
+  bool web_ui = true;                      // the pages for people: / and /dashboard
 };
 
 class HttpServer {
@@ -81,6 +84,7 @@ class HttpServer {
   using Handler = void (*)(const EndpointContext&, const httplib::Request&, httplib::Response&);
 
   void install_routes();
+  void install_web_routes();
   void install_error_handlers();
   void route(const char* method, const char* pattern, ApiStyle style, Handler handler);
   void serve(ApiStyle style, Handler handler, const httplib::Request& req, httplib::Response& res);
