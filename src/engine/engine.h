@@ -57,6 +57,9 @@ struct EngineConfig {
   std::optional<int> max_model_len;  // nullopt: the model's max_position_embeddings
   std::string served_model_name;
   Overlap overlap = Overlap::Auto;
+  // Reuse the KV blocks of cached prompt prefixes (kv/kv_block_manager.h);
+  // --no-enable-prefix-caching turns it off.
+  bool enable_prefix_caching = true;
 };
 
 class Engine : public EngineApi {
