@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   serve->add_option("--kv-cache-dtype", so.kv_cache_dtype, "KV cache element type: auto (the activation dtype), fp8 or fp8_e4m3 (unscaled e4m3, half of bf16)")->capture_default_str();
   serve->add_option("--api-key", so.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
   serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
+  serve->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", so.enable_prefix_caching,
+                  "Reuse the KV blocks of cached prompt prefixes (default: on)");
   serve->add_flag("--log-requests", so.log_requests, "One line per request on stderr");
   serve->add_flag("--no-web-ui", so.no_web_ui, "Serve no web pages (the chat at / and /dashboard)");
 
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
   gen->add_option("--seed", go.seed, "Sampling seed (same seed, same tokens)");
   gen->add_flag("--ignore-eos", go.ignore_eos, "Keep generating past end-of-sequence tokens");
   gen->add_option("--kv-cache-dtype", go.kv_cache_dtype, "KV cache element type: auto, fp8 or fp8_e4m3")->capture_default_str();
+  gen->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", go.enable_prefix_caching,
+                "Reuse the KV blocks of cached prompt prefixes (default: on)");
   gen->add_flag("--json", go.json, "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
 
   PerplexityOptions po;
