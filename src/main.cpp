@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
   bench->add_option("--input-len", bo.input_len, "Prompt length in tokens (random token ids)")->capture_default_str();
   bench->add_option("--output-len", bo.output_len, "Tokens to generate per request (min_tokens + ignore_eos)")->capture_default_str();
   bench->add_option("--request-rate", bo.request_rate, "Poisson arrivals per second, at most --concurrency in flight (default: closed loop)");
+  bench->add_option("--shared-prefix-len", bo.shared_prefix_len, "Tokens every prompt starts with (the same for all: a prefix cache can reuse them)")->capture_default_str();
+  bench->add_option("--multi-turn", bo.multi_turn, "Turns per conversation: each resends its history plus --input-len new tokens (--num-requests counts conversations; TTFT per turn)")->capture_default_str();
   bench->add_option("--temperature", bo.temperature, "Sampling temperature")->capture_default_str();
   bench->add_option("--token-min", bo.token_min, "Prompt ids are uniform in [token-min, token-max)")->capture_default_str();
   bench->add_option("--token-max", bo.token_max, "Upper end (exclusive) of prompt ids")->capture_default_str();
