@@ -158,6 +158,27 @@ TEST(PrefixManager, AFullPoolEvictsCachedBlocksLeastRecentlyUsedTailFirst) {
   EXPECT_EQ(kv.find_prefix(again.chain, again.tokens, 2).num_blocks, 1);  // a's block 0 survives
 }
 
+// vLLM's lesson (#43447): a long generation on a window group frees the blocks leaving its
+// window at the free-list head, and reuses them itself, so the prefixes others left
+// cached survive it. Were they cached at the tail, the generation would flush them.
+TEST(PrefixManager, ALongGenerationDoesNotFlushOthersWindowBlocks) {
+  for (bool cache_generated : {false, true}) {
+    SCOPED_TRACE(cache_generated ? "generated blocks cached" : "generated blocks freed first");
+    KvBlockManager kv = manager({{6}}, {12});  // 11 usable blocks
+    Seq a{.tokens = tokens_from(30, 0)};
+    run(kv, a, 30 / kBs);
+    kv.release(a.tables);
+    Seq again{.tokens = a.tokens};
+    again.chain.extend(again.tokens, kBs);
+    ASSERT_EQ(kv.find_prefix(again.chain, again.tokens, 7).num_blocks, 7);
+    Seq b{.tokens = tokens_from(8, 900)};
+    for (int i = 0; i < 200; i++) b.tokens.push_back(2000 + i);  // 200 generated tokens
+    run(kv, b, cache_generated ? 1 << 20 : 8 / kBs);
+    kv.release(b.tables);
+    EXPECT_EQ(kv.find_prefix(again.chain, again.tokens, 7).num_blocks, cache_generated ? 0 : 7);
+  }
+}
+
 TEST(PrefixManager, OffMeansNoNamesNoHits) {
   KvBlockManager kv(make_kv_groups(std::vector<KvLayerKind>{{0}}), std::vector<int>{10}, kBs);
   Seq a{.tokens = tokens_from(12, 0)};
