@@ -169,7 +169,9 @@ TEST_P(PrefixCacheGate, HitsChangeNoTokenAndFreeEverything) {
     const int before = int(history.size());
     history = concat(concat(history, r.tokens), oracle_tokens(oracle, 8, 17 * turn));
     // The last reply token's K/V is never computed: at most its block is recomputed.
-    if (turn == 2) EXPECT_GE(r.cached_tokens, before - 8 - 16);
+    if (turn == 2) {
+      EXPECT_GE(r.cached_tokens, before - 8 - 16);
+    }
   }
 
   // Eight short prompts (one shared block) growing to 84 tokens each, at once: under the
@@ -188,7 +190,9 @@ TEST_P(PrefixCacheGate, HitsChangeNoTokenAndFreeEverything) {
     ASSERT_TRUE(stats.is_object());
     EXPECT_EQ(stats["kv_blocks"]["used"], 0) << stats.dump();
     EXPECT_EQ(stats["kv_blocks"]["free"], stats["kv_blocks"]["total"]) << stats.dump();
-    if (c.variant == Variant::Tight) EXPECT_GT(stats["preemptions"].get<int>(), 0) << stats.dump();
+    if (c.variant == Variant::Tight) {
+      EXPECT_GT(stats["preemptions"].get<int>(), 0) << stats.dump();
+    }
   }
   Json stats = settled_stats(cached.port());
   EXPECT_GT(stats["kv_blocks"]["cached"].get<int>(), 0) << stats.dump();

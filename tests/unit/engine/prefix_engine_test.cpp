@@ -137,7 +137,9 @@ TEST(PrefixEngine, OverlappedStepsHashOnlyFinalTokens) {
   for (int turn = 0; turn < 3; turn++) {
     const Outcome got = run_one(*on, greedy(history, 18));
     EXPECT_EQ(got.tokens, run_one(*off, greedy(history, 18)).tokens) << "turn " << turn;
-    if (turn > 0) EXPECT_GT(got.cached_tokens, 32) << "turn " << turn;
+    if (turn > 0) {
+      EXPECT_GT(got.cached_tokens, 32) << "turn " << turn;
+    }
     history.insert(history.end(), got.tokens.begin(), got.tokens.end());
     history = with_suffix(history, 5, turn);
   }
