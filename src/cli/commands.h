@@ -27,6 +27,7 @@ struct ServeOptions {
   std::string served_model_name;
   bool log_requests = false;
   bool no_web_ui = false;  // --no-web-ui: no / and /dashboard pages
+  bool enable_prefix_caching = true;  // --no-enable-prefix-caching turns it off
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.
@@ -54,6 +55,7 @@ struct GenerateOptions {
   bool json = false;
   bool ignore_eos = false;
   std::string kv_cache_dtype = "auto";  // auto | fp8 | fp8_e4m3 (as serve's)
+  bool enable_prefix_caching = true;    // as serve's
 };
 int run_generate(const GenerateOptions& o);
 
