@@ -68,8 +68,9 @@ void drop_unreferenced(std::vector<T>& kept, size_t& threshold, InUse in_use) {
   threshold = std::max<size_t>(kMinCollect, 2 * kept.size());
 }
 
+// Scopes are not charged to the memory budget: one per iteration at most, each step is
+// counted, and the ones no longer referred to are dropped.
 std::shared_ptr<Scope> Interpreter::new_scope(std::shared_ptr<Scope> parent) {
-  charge_render(sizeof(Scope) + 64);
   drop_unreferenced(scopes_, scopes_collect_at_,
                     [](const std::shared_ptr<Scope>& s) { return s.use_count() > 1; });
   scopes_.push_back(std::make_shared<Scope>(std::move(parent)));

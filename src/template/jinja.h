@@ -48,7 +48,7 @@ class TemplateError : public tandem::Error {
 struct RenderLimits {
   int64_t max_iterations = 1'000'000;           // loop iterations + macro calls, in total
   size_t max_output_bytes = size_t(16) << 20;   // any one text the render builds, the result too
-  size_t max_memory_bytes = size_t(128) << 20;  // strings, lists and scopes it creates, in total
+  size_t max_memory_bytes = size_t(128) << 20;  // strings and containers it creates, in total
   int max_depth = 200;                          // macro calls and recursive-loop levels nested
   // Checked with every iteration and call: once true, the render ends (cause Cancelled).
   const std::atomic<bool>* cancel = nullptr;
