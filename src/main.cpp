@@ -4,6 +4,7 @@
 
 #include "cli/bench/bench_options.h"
 #include "cli/commands.h"
+#include "cli/limit_flags.h"
 
 using namespace tandem::cli;
 
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   serve->add_option("--api-key", so.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
   serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
   serve->add_flag("--log-requests", so.log_requests, "One line per request on stderr");
+  add_limit_flags(*serve, so.limits, so.allowed_hosts);
 
   LogitsOptions lo;
   auto* logits = app.add_subcommand("logits", "Teacher-forced logits of a token-id sequence, as .npy");

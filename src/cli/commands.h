@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "server/server_limits.h"
 
 namespace tandem::cli {
 
@@ -25,6 +28,8 @@ struct ServeOptions {
   std::optional<std::string> api_key;
   std::string served_model_name;
   bool log_requests = false;
+  server::ServerLimits limits;             // limit_flags.h
+  std::vector<std::string> allowed_hosts;  // --allowed-hosts; empty: the default rule
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.
