@@ -11,11 +11,18 @@ namespace {
 
 using std::chrono::seconds;
 
+// "16MiB", "64KiB" or plain bytes: how a size default is shown (parse_bytes reads all three).
+std::string size_text(size_t bytes) {
+  if (bytes != 0 && bytes % (size_t(1) << 20) == 0) return fmt::format("{}MiB", bytes >> 20);
+  if (bytes != 0 && bytes % 1024 == 0) return fmt::format("{}KiB", bytes >> 10);
+  return std::to_string(bytes);
+}
+
 // A byte size flag ("16MiB", "64KB", "1000000"), into a size_t.
 void add_size(CLI::App& app, const char* name, size_t& field, const char* help) {
   app.add_option_function<std::string>(
          name, [&field](const std::string& text) { field = size_t(parse_bytes(text)); }, help)
-      ->default_str(std::to_string(field))
+      ->default_str(size_text(field))
       ->type_name("SIZE");
 }
 

@@ -38,11 +38,6 @@ Connection::~Connection() {
   --open_count_;
 }
 
-void Connection::set_read_deadline(Clock::time_point deadline, const std::atomic<bool>* stop) {
-  read_deadline_ = deadline;
-  stop_ = stop;
-}
-
 ByteSource::Fill Connection::fill(std::string& buffer) {
   std::array<char, 64 << 10> chunk;
   for (;;) {
@@ -72,9 +67,20 @@ bool Connection::write_all(std::string_view data) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
-    if (poll_for(fd_, POLLOUT, write_timeout_) <= 0) return false;
+    if (!wait_writable()) return false;
   }
   return true;
+}
+
+bool Connection::wait_writable() const {
+  auto deadline = Clock::now() + write_timeout_;
+  for (;;) {
+    if (stop_ && stop_->load()) return false;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    int r = poll_for(fd_, POLLOUT, std::min(left, kWaitSlice));
+    if (r != 0) return r > 0;
+  }
 }
 
 bool Connection::peer_alive() const {

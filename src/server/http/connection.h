@@ -30,12 +30,14 @@ class Connection : public ByteSource {
   int remote_port() const { return remote_port_; }
   std::string& input() { return input_; }
 
-  // Worker side, blocking with deadlines. fill() waits for more bytes until the read
-  // deadline (or until `stop` is set) and appends them to `buffer`.
-  void set_read_deadline(Clock::time_point deadline, const std::atomic<bool>* stop);
+  // Worker side, blocking with deadlines, and ending early once `stop` (set_stop) is
+  // raised. fill() waits for more bytes until the read deadline and appends them to
+  // `buffer`.
+  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
+  void set_read_deadline(Clock::time_point deadline) { read_deadline_ = deadline; }
   Fill fill(std::string& buffer) override;
   // Writes all of `data`; false once the client has not taken a byte for `write_timeout`,
-  // or has gone away.
+  // or has gone away, or the server stops.
   bool write_all(std::string_view data);
   void set_write_timeout(std::chrono::milliseconds timeout) { write_timeout_ = timeout; }
   // False once the peer has closed its end or the socket failed. Never blocks.
@@ -51,6 +53,8 @@ class Connection : public ByteSource {
   void shutdown_write();
 
  private:
+  bool wait_writable() const;
+
   int fd_;
   std::string remote_ip_;
   int remote_port_;

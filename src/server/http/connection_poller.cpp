@@ -132,7 +132,16 @@ void ConnectionPoller::accept_all() {
     socklen_t len = sizeof(addr);
     int fd =
         accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN: no more for now (errors: retried on the next event)
+    if (fd < 0) {
+      // Out of descriptors (EMFILE, ENFILE, ENOBUFS): the pending connection stays queued
+      // and the listener readable, so stop watching it until the next sweep rather than
+      // spin; EAGAIN is simply the end of the queue.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        watch(listen_fd_, 0, false);
+        accept_paused_ = true;
+      }
+      return;
+    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     std::string ip;
@@ -285,6 +294,10 @@ void ConnectionPoller::to_linger(Slot& slot) {
 }
 
 void ConnectionPoller::sweep(Clock::time_point now) {
+  if (accept_paused_) {
+    watch(listen_fd_, EPOLLIN, false);
+    accept_paused_ = false;
+  }
   std::vector<int> expired;
   for (auto& [fd, slot] : slots_)
     if (slot.deadline <= now) expired.push_back(fd);

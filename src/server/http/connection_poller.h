@@ -88,9 +88,10 @@ class ConnectionPoller {
   int listen_fd_;
   const HttpLimits& limits_;
   Callbacks callbacks_;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;
+  int epoll_fd_;  // both made by the constructor
+  int wake_fd_;
   std::atomic<bool> stopping_{false};
+  bool accept_paused_ = false;  // out of descriptors: the listener rests until the next sweep
   std::atomic<int> num_open_{0};
   std::unordered_map<int, Slot> slots_;
 

@@ -166,6 +166,7 @@ Next HttpTransport::serve(Connection& conn, RequestHead& head) {
   httplib::Request& req = head.request;
   ResponseContext ctx = context_of(head);
   conn.set_write_timeout(limits_.write_timeout);
+  conn.set_stop(&stopping_);
   httplib::Response res;
   bool has_body = head.body.kind != BodyFraming::Kind::None;
   const Route* route = router_.match(req);
@@ -198,7 +199,7 @@ Next HttpTransport::read_request_body(Connection& conn, RequestHead& head,
   if (!announced_too_large) {
     if (head.body.expect_continue && !conn.write_all("HTTP/1.1 100 Continue\r\n\r\n"))
       return Next::Close;
-    conn.set_read_deadline(Clock::now() + limits_.body_timeout, &stopping_);
+    conn.set_read_deadline(Clock::now() + limits_.body_timeout);
     status = read_body(conn, conn.input(), head.body, limits_.max_body_bytes, req.body);
   }
   if (status == BodyStatus::Ok) return Next::KeepAlive;
