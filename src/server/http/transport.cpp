@@ -167,6 +167,7 @@ Next HttpTransport::serve(Connection& conn, RequestHead& head) {
   ResponseContext ctx = context_of(head);
   conn.set_write_timeout(limits_.write_timeout);
   conn.set_stop(&stopping_);
+  ConnectionScope scope(&conn);  // the handler and a streaming response can ask about it
   httplib::Response res;
   bool has_body = head.body.kind != BodyFraming::Kind::None;
   const Route* route = router_.match(req);
@@ -176,10 +177,9 @@ Next HttpTransport::serve(Connection& conn, RequestHead& head) {
   }
   if (hooks_.admit && !hooks_.admit(req, res)) return respond(conn, req, res, ctx, has_body);
   if (Next n = read_request_body(conn, head, ctx); n != Next::KeepAlive) return n;
-  ConnectionScope scope(&conn);
   try {
     route->handler(req, res);
-  } catch (const std::exception& e) {  // handlers answer their own errors; a last net
+  } catch (...) {  // handlers answer their own errors; a last net
     res = httplib::Response();
     fill_error(&req, 500, "Internal server error.", res);
   }
@@ -237,7 +237,7 @@ std::optional<std::string> HttpTransport::answer_probe(RequestHead& head) {
   if (!hooks_.admit || hooks_.admit(head.request, res)) {
     try {
       route->handler(head.request, res);
-    } catch (const std::exception&) {
+    } catch (...) {
       res = httplib::Response();
       fill_error(&head.request, 500, "Internal server error.", res);
     }
