@@ -1,57 +1,104 @@
-// cpu_ops_bench: GFLOP/s of the CPU backend's linear (OpenBLAS) at decode and prefill
-// shapes, and of paged attention at a few contexts. Prints figures; never a gate.
-//   usage: cpu_ops_bench [min_seconds_per_case (default 0.3)]
+// cpu_ops_bench: the CPU kernels against this machine's memory bandwidth. Measures the
+// bandwidth first (a multi-threaded read of a buffer far larger than the caches), then
+// the GEMM (cpu_gemm.h) at the llama-100m shapes for 1/4/16 rows and at prefill sizes,
+// on each instruction set the machine runs and each path (own kernels, OpenBLAS on
+// widened tiles), then paged decode attention. GB/s counts the bytes an op must read
+// from memory (weights; for attention the KV it reads); prints figures, never a gate.
+//   usage: cpu_ops_bench [--threads N] [--min-seconds S (0.3)] [--quick]
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_gemm.h"
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
 
 namespace {
 
-using tandem::Backend;
-using tandem::DType;
-using tandem::Tensor;
+using namespace tandem;
 
-Tensor random_tensor(Backend& be, tandem::Shape shape, std::mt19937& rng) {
-  Tensor h = Tensor::empty_host(DType::F32, shape);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (int64_t i = 0; i < h.numel(); i++) h.ptr<float>()[i] = dist(rng);
-  return be.upload(h, DType::F32);
-}
-
-// Seconds per call of fn, repeated until min_seconds have passed (after one warm-up).
+// Seconds per call of fn: the median of 5 timings of enough calls to fill min_seconds/5.
 double time_per_call(const std::function<void()>& fn, double min_seconds) {
   using clock = std::chrono::steady_clock;
   fn();
-  int calls = 0;
-  const auto start = clock::now();
-  double elapsed = 0;
-  do {
-    fn();
-    calls++;
-    elapsed = std::chrono::duration<double>(clock::now() - start).count();
-  } while (elapsed < min_seconds);
-  return elapsed / calls;
+  int calls = 1;
+  for (auto t0 = clock::now(); std::chrono::duration<double>(clock::now() - t0).count() < min_seconds / 5;)
+    fn(), calls++;
+  std::vector<double> runs;
+  for (int r = 0; r < 5; r++) {
+    const auto t0 = clock::now();
+    for (int i = 0; i < calls; i++) fn();
+    runs.push_back(std::chrono::duration<double>(clock::now() - t0).count() / calls);
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[2];
 }
 
-void bench_linear(Backend& be, int64_t T, int64_t K, int64_t N, double min_s, std::mt19937& rng) {
-  Tensor x = random_tensor(be, {T, K}, rng), w = random_tensor(be, {N, K}, rng);
-  Tensor out = be.alloc(DType::F32, {T, N});
-  const double s = time_per_call([&] { be.linear(out, x, w, Tensor{}); }, min_s);
-  fmt::print("linear     T={:<4} K={:<5} N={:<5} {:9.1f} us  {:7.2f} GFLOP/s\n", T, K, N, s * 1e6,
-             2.0 * T * K * N / s * 1e-9);
+// Read bandwidth: every thread sums its share of a 1 GiB buffer (8-wide lanes).
+double measure_read_bandwidth(ThreadPool& pool, double min_s) {
+  const size_t n = size_t(1) << 28;  // floats
+  std::vector<float> buf(n, 1.f);
+  std::vector<double> sink(size_t(pool.num_threads()) * 16);
+  const double s = time_per_call(
+      [&] {
+        pool.parallel_for(
+            int64_t(n / 4096),
+            [&](int64_t b, int64_t e) {
+              float lanes[16] = {};
+              for (int64_t i = b * 4096; i < e * 4096; i += 16)
+                for (int l = 0; l < 16; l++) lanes[l] += buf[size_t(i + l)];
+              float t = 0;
+              for (float v : lanes) t += v;
+              sink[size_t(b % int64_t(sink.size()))] += t;
+            },
+            int64_t(pool.num_threads()) * 8);
+      },
+      min_s);
+  return double(n) * 4 / s * 1e-9;
 }
 
-// One decode token per row over `context` cached positions each.
-void bench_attention(Backend& be, int rows, int context, double min_s, std::mt19937& rng) {
+std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.f, 0.02f);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = f32_to_bf16(dist(rng));
+  return v;
+}
+
+struct Linear {
+  const char* name;
+  int64_t N, K;
+};
+
+void bench_gemm(ThreadPool& pool, const Linear& l, int64_t M, CpuIsa isa, cpu::GemmPath path,
+                double bandwidth, double min_s, std::mt19937& rng) {
+  const auto w = random_bf16(size_t(l.N * l.K), rng);
+  std::vector<float> x(size_t(M * l.K), 0.5f), out(size_t(M * l.N));
+  const cpu::GemmOptions opt{isa, path};
+  const double s = time_per_call(
+      [&] { cpu::gemm_xwt(pool, out.data(), x.data(), w.data(), DType::BF16, M, l.N, l.K, opt); },
+      min_s);
+  const double gbs = double(l.N * l.K * 2) / s * 1e-9;
+  fmt::print("gemm   {:<8} {:<7} {:<7} M={:<4} N={:<5} K={:<5} {:9.1f} us {:7.1f} GB/s ({:3.0f}% of "
+             "bw) {:7.1f} GFLOP/s\n",
+             l.name, cpu_isa_name(isa), path == cpu::GemmPath::Blas ? "blas" : "kernels", M, l.N,
+             l.K, s * 1e6, gbs, 100 * gbs / bandwidth, 2.0 * M * l.N * l.K / s * 1e-9);
+}
+
+// One decode token per row over `context` cached positions each (llama-100m heads).
+void bench_attention(Backend& be, int rows, int context, double bandwidth, double min_s) {
   const int Hq = 12, Hkv = 4, Dh = 64, bs = 16, per_row = (context + bs - 1) / bs;
-  tandem::PagedKv cache{random_tensor(be, {rows * per_row, bs, Hkv, Dh}, rng),
-                        random_tensor(be, {rows * per_row, bs, Hkv, Dh}, rng)};
+  PagedKv cache{be.zeros(DType::F32, {rows * per_row, bs, Hkv, Dh}),
+                be.zeros(DType::F32, {rows * per_row, bs, Hkv, Dh})};
+  for (Tensor* t : {&cache.k, &cache.v})
+    for (int64_t i = 0; i < t->numel(); i++) t->ptr<float>()[i] = float(i % 97) * 0.01f;
   std::vector<int32_t> pos, starts{0}, ctx, table, slots;
   for (int b = 0; b < rows; b++) {
     pos.push_back(context - 1);
@@ -60,12 +107,12 @@ void bench_attention(Backend& be, int rows, int context, double min_s, std::mt19
     for (int i = 0; i < per_row; i++) table.push_back(b * per_row + i);
     slots.push_back(table[size_t(b * per_row + (context - 1) / bs)] * bs + (context - 1) % bs);
   }
-  auto i32 = [&](const std::vector<int32_t>& v, tandem::Shape shape) {
+  auto i32 = [&](const std::vector<int32_t>& v, Shape shape) {
     Tensor t = be.alloc(DType::I32, shape);
     be.write_i32(t, v.data(), int64_t(v.size()));
     return t;
   };
-  tandem::StepTensors step;
+  StepTensors step;
   step.num_tokens = rows;
   step.num_rows = rows;
   step.max_blocks = per_row;
@@ -76,31 +123,50 @@ void bench_attention(Backend& be, int rows, int context, double min_s, std::mt19
   step.seq_starts = i32(starts, {rows + 1});
   step.context_lens = i32(ctx, {rows});
   step.block_table = i32(table, {rows, per_row});
-  Tensor q = random_tensor(be, {rows, Hq, Dh}, rng), out = be.alloc(DType::F32, {rows, Hq, Dh});
-  tandem::AttentionParams params{0.125f, 0.f, 0};
+  Tensor q = be.zeros(DType::F32, {rows, Hq, Dh}), out = be.alloc(DType::F32, {rows, Hq, Dh});
+  const AttentionParams params{0.125f, 0.f, 0};
   const double s = time_per_call([&] { be.attention(out, q, cache, step, params); }, min_s);
-  fmt::print("attention  B={:<4} ctx={:<5}        {:9.1f} us  {:7.2f} GFLOP/s\n", rows, context,
-             s * 1e6, 4.0 * rows * Hq * context * Dh / s * 1e-9);
+  const double gbs = 2.0 * rows * context * Hkv * Dh * 4 / s * 1e-9;
+  fmt::print("attention B={:<3} ctx={:<5} f32 KV {:9.1f} us {:7.1f} GB/s ({:3.0f}% of bw) {:7.2f} "
+             "GFLOP/s\n",
+             rows, context, s * 1e6, gbs, 100 * gbs / bandwidth,
+             4.0 * rows * Hq * context * Dh / s * 1e-9);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const double min_s = argc > 1 ? std::atof(argv[1]) : 0.3;
-  auto be = tandem::make_cpu_backend();
+  double min_s = 0.3;
+  bool quick = false;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) ThreadPool::set_global_threads(std::atoi(argv[++i]));
+    else if (a == "--min-seconds" && i + 1 < argc) min_s = std::atof(argv[++i]);
+    else if (a == "--quick") quick = true;
+    else return fmt::print(stderr, "usage: cpu_ops_bench [--threads N] [--min-seconds S] [--quick]\n"), 2;
+  }
+  ThreadPool& pool = ThreadPool::global();
+  auto be = make_cpu_backend();
   std::mt19937 rng(0);
-  struct Shape3 {
-    int64_t T, K, N;
-  };
-  for (Shape3 s : {Shape3{1, 768, 768},
-                   {1, 768, 3072},
-                   {1, 4096, 4096},
-                   {8, 768, 3072},
-                   {64, 768, 768},
-                   {128, 768, 3072},
-                   {512, 2048, 2048}})
-    bench_linear(*be, s.T, s.K, s.N, min_s, rng);
-  for (auto [rows, context] : {std::pair{1, 512}, {8, 512}, {32, 2048}})
-    bench_attention(*be, rows, context, min_s, rng);
+  const double bw = measure_read_bandwidth(pool, min_s);
+  fmt::print("threads {}, isa {} (max {}), memory read bandwidth {:.1f} GB/s\n", pool.num_threads(),
+             cpu_isa_name(cpu_isa()), cpu_isa_name(cpu_max_isa()), bw);
+  // llama-100m: dim 768, 12/4 heads of 64, ffn 2048, vocab 32000 (bf16 weights).
+  const Linear shapes[] = {{"qkv", 1280, 768}, {"o", 768, 768}, {"gate_up", 4096, 768},
+                           {"down", 768, 2048}, {"lm_head", 32000, 768}};
+  std::vector<CpuIsa> isas{CpuIsa::Avx2};
+  if (cpu_max_isa() >= CpuIsa::Avx512) isas.push_back(CpuIsa::Avx512);
+  for (int64_t M : {1, 4, 16})
+    for (const Linear& l : shapes)
+      for (CpuIsa isa : isas) bench_gemm(pool, l, M, isa, cpu::GemmPath::Kernels, bw, min_s, rng);
+  for (int64_t M : {64, 512})
+    for (const Linear& l : {shapes[0], shapes[2], shapes[3]})
+      for (cpu::GemmPath p : {cpu::GemmPath::Kernels, cpu::GemmPath::Blas})
+        for (CpuIsa isa : isas) {
+          if (p == cpu::GemmPath::Blas && isa != cpu_max_isa()) continue;  // one BLAS run
+          if (!quick || M == 64) bench_gemm(pool, l, M, isa, p, bw, min_s, rng);
+        }
+  for (auto [rows, context] : {std::pair{1, 192}, {16, 192}, {16, 1024}})
+    bench_attention(*be, rows, context, bw, min_s);
   return 0;
 }

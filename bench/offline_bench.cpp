@@ -3,7 +3,7 @@
 // (prefill included, as TensorRT-LLM's tables count it).
 //   offline_bench MODEL_DIR [--device cuda|cpu] [--input 128] [--output 128] [--num 256]
 //                 [--batch 256] [--max-batched-tokens 8192] [--repeat 1]
-//                 [--kv-cache-dtype auto|fp8|fp8_e4m3]
+//                 [--kv-cache-dtype auto|fp8|fp8_e4m3] [--threads N]
 // `--num 1 --batch 1 --input 128 --output 256` is decode-b1: it also prints the decode
 // rate after the first token (the bandwidth-roofline comparison).
 #include <fmt/format.h>
@@ -12,6 +12,8 @@
 #include <chrono>
 #include <random>
 
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
 #include "engine/engine.h"
 
 using namespace tandem;
@@ -26,6 +28,7 @@ double seconds_since(Clock::time_point t) {
 struct Options {
   std::string dir, device = "cuda", kv_cache_dtype = "auto";
   int input = 128, output = 128, num = 256, batch = 256, max_batched_tokens = 8192, repeat = 1;
+  int threads = 0;  // the CPU backend's pool (0: the physical cores)
 };
 
 Options parse(int argc, char** argv) {
@@ -41,6 +44,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--max-batched-tokens") o.max_batched_tokens = std::stoi(v);
     else if (k == "--repeat") o.repeat = std::stoi(v);
     else if (k == "--kv-cache-dtype") o.kv_cache_dtype = v;
+    else if (k == "--threads") o.threads = std::stoi(v);
     else throw std::runtime_error("unknown option " + k);
   }
   return o;
@@ -61,6 +65,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     streams.push_back(engine.submit(r));
   }
   int64_t before = engine.stats().generation_tokens_total;
+  const int64_t prompt_before = engine.stats().prompt_tokens_total;
   engine.step();
   auto first = Clock::now();
   int64_t after_first = engine.stats().generation_tokens_total;
@@ -94,6 +99,10 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     fmt::print("  {} requests x {}/{}: {} output tokens in {:.3f} s = {:.0f} output tok/s"
                " (after the first step: {:.0f} tok/s)\n",
                o.num, o.input, o.output, tokens, total, double(tokens) / total, decode);
+    const double first_s = std::chrono::duration<double>(first - start).count();
+    fmt::print("  first step (every prompt that fits, and its first token): {:.3f} s = {:.0f} "
+               "prompt tok/s\n",
+               first_s, double(engine.stats().prompt_tokens_total - prompt_before) / first_s);
     fmt::print("  steps with prompt tokens: {} in {:.2f} s; decode-only steps: {} in {:.2f} s"
                " ({:.2f} ms each, {:.0f} rows on average)\n",
                prefill_steps, prefill_s, decode_steps, decode_s,
@@ -109,11 +118,12 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     fmt::print(stderr, "usage: offline_bench MODEL_DIR [--device cuda|cpu] [--input N] [--output N] "
                        "[--num N] [--batch B] [--max-batched-tokens N] [--repeat R] "
-                       "[--kv-cache-dtype auto|fp8|fp8_e4m3]\n");
+                       "[--kv-cache-dtype auto|fp8|fp8_e4m3] [--threads N]\n");
     return 2;
   }
   try {
     Options o = parse(argc, argv);
+    if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
     const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
     auto load_start = Clock::now();
     auto backend = o.device == "cpu" ? make_cpu_backend() : make_cuda_backend(0);
@@ -123,6 +133,9 @@ int main(int argc, char** argv) {
     int vocab = model->config().vocab_size;
     fmt::print("model {} ({:.2f}B params) on {}: loaded in {:.1f} s\n", o.dir,
                double(model->num_parameters()) / 1e9, backend->name(), load_s);
+    if (backend->device() == Device::CPU)
+      fmt::print("cpu: {} threads, {} kernels\n", ThreadPool::global().num_threads(),
+                 cpu_isa_name(cpu_isa()));
     EngineConfig config;
     config.scheduler.max_rows = o.batch;
     config.scheduler.max_batched_tokens = o.max_batched_tokens;

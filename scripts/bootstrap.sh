@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tandem needs on a fresh Debian 12 machine. Idempotent, and fast when
 # everything is already there: it only calls apt/npm for what is missing.
+#   scripts/bootstrap.sh           what building and serving need
+#   scripts/bootstrap.sh --tests   also what only the tests need (a headless browser)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +10,8 @@ packages=(build-essential cmake pkg-config git curl ca-certificates
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev
   libpcre2-dev libutf8proc-dev libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm)
+# The browser that tests/e2e/web_ui.test.mjs drives (headless) through the web pages.
+[ "${1:-}" = "--tests" ] && packages+=(chromium)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -2,7 +2,7 @@
 # Installs what is missing, builds, and runs every test (unit, golden, e2e).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh
+scripts/bootstrap.sh --tests
 scripts/build.sh
 (cd build && ctest --output-on-failure -j "${TANDEM_JOBS:-$(nproc)}")
 for step in tests/e2e/run_*.sh; do

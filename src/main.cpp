@@ -5,6 +5,7 @@
 #include "cli/bench/bench_options.h"
 #include "cli/commands.h"
 #include "cli/limit_flags.h"
+#include "core/thread_pool.h"
 
 using namespace tandem::cli;
 
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
   serve->add_flag("--log-requests", so.log_requests, "One line per request on stderr");
   add_limit_flags(*serve, so.limits, so.allowed_hosts);
+  serve->add_flag("--no-web-ui", so.no_web_ui, "Serve no web pages (the chat at / and /dashboard)");
 
   LogitsOptions lo;
   auto* logits = app.add_subcommand("logits", "Teacher-forced logits of a token-id sequence, as .npy");
@@ -58,6 +60,15 @@ int main(int argc, char** argv) {
   ppl->add_option("--device", po.device, "cpu, cuda, or auto")->capture_default_str();
   ppl->add_option("--file", po.file, "UTF-8 text, tokenized as one stream without special tokens")->required();
   ppl->add_option("--context", po.context, "Window length (default: max_position_embeddings)");
+
+  EvalOptions eo;
+  auto* ev = app.add_subcommand("eval", "Score a model on evaluation tasks: multiple choice, exact-match generation, perplexity");
+  ev->add_option("--model", eo.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
+  ev->add_option("--device", eo.device, "cpu, cuda, or auto")->capture_default_str();
+  ev->add_option("--tasks", eo.tasks, "Task names in --tasks-dir or .jsonl files, comma-separated (default: every task there)")->delimiter(',');
+  ev->add_option("--tasks-dir", eo.tasks_dir, "Folder of task files (default: eval/tasks of the checkout)");
+  ev->add_option("--limit", eo.limit, "Score only the first N items of each task (windows for perplexity)");
+  ev->add_option("--json", eo.json, "Write the metrics and every item's raw scores to FILE");
 
   TextToolOptions to;
   auto tokenizer_source = [&](CLI::App* cmd) {
@@ -106,13 +117,22 @@ int main(int argc, char** argv) {
   bench->add_option("--json", bo.json_path, "Write the raw per-request numbers and summaries to FILE");
   bench->add_option("--plot", bo.plot_path, "Draw throughput and TTFT against concurrency to FILE.svg");
 
+  // The CPU backend's thread pool, on every command that runs a model.
+  int threads = 0;
+  for (CLI::App* cmd : {serve, logits, gen, ppl, ev})
+    cmd->add_option("--threads", threads, "Threads of the CPU backend's ops (default: the physical cores)")
+        ->check(CLI::PositiveNumber);
+
   CLI11_PARSE(app, argc, argv);
+  if (threads > 0) tandem::ThreadPool::set_global_threads(threads);
   if (so.model.empty()) so.model = default_model_dir();
   if (go.model.empty()) go.model = default_model_dir();
+  if (eo.model.empty()) eo.model = default_model_dir();
   if (*serve) return run_serve(so);
   if (*logits) return run_logits(lo);
   if (*gen) return run_generate(go);
   if (*ppl) return run_perplexity(po);
+  if (*ev) return run_eval(eo);
   if (*rnd) return run_random_model(ro);
   if (*bench) return run_bench(bo);
   if (*tok) return run_tokenize(to);

@@ -115,6 +115,9 @@ class Backend {
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
   virtual DType act_dtype() const = 0;
+  // The dtype this backend holds a weight in, given the dtype it is stored in (the
+  // weight loader asks). Default: the activation dtype.
+  virtual DType weight_dtype(DType stored) const { return act_dtype(); }
 
   // --- memory ---
   // Uninitialized device tensor.
@@ -153,6 +156,8 @@ class Backend {
   // out[t] = table[ids[t]] * scale.   out [T, D], table [V, D], ids [T] i32
   virtual void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) = 0;
   // out = x · wᵀ (+ bias).   out [T, N], x [T, K], w [N, K], bias [N] or undefined
+  // (w may be in weight_dtype() rather than the activation dtype; so may the weights of
+  // embedding, the norms, mul's b and moe_experts)
   virtual void linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) = 0;
   // Per row: out = x / rms(x) * (w + weight_offset).   x, out [R, C], w [C]
   // weight_offset is 1 for Gemma's (1 + w) norms, 0 otherwise. In place allowed.

@@ -30,6 +30,7 @@ struct ServeOptions {
   bool log_requests = false;
   server::ServerLimits limits;             // limit_flags.h
   std::vector<std::string> allowed_hosts;  // --allowed-hosts; empty: the default rule
+  bool no_web_ui = false;  // --no-web-ui: no / and /dashboard pages
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.
@@ -67,6 +68,16 @@ struct PerplexityOptions {
   int context = 0;  // window length; 0 = the model's max_position_embeddings
 };
 int run_perplexity(const PerplexityOptions& o);
+
+struct EvalOptions {
+  std::string model;
+  std::string device = "auto";     // cpu | cuda | auto (cuda when a GPU is present)
+  std::vector<std::string> tasks;  // task names in tasks_dir or .jsonl paths; none: all there
+  std::string tasks_dir;           // default: eval/tasks of the checkout
+  std::optional<size_t> limit;     // the first N items of each task (windows for perplexity)
+  std::optional<std::string> json;
+};
+int run_eval(const EvalOptions& o);
 
 // tokenize / detokenize / chat-template share their options.
 struct TextToolOptions {

@@ -86,6 +86,9 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const std::st
              info.max_model_len, double(kv_bytes) / double(1 << 20),
              dtype_name(engine.kv_dtype()), engine.pool().capacity(),
              info.block_size, o.batch, o.max_batched_tokens, o.host, port);
+  if (!o.no_web_ui)
+    fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
+               o.host, port);
 }
 
 }  // namespace
@@ -120,6 +123,7 @@ int run_serve(const ServeOptions& o) {
     so.log_requests = o.log_requests;
     so.limits = o.limits;
     if (!o.allowed_hosts.empty()) so.allowed_hosts = o.allowed_hosts;
+    so.web_ui = !o.no_web_ui;
     server::HttpServer http(so);
     http.start();
     g_server = &http;

@@ -51,6 +51,10 @@ Engine::Engine(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
   info_.dtype = std::string(dtype_name(backend_->act_dtype()));
   info_.block_size = block_size;
   stats_.kv_blocks_total = kv_.capacity();
+  for (int g = 0; g < kv_.num_groups(); ++g) {
+    const int window = kv_.groups().groups[size_t(g)].window;
+    stats_.kv_groups.push_back({window, kv_.pool(g).capacity(), 0, 0});
+  }
 }
 
 Engine::~Engine() { stop(false); }
@@ -236,6 +240,8 @@ bool Engine::step() {
   stats_.num_running = int(scheduler_.running().size());
   stats_.num_waiting = int(scheduler_.waiting().size());
   stats_.kv_blocks_used = kv_.num_used();
+  for (int g = 0; g < kv_.num_groups(); ++g)
+    stats_.kv_groups[size_t(g)].used = kv_.pool(g).num_used();
   stats_.num_preemptions = scheduler_.num_preemptions();
   return worked;
 }

@@ -13,6 +13,14 @@
 
 namespace tandem {
 
+// One KV group's blocks (kv/kv_groups.h): the full-attention layers, or one sliding window.
+struct KvGroupStats {
+  int window = 0;  // 0: full attention; else the window in tokens
+  int64_t total = 0;
+  int64_t used = 0;
+  int64_t cached = 0;  // free blocks holding a reusable prefix (the prefix cache's)
+};
+
 struct EngineStats {
   int num_running = 0;
   int num_waiting = 0;
@@ -23,6 +31,7 @@ struct EngineStats {
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t requests_finished = 0;
+  std::vector<KvGroupStats> kv_groups;  // [G]; the kv_blocks_* fields are their sums
 };
 
 // Facts about the loaded model that request validation needs.

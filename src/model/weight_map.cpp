@@ -106,7 +106,7 @@ Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bo
     fail("{}: weight '{}' has shape {} but the config implies {}", checkpoint_.dir().string(),
          label, host.shape.str(), expected.str());
   num_parameters_ += host.numel();
-  Tensor device = backend_.upload(host, backend_.act_dtype());
+  Tensor device = backend_.upload(host, backend_.weight_dtype(host.dtype));
   report_progress(int64_t(host.nbytes()));
   return device;
 }

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "server/endpoints.h"
+#include "server/web/web_pages.h"
 
 namespace tandem::server {
 namespace {
@@ -139,6 +140,12 @@ void HttpServer::install_routes() {
   probe("/health", &HttpServer::handle_health);
   probe("/stats", &HttpServer::handle_stats);
   probe("/metrics", &HttpServer::handle_metrics);
+  install_web_routes();
+}
+
+// The pages are static and open (like /health): their scripts send the key themselves.
+void HttpServer::install_web_routes() {
+  if (options_.web_ui) install_web_pages(http_);
 }
 
 void HttpServer::route(const char* method, const char* pattern, ApiStyle style, Handler handler) {

@@ -13,7 +13,9 @@
 // /v1/models/{id}, /health, /stats, /metrics. Unknown routes are 404 JSON. /v1/* (and
 // /tokenize, /detokenize) need the API key when one is set, as "Authorization: Bearer KEY"
 // (the scheme in any case) or "x-api-key: KEY"; /health, /stats and /metrics are open, for
-// probes and scrapers, and are answered at once even when every worker is busy.
+// probes and scrapers, and are answered at once even when every worker is busy. The web
+// pages (GET /, /dashboard and their /web/* files; server/web/web_pages.h) are open too:
+// their scripts send the key. options.web_ui off: they are not routed (404).
 //
 // Before a request's body is read: its Host must be allowed (host_policy.h; /health is
 // exempt), the API key must match, and without an API key a POST must say it carries JSON
@@ -52,6 +54,7 @@ struct ServerOptions {
   ServerLimits limits;
   std::chrono::seconds drain_timeout{30};  // stop(): how long in-flight requests may finish
   bool log_requests = false;               // one line per request on stderr
+  bool web_ui = true;                      // the pages for people: / and /dashboard
 };
 
 class HttpServer {
@@ -89,6 +92,7 @@ class HttpServer {
   using Handler = void (*)(const EndpointContext&, const httplib::Request&, httplib::Response&);
 
   void install_routes();
+  void install_web_routes();
   void route(const char* method, const char* pattern, ApiStyle style, Handler handler);
   void probe(const char* pattern, void (HttpServer::*handler)(httplib::Response&) const);
   void serve(ApiStyle style, Handler handler, const httplib::Request& req, httplib::Response& res);

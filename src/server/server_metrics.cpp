@@ -54,6 +54,24 @@ double kv_usage(const EngineStats& s) {
   return s.kv_blocks_total > 0 ? double(s.kv_blocks_used) / double(s.kv_blocks_total) : 0.0;
 }
 
+// {"count": n, "p50": s, "p90": s, "p99": s}; the percentiles are null when n is 0.
+Json latency_json(const LatencyWindow& window) {
+  LatencyWindow::Summary s = window.summary();
+  auto value = [](const std::optional<double>& v) { return v ? Json(*v) : Json(); };
+  return {{"count", s.count}, {"p50", value(s.p50)}, {"p90", value(s.p90)}, {"p99", value(s.p99)}};
+}
+
+Json kv_groups_json(const EngineStats& stats) {
+  Json groups = Json::array();
+  for (const KvGroupStats& g : stats.kv_groups)
+    groups.push_back({{"window", g.window},
+                      {"total", g.total},
+                      {"used", g.used},
+                      {"free", g.total - g.used},
+                      {"cached", g.cached}});
+  return groups;
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -176,7 +194,12 @@ Json ServerMetrics::stats_json(const EngineStats& stats, const ModelInfo& model,
               {"generation_tokens_total", stats.generation_tokens_total},
               {"requests_finished", stats.requests_finished},
               {"preemptions", stats.num_preemptions},
+              {"kv_groups", kv_groups_json(stats)},
               {"tokens_per_second_1m", generated_tokens_per_second()},
+              {"latency_1m",
+               {{"ttft_s", latency_json(ttft_1m_)},
+                {"itl_s", latency_json(itl_1m_)},
+                {"e2e_s", latency_json(e2e_1m_)}}},
               {"max_model_len", model.max_model_len}};
   if (card.is_object())
     for (auto it = card.begin(); it != card.end(); ++it) out[it.key()] = it.value();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/engine_api.h"
+#include "server/latency_window.h"
 #include "server/json_text.h"
 
 namespace tandem::server {
@@ -60,9 +61,18 @@ class ServerMetrics {
  public:
   ServerMetrics();
 
-  void observe_time_to_first_token(double seconds) { ttft_.observe(seconds); }
-  void observe_inter_token_latency(double seconds) { itl_.observe(seconds); }
-  void observe_e2e_latency(double seconds) { e2e_.observe(seconds); }
+  void observe_time_to_first_token(double seconds) {
+    ttft_.observe(seconds);
+    ttft_1m_.observe(seconds);
+  }
+  void observe_inter_token_latency(double seconds) {
+    itl_.observe(seconds);
+    itl_1m_.observe(seconds);
+  }
+  void observe_e2e_latency(double seconds) {
+    e2e_.observe(seconds);
+    e2e_1m_.observe(seconds);
+  }
   void observe_queue_time(double seconds) { queue_.observe(seconds); }
   void count_generated(int64_t tokens) { generated_.add(tokens); }
   void count_finished(FinishReason reason);
@@ -72,13 +82,15 @@ class ServerMetrics {
 
   // Prometheus text exposition format (version 0.0.4).
   std::string prometheus(const EngineStats& stats, const std::string& model_name) const;
-  // /stats: the engine's numbers, the server's rates, and `card` (static facts such as
-  // batch size or dtype that the CLI knows) merged in.
+  // /stats: the engine's numbers (KV blocks in total and per group), the server's rates
+  // and last-minute latency percentiles, and `card` (static facts such as batch size or
+  // dtype that the CLI knows) merged in.
   Json stats_json(const EngineStats& stats, const ModelInfo& model, const Json& card) const;
 
  private:
   Clock::time_point start_;
   Histogram ttft_, itl_, e2e_, queue_;
+  LatencyWindow ttft_1m_, itl_1m_, e2e_1m_;  // the same, over the last minute (/stats)
   RateMeter generated_;
   mutable std::mutex mu_;
   std::map<std::string, int64_t> finished_;  // finish reason → requests

@@ -5,6 +5,8 @@
 # server with the official openai and @anthropic-ai/sdk packages), checks that the
 # server is still healthy afterwards and that SIGTERM stops it cleanly. The server is
 # always killed on the way out. Exits non-zero on any failure.
+# web_ui.test.mjs starts a server of its own on the embedded model (models/tiny-kjv) and
+# drives the web pages in Debian's chromium (headless, through playwright-core).
 #
 #   TANDEM_BIN   the binary (default build/tandem)
 #   E2E_FILTER   passed to node --test-name-pattern, to run some tests only

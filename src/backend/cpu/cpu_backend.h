@@ -1,18 +1,19 @@
 // CpuBackend: the reference implementation of every Backend op.
-// f32 arithmetic throughout; float weights and activations are stored as f32 whatever
-// dtype is asked for (I32 stays I32; F8E4M3 stays F8E4M3, the KV cache's compact form,
-// which write_kv and attention read and write). "Device" memory is 64-byte aligned host
-// memory.
+// f32 arithmetic throughout. Activations are f32; weights stay in the 16-bit dtype they
+// are stored in (bf16, f16; weight_dtype) and are widened to f32 as the kernels read
+// them, so the math is f32 over the stored values at half the bytes. Storage keeps the
+// dtype asked for (an f8_e4m3 KV cache included, which write_kv and attention read and
+// write). "Device" memory is 64-byte aligned host memory.
 //
 // Determinism: every output element is computed by exactly one thread with a fixed
 // summation order, so results do not depend on the thread count, and a row's results do
-// not depend on the other rows of the step (attention, rope, norms are per row). GEMMs go
-// through OpenBLAS, whose blocking may depend on the number of rows (round-off only).
+// not depend on the other rows of the step (the GEMMs included: cpu_gemm.h).
 //
 // The ops live in one file per family: cpu_memory.cpp, cpu_linear.cpp (linear, embedding,
-// gather_rows), cpu_norm.cpp (rms_norm, add, scale, softcap, gated_act), cpu_rope.cpp,
-// cpu_attention.cpp (write_kv, attention; the cache's element types: cpu_kv_cache.h),
-// cpu_moe.cpp (topk_route, moe_experts), cpu_sample.cpp (sample).
+// gather_rows; the GEMM kernels: cpu_gemm.h), cpu_norm.cpp (rms_norm, add_rms_norm, add,
+// scale, softcap), cpu_activation.cpp (gated_act), cpu_rope.cpp, cpu_attention.cpp
+// (write_kv, attention; the cache's element types: cpu_kv_cache.h), cpu_moe.cpp
+// (topk_route, moe_experts), cpu_sample.cpp (sample), cpu_gemma3n_ops.cpp.
 #pragma once
 
 #include "backend/backend.h"
@@ -28,6 +29,8 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::CPU; }
   DType act_dtype() const override { return DType::F32; }
+  // bf16 and f16 weights stay 16-bit; anything else becomes f32.
+  DType weight_dtype(DType stored) const override;
 
   // --- memory (cpu_memory.cpp) ---
   Tensor alloc(DType dtype, Shape shape) override;

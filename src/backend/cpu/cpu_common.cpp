@@ -1,7 +1,5 @@
 #include "backend/cpu/cpu_common.h"
 
-#include <cblas.h>
-
 namespace tandem::cpu {
 
 namespace {
@@ -20,6 +18,25 @@ void check_tensor(const Tensor& t, DType dtype, std::string_view op, std::string
   if (t.device != Device::CPU || t.dtype != dtype)
     fail("{}: tensor '{}' must be {} on the cpu, got {} on {} (shape {})", op, name,
          dtype_name(dtype), dtype_name(t.dtype), device_name(t.device), t.shape.str());
+}
+
+DType check_weight(const Tensor& t, std::string_view op, std::string_view name) {
+  if (!t.defined()) fail("{}: tensor '{}' is undefined", op, name);
+  const bool held = t.dtype == DType::F32 || t.dtype == DType::BF16 || t.dtype == DType::F16;
+  if (t.device != Device::CPU || !held)
+    fail("{}: weight '{}' must be f32, bf16 or f16 on the cpu, got {} on {} (shape {})", op, name,
+         dtype_name(t.dtype), device_name(t.device), t.shape.str());
+  return t.dtype;
+}
+
+F32Weights::F32Weights(const Tensor& w, std::string_view op, std::string_view name) {
+  if (check_weight(w, op, name) == DType::F32) {
+    data_ = w.ptr<float>();
+    return;
+  }
+  copy_.resize(size_t(w.numel()));
+  convert_to_f32(w.data, w.dtype, copy_.data(), copy_.size());
+  data_ = copy_.data();
 }
 
 void check_ndim(const Tensor& t, int ndim, std::string_view op, std::string_view name) {
@@ -60,18 +77,6 @@ void parallel_for(ThreadPool& pool, int64_t n, int64_t cost_per_item,
     return;
   }
   pool.parallel_for(n, fn);
-}
-
-void gemm_xwt(float* out, const float* x, const float* w, int64_t m, int64_t n, int64_t k) {
-  if (m == 0 || n == 0) return;
-  if (m == 1) {
-    // Decode: a matrix-vector product streams w once without packing it.
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, blasint(n), blasint(k), 1.f, w, blasint(k), x, 1, 0.f,
-                out, 1);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(m), blasint(n), blasint(k), 1.f, x,
-              blasint(k), w, blasint(k), 0.f, out, blasint(n));
 }
 
 }  // namespace tandem::cpu

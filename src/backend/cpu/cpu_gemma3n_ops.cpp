@@ -59,14 +59,14 @@ void CpuBackend::sub(Tensor& out, const Tensor& a, const Tensor& b) {
 void CpuBackend::mul(Tensor& out, const Tensor& a, const Tensor& b) {
   cpu::check_tensor(out, DType::F32, "mul", "out");
   cpu::check_tensor(a, DType::F32, "mul", "a");
-  cpu::check_tensor(b, DType::F32, "mul", "b");
+  const cpu::F32Weights widened(b, "mul", "b");  // b may be a weight row
   const int64_t n = a.numel(), C = a.cols();
   const bool broadcast = b.numel() != n;
   TANDEM_CHECK(out.numel() == n && (!broadcast || b.numel() == C),
                "mul: b {} must match a {} or be one row of {}; out {}", b.shape.str(),
                a.shape.str(), C, out.shape.str());
   const float* ap = a.ptr<float>();
-  const float* bp = b.ptr<float>();
+  const float* bp = widened.data();
   float* op = out.ptr<float>();
   cpu::parallel_for(*pool_, n, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; i++) op[i] = ap[i] * bp[broadcast ? i % C : i];

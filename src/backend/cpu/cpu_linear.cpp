@@ -1,17 +1,18 @@
-// Row-moving and row-mixing ops: linear (OpenBLAS GEMM), embedding lookup, row gather.
+// Row-moving and row-mixing ops: linear (cpu_gemm.h), embedding lookup, row gather.
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_gemm.h"
 
 namespace tandem {
 
-// out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]). x and out may carry extra leading dims
-// (e.g. [T, H, Dh]); only rows and the last dim matter.
+// out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]), w f32, bf16 or f16. x and out may carry
+// extra leading dims (e.g. [T, H, Dh]); only rows and the last dim matter.
 void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
   cpu::check_tensor(out, DType::F32, "linear", "out");
   cpu::check_tensor(x, DType::F32, "linear", "x");
-  cpu::check_tensor(w, DType::F32, "linear", "w");
+  const DType w_dtype = cpu::check_weight(w, "linear", "w");
   cpu::check_ndim(w, 2, "linear", "w");
   const int64_t T = x.rows(), K = w.dim(1), N = w.dim(0);
   TANDEM_CHECK(x.cols() == K, "linear: x {} does not match w {} (K = {})", x.shape.str(),
@@ -22,21 +23,21 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& w, const Ten
   TANDEM_CHECK(K > 0, "linear: empty reduction dim in w {}", w.shape.str());
   if (T == 0) return;
   float* o = out.ptr<float>();
-  cpu::gemm_xwt(o, x.ptr<float>(), w.ptr<float>(), T, N, K);
+  cpu::gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K);
   if (!bias.defined()) return;
-  cpu::check_tensor(bias, DType::F32, "linear", "bias");
+  const cpu::F32Weights widened(bias, "linear", "bias");
   TANDEM_CHECK(bias.numel() == N, "linear: bias {} must have {} elements", bias.shape.str(), N);
-  const float* b = bias.ptr<float>();
+  const float* b = widened.data();
   cpu::parallel_for(*pool_, T, N, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; t++)
       for (int64_t n = 0; n < N; n++) o[t * N + n] += b[n];
   });
 }
 
-// out [T, D] = table [V, D][ids [T]] * scale.
+// out [T, D] = table [V, D][ids [T]] * scale; the table f32, bf16 or f16.
 void CpuBackend::embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) {
   cpu::check_tensor(out, DType::F32, "embedding", "out");
-  cpu::check_tensor(table, DType::F32, "embedding", "table");
+  const DType table_dtype = cpu::check_weight(table, "embedding", "table");
   cpu::check_tensor(ids, DType::I32, "embedding", "ids");
   cpu::check_ndim(table, 2, "embedding", "table");
   const int64_t T = ids.numel(), V = table.dim(0), D = table.dim(1);
@@ -46,12 +47,14 @@ void CpuBackend::embedding(Tensor& out, const Tensor& table, const Tensor& ids, 
   for (int64_t t = 0; t < T; t++)
     TANDEM_CHECK(id[t] >= 0 && id[t] < V, "embedding: token id {} at index {} is outside [0, {})",
                  id[t], t, V);
-  const float* tab = table.ptr<float>();
+  const size_t row_bytes = size_t(D) * dtype_size(table_dtype);
+  const char* tab = static_cast<const char*>(table.data);
   float* o = out.ptr<float>();
   cpu::parallel_for(*pool_, T, D, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; t++) {
-      const float* row = tab + int64_t(id[t]) * D;
-      for (int64_t d = 0; d < D; d++) o[t * D + d] = row[d] * scale;
+      float* row = o + t * D;
+      convert_to_f32(tab + size_t(id[t]) * row_bytes, table_dtype, row, size_t(D));
+      for (int64_t d = 0; d < D; d++) row[d] *= scale;
     }
   });
 }

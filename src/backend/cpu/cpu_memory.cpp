@@ -1,7 +1,8 @@
-// Memory verbs of the CPU backend. Float data of any storage dtype becomes f32 here,
-// so every op reads f32 (or i32 index arrays), except that f8_e4m3 is kept as asked: it
-// is the KV cache's compact form, which only write_kv and attention read
-// (cpu_kv_cache.h).
+// Memory verbs of the CPU backend. Storage keeps the dtype asked for: f32 activations,
+// 16-bit weights (weight_dtype), i32 index arrays, an f8_e4m3 KV cache; a host tensor of
+// another float dtype is converted on upload.
+#include <cblas.h>
+
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
@@ -9,18 +10,14 @@
 
 namespace tandem {
 
-namespace {
-
-// The dtype the CPU backend stores for a requested dtype: f32 for any float type but
-// f8_e4m3 (a KV cache), which stays f8_e4m3.
-DType storage_dtype(DType requested) {
-  if (requested == DType::I32 || requested == DType::F8E4M3) return requested;
-  return DType::F32;
+CpuBackend::CpuBackend(ThreadPool* pool) : pool_(pool ? pool : &ThreadPool::global()) {
+  // The pool splits every GEMM; OpenBLAS's own threads would oversubscribe the cores.
+  openblas_set_num_threads(1);
 }
 
-}  // namespace
-
-CpuBackend::CpuBackend(ThreadPool* pool) : pool_(pool ? pool : &ThreadPool::global()) {}
+DType CpuBackend::weight_dtype(DType stored) const {
+  return stored == DType::BF16 || stored == DType::F16 ? stored : DType::F32;
+}
 
 std::unique_ptr<Backend> make_cpu_backend() {
   return std::make_unique<CpuBackend>();
@@ -28,17 +25,17 @@ std::unique_ptr<Backend> make_cpu_backend() {
 
 Tensor CpuBackend::alloc(DType dtype, Shape shape) {
   // empty_host zero-fills; "uninitialized" only promises nothing about the contents.
-  return Tensor::empty_host(storage_dtype(dtype), shape);
+  return Tensor::empty_host(dtype, shape);
 }
 
 Tensor CpuBackend::zeros(DType dtype, Shape shape) {
-  return Tensor::empty_host(storage_dtype(dtype), shape);
+  return Tensor::empty_host(dtype, shape);
 }
 
 Tensor CpuBackend::upload(const Tensor& host, DType dtype) {
   if (!host.defined()) fail("upload: host tensor {} is undefined", host.shape.str());
   if (host.device != Device::CPU) fail("upload: source must be a host tensor");
-  Tensor out = Tensor::empty_host(storage_dtype(dtype), host.shape);
+  Tensor out = Tensor::empty_host(dtype, host.shape);
   if (out.dtype == DType::I32) {
     if (host.dtype != DType::I32)
       fail("upload: i32 tensor {} requested from {} data", host.shape.str(),
@@ -48,17 +45,18 @@ Tensor CpuBackend::upload(const Tensor& host, DType dtype) {
   }
   if (host.dtype == DType::I32)
     fail("upload: {} tensor {} requested from i32 data", dtype_name(dtype), host.shape.str());
-  if (out.dtype == DType::F8E4M3 && host.dtype != DType::F8E4M3) {  // rounds through f32
-    Tensor f32 = Tensor::empty_host(DType::F32, host.shape);
-    convert_to_f32(host.data, host.dtype, f32.ptr<float>(), size_t(host.numel()));
-    convert_from_f32(f32.ptr<float>(), out.data, DType::F8E4M3, size_t(host.numel()));
-    return out;
-  }
-  if (out.dtype == DType::F8E4M3) {
+  if (out.dtype == host.dtype) {
     std::memcpy(out.data, host.data, host.nbytes());
     return out;
   }
-  convert_to_f32(host.data, host.dtype, out.ptr<float>(), size_t(host.numel()));
+  if (out.dtype == DType::F32) {
+    convert_to_f32(host.data, host.dtype, out.ptr<float>(), size_t(host.numel()));
+    return out;
+  }
+  // Another narrow dtype: rounds once, from the f32 value.
+  Tensor f32 = Tensor::empty_host(DType::F32, host.shape);
+  convert_to_f32(host.data, host.dtype, f32.ptr<float>(), size_t(host.numel()));
+  convert_from_f32(f32.ptr<float>(), out.data, out.dtype, size_t(host.numel()));
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_gemm.h"
 
 namespace tandem {
 
@@ -57,10 +58,11 @@ std::vector<std::vector<Route>> group_by_expert(const float* w, const int32_t* i
   return groups;
 }
 
-// One expert's weights.   gate_up [2F, D], down [D, F]
+// One expert's weights, each of its own dtype.   gate_up [2F, D], down [D, F]
 struct ExpertWeights {
-  const float* gate_up;
-  const float* down;
+  const void* gate_up;
+  const void* down;
+  DType gate_up_dtype, down_dtype;
   int64_t D, F;
 };
 
@@ -70,8 +72,9 @@ struct ExpertScratch {
 };
 
 // out[t] += w · down(act(gate x_t) * up x_t) for the expert's routes, in route order.
-void accumulate_expert(float* out, const float* x, const std::vector<Route>& routes,
-                       const ExpertWeights& ew, Activation act, ExpertScratch& s) {
+void accumulate_expert(ThreadPool& pool, float* out, const float* x,
+                       const std::vector<Route>& routes, const ExpertWeights& ew, Activation act,
+                       ExpertScratch& s) {
   const int64_t n = int64_t(routes.size()), D = ew.D, F = ew.F;
   s.xe.resize(size_t(n * D));
   s.h.resize(size_t(n * 2 * F));
@@ -79,9 +82,9 @@ void accumulate_expert(float* out, const float* x, const std::vector<Route>& rou
   s.y.resize(size_t(n * D));
   for (int64_t i = 0; i < n; i++)
     std::copy_n(x + routes[size_t(i)].token * D, D, s.xe.data() + i * D);
-  cpu::gemm_xwt(s.h.data(), s.xe.data(), ew.gate_up, n, 2 * F, D);
+  cpu::gemm_xwt(pool, s.h.data(), s.xe.data(), ew.gate_up, ew.gate_up_dtype, n, 2 * F, D);
   cpu::gated_act_rows(s.a.data(), s.h.data(), n, F, act);
-  cpu::gemm_xwt(s.y.data(), s.a.data(), ew.down, n, D, F);
+  cpu::gemm_xwt(pool, s.y.data(), s.a.data(), ew.down, ew.down_dtype, n, D, F);
   for (int64_t i = 0; i < n; i++) {
     float* dst = out + routes[size_t(i)].token * D;
     const float w = routes[size_t(i)].weight;
@@ -121,7 +124,7 @@ void CpuBackend::topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, 
 }
 
 // out[t] = Σ_j weights[t, j] · down_e(act(gate_e x) * up_e x), e = ids[t, j].
-//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]
+//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F] (each f32, bf16 or f16)
 void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                              const Tensor& gate_up, const Tensor& down, Activation act) {
   const char* op = "moe_experts";
@@ -129,8 +132,8 @@ void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights
   cpu::check_tensor(x, DType::F32, op, "x");
   cpu::check_tensor(weights, DType::F32, op, "weights");
   cpu::check_tensor(ids, DType::I32, op, "ids");
-  cpu::check_tensor(gate_up, DType::F32, op, "gate_up");
-  cpu::check_tensor(down, DType::F32, op, "down");
+  const DType gate_up_dtype = cpu::check_weight(gate_up, op, "gate_up");
+  const DType down_dtype = cpu::check_weight(down, op, "down");
   cpu::check_ndim(gate_up, 3, op, "gate_up");
   cpu::check_ndim(down, 3, op, "down");
   const int64_t T = x.rows(), D = x.cols(), E = gate_up.dim(0), F = gate_up.dim(1) / 2;
@@ -150,9 +153,11 @@ void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights
   ExpertScratch scratch;
   for (int64_t e = 0; e < E; e++) {
     if (groups[size_t(e)].empty()) continue;
-    const ExpertWeights ew{gate_up.ptr<float>() + e * 2 * F * D, down.ptr<float>() + e * D * F, D,
-                           F};
-    accumulate_expert(o, x.ptr<float>(), groups[size_t(e)], ew, act, scratch);
+    const ExpertWeights ew{
+        static_cast<const char*>(gate_up.data) + size_t(e * 2 * F * D) * dtype_size(gate_up_dtype),
+        static_cast<const char*>(down.data) + size_t(e * D * F) * dtype_size(down_dtype),
+        gate_up_dtype, down_dtype, D, F};
+    accumulate_expert(*pool_, o, x.ptr<float>(), groups[size_t(e)], ew, act, scratch);
   }
 }
 

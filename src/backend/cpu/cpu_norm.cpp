@@ -20,12 +20,13 @@ void rms_norm_row(float* out, const float* x, const float* w, int64_t C, float e
 
 }  // namespace
 
-// Per row: out = x / rms(x) * (w + weight_offset).   x, out [R, C], w [C]. In place allowed.
+// Per row: out = x / rms(x) * (w + weight_offset).   x, out [R, C], w [C] (f32, bf16 or
+// f16). In place allowed.
 void CpuBackend::rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
                           float weight_offset) {
   cpu::check_tensor(out, DType::F32, "rms_norm", "out");
   cpu::check_tensor(x, DType::F32, "rms_norm", "x");
-  cpu::check_tensor(w, DType::F32, "rms_norm", "w");
+  const cpu::F32Weights widened(w, "rms_norm", "w");
   const int64_t R = x.rows(), C = x.cols();
   TANDEM_CHECK(w.numel() == C, "rms_norm: w {} must have {} elements (x {})", w.shape.str(), C,
                x.shape.str());
@@ -33,7 +34,7 @@ void CpuBackend::rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float e
                out.shape.str(), x.shape.str());
   TANDEM_CHECK(C > 0, "rms_norm: empty rows in x {}", x.shape.str());
   const float* xp = x.ptr<float>();
-  const float* wp = w.ptr<float>();
+  const float* wp = widened.data();
   float* op = out.ptr<float>();
   cpu::parallel_for(*pool_, R, 4 * C, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; r++)
@@ -48,7 +49,7 @@ void CpuBackend::add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, co
   cpu::check_tensor(out, DType::F32, "add_rms_norm", "out");
   cpu::check_tensor(residual, DType::F32, "add_rms_norm", "residual");
   cpu::check_tensor(x, DType::F32, "add_rms_norm", "x");
-  cpu::check_tensor(w, DType::F32, "add_rms_norm", "w");
+  const cpu::F32Weights widened(w, "add_rms_norm", "w");
   const int64_t R = residual.rows(), C = residual.cols();
   TANDEM_CHECK(C > 0 && w.numel() == C, "add_rms_norm: w {} must have {} elements (residual {})",
                w.shape.str(), C, residual.shape.str());
@@ -58,7 +59,7 @@ void CpuBackend::add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, co
   TANDEM_CHECK(out.data != residual.data, "add_rms_norm: out may not alias residual");
   float* rp = residual.ptr<float>();
   const float* xp = x.ptr<float>();
-  const float* wp = w.ptr<float>();
+  const float* wp = widened.data();
   float* op = out.ptr<float>();
   cpu::parallel_for(*pool_, R, 5 * C, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; r++) {

@@ -217,8 +217,19 @@ Next HttpTransport::read_request_body(Connection& conn, RequestHead& head,
   return respond(conn, req, res, ctx, true);
 }
 
+// A handler that set an error status without a body (a file that is not there) gets the
+// error in the API's shape, as it would for a route that is not there.
+void HttpTransport::fill_empty_error(const httplib::Request& req, httplib::Response& res) const {
+  if (res.status < 400 || !res.body.empty() || res.content_provider_) return;
+  std::string message = res.status == 404
+                            ? fmt::format("Unknown route: {} {}", req.method, req.path)
+                            : std::string(reason_phrase(res.status));
+  fill_error(&req, res.status, message, res);
+}
+
 Next HttpTransport::respond(Connection& conn, const httplib::Request& req, httplib::Response& res,
                             const ResponseContext& ctx, bool body_unread) {
+  fill_empty_error(req, res);
   ResponseContext out = ctx;
   if (body_unread) out.keep_alive = false;
   bool reusable = write_response(conn, res, out, stopping_);
@@ -242,6 +253,7 @@ std::optional<std::string> HttpTransport::answer_probe(RequestHead& head) {
       fill_error(&head.request, 500, "Internal server error.", res);
     }
   }
+  fill_empty_error(head.request, res);
   if (hooks_.log) hooks_.log(head.request, res);
   return serialize_response(res, ctx);
 }

@@ -93,6 +93,7 @@ class HttpTransport {
   std::string refusal_bytes(const httplib::Request* head, int status, const std::string& message);
   void fill_error(const httplib::Request* head, int status, const std::string& message,
                   httplib::Response& res) const;
+  void fill_empty_error(const httplib::Request& req, httplib::Response& res) const;
   ResponseContext context_of(const RequestHead& head) const;
 
   HttpLimits limits_;

@@ -27,18 +27,32 @@ TEST(CpuMemory, IdentifiesItself) {
   EXPECT_EQ(be->act_dtype(), DType::F32);
 }
 
-TEST(CpuMemory, FloatStorageIsF32AndIndicesStayI32) {
+// Storage keeps the dtype asked for: f32 activations, 16-bit weights, i32 indices.
+TEST(CpuMemory, StorageKeepsTheAskedDtype) {
   auto be = make_cpu_backend();
-  for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+  for (DType d : {DType::F32, DType::BF16, DType::F16, DType::I32}) {
     Tensor t = be->alloc(d, {3, 5});
-    EXPECT_EQ(t.dtype, DType::F32);
+    EXPECT_EQ(t.dtype, d);
     EXPECT_EQ(t.shape, Shape({3, 5}));
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u);
   }
   Tensor z = be->zeros(DType::BF16, {7, 9});
-  ASSERT_EQ(z.dtype, DType::F32);
-  for (int64_t i = 0; i < z.numel(); i++) EXPECT_EQ(z.ptr<float>()[i], 0.f);
-  EXPECT_EQ(be->alloc(DType::I32, {4}).dtype, DType::I32);
+  ASSERT_EQ(z.dtype, DType::BF16);
+  for (int64_t i = 0; i < z.numel(); i++) EXPECT_EQ(z.ptr<uint16_t>()[i], 0u);
+}
+
+// A 16-bit weight uploaded as itself keeps its bits; weight_dtype asks for exactly that.
+TEST(CpuMemory, SixteenBitWeightsStaySixteenBit) {
+  auto be = make_cpu_backend();
+  for (DType d : {DType::BF16, DType::F16}) {
+    EXPECT_EQ(be->weight_dtype(d), d);
+    Tensor host = host_u16({0x3F80, 0xC000, 0x1234}, d);
+    Tensor t = be->upload(host, be->weight_dtype(d));
+    ASSERT_EQ(t.dtype, d);
+    EXPECT_NE(t.data, host.data);
+    for (int i = 0; i < 3; i++) EXPECT_EQ(t.ptr<uint16_t>()[i], host.ptr<uint16_t>()[i]);
+  }
+  EXPECT_EQ(be->weight_dtype(DType::F32), DType::F32);
 }
 
 TEST(CpuMemory, UploadCopiesRatherThanAliases) {
@@ -54,14 +68,14 @@ TEST(CpuMemory, UploadCopiesRatherThanAliases) {
 TEST(CpuMemory, UploadConvertsKnownBf16AndF16Values) {
   auto be = make_cpu_backend();
   Tensor b =
-      be->upload(host_u16({0x3F80, 0xC000, 0x3FC0, 0x0000, 0x4049}, DType::BF16), DType::BF16);
+      be->upload(host_u16({0x3F80, 0xC000, 0x3FC0, 0x0000, 0x4049}, DType::BF16), DType::F32);
   ASSERT_EQ(b.dtype, DType::F32);
   EXPECT_EQ(b.ptr<float>()[0], 1.f);
   EXPECT_EQ(b.ptr<float>()[1], -2.f);
   EXPECT_EQ(b.ptr<float>()[2], 1.5f);
   EXPECT_EQ(b.ptr<float>()[3], 0.f);
   EXPECT_EQ(b.ptr<float>()[4], 3.140625f);  // 0x40490000
-  Tensor f = be->upload(host_u16({0x3C00, 0xC000, 0x3555, 0x0001, 0x7BFF}, DType::F16), DType::F16);
+  Tensor f = be->upload(host_u16({0x3C00, 0xC000, 0x3555, 0x0001, 0x7BFF}, DType::F16), DType::F32);
   EXPECT_EQ(f.ptr<float>()[0], 1.f);
   EXPECT_EQ(f.ptr<float>()[1], -2.f);
   EXPECT_EQ(f.ptr<float>()[2], 0.333251953125f);       // 1 + 0x155/1024, times 2^-2

@@ -56,6 +56,35 @@ TEST(WindowEngine, WindowGroupStaysBoundedWhileFullGroupGrows) {
   EXPECT_EQ(kv.num_used(), 0);
 }
 
+// /stats reads each group's blocks from EngineStats::kv_groups: they must be the pools'
+// own counts after every step, and add up to the totals.
+TEST(WindowEngine, StatsReportEachGroupsBlocks) {
+  auto engine = make_engine("gemma2", {});
+  const KvBlockManager& kv = engine->pool();
+  auto s = engine->submit(greedy(prompt_of(20, 1), 60));
+  bool full_outgrew_window = false;
+  while (engine->step()) {
+    EngineStats st = engine->stats();
+    ASSERT_EQ(st.kv_groups.size(), 2u);
+    EXPECT_EQ(st.kv_groups[0].window, 0);
+    EXPECT_EQ(st.kv_groups[1].window, kWindow);
+    int64_t used = 0, total = 0;
+    for (int g = 0; g < 2; g++) {
+      const KvGroupStats& gs = st.kv_groups[size_t(g)];
+      EXPECT_EQ(gs.used, kv.pool(g).num_used()) << "group " << g;
+      EXPECT_EQ(gs.total, kv.pool(g).capacity()) << "group " << g;
+      used += gs.used;
+      total += gs.total;
+    }
+    EXPECT_EQ(used, st.kv_blocks_used);
+    EXPECT_EQ(total, st.kv_blocks_total);
+    full_outgrew_window |= st.kv_groups[0].used > st.kv_groups[1].used;
+  }
+  EXPECT_TRUE(full_outgrew_window);
+  EXPECT_EQ(drain(*s).size(), 60u);
+  for (const KvGroupStats& gs : engine->stats().kv_groups) EXPECT_EQ(gs.used, 0);
+}
+
 // Four requests under a KV budget too small for all of them: the newest are preempted
 // and recomputed, and every request's output equals its solo run.
 void expect_preemption_is_invisible(const char* arch, int64_t budget, int step_tokens) {

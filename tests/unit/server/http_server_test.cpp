@@ -208,6 +208,16 @@ TEST(HttpServer, ModelsStatsAndMetrics) {
   EXPECT_DOUBLE_EQ(stats["kv_cache_usage"].get<double>(), 0.25);
   EXPECT_TRUE(stats.contains("tokens_per_second_1m"));
   EXPECT_TRUE(stats.contains("uptime_s"));
+  ASSERT_EQ(stats["kv_groups"].size(), 2u);
+  EXPECT_EQ(stats["kv_groups"][1]["window"], 512);
+  EXPECT_EQ(stats["kv_groups"][1]["free"], 35);
+  EXPECT_EQ(stats["kv_groups"][0]["used"], 20);
+  // One request, two tokens in two chunks: one TTFT and one gap in the last minute.
+  const Json& latency = stats["latency_1m"];
+  EXPECT_EQ(latency["ttft_s"]["count"], 1);
+  EXPECT_EQ(latency["itl_s"]["count"], 1);
+  EXPECT_TRUE(latency["ttft_s"]["p50"].is_number()) << latency;
+  EXPECT_LE(latency["ttft_s"]["p50"].get<double>(), latency["e2e_s"]["p99"].get<double>() * 1.03);
   HttpReply metrics = s.get("/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_NE(

@@ -1,0 +1,91 @@
+// The compiled-grammar cache (keys, LRU, errors), the automaton's limits, and matchers of
+// one grammar used from several threads at once.
+#include <thread>
+
+#include "grammar/grammar_error.h"
+#include "grammar_test_support.h"
+#include "walk_support.h"
+
+namespace tandem::grammar::test {
+namespace {
+
+TEST(GrammarCache, SameSpecSameGrammarLruDropsTheOldest) {
+  GrammarCacheOptions options;
+  options.max_grammars = 2;
+  GrammarCache cache(byte_vocab(), options);
+  auto a = cache.get(GrammarSpec::regex("a+"));
+  EXPECT_EQ(cache.get(GrammarSpec::regex("a+")), a);
+  EXPECT_EQ(cache.hits(), 1u);
+  // Schemas that differ only in property order are different grammars.
+  auto ab = cache.get(schema_spec(R"({"properties":{"a":{},"b":{}}})"));
+  auto ba = cache.get(schema_spec(R"({"properties":{"b":{},"a":{}}})"));
+  EXPECT_NE(ab, ba);
+  EXPECT_EQ(cache.size(), 2u);
+  // "a+" was the least recently used: it was dropped, but the row holding it keeps it.
+  EXPECT_NE(cache.get(GrammarSpec::regex("a+")), a);
+  EXPECT_TRUE(Matcher(a).accept_bytes("aaa"));
+  EXPECT_EQ(cache.misses(), 4u);
+}
+
+TEST(GrammarCache, KeysTellSpecsApart) {
+  EXPECT_NE(GrammarSpec::choice({"a:b"}).key(), GrammarSpec::choice({"a", "b"}).key());
+  EXPECT_NE(GrammarSpec::regex("x").key(), GrammarSpec::gbnf("x").key());
+  EXPECT_NE(GrammarSpec::json_object().key(),
+            GrammarSpec::json_object({.max_whitespace = 1}).key());
+  EXPECT_EQ(schema_spec(R"({"type": "string"})").key(), schema_spec(R"({"type":"string"})").key());
+}
+
+TEST(GrammarCache, ErrorsAreThrownEveryTimeNotCached) {
+  GrammarCache cache(byte_vocab());
+  for (int i = 0; i < 2; ++i) EXPECT_THROW(cache.get(GrammarSpec::regex("(")), GrammarError);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(GrammarLimits, AmbiguityAndMemoryAreBounded) {
+  GrammarCacheOptions options;
+  options.grammar.automaton.max_threads = 2;
+  // Three alternatives alive after "x": past the limit, a GrammarError, not a wrong mask.
+  auto g = compile_grammar(GrammarSpec::gbnf("root ::= \"x\" (\"ab\" | \"ac\" | \"ad\")\n"),
+                           byte_vocab(), options);
+  Matcher m(g);
+  EXPECT_THROW(m.accept_bytes("x"), GrammarError);
+  GrammarCacheOptions tiny;
+  tiny.grammar.automaton.max_bytes = 64 << 10;
+  EXPECT_THROW(
+      {
+        auto big = compile_grammar(GrammarSpec::regex("[a-z]{1,4000}"), byte_vocab(), tiny);
+        Matcher r(big);
+        r.accept_bytes(std::string(3000, 'q'));
+      },
+      GrammarError);
+  ProgramLimits few;
+  few.max_insts = 1000;
+  EXPECT_THROW(compile_program(GrammarSpec::regex("(ab|cd){5000}"), few), GrammarError);
+}
+
+// Rows of one grammar on several threads: every mask equals the one-token-at-a-time
+// reference, however the threads interleave on the shared automaton and cache.
+TEST(GrammarThreads, SharedGrammarServesConcurrentRows) {
+  auto g =
+      compiled(schema_spec(R"({"type":"object","properties":{"id":{"type":"integer","minimum":0,
+      "maximum":99999},"tags":{"type":"array","items":{"type":"string","maxLength":6},"maxItems":4}},
+      "required":["id","tags"]})"));
+  std::vector<std::thread> threads;
+  std::vector<int> num_bad(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(100 + t);
+      for (int w = 0; w < 20; ++w) {
+        random_walk(Matcher(g), rng, 60, 0.3,
+                    [&](const std::vector<uint32_t>& words, const Matcher& m) {
+                      if (words != brute_force_mask(m)) ++num_bad[t];
+                    });
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(num_bad, std::vector<int>(4, 0));
+}
+
+}  // namespace
+}  // namespace tandem::grammar::test
