@@ -72,12 +72,12 @@ std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng) {
   return v;
 }
 
-struct Linear {
+struct GemmShape {
   const char* name;
   int64_t N, K;
 };
 
-void bench_gemm(ThreadPool& pool, const Linear& l, int64_t M, CpuIsa isa, cpu::GemmPath path,
+void bench_gemm(ThreadPool& pool, const GemmShape& l, int64_t M, CpuIsa isa, cpu::GemmPath path,
                 double bandwidth, double min_s, std::mt19937& rng) {
   const auto w = random_bf16(size_t(l.N * l.K), rng);
   std::vector<float> x(size_t(M * l.K), 0.5f), out(size_t(M * l.N));
@@ -115,14 +115,12 @@ void bench_attention(Backend& be, int rows, int context, double bandwidth, doubl
   StepTensors step;
   step.num_tokens = rows;
   step.num_rows = rows;
-  step.max_blocks = per_row;
   step.max_context_len = context;
   step.block_size = bs;
   step.positions = i32(pos, {rows});
-  step.slot_map = i32(slots, {rows});
   step.seq_starts = i32(starts, {rows + 1});
   step.context_lens = i32(ctx, {rows});
-  step.block_table = i32(table, {rows, per_row});
+  step.groups = {{i32(slots, {rows}), i32(table, {rows, per_row}), per_row}};
   Tensor q = be.zeros(DType::F32, {rows, Hq, Dh}), out = be.alloc(DType::F32, {rows, Hq, Dh});
   const AttentionParams params{0.125f, 0.f, 0};
   const double s = time_per_call([&] { be.attention(out, q, cache, step, params); }, min_s);
@@ -152,15 +150,15 @@ int main(int argc, char** argv) {
   fmt::print("threads {}, isa {} (max {}), memory read bandwidth {:.1f} GB/s\n", pool.num_threads(),
              cpu_isa_name(cpu_isa()), cpu_isa_name(cpu_max_isa()), bw);
   // llama-100m: dim 768, 12/4 heads of 64, ffn 2048, vocab 32000 (bf16 weights).
-  const Linear shapes[] = {{"qkv", 1280, 768}, {"o", 768, 768}, {"gate_up", 4096, 768},
+  const GemmShape shapes[] = {{"qkv", 1280, 768}, {"o", 768, 768}, {"gate_up", 4096, 768},
                            {"down", 768, 2048}, {"lm_head", 32000, 768}};
   std::vector<CpuIsa> isas{CpuIsa::Avx2};
   if (cpu_max_isa() >= CpuIsa::Avx512) isas.push_back(CpuIsa::Avx512);
   for (int64_t M : {1, 4, 16})
-    for (const Linear& l : shapes)
+    for (const GemmShape& l : shapes)
       for (CpuIsa isa : isas) bench_gemm(pool, l, M, isa, cpu::GemmPath::Kernels, bw, min_s, rng);
   for (int64_t M : {64, 512})
-    for (const Linear& l : {shapes[0], shapes[2], shapes[3]})
+    for (const GemmShape& l : {shapes[0], shapes[2], shapes[3]})
       for (cpu::GemmPath p : {cpu::GemmPath::Kernels, cpu::GemmPath::Blas})
         for (CpuIsa isa : isas) {
           if (p == cpu::GemmPath::Blas && isa != cpu_max_isa()) continue;  // one BLAS run

@@ -105,14 +105,13 @@ tandem::StepTensors make_step(Backend& be, const Shape& s, int block_size, std::
   tandem::StepTensors st;
   st.num_tokens = int(pos.size());
   st.num_rows = s.rows;
-  st.max_blocks = width;
   st.max_context_len = std::max(s.context, s.capacity);
   st.block_size = block_size;
   st.positions = device_i32(be, pos, {int64_t(pos.size())});
-  st.slot_map = device_i32(be, slots, {int64_t(slots.size())});
   st.seq_starts = device_i32(be, starts, {int64_t(starts.size())});
   st.context_lens = device_i32(be, ctx, {int64_t(ctx.size())});
-  st.block_table = device_i32(be, table, {s.rows, width});
+  st.groups = {{device_i32(be, slots, {int64_t(slots.size())}), device_i32(be, table, {s.rows, width}),
+                width}};
   return st;
 }
 

@@ -22,7 +22,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
 #include "cuda_timing.h"
 
@@ -69,7 +69,7 @@ void bench_case(tandem::CudaBackend& be, const Case& c, int calls) {
       tandem::cuda::set_pdl_enabled(p.pdl);
       size_t next = 0;  // the linears cycle over the weight copies
       const double us = 1e6 * tandem::bench::time_graph(be, calls, [&] {
-                          be.linear(out, x, weights[next++ % weights.size()], {});
+                          be.linear(out, x, tandem::Linear{weights[next++ % weights.size()]});
                         }).event_s;
       line += fmt::format("  {} {:7.1f} µs ({:5.1f}%)", p.name, us,
                           100.0 * double(bytes) / (us * 1e-6) / kMeasuredHbm);

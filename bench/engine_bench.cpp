@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
       config.max_model_len = prompt + fresh;
       auto be = make_cpu_backend();
       auto m = load_model(dir, *be);
-      Engine engine(std::move(be), std::move(m), nullptr, config);
+      Engine engine(make_executor(std::move(be), std::move(m)), nullptr, config);
       std::vector<std::shared_ptr<RequestStream>> streams;
       for (int b = 0; b < B; b++) {
         GenerationRequest r;

@@ -35,7 +35,7 @@ ModelShape gemma4_like(int num_layers, int window, int shared) {
                        shared ? fmt::format(" shared={} (illustrative)", shared) : "");
   for (int i = 0; i < num_layers; i++) {
     bool full = (i + 1) % 6 == 0 || i == num_layers - 1;
-    s.layers.push_back(full ? LayerKvSpec{4, 512, 0, -1} : LayerKvSpec{4, 256, window, -1});
+    s.layers.push_back(full ? LayerKvSpec{4, 512, 0} : LayerKvSpec{4, 256, window});
   }
   for (int i = num_layers - shared; i < num_layers; i++)
     for (int j = num_layers - shared - 1; j >= 0; j--)
@@ -61,7 +61,7 @@ int64_t naive_bytes_per_token(const ModelShape& s) {
 int64_t per_layer_bytes_per_token(const ModelShape& s) {
   int64_t bytes = 0;
   for (auto& l : s.layers)
-    if (l.shares_with < 0) bytes += 2 * int64_t(l.num_kv_heads) * l.head_dim * dtype_size(kDtype);
+    if (!l.shares_with) bytes += 2 * int64_t(l.num_kv_heads) * l.head_dim * dtype_size(kDtype);
   return bytes;
 }
 
@@ -90,7 +90,7 @@ Held measure(const ModelShape& s, int context) {
   for (int nc = 0; nc < context;) {
     kv.release_out_of_window(t, nc);
     int n = nc < prompt ? std::min(kStep, prompt - nc) : 1;
-    kv.grow(t, nc, nc + n, nc == 0 ? prompt : 0);
+    kv.apply(t, kv.plan_grow(t, nc, nc + n, nc == 0 ? prompt : 0).value());
     h.peak = std::max(h.peak, held());
     nc += n;
   }

@@ -12,9 +12,11 @@
 #include <chrono>
 #include <random>
 
+#include "cli/env_switches.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "engine/engine.h"
+#include "engine/kv_layout.h"
 
 using namespace tandem;
 using Clock = std::chrono::steady_clock;
@@ -126,7 +128,8 @@ int main(int argc, char** argv) {
     if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
     const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
     auto load_start = Clock::now();
-    auto backend = o.device == "cpu" ? make_cpu_backend() : make_cuda_backend(0);
+    const cli::EnvSwitches& env = cli::env_switches();  // TANDEM_CUDA_GRAPHS, TANDEM_OVERLAP, ...
+    auto backend = o.device == "cpu" ? make_cpu_backend() : make_cuda_backend(0, env.cuda);
     auto model = load_model(o.dir, *backend);
     backend->synchronize();
     double load_s = seconds_since(load_start);
@@ -141,12 +144,14 @@ int main(int argc, char** argv) {
     config.scheduler.max_batched_tokens = o.max_batched_tokens;
     config.scheduler.prompt_concurrency = o.batch;
     config.max_model_len = o.input + o.output;
-    config.kv_dtype = kv_dtype_flag.value_or(backend->act_dtype());
+    config.overlap = env.overlap;
+    const DType kv_dtype = kv_dtype_flag.value_or(backend->act_dtype());
     int64_t want = int64_t(std::min(o.num, o.batch)) * (o.input + o.output + 16);
-    config.kv_budget_bytes = want * ModelRunner::bytes_per_block(*model, 16, *config.kv_dtype) / 16;
-    Engine engine(std::move(backend), std::move(model), nullptr, config);
+    config.kv_budget_bytes = want * kv_bytes_per_block(model->kv_specs(), 16, kv_dtype) / 16;
+    ExecutorConfig executor{.kv_dtype = kv_dtype, .graphs = env.graphs};
+    Engine engine(make_executor(std::move(backend), std::move(model), executor), nullptr, config);
     fmt::print("batch {} rows, {} tokens per step, KV {:.2f} GiB {}\n", o.batch,
-               o.max_batched_tokens, double(config.kv_budget_bytes) / double(1 << 30),
+               o.max_batched_tokens, double(engine.kv_layout().budget_bytes) / double(1 << 30),
                dtype_name(engine.kv_dtype()));
     Options warm = o;
     warm.num = std::min(o.num, 4);

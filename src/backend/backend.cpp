@@ -37,18 +37,28 @@ void Backend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
                "qkv_to_cache: q {} qkv {} cache {}", q.shape.str(), qkv.shape.str(),
                cache.k.shape.str());
   const int64_t T = q.dim(0), Hq = q.dim(1), Dh = q.dim(2), Hkv = cache.k.dim(2);
-  TANDEM_CHECK(qkv.dim(1) == (Hq + 2 * Hkv) * Dh && cache.k.dim(3) == Dh,
-               "qkv_to_cache: qkv {} is not [T, ({} + 2·{})·{}]", qkv.shape.str(), Hq, Hkv, Dh);
+  const bool v_is_k = qkv.dim(1) == (Hq + Hkv) * Dh;
+  TANDEM_CHECK((v_is_k || qkv.dim(1) == (Hq + 2 * Hkv) * Dh) && cache.k.dim(3) == Dh,
+               "qkv_to_cache: qkv {} is not [T, ({} + 2·{})·{}] or [T, ({} + {})·{}]",
+               qkv.shape.str(), Hq, Hkv, Dh, Hq, Hkv, Dh);
   Tensor qf = q.reshape({T, Hq * Dh});
   Tensor k = alloc(act_dtype(), {T, Hkv * Dh}), v = alloc(act_dtype(), {T, Hkv * Dh});
-  split_columns(qkv, {&qf, &k, &v});
+  if (v_is_k) {
+    split_columns(qkv, {&qf, &k});
+    copy(v, k);
+  } else {
+    split_columns(qkv, {&qf, &k, &v});
+  }
+  auto norm_heads = [&](Tensor& x, int64_t heads, const Tensor& w) {
+    if (!w.defined()) return;
+    Tensor rows = x.reshape({T * heads, Dh});
+    rms_norm(rows, rows, w, norm.eps, norm.weight_offset);
+  };
+  norm_heads(q, Hq, norm.q);
+  norm_heads(k, Hkv, norm.k);
+  norm_heads(v, Hkv, norm.v);
   k = k.reshape({T, Hkv, Dh});
   v = v.reshape({T, Hkv, Dh});
-  if (norm.q.defined()) {
-    Tensor qr = q.reshape({T * Hq, Dh}), kr = k.reshape({T * Hkv, Dh});
-    rms_norm(qr, qr, norm.q, norm.eps, norm.weight_offset);
-    rms_norm(kr, kr, norm.k, norm.eps, norm.weight_offset);
-  }
   rope(q, step, rope_spec);
   rope(k, step, rope_spec);
   write_kv(cache, k, v, step);
@@ -106,7 +116,7 @@ void Backend::feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
 
 }  // namespace tandem
 
-// --- ops added for Gemma 3n ---
+// --- elementwise and stream-mixing ops (Gemma 3n and 4 use them) ---
 // Defaults for backends that do not implement them yet: a clear error, never a wrong result.
 namespace tandem {
 

@@ -5,7 +5,8 @@
 //
 // Conventions for every op:
 //   - tensors are contiguous, row-major, on this backend's device;
-//   - activations are the backend's `act_dtype()` (f32 on the CPU);
+//   - activations are the backend's `act_dtype()` (f32 on the CPU); weights are in
+//     `weight_dtype()` of the dtype the checkpoint stores them in;
 //   - shapes are in the comments; "T" = tokens in the step, "B" = rows (sequences),
 //     "D" = hidden size, "H" = heads, "Dh" = head dim, "E" = experts;
 //   - outputs may not alias inputs unless the op says "in place".
@@ -18,7 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/linear.h"
 #include "backend/sampling.h"
+#include "backend/step_tensors.h"
 #include "core/tensor.h"
 
 namespace tandem {
@@ -44,62 +47,13 @@ struct AttentionParams {
   int window = 0;       // >0: query at position p sees keys at positions (p - window, p]
 };
 
-// Per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3); undefined tensors: none.
+// Per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3), and of v (Gemma 3n/4, whose
+// v_norm has no weight: ones); undefined tensors: none.
 struct QkNorm {
   Tensor q, k;  // [Dh] each
   float eps = 1e-6f;
   float weight_offset = 0.f;
-};
-
-// One KV group's addresses (DESIGN.md §3): full-attention layers and each sliding window
-// index their own block space, so each group has its own slot map and block table.
-struct KvGroupTensors {
-  Tensor slot_map;     // [T] i32
-  Tensor block_table;  // [B, max_blocks] i32
-  int max_blocks = 0;
-};
-
-// The step's batch layout on the device: the StepPlan's arrays, uploaded once per step.
-// The ops read slot_map / block_table / max_blocks; a model passes each layer the view of
-// its KV group, step.for_layer(layer). With more than one group those three fields are
-// left undefined here, so a model that forgets the view fails loudly instead of reading
-// another group's blocks.
-struct StepTensors {
-  Tensor tokens;        // [T] i32
-  Tensor positions;     // [T] i32: position of each token in its sequence
-  Tensor slot_map;      // [T] i32: block * block_size + offset where its K/V is written
-  Tensor seq_starts;    // [B+1] i32: row b owns tokens [seq_starts[b], seq_starts[b+1])
-  Tensor context_lens;  // [B] i32: tokens of row b in the cache after this step
-  Tensor block_table;   // [B, max_blocks] i32
-  Tensor sample_index;  // [S] i32: index (into T) of the token whose logits are sampled
-  int num_tokens = 0;
-  int num_rows = 0;
-  int max_blocks = 0;
-  int max_context_len = 0;
-  int block_size = 16;
-  std::vector<KvGroupTensors> groups;  // [G] (empty: the fields above are the only group)
-  std::vector<int> layer_group;        // [L] KV group of each layer (empty: all group 0)
-
-  // This step with group g's slot map and block table (tensors are shared handles).
-  StepTensors for_group(int g) const {
-    StepTensors s = *this;
-    if (groups.empty()) return s;
-    const KvGroupTensors& kv = groups.at(size_t(g));
-    s.slot_map = kv.slot_map;
-    s.block_table = kv.block_table;
-    s.max_blocks = kv.max_blocks;
-    return s;
-  }
-  // The view layer `layer` reads and writes its KV through.
-  StepTensors for_layer(int layer) const {
-    return layer_group.empty() ? for_group(0) : for_group(layer_group.at(size_t(layer)));
-  }
-};
-
-// K and V storage of one layer: [num_blocks, block_size, kv_heads, head_dim] each.
-struct PagedKv {
-  Tensor k;
-  Tensor v;
+  Tensor v;     // [Dh] or undefined
 };
 
 // A sampling op in flight (Backend::sample_async). The picked ids stay on the device,
@@ -115,8 +69,10 @@ class Backend {
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
   virtual DType act_dtype() const = 0;
-  // The dtype this backend holds a weight in, given the dtype it is stored in (the
-  // weight loader asks). Default: the activation dtype.
+  // The dtype this backend holds a weight in, given the dtype the checkpoint stores it in
+  // (the weight loader asks). Every weight-taking op — linear (a Linear's weight and
+  // bias), embedding, the norms, mul's b, moe_experts — takes the dtypes this returns as
+  // well as act_dtype(). Default: the activation dtype.
   virtual DType weight_dtype(DType stored) const { return act_dtype(); }
 
   // --- memory ---
@@ -155,10 +111,10 @@ class Backend {
   // --- ops ---
   // out[t] = table[ids[t]] * scale.   out [T, D], table [V, D], ids [T] i32
   virtual void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) = 0;
-  // out = x · wᵀ (+ bias).   out [T, N], x [T, K], w [N, K], bias [N] or undefined
-  // (w may be in weight_dtype() rather than the activation dtype; so may the weights of
-  // embedding, the norms, mul's b and moe_experts)
-  virtual void linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) = 0;
+  // out = x · Wᵀ (+ bias), W and bias from `l` (backend/linear.h).
+  //   out [T, N], x [T, K], l.weight [N, K], l.bias [N] or undefined
+  // out is act_dtype(), or f32 without a bias (logits, router scores: sums not rounded).
+  virtual void linear(Tensor& out, const Tensor& x, const Linear& l) = 0;
   // Per row: out = x / rms(x) * (w + weight_offset).   x, out [R, C], w [C]
   // weight_offset is 1 for Gemma's (1 + w) norms, 0 otherwise. In place allowed.
   virtual void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
@@ -177,20 +133,25 @@ class Backend {
   virtual void rope(Tensor& x, const StepTensors& step, const RopeSpec& spec) = 0;
   // out = act(gate) * up, where gate_up = [gate | up].   out [T, F], gate_up [T, 2F]
   virtual void gated_act(Tensor& out, const Tensor& gate_up, Activation act) = 0;
-  // Writes the step's new K and V into their slots.   k, v [T, Hkv, Dh]
+  // Writes the step's new K and V into their slots, step.kv(cache).slot_map.
+  //   k, v [T, Hkv, Dh]
   virtual void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
                         const StepTensors& step) = 0;
   // The attention block's step from the fused projection to the cache: q, k, v are the
-  // column blocks of qkv; q and k get the optional per-head RMSNorm, then RoPE; k and v
-  // go to their slots (write_kv), q to `q`. The default composes split_columns, rms_norm,
-  // rope and write_kv; the CUDA backend does it in one kernel (a decode step runs this
-  // once per layer, so its launches count).
-  //   q [T, Hq, Dh] (out), qkv [T, (Hq + 2·Hkv)·Dh], cache [NB, BS, Hkv, Dh]
+  // column blocks of qkv; q, k and v get the optional per-head RMSNorm, then q and k RoPE;
+  // k and v go to their slots (write_kv), q to `q`. A qkv of (Hq + Hkv)·Dh columns has no
+  // v block: V is the key projection before its norm and RoPE (Gemma 4's
+  // attention_k_eq_v). The default composes split_columns, rms_norm, rope and write_kv;
+  // the CUDA backend does the common case (q/k norms at most, separate v) in one kernel (a
+  // decode step runs this once per layer, so its launches count).
+  //   q [T, Hq, Dh] (out), qkv [T, (Hq + 2·Hkv)·Dh] or [T, (Hq + Hkv)·Dh],
+  //   cache [NB, BS, Hkv, Dh]
   virtual void qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
                             const StepTensors& step, const RopeSpec& rope_spec,
                             const QkNorm& norm);
   // Causal attention of each new token over its row's cached keys (its own included),
-  // GQA: query head h reads kv head h / (Hq / Hkv).   out, q [T, Hq, Dh]
+  // read through step.kv(cache).block_table; GQA: query head h reads kv head
+  // h / (Hq / Hkv).   out, q [T, Hq, Dh]
   virtual void attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                          const StepTensors& step, const AttentionParams& params) = 0;
   // out[s] = x[index[s]].   out [S, D], x [T, D], index [S] i32
@@ -223,7 +184,7 @@ class Backend {
   virtual void feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
                            std::span<const int32_t> src, const PendingSample& from);
 
-  // --- ops added for Gemma 3n ---
+  // --- elementwise and stream-mixing ops (Gemma 3n and 4 use them) ---
   // Not pure: a backend without them fails with "op '...' is not implemented".
   // out = a - b (same number of elements). In place allowed.
   virtual void sub(Tensor& out, const Tensor& a, const Tensor& b);
@@ -251,9 +212,16 @@ class Backend {
 // The CPU backend, on the process-wide thread pool.
 std::unique_ptr<Backend> make_cpu_backend();
 
+// Pieces of the CUDA fast path that can be turned off, to compare against them. They are
+// process-wide: the last backend made sets them for every CUDA backend in the process.
+struct CudaOptions {
+  bool gemv = true;  // 1–2 row linears stream their weights (cuda_gemv.cu); off: cuBLASLt
+  bool pdl = true;   // kernels overlap their prologue with the previous kernel's tail
+};
+
 // The CUDA backend on GPU `device`. Throws tandem::Error when the build has no CUDA
 // support or the device cannot be used.
-std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+std::unique_ptr<Backend> make_cuda_backend(int device = 0, const CudaOptions& options = {});
 // Usable CUDA GPUs (0 when built without CUDA, without a driver, or without a GPU).
 int cuda_device_count();
 

@@ -22,7 +22,7 @@ struct ServeOptions {
   int batch = 1;  // --batch / --decode-concurrency: rows per step
   int max_batched_tokens = 2048;
   int prompt_concurrency = 8;
-  int max_model_len = 0;  // 0: the model's max_position_embeddings
+  std::optional<int> max_model_len;      // default: the model's max_position_embeddings
   std::optional<std::string> kv_budget;  // "4GB"; default: rows × context, at most 1/4 of free RAM
   std::string kv_cache_dtype = "auto";   // auto (the activation dtype) | fp8 | fp8_e4m3
   std::optional<std::string> api_key;

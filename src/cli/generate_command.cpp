@@ -7,6 +7,7 @@
 #include "cli/model_files.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine/kv_layout.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::cli {
@@ -32,13 +33,12 @@ int run_generate(const GenerateOptions& o) {
     req.sampling.seed = o.seed;
     EngineConfig config;
     config.max_model_len = int(req.prompt.size()) + o.max_tokens;
-    config.kv_dtype = kv_dtype;
-    Engine engine(std::move(m.backend), std::move(m.model), m.tokenizer, config);
-    auto stream = engine.submit(req);
+    std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype);
+    auto stream = engine->submit(req);
     nlohmann::json ids = nlohmann::json::array();
     std::string text, error;
     for (bool done = false; !done;) {
-      engine.step();
+      engine->step();
       while (auto chunk = stream->pop(std::chrono::milliseconds(0))) {
         for (auto& t : chunk->tokens) ids.push_back(t.token);
         text += chunk->text;

@@ -1,6 +1,7 @@
 #include "cli/model_files.h"
 
 #include "cli/commands.h"
+#include "cli/env_switches.h"
 
 #include <charconv>
 
@@ -10,9 +11,10 @@
 namespace tandem::cli {
 
 std::unique_ptr<Backend> make_backend(const std::string& device) {
+  const CudaOptions& cuda = env_switches().cuda;
   if (device == "cpu") return make_cpu_backend();
-  if (device == "cuda") return make_cuda_backend(0);
-  if (device == "auto") return cuda_device_count() > 0 ? make_cuda_backend(0) : make_cpu_backend();
+  if (device == "cuda") return make_cuda_backend(0, cuda);
+  if (device == "auto") return cuda_device_count() > 0 ? make_cuda_backend(0, cuda) : make_cpu_backend();
   fail("--device: '{}' is not one of cpu, cuda, auto", device);
 }
 
@@ -23,6 +25,15 @@ LoadedModel load_model_folder(const std::filesystem::path& dir, const std::strin
   m.model = load_model(dir, *m.backend);
   if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
   return m;
+}
+
+std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
+                                    std::optional<DType> kv_dtype) {
+  const EnvSwitches& env = env_switches();
+  config.overlap = env.overlap;
+  ExecutorConfig executor{.kv_dtype = kv_dtype, .graphs = env.graphs};
+  return std::make_unique<Engine>(make_executor(std::move(m.backend), std::move(m.model), executor),
+                                  m.tokenizer, std::move(config));
 }
 
 std::string default_model_dir() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/engine.h"
 #include "model/model.h"
 
 namespace tandem {
@@ -24,8 +25,12 @@ struct LoadedModel {
 
 // `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu).
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu");
-// The backend for --device.
+// The backend for --device (with the CUDA switches of the environment, env_switches.h).
 std::unique_ptr<Backend> make_backend(const std::string& device);
+// The engine over a loaded model, whose backend and model move into its executor;
+// `config`'s overlap and the executor's graphs follow the environment switches.
+std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
+                                    std::optional<DType> kv_dtype);
 // "1, 2,3" → {1, 2, 3}; throws tandem::Error on anything else.
 std::vector<int32_t> parse_ids(const std::string& text);
 

@@ -118,7 +118,7 @@ void add_gemma4_tensors(SafetensorsWriter& w, ModelConfig c, DType dtype, uint64
     ones(p + "layer_scalar", 1);
     normal(a + "q_proj.weight", {Hq * Dh, D}, D);
     ones(a + "q_norm.weight", Dh);
-    if (s.kv_source < 0) {
+    if (!s.kv_source) {
       normal(a + "k_proj.weight", {Hkv * Dh, D}, D);
       if (!s.k_eq_v) normal(a + "v_proj.weight", {Hkv * Dh, D}, D);
       ones(a + "k_norm.weight", Dh);

@@ -50,27 +50,6 @@ void install_signal_handlers() {
   sigaction(SIGPIPE, &sa, nullptr);
 }
 
-// Default KV budget: room for every row at full length, but at most a share of the
-// memory that is free now (after the weights): a quarter of free RAM on the CPU, which
-// the rest of the machine shares; on a GPU most of its free memory, less headroom for the
-// step's activations and logits.
-// Sized in the cache's dtype, so an f8 cache holds more tokens in the same share.
-int64_t default_kv_budget(const Model& model, const Backend& backend, DType kv_dtype,
-                          int block_size, int rows, int max_len, int max_batched_tokens) {
-  // What every row at full length needs: window layers only ever hold their window.
-  int64_t want = planned_kv_bytes(model.kv_specs(), kv_dtype,
-                                  KvSizing{block_size, rows, max_batched_tokens, max_len, 0});
-  int64_t per_block = ModelRunner::bytes_per_block(model, block_size, kv_dtype);
-  int64_t free = backend.available_memory();
-  if (backend.device() == Device::CPU) return std::min(want, free / 4);
-  const ModelConfig& c = model.config();
-  int64_t activations = int64_t(max_batched_tokens) *
-                        (8 * int64_t(c.hidden_size) + 4 * int64_t(c.intermediate_size)) * 2;
-  int64_t logits = int64_t(std::max(rows, 1)) * c.vocab_size * 4 * 4;
-  int64_t headroom = (int64_t(1) << 30) + activations + logits;
-  return std::max<int64_t>(per_block * 2, std::min(want, int64_t(double(free) * 0.92) - headroom));
-}
-
 void print_ready_card(const Engine& engine, const ServeOptions& o, const std::string& device,
                       int port, int64_t kv_bytes) {
   const ModelInfo& info = engine.model_info();
@@ -84,7 +63,7 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const std::st
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              info.max_model_len, double(kv_bytes) / double(1 << 20),
-             dtype_name(engine.kv_dtype()), engine.pool().capacity(),
+             dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
              info.block_size, o.batch, o.max_batched_tokens, o.host, port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
@@ -136,28 +115,27 @@ int run_serve(const ServeOptions& o) {
     config.scheduler.max_rows = o.batch;
     config.scheduler.max_batched_tokens = o.max_batched_tokens;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
-    config.max_model_len = o.max_model_len > 0 ? o.max_model_len : m.model->config().max_position_embeddings;
+    config.max_model_len = o.max_model_len;
     config.served_model_name = o.served_model_name.empty()
                                    ? std::filesystem::path(o.model).lexically_normal().filename().string()
                                    : o.served_model_name;
     if (config.served_model_name.empty()) config.served_model_name = "tandem";
-    config.kv_dtype = kv_dtype_flag.value_or(m.backend->act_dtype());
-    config.kv_budget_bytes = o.kv_budget ? parse_bytes(*o.kv_budget)
-                                         : default_kv_budget(*m.model, *m.backend, *config.kv_dtype,
-                                                             config.scheduler.block_size, o.batch,
-                                                             config.max_model_len, o.max_batched_tokens);
+    // Without --kv-budget the executor sizes the cache: every row at full length, within
+    // what the device can spare after the weights.
+    if (o.kv_budget) config.kv_budget_bytes = parse_bytes(*o.kv_budget);
     std::string device = m.backend->name();
-    Engine engine(std::move(m.backend), std::move(m.model), m.tokenizer, config);
-    engine.start();
-    server::ServedModel served = server::load_served_model(o.model, engine, m.tokenizer);
+    std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag);
+    engine->start();
+    server::ServedModel served = server::load_served_model(o.model, *engine, m.tokenizer);
+    const int64_t kv_budget = engine->kv_layout().budget_bytes;
     served.card = {{"batch", o.batch}, {"max_batched_tokens", o.max_batched_tokens},
-                   {"kv_budget_bytes", config.kv_budget_bytes},
-                   {"kv_cache_dtype", std::string(dtype_name(engine.kv_dtype()))}, {"device", device}};
+                   {"kv_budget_bytes", kv_budget},
+                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device}};
     http.set_ready(std::move(served));
-    print_ready_card(engine, o, device, http.port(), config.kv_budget_bytes);
+    print_ready_card(*engine, o, device, http.port(), kv_budget);
     http.wait();
     g_server = nullptr;
-    engine.stop(/*drain=*/true);
+    engine->stop(/*drain=*/true);
     fmt::print(stderr, "tandem: stopped\n");
     return 0;
   } catch (const Error& e) {

@@ -1,16 +1,13 @@
 // Errors: one exception type that carries where and why, thrown deep inside a module
 // and caught at the edge that can report it (the CLI's main, the HTTP handler, the
-// engine's per-request guard). `Result<T>` carries an error as a value across module
-// boundaries where the caller branches on it.
+// engine's per-request guard).
 #pragma once
 
 #include <fmt/format.h>
 
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
-#include <variant>
 
 namespace tandem {
 
@@ -32,39 +29,5 @@ template <typename... Args>
       ::tandem::fail("{}:{}: check failed: {} {}", __FILE__, __LINE__, #cond,            \
                      ::fmt::format("" __VA_ARGS__));                                     \
   } while (0)
-
-// A value or the error that prevented it.
-template <typename T>
-class Result {
- public:
-  Result(T value) : v_(std::move(value)) {}
-  Result(Error error) : v_(std::move(error)) {}
-
-  bool ok() const { return std::holds_alternative<T>(v_); }
-  explicit operator bool() const { return ok(); }
-  T& value() & {
-    if (!ok()) throw std::get<Error>(v_);
-    return std::get<T>(v_);
-  }
-  T&& value() && {
-    if (!ok()) throw std::get<Error>(v_);
-    return std::get<T>(std::move(v_));
-  }
-  const Error& error() const { return std::get<Error>(v_); }
-  T* operator->() { return &value(); }
-
- private:
-  std::variant<T, Error> v_;
-};
-
-// Runs fn(), turning a thrown tandem::Error into a Result holding it.
-template <typename Fn>
-auto capture(Fn&& fn) -> Result<decltype(fn())> {
-  try {
-    return fn();
-  } catch (const Error& e) {
-    return e;
-  }
-}
 
 }  // namespace tandem

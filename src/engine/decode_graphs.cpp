@@ -8,12 +8,10 @@
 namespace tandem {
 
 DecodeGraphs::DecodeGraphs(Model& model, Backend& backend, std::span<PagedKv> kv,
-                           std::vector<int> layer_group, int num_groups, int block_size,
-                           int max_blocks, int max_rows)
+                           int num_groups, int block_size, int max_blocks, int max_rows)
     : model_(model),
       backend_(backend),
       kv_(kv),
-      layer_group_(std::move(layer_group)),
       num_groups_(num_groups),
       block_size_(block_size),
       max_blocks_(max_blocks) {
@@ -33,32 +31,18 @@ bool DecodeGraphs::fits(const StepPlan& plan) const {
   return true;
 }
 
-int DecodeGraphs::num_recorded() const {
-  return int(std::count_if(graphs_.begin(), graphs_.end(), [](const Graph& g) { return g.rows > 0; }));
-}
-
 DecodeGraphs::Graph DecodeGraphs::record(int rows) {
-  auto i32 = [&](Shape shape) { return backend_.zeros(DType::I32, shape); };
+  // Arrays at capacity: every replay reads the same addresses, whatever its rows hold.
+  const StepShape capacity{.num_tokens = rows,
+                           .num_rows = rows,
+                           .num_samples = rows,
+                           .block_size = block_size_,
+                           .max_context_len = max_blocks_ * block_size_,
+                           .max_blocks = std::vector<int>(size_t(num_groups_), max_blocks_)};
   Graph g;
   g.rows = rows;
+  g.step = zeroed_step_tensors(backend_, capacity);
   StepTensors& s = g.step;
-  s.tokens = i32({rows});
-  s.positions = i32({rows});
-  s.seq_starts = i32({rows + 1});
-  s.context_lens = i32({rows});
-  s.sample_index = i32({rows});
-  s.num_tokens = rows;
-  s.num_rows = rows;
-  s.block_size = block_size_;
-  s.max_context_len = max_blocks_ * block_size_;
-  for (int k = 0; k < num_groups_; k++)
-    s.groups.push_back({i32({rows}), i32({rows, max_blocks_}), max_blocks_});
-  s.layer_group = layer_group_;
-  if (num_groups_ == 1) {
-    s.slot_map = s.groups[0].slot_map;
-    s.block_table = s.groups[0].block_table;
-    s.max_blocks = max_blocks_;
-  }
   // All rows padding: a valid step that touches only the null block.
   StepPlan pad;
   pad.groups.resize(size_t(num_groups_));

@@ -19,17 +19,15 @@ namespace tandem {
 
 class DecodeGraphs {
  public:
-  // `kv` and `layer_group` are the runner's; `max_blocks` bounds every group's table width.
-  DecodeGraphs(Model& model, Backend& backend, std::span<PagedKv> kv,
-               std::vector<int> layer_group, int num_groups, int block_size, int max_blocks,
-               int max_rows);
+  // `kv` is the runner's; `max_blocks` bounds every group's table width.
+  DecodeGraphs(Model& model, Backend& backend, std::span<PagedKv> kv, int num_groups,
+               int block_size, int max_blocks, int max_rows);
 
   // True when `plan` is a decode step that one of the buckets can run.
   bool fits(const StepPlan& plan) const;
   // Runs the plan through its bucket's graph (recorded on first use). Logits [B, vocab].
   // `prev`: the previous step's sampling op, for the plan's fed tokens.
   Tensor run(const StepPlan& plan, const PendingSample* prev = nullptr);
-  int num_recorded() const;
 
  private:
   struct Graph {
@@ -44,7 +42,6 @@ class DecodeGraphs {
   Model& model_;
   Backend& backend_;
   std::span<PagedKv> kv_;
-  std::vector<int> layer_group_;
   int num_groups_;
   int block_size_;
   int max_blocks_;

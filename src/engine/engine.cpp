@@ -1,59 +1,45 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <random>
 
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem {
 
-KvSizing kv_sizing(const Model& model, const EngineConfig& config) {
-  KvSizing s;
-  s.block_size = config.scheduler.block_size;
-  s.max_rows = config.scheduler.max_rows;
-  s.max_batched_tokens = config.scheduler.max_batched_tokens;
-  s.max_model_len = config.max_model_len > 0 ? config.max_model_len
-                                             : model.config().max_position_embeddings;
-  s.budget_bytes = config.kv_budget_bytes;
-  return s;
+KvSizing kv_sizing(const ModelConfig& model, const EngineConfig& config) {
+  return {.block_size = config.scheduler.block_size,
+          .max_rows = config.scheduler.max_rows,
+          .max_batched_tokens = config.scheduler.max_batched_tokens,
+          .max_model_len = config.max_model_len.value_or(model.max_position_embeddings),
+          .budget_bytes = config.kv_budget_bytes};
 }
 
-Engine::Engine(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
-               std::shared_ptr<const Tokenizer> tokenizer, EngineConfig config)
-    : backend_(std::move(backend)),
-      model_(std::move(model)),
+Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer,
+               EngineConfig config)
+    : executor_(std::move(executor)),
       tokenizer_(std::move(tokenizer)),
       config_(std::move(config)),
-      kv_(make_kv_block_manager(model_->kv_specs(),
-                                config_.kv_dtype.value_or(backend_->act_dtype()),
-                                kv_sizing(*model_, config_))),
+      kv_layout_(executor_->allocate_kv(kv_sizing(executor_->info().model, config_))),
+      kv_(kv_layout_.groups, kv_layout_.num_blocks, config_.scheduler.block_size),
       scheduler_(config_.scheduler, kv_) {
-  const ModelConfig& c = model_->config();
-  int block_size = config_.scheduler.block_size;
-  runner_ = std::make_unique<ModelRunner>(*model_, *backend_, kv_.num_blocks(), block_size,
-                                          config_.kv_dtype);
+  const ExecutorInfo& e = executor_->info();
+  const ModelConfig& c = e.model;
   info_.name = config_.served_model_name;
   info_.vocab_size = c.vocab_size;
-  info_.max_model_len = config_.max_model_len > 0 ? config_.max_model_len : c.max_position_embeddings;
   // A sequence must always fit alone, or it could preempt itself forever.
-  info_.max_model_len = int(std::min<int64_t>(info_.max_model_len, kv_.max_sequence_tokens()));
-  // Decode steps as recorded graphs where the backend has them; TANDEM_CUDA_GRAPHS=0 turns
-  // them off (to compare against the eager path).
-  const char* graphs_env = std::getenv("TANDEM_CUDA_GRAPHS");
-  if (config_.graphs && !(graphs_env && std::string(graphs_env) == "0"))
-    runner_->enable_graphs(info_.max_model_len, config_.scheduler.max_rows);
-  overlap_ = config_.overlap > 0 || (config_.overlap < 0 && backend_->device() != Device::CPU);
-  if (const char* env = std::getenv("TANDEM_OVERLAP")) overlap_ = std::string(env) != "0";
+  info_.max_model_len = int(std::min<int64_t>(
+      config_.max_model_len.value_or(c.max_position_embeddings), kv_.max_sequence_tokens()));
+  executor_->prepare(info_.max_model_len, config_.scheduler.max_rows);
+  overlap_ = config_.overlap == Overlap::On || (config_.overlap == Overlap::Auto && e.asynchronous);
   info_.eos_token_ids = c.eos_token_ids;
-  info_.num_parameters = model_->num_parameters();
-  info_.dtype = std::string(dtype_name(backend_->act_dtype()));
-  info_.block_size = block_size;
+  info_.num_parameters = e.num_parameters;
+  info_.dtype = std::string(dtype_name(e.act_dtype));
+  info_.block_size = config_.scheduler.block_size;
   stats_.kv_blocks_total = kv_.capacity();
   for (int g = 0; g < kv_.num_groups(); ++g) {
     const int window = kv_.groups().groups[size_t(g)].window;
-    stats_.kv_groups.push_back({window, kv_.pool(g).capacity(), 0, 0});
+    stats_.kv_groups.push_back({window, kv_.pool(g).capacity(), 0});
   }
 }
 
@@ -77,9 +63,8 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
   if (int64_t(n) + request.max_tokens > info_.max_model_len)
     return refuse(fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the context length ({})",
                               n, request.max_tokens, info_.max_model_len));
-  static std::mt19937_64 seeder{std::random_device{}()};
   std::lock_guard<std::mutex> lock(inbox_mu_);
-  inbox_.push_back(std::make_shared<Sequence>(next_id_++, std::move(request), stream, seeder()));
+  inbox_.push_back(std::make_shared<Sequence>(next_id_++, std::move(request), stream, seeder_()));
   inbox_cv_.notify_one();
   return stream;
 }
@@ -124,24 +109,24 @@ bool Engine::should_stop(const Sequence& seq, int generated, int32_t token) cons
   return std::count(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) > 0;
 }
 
-// The token that arrived for position `index` of the sequence (its placeholder until now).
-void Engine::emit_token(Sequence& seq, int index, const GeneratedToken& token) {
-  seq.tokens[size_t(index)] = token.token;
-  if (seq.pending_row >= 0 && index == seq.num_tokens() - 1) seq.pending_row = -1;
-  const int generated = index + 1 - seq.num_prompt;
+// A token of the step in flight arrived for `seq`.
+void Engine::emit_token(Sequence& seq, const GeneratedToken& token) {
+  seq.receive(token.token);
+  const int generated = int(seq.tokens.size()) - seq.num_prompt;
   StreamChunk chunk;
   chunk.tokens.push_back(token);
   bool stop_token = should_stop(seq, generated, token.token);
   if (seq.detokenizer && !stop_token) chunk.text = seq.stop.push(seq.detokenizer->push(token.token));
   if (seq.stream) seq.stream->push(std::move(chunk));
   if (stop_token || seq.stop.matched()) finish(seq, FinishReason::Stop);
-  else if (generated >= seq.request.max_tokens || index + 1 >= info_.max_model_len)
+  else if (generated >= seq.request.max_tokens || int(seq.tokens.size()) >= info_.max_model_len)
     finish(seq, FinishReason::Length);
 }
 
 void Engine::finish(Sequence& seq, FinishReason reason) {
-  // Tokens issued past the one that ended it were never emitted.
-  while (!seq.tokens.empty() && seq.tokens.back() == kPendingToken) seq.tokens.pop_back();
+  // Tokens issued past the one that ended it are never emitted.
+  seq.num_in_flight = 0;
+  seq.in_flight_row.reset();
   StreamChunk last;
   if (seq.detokenizer && reason != FinishReason::Stop) last.text = seq.stop.push(seq.detokenizer->finish());
   if (!seq.stop.matched()) last.text += seq.stop.flush();
@@ -159,66 +144,80 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   std::erase_if(live_, [&](const std::shared_ptr<Sequence>& s) { return s.get() == &seq; });
 }
 
-std::optional<Engine::InFlight> Engine::issue(const std::vector<ScheduledRow>& rows) {
+StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
   std::vector<PlanRow> plan_rows;
-  for (auto& r : rows)
-    plan_rows.push_back({r.seq->tokens, r.seq->num_computed, r.num_tokens, r.seq->block_tables,
-                         r.sample ? 1 : 0});
-  StepPlan plan = build_step_plan(plan_rows, config_.scheduler.block_size);
-  // A row's last token may still be on the device: the previous step's sampling op has it.
-  for (size_t b = 0; b < rows.size(); b++) {
-    const int t = plan.seq_starts[b + 1] - 1;
-    if (plan.tokens[size_t(t)] != kPendingToken) continue;
-    TANDEM_CHECK(in_flight_ && rows[b].seq->pending_row >= 0,
-                 "sequence {}: a pending token with no step in flight", rows[b].seq->id);
-    plan.feed_index.push_back(t);
-    plan.feed_source.push_back(rows[b].seq->pending_row);
-    plan.tokens[size_t(t)] = 0;
+  for (const ScheduledRow& r : rows) {
+    const Sequence& seq = *r.seq;
+    TANDEM_CHECK(seq.num_in_flight == 0 || (in_flight_ && seq.in_flight_row),
+                 "sequence {}: a token in flight with no step in flight", seq.id);
+    plan_rows.push_back({.tokens = seq.tokens,
+                         .start = seq.num_computed,
+                         .count = r.num_tokens,
+                         .block_tables = seq.block_tables,
+                         .num_logits = r.sample ? 1 : 0,
+                         .feed_from = seq.in_flight_row});
   }
-  for (int32_t token : plan.tokens)
-    TANDEM_CHECK(token != kPendingToken, "a pending token in the middle of a row");
-  Tensor logits = runner_->forward(plan, in_flight_ ? &in_flight_->sample : nullptr);
+  return build_step_plan(plan_rows, config_.scheduler.block_size);
+}
+
+std::vector<SampleRow> Engine::sample_rows(const std::vector<ScheduledRow>& rows) const {
+  std::vector<SampleRow> out;
+  for (const ScheduledRow& r : rows)
+    if (r.sample) {
+      const Sequence& seq = *r.seq;
+      out.push_back(seq.sampler.row(seq.tokens, seq.num_prompt, seq.request.top_logprobs,
+                                    seq.num_in_flight));
+    }
+  return out;
+}
+
+// After the forward is issued: the rows' new num_computed, and the prompt tokens counted.
+void Engine::advance(const std::vector<ScheduledRow>& rows) {
   int64_t prompt_tokens = 0;
-  for (auto& r : rows) {
-    int computed = r.seq->num_computed;
+  for (const ScheduledRow& r : rows) {
+    const int computed = r.seq->num_computed;
     prompt_tokens += std::max(0, std::min(r.seq->num_prompt, computed + r.num_tokens) - computed);
   }
   scheduler_.advance(rows);
-  {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.prompt_tokens_total += prompt_tokens;
-  }
-  // One sampling op for the whole step; each sampled sequence gets a placeholder token.
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.prompt_tokens_total += prompt_tokens;
+}
+
+// Each sampled row's sequence now has one more token in flight, at that row of the op.
+Engine::InFlight Engine::mark_in_flight(const std::vector<ScheduledRow>& rows) {
   InFlight f;
-  std::vector<SampleRow> sample_rows;
-  for (auto& r : rows) {
+  for (const ScheduledRow& r : rows) {
     if (!r.sample) continue;
     Sequence& seq = *r.seq;
-    sample_rows.push_back(seq.sampler.row(seq.tokens, seq.num_prompt, seq.request.top_logprobs));
-    seq.pending_row = int(f.seqs.size());
-    f.token_index.push_back(seq.num_tokens());
-    seq.tokens.push_back(kPendingToken);
-    if (seq.num_generated() >= seq.request.max_tokens || seq.num_tokens() >= info_.max_model_len)
-      seq.awaiting_last = true;
+    seq.in_flight_row = int(f.seqs.size());
+    seq.num_in_flight++;
     f.needs_history = f.needs_history || seq.sampler.needs_history();
     f.seqs.push_back(seq.shared_from_this());
   }
+  return f;
+}
+
+std::optional<Engine::InFlight> Engine::issue(const std::vector<ScheduledRow>& rows) {
+  const StepPlan plan = plan_step(rows);
+  executor_->issue(plan, sample_rows(rows));
+  advance(rows);
+  InFlight f = mark_in_flight(rows);
   if (f.seqs.empty()) return std::nullopt;
-  f.sample = backend_->sample_async(logits, sample_rows);
   return f;
 }
 
 void Engine::complete_in_flight() {
   InFlight f = std::move(*in_flight_);
   in_flight_.reset();
-  std::vector<SampledToken> picked(f.seqs.size());
-  backend_->sample_wait(f.sample, picked);
+  const std::vector<SampledToken> picked = executor_->collect();
+  TANDEM_CHECK(picked.size() == f.seqs.size(), "{} tokens for {} sampled rows", picked.size(),
+               f.seqs.size());
   int64_t generated = 0;
   for (size_t i = 0; i < f.seqs.size(); i++) {
     Sequence& seq = *f.seqs[i];
     if (seq.status == SeqStatus::Finished) continue;  // stopped or cancelled meanwhile
     generated++;
-    emit_token(seq, f.token_index[i], to_generated(picked[i]));
+    emit_token(seq, to_generated(picked[i]));
   }
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.generation_tokens_total += generated;
@@ -272,12 +271,12 @@ void Engine::start() {
 }
 
 // The rows of a failed step: every running sequence, and any whose token was in flight
-// (its placeholder can no longer be filled).
+// (it will never arrive).
 void Engine::fail_running(const std::string& why) {
   in_flight_.reset();
+  executor_->reset();
   for (auto& seq : std::vector<std::shared_ptr<Sequence>>(live_)) {
-    const bool pending = std::count(seq->tokens.begin(), seq->tokens.end(), kPendingToken) > 0;
-    if (seq->status != SeqStatus::Running && !pending) continue;
+    if (seq->status != SeqStatus::Running && seq->num_in_flight == 0) continue;
     StreamChunk c;
     c.finish = FinishReason::Error;
     c.error = why;

@@ -1,15 +1,25 @@
-// Engine: the loop that owns the model, the KV cache and every sequence (DESIGN.md §1).
-// Each step: take new requests, drop cancelled ones, plan (Scheduler), run one batched
-// forward (ModelRunner), sample each row, detokenize, apply stop rules, emit, and free
-// the blocks of rows that finished. `--batch 1` is the same loop with one row per step.
+// Engine: the loop that owns the KV block tables, the scheduler and every sequence
+// (DESIGN.md §1); the device is behind its Executor (engine/executor.h). Each step: take
+// new requests, drop cancelled ones, plan (Scheduler), issue one batched forward and one
+// sampling op (Executor), then per sampled row detokenize, apply stop rules, emit, and
+// free the blocks of rows that finished. `--batch 1` is the same loop with one row per step.
 //
 // Overlap (on the GPU): step n+1 is planned and issued before step n's tokens are read.
-// A token still on the device sits in its sequence as kPendingToken; the next step's
-// plan feeds it from the device (StepPlan::feed_index), so the host never waits for the
-// GPU except to read tokens, and the GPU never waits for the host. A sequence that stops
-// on a token of step n has already been given a row in step n+1: that row's token is
-// dropped (its KV writes land in blocks freed after, reused only by later steps on the
-// same stream). A sequence whose last allowed token is in flight gets no further rows.
+// A token still on the device is not in its sequence's `tokens`: the sequence counts it
+// (Sequence::num_in_flight) and the next step's plan feeds it from the device
+// (PlanRow::feed_from → StepPlan::feed_index), so the host never waits for the GPU except
+// to read tokens, and the GPU never waits for the host. A sequence that stops on a token
+// of step n has already been given a row in step n+1: that row's token is dropped (its KV
+// writes land in blocks freed after, reused only by later steps on the same stream). A
+// sequence whose last allowed token is in flight gets no further rows.
+//
+// Which tokens are final: every entry of Sequence::tokens. The prompt, and each generated
+// token once the host has received it; a token in flight never enters `tokens`, and one
+// that arrives for a finished sequence is dropped. So a full block of `tokens` whose K/V
+// is in the cache — positions below min(num_computed, tokens.size()) — holds final tokens
+// and final K/V: exactly the blocks a prefix cache may hash (vLLM caches up to
+// num_computed_tokens − num_output_placeholders for the same reason). A position the step
+// in flight computed for a token not yet received is not one of them until it arrives.
 #pragma once
 
 #include <atomic>
@@ -17,41 +27,43 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 #include <vector>
 
-#include "backend/backend.h"
 #include "engine/engine_api.h"
-#include "engine/kv_layout.h"
-#include "engine/model_runner.h"
+#include "engine/executor.h"
 #include "engine/scheduler.h"
 #include "kv/kv_block_manager.h"
-#include "model/model.h"
 
 namespace tandem {
 
 class Tokenizer;
 
+// Whether the engine issues step n+1 before reading step n's tokens (the host plans while
+// the device runs).
+enum class Overlap : uint8_t {
+  Auto,  // where the executor runs asynchronously (not on the CPU, where it would only
+         // delay each token by a step)
+  On,
+  Off,
+};
+
 struct EngineConfig {
   SchedulerConfig scheduler;
-  int64_t kv_budget_bytes = 0;  // 0: enough blocks for max_model_len × max_rows
-  int max_model_len = 0;        // 0: the model's max_position_embeddings
-  // Element type of the KV cache (kv_cache_dtype_from_name); nullopt: the backend's
-  // act dtype. F8E4M3 holds 2× (vs bf16) / 4× (vs f32) the tokens in the same bytes.
-  std::optional<DType> kv_dtype;
+  // All KV groups together; nullopt: the executor's default (every row at max_model_len,
+  // within what the device can spare).
+  std::optional<int64_t> kv_budget_bytes;
+  std::optional<int> max_model_len;  // nullopt: the model's max_position_embeddings
   std::string served_model_name;
-  bool graphs = true;  // decode steps as recorded graphs, where the backend has them
-  // Issue step n+1 before reading step n's tokens (the host plans while the device runs):
-  // 1 on, 0 off, -1 on where the backend runs asynchronously (not on the CPU, where it
-  // would only delay each token by a step).
-  int overlap = -1;
+  Overlap overlap = Overlap::Auto;
 };
 
 class Engine : public EngineApi {
  public:
   // `tokenizer` may be null (token ids in, token ids out, no text).
-  Engine(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
-         std::shared_ptr<const Tokenizer> tokenizer, EngineConfig config);
+  Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer,
+         EngineConfig config);
   ~Engine() override;
 
   std::shared_ptr<RequestStream> submit(GenerationRequest request) override;
@@ -67,11 +79,11 @@ class Engine : public EngineApi {
   // Steps until every submitted request has finished (the CLI's serial path).
   void run_until_idle();
 
-  const Model& model() const { return *model_; }
   // The KV block pools of every group; num_used/num_free/capacity add the groups up.
-  const KvBlockManager& pool() const { return kv_; }
-  // The element type the KV cache is stored in.
-  DType kv_dtype() const { return runner_->kv_dtype(); }
+  const KvBlockManager& kv_blocks() const { return kv_; }
+  // The KV cache the executor allocated (its dtype, budget and bytes).
+  const KvLayout& kv_layout() const { return kv_layout_; }
+  DType kv_dtype() const { return kv_layout_.dtype; }
 
  private:
   void take_inbox();
@@ -79,37 +91,40 @@ class Engine : public EngineApi {
   void drop_cancelled();
   // A step whose sampled tokens are still on their way to the host.
   struct InFlight {
-    PendingSample sample;
     std::vector<std::shared_ptr<Sequence>> seqs;  // [S] the sequence of each sampled row
-    std::vector<int> token_index;                 // [S] where its placeholder token sits
     bool needs_history = false;  // a row samples with penalties, which read every token
   };
-  // Plans `rows` into one forward and its sampling op, issued without waiting.
+  // Issues `rows` as one forward and its sampling op, without waiting (the five jobs:
+  // plan, sampling rows, issue, advance, mark in flight).
   std::optional<InFlight> issue(const std::vector<ScheduledRow>& rows);
+  StepPlan plan_step(const std::vector<ScheduledRow>& rows) const;
+  std::vector<SampleRow> sample_rows(const std::vector<ScheduledRow>& rows) const;
+  void advance(const std::vector<ScheduledRow>& rows);
+  InFlight mark_in_flight(const std::vector<ScheduledRow>& rows);
   // Waits for the in-flight step's tokens and emits them.
   void complete_in_flight();
   void fail_running(const std::string& why);
-  void emit_token(Sequence& seq, int index, const GeneratedToken& token);
+  void emit_token(Sequence& seq, const GeneratedToken& token);
   void finish(Sequence& seq, FinishReason reason);
   bool should_stop(const Sequence& seq, int generated, int32_t token) const;
   void wait_for_work();
 
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<Model> model_;
+  std::unique_ptr<Executor> executor_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   EngineConfig config_;
-  ModelInfo info_;
+  KvLayout kv_layout_;
   KvBlockManager kv_;
-  std::unique_ptr<ModelRunner> runner_;
   Scheduler scheduler_;
+  ModelInfo info_;
   bool overlap_ = false;
   std::optional<InFlight> in_flight_;  // owned by the engine thread
 
   mutable std::mutex inbox_mu_;
   std::condition_variable inbox_cv_;  // signalled by submit() and stop()
   std::vector<std::shared_ptr<Sequence>> inbox_;
-  std::vector<std::shared_ptr<Sequence>> live_;  // owned by the engine thread
   int64_t next_id_ = 1;
+  std::mt19937_64 seeder_{std::random_device{}()};  // fallback seeds; under inbox_mu_
+  std::vector<std::shared_ptr<Sequence>> live_;  // owned by the engine thread
 
   std::thread thread_;
   std::atomic<bool> stopping_{false};
@@ -120,6 +135,6 @@ class Engine : public EngineApi {
 
 // The KV sizing an engine config asks for (kv/kv_budget.h): the byte budget, the rows,
 // the step's token budget and the context length (the model's when the config has none).
-KvSizing kv_sizing(const Model& model, const EngineConfig& config);
+KvSizing kv_sizing(const ModelConfig& model, const EngineConfig& config);
 
 }  // namespace tandem

@@ -18,7 +18,7 @@ struct KvGroupStats {
   int window = 0;  // 0: full attention; else the window in tokens
   int64_t total = 0;
   int64_t used = 0;
-  int64_t cached = 0;  // free blocks holding a reusable prefix (the prefix cache's)
+  // (No "cached" count until the prefix cache makes one real.)
 };
 
 struct EngineStats {
@@ -26,7 +26,6 @@ struct EngineStats {
   int num_waiting = 0;
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;
-  int64_t kv_blocks_cached = 0;
   int64_t num_preemptions = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;

@@ -1,5 +1,7 @@
 #include "engine/kv_layout.h"
 
+#include <numeric>
+
 #include "core/error.h"
 
 namespace tandem {
@@ -20,6 +22,11 @@ std::vector<int64_t> group_block_bytes(std::span<const LayerKvSpec> specs, const
           2 * int64_t(block_size) * s.num_kv_heads * s.head_dim * int64_t(dtype_size(dtype));
     }
   return bytes;
+}
+
+int64_t kv_bytes_per_block(std::span<const LayerKvSpec> specs, int block_size, DType dtype) {
+  std::vector<int64_t> bytes = group_block_bytes(specs, kv_groups_of(specs), block_size, dtype);
+  return std::accumulate(bytes.begin(), bytes.end(), int64_t(0));
 }
 
 std::vector<int> plan_kv_blocks(std::span<const LayerKvSpec> specs, DType dtype,

@@ -25,6 +25,9 @@ KvGroups kv_groups_of(std::span<const LayerKvSpec> specs);
 std::vector<int64_t> group_block_bytes(std::span<const LayerKvSpec> specs, const KvGroups& groups,
                                        int block_size, DType dtype);
 
+// Bytes one block id takes across all layers (every group's block, added).
+int64_t kv_bytes_per_block(std::span<const LayerKvSpec> specs, int block_size, DType dtype);
+
 // [G] blocks of each group (null blocks included) for these layers under `sizing`.
 std::vector<int> plan_kv_blocks(std::span<const LayerKvSpec> specs, DType dtype,
                                 const KvSizing& sizing);

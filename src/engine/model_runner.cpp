@@ -1,17 +1,9 @@
 #include "engine/model_runner.h"
 
-#include <numeric>
-
 #include "core/error.h"
 #include "engine/kv_layout.h"
 
 namespace tandem {
-
-int64_t ModelRunner::bytes_per_block(const Model& model, int block_size, DType dtype) {
-  std::vector<LayerKvSpec> specs = model.kv_specs();
-  std::vector<int64_t> bytes = group_block_bytes(specs, kv_groups_of(specs), block_size, dtype);
-  return std::accumulate(bytes.begin(), bytes.end(), int64_t(0));
-}
 
 ModelRunner::ModelRunner(Model& model, Backend& backend, int num_blocks, int block_size,
                          std::optional<DType> kv_dtype)
@@ -34,7 +26,8 @@ ModelRunner::ModelRunner(Model& model, Backend& backend, std::span<const int> nu
   for (size_t i = 0; i < specs.size(); i++) {
     const LayerKvSpec& s = specs[i];
     PagedKv kv;
-    if (s.shares_with < 0) {
+    kv.group = groups_.layer_group[i];  // a sharing layer: its source's
+    if (!s.shares_with) {
       Shape shape{num_blocks_[size_t(groups_.layer_group[i])], block_size, s.num_kv_heads,
                   s.head_dim};
       kv.k = backend.zeros(kv_dtype_, shape);
@@ -57,34 +50,29 @@ void feed_plan_tokens(Backend& backend, Tensor& tokens, const StepPlan& plan,
 }
 
 StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev) {
-  auto i32 = [&](const std::vector<int32_t>& v, Shape shape) {
-    Tensor host = Tensor::borrow(const_cast<int32_t*>(v.data()), DType::I32, shape);
-    return backend_.upload(host, DType::I32);
-  };
-  int64_t T = plan.num_tokens(), B = plan.num_rows();
-  StepTensors s;
-  s.tokens = i32(plan.tokens, {T});
-  feed_plan_tokens(backend_, s.tokens, plan, prev);
-  s.positions = i32(plan.positions, {T});
-  s.seq_starts = i32(plan.seq_starts, {B + 1});
-  s.context_lens = i32(plan.context_lens, {B});
   // A step whose rows all stop mid-prompt samples nothing; the model still computes the
   // last token's logits (one row nobody reads) rather than ops over zero rows.
-  std::vector<int32_t> last{int32_t(T - 1)};
+  const std::vector<int32_t> last{int32_t(plan.num_tokens() - 1)};
   const std::vector<int32_t>& sampled = plan.sample_index.empty() ? last : plan.sample_index;
-  s.sample_index = i32(sampled, {int64_t(sampled.size())});
-  s.num_tokens = int(T);
-  s.num_rows = int(B);
-  s.block_size = block_size_;
-  for (int32_t len : plan.context_lens) s.max_context_len = std::max(s.max_context_len, len);
-  for (const KvGroupPlan& g : plan.groups)
-    s.groups.push_back({i32(g.slot_map, {T}), i32(g.block_table, {B, int64_t(g.max_blocks)}),
-                        g.max_blocks});
-  s.layer_group = groups_.layer_group;
-  if (s.groups.size() == 1) {  // one block space: the step's own fields are its view
-    s.slot_map = s.groups[0].slot_map;
-    s.block_table = s.groups[0].block_table;
-    s.max_blocks = s.groups[0].max_blocks;
+  StepShape shape{.num_tokens = plan.num_tokens(),
+                  .num_rows = plan.num_rows(),
+                  .num_samples = int(sampled.size()),
+                  .block_size = block_size_};
+  for (int32_t len : plan.context_lens) shape.max_context_len = std::max(shape.max_context_len, len);
+  for (const KvGroupPlan& g : plan.groups) shape.max_blocks.push_back(g.max_blocks);
+  StepTensors s = alloc_step_tensors(backend_, shape);
+  auto write = [&](Tensor& t, const std::vector<int32_t>& v) {
+    backend_.write_i32(t, v.data(), int64_t(v.size()));
+  };
+  write(s.tokens, plan.tokens);
+  feed_plan_tokens(backend_, s.tokens, plan, prev);
+  write(s.positions, plan.positions);
+  write(s.seq_starts, plan.seq_starts);
+  write(s.context_lens, plan.context_lens);
+  write(s.sample_index, sampled);
+  for (size_t g = 0; g < plan.groups.size(); g++) {
+    write(s.groups[g].slot_map, plan.groups[g].slot_map);
+    write(s.groups[g].block_table, plan.groups[g].block_table);
   }
   return s;
 }
@@ -92,8 +80,8 @@ StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev)
 void ModelRunner::enable_graphs(int max_model_len, int max_rows) {
   if (!backend_.supports_graphs()) return;
   int max_blocks = (max_model_len + block_size_ - 1) / block_size_;
-  graphs_ = std::make_unique<DecodeGraphs>(model_, backend_, kv_, groups_.layer_group,
-                                           num_groups(), block_size_, max_blocks, max_rows);
+  graphs_ = std::make_unique<DecodeGraphs>(model_, backend_, kv_, num_groups(), block_size_,
+                                           max_blocks, max_rows);
 }
 
 Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev) {

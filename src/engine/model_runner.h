@@ -34,16 +34,12 @@ class ModelRunner {
   // On backends with graphs: run decode steps of up to `max_rows` rows as recorded graphs
   // (engine/decode_graphs.h); `max_model_len` bounds the block tables they read.
   void enable_graphs(int max_model_len, int max_rows);
-  bool graphs_enabled() const { return graphs_ != nullptr; }
 
   const KvGroups& groups() const { return groups_; }
   int num_groups() const { return groups_.num_groups(); }
   int num_blocks(int group) const { return num_blocks_[size_t(group)]; }
   int block_size() const { return block_size_; }
   DType kv_dtype() const { return kv_dtype_; }
-  // Bytes of KV storage one block id takes across all layers (every group's block, added).
-  // Per-group figures: engine/kv_layout.h.
-  static int64_t bytes_per_block(const Model& model, int block_size, DType dtype);
 
  private:
   StepTensors upload(const StepPlan& plan, const PendingSample* prev);

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "core/error.h"
+
 namespace tandem {
 
 Sampler::Sampler(SamplingParams params, uint64_t fallback_seed)
@@ -15,7 +17,8 @@ bool Sampler::needs_history() const {
          params_.frequency_penalty != 0.f;
 }
 
-SampleRow Sampler::row(std::span<const int32_t> tokens, int num_prompt, int top_logprobs) const {
+SampleRow Sampler::row(std::span<const int32_t> tokens, int num_prompt, int top_logprobs,
+                       int num_in_flight) const {
   SampleRow r;
   r.temperature = params_.greedy() ? 0.f : params_.temperature;
   r.top_k = params_.top_k;
@@ -25,9 +28,11 @@ SampleRow Sampler::row(std::span<const int32_t> tokens, int num_prompt, int top_
   r.presence_penalty = params_.presence_penalty;
   r.frequency_penalty = params_.frequency_penalty;
   r.seed = seed_;
-  r.counter = uint64_t(int64_t(tokens.size()) - num_prompt);
+  r.counter = uint64_t(int64_t(tokens.size()) + num_in_flight - num_prompt);
   r.top_logprobs = top_logprobs;
   if (!needs_history()) return r;
+  TANDEM_CHECK(num_in_flight == 0, "penalties read every token, {} are still in flight",
+               num_in_flight);
   bool repetition = params_.repetition_penalty != 1.f;
   // Distinct tokens with their output counts. Prompt-only tokens matter to the
   // repetition penalty alone (presence/frequency count the output).

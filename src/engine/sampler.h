@@ -21,8 +21,11 @@ class Sampler {
   Sampler(SamplingParams params, uint64_t fallback_seed);
 
   // The row for the next token of a sequence whose tokens are `tokens` (the first
-  // `num_prompt` are the prompt). Penalty lists are built only when a penalty is on.
-  SampleRow row(std::span<const int32_t> tokens, int num_prompt, int top_logprobs) const;
+  // `num_prompt` are the prompt) followed by `num_in_flight` tokens not received yet: the
+  // draw's counter counts them all. Penalty lists are built only when a penalty is on, and
+  // then every token must be known (needs_history()).
+  SampleRow row(std::span<const int32_t> tokens, int num_prompt, int top_logprobs,
+                int num_in_flight = 0) const;
 
   uint64_t seed() const { return seed_; }
   // True when row() reads the tokens themselves (a penalty is on), not just their count.

@@ -15,8 +15,9 @@ void Scheduler::add(Sequence* seq) {
 
 bool Scheduler::grow_blocks(Sequence* seq, int n, bool admitting) {
   int end = seq->num_computed + n, reserve = admitting ? seq->num_tokens() : 0;
-  if (!kv_.can_grow(seq->block_tables, seq->num_computed, end, reserve)) return false;
-  kv_.grow(seq->block_tables, seq->num_computed, end, reserve);
+  std::optional<GrowPlan> plan = kv_.plan_grow(seq->block_tables, seq->num_computed, end, reserve);
+  if (!plan) return false;
+  kv_.apply(seq->block_tables, *plan);
   return true;
 }
 
@@ -27,67 +28,62 @@ void Scheduler::release_out_of_window() {
 void Scheduler::preempt(Sequence* seq) {
   kv_.release(seq->block_tables);
   seq->num_computed = 0;
-  seq->status = SeqStatus::Waiting;
+  seq->status = SeqStatus::Preempted;
   running_.erase(std::find(running_.begin(), running_.end(), seq));
   waiting_.push_front(seq);  // it resumes before anything newer
   num_preemptions_++;
 }
 
-void Scheduler::schedule_running(std::vector<ScheduledRow>& rows, int& budget, int& prefills) {
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
+void Scheduler::schedule_running(std::vector<ScheduledRow>& rows, StepBudget& budget) {
+  for (size_t i = 0; i < running_.size() && budget.tokens > 0;) {
     Sequence* seq = running_[i];
-    if (seq->awaiting_last || (seq->prefilling() && prefills >= config_.prompt_concurrency)) {
+    const int n = std::min(seq->num_schedulable(), budget.tokens);
+    if (n <= 0 || (seq->prefilling() && budget.prefills == 0)) {
       i++;
       continue;
     }
-    int n = std::min(seq->num_uncomputed(), budget);
-    if (n <= 0) {
-      i++;
-      continue;
-    }
-    // Free blocks by preempting the newest running sequences until this one fits.
+    // Free blocks by preempting the newest running sequences (none scheduled yet: they
+    // come after this one) until this one fits.
     bool fits = grow_blocks(seq, n);
     while (!fits && running_.back() != seq) {
-      Sequence* victim = running_.back();
-      std::erase_if(rows, [&](const ScheduledRow& r) { return r.seq == victim; });
-      preempt(victim);
+      preempt(running_.back());
       fits = grow_blocks(seq, n);
     }
     if (!fits) {  // it is the newest itself: it waits for others to finish
       preempt(seq);
       continue;
     }
-    if (seq->prefilling()) prefills++;
+    if (seq->prefilling()) budget.prefills--;
     rows.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
-    budget -= n;
+    budget.tokens -= n;
     i++;
   }
 }
 
-void Scheduler::schedule_waiting(std::vector<ScheduledRow>& rows, int& budget, int& prefills) {
-  while (!waiting_.empty() && budget > 0 && int(running_.size()) < config_.max_rows &&
-         prefills < config_.prompt_concurrency) {
+void Scheduler::schedule_waiting(std::vector<ScheduledRow>& rows, StepBudget& budget) {
+  while (!waiting_.empty() && budget.tokens > 0 && int(running_.size()) < config_.max_rows &&
+         budget.prefills > 0) {
     Sequence* seq = waiting_.front();
-    if (seq->awaiting_last) break;  // finishes when its last token arrives
     // Admission: the full-attention groups must hold the whole known sequence now, the
-    // window groups what its first chunk computes.
-    int n = std::min(seq->num_uncomputed(), budget);
-    if (!grow_blocks(seq, n, /*admitting=*/true)) break;  // FIFO: nobody overtakes the head
+    // window groups what its first chunk computes. FIFO: nobody overtakes the head, not
+    // even past one whose last token is still in flight (it finishes when that arrives).
+    const int n = std::min(seq->num_schedulable(), budget.tokens);
+    if (n <= 0 || !grow_blocks(seq, n, /*admitting=*/true)) break;
     waiting_.pop_front();
     seq->status = SeqStatus::Running;
     running_.push_back(seq);
-    prefills++;
+    budget.prefills--;
     rows.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
-    budget -= n;
+    budget.tokens -= n;
   }
 }
 
 std::vector<ScheduledRow> Scheduler::schedule() {
   std::vector<ScheduledRow> rows;
-  int budget = config_.max_batched_tokens, prefills = 0;
+  StepBudget budget{config_.max_batched_tokens, config_.prompt_concurrency};
   release_out_of_window();
-  schedule_running(rows, budget, prefills);
-  schedule_waiting(rows, budget, prefills);
+  schedule_running(rows, budget);
+  schedule_waiting(rows, budget);
   return rows;
 }
 

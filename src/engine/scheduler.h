@@ -6,7 +6,9 @@
 // are admitted in arrival order and never overtaken (FIFO). Block accounting is per KV
 // group (kv/kv_block_manager.h): before each step, sliding-window groups release the
 // blocks that left every running sequence's window; a sequence fits when every group can
-// hold what it computes next (and the full-attention group its whole prompt).
+// hold what it computes next (and the full-attention group its whole prompt). How much of
+// a sequence may be computed is the sequence's to say (Sequence::num_schedulable: it
+// accounts for tokens still in flight); the scheduler knows nothing of the overlap.
 #pragma once
 
 #include <deque>
@@ -50,8 +52,13 @@ class Scheduler {
   bool grow_blocks(Sequence* seq, int n, bool admitting = false);
   void release_out_of_window();
   void preempt(Sequence* seq);
-  void schedule_running(std::vector<ScheduledRow>& rows, int& budget, int& prefills);
-  void schedule_waiting(std::vector<ScheduledRow>& rows, int& budget, int& prefills);
+  // What is left of the step for the next phase: tokens, and rows that may prefill.
+  struct StepBudget {
+    int tokens = 0;
+    int prefills = 0;
+  };
+  void schedule_running(std::vector<ScheduledRow>& rows, StepBudget& budget);
+  void schedule_waiting(std::vector<ScheduledRow>& rows, StepBudget& budget);
 
   SchedulerConfig config_;
   KvBlockManager& kv_;

@@ -3,7 +3,6 @@
 // per KV group, kv/kv_block_manager.h).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,15 +18,10 @@ namespace tandem {
 
 class IncrementalDecoder;
 
-enum class SeqStatus : uint8_t { Waiting, Running, Finished };
-
-// A token the engine has asked the device for but not yet received: it sits in `tokens`
-// while the step that samples it runs (the host plans the next step meanwhile).
-constexpr int32_t kPendingToken = -1;
+// Preempted: back in the waiting queue, its blocks freed, to recompute what it had.
+enum class SeqStatus : uint8_t { Waiting, Running, Preempted, Finished };
 
 struct Sequence : std::enable_shared_from_this<Sequence> {
-  using Clock = std::chrono::steady_clock;
-
   Sequence(int64_t id, GenerationRequest request, std::shared_ptr<RequestStream> stream,
            uint64_t fallback_seed);
   ~Sequence();
@@ -35,26 +29,37 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   int64_t id;
   GenerationRequest request;
   std::shared_ptr<RequestStream> stream;  // null when nobody listens (tests)
-  std::vector<int32_t> tokens;            // prompt, then generated tokens
+  // The prompt, then every generated token the host has received: all final (engine.h).
+  std::vector<int32_t> tokens;
   int num_prompt = 0;
-  int num_computed = 0;                   // tokens whose K/V is in the cache
-  BlockTables block_tables;               // [KV groups][blocks], append-only while running
+  // Tokens sampled by steps still in flight, not yet received: they follow `tokens` (the
+  // overlapped loop, engine.h; vLLM's num_output_placeholders). 0 or 1 when planning.
+  int num_in_flight = 0;
+  // The row of the latest in-flight token in its step's sampling op, while there is one:
+  // the next step's plan feeds it from there on the device.
+  std::optional<int> in_flight_row;
+  int num_computed = 0;     // positions whose K/V is in the cache (may include in-flight ones)
+  BlockTables block_tables;  // [KV groups][blocks], append-only while running
   SeqStatus status = SeqStatus::Waiting;
   Sampler sampler;
   StopMatcher stop;
   std::unique_ptr<IncrementalDecoder> detokenizer;  // null when the engine has no tokenizer
-  std::optional<FinishReason> finish;
-  // While the last token is kPendingToken: its row in the sampling op of the step in
-  // flight (the next step reads it there). -1 otherwise.
-  int pending_row = -1;
-  // The last token the request can have is in flight: nothing more to compute.
-  bool awaiting_last = false;
-  Clock::time_point arrival = Clock::now();
 
-  int num_tokens() const { return int(tokens.size()); }
+  // Positions known so far: received tokens and those in flight.
+  int num_tokens() const { return int(tokens.size()) + num_in_flight; }
   int num_generated() const { return num_tokens() - num_prompt; }
-  int num_uncomputed() const { return num_tokens() - num_computed; }
   bool prefilling() const { return num_computed < num_prompt; }
+  // Tokens the scheduler may compute now: every known one not in the cache, except when
+  // the request's last token is in flight (nothing will read its K/V; it only waits).
+  int num_schedulable() const {
+    if (num_in_flight > 0 && num_generated() >= request.max_tokens) return 0;
+    return num_tokens() - num_computed;
+  }
+  // A token of a step in flight arrived (in order: the oldest first).
+  void receive(int32_t token) {
+    tokens.push_back(token);
+    if (--num_in_flight == 0) in_flight_row.reset();
+  }
 };
 
 }  // namespace tandem

@@ -43,13 +43,18 @@ StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
   plan.seq_starts.push_back(0);
   for (size_t b = 0; b < rows.size(); b++) {
     const PlanRow& r = rows[b];
-    int end = r.start + r.count;
-    TANDEM_CHECK(r.count > 0 && end <= int(r.tokens.size()), "row {}: {}+{} of {} tokens", b,
-                 r.start, r.count, r.tokens.size());
+    const int end = r.start + r.count, known = int(r.tokens.size());
+    TANDEM_CHECK(r.count > 0 && end <= known + (r.feed_from ? 1 : 0),
+                 "row {}: {}+{} of {} tokens{}", b, r.start, r.count, known,
+                 r.feed_from ? " and one in flight" : "");
     TANDEM_CHECK(G > 0 && r.block_tables.size() == G, "row {}: {} block tables, row 0 has {}", b,
                  r.block_tables.size(), G);
     for (int p = r.start; p < end; p++) {
-      plan.tokens.push_back(r.tokens[size_t(p)]);
+      if (p == known) {  // in flight: the device has it
+        plan.feed_index.push_back(int32_t(plan.tokens.size()));
+        plan.feed_source.push_back(*r.feed_from);
+      }
+      plan.tokens.push_back(p < known ? r.tokens[size_t(p)] : 0);
       plan.positions.push_back(p);
     }
     int first_logit = int(plan.tokens.size()) - std::min(r.num_logits, r.count);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -27,8 +28,8 @@ struct StepPlan {
   std::vector<KvGroupPlan> groups;    // [G] one per KV group
   int block_size = 16;
   // Tokens the host does not know yet: the previous step sampled them and they are still
-  // on the device. tokens[feed_index[f]] (a placeholder here) is row feed_source[f] of
-  // that step's sampling op (Backend::feed_tokens writes it before the forward).
+  // on the device. tokens[feed_index[f]] (0 here) is row feed_source[f] of that step's
+  // sampling op (Backend::feed_tokens writes it before the forward).
   std::vector<int32_t> feed_index;   // [F]
   std::vector<int32_t> feed_source;  // [F]
 
@@ -39,13 +40,16 @@ struct StepPlan {
 
 // One row of a step, as the scheduler decided it.
 struct PlanRow {
-  std::span<const int32_t> tokens;  // the sequence's tokens so far (prompt + generated)
-  int start = 0;                    // first token to compute (= its num_computed)
-  int count = 0;                    // tokens to compute this step
+  std::span<const int32_t> tokens;  // the sequence's received tokens (prompt + generated)
+  int start = 0;                    // first position to compute (= its num_computed)
+  int count = 0;                    // positions to compute this step
   // [G] the sequence's block ids per KV group; entries of blocks a window group released
   // are the null block (never a new token's slot).
   std::span<const std::vector<int32_t>> block_tables;
   int num_logits = 0;  // logits of the last `num_logits` tokens (0: none)
+  // When position tokens.size() is a token still in flight: its row in the previous
+  // step's sampling op, which feeds it on the device (StepPlan::feed_index).
+  std::optional<int> feed_from;
 };
 
 // Every row must have the same number of groups (>= 1).

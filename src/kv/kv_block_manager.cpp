@@ -1,6 +1,7 @@
 #include "kv/kv_block_manager.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 
@@ -32,35 +33,40 @@ int KvBlockManager::target_blocks(int g, int num_tokens, int reserve_tokens) con
   return blocks_for(full ? std::max(num_tokens, reserve_tokens) : num_tokens, block_size_);
 }
 
-int KvBlockManager::blocks_to_allocate(int g, const BlockTables& tables, int num_computed,
-                                       int num_tokens, int reserve_tokens) const {
-  int have = tables.empty() ? 0 : int(tables[size_t(g)].size());
-  // Entries before the first live block are appended as null blocks, not allocated.
-  int from = std::max(have, first_live_block(g, num_computed));
-  return std::max(0, target_blocks(g, num_tokens, reserve_tokens) - from);
+int GrowPlan::num_new_blocks() const {
+  int n = 0;
+  for (const Group& g : groups) n += g.num_new;
+  return n;
 }
 
-bool KvBlockManager::can_grow(const BlockTables& tables, int num_computed, int num_tokens,
-                              int reserve_tokens) const {
-  for (int g = 0; g < num_groups(); g++)
-    if (!pools_[size_t(g)].can_allocate(
-            blocks_to_allocate(g, tables, num_computed, num_tokens, reserve_tokens)))
-      return false;
-  return true;
+std::optional<GrowPlan> KvBlockManager::plan_grow(const BlockTables& tables, int num_computed,
+                                                  int num_tokens, int reserve_tokens) const {
+  GrowPlan plan;
+  for (int g = 0; g < num_groups(); g++) {
+    GrowPlan::Group& p = plan.groups.emplace_back();
+    p.table_size = tables.empty() ? 0 : int(tables[size_t(g)].size());
+    const int target = target_blocks(g, num_tokens, reserve_tokens);
+    // Entries before the first live block are appended as null blocks, not allocated.
+    const int first_live = std::min(first_live_block(g, num_computed), target);
+    p.num_null = std::max(0, first_live - p.table_size);
+    p.num_new = std::max(0, target - std::max(p.table_size, first_live));
+    if (!pools_[size_t(g)].can_allocate(p.num_new)) return std::nullopt;
+  }
+  return plan;
 }
 
-void KvBlockManager::grow(BlockTables& tables, int num_computed, int num_tokens,
-                          int reserve_tokens) {
-  TANDEM_CHECK(can_grow(tables, num_computed, num_tokens, reserve_tokens),
-               "KvBlockManager::grow to {} tokens without the blocks for it", num_tokens);
+void KvBlockManager::apply(BlockTables& tables, const GrowPlan& plan) {
+  TANDEM_CHECK(int(plan.groups.size()) == num_groups(), "KvBlockManager::apply: a plan for {} groups",
+               plan.groups.size());
   if (tables.empty()) tables.resize(size_t(num_groups()));
   for (int g = 0; g < num_groups(); g++) {
+    const GrowPlan::Group& p = plan.groups[size_t(g)];
     std::vector<int32_t>& table = tables[size_t(g)];
-    int n = blocks_to_allocate(g, tables, num_computed, num_tokens, reserve_tokens);
-    int pad =
-        std::min(first_live_block(g, num_computed), target_blocks(g, num_tokens, reserve_tokens));
-    while (int(table.size()) < pad) table.push_back(BlockPool::kNullBlock);
-    std::vector<int32_t> fresh = pools_[size_t(g)].allocate(n);
+    TANDEM_CHECK(int(table.size()) == p.table_size,
+                 "KvBlockManager::apply: group {} has {} blocks, the plan was made for {}", g,
+                 table.size(), p.table_size);
+    table.insert(table.end(), size_t(p.num_null), BlockPool::kNullBlock);
+    std::vector<int32_t> fresh = pools_[size_t(g)].allocate(p.num_new);
     table.insert(table.end(), fresh.begin(), fresh.end());
   }
 }
@@ -83,7 +89,9 @@ int KvBlockManager::release_out_of_window(BlockTables& tables, int num_computed)
 }
 
 void KvBlockManager::release(BlockTables& tables) {
-  for (size_t g = 0; g < tables.size(); g++) pools_[g].release(tables[g]);
+  for (size_t g = 0; g < tables.size(); g++)
+    for (auto b = tables[g].rbegin(); b != tables[g].rend(); ++b)
+      pools_[g].release(std::span<const int32_t>(&*b, 1));
   tables.clear();
 }
 

@@ -4,10 +4,15 @@
 // runs. A full-attention group keeps every block; a sliding-window group releases the
 // blocks that have left every future query's window, and their entries become the null
 // block (which attention never reads: a query at p only reads keys in (p − window, p]).
-// Like BlockPool it knows ids, never tensors. Verbs come in check/do pairs.
+// Like BlockPool it knows ids, never tensors. Growing is plan, then apply (llama.cpp's
+// slot_info / apply()): plan_grow() computes what every group needs once and says
+// whether the pools have it; apply() commits exactly that plan.
+// A sequence's blocks are released last-first, so with the pools' LRU free lists its
+// prefix (the blocks most worth reusing) stays cached longest.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -18,6 +23,18 @@ namespace tandem {
 
 // A sequence's block ids per group: [G][logical block]. Empty until it first grows.
 using BlockTables = std::vector<std::vector<int32_t>>;
+
+// What growing one sequence's tables takes, group by group (KvBlockManager::plan_grow).
+struct GrowPlan {
+  struct Group {
+    int table_size = 0;  // the table's length when planned (apply() requires it unchanged)
+    int num_null = 0;    // entries appended as the null block (already out of the window)
+    int num_new = 0;     // blocks allocated after them
+  };
+  std::vector<Group> groups;  // [G]
+
+  int num_new_blocks() const;
+};
 
 class KvBlockManager {
  public:
@@ -30,17 +47,19 @@ class KvBlockManager {
   const BlockPool& pool(int g) const { return pools_[size_t(g)]; }
   std::vector<int> num_blocks() const;  // [G], null blocks included
 
-  // Can the tables of a sequence with `num_computed` tokens cached grow to cover tokens
-  // [0, num_tokens)? Full-attention groups also cover [0, reserve_tokens) (the whole
-  // prompt at admission); window groups only ever hold what a step can see.
-  bool can_grow(const BlockTables& tables, int num_computed, int num_tokens,
-                int reserve_tokens = 0) const;
-  // Does it. Requires can_grow().
-  void grow(BlockTables& tables, int num_computed, int num_tokens, int reserve_tokens = 0);
+  // What the tables of a sequence with `num_computed` tokens cached need to cover tokens
+  // [0, num_tokens): full-attention groups also cover [0, reserve_tokens) (the whole
+  // prompt at admission); window groups only ever hold what a step can see. nullopt when
+  // some group's pool lacks the blocks.
+  std::optional<GrowPlan> plan_grow(const BlockTables& tables, int num_computed, int num_tokens,
+                                    int reserve_tokens = 0) const;
+  // Commits a plan made for these tables, with no allocation from the pools in between.
+  void apply(BlockTables& tables, const GrowPlan& plan);
   // Releases the window-group blocks whose every position is <= num_computed − window:
   // no query at a position >= num_computed sees them. Returns how many were released.
   int release_out_of_window(BlockTables& tables, int num_computed);
-  // Releases every block of every group; the tables become empty.
+  // Releases every block of every group, each table last block first; the tables become
+  // empty.
   void release(BlockTables& tables);
 
   // Totals over all groups (what /stats and /metrics report).
@@ -56,8 +75,6 @@ class KvBlockManager {
   int first_live_block(int g, int num_computed) const;
   // Logical blocks group g's table must cover.
   int target_blocks(int g, int num_tokens, int reserve_tokens) const;
-  int blocks_to_allocate(int g, const BlockTables& tables, int num_computed, int num_tokens,
-                         int reserve_tokens) const;
 
   KvGroups groups_;
   std::vector<BlockPool> pools_;  // [G]

@@ -45,18 +45,18 @@ std::vector<int> plan_group_blocks(const KvGroups& groups, std::span<const int64
   int rows = std::max(1, s.max_rows);
   // Under a budget, a window group smaller than max_rows rows only makes rows wait
   // (preemption), never fail: one row always fits.
-  while (s.budget_bytes > 0 && rows > 1 &&
-         window_bytes(groups, bytes_per_block, s, rows) + full_min > s.budget_bytes)
+  while (s.budget_bytes && rows > 1 &&
+         window_bytes(groups, bytes_per_block, s, rows) + full_min > *s.budget_bytes)
     rows--;
   std::vector<int> blocks(size_t(G), 0);
   for (int g = 0; g < G; g++)
     if (groups.groups[size_t(g)].sliding())
       blocks[size_t(g)] = window_group_blocks(groups.groups[size_t(g)].window, rows, s);
   if (!has_full) return blocks;
-  if (s.budget_bytes == 0) {
+  if (!s.budget_bytes) {
     blocks[0] = blocks_for(int64_t(s.max_model_len) * std::max(1, s.max_rows), s.block_size) + 1;
   } else {
-    int64_t left = s.budget_bytes - window_bytes(groups, bytes_per_block, s, rows);
+    int64_t left = *s.budget_bytes - window_bytes(groups, bytes_per_block, s, rows);
     blocks[0] = int(std::clamp<int64_t>(left / bytes_per_block[0] + 1, 2, INT32_MAX));
   }
   return blocks;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -17,7 +18,7 @@ struct KvSizing {
   int max_rows = 1;               // sequences per step (--batch)
   int max_batched_tokens = 2048;  // new tokens per step, all rows together
   int max_model_len = 1;          // tokens of one sequence, at most
-  int64_t budget_bytes = 0;       // all groups together; 0: every row at max_model_len
+  std::optional<int64_t> budget_bytes;  // all groups together; nullopt: every row at max_model_len
 };
 
 // Blocks (the null block included) that let `rows` running sequences hold all they can
@@ -30,7 +31,7 @@ int window_group_blocks(int window, int rows, const KvSizing& s);
 // Blocks of each group (null blocks included). `bytes_per_block[g]` is what one block id
 // of group g takes over the group's layers. Window groups get window_group_blocks for
 // max_rows rows (fewer rows when the budget cannot pay for that), the full group the
-// rest: at least 2 blocks, and max_rows full-length sequences when the budget is 0.
+// rest: at least 2 blocks, and max_rows full-length sequences without a budget.
 std::vector<int> plan_group_blocks(const KvGroups& groups, std::span<const int64_t> bytes_per_block,
                                    const KvSizing& s);
 

@@ -18,7 +18,7 @@ int64_t reach(int window) {
 std::vector<int> distinct_windows(std::span<const KvLayerKind> layers) {
   std::vector<int> windows;
   for (const KvLayerKind& l : layers)
-    if (l.shares_with < 0) windows.push_back(l.window);
+    if (!l.shares_with) windows.push_back(l.window);
   std::sort(windows.begin(), windows.end());
   windows.erase(std::unique(windows.begin(), windows.end()), windows.end());
   return windows;
@@ -32,15 +32,15 @@ KvGroups make_kv_groups(std::span<const KvLayerKind> layers) {
   for (int i = 0; i < L; i++) {
     const KvLayerKind& l = layers[size_t(i)];
     TANDEM_CHECK(l.window >= 0, "kv groups: layer {} has window {}", i, l.window);
-    if (l.shares_with < 0) continue;
-    TANDEM_CHECK(
-        l.shares_with < L && l.shares_with != i && layers[size_t(l.shares_with)].shares_with < 0,
-        "kv groups: layer {} reads the KV of layer {}, which does not own KV", i, l.shares_with);
-    const int source_window = layers[size_t(l.shares_with)].window;
+    if (!l.shares_with) continue;
+    const int source = *l.shares_with;
+    TANDEM_CHECK(source >= 0 && source < L && source != i && !layers[size_t(source)].shares_with,
+                 "kv groups: layer {} reads the KV of layer {}, which does not own KV", i, source);
+    const int source_window = layers[size_t(source)].window;
     TANDEM_CHECK(reach(l.window) <= reach(source_window),
                  "kv groups: layer {} (window {}) reads layer {}'s KV, which keeps only a "
                  "window of {}",
-                 i, l.window, l.shares_with, source_window);
+                 i, l.window, source, source_window);
   }
   KvGroups out;
   std::vector<int> windows = distinct_windows(layers);
@@ -51,14 +51,14 @@ KvGroups make_kv_groups(std::span<const KvLayerKind> layers) {
   };
   for (int i = 0; i < L; i++) {
     const KvLayerKind& l = layers[size_t(i)];
-    if (l.shares_with >= 0) continue;
+    if (l.shares_with) continue;
     int g = group_of_window(l.window);
     out.layer_group[size_t(i)] = g;
     out.groups[size_t(g)].layers.push_back(i);
   }
   for (int i = 0; i < L; i++) {
     const KvLayerKind& l = layers[size_t(i)];
-    if (l.shares_with >= 0) out.layer_group[size_t(i)] = out.layer_group[size_t(l.shares_with)];
+    if (l.shares_with) out.layer_group[size_t(i)] = out.layer_group[size_t(*l.shares_with)];
   }
   return out;
 }

@@ -7,6 +7,7 @@
 // A model with no sliding layers has exactly one group: the layout before groups.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -15,7 +16,7 @@ namespace tandem {
 // What grouping needs to know of one layer (the model's LayerKvSpec, without geometry).
 struct KvLayerKind {
   int window = 0;        // 0 = full attention; >0: a query at p sees keys (p - window, p]
-  int shares_with = -1;  // layer whose KV this layer reads, or -1
+  std::optional<int> shares_with;  // layer whose KV this layer reads (none: its own)
 };
 
 struct KvGroup {

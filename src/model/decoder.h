@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "loader/checkpoint.h"
+#include "model/layers.h"
 #include "model/model.h"
 #include "model/weight_map.h"
 
@@ -24,20 +25,15 @@ struct DecoderTraits {
 };
 
 struct DecoderLayer {
-  Tensor attn_norm;        // [D]
-  Tensor qkv, qkv_bias;    // [(Hq + 2·Hkv)·Dh, D], [(Hq + 2·Hkv)·Dh] or undefined
-  Tensor q_norm, k_norm;   // [Dh] or undefined
-  Tensor o, o_bias;        // [D, Hq·Dh], [D] or undefined
-  Tensor post_attn_norm;   // [D] or undefined (Gemma)
-  Tensor ffn_norm;         // [D]
-  Tensor gate_up, down;    // [2F, D], [D, F] (dense MLP)
-  Tensor gate_up_bias, down_bias;  // [2F], [D] or undefined
-  Tensor router;           // [E, D] (MoE) or undefined
-  Tensor experts_gate_up;  // [E, 2F, D]
-  Tensor experts_down;     // [E, D, F]
-  Tensor post_ffn_norm;    // [D] or undefined (Gemma)
-  RopeSpec rope;
-  AttentionParams attention;
+  RmsNorm attn_norm;       // [D]
+  Attention attention;     // qkv (+ bias: Qwen2), q/k norms (Qwen3, Gemma 3), o (+ bias)
+  RmsNorm post_attn_norm;  // [D], Gemma 2/3 only (else undefined)
+  RmsNorm ffn_norm;        // [D]
+  GatedMlp mlp;            // dense layers (biases: Phi-3 style maps may add them)
+  MoeBlock moe;            // sparse layers of Mixtral / Qwen3-MoE (moe.router defined)
+  RmsNorm post_ffn_norm;   // [D], Gemma 2/3 only (else undefined)
+
+  bool sparse() const { return moe.router.defined(); }
 };
 
 class DecoderModel : public Model {
@@ -50,16 +46,15 @@ class DecoderModel : public Model {
 
  protected:
   void load_layer(WeightLoader& w, int i);
+  RmsNorm load_norm(WeightLoader& w, const std::string& name, int layer, bool must_exist = true);
   Tensor attention_block(const DecoderLayer& layer, const Tensor& h, const StepTensors& step,
                          PagedKv& kv);
   Tensor mlp_block(const DecoderLayer& layer, const Tensor& h);
-  Tensor logits(const Tensor& x, const StepTensors& step);
 
   DecoderTraits traits_;
   Backend& backend_;
-  Tensor embed_;       // [V, D]
-  Tensor final_norm_;  // [D]
-  Tensor lm_head_;     // [V, D] (the embedding when tied)
+  Tensor embed_;  // [V, D]
+  LmHead head_;   // final norm [D], lm_head [V, D] (the embedding when tied)
   std::vector<DecoderLayer> layers_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -19,7 +20,7 @@ struct LayerKvSpec {
   int num_kv_heads = 0;
   int head_dim = 0;
   int window = 0;                 // 0 = full attention
-  int shares_with = -1;           // layer whose KV this layer reads, or -1
+  std::optional<int> shares_with; // layer whose KV this layer reads (none: its own)
 };
 
 class Model {
@@ -28,8 +29,9 @@ class Model {
   const ModelConfig& config() const { return config_; }
   int64_t num_parameters() const { return num_parameters_; }
   virtual std::vector<LayerKvSpec> kv_specs() const = 0;
-  // Runs the step and returns logits for step.sample_index: [S, vocab] on the device.
-  // kv[l] is layer l's storage (undefined tensors for sharing layers).
+  // Runs the step and returns logits for step.sample_index: [S, vocab] f32 on the device.
+  // kv[l] is layer l's storage (undefined tensors for sharing layers), addressed through
+  // its KV group's slot map and block table (step.kv(kv[l])).
   virtual Tensor forward(const StepTensors& step, std::span<PagedKv> kv) = 0;
 
  protected:

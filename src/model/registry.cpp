@@ -40,15 +40,6 @@ std::vector<std::string> architecture_names() {
   return names;
 }
 
-void set_rule(WeightMap& map, WeightRule rule) {
-  for (auto& r : map)
-    if (r.name == rule.name) {
-      r = std::move(rule);
-      return;
-    }
-  map.push_back(std::move(rule));
-}
-
 std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend) {
   ModelConfig config = ModelConfig::load(dir);
   ArchBuilder build = find_architecture(config.model_type);

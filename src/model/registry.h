@@ -19,7 +19,4 @@ using ArchBuilder = std::unique_ptr<Model> (*)(ModelConfig config, const Checkpo
 ArchBuilder find_architecture(const std::string& model_type);
 std::vector<std::string> architecture_names();
 
-// Replaces the rule named `rule.name` in `map` (or appends it).
-void set_rule(WeightMap& map, WeightRule rule);
-
 }  // namespace tandem

@@ -20,6 +20,15 @@ std::string expand_name(const std::string& pattern, int layer, int expert) {
   return s;
 }
 
+void set_rule(WeightMap& map, WeightRule rule) {
+  for (auto& r : map)
+    if (r.name == rule.name) {
+      r = std::move(rule);
+      return;
+    }
+  map.push_back(std::move(rule));
+}
+
 WeightLoader::WeightLoader(const Checkpoint& checkpoint, Backend& backend, WeightMap map,
                            int num_experts)
     : checkpoint_(checkpoint), backend_(backend), map_(std::move(map)), num_experts_(num_experts) {
@@ -42,8 +51,6 @@ const WeightRule* WeightLoader::find(const std::string& name) const {
     if (r.name == name) return &r;
   return nullptr;
 }
-
-bool WeightLoader::has_rule(const std::string& name) const { return find(name) != nullptr; }
 
 Tensor WeightLoader::read_source(const std::string& pattern, int layer, int expert) const {
   return checkpoint_.get(expand_name(pattern, layer, expert));
@@ -76,17 +83,18 @@ Tensor concat_rows(const std::vector<Tensor>& parts, const std::string& what) {
 
 }  // namespace
 
-Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bool must_exist) {
+std::optional<Tensor> WeightLoader::read(const std::string& name, int layer, Shape expected,
+                                         bool must_exist) {
   const WeightRule* rule = find(name);
   std::string label = expand_name(name, layer);
   if (!rule) {
     if (must_exist) fail("{}: no rule for weight '{}' in this architecture's map", checkpoint_.dir().string(), label);
-    return {};
+    return std::nullopt;
   }
   int present = 0;
   for (auto& src : rule->sources)
     present += checkpoint_.has(expand_name(src, layer, src.find("{e}") != std::string::npos ? 0 : -1));
-  if (present == 0 && rule->optional) return {};
+  if (present == 0 && rule->optional) return std::nullopt;
 
   bool stacked = rule->sources[0].find("{e}") != std::string::npos;
   std::vector<Tensor> pieces;
@@ -105,19 +113,38 @@ Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bo
   if (!(host.shape == expected))
     fail("{}: weight '{}' has shape {} but the config implies {}", checkpoint_.dir().string(),
          label, host.shape.str(), expected.str());
+  return host;
+}
+
+Tensor WeightLoader::upload(const Tensor& host) {
   num_parameters_ += host.numel();
   Tensor device = backend_.upload(host, backend_.weight_dtype(host.dtype));
   report_progress(int64_t(host.nbytes()));
   return device;
 }
 
-Tensor WeightLoader::load_lm_head(const Tensor& embed, Shape expected, bool tied) {
-  Tensor head = load("lm_head", -1, expected);
+Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bool must_exist) {
+  std::optional<Tensor> host = read(name, layer, expected, must_exist);
+  return host ? upload(*host) : Tensor{};
+}
+
+Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expected,
+                                 bool must_exist) {
+  Linear l;
+  std::optional<Tensor> host = read(name, layer, expected, must_exist);
+  if (!host) return l;
+  l.weight = upload(*host);
+  l.bias = load(name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
+  return l;
+}
+
+Linear WeightLoader::load_lm_head(const Tensor& embed, Shape expected, bool tied) {
+  Linear head = load_linear("lm_head", -1, expected);
   if (head.defined()) return head;
   if (!tied)
     fail("{}: tensor 'lm_head.weight' not found and tie_word_embeddings is false",
          checkpoint_.dir().string());
-  return embed;
+  return Linear{.weight = embed};
 }
 
 }  // namespace tandem

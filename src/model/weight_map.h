@@ -3,10 +3,12 @@
 // here, by the rules, never by special-case code in a model.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/linear.h"
 #include "loader/checkpoint.h"
 
 namespace tandem {
@@ -22,24 +24,35 @@ struct WeightRule {
 
 using WeightMap = std::vector<WeightRule>;
 
+// Replaces the rule named `rule.name` in `map` (or appends it).
+void set_rule(WeightMap& map, WeightRule rule);
+
 class WeightLoader {
  public:
   WeightLoader(const Checkpoint& checkpoint, Backend& backend, WeightMap map, int num_experts);
 
-  // Loads internal weight `name` (with "{i}" = layer) onto the backend, checking that its
-  // shape is `expected`. Undefined tensor when the rule is optional and absent, or when
-  // no rule has that name and `must_exist` is false.
+  // Loads internal weight `name` (with "{i}" = layer) onto the backend, in the dtype the
+  // backend holds a weight of the checkpoint's dtype in (Backend::weight_dtype), checking
+  // that its shape is `expected`. Undefined tensor when the rule is
+  // optional and absent, or when no rule has that name and `must_exist` is false.
   Tensor load(const std::string& name, int layer, Shape expected, bool must_exist = true);
-  bool has_rule(const std::string& name) const;
+  // The projection `name` [N, K] as a Linear: its weight, and the bias `name`_bias [N]
+  // when the map has that rule and the checkpoint the tensors.
+  Linear load_linear(const std::string& name, int layer, Shape expected, bool must_exist = true);
   // The output projection "lm_head" [V, D]; when the checkpoint has none, `embed` if the
   // config ties them, else an error naming the checkpoint.
-  Tensor load_lm_head(const Tensor& embed, Shape expected, bool tied);
+  Linear load_lm_head(const Tensor& embed, Shape expected, bool tied);
   // Total parameters loaded so far.
   int64_t num_parameters() const { return num_parameters_; }
 
  private:
   const WeightRule* find(const std::string& name) const;
   Tensor read_source(const std::string& pattern, int layer, int expert) const;
+  // The host tensor of weight `name`, fused and stacked by its rule, its shape checked;
+  // nullopt when absent (as load() describes).
+  std::optional<Tensor> read(const std::string& name, int layer, Shape expected, bool must_exist);
+  // On the backend, in the dtype it holds a weight of the host's dtype in (weight_dtype).
+  Tensor upload(const Tensor& host);
   void report_progress(int64_t bytes);
 
   const Checkpoint& checkpoint_;

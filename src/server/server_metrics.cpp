@@ -67,8 +67,7 @@ Json kv_groups_json(const EngineStats& stats) {
     groups.push_back({{"window", g.window},
                       {"total", g.total},
                       {"used", g.used},
-                      {"free", g.total - g.used},
-                      {"cached", g.cached}});
+                      {"free", g.total - g.used}});
   return groups;
 }
 
@@ -152,8 +151,6 @@ std::string ServerMetrics::prometheus(const EngineStats& stats,
   write_sample(out, "kv_blocks_total", labels, double(stats.kv_blocks_total));
   write_header(out, "kv_blocks_used", "gauge", "KV-cache blocks held by sequences.");
   write_sample(out, "kv_blocks_used", labels, double(stats.kv_blocks_used));
-  write_header(out, "kv_blocks_cached", "gauge", "Free KV-cache blocks holding a reusable prefix.");
-  write_sample(out, "kv_blocks_cached", labels, double(stats.kv_blocks_cached));
   write_header(out, "prompt_tokens_total", "counter", "Number of prefill tokens processed.");
   write_sample(out, "prompt_tokens_total", labels, double(stats.prompt_tokens_total));
   write_header(out, "generation_tokens_total", "counter", "Number of generation tokens processed.");
@@ -187,8 +184,7 @@ Json ServerMetrics::stats_json(const EngineStats& stats, const ModelInfo& model,
               {"kv_blocks",
                {{"total", stats.kv_blocks_total},
                 {"used", stats.kv_blocks_used},
-                {"free", stats.kv_blocks_total - stats.kv_blocks_used},
-                {"cached", stats.kv_blocks_cached}}},
+                {"free", stats.kv_blocks_total - stats.kv_blocks_used}}},
               {"kv_cache_usage", kv_usage(stats)},
               {"prompt_tokens_total", stats.prompt_tokens_total},
               {"generation_tokens_total", stats.generation_tokens_total},

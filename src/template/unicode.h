@@ -2,8 +2,9 @@
 // Python strings index by code point, so every index/length/slice goes through here.
 // Invalid UTF-8 bytes decode to U+DC80..U+DCFF (Python's surrogateescape) and encode back
 // to the same byte, so no input is ever altered by a round trip.
-// Character classes are exact for ASCII and Latin-1 and cover the common scripts
-// (Latin, Greek, Cyrillic, CJK, ...) beyond that; case mapping likewise.
+// Character classes and case mappings follow CPython's definitions over the Unicode
+// database (core/utf8.h); to_upper/to_lower are the simple one-to-one mappings, upper()
+// and lower() the full ones.
 #pragma once
 
 #include <string>
@@ -22,7 +23,7 @@ size_t length(std::string_view s);  // in code points
 
 bool is_space(char32_t c);      // str.isspace / regex \s
 bool is_linebreak(char32_t c);  // str.splitlines boundaries
-bool is_digit(char32_t c);      // str.isdigit (and isdecimal for our coverage)
+bool is_digit(char32_t c);      // str.isdigit
 bool is_alpha(char32_t c);      // str.isalpha
 bool is_alnum(char32_t c);
 bool is_word(char32_t c);       // regex \w

@@ -23,7 +23,7 @@ TEST_P(BatchGate, AllPromptsTogetherMatchBatchGreedy) {
   EngineConfig config;
   config.scheduler.max_rows = 8;
   config.scheduler.max_batched_tokens = GetParam().max_batched_tokens;
-  Engine engine(std::move(backend), std::move(model), nullptr, config);
+  Engine engine(make_executor(std::move(backend), std::move(model)), nullptr, config);
   auto prompts = load_oracle(GetParam().arch);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (auto& p : prompts) {
@@ -41,7 +41,7 @@ TEST_P(BatchGate, AllPromptsTogetherMatchBatchGreedy) {
       for (auto& t : c->tokens) got.push_back(t.token);
     EXPECT_EQ(got, prompts[i].batch_greedy) << "prompt " << i;
   }
-  EXPECT_EQ(engine.pool().num_used(), 0);
+  EXPECT_EQ(engine.kv_blocks().num_used(), 0);
 }
 
 std::vector<BatchCase> cases() {

@@ -158,7 +158,8 @@ TEST_P(CudaGate, BatchedGreedyEqualsSoloOnTheGpu) {
     EngineConfig config;
     config.scheduler.max_rows = rows;
     config.scheduler.max_batched_tokens = budget;
-    return std::make_unique<Engine>(std::move(backend), std::move(model), nullptr, config);
+    return std::make_unique<Engine>(make_executor(std::move(backend), std::move(model)), nullptr,
+                                    config);
   };
   std::vector<std::vector<int32_t>> solo;
   {
@@ -175,7 +176,7 @@ TEST_P(CudaGate, BatchedGreedyEqualsSoloOnTheGpu) {
     generate(*engine, ids, n, &batched);
     for (size_t i = 0; i < ids.size(); i++)
       EXPECT_EQ(batched[i], solo[i]) << "prompt " << i << ", budget " << budget;
-    EXPECT_EQ(engine->pool().num_used(), 0);
+    EXPECT_EQ(engine->kv_blocks().num_used(), 0);
   }
 }
 

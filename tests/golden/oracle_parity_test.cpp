@@ -37,7 +37,7 @@ TEST_P(OracleParity, TeacherForcedLogitsMatch) {
 TEST_P(OracleParity, GreedyMatchesThroughTheEngine) {
   auto backend = make_cpu_backend();
   auto model = load_model(oracle_dir(GetParam()), *backend);
-  Engine engine(std::move(backend), std::move(model), nullptr, EngineConfig{});
+  Engine engine(make_executor(std::move(backend), std::move(model)), nullptr, EngineConfig{});
   for (auto& p : load_oracle(GetParam())) {
     GenerationRequest req;
     req.prompt = p.prompt;
@@ -51,7 +51,7 @@ TEST_P(OracleParity, GreedyMatchesThroughTheEngine) {
       for (auto& t : c->tokens) got.push_back(t.token);
     EXPECT_EQ(got, p.greedy) << "prompt of " << p.prompt.size() << " tokens";
   }
-  EXPECT_EQ(engine.pool().num_used(), 0);
+  EXPECT_EQ(engine.kv_blocks().num_used(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, OracleParity,

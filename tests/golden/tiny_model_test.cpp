@@ -21,7 +21,7 @@ TEST(TinyModel, GreedyMatchesTransformers) {
   EXPECT_EQ(prompt, ref.at("prompt_ids").get<std::vector<int32_t>>());
   auto backend = make_cpu_backend();
   auto model = load_model(dir, *backend);
-  Engine engine(std::move(backend), std::move(model), tokenizer, EngineConfig{});
+  Engine engine(make_executor(std::move(backend), std::move(model)), tokenizer, EngineConfig{});
   GenerationRequest req;
   req.prompt = prompt;
   auto expected = ref.at("new_ids").get<std::vector<int32_t>>();

@@ -84,26 +84,26 @@ inline int64_t first_key(int64_t p, int window) {
 
 // Fails unless every token's position lies inside its row's context and every block the
 // row's queries read is a real block; runs before the parallel loop (no throws inside it).
-void check_attention_step(const StepTensors& step, const AttentionParams& params,
-                          int64_t num_blocks) {
+void check_attention_step(const StepTensors& step, const KvGroupTensors& kv,
+                          const AttentionParams& params, int64_t num_blocks) {
   const int32_t* starts = step.seq_starts.ptr<int32_t>();
   const int32_t* pos = step.positions.ptr<int32_t>();
   const int32_t* ctx = step.context_lens.ptr<int32_t>();
-  const int32_t* bt = step.block_table.ptr<int32_t>();
+  const int32_t* bt = kv.block_table.ptr<int32_t>();
   const int64_t BS = step.block_size;
   for (int b = 0; b < step.num_rows; b++) {
     if (starts[b] == starts[b + 1]) continue;
     int64_t lo = INT64_MAX, hi = -1;
     for (int t = starts[b]; t < starts[b + 1]; t++) {
-      TANDEM_CHECK(pos[t] >= 0 && pos[t] < ctx[b] && pos[t] < step.max_blocks * BS,
+      TANDEM_CHECK(pos[t] >= 0 && pos[t] < ctx[b] && pos[t] < kv.max_blocks * BS,
                    "attention: token {} of row {} at position {} is outside its context {} "
                    "(max_blocks {} x block_size {})",
-                   t, b, pos[t], ctx[b], step.max_blocks, BS);
+                   t, b, pos[t], ctx[b], kv.max_blocks, BS);
       lo = std::min(lo, first_key(pos[t], params.window));
       hi = std::max<int64_t>(hi, pos[t]);
     }
     for (int64_t blk = lo / BS; blk <= hi / BS; blk++) {
-      const int32_t id = bt[b * step.max_blocks + blk];
+      const int32_t id = bt[b * kv.max_blocks + blk];
       TANDEM_CHECK(id >= 0 && id < num_blocks,
                    "attention: row {} block_table[{}] = {} is outside [0, {})", b, blk, id,
                    num_blocks);
@@ -276,16 +276,17 @@ void CpuBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
   cpu::check_kv_cache(cache, "write_kv");
   cpu::check_tensor(k, DType::F32, "write_kv", "k");
   cpu::check_tensor(v, DType::F32, "write_kv", "v");
-  cpu::check_tensor(step.slot_map, DType::I32, "write_kv", "step.slot_map");
+  const Tensor& slot_map = step.kv(cache).slot_map;
+  cpu::check_tensor(slot_map, DType::I32, "write_kv", "slot_map");
   cpu::check_ndim(cache.k, 4, "write_kv", "cache.k");
   const int64_t T = step.num_tokens, slots = cache.k.dim(0) * cache.k.dim(1);
   const int64_t row = cache.k.dim(2) * cache.k.dim(3);  // Hkv * Dh
   TANDEM_CHECK(cache.k.dim(1) == step.block_size, "write_kv: cache block size {} != step's {}",
                cache.k.dim(1), step.block_size);
-  TANDEM_CHECK(k.numel() == T * row && v.numel() == T * row && step.slot_map.numel() >= T,
+  TANDEM_CHECK(k.numel() == T * row && v.numel() == T * row && slot_map.numel() >= T,
                "write_kv: k {} v {} must be [{}, {}, {}] (slot_map {})", k.shape.str(),
-               v.shape.str(), T, cache.k.dim(2), cache.k.dim(3), step.slot_map.shape.str());
-  const int32_t* slot = step.slot_map.ptr<int32_t>();
+               v.shape.str(), T, cache.k.dim(2), cache.k.dim(3), slot_map.shape.str());
+  const int32_t* slot = slot_map.ptr<int32_t>();
   for (int64_t t = 0; t < T; t++) {
     TANDEM_CHECK(slot[t] >= 0 && slot[t] < slots, "write_kv: slot {} of token {} outside [0, {})",
                  slot[t], t, slots);
@@ -304,6 +305,8 @@ void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   cpu::check_ndim(q, 3, "attention", "q");
   cpu::check_ndim(cache.k, 4, "attention", "cache.k");
   cpu::check_step(step, "attention");
+  const KvGroupTensors& kv = step.kv(cache);
+  cpu::check_kv_addresses(step, kv, "attention");
   const int64_t T = q.dim(0), Hq = q.dim(1), Dh = q.dim(2), Hkv = cache.k.dim(2);
   TANDEM_CHECK(T == step.num_tokens, "attention: q {} vs step with {} tokens", q.shape.str(),
                step.num_tokens);
@@ -316,7 +319,7 @@ void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
       cache.v.shape.str(), step.block_size, Dh);
   TANDEM_CHECK(Hkv > 0 && Hq % Hkv == 0, "attention: {} query heads not a multiple of {} kv heads",
                Hq, Hkv);
-  check_attention_step(step, params, cache.k.dim(0));
+  check_attention_step(step, kv, params, cache.k.dim(0));
 
   const std::vector<int32_t> row_of = token_rows(step);
   const int32_t* pos = step.positions.ptr<int32_t>();
@@ -330,13 +333,13 @@ void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   view.v = cache.v.data;
   view.out = out.ptr<float>();
   view.positions = pos;
-  view.block_table = step.block_table.ptr<int32_t>();
+  view.block_table = kv.block_table.ptr<int32_t>();
   view.row_of = row_of.data();
   view.Hq = Hq;
   view.Hkv = Hkv;
   view.Dh = Dh;
   view.BS = step.block_size;
-  view.max_blocks = step.max_blocks;
+  view.max_blocks = kv.max_blocks;
   view.params = params;
   if (cache_dtype == DType::F8E4M3)
     attend_all<uint8_t>(*pool_, view, T, max_keys);

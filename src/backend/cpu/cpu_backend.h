@@ -42,7 +42,7 @@ class CpuBackend final : public Backend {
 
   // --- ops ---
   void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) override;
-  void linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) override;
+  void linear(Tensor& out, const Tensor& x, const Linear& l) override;
   void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
                 float weight_offset) override;
   void add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w, float eps,
@@ -63,7 +63,7 @@ class CpuBackend final : public Backend {
   void sample(Tensor& logits, std::span<const SampleRow> rows,
               std::span<SampledToken> out) override;
 
-  // --- ops added for Gemma 3n (cpu_gemma3n_ops.cpp) ---
+  // --- elementwise and stream-mixing ops (cpu_gemma3n_ops.cpp) ---
   void sub(Tensor& out, const Tensor& a, const Tensor& b) override;
   void mul(Tensor& out, const Tensor& a, const Tensor& b) override;
   void act_mul(Tensor& out, const Tensor& a, const Tensor& b, Activation act) override;

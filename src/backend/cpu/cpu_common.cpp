@@ -47,18 +47,13 @@ void check_ndim(const Tensor& t, int ndim, std::string_view op, std::string_view
 void check_step(const StepTensors& step, std::string_view op) {
   const int T = step.num_tokens, B = step.num_rows;
   check_tensor(step.positions, DType::I32, op, "step.positions");
-  check_tensor(step.slot_map, DType::I32, op, "step.slot_map");
   check_tensor(step.seq_starts, DType::I32, op, "step.seq_starts");
   check_tensor(step.context_lens, DType::I32, op, "step.context_lens");
-  check_tensor(step.block_table, DType::I32, op, "step.block_table");
-  if (step.positions.numel() < T || step.slot_map.numel() < T)
-    fail("{}: step has {} tokens but positions {} / slot_map {}", op, T, step.positions.shape.str(),
-         step.slot_map.shape.str());
-  if (step.seq_starts.numel() < B + 1 || step.context_lens.numel() < B ||
-      step.block_table.numel() < int64_t(B) * step.max_blocks)
-    fail("{}: step has {} rows x {} blocks but seq_starts {} context_lens {} block_table {}", op, B,
-         step.max_blocks, step.seq_starts.shape.str(), step.context_lens.shape.str(),
-         step.block_table.shape.str());
+  if (step.positions.numel() < T)
+    fail("{}: step has {} tokens but positions {}", op, T, step.positions.shape.str());
+  if (step.seq_starts.numel() < B + 1 || step.context_lens.numel() < B)
+    fail("{}: step has {} rows but seq_starts {} context_lens {}", op, B,
+         step.seq_starts.shape.str(), step.context_lens.shape.str());
   if (step.block_size <= 0) fail("{}: step.block_size {} must be positive", op, step.block_size);
   const int32_t* starts = step.seq_starts.ptr<int32_t>();
   if (starts[0] != 0 || starts[B] != T)
@@ -67,6 +62,16 @@ void check_step(const StepTensors& step, std::string_view op) {
   for (int b = 0; b < B; b++)
     if (starts[b + 1] < starts[b])
       fail("{}: seq_starts decreases at row {}: {} > {}", op, b, starts[b], starts[b + 1]);
+}
+
+void check_kv_addresses(const StepTensors& step, const KvGroupTensors& kv, std::string_view op) {
+  check_tensor(kv.slot_map, DType::I32, op, "slot_map");
+  check_tensor(kv.block_table, DType::I32, op, "block_table");
+  if (kv.slot_map.numel() < step.num_tokens ||
+      kv.block_table.numel() < int64_t(step.num_rows) * kv.max_blocks)
+    fail("{}: step has {} tokens, {} rows x {} blocks but slot_map {} block_table {}", op,
+         step.num_tokens, step.num_rows, kv.max_blocks, kv.slot_map.shape.str(),
+         kv.block_table.shape.str());
 }
 
 void parallel_for(ThreadPool& pool, int64_t n, int64_t cost_per_item,

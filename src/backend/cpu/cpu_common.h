@@ -41,6 +41,9 @@ void check_ndim(const Tensor& t, int ndim, std::string_view op, std::string_view
 // Fails unless the step's i32 arrays are CPU tensors of the sizes its counts claim and
 // seq_starts is a monotone cover of [0, num_tokens).
 void check_step(const StepTensors& step, std::string_view op);
+// Fails unless one KV group's slot map and block table are CPU i32 tensors that cover the
+// step's tokens and rows.
+void check_kv_addresses(const StepTensors& step, const KvGroupTensors& kv, std::string_view op);
 
 // Runs fn(begin, end) over disjoint chunks covering [0, n). Uses the pool only when
 // n * cost_per_item (roughly flops) is large enough to pay for waking it; the chunking

@@ -9,7 +9,9 @@ namespace tandem {
 
 // out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]), w f32, bf16 or f16. x and out may carry
 // extra leading dims (e.g. [T, H, Dh]); only rows and the last dim matter.
-void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
+void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
+  TANDEM_CHECK(l.plain(), "linear: the cpu backend takes no quantized or adapted linears");
+  const Tensor &w = l.weight, &bias = l.bias;
   cpu::check_tensor(out, DType::F32, "linear", "out");
   cpu::check_tensor(x, DType::F32, "linear", "x");
   const DType w_dtype = cpu::check_weight(w, "linear", "w");

@@ -90,21 +90,22 @@ bool check_cache(const PagedKv& cache, const StepTensors& step, const char* op) 
   return f8;
 }
 
-// The step arrays attention reads, and the AttnArgs fields that come from them.
-attn::AttnArgs step_args(const StepTensors& step) {
+// The step arrays attention reads (the block table of the cache's KV group), and the
+// AttnArgs fields that come from them.
+attn::AttnArgs step_args(const StepTensors& step, const KvGroupTensors& kv) {
   const int T = step.num_tokens, B = step.num_rows;
   require_i32(step.positions, T, "attention: step.positions");
   require_i32(step.seq_starts, int64_t(B) + 1, "attention: step.seq_starts");
-  require_i32(step.block_table, int64_t(B) * step.max_blocks, "attention: step.block_table");
-  cuda_require(step.block_size > 0 && step.max_blocks >= 0 && B >= 0,
+  require_i32(kv.block_table, int64_t(B) * kv.max_blocks, "attention: block_table");
+  cuda_require(step.block_size > 0 && kv.max_blocks >= 0 && B >= 0,
                "attention: step.block_size must be positive");
   attn::AttnArgs a;
   a.positions = step.positions.ptr<int32_t>();
   a.seq_starts = step.seq_starts.ptr<int32_t>();
-  a.block_table = step.block_table.ptr<int32_t>();
+  a.block_table = kv.block_table.ptr<int32_t>();
   a.num_tokens = T;
   a.num_rows = B;
-  a.max_blocks = step.max_blocks;
+  a.max_blocks = kv.max_blocks;
   a.block_size = step.block_size;
   const bool pow2 = (step.block_size & (step.block_size - 1)) == 0;
   a.block_shift = pow2 ? __builtin_ctz(unsigned(step.block_size)) : -1;
@@ -158,7 +159,8 @@ void CudaBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
   require_bf16(k, "write_kv: k");
   require_bf16(v, "write_kv: v");
   const int64_t T = step.num_tokens, row = cache.k.dim(2) * cache.k.dim(3);
-  require_i32(step.slot_map, T, "write_kv: step.slot_map");
+  const Tensor& slot_map = step.kv(cache).slot_map;
+  require_i32(slot_map, T, "write_kv: slot_map");
   if (k.numel() != T * row || v.numel() != T * row)
     cuda_fail("write_kv: k " + k.shape.str() + " v " + v.shape.str() + " must hold " +
               std::to_string(T) + " rows of Hkv x Dh = " + std::to_string(row));
@@ -169,11 +171,11 @@ void CudaBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
   if (f8)
     write_kv_f8_kernel<<<dim3(blocks, 2), 256, 0, stream_>>>(
         cache.k.ptr<uint8_t>(), cache.v.ptr<uint8_t>(), k.ptr<bf16>(), v.ptr<bf16>(),
-        step.slot_map.ptr<int32_t>(), num_vectors, int(row / 8), num_slots);
+        slot_map.ptr<int32_t>(), num_vectors, int(row / 8), num_slots);
   else
     write_kv_kernel<<<dim3(blocks, 2), 256, 0, stream_>>>(
         cache.k.ptr<bf16>(), cache.v.ptr<bf16>(), k.ptr<bf16>(), v.ptr<bf16>(),
-        step.slot_map.ptr<int32_t>(), num_vectors, int(row / 8), num_slots);
+        slot_map.ptr<int32_t>(), num_vectors, int(row / 8), num_slots);
   TANDEM_CUDA_LAUNCHED("write_kv kernel");
 }
 
@@ -197,7 +199,7 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                "attention: softcap and window must be >= 0");
   if (step.num_tokens == 0) return;
 
-  attn::AttnArgs a = step_args(step);
+  attn::AttnArgs a = step_args(step, step.kv(cache));
   a.q = q.ptr<bf16>();
   a.k = cache.k.data;
   a.v = cache.v.data;

@@ -20,7 +20,7 @@
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
 
 namespace tandem::attn {
 

@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_memory.h"
 #include "core/error.h"
 
@@ -34,7 +35,9 @@ int cuda_device_count() {
   return n;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device) {
+std::unique_ptr<Backend> make_cuda_backend(int device, const CudaOptions& options) {
+  set_gemv_enabled(options.gemv);
+  cuda::set_pdl_enabled(options.pdl);
   return std::make_unique<CudaBackend>(device);
 }
 

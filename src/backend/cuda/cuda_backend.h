@@ -8,14 +8,9 @@
 // steady-state steps allocate nothing from CUDA and addresses captured in CUDA graphs
 // stay valid (stream order makes reuse between ops safe).
 //
-// Files, one op family each: cuda_backend.cpp (device, handles, memory ops),
-// cuda_linear.cu (linear, embedding, gather_rows; linears of 1–2 rows go to the weight
-// stream in cuda_gemv.cu), cuda_norm.cu (rms_norm, add_rms_norm,
-// add, scale, softcap, gated_act), cuda_rope.cu, cuda_attention.cu (write_kv, attention),
-// cuda_moe.cu (topk_route, moe_experts; the grouped expert GEMM in cuda_moe_gemm.cu),
-// cuda_sample.cu (the sampling kernels) and cuda_sample_op.cu (sample, sample_async,
-// sample_wait, feed_tokens). Shared helpers: cuda_common.h (launcher checks),
-// cuda_common.cuh (device helpers), cuda_pdl.cuh (programmatic dependent launch).
+// The ops live one family per file, kernels first and launchers last (cuda_<family>.cu);
+// each launcher validates with cuda_check.h, the kernels share cuda_device.cuh and launch
+// through cuda_pdl.cuh (programmatic dependent launch).
 #pragma once
 
 #include <cublasLt.h>
@@ -72,7 +67,7 @@ class CudaBackend final : public Backend {
 
   // --- ops ---
   void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) override;
-  void linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) override;
+  void linear(Tensor& out, const Tensor& x, const Linear& l) override;
   void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
                 float weight_offset) override;
   void add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w, float eps,
@@ -99,7 +94,7 @@ class CudaBackend final : public Backend {
   void feed_tokens(Tensor& tokens, std::span<const int32_t> dst, std::span<const int32_t> src,
                    const PendingSample& from) override;
 
-  // --- ops added for Gemma 3n --- (cuda_gemma_ops.cu)
+  // --- elementwise and stream-mixing ops (cuda_gemma_ops.cu) ---
   void sub(Tensor& out, const Tensor& a, const Tensor& b) override;
   void mul(Tensor& out, const Tensor& a, const Tensor& b) override;
   void act_mul(Tensor& out, const Tensor& a, const Tensor& b, Activation act) override;

@@ -13,21 +13,23 @@
 //
 // A CTA takes 152 KB of shared memory; its ring fills what x leaves (96–128 KB), still
 // more weight bytes in flight than HBM's latency needs. The size is set from both sides:
-// - more than half an SM, so no second CTA of any GEMV fits beside it. With CTAs of 74 KB,
+// - more than half an SM, so no second CTA of any GEMV fits beside it. With smaller CTAs
 //   the next GEMV's CTAs, launched early, landed two or three on some SMs and none on
-//   others, and the SMs with three set the pace (decode-b1 fell from 218 to 198 tok/s).
-//   One CTA per SM hands each SM from one GEMV to the next as its CTA ends.
+//   others, and the SMs with three set the pace. One CTA per SM hands each SM from one
+//   GEMV to the next as its CTA ends.
 // - small enough that a few-token decode-attention CTA (72 KB at Dh 128,
 //   cuda_attention_decode.cu) fits beside it, so attention neither waits for the qkv
 //   linear's CTAs to leave nor keeps the o projection's CTAs off the SMs it runs on.
 //
 // Not for more rows: at M = 4 each weight byte costs four shared-memory reads of x and
-// their conversions, and the SM's issue and shared-memory bandwidth, not HBM, set the pace
-// (gate_up ran at 58–74% of HBM). cuBLASLt's tensor-core kernels take M >= 3.
+// their conversions, and the SM's issue and shared-memory bandwidth, not HBM, set the pace.
+// cuBLASLt's tensor-core kernels take M >= 3.
 //
 // Not fused: the MLP's gated activation. Staging x = act(gate) · up in each CTA instead of
-// running gated_act first took decode-b1 from 240 to 237 tok/s: 132 CTAs each computing
-// all 14336 activations cost more than one small kernel whose launch PDL hides.
+// running gated_act first was slower: every CTA computing all the activations costs more
+// than one small kernel whose launch PDL hides.
+//
+// The measurements behind each choice: bench/RESULTS.md (session 6, "Tried and not kept").
 //
 // Launched with programmatic dependent launch (cuda_pdl.cuh): the producer fills the ring
 // before anything waits on the kernel before, since weights are never written by a
@@ -39,8 +41,8 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.cuh"
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_device.cuh"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_pdl.cuh"
 
@@ -230,8 +232,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---------------------------------------------------------------- switches
 
-cuda::EnvSwitch& gemv_switch() {
-  static cuda::EnvSwitch on{"TANDEM_CUDA_GEMV"};
+cuda::Switch& gemv_switch() {
+  static cuda::Switch on;
   return on;
 }
 

@@ -12,8 +12,9 @@ class CudaBackend;
 // once the weights are reused across rows.
 inline constexpr int kGemvMaxRows = 2;
 
-// TANDEM_CUDA_GEMV=0 sends every linear to cuBLASLt (read once; on by default).
-// set_gemv_enabled is for benchmarks and tests that compare both paths in one process.
+// Whether 1–2 row linears take the weight stream (on by default; CudaOptions::gemv, which
+// `tandem` reads from TANDEM_CUDA_GEMV). set_gemv_enabled is also for benchmarks and tests
+// that compare both paths in one process.
 bool gemv_enabled();
 void set_gemv_enabled(bool on);
 

@@ -10,8 +10,8 @@
 #include <tuple>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.cuh"
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_device.cuh"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_pdl.cuh"
@@ -200,7 +200,9 @@ void forget_algo(const GemmKey& key) {
 
 // out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]); x and out may carry extra leading dims.
 // out is bf16, or f32 (without bias) where the sum must not be rounded: logits, router scores.
-void CudaBackend::linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
+void CudaBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
+  TANDEM_CUDA_REQUIRE(l.plain(), "linear: the cuda backend takes no quantized or adapted linears");
+  const Tensor &w = l.weight, &bias = l.bias;
   const bool out_f32 = out.dtype == DType::F32;
   cuda::check_tensor(out, out_f32 ? DType::F32 : DType::BF16, "linear", "out");
   TANDEM_CUDA_REQUIRE(!(out_f32 && bias.defined()), "linear: an f32 output takes no bias");

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_moe_gemm.h"
 
 namespace tandem::cuda {

@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.cuh"
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_device.cuh"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem {

@@ -23,7 +23,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
 
 namespace tandem::cuda {
 

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_common.cuh"
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_device.cuh"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_fp8.cuh"
 #include "backend/cuda/cuda_pdl.cuh"
 
@@ -274,6 +274,11 @@ void CudaBackend::rope(Tensor& x, const StepTensors& step, const RopeSpec& spec)
 void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
                                const StepTensors& step, const RopeSpec& spec,
                                const QkNorm& norm) {
+  // A v norm (Gemma 3n/4) or a qkv without a v block (k_eq_v) is outside the fused
+  // kernel: the composed ops do it.
+  if (norm.v.defined() || (q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 &&
+                           qkv.dim(1) == (q.dim(1) + cache.k.dim(2)) * q.dim(2)))
+    return Backend::qkv_to_cache(q, qkv, cache, step, spec, norm);
   cuda::check_tensor(q, DType::BF16, "qkv_to_cache", "q");
   cuda::check_tensor(qkv, DType::BF16, "qkv_to_cache", "qkv");
   const bool f8 = cache.k.defined() && cache.k.dtype == DType::F8E4M3;
@@ -281,7 +286,8 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   cuda::check_tensor(cache.k, cache_dtype, "qkv_to_cache", "cache.k");
   cuda::check_tensor(cache.v, cache_dtype, "qkv_to_cache", "cache.v");
   cuda::check_tensor(step.positions, DType::I32, "qkv_to_cache", "step.positions");
-  cuda::check_tensor(step.slot_map, DType::I32, "qkv_to_cache", "step.slot_map");
+  const Tensor& slot_map = step.kv(cache).slot_map;
+  cuda::check_tensor(slot_map, DType::I32, "qkv_to_cache", "slot_map");
   TANDEM_CUDA_REQUIRE(q.ndim() == 3 && qkv.ndim() == 2 && cache.k.ndim() == 4 &&
                           cache.v.shape == cache.k.shape,
                       "qkv_to_cache: q " + q.shape.str() + ", qkv " + qkv.shape.str() +
@@ -289,7 +295,7 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   const int64_t T = q.dim(0), Hq = q.dim(1), Dh = q.dim(2), Hkv = cache.k.dim(2);
   TANDEM_CUDA_REQUIRE(qkv.dim(0) == T && qkv.dim(1) == (Hq + 2 * Hkv) * Dh &&
                           cache.k.dim(3) == Dh && T == step.num_tokens &&
-                          step.positions.numel() >= T && step.slot_map.numel() >= T,
+                          step.positions.numel() >= T && slot_map.numel() >= T,
                       "qkv_to_cache: qkv " + qkv.shape.str() + " must be [T, (Hq + 2·Hkv)·Dh] for q " +
                           q.shape.str() + " and cache " + cache.k.shape.str() +
                           " over the step's tokens");
@@ -322,7 +328,7 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   a.qkv = qkv.ptr<bf16>();
   a.positions = step.positions.ptr<int32_t>();
   a.row_len = row_len.defined() ? row_len.ptr<int32_t>() : nullptr;
-  a.slot_map = step.slot_map.ptr<int32_t>();
+  a.slot_map = slot_map.ptr<int32_t>();
   a.num_slots = cache.k.dim(0) * cache.k.dim(1);
   a.Hq = int(Hq);
   a.Hkv = int(Hkv);

@@ -4,7 +4,7 @@
 
 namespace tandem {
 
-std::unique_ptr<Backend> make_cuda_backend(int device) {
+std::unique_ptr<Backend> make_cuda_backend(int, const CudaOptions&) {
   fail("this tandem was built without CUDA (rebuild with -DTANDEM_CUDA=ON where nvcc exists)");
 }
 

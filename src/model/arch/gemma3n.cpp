@@ -53,13 +53,6 @@ WeightMap gemma3n_weight_map() {
   };
 }
 
-// A device tensor of `n` ones.
-Tensor ones(Backend& be, int64_t n) {
-  Tensor host = Tensor::empty_host(DType::F32, {n});
-  std::fill(host.ptr<float>(), host.ptr<float>() + n, 1.f);
-  return be.upload(host, be.act_dtype());
-}
-
 // The per-layer embedding table grown to the full vocabulary: Gemma3nModel maps ids at
 // or past vocab_size_per_layer_input to id 0, so rows Vp..V-1 repeat row 0 (ops read
 // contiguous rows by id). Built on the host in the file's dtype, uploaded once.
@@ -86,84 +79,105 @@ std::unique_ptr<Model> build_gemma3n(ModelConfig c, const Checkpoint& ck, Backen
 }
 
 Gemma3nModel::Gemma3nModel(ModelConfig config, const Checkpoint& checkpoint, Backend& backend)
-    : Model(std::move(config)), g_(Gemma3nConfig::parse(config_)), backend_(backend) {
+    : Model(std::move(config)), gemma_(Gemma3nConfig::parse(config_)), backend_(backend) {
   WeightLoader w(checkpoint, backend, gemma3n_weight_map(), 0);
+  ones_head_ = ones(backend_, config_.head_dim);
   load_globals(w, checkpoint);
   layers_.resize(size_t(config_.num_layers));
   for (int i = 0; i < config_.num_layers; i++) load_layer(w, i);
-  ones_head_ = ones(backend_, config_.head_dim);
-  ones_streams_ = ones(backend_, g_.altup_num_inputs);
   num_parameters_ = w.num_parameters();
-  if (g_.vocab_size_per_layer_input < config_.vocab_size)  // the padded table bypassed w
-    num_parameters_ += int64_t(g_.vocab_size_per_layer_input) * config_.num_layers *
-                       g_.hidden_size_per_layer_input;
+  if (gemma_.vocab_size_per_layer_input < config_.vocab_size)  // the padded table bypassed w
+    num_parameters_ += int64_t(gemma_.vocab_size_per_layer_input) * config_.num_layers *
+                       gemma_.hidden_size_per_layer_input;
+}
+
+// Gemma 3n's RMSNorms scale by w (no offset).
+RmsNorm Gemma3nModel::load_norm(WeightLoader& w, const std::string& name, int layer,
+                                int64_t width) {
+  return {w.load(name, layer, {width}), float(config_.rms_norm_eps), 0.f};
 }
 
 void Gemma3nModel::load_globals(WeightLoader& w, const Checkpoint& checkpoint) {
   const ModelConfig& c = config_;
   const int64_t V = c.vocab_size, D = c.hidden_size, L = c.num_layers;
-  const int64_t P = g_.hidden_size_per_layer_input, Vp = g_.vocab_size_per_layer_input;
+  const int64_t P = gemma_.hidden_size_per_layer_input, Vp = gemma_.vocab_size_per_layer_input;
   embed_ = w.load("embed", -1, {V, D});
   if (Vp >= V)
-    embed_per_layer_ = w.load("embed_per_layer", -1, {Vp, L * P});
+    per_layer_.embed = w.load("embed_per_layer", -1, {Vp, L * P});
   else
-    embed_per_layer_ = padded_per_layer_table(checkpoint, V, Vp, L * P, backend_);
-  per_layer_projection_ = w.load("per_layer_projection", -1, {L * P, D});
-  per_layer_norm_ = w.load("per_layer_norm", -1, {P});
-  for (int n = 0; n + 1 < g_.altup_num_inputs; n++) {
-    altup_in_.push_back(w.load("altup_in.{i}", n, {D, D}));
-    altup_out_.push_back(w.load("altup_out.{i}", n, {D, D}));
+    per_layer_.embed = padded_per_layer_table(checkpoint, V, Vp, L * P, backend_);
+  per_layer_.projection = w.load_linear("per_layer_projection", -1, {L * P, D});
+  per_layer_.norm = load_norm(w, "per_layer_norm", -1, P);
+  per_layer_.num_layers = int(L);
+  per_layer_.width = int(P);
+  for (int n = 0; n + 1 < gemma_.altup_num_inputs; n++) {
+    altup_in_.push_back(w.load_linear("altup_in.{i}", n, {D, D}));
+    altup_out_.push_back(w.load_linear("altup_out.{i}", n, {D, D}));
   }
-  final_norm_ = w.load("final_norm", -1, {D});
+  head_.final_norm = load_norm(w, "final_norm", -1, D);
   // Tied: the embedding, even where the checkpoint also stores an lm_head.
-  lm_head_ = g_.tie_word_embeddings ? embed_ : w.load_lm_head(embed_, {V, D}, false);
+  head_.head = gemma_.tie_word_embeddings ? Linear{.weight = embed_}
+                                          : w.load_lm_head(embed_, {V, D}, false);
+  head_.softcap = float(c.final_logit_softcap);
+}
+
+void Gemma3nModel::load_attention(WeightLoader& w, Gemma3nLayer& l, int i) {
+  const ModelConfig& c = config_;
+  const int64_t D = c.hidden_size, Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
+  Attention& a = l.attention;
+  a.reads_shared_kv = l.kv_source.has_value();
+  if (!a.reads_shared_kv) {
+    a.qkv = w.load_linear("layers.{i}.qkv", i, {(Hq + 2 * Hkv) * Dh, D});
+    a.norm.k = w.load("layers.{i}.k_norm", i, {Dh});
+    a.norm.v = ones_head_;  // v_norm has no weight
+  } else {  // reads its producer's K/V: no k/v projections (a checkpoint may still hold them)
+    a.qkv = w.load_linear("layers.{i}.q", i, {Hq * Dh, D});
+  }
+  a.norm.q = w.load("layers.{i}.q_norm", i, {Dh});
+  a.norm.eps = float(c.rms_norm_eps);
+  a.o = w.load_linear("layers.{i}.o", i, {D, Hq * Dh});
+  a.rope = make_rope(c.rope_for(i), int(Dh), c.max_position_embeddings);
+  a.params.scale = 1.f;  // q and k are RMS-normed; HF's scaling is 1.0
+  a.params.softcap = 0.f;
+  a.params.window = c.window_for(i);
+  a.num_heads = int(Hq);
+  a.num_kv_heads = int(Hkv);
+  a.head_dim = int(Dh);
 }
 
 void Gemma3nModel::load_layer(WeightLoader& w, int i) {
   const ModelConfig& c = config_;
   Gemma3nLayer& l = layers_[size_t(i)];
-  const int64_t D = c.hidden_size, Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
-  const int64_t F = c.intermediate_sizes[size_t(i)], N = g_.altup_num_inputs;
-  const int64_t R = g_.laurel_rank, P = g_.hidden_size_per_layer_input;
-  l.kv_source = g_.kv_source[size_t(i)];
-  l.input_norm = w.load("layers.{i}.input_norm", i, {D});
-  if (l.kv_source < 0) {
-    l.qkv = w.load("layers.{i}.qkv", i, {(Hq + 2 * Hkv) * Dh, D});
-    l.qkv_bias = w.load("layers.{i}.qkv_bias", i, {(Hq + 2 * Hkv) * Dh});
-    l.k_norm = w.load("layers.{i}.k_norm", i, {Dh});
-  } else {  // reads its producer's K/V: no k/v projections (a checkpoint may still hold them)
-    l.qkv = w.load("layers.{i}.q", i, {Hq * Dh, D});
-    l.qkv_bias = w.load("layers.{i}.q_bias", i, {Hq * Dh});
-  }
-  l.q_norm = w.load("layers.{i}.q_norm", i, {Dh});
-  l.o = w.load("layers.{i}.o", i, {D, Hq * Dh});
-  l.o_bias = w.load("layers.{i}.o_bias", i, {D});
-  l.post_attn_norm = w.load("layers.{i}.post_attn_norm", i, {D});
-  l.pre_ffn_norm = w.load("layers.{i}.pre_ffn_norm", i, {D});
-  l.gate_up = w.load("layers.{i}.gate_up", i, {2 * F, D});
-  l.down = w.load("layers.{i}.down", i, {D, F});
-  l.post_ffn_norm = w.load("layers.{i}.post_ffn_norm", i, {D});
-  const float sparsity = g_.activation_sparsity[size_t(i)];
+  const int64_t D = c.hidden_size, F = c.intermediate_sizes[size_t(i)];
+  const int64_t N = gemma_.altup_num_inputs, R = gemma_.laurel_rank;
+  const int64_t P = gemma_.hidden_size_per_layer_input;
+  l.kv_source = gemma_.kv_source[size_t(i)];
+  l.input_norm = load_norm(w, "layers.{i}.input_norm", i, D);
+  load_attention(w, l, i);
+  l.post_attn_norm = load_norm(w, "layers.{i}.post_attn_norm", i, D);
+  l.pre_ffn_norm = load_norm(w, "layers.{i}.pre_ffn_norm", i, D);
+  l.mlp.gate_up = w.load_linear("layers.{i}.gate_up", i, {2 * F, D});
+  l.mlp.down = w.load_linear("layers.{i}.down", i, {D, F});
+  l.mlp.act = c.activation;
+  l.post_ffn_norm = load_norm(w, "layers.{i}.post_ffn_norm", i, D);
+  const float sparsity = gemma_.activation_sparsity[size_t(i)];
   l.sparse_gate = sparsity > 0.f;
   // HF evaluates Normal(0, 1).icdf on the f32 sparsity and keeps an f32 multiplier.
   if (l.sparse_gate) l.gate_std_multiplier = float(normal_icdf(double(sparsity)));
 
-  l.router_norm = w.load("layers.{i}.router_norm", i, {D});
-  l.router = w.load("layers.{i}.router", i, {N, D});
-  l.predict_coefs = w.load("layers.{i}.predict_coefs", i, {N * N, N});
-  l.correct_coefs = w.load("layers.{i}.correct_coefs", i, {N, N});
-  if (g_.altup_correct_scale) l.output_scale = w.load("layers.{i}.output_scale", i, {D});
-  l.laurel_left = w.load("layers.{i}.laurel_left", i, {R, D});
-  l.laurel_right = w.load("layers.{i}.laurel_right", i, {D, R});
-  l.laurel_norm = w.load("layers.{i}.laurel_norm", i, {D});
-  l.pli_gate = w.load("layers.{i}.pli_gate", i, {P, D});
-  l.pli_proj = w.load("layers.{i}.pli_proj", i, {D, P});
-  l.pli_norm = w.load("layers.{i}.pli_norm", i, {D});
-
-  l.rope = make_rope(c.rope_for(i), int(Dh), c.max_position_embeddings);
-  l.attention.scale = 1.f;  // q and k are RMS-normed; HF's scaling is 1.0
-  l.attention.softcap = 0.f;
-  l.attention.window = c.window_for(i);
+  l.router_norm = load_norm(w, "layers.{i}.router_norm", i, D);
+  l.router = w.load_linear("layers.{i}.router", i, {N, D});
+  l.predict_coefs = w.load_linear("layers.{i}.predict_coefs", i, {N * N, N});
+  l.correct_coefs = w.load_linear("layers.{i}.correct_coefs", i, {N, N});
+  l.correct_coefs.bias = ones(backend_, N);
+  if (gemma_.altup_correct_scale) l.output_scale = w.load("layers.{i}.output_scale", i, {D});
+  l.laurel_left = w.load_linear("layers.{i}.laurel_left", i, {R, D});
+  l.laurel_right = w.load_linear("layers.{i}.laurel_right", i, {D, R});
+  l.laurel_norm = load_norm(w, "layers.{i}.laurel_norm", i, D);
+  l.per_layer.gate = w.load_linear("layers.{i}.pli_gate", i, {P, D});
+  l.per_layer.proj = w.load_linear("layers.{i}.pli_proj", i, {D, P});
+  l.per_layer.norm = load_norm(w, "layers.{i}.pli_norm", i, D);
+  l.per_layer.act = c.activation;
 }
 
 std::vector<LayerKvSpec> Gemma3nModel::kv_specs() const {

@@ -15,48 +15,45 @@
 
 #include "loader/checkpoint.h"
 #include "model/arch/gemma3n_config.h"
+#include "model/arch/gemma_per_layer.h"
+#include "model/layers.h"
 #include "model/model.h"
 #include "model/weight_map.h"
 
 namespace tandem::arch {
 
 struct Gemma3nLayer {
-  Tensor input_norm;              // [D]
-  Tensor qkv, qkv_bias;           // [(Hq + 2·Hkv)·Dh, D] and [(Hq + 2·Hkv)·Dh] or undefined;
-                                  // q only ([Hq·Dh, D]) on layers that read another layer's KV
-  Tensor q_norm, k_norm;          // [Dh]
-  Tensor o, o_bias;               // [D, Hq·Dh], [D] or undefined
-  Tensor post_attn_norm;          // [D]
-  Tensor pre_ffn_norm;            // [D]
-  Tensor gate_up, down;           // [2F, D], [D, F]
-  Tensor post_ffn_norm;           // [D]
+  RmsNorm input_norm;             // [D]
+  // qkv [(Hq + 2·Hkv)·Dh, D] with its bias (or none); q only ([Hq·Dh, D]) on layers that
+  // read another layer's KV. Norms: q and k weighted, v unweighted.
+  Attention attention;
+  RmsNorm post_attn_norm;         // [D]
+  RmsNorm pre_ffn_norm;           // [D]
+  GatedMlp mlp;                   // [2F, D], [D, F]
+  RmsNorm post_ffn_norm;          // [D]
   bool sparse_gate = false;       // activation sparsity on this layer's MLP
   float gate_std_multiplier = 0;  // Φ⁻¹(sparsity), when sparse_gate
 
-  Tensor router_norm;    // [D]      AltUp: router input norm
-  Tensor router;         // [N, D]   modality router
-  Tensor predict_coefs;  // [N·N, N]
-  Tensor correct_coefs;  // [N, N]
-  Tensor output_scale;   // [D]      correct_output_scale
+  RmsNorm router_norm;    // [D]      AltUp: router input norm
+  Linear router;          // [N, D]   modality router
+  Linear predict_coefs;   // [N·N, N]
+  Linear correct_coefs;   // [N, N], bias: ones (the +1 of the correction coefficients)
+  Tensor output_scale;    // [D]      correct_output_scale
 
-  Tensor laurel_left;   // [R, D]
-  Tensor laurel_right;  // [D, R]
-  Tensor laurel_norm;   // [D]
+  Linear laurel_left;     // [R, D]
+  Linear laurel_right;    // [D, R]
+  RmsNorm laurel_norm;    // [D]
 
-  Tensor pli_gate;  // [P, D]   per_layer_input_gate
-  Tensor pli_proj;  // [D, P]   per_layer_projection
-  Tensor pli_norm;  // [D]      post_per_layer_input_norm
+  PerLayerBranch per_layer;
 
-  int kv_source = -1;  // layer whose KV this layer reads, or -1 (its own)
-  RopeSpec rope;
-  AttentionParams attention;
+  std::optional<int> kv_source;  // layer whose KV this layer reads (none: its own)
 };
 
 class Gemma3nModel : public Model {
  public:
   Gemma3nModel(ModelConfig config, const Checkpoint& checkpoint, Backend& backend);
 
-  const Gemma3nConfig& gemma3n_config() const { return g_; }
+  const Gemma3nConfig& gemma3n_config() const { return gemma_; }
   std::vector<LayerKvSpec> kv_specs() const override;
   Tensor forward(const StepTensors& step, std::span<PagedKv> kv) override;
 
@@ -64,11 +61,12 @@ class Gemma3nModel : public Model {
   // Loading (gemma3n.cpp).
   void load_globals(WeightLoader& w, const Checkpoint& checkpoint);
   void load_layer(WeightLoader& w, int i);
+  void load_attention(WeightLoader& w, Gemma3nLayer& l, int i);
+  RmsNorm load_norm(WeightLoader& w, const std::string& name, int layer, int64_t width);
 
   // The model around the layers (gemma3n_forward.cpp).
-  Tensor per_layer_inputs(const Tensor& x0, const StepTensors& step);  // [L, T, P]
-  Tensor init_streams(const Tensor& x0);                               // [N, T, D]
-  Tensor logits(const Tensor& streams, const StepTensors& step);       // [S, V]
+  Tensor init_streams(const Tensor& x0);                          // [N, T, D]
+  Tensor logits(const Tensor& streams, const StepTensors& step);  // [S, V] f32
 
   // One decoder layer (gemma3n_layer.cpp). streams [N, T, D] in place, pli [T, P].
   void layer_forward(const Gemma3nLayer& l, Tensor& streams, const Tensor& pli,
@@ -77,27 +75,19 @@ class Gemma3nModel : public Model {
   Tensor altup_predict(const Gemma3nLayer& l, const Tensor& streams);
   void altup_correct(const Gemma3nLayer& l, Tensor& predictions, const Tensor& activated);
   Tensor laurel(const Gemma3nLayer& l, const Tensor& x);
-  Tensor attention_block(const Gemma3nLayer& l, const Tensor& x, const StepTensors& step,
-                         std::span<PagedKv> kv, int index);
   Tensor mlp_block(const Gemma3nLayer& l, const Tensor& x);
   void add_per_layer_input(const Gemma3nLayer& l, Tensor& corrected, const Tensor& pli);
 
   Tensor stream(const Tensor& streams, int n) const;  // [T, D] view of stream n
-  Tensor norm(const Tensor& x, const Tensor& w);      // new tensor: rms_norm(x) · w
-  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = {});
 
-  Gemma3nConfig g_;
+  Gemma3nConfig gemma_;
   Backend& backend_;
   Tensor embed_;                   // [V, D]
-  Tensor embed_per_layer_;         // [max(V, Vp), L·P]: ids ≥ Vp read row 0 (HF's mask)
-  Tensor per_layer_projection_;    // [L·P, D]
-  Tensor per_layer_norm_;          // [P]
-  std::vector<Tensor> altup_in_;   // N − 1 × [D, D]
-  std::vector<Tensor> altup_out_;  // N − 1 × [D, D]
-  Tensor final_norm_;              // [D]
-  Tensor lm_head_;                 // [V, D] (the embedding when tied)
+  PerLayerInputs per_layer_;       // embed [max(V, Vp), L·P]: ids ≥ Vp read row 0 (HF's mask)
+  std::vector<Linear> altup_in_;   // N − 1 × [D, D]
+  std::vector<Linear> altup_out_;  // N − 1 × [D, D]
+  LmHead head_;                    // final norm, lm_head (the embedding when tied), softcap
   Tensor ones_head_;               // [Dh]: the unscaled v_norm
-  Tensor ones_streams_;            // [N]: the +1 of AltUp's correction coefficients
   std::vector<Gemma3nLayer> layers_;
 };
 

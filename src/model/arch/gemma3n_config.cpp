@@ -91,14 +91,14 @@ std::vector<float> parse_sparsity(const ModelConfig& c) {
 
 // The last num_kv_shared_layers layers read the KV of the last earlier layer of their
 // own kind (HF's kv_shared_layer_index); a kind with no earlier layer is an error there.
-std::vector<int> kv_sources(const ModelConfig& c, int num_shared) {
+std::vector<std::optional<int>> kv_sources(const ModelConfig& c, int num_shared) {
   const int L = c.num_layers, first = L - num_shared;
-  std::vector<int> src(size_t(L), -1);
+  std::vector<std::optional<int>> src(static_cast<size_t>(L));
   if (first <= 0) return src;
   for (int i = first; i < L; i++) {
-    for (int j = first - 1; j >= 0 && src[size_t(i)] < 0; j--)
+    for (int j = first - 1; j >= 0 && !src[size_t(i)]; j--)
       if (c.layer_kinds[size_t(j)] == c.layer_kinds[size_t(i)]) src[size_t(i)] = j;
-    if (src[size_t(i)] < 0)
+    if (!src[size_t(i)])
       fail(
           "config.json: layer {} shares KV (num_kv_shared_layers = {}) but no earlier layer "
           "has its attention type",

@@ -4,6 +4,7 @@
 // ones (layer pattern, window, RoPE θ per layer type, logit softcap, tied embeddings).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "model/config.h"
@@ -20,7 +21,7 @@ struct Gemma3nConfig {
   int num_kv_shared_layers = 15;
   bool tie_word_embeddings = true;
   std::vector<float> activation_sparsity;  // [num_layers], 0 = dense
-  std::vector<int> kv_source;              // [num_layers]: producer layer, or -1
+  std::vector<std::optional<int>> kv_source;  // [num_layers]: producer layer (none: its own)
 
   // Parses config.raw and fixes config's shared fields to Gemma 3n's defaults where
   // config.json left them out. Throws tandem::Error naming the field.

@@ -66,99 +66,117 @@ Tensor host_f32(const Checkpoint& ck, const std::string& name, Shape expected) {
 
 Gemma4Model::Gemma4Model(ModelConfig config, const Checkpoint& checkpoint, Backend& backend)
     : Model(std::move(config)), backend_(backend) {
-  g_ = parse_gemma4_config(config_);
+  gemma_ = parse_gemma4_config(config_);
   prefix_ = tensor_prefix(checkpoint);
-  WeightLoader w(checkpoint, backend, gemma4_weight_map(prefix_), g_.num_experts);
-  load_globals(w, checkpoint);
+  WeightLoader w(checkpoint, backend, gemma4_weight_map(prefix_), gemma_.num_experts);
+  load_globals(w);
   layers_.resize(size_t(config_.num_layers));
   for (int i = 0; i < config_.num_layers; i++) load_layer(w, checkpoint, i);
   num_parameters_ += w.num_parameters();
 }
 
-Tensor Gemma4Model::ones(int64_t n) {
-  Tensor host = Tensor::empty_host(DType::F32, {n});
-  for (int64_t i = 0; i < n; i++) host.ptr<float>()[i] = 1.f;
-  return backend_.upload(host, backend_.act_dtype());
+// Gemma 4's RMSNorms scale by w (no offset).
+RmsNorm Gemma4Model::load_norm(WeightLoader& w, const std::string& name, int layer) {
+  return {w.load(name, layer, {config_.hidden_size}), float(config_.rms_norm_eps), 0.f};
 }
 
-void Gemma4Model::load_globals(WeightLoader& w, const Checkpoint& checkpoint) {
+void Gemma4Model::load_globals(WeightLoader& w) {
   const ModelConfig& c = config_;
   int64_t V = c.vocab_size, D = c.hidden_size, L = c.num_layers;
   embed_ = w.load("embed", -1, {V, D});
-  final_norm_ = w.load("final_norm", -1, {D});
-  lm_head_ = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
-  if (int64_t P = g_.hidden_size_per_layer_input; P > 0) {
-    embed_per_layer_ = w.load("embed_per_layer", -1, {g_.vocab_size_per_layer_input, L * P});
-    per_layer_projection_ = w.load("per_layer_projection", -1, {L * P, D});
-    per_layer_norm_ = w.load("per_layer_norm", -1, {P});
+  head_.final_norm = load_norm(w, "final_norm", -1);
+  head_.head = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
+  head_.softcap = float(c.final_logit_softcap);
+  if (int64_t P = gemma_.hidden_size_per_layer_input; P > 0) {
+    per_layer_.embed = w.load("embed_per_layer", -1, {gemma_.vocab_size_per_layer_input, L * P});
+    per_layer_.projection = w.load_linear("per_layer_projection", -1, {L * P, D});
+    per_layer_.norm = {w.load("per_layer_norm", -1, {P}), float(c.rms_norm_eps), 0.f};
+    per_layer_.num_layers = int(L);
+    per_layer_.width = int(P);
   }
+}
+
+void Gemma4Model::load_attention(WeightLoader& w, Gemma4Layer& l, int i) {
+  const ModelConfig& c = config_;
+  const Gemma4LayerSpec& s = l.spec;
+  int64_t D = c.hidden_size, Dh = s.head_dim, Hq = s.num_heads, Hkv = s.num_kv_heads;
+  Attention& a = l.attention;
+  a.norm.q = w.load("layers.{i}.q_norm", i, {Dh});
+  a.norm.eps = float(c.rms_norm_eps);
+  a.reads_shared_kv = s.kv_source.has_value();
+  if (a.reads_shared_kv) {
+    a.qkv = w.load_linear("layers.{i}.q", i, {Hq * Dh, D});
+  } else {
+    a.qkv = s.k_eq_v ? w.load_linear("layers.{i}.qk", i, {(Hq + Hkv) * Dh, D})
+                     : w.load_linear("layers.{i}.qkv", i, {(Hq + 2 * Hkv) * Dh, D});
+    a.norm.k = w.load("layers.{i}.k_norm", i, {Dh});
+    a.norm.v = ones(backend_, Dh);  // v_norm has no weight
+  }
+  a.o = w.load_linear("layers.{i}.o", i, {D, Hq * Dh});
+  // Gemma 4's default RoPE rotates the whole head whatever partial_rotary_factor says.
+  RopeConfig rope = c.rope_for(i);
+  if (rope.type == "default") rope.partial_rotary_factor = 1.0;
+  a.rope = make_rope(rope, int(Dh), c.max_position_embeddings);
+  a.params.scale = 1.f;  // q and k are RMS-normed
+  a.params.window = s.window;
+  a.num_heads = int(Hq);
+  a.num_kv_heads = int(Hkv);
+  a.head_dim = int(Dh);
 }
 
 void Gemma4Model::load_layer(WeightLoader& w, const Checkpoint& checkpoint, int i) {
   const ModelConfig& c = config_;
   Gemma4Layer& l = layers_[size_t(i)];
-  const Gemma4LayerSpec& s = g_.layers[size_t(i)];
-  l.spec = s;
-  int64_t D = c.hidden_size, Dh = s.head_dim, Hq = s.num_heads, Hkv = s.num_kv_heads;
-  int64_t F = s.intermediate_size;
-  l.input_norm = w.load("layers.{i}.input_norm", i, {D});
-  l.q_norm = w.load("layers.{i}.q_norm", i, {Dh});
-  if (s.kv_source >= 0) {
-    l.qkv = w.load("layers.{i}.q", i, {Hq * Dh, D});
-  } else {
-    l.qkv = s.k_eq_v ? w.load("layers.{i}.qk", i, {(Hq + Hkv) * Dh, D})
-                     : w.load("layers.{i}.qkv", i, {(Hq + 2 * Hkv) * Dh, D});
-    l.k_norm = w.load("layers.{i}.k_norm", i, {Dh});
-    l.unit_norm = ones(Dh);
-  }
-  l.o = w.load("layers.{i}.o", i, {D, Hq * Dh});
-  l.post_attn_norm = w.load("layers.{i}.post_attn_norm", i, {D});
-  l.pre_ffn_norm = w.load("layers.{i}.pre_ffn_norm", i, {D});
-  l.gate_up = w.load("layers.{i}.gate_up", i, {2 * F, D});
-  l.down = w.load("layers.{i}.down", i, {D, F});
-  l.post_ffn_norm = w.load("layers.{i}.post_ffn_norm", i, {D});
-  if (g_.enable_moe_block) load_moe(w, checkpoint, l, i);
-  if (int64_t P = g_.hidden_size_per_layer_input; P > 0) {
-    l.pli_gate = w.load("layers.{i}.pli_gate", i, {P, D});
-    l.pli_proj = w.load("layers.{i}.pli_proj", i, {D, P});
-    l.pli_norm = w.load("layers.{i}.pli_norm", i, {D});
+  l.spec = gemma_.layers[size_t(i)];
+  int64_t D = c.hidden_size, F = l.spec.intermediate_size;
+  l.input_norm = load_norm(w, "layers.{i}.input_norm", i);
+  load_attention(w, l, i);
+  l.post_attn_norm = load_norm(w, "layers.{i}.post_attn_norm", i);
+  l.pre_ffn_norm = load_norm(w, "layers.{i}.pre_ffn_norm", i);
+  l.mlp.gate_up = w.load_linear("layers.{i}.gate_up", i, {2 * F, D});
+  l.mlp.down = w.load_linear("layers.{i}.down", i, {D, F});
+  l.mlp.act = c.activation;
+  l.post_ffn_norm = load_norm(w, "layers.{i}.post_ffn_norm", i);
+  if (gemma_.enable_moe_block) load_moe(w, checkpoint, l, i);
+  if (int64_t P = gemma_.hidden_size_per_layer_input; P > 0) {
+    l.per_layer.gate = w.load_linear("layers.{i}.pli_gate", i, {P, D});
+    l.per_layer.proj = w.load_linear("layers.{i}.pli_proj", i, {D, P});
+    l.per_layer.norm = load_norm(w, "layers.{i}.pli_norm", i);
+    l.per_layer.act = c.activation;
   }
   std::string scalar = expand_name(prefix_ + "layers.{i}.layer_scalar", i);
   if (checkpoint.has(scalar)) {  // a buffer of ones unless trained otherwise
     l.layer_scalar = host_f32(checkpoint, scalar, {1}).ptr<float>()[0];
     num_parameters_ += 1;
   }
-  // Gemma 4's default RoPE rotates the whole head whatever partial_rotary_factor says.
-  RopeConfig rope = c.rope_for(i);
-  if (rope.type == "default") rope.partial_rotary_factor = 1.0;
-  l.rope = make_rope(rope, int(Dh), c.max_position_embeddings);
-  l.attention.scale = 1.f;
-  l.attention.window = s.window;
 }
 
 // The router, the stacked experts, and the three extra norms. per_expert_scale multiplies
 // an expert's routing weight, so it is folded into that expert's down projection (linear).
 void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4Layer& l, int i) {
-  int64_t D = config_.hidden_size, E = g_.num_experts, Fe = g_.moe_intermediate_size;
-  l.post_ffn_norm_1 = w.load("layers.{i}.post_ffn_norm_1", i, {D});
-  l.pre_ffn_norm_2 = w.load("layers.{i}.pre_ffn_norm_2", i, {D});
-  l.post_ffn_norm_2 = w.load("layers.{i}.post_ffn_norm_2", i, {D});
-  l.router_scale = w.load("layers.{i}.router_scale", i, {D});
-  l.router = w.load("layers.{i}.router", i, {E, D});
-  l.experts_gate_up = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
+  int64_t D = config_.hidden_size, E = gemma_.num_experts, Fe = gemma_.moe_intermediate_size;
+  l.post_ffn_norm_1 = load_norm(w, "layers.{i}.post_ffn_norm_1", i);
+  l.pre_ffn_norm_2 = load_norm(w, "layers.{i}.pre_ffn_norm_2", i);
+  l.post_ffn_norm_2 = load_norm(w, "layers.{i}.post_ffn_norm_2", i);
+  l.router_norm = load_norm(w, "layers.{i}.router_scale", i);
+  l.moe.router = w.load_linear("layers.{i}.router", i, {E, D});
+  l.moe.experts_gate_up = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
+  l.moe.top_k = gemma_.top_k_experts;
+  l.moe.renormalize = true;
+  l.moe.act = config_.activation;
   const std::string L = expand_name(prefix_ + "layers.{i}.", i);
   Tensor down = host_f32(checkpoint, L + "experts.down_proj", {E, D, Fe});
   Tensor scale = host_f32(checkpoint, L + "router.per_expert_scale", {E});
   float* d = down.ptr<float>();
   for (int64_t e = 0; e < E; e++)
     for (int64_t j = 0; j < D * Fe; j++) d[e * D * Fe + j] *= scale.ptr<float>()[e];
-  l.experts_down = backend_.upload(down, backend_.act_dtype());
+  l.moe.experts_down = backend_.upload(down, backend_.act_dtype());
   num_parameters_ += down.numel() + scale.numel();
 }
 
 std::vector<LayerKvSpec> Gemma4Model::kv_specs() const {
   std::vector<LayerKvSpec> specs;
-  for (const Gemma4LayerSpec& s : g_.layers)
+  for (const Gemma4LayerSpec& s : gemma_.layers)
     specs.push_back({s.num_kv_heads, s.head_dim, s.window, s.kv_source});
   return specs;
 }

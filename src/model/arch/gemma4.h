@@ -21,6 +21,8 @@
 
 #include "loader/checkpoint.h"
 #include "model/arch/gemma4_config.h"
+#include "model/arch/gemma_per_layer.h"
+#include "model/layers.h"
 #include "model/model.h"
 #include "model/weight_map.h"
 
@@ -28,72 +30,57 @@ namespace tandem::arch {
 
 struct Gemma4Layer {
   Gemma4LayerSpec spec;
-  Tensor input_norm;        // [D]
-  Tensor qkv;               // [(Hq + 2·Hkv)·Dh, D]; [(Hq + Hkv)·Dh, D] when k_eq_v;
-                            // [Hq·Dh, D] on layers that read another layer's KV
-  Tensor q_norm, k_norm;    // [Dh] (k_norm undefined on KV-reading layers)
-  Tensor unit_norm;         // [Dh] ones: v_norm has no weight
-  Tensor o;                 // [D, Hq·Dh]
-  Tensor post_attn_norm;    // [D]
-  Tensor pre_ffn_norm;      // [D]
-  Tensor gate_up, down;     // [2F, D], [D, F]
-  Tensor post_ffn_norm;     // [D]
+  RmsNorm input_norm;      // [D]
+  // qkv [(Hq + 2·Hkv)·Dh, D]; [(Hq + Hkv)·Dh, D] when k_eq_v; [Hq·Dh, D] on layers that
+  // read another layer's KV. Norms: q, k (none on KV-reading layers), and v unweighted.
+  Attention attention;
+  RmsNorm post_attn_norm;  // [D]
+  RmsNorm pre_ffn_norm;    // [D]
+  GatedMlp mlp;            // [2F, D], [D, F]
+  RmsNorm post_ffn_norm;   // [D]
 
   // MoE block (enable_moe_block), else undefined.
-  Tensor post_ffn_norm_1;   // [D] after the dense MLP
-  Tensor pre_ffn_norm_2;    // [D] before the experts
-  Tensor post_ffn_norm_2;   // [D] after the experts
-  Tensor router_scale;      // [D]
-  Tensor router;            // [E, D]
-  Tensor experts_gate_up;   // [E, 2Fe, D]
-  Tensor experts_down;      // [E, D, Fe], each expert pre-scaled by its per_expert_scale
+  RmsNorm post_ffn_norm_1;  // [D] after the dense MLP
+  RmsNorm pre_ffn_norm_2;   // [D] before the experts
+  RmsNorm post_ffn_norm_2;  // [D] after the experts
+  RmsNorm router_norm;      // [D] the router's input norm, weighted by router.scale
+  MoeBlock moe;             // experts_down pre-scaled by each expert's per_expert_scale
 
   // Per-layer input branch (hidden_size_per_layer_input P > 0), else undefined.
-  Tensor pli_gate;          // [P, D]
-  Tensor pli_proj;          // [D, P]
-  Tensor pli_norm;          // [D]
+  PerLayerBranch per_layer;
 
   float layer_scalar = 1.f;
-  RopeSpec rope;
-  AttentionParams attention;
+
+  bool has_moe() const { return moe.router.defined(); }
 };
 
 class Gemma4Model : public Model {
  public:
   Gemma4Model(ModelConfig config, const Checkpoint& checkpoint, Backend& backend);
 
-  const Gemma4Config& gemma4_config() const { return g_; }
+  const Gemma4Config& gemma4_config() const { return gemma_; }
   std::vector<LayerKvSpec> kv_specs() const override;
   Tensor forward(const StepTensors& step, std::span<PagedKv> kv) override;
 
  private:
   // Loading (gemma4.cpp).
-  void load_globals(WeightLoader& w, const Checkpoint& checkpoint);
+  void load_globals(WeightLoader& w);
   void load_layer(WeightLoader& w, const Checkpoint& checkpoint, int i);
+  void load_attention(WeightLoader& w, Gemma4Layer& l, int i);
   void load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4Layer& l, int i);
-  Tensor ones(int64_t n);
+  RmsNorm load_norm(WeightLoader& w, const std::string& name, int layer);
 
   // The forward (gemma4_forward.cpp).
-  Tensor per_layer_inputs(const Tensor& x0, const StepTensors& step);  // [L, T, P]
   void layer_forward(const Gemma4Layer& l, Tensor& x, const Tensor& pli, const StepTensors& step,
                      std::span<PagedKv> kv, int index);
-  Tensor attention_block(const Gemma4Layer& l, const Tensor& h, const StepTensors& step,
-                         std::span<PagedKv> kv, int index);
-  Tensor mlp_block(const Gemma4Layer& l, const Tensor& h);
   Tensor moe_block(const Gemma4Layer& l, const Tensor& residual);
-  Tensor logits(const Tensor& x, const StepTensors& step);
-  Tensor norm(const Tensor& x, const Tensor& w);  // new tensor: rms_norm(x) · w
-  Tensor linear(const Tensor& x, const Tensor& w);
 
-  Gemma4Config g_;
+  Gemma4Config gemma_;
   Backend& backend_;
-  std::string prefix_;              // "model." or "model.language_model." (multimodal files)
-  Tensor embed_;                    // [V, D]
-  Tensor embed_per_layer_;          // [Vp, L·P]
-  Tensor per_layer_projection_;     // [L·P, D]
-  Tensor per_layer_norm_;           // [P]
-  Tensor final_norm_;               // [D]
-  Tensor lm_head_;                  // [V, D] (the embedding when tied)
+  std::string prefix_;         // "model." or "model.language_model." (multimodal files)
+  Tensor embed_;               // [V, D]
+  PerLayerInputs per_layer_;   // when hidden_size_per_layer_input > 0
+  LmHead head_;                // final norm, lm_head (the embedding when tied), softcap
   std::vector<Gemma4Layer> layers_;
 };
 

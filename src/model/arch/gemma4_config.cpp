@@ -198,12 +198,12 @@ Gemma4Config parse_gemma4_config(const ModelConfig& c) {
   }
   for (size_t i = 0; i < g.layers.size(); i++) {
     const Gemma4LayerSpec& s = g.layers[i];
-    if (s.kv_source < 0) continue;
-    const Gemma4LayerSpec& src = g.layers[size_t(s.kv_source)];
+    if (!s.kv_source) continue;
+    const Gemma4LayerSpec& src = g.layers[size_t(*s.kv_source)];
     if (src.head_dim != s.head_dim || src.num_kv_heads != s.num_kv_heads)
       fail("{}: layer {} reads layer {}'s KV but their geometry differs (head_dim {} vs {}, "
            "kv heads {} vs {})",
-           kSrc, i, s.kv_source, s.head_dim, src.head_dim, s.num_kv_heads, src.num_kv_heads);
+           kSrc, i, *s.kv_source, s.head_dim, src.head_dim, s.num_kv_heads, src.num_kv_heads);
   }
   return g;
 }

@@ -10,6 +10,7 @@
 // earlier (non-shared) layer of its own attention kind.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "model/config.h"
@@ -23,7 +24,7 @@ struct Gemma4LayerSpec {
   int head_dim = 0;
   int window = 0;             // 0 = full attention
   int intermediate_size = 0;  // dense MLP width (×2 on KV-shared layers with use_double_wide_mlp)
-  int kv_source = -1;         // layer whose K/V this layer reads, or -1 (it computes its own)
+  std::optional<int> kv_source;  // layer whose K/V this layer reads (none: it computes its own)
   bool k_eq_v = false;        // values come from the key projection (no v_proj)
 };
 

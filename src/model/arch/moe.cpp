@@ -12,7 +12,6 @@ std::unique_ptr<Model> build_mixtral(ModelConfig c, const Checkpoint& ck, Backen
   set_rule(map, {"layers.{i}.router", {M + "gate.weight"}});
   set_rule(map, {"layers.{i}.experts_gate_up", {M + "experts.{e}.w1.weight", M + "experts.{e}.w3.weight"}});
   set_rule(map, {"layers.{i}.experts_down", {M + "experts.{e}.w2.weight"}});
-  c.moe_intermediate_size = c.intermediate_size;
   return std::make_unique<DecoderModel>(std::move(c), DecoderTraits{}, map, ck, be);
 }
 

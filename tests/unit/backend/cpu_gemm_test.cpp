@@ -176,7 +176,7 @@ TEST(CpuGemm, LinearTakesSixteenBitWeights) {
     Tensor wt = be->upload(host, be->weight_dtype(d));
     ASSERT_EQ(wt.dtype, d);
     Tensor out = be->alloc(DType::F32, {T, N});
-    be->linear(out, test::device_f32(*be, x, {T, K}), wt, test::device_f32(*be, bias, {N}));
+    be->linear(out, test::device_f32(*be, x, {T, K}), Linear{wt, test::device_f32(*be, bias, {N})});
     auto ref = gemm_ref(x, wd.values, T, N, K);
     for (int64_t t = 0; t < T; t++)
       for (int64_t n = 0; n < N; n++) ref[size_t(t * N + n)] += bias[size_t(n)];

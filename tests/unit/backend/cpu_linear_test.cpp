@@ -44,9 +44,9 @@ TEST(CpuLinear, MatchesNaiveWithAndWithoutBias) {
       auto bias = test::random_vec(rng, size_t(s.N));
       Tensor xd = device_f32(*be, x, {s.T, s.K}), wd = device_f32(*be, w, {s.N, s.K});
       Tensor out = be->alloc(DType::F32, {s.T, s.N});
-      be->linear(out, xd, wd, Tensor{});
+      be->linear(out, xd, Linear{wd});
       EXPECT_LE(rel_err(to_vec(*be, out), linear_ref(x, w, nullptr, s.T, s.K, s.N)), kTol);
-      be->linear(out, xd, wd, device_f32(*be, bias, {s.N}));
+      be->linear(out, xd, Linear{wd, device_f32(*be, bias, {s.N})});
       EXPECT_LE(rel_err(to_vec(*be, out), linear_ref(x, w, &bias, s.T, s.K, s.N)), kTol);
     }
   }
@@ -59,7 +59,7 @@ TEST(CpuLinear, AcceptsExtraLeadingDims) {
   auto x = test::random_vec(rng, 2 * 3 * 16);
   auto w = test::random_vec(rng, 8 * 16);
   Tensor out = be->alloc(DType::F32, {2, 3, 8});
-  be->linear(out, device_f32(*be, x, {2, 3, 16}), device_f32(*be, w, {8, 16}), Tensor{});
+  be->linear(out, device_f32(*be, x, {2, 3, 16}), Linear{device_f32(*be, w, {8, 16})});
   EXPECT_LE(rel_err(to_vec(*be, out), linear_ref(x, w, nullptr, 6, 16, 8)), kTol);
 }
 
@@ -67,13 +67,25 @@ TEST(CpuLinear, RejectsMismatchedShapes) {
   auto be = make_cpu_backend();
   Tensor x = be->zeros(DType::F32, {2, 16}), w = be->zeros(DType::F32, {8, 15});
   Tensor out = be->alloc(DType::F32, {2, 8});
-  EXPECT_THROW(be->linear(out, x, w, Tensor{}), Error);
+  EXPECT_THROW(be->linear(out, x, Linear{w}), Error);
   Tensor w2 = be->zeros(DType::F32, {8, 16});
   Tensor bad_out = be->alloc(DType::F32, {2, 9});
-  EXPECT_THROW(be->linear(bad_out, x, w2, Tensor{}), Error);
-  EXPECT_THROW(be->linear(out, x, w2, be->zeros(DType::F32, {7})), Error);
+  EXPECT_THROW(be->linear(bad_out, x, Linear{w2}), Error);
+  EXPECT_THROW(be->linear(out, x, Linear{w2, be->zeros(DType::F32, {7})}), Error);
   Tensor ids = be->zeros(DType::I32, {2, 16});
-  EXPECT_THROW(be->linear(out, ids, w2, Tensor{}), Error);
+  EXPECT_THROW(be->linear(out, ids, Linear{w2}), Error);
+}
+
+// A quantized or adapted Linear is refused, never run as if it were plain.
+TEST(CpuLinear, RefusesQuantizedAndAdaptedLinears) {
+  auto be = make_cpu_backend();
+  Tensor x = be->zeros(DType::F32, {2, 16}), w = be->zeros(DType::F32, {8, 16});
+  Tensor out = be->alloc(DType::F32, {2, 8});
+  Linear quantized{.weight = w, .quant = LinearQuant{}};
+  EXPECT_THROW(be->linear(out, x, quantized), Error);
+  Linear adapted{.weight = w, .lora = LinearLora{}};
+  EXPECT_THROW(be->linear(out, x, adapted), Error);
+  EXPECT_NO_THROW(be->linear(out, x, Linear{.weight = w}));
 }
 
 TEST(CpuEmbedding, LooksUpAndScales) {

@@ -59,16 +59,16 @@ inline StepTensors build_step(Backend& be, const std::vector<RowSpec>& rows, int
   StepTensors s;
   s.num_tokens = int(h.positions.size());
   s.num_rows = int(rows.size());
-  s.max_blocks = int(h.block_table.size() / rows.size());
+  const int max_blocks = int(h.block_table.size() / rows.size());
   s.block_size = block_size;
   s.max_context_len = *std::max_element(h.context_lens.begin(), h.context_lens.end());
   const int64_t T = s.num_tokens, B = s.num_rows;
   s.tokens = be.zeros(DType::I32, {T});
   s.positions = device_i32(be, h.positions, {T});
-  s.slot_map = device_i32(be, h.slot_map, {T});
   s.seq_starts = device_i32(be, h.seq_starts, {B + 1});
   s.context_lens = device_i32(be, h.context_lens, {B});
-  s.block_table = device_i32(be, h.block_table, {B, s.max_blocks});
+  s.groups = {{device_i32(be, h.slot_map, {T}), device_i32(be, h.block_table, {B, max_blocks}),
+               max_blocks}};
   s.sample_index = device_i32(be, h.sample_index, {int64_t(h.sample_index.size())});
   return s;
 }

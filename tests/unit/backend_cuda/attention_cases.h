@@ -73,15 +73,13 @@ inline StepTensors upload_step(Backend& be, const HostAttnStep& s, const AttnCas
   StepTensors st;
   st.num_tokens = int(s.h.positions.size());
   st.num_rows = B;
-  st.max_blocks = mb;
   st.max_context_len = s.max_context + context_slack;
   st.block_size = c.block_size;
   const int64_t T = st.num_tokens;
   st.positions = test::put_i32(be, s.h.positions, {T});
-  st.slot_map = test::put_i32(be, s.h.slot_map, {T});
   st.seq_starts = test::put_i32(be, s.h.seq_starts, {B + 1});
   st.context_lens = test::put_i32(be, s.h.context_lens, {B});
-  st.block_table = test::put_i32(be, table, {B, mb});
+  st.groups = {{test::put_i32(be, s.h.slot_map, {T}), test::put_i32(be, table, {B, mb}), mb}};
   return st;
 }
 

@@ -236,7 +236,7 @@ TEST(CudaAttention, WriteKvSkipsNegativeSlots) {
   StepTensors step;
   step.num_tokens = 3;
   step.block_size = int(BS);
-  step.slot_map = test::put_i32(*be.gpu, {17, -1, 40}, {3});
+  step.groups = {{.slot_map = test::put_i32(*be.gpu, {17, -1, 40}, {3})}};
   Tensor k = test::put(*be.gpu, k_new, {3, Hkv, Dh});
   be.gpu->write_kv(cache, k, k, step);
   std::vector<float> want = cache_init;

@@ -27,11 +27,9 @@ TEST(CudaLinear, MatchesCpuOnOddShapesWithAndWithoutBias) {
           auto x = test::random_bf16(rng, size_t(T * K)), w = test::random_bf16(rng, size_t(N * K));
           auto b = test::random_bf16(rng, size_t(N));
           Tensor ref = be.cpu->alloc(DType::F32, {T, N});
-          be.cpu->linear(ref, put(*be.cpu, x, {T, K}), put(*be.cpu, w, {N, K}),
-                         with_bias ? put(*be.cpu, b, {N}) : Tensor{});
+          be.cpu->linear(ref, put(*be.cpu, x, {T, K}), Linear{put(*be.cpu, w, {N, K}), with_bias ? put(*be.cpu, b, {N}) : Tensor{}});
           Tensor out = test::poisoned(*be.gpu, DType::BF16, {T, N});
-          be.gpu->linear(out, put(*be.gpu, x, {T, K}), put(*be.gpu, w, {N, K}),
-                         with_bias ? put(*be.gpu, b, {N}) : Tensor{});
+          be.gpu->linear(out, put(*be.gpu, x, {T, K}), Linear{put(*be.gpu, w, {N, K}), with_bias ? put(*be.gpu, b, {N}) : Tensor{}});
           EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), kBf16Tol);
         }
       }
@@ -47,18 +45,16 @@ TEST(CudaLinear, MisalignedViews) {
   auto x = test::random_bf16(rng, size_t((T + 1) * K)), w = test::random_bf16(rng, size_t(N * K));
   auto b = test::random_bf16(rng, size_t(N));
   Tensor ref = be.cpu->alloc(DType::F32, {T, N});
-  be.cpu->linear(ref, put(*be.cpu, x, {T + 1, K}).slice_rows(1, T), put(*be.cpu, w, {N, K}),
-                 put(*be.cpu, b, {N}));
+  be.cpu->linear(ref, put(*be.cpu, x, {T + 1, K}).slice_rows(1, T), Linear{put(*be.cpu, w, {N, K}), put(*be.cpu, b, {N})});
   Tensor out_full = test::poisoned(*be.gpu, DType::BF16, {T + 1, N});
   Tensor out = out_full.slice_rows(1, T);
-  be.gpu->linear(out, put(*be.gpu, x, {T + 1, K}).slice_rows(1, T), put(*be.gpu, w, {N, K}),
-                 put(*be.gpu, b, {N}));
+  be.gpu->linear(out, put(*be.gpu, x, {T + 1, K}).slice_rows(1, T), Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})});
   EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), kBf16Tol);
 
   // x's width must be w's K.
   Tensor out3 = test::poisoned(*be.gpu, DType::BF16, {3, 4});
   auto x3 = test::random_bf16(rng, 3 * 16), w3 = test::random_bf16(rng, 4 * 16);
-  EXPECT_THROW(be.gpu->linear(out3, put(*be.gpu, x3, {3, 16}), put(*be.gpu, w3, {16, 4}), {}),
+  EXPECT_THROW(be.gpu->linear(out3, put(*be.gpu, x3, {3, 16}), Linear{put(*be.gpu, w3, {16, 4})}),
                Error);
 }
 
@@ -69,14 +65,13 @@ TEST(CudaLinear, F32OutputForLogits) {
   const int64_t T = 7, K = 64, N = 1003;
   auto x = test::random_bf16(rng, size_t(T * K)), w = test::random_bf16(rng, size_t(N * K));
   Tensor ref = be.cpu->alloc(DType::F32, {T, N});
-  be.cpu->linear(ref, put(*be.cpu, x, {T, K}), put(*be.cpu, w, {N, K}), {});
+  be.cpu->linear(ref, put(*be.cpu, x, {T, K}), Linear{put(*be.cpu, w, {N, K})});
   Tensor out = test::poisoned(*be.gpu, DType::F32, {T, N});
-  be.gpu->linear(out, put(*be.gpu, x, {T, K}), put(*be.gpu, w, {N, K}), {});
+  be.gpu->linear(out, put(*be.gpu, x, {T, K}), Linear{put(*be.gpu, w, {N, K})});
   // Same bf16 inputs, f32 sums on both sides: far closer than a bf16 output could be.
   EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), 1e-4);
   auto b = test::random_bf16(rng, size_t(N));
-  EXPECT_THROW(be.gpu->linear(out, put(*be.gpu, x, {T, K}), put(*be.gpu, w, {N, K}),
-                              put(*be.gpu, b, {N})),
+  EXPECT_THROW(be.gpu->linear(out, put(*be.gpu, x, {T, K}), Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})}),
                Error);
 }
 

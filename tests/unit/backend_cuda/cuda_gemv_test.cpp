@@ -3,7 +3,7 @@
 // GEMV) replayed from a CUDA graph against the same chain launched the ordinary way.
 #include <gtest/gtest.h>
 
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
 #include "cuda_test_util.h"
 
@@ -47,8 +47,7 @@ TEST(CudaGemv, MatchesCpuForEveryRowCountItTakes) {
         auto w = test::random_bf16(rng, size_t(s.N * s.K));
         auto b = test::random_bf16(rng, size_t(s.N));
         Tensor ref = be.cpu->alloc(DType::F32, {M, s.N});
-        be.cpu->linear(ref, put(*be.cpu, x, {M, s.K}), put(*be.cpu, w, {s.N, s.K}),
-                       with_bias ? put(*be.cpu, b, {s.N}) : Tensor{});
+        be.cpu->linear(ref, put(*be.cpu, x, {M, s.K}), Linear{put(*be.cpu, w, {s.N, s.K}), with_bias ? put(*be.cpu, b, {s.N}) : Tensor{}});
         Tensor out = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {M, s.N});
         Tensor xg = put(*be.gpu, x, {M, s.K}), wg = put(*be.gpu, w, {s.N, s.K});
         ASSERT_TRUE(try_gemv(*be.gpu, out, xg, wg, with_bias ? put(*be.gpu, b, {s.N}) : Tensor{}));
@@ -94,9 +93,9 @@ TEST(CudaGemv, ProgrammaticChainInAGraphMatchesOrdinaryLaunches) {
   Tensor g = be.gpu->alloc(DType::BF16, {M, F}), y = be.gpu->alloc(DType::BF16, {M, D});
   auto chain = [&] {
     be.gpu->rms_norm(h, x, norm_w, 1e-6f, 0.f);
-    be.gpu->linear(a, h, w1, {});
+    be.gpu->linear(a, h, Linear{w1});
     be.gpu->gated_act(g, a, Activation::SiLU);
-    be.gpu->linear(y, g, w2, {});
+    be.gpu->linear(y, g, Linear{w2});
   };
   set_gemv_enabled(false);
   cuda::set_pdl_enabled(false);

@@ -115,7 +115,7 @@ TEST(CudaQkvToCache, MatchesTheCpuCompositionWithAndWithoutQkNorms) {
   }
   // Padding tokens (slot -1, as in a replayed decode graph) write no KV.
   StepTensors pad = step_g;
-  pad.slot_map = test::put_i32(*be.gpu, std::vector<int32_t>(size_t(T), -1), {T});
+  pad.groups[0].slot_map = test::put_i32(*be.gpu, std::vector<int32_t>(size_t(T), -1), {T});
   PagedKv kv{be.gpu->zeros(DType::BF16, {NB, BS, 1, 32}), be.gpu->zeros(DType::BF16, {NB, BS, 1, 32})};
   Tensor q = be.gpu->alloc(DType::BF16, {T, 2, 32});
   auto x = test::random_bf16(rng, size_t(T * 4 * 32));
@@ -123,6 +123,40 @@ TEST(CudaQkvToCache, MatchesTheCpuCompositionWithAndWithoutQkNorms) {
   for (float v : test::to_vec(*be.gpu, kv.k)) ASSERT_EQ(v, 0.f);
   EXPECT_THROW(be.gpu->qkv_to_cache(q, put(*be.gpu, x, {T, 4 * 32}), kv, pad, test::rope_spec(64, 1.f), {}),
                Error);
+}
+
+// Gemma 3n/4's shapes of qkv_to_cache, which the CUDA backend composes from its ops (its
+// fused kernel has no v norm): an unweighted v norm, and attention_k_eq_v's qkv without a
+// v block (V is the raw key projection).
+TEST(CudaQkvToCache, GemmaVNormAndKeyAsValueMatchTheCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  std::mt19937 rng(43);
+  const int NB = 8, BS = 16;
+  std::vector<test::RowSpec> rows = {test::row_range(20, 1, {3, 5}), test::row_range(0, 9, {6})};
+  StepTensors step_c = test::build_step(*be.cpu, rows, BS), step_g = test::build_step(*be.gpu, rows, BS);
+  const int64_t T = step_c.num_tokens, Hq = 4, Hkv = 2, Dh = 64;
+  auto wq = test::random_bf16(rng, size_t(Dh), 0.5f, 1.5f);
+  auto wk = test::random_bf16(rng, size_t(Dh), 0.5f, 1.5f);
+  for (bool k_eq_v : {false, true}) {
+    SCOPED_TRACE(k_eq_v ? "k_eq_v" : "separate v");
+    const int64_t W = (Hq + (k_eq_v ? 1 : 2) * Hkv) * Dh;
+    auto x = test::random_bf16(rng, size_t(T * W), -2.f, 2.f);
+    auto run = [&](Backend& b, const StepTensors& step, PagedKv& kv) {
+      QkNorm norm{put(b, wq, {Dh}), put(b, wk, {Dh}), 1e-6f, 0.f,
+                  put(b, std::vector<float>(size_t(Dh), 1.f), {Dh})};
+      kv.k = b.zeros(b.act_dtype(), {NB, BS, Hkv, Dh});
+      kv.v = b.zeros(b.act_dtype(), {NB, BS, Hkv, Dh});
+      Tensor q = b.alloc(b.act_dtype(), {T, Hq, Dh});
+      b.qkv_to_cache(q, put(b, x, {T, W}), kv, step, test::rope_spec(Dh, 1.f), norm);
+      return q;
+    };
+    PagedKv kv_c, kv_g;
+    Tensor q_c = run(*be.cpu, step_c, kv_c), q_g = run(*be.gpu, step_g, kv_g);
+    EXPECT_LE(rel_err_between(*be.gpu, q_g, *be.cpu, q_c), kBf16Tol);
+    EXPECT_LE(rel_err_between(*be.gpu, kv_g.k, *be.cpu, kv_c.k), kBf16Tol);
+    EXPECT_LE(rel_err_between(*be.gpu, kv_g.v, *be.cpu, kv_c.v), kBf16Tol);
+  }
 }
 
 struct Routed {
@@ -232,7 +266,7 @@ TEST(CudaMoeExperts, SteadyStateAllocatesNothingNew) {
   Tensor x = put(gpu, test::random_bf16(rng, size_t(T * D)), {T, D});
   auto step = [&] {
     Tensor logits = gpu.alloc(DType::BF16, {T, E});
-    gpu.linear(logits, x, router, {});
+    gpu.linear(logits, x, Linear{router});
     Tensor w = gpu.alloc(DType::F32, {T, k}), ids = gpu.alloc(DType::I32, {T, k});
     gpu.topk_route(w, ids, logits, int(k), true);
     Tensor out = gpu.alloc(DType::BF16, {T, D});

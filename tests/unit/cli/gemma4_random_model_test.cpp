@@ -32,7 +32,7 @@ TEST(Gemma4RandomModel, PresetsResolve) {
   EXPECT_EQ(e4b.hidden_size_per_layer_input, 256);
   EXPECT_EQ(e4b.layers[5].head_dim, 512);
   EXPECT_EQ(e4b.layers[4].head_dim, 256);
-  EXPECT_EQ(e4b.layers[23].kv_source, -1);  // first shared layer is 42 - 18 = 24
+  EXPECT_FALSE(e4b.layers[23].kv_source.has_value());  // first shared layer is 42 - 18 = 24
   EXPECT_EQ(e4b.layers[24].kv_source, 22);  // sliding: the last sliding layer before 24
   EXPECT_EQ(e4b.layers[41].kv_source, 23);  // full: layer 23
   EXPECT_FALSE(e4b.layers[5].k_eq_v);

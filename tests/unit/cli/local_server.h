@@ -17,8 +17,7 @@ class LocalServer {
  public:
   LocalServer(const std::filesystem::path& dir, EngineConfig config) {
     cli::LoadedModel m = cli::load_model_folder(dir);
-    engine_ = std::make_unique<Engine>(std::move(m.backend), std::move(m.model), m.tokenizer,
-                                       std::move(config));
+    engine_ = cli::make_engine(m, std::move(config), std::nullopt);
     engine_->start();
     server::ServerOptions options;
     options.host = "127.0.0.1";

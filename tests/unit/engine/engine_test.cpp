@@ -13,46 +13,19 @@
 namespace tandem {
 namespace {
 
-
 std::unique_ptr<Engine> make_engine(EngineConfig config) { return test::cpu_engine("llama", config); }
 
+using test::drain;
 using test::greedy;
-
-std::vector<int32_t> drain(RequestStream& s, std::optional<FinishReason>* finish = nullptr) {
-  std::vector<int32_t> ids;
-  while (auto c = s.pop(std::chrono::milliseconds(0))) {
-    for (auto& t : c->tokens) ids.push_back(t.token);
-    if (c->finish && finish) *finish = c->finish;
-  }
-  return ids;
-}
-
-std::vector<int32_t> prompt_of(int n, int salt) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < n; i++) p.push_back((i * 37 + salt * 11) % 500 + 3);
-  return p;
-}
+using test::prompt_of;
 
 TEST(Engine, PreemptedRequestsFinishWithIdenticalOutput) {
-  std::vector<std::vector<int32_t>> solo;
-  auto ref = make_engine({});
-  for (int i = 0; i < 4; i++) {
-    auto s = ref->submit(greedy(prompt_of(20 + i, i), 30));
-    ref->run_until_idle();
-    solo.push_back(drain(*s));
-  }
   EngineConfig tight;
   tight.scheduler.max_rows = 4;
   tight.scheduler.block_size = 16;
   // 9 blocks of 16 tokens: four rows of ~50 tokens cannot all stay resident.
-  tight.kv_budget_bytes = 9 * ModelRunner::bytes_per_block(ref->model(), 16, DType::F32) - 1;
-  auto engine = make_engine(tight);
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (int i = 0; i < 4; i++) streams.push_back(engine->submit(greedy(prompt_of(20 + i, i), 30)));
-  engine->run_until_idle();
-  EXPECT_GT(engine->stats().num_preemptions, 0);
-  for (int i = 0; i < 4; i++) EXPECT_EQ(drain(*streams[size_t(i)]), solo[size_t(i)]) << "request " << i;
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  tight.kv_budget_bytes = 9 * test::kv_block_bytes("llama", DType::F32) - 1;
+  test::expect_preemption_is_invisible("llama", tight);
 }
 
 TEST(Engine, PromptLongerThanTheStepBudgetRunsInChunksAlone) {
@@ -68,7 +41,7 @@ TEST(Engine, PromptLongerThanTheStepBudgetRunsInChunksAlone) {
   std::optional<FinishReason> finish;
   EXPECT_EQ(drain(*s, &finish), drain(*solo));
   EXPECT_EQ(finish, FinishReason::Length);
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
 TEST(Engine, CancelledRequestStopsAndFreesItsBlocks) {
@@ -76,14 +49,14 @@ TEST(Engine, CancelledRequestStopsAndFreesItsBlocks) {
   auto s = engine->submit(greedy(prompt_of(10, 1), 50));
   engine->step();
   engine->step();
-  EXPECT_GT(engine->pool().num_used(), 0);
+  EXPECT_GT(engine->kv_blocks().num_used(), 0);
   s->cancel();
   engine->step();
   std::optional<FinishReason> finish;
   auto ids = drain(*s, &finish);
   EXPECT_EQ(finish, FinishReason::Cancelled);
   EXPECT_LT(ids.size(), 50u);
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
 TEST(Engine, RefusesWhatCanNeverFit) {
@@ -133,14 +106,8 @@ TEST(Engine, RowLogitsDoNotDependOnTheOtherRows) {
     }
     Tensor logits = backend->to_host_f32(runner.forward(build_step_plan(rows, bs)));
     int x_row = p >= 10 && y_done <= 60 && rows[0].tokens.data() == y.data() ? 1 : 0;
-    const float* ours = logits.ptr<float>() + int64_t(x_row) * V;
-    const float* ref = solo.ptr<float>() + int64_t(p) * V;
-    double num = 0, den = 0;
-    for (int v = 0; v < V; v++) {
-      num += (ours[v] - ref[v]) * double(ours[v] - ref[v]);
-      den += double(ref[v]) * ref[v];
-    }
-    worst = std::max(worst, std::sqrt(num / den));
+    worst = std::max(worst, test::relative_error(logits.ptr<float>() + int64_t(x_row) * V,
+                                                 solo.ptr<float>() + int64_t(p) * V, V));
   }
   EXPECT_LE(worst, 1e-5);
 }

@@ -20,25 +20,13 @@
 namespace tandem {
 namespace {
 
+std::unique_ptr<Engine> make_engine(EngineConfig config, std::optional<DType> kv_dtype = {}) {
+  return test::cpu_engine("llama", config, {.kv_dtype = kv_dtype});
+}
 
-std::unique_ptr<Engine> make_engine(EngineConfig config) { return test::cpu_engine("llama", config); }
-
+using test::drain;
 using test::greedy;
-
-std::vector<int32_t> prompt_of(int n, int salt) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < n; i++) p.push_back((i * 37 + salt * 11) % 500 + 3);
-  return p;
-}
-
-std::vector<int32_t> drain(RequestStream& s, std::optional<FinishReason>* finish) {
-  std::vector<int32_t> ids;
-  while (auto c = s.pop(std::chrono::milliseconds(0))) {
-    for (auto& t : c->tokens) ids.push_back(t.token);
-    if (c->finish) *finish = c->finish;
-  }
-  return ids;
-}
+using test::prompt_of;
 
 // Logits [ids.size(), vocab] of one teacher-forced forward over a cache of `kv_dtype`.
 Tensor forced_logits(Model& model, Backend& backend, const std::vector<int32_t>& ids,
@@ -65,9 +53,8 @@ double top1_clearness(const float* x, int n) {
 
 TEST(Fp8KvEngine, BatchOfGreedyRequestsFinishesAndFreesEveryBlock) {
   EngineConfig config;
-  config.kv_dtype = DType::F8E4M3;
   config.scheduler.max_rows = 4;
-  auto engine = make_engine(config);
+  auto engine = make_engine(config, DType::F8E4M3);
   EXPECT_EQ(engine->kv_dtype(), DType::F8E4M3);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 6; i++)
@@ -78,7 +65,7 @@ TEST(Fp8KvEngine, BatchOfGreedyRequestsFinishesAndFreesEveryBlock) {
     EXPECT_EQ(drain(*streams[size_t(i)], &finish).size(), 24u) << "request " << i;
     EXPECT_EQ(finish, FinishReason::Length) << "request " << i;
   }
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
   EXPECT_EQ(engine->stats().requests_finished, 6);
 }
 
@@ -121,17 +108,14 @@ TEST(Fp8KvEngine, TeacherForcedTop1MostlyAgreesWithTheF32Cache) {
 }
 
 TEST(Fp8KvEngine, SameByteBudgetHoldsFourTimesTheBlocks) {
-  auto probe = make_engine({});
-  const int64_t f32_block = ModelRunner::bytes_per_block(probe->model(), 16, DType::F32);
-  EXPECT_EQ(ModelRunner::bytes_per_block(probe->model(), 16, DType::F8E4M3) * 4, f32_block);
-  EngineConfig f32;
-  f32.kv_budget_bytes = 10 * f32_block;
-  EngineConfig f8 = f32;
-  f8.kv_dtype = DType::F8E4M3;
-  auto e32 = make_engine(f32), e8 = make_engine(f8);
+  const int64_t f32_block = test::kv_block_bytes("llama", DType::F32);
+  EXPECT_EQ(test::kv_block_bytes("llama", DType::F8E4M3) * 4, f32_block);
+  EngineConfig budget;
+  budget.kv_budget_bytes = 10 * f32_block;
+  auto e32 = make_engine(budget), e8 = make_engine(budget, DType::F8E4M3);
   EXPECT_EQ(e32->kv_dtype(), DType::F32);
-  EXPECT_EQ(e32->pool().capacity(), 10);
-  EXPECT_EQ(e8->pool().capacity(), 40);
+  EXPECT_EQ(e32->kv_blocks().capacity(), 10);
+  EXPECT_EQ(e8->kv_blocks().capacity(), 40);
   EXPECT_EQ(e8->stats().kv_blocks_total, 4 * e32->stats().kv_blocks_total);
 }
 

@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "engine/step_plan.h"
 #include "kv/kv_block_manager.h"
+#include "../kv/grow_tables.h"
 
 namespace tandem {
 namespace {
@@ -33,11 +34,10 @@ StepTensors upload(Backend& be, const StepPlan& plan) {
   s.seq_starts = device_i32(be, plan.seq_starts, {B + 1});
   s.context_lens = device_i32(be, plan.context_lens, {B});
   s.sample_index = device_i32(be, plan.sample_index, {int64_t(plan.sample_index.size())});
-  s.slot_map = device_i32(be, g.slot_map, {T});
-  s.block_table = device_i32(be, g.block_table, {B, int64_t(g.max_blocks)});
+  s.groups = {{device_i32(be, g.slot_map, {T}), device_i32(be, g.block_table, {B, int64_t(g.max_blocks)}),
+               g.max_blocks}};
   s.num_tokens = int(T);
   s.num_rows = int(B);
-  s.max_blocks = g.max_blocks;
   s.block_size = kBlock;
   for (int32_t c : plan.context_lens) s.max_context_len = std::max(s.max_context_len, c);
   return s;
@@ -72,13 +72,13 @@ TEST(NullBlockAttention, PoisonedNullBlockNeverReachesWindowedAttention) {
     cache.k.ptr<float>()[i] = null_block ? std::numeric_limits<float>::quiet_NaN() : normal(rng);
     cache.v.ptr<float>()[i] = null_block ? std::numeric_limits<float>::quiet_NaN() : normal(rng);
   }
-  std::vector<KvLayerKind> layers{{kWindow, -1}};
+  std::vector<KvLayerKind> layers{{kWindow}};
   // (num_computed, new tokens): chunks and single decode tokens, block-aligned or not.
   for (auto [nc, n] : std::vector<std::pair<int, int>>{{10, 4}, {13, 1}, {6, 3}, {21, 2}, {8, 1}}) {
     KvBlockManager kv(make_kv_groups(layers), std::vector<int>{kBlocks}, kBlock);
     BlockTables t;
-    kv.grow(t, 0, nc);  // what earlier steps computed
-    kv.grow(t, nc, nc + n);
+    test::grow(kv, t, 0, nc);  // what earlier steps computed
+    test::grow(kv, t, nc, nc + n);
     std::vector<int32_t> before = t[0];
     int released = kv.release_out_of_window(t, nc);
     std::vector<int32_t> tokens(size_t(nc + n), 1);

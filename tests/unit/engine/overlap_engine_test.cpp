@@ -8,16 +8,12 @@
 #include <filesystem>
 
 #include "engine/engine.h"
-#include "engine/model_runner.h"
+#include "engine_test_util.h"
 
 namespace tandem {
 namespace {
 
-std::unique_ptr<Engine> make_engine(EngineConfig config) {
-  auto backend = make_cpu_backend();
-  auto model = load_model(std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "llama", *backend);
-  return std::make_unique<Engine>(std::move(backend), std::move(model), nullptr, config);
-}
+std::unique_ptr<Engine> make_engine(EngineConfig config) { return test::cpu_engine("llama", config); }
 
 struct Outcome {
   std::vector<int32_t> tokens;
@@ -86,7 +82,7 @@ std::vector<Outcome> run(EngineConfig config, const std::vector<GenerationReques
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (const auto& r : reqs) streams.push_back(engine->submit(r));
   engine->run_until_idle();
-  EXPECT_EQ(engine->pool().num_used(), 0) << "KV blocks left behind";
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0) << "KV blocks left behind";
   std::vector<Outcome> out;
   for (auto& s : streams) out.push_back(collect(*s));
   return out;
@@ -107,7 +103,7 @@ void expect_same(const std::vector<Outcome>& a, const std::vector<Outcome>& b) {
   }
 }
 
-EngineConfig with_overlap(int overlap, int rows) {
+EngineConfig with_overlap(Overlap overlap, int rows) {
   EngineConfig c;
   c.overlap = overlap;
   c.scheduler.max_rows = rows;
@@ -116,7 +112,7 @@ EngineConfig with_overlap(int overlap, int rows) {
 
 // The 5th token of request 2's greedy output: a stop token that request 3 meets early.
 int32_t stop_token_for_mix() {
-  auto solo = run(with_overlap(0, 1), {greedy(7, 3, 24)});
+  auto solo = run(with_overlap(Overlap::Off, 1), {greedy(7, 3, 24)});
   EXPECT_GE(solo[0].tokens.size(), 5u);
   return solo[0].tokens.size() >= 5 ? solo[0].tokens[4] : 0;
 }
@@ -125,8 +121,8 @@ TEST(OverlapEngine, EmitsWhatTheSerialLoopEmits) {
   const auto reqs = mixed_requests(stop_token_for_mix());
   for (int rows : {1, 3, 8}) {
     SCOPED_TRACE("max_rows " + std::to_string(rows));
-    auto serial = run(with_overlap(0, rows), reqs);
-    auto overlapped = run(with_overlap(1, rows), reqs);
+    auto serial = run(with_overlap(Overlap::Off, rows), reqs);
+    auto overlapped = run(with_overlap(Overlap::On, rows), reqs);
     expect_same(serial, overlapped);
     // The mix does what it claims: an early stop, min_tokens holding it off, a 1-token row.
     EXPECT_EQ(serial[3].finish, FinishReason::Stop);
@@ -139,32 +135,31 @@ TEST(OverlapEngine, EmitsWhatTheSerialLoopEmits) {
 TEST(OverlapEngine, PreemptionAndChunkedPromptsKeepOutputs) {
   std::vector<GenerationRequest> reqs;
   for (int i = 0; i < 5; i++) reqs.push_back(greedy(18 + 3 * i, i, 28));
-  auto serial = run(with_overlap(0, 1), reqs);
-  EngineConfig tight = with_overlap(1, 5);
+  auto serial = run(with_overlap(Overlap::Off, 1), reqs);
+  EngineConfig tight = with_overlap(Overlap::On, 5);
   tight.scheduler.max_batched_tokens = 16;  // prompts arrive in chunks
-  auto probe = make_engine({});
   // 10 blocks of 16 tokens: five rows of ~50 tokens cannot all stay resident.
-  tight.kv_budget_bytes = 10 * ModelRunner::bytes_per_block(probe->model(), 16, DType::F32) - 1;
+  tight.kv_budget_bytes = 10 * test::kv_block_bytes("llama", DType::F32) - 1;
   auto engine = make_engine(tight);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (const auto& r : reqs) streams.push_back(engine->submit(r));
   engine->run_until_idle();
   EXPECT_GT(engine->stats().num_preemptions, 0);
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
   std::vector<Outcome> overlapped;
   for (auto& s : streams) overlapped.push_back(collect(*s));
   expect_same(serial, overlapped);
 }
 
 TEST(OverlapEngine, CancellationWhileAStepIsInFlightFreesEverything) {
-  auto engine = make_engine(with_overlap(1, 4));
+  auto engine = make_engine(with_overlap(Overlap::On, 4));
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 4; i++) streams.push_back(engine->submit(greedy(10 + i, i, 40)));
   for (int i = 0; i < 6; i++) engine->step();
   streams[1]->cancel();
   streams[2]->cancel();
   engine->run_until_idle();
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
   size_t emitted = 0;
   for (int i : {1, 2}) {
     Outcome o = collect(*streams[size_t(i)]);

@@ -4,32 +4,24 @@
 #include <memory>
 
 #include "engine/scheduler.h"
+#include "scheduler_harness.h"
 
 namespace tandem {
 namespace {
 
 // One full-attention group of `num_blocks` blocks: the layout of a model without windows.
 KvBlockManager full_attention(int num_blocks, int block_size) {
-  std::vector<KvLayerKind> layers{{0, -1}};
+  std::vector<KvLayerKind> layers{{0}};
   return KvBlockManager(make_kv_groups(layers), std::vector<int>{num_blocks}, block_size);
 }
 
-struct Harness {
-  KvBlockManager pool;
-  Scheduler sched;
-  std::vector<std::unique_ptr<Sequence>> seqs;
-
+struct Harness : test::SchedulerHarness {
   Harness(int num_blocks, SchedulerConfig c)
-      : pool(full_attention(num_blocks, c.block_size)), sched(c, pool) {}
-  Harness(KvBlockManager kv, SchedulerConfig c) : pool(std::move(kv)), sched(c, pool) {}
+      : SchedulerHarness(full_attention(num_blocks, c.block_size), c) {}
+  Harness(KvBlockManager kv, SchedulerConfig c) : SchedulerHarness(std::move(kv), c) {}
 
   Sequence* add(int prompt_len, int max_tokens = 100) {
-    GenerationRequest r;
-    r.prompt.assign(size_t(prompt_len), 7);
-    r.max_tokens = max_tokens;
-    seqs.push_back(std::make_unique<Sequence>(int64_t(seqs.size()), r, nullptr, 1));
-    sched.add(seqs.back().get());
-    return seqs.back().get();
+    return SchedulerHarness::add(prompt_len, max_tokens);
   }
   // One step as the engine runs it: plan, compute, append a token to sampled rows.
   std::vector<ScheduledRow> step() {
@@ -42,11 +34,7 @@ struct Harness {
 };
 
 SchedulerConfig config(int rows, int budget, int block_size = 4) {
-  SchedulerConfig c;
-  c.max_rows = rows;
-  c.max_batched_tokens = budget;
-  c.block_size = block_size;
-  return c;
+  return {.max_rows = rows, .max_batched_tokens = budget, .block_size = block_size};
 }
 
 TEST(Scheduler, LongPromptIsChunkedUnderTheBudget) {
@@ -81,13 +69,13 @@ TEST(Scheduler, FinishedRowsLeaveAndFreeTheirBlocks) {
   Sequence* a = h.add(9);
   Sequence* b = h.add(3);
   h.step();
-  EXPECT_GT(h.pool.num_used(), 0);
+  EXPECT_GT(h.kv.num_used(), 0);
   h.sched.finish(a);
   auto rows = h.step();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].seq, b);
   h.sched.finish(b);
-  EXPECT_EQ(h.pool.num_used(), 0);
+  EXPECT_EQ(h.kv.num_used(), 0);
   EXPECT_TRUE(h.sched.idle());
 }
 
@@ -110,7 +98,7 @@ TEST(Scheduler, NewestIsPreemptedWhenBlocksRunOut) {
   EXPECT_EQ(h.sched.num_preemptions(), 1);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].seq, a);
-  EXPECT_EQ(b->status, SeqStatus::Waiting);
+  EXPECT_EQ(b->status, SeqStatus::Preempted);  // waiting again, not a fresh arrival
   EXPECT_EQ(b->num_computed, 0);      // recomputed from scratch later
   EXPECT_EQ(b->num_tokens(), 9);      // nothing it generated is lost
   h.sched.finish(a);
@@ -119,8 +107,9 @@ TEST(Scheduler, NewestIsPreemptedWhenBlocksRunOut) {
   EXPECT_EQ(rows[0].seq, b);
   EXPECT_EQ(rows[0].num_tokens, 9);   // prompt + its generated token, recomputed
   EXPECT_TRUE(rows[0].sample);
+  EXPECT_EQ(b->status, SeqStatus::Running);
   h.sched.finish(b);
-  EXPECT_EQ(h.pool.num_used(), 0);
+  EXPECT_EQ(h.kv.num_used(), 0);
 }
 
 TEST(Scheduler, WaitingQueueIsFifo) {

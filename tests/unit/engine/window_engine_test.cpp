@@ -13,6 +13,7 @@
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 #include "engine/teacher_forcing.h"
+#include "../kv/grow_tables.h"
 
 namespace tandem {
 namespace {
@@ -23,24 +24,13 @@ std::unique_ptr<Engine> make_engine(const char* arch, EngineConfig config) {
   return test::cpu_engine(arch, config);
 }
 
+using test::drain;
 using test::greedy;
-
-std::vector<int32_t> drain(RequestStream& s) {
-  std::vector<int32_t> ids;
-  while (auto c = s.pop(std::chrono::milliseconds(0)))
-    for (auto& t : c->tokens) ids.push_back(t.token);
-  return ids;
-}
-
-std::vector<int32_t> prompt_of(int n, int salt) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < n; i++) p.push_back((i * 37 + salt * 11) % 500 + 3);
-  return p;
-}
+using test::prompt_of;
 
 TEST(WindowEngine, WindowGroupStaysBoundedWhileFullGroupGrows) {
   auto engine = make_engine("gemma2", {});
-  const KvBlockManager& kv = engine->pool();
+  const KvBlockManager& kv = engine->kv_blocks();
   ASSERT_EQ(kv.num_groups(), 2);
   ASSERT_EQ(kv.groups().groups[1].window, kWindow);
   auto s = engine->submit(greedy(prompt_of(20, 1), 60));
@@ -60,7 +50,7 @@ TEST(WindowEngine, WindowGroupStaysBoundedWhileFullGroupGrows) {
 // own counts after every step, and add up to the totals.
 TEST(WindowEngine, StatsReportEachGroupsBlocks) {
   auto engine = make_engine("gemma2", {});
-  const KvBlockManager& kv = engine->pool();
+  const KvBlockManager& kv = engine->kv_blocks();
   auto s = engine->submit(greedy(prompt_of(20, 1), 60));
   bool full_outgrew_window = false;
   while (engine->step()) {
@@ -88,25 +78,11 @@ TEST(WindowEngine, StatsReportEachGroupsBlocks) {
 // Four requests under a KV budget too small for all of them: the newest are preempted
 // and recomputed, and every request's output equals its solo run.
 void expect_preemption_is_invisible(const char* arch, int64_t budget, int step_tokens) {
-  std::vector<std::vector<int32_t>> solo;
-  auto ref = make_engine(arch, {});
-  for (int i = 0; i < 4; i++) {
-    auto s = ref->submit(greedy(prompt_of(20 + i, i), 30));
-    ref->run_until_idle();
-    solo.push_back(drain(*s));
-  }
   EngineConfig tight;
   tight.scheduler.max_rows = 4;
   tight.scheduler.max_batched_tokens = step_tokens;
   tight.kv_budget_bytes = budget;
-  auto engine = make_engine(arch, tight);
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (int i = 0; i < 4; i++) streams.push_back(engine->submit(greedy(prompt_of(20 + i, i), 30)));
-  engine->run_until_idle();
-  EXPECT_GT(engine->stats().num_preemptions, 0);
-  for (int i = 0; i < 4; i++)
-    EXPECT_EQ(drain(*streams[size_t(i)]), solo[size_t(i)]) << arch << " request " << i;
-  EXPECT_EQ(engine->pool().num_used(), 0);
+  test::expect_preemption_is_invisible(arch, tight);
 }
 
 // What one block id of each group costs, and the window group's size, for a model.
@@ -165,28 +141,22 @@ TEST(WindowEngine, RowLogitsHoldWhenOtherRowsReuseReleasedBlocks) {
     std::vector<PlanRow> rows;
     if (p >= 10 && y_done < 60) {  // y joins at step 10 in chunks of 5, then leaves
       int n = std::min(5, 60 - y_done);
-      kv.grow(yt, y_done, y_done + n);
+      test::grow(kv, yt, y_done, y_done + n);
       rows.push_back({y, y_done, n, yt, 1});
       y_done += n;
     }
-    kv.grow(xt, p, p + 1);
+    test::grow(kv, xt, p, p + 1);
     rows.push_back({x, p, 1, xt, 1});
     if (p % 3 == 0 && z_done < 33) {  // z advances every third step
       int n = std::min(4, 33 - z_done);
-      kv.grow(zt, z_done, z_done + n);
+      test::grow(kv, zt, z_done, z_done + n);
       rows.push_back({z, z_done, n, zt, 2});
       z_done += n;
     }
     Tensor logits = backend->to_host_f32(runner.forward(build_step_plan(rows, bs)));
     int x_row = rows[0].tokens.data() == y.data() ? 1 : 0;
-    const float* ours = logits.ptr<float>() + int64_t(x_row) * V;
-    const float* ref = solo.ptr<float>() + int64_t(p) * V;
-    double num = 0, den = 0;
-    for (int v = 0; v < V; v++) {
-      num += (ours[v] - ref[v]) * double(ours[v] - ref[v]);
-      den += double(ref[v]) * ref[v];
-    }
-    worst = std::max(worst, std::sqrt(num / den));
+    worst = std::max(worst, test::relative_error(logits.ptr<float>() + int64_t(x_row) * V,
+                                                 solo.ptr<float>() + int64_t(p) * V, V));
   }
   EXPECT_GT(released, 0);
   EXPECT_LE(worst, 1e-5);

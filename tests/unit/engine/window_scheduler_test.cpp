@@ -10,6 +10,7 @@
 
 #include "engine/scheduler.h"
 #include "kv/kv_budget.h"
+#include "scheduler_harness.h"
 
 namespace tandem {
 namespace {
@@ -28,27 +29,15 @@ KvSizing sizing(int rows, int step_tokens) {
 
 // Group 0: full attention with `full_blocks`; group 1: window 8 sized for `rows` rows.
 KvBlockManager gemma_like(int full_blocks, const KvSizing& s) {
-  std::vector<KvLayerKind> layers{{kWindow, -1}, {kWindow, -1}, {0, -1}};
+  std::vector<KvLayerKind> layers{{kWindow}, {kWindow}, {0}};
   return KvBlockManager(make_kv_groups(layers),
                         std::vector<int>{full_blocks, window_group_blocks(kWindow, s.max_rows, s)},
                         kBlock);
 }
 
-struct WindowRun {
-  KvBlockManager kv;
-  Scheduler sched;
-  std::vector<std::unique_ptr<Sequence>> seqs;
+struct WindowRun : test::SchedulerHarness {
+  using SchedulerHarness::SchedulerHarness;
 
-  WindowRun(KvBlockManager m, SchedulerConfig c) : kv(std::move(m)), sched(c, kv) {}
-
-  Sequence* add(int prompt_len, int max_tokens) {
-    GenerationRequest r;
-    r.prompt.assign(size_t(prompt_len), 7);
-    r.max_tokens = max_tokens;
-    seqs.push_back(std::make_unique<Sequence>(int64_t(seqs.size()), r, nullptr, 1));
-    sched.add(seqs.back().get());
-    return seqs.back().get();
-  }
   // Plans one step, checks every scheduled row's tables, then plays the runner and
   // finishes rows that reached max_tokens.
   std::vector<ScheduledRow> step() {
@@ -97,11 +86,7 @@ struct WindowRun {
 };
 
 SchedulerConfig config(int rows, int step_tokens) {
-  SchedulerConfig c;
-  c.max_rows = rows;
-  c.max_batched_tokens = step_tokens;
-  c.block_size = kBlock;
-  return c;
+  return {.max_rows = rows, .max_batched_tokens = step_tokens, .block_size = kBlock};
 }
 
 TEST(WindowScheduler, LongSequenceKeepsAWindowsWorthOfBlocks) {
@@ -155,7 +140,7 @@ TEST(WindowScheduler, SlidingOnlyModelRunsPastItsPoolSize) {
   // Mistral-like: every layer slides. One row's window group holds a few blocks, fewer
   // than 200 tokens need, yet a 200-token sequence runs: only the window is resident.
   KvSizing s = sizing(1, 4);
-  std::vector<KvLayerKind> layers{{kWindow, -1}};
+  std::vector<KvLayerKind> layers{{kWindow}};
   int blocks = window_group_blocks(kWindow, 1, s);
   ASSERT_LT((blocks - 1) * kBlock, 200);
   KvBlockManager kv(make_kv_groups(layers), std::vector<int>{blocks}, kBlock);

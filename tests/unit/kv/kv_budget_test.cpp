@@ -23,12 +23,7 @@ int live_blocks(int nc, int n, int window, int bs) {
 }
 
 KvSizing sizing(int bs, int rows, int step_tokens, int max_len) {
-  KvSizing s;
-  s.block_size = bs;
-  s.max_rows = rows;
-  s.max_batched_tokens = step_tokens;
-  s.max_model_len = max_len;
-  return s;
+  return {.block_size = bs, .max_rows = rows, .max_batched_tokens = step_tokens, .max_model_len = max_len};
 }
 
 TEST(KvBudget, OneRowWindowBoundIsTightAndSufficient) {
@@ -69,7 +64,7 @@ TEST(KvBudget, WindowWiderThanTheContextCostsNoMoreThanFullLength) {
 }
 
 TEST(KvBudget, WithoutWindowsTheBudgetIsAsBefore) {
-  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{0, -1}, {0, -1}});
+  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{0}, {0}});
   std::vector<int64_t> bytes{100};
   KvSizing s = sizing(16, 4, 2048, 1000);
   EXPECT_EQ(plan_group_blocks(g, bytes, s), (std::vector<int>{blocks_for(4000, 16) + 1}));
@@ -80,7 +75,7 @@ TEST(KvBudget, WithoutWindowsTheBudgetIsAsBefore) {
 }
 
 TEST(KvBudget, WindowGroupsTakeTheirBoundAndTheFullGroupTheRest) {
-  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{8, -1}, {0, -1}});
+  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{8}, {0}});
   std::vector<int64_t> bytes{10, 5};  // [full, window]
   KvSizing s = sizing(4, 2, 4, 100);
   // Window: per row ⌈(8 + 2)/4⌉ + 1 = 4, two rows 8, + ⌈4/4⌉ − 1 = 8 live, + null = 9.
@@ -90,13 +85,13 @@ TEST(KvBudget, WindowGroupsTakeTheirBoundAndTheFullGroupTheRest) {
   // Too small for two rows' windows: sized for one (4 + 1 − 1 live + null = 5 blocks).
   s.budget_bytes = 45;
   EXPECT_EQ(plan_group_blocks(g, bytes, s), (std::vector<int>{(45 - 25) / 10 + 1, 5}));
-  s.budget_bytes = 0;
+  s.budget_bytes = std::nullopt;
   EXPECT_EQ(plan_group_blocks(g, bytes, s), (std::vector<int>{blocks_for(200, 4) + 1, 9}));
   EXPECT_EQ(kv_bytes(std::vector<int>{3, 5}, bytes), 3 * 10 + 5 * 5);
 }
 
 TEST(KvBudget, SlidingOnlyModelNeedsNoFullGroup) {
-  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{8, -1}});
+  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{8}});
   KvSizing s = sizing(4, 2, 4, 100);
   EXPECT_EQ(plan_group_blocks(g, std::vector<int64_t>{5}, s), (std::vector<int>{9}));
 }

@@ -8,7 +8,7 @@ namespace tandem {
 namespace {
 
 TEST(KvGroups, FullLayersOnlyMakeOneGroup) {
-  std::vector<KvLayerKind> layers(4, KvLayerKind{0, -1});
+  std::vector<KvLayerKind> layers(4, KvLayerKind{0});
   KvGroups g = make_kv_groups(layers);
   ASSERT_EQ(g.num_groups(), 1);
   EXPECT_FALSE(g.groups[0].sliding());
@@ -19,7 +19,7 @@ TEST(KvGroups, FullLayersOnlyMakeOneGroup) {
 TEST(KvGroups, GemmaPatternIsFullGroupThenWindowGroup) {
   // Gemma 3: five sliding layers, then a full one.
   std::vector<KvLayerKind> layers;
-  for (int i = 0; i < 12; i++) layers.push_back({(i + 1) % 6 ? 1024 : 0, -1});
+  for (int i = 0; i < 12; i++) layers.push_back({(i + 1) % 6 ? 1024 : 0});
   KvGroups g = make_kv_groups(layers);
   ASSERT_EQ(g.num_groups(), 2);
   EXPECT_EQ(g.groups[0].window, 0);
@@ -31,7 +31,7 @@ TEST(KvGroups, GemmaPatternIsFullGroupThenWindowGroup) {
 }
 
 TEST(KvGroups, SlidingOnlyModelIsOneWindowGroup) {
-  std::vector<KvLayerKind> layers(3, KvLayerKind{4096, -1});  // Mistral
+  std::vector<KvLayerKind> layers(3, KvLayerKind{4096});  // Mistral
   KvGroups g = make_kv_groups(layers);
   ASSERT_EQ(g.num_groups(), 1);
   EXPECT_EQ(g.groups[0].window, 4096);
@@ -39,7 +39,7 @@ TEST(KvGroups, SlidingOnlyModelIsOneWindowGroup) {
 }
 
 TEST(KvGroups, DistinctWindowsGetTheirOwnGroupsSmallestFirst) {
-  std::vector<KvLayerKind> layers{{512, -1}, {0, -1}, {128, -1}, {512, -1}};
+  std::vector<KvLayerKind> layers{{512}, {0}, {128}, {512}};
   KvGroups g = make_kv_groups(layers);
   ASSERT_EQ(g.num_groups(), 3);
   EXPECT_EQ(g.groups[1].window, 128);
@@ -50,7 +50,7 @@ TEST(KvGroups, DistinctWindowsGetTheirOwnGroupsSmallestFirst) {
 
 TEST(KvGroups, SharingLayersJoinTheirSourceAndOwnNoStorage) {
   // Gemma 3n/4: the last layers read the KV of the last layer of their kind.
-  std::vector<KvLayerKind> layers{{64, -1}, {0, -1}, {64, 0}, {0, 1}};
+  std::vector<KvLayerKind> layers{{64}, {0}, {64, 0}, {0, 1}};
   KvGroups g = make_kv_groups(layers);
   ASSERT_EQ(g.num_groups(), 2);
   EXPECT_EQ(g.groups[0].layers, (std::vector<int>{1}));
@@ -59,18 +59,18 @@ TEST(KvGroups, SharingLayersJoinTheirSourceAndOwnNoStorage) {
 }
 
 TEST(KvGroups, SharingLayerMaySeeLessThanItsSourceKeeps) {
-  std::vector<KvLayerKind> layers{{0, -1}, {64, 0}};
+  std::vector<KvLayerKind> layers{{0}, {64, 0}};
   KvGroups g = make_kv_groups(layers);
   ASSERT_EQ(g.num_groups(), 1);  // no layer owns window storage
   EXPECT_EQ(g.layer_group, (std::vector<int>{0, 0}));
 }
 
 TEST(KvGroups, RejectsSharingThatWouldReadReleasedBlocks) {
-  std::vector<KvLayerKind> full_reads_window{{64, -1}, {0, 0}};
+  std::vector<KvLayerKind> full_reads_window{{64}, {0, 0}};
   EXPECT_THROW(make_kv_groups(full_reads_window), Error);
-  std::vector<KvLayerKind> wider_window{{64, -1}, {128, 0}};
+  std::vector<KvLayerKind> wider_window{{64}, {128, 0}};
   EXPECT_THROW(make_kv_groups(wider_window), Error);
-  std::vector<KvLayerKind> chain{{0, -1}, {0, 0}, {0, 1}};
+  std::vector<KvLayerKind> chain{{0}, {0, 0}, {0, 1}};
   EXPECT_THROW(make_kv_groups(chain), Error);
   std::vector<KvLayerKind> out_of_range{{0, 5}};
   EXPECT_THROW(make_kv_groups(out_of_range), Error);

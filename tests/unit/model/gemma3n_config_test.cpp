@@ -68,7 +68,7 @@ TEST(Gemma3nConfig, ReadsTheFixture) {
   EXPECT_EQ(g.vocab_size_per_layer_input, 512);
   EXPECT_EQ(g.activation_sparsity, (std::vector<float>{0.95f, 0.95f, 0, 0, 0, 0}));
   // layer_types s s f s s f; the last two layers share: 4 (sliding) reads 3, 5 (full) reads 2.
-  EXPECT_EQ(g.kv_source, (std::vector<int>{-1, -1, -1, -1, 3, 2}));
+  EXPECT_EQ(g.kv_source, (std::vector<std::optional<int>>{{}, {}, {}, {}, 3, 2}));
   EXPECT_EQ(c.sliding_window, 24);
   EXPECT_FLOAT_EQ(c.final_logit_softcap, 30.f);
   EXPECT_DOUBLE_EQ(c.rope.at(LayerKind::Full).theta, 1e6);
@@ -93,7 +93,8 @@ TEST(Gemma3nConfig, AbsentFieldsTakeHfDefaults) {
   for (int i = 0; i < 35; i++) EXPECT_FLOAT_EQ(g.activation_sparsity[i], i < 10 ? 0.95f : 0.f);
   // 15 shared layers: 20..34 read 18 (last sliding before 20) or 19 (last full).
   for (int i = 0; i < 35; i++) {
-    int want = i < 20 ? -1 : ((i + 1) % 5 == 0 ? 19 : 18);
+    std::optional<int> want;
+    if (i >= 20) want = (i + 1) % 5 == 0 ? 19 : 18;
     EXPECT_EQ(g.kv_source[i], want) << i;
   }
   EXPECT_FLOAT_EQ(c.final_logit_softcap, 30.f);
@@ -119,9 +120,9 @@ TEST(Gemma3nConfig, FewLayersAreDenseAndUnsharedByDefault) {
   j["num_kv_shared_layers"] = 0;
   Gemma3nConfig g = parse(j);
   EXPECT_EQ(g.activation_sparsity, std::vector<float>(4, 0.f));
-  EXPECT_EQ(g.kv_source, std::vector<int>(4, -1));
+  EXPECT_EQ(g.kv_source, std::vector<std::optional<int>>(4));
   j["num_kv_shared_layers"] = 4;  // HF: sharing starts at layer 0 → no layer shares
-  EXPECT_EQ(parse(j).kv_source, std::vector<int>(4, -1));
+  EXPECT_EQ(parse(j).kv_source, std::vector<std::optional<int>>(4));
 }
 
 TEST(Gemma3nConfig, RejectsWhatHfRejects) {

@@ -164,14 +164,13 @@ StepTensors make_step(Backend& be, const std::vector<StepRow>& rows, int block_s
   StepTensors s;
   s.tokens = upload_i32(be, tokens, {T});
   s.positions = upload_i32(be, positions, {T});
-  s.slot_map = upload_i32(be, slots, {T});
   s.seq_starts = upload_i32(be, starts, {B + 1});
   s.context_lens = upload_i32(be, lens, {B});
-  s.block_table = upload_i32(be, table, {B, int64_t(max_blocks)});
+  s.groups = {{upload_i32(be, slots, {T}), upload_i32(be, table, {B, int64_t(max_blocks)}),
+               int(max_blocks)}};
   s.sample_index = upload_i32(be, all, {T});
   s.num_tokens = int(T);
   s.num_rows = int(B);
-  s.max_blocks = int(max_blocks);
   s.max_context_len = *std::max_element(lens.begin(), lens.end());
   s.block_size = block_size;
   return s;
@@ -209,7 +208,7 @@ class Gemma3nModelTest : public ::testing::Test {
     model_ = load_model(dir_, *backend_);
     for (auto& spec : model_->kv_specs()) {
       PagedKv kv;
-      if (spec.shares_with < 0) {
+      if (!spec.shares_with) {
         Shape shape{kNumBlocks, kBlockSize, spec.num_kv_heads, spec.head_dim};
         kv.k = backend_->zeros(DType::F32, shape);
         kv.v = backend_->zeros(DType::F32, shape);
@@ -234,7 +233,7 @@ TEST_F(Gemma3nModelTest, SharingLayersReadTheirProducersCache) {
   ASSERT_EQ(specs.size(), 4u);
   std::vector<int> shares, windows;
   for (auto& s : specs) {
-    shares.push_back(s.shares_with);
+    shares.push_back(s.shares_with.value_or(-1));  // -1: its own, for the comparison
     windows.push_back(s.window);
     EXPECT_EQ(s.num_kv_heads, 2);
     EXPECT_EQ(s.head_dim, 8);

@@ -53,7 +53,7 @@ TEST(Gemma4Config, PerLayerConfigGivesFullLayersTheirHeadDim) {
   EXPECT_EQ(g.layers[5].head_dim, 32);
   EXPECT_EQ(g.layers[5].num_kv_heads, 2);
   EXPECT_EQ(g.layers[5].window, 0);
-  EXPECT_EQ(g.layers[5].kv_source, -1);
+  EXPECT_FALSE(g.layers[5].kv_source.has_value());
   EXPECT_FALSE(g.layers[5].k_eq_v);
   EXPECT_EQ(g.hidden_size_per_layer_input, 4);
   EXPECT_FALSE(g.enable_moe_block);
@@ -72,7 +72,7 @@ TEST(Gemma4Config, KvSharingReadsTheLastEarlierLayerOfItsKind) {
   Gemma4Config g = parse(j);
   std::vector<int> sources, widths;
   for (auto& l : g.layers) {
-    sources.push_back(l.kv_source);
+    sources.push_back(l.kv_source.value_or(-1));  // -1: its own, for the comparison
     widths.push_back(l.intermediate_size);
   }
   EXPECT_EQ(sources, (std::vector<int>{-1, -1, -1, -1, -1, 2, 4, 2}));
@@ -194,7 +194,7 @@ TEST(Gemma4Config, KvSpecsOfTheOracleModels) {
   for (int i = 0; i < 5; i++) {
     EXPECT_EQ(specs[size_t(i)].head_dim, 16);
     EXPECT_EQ(specs[size_t(i)].window, 24);
-    EXPECT_EQ(specs[size_t(i)].shares_with, -1);
+    EXPECT_FALSE(specs[size_t(i)].shares_with.has_value());
   }
   EXPECT_EQ(specs[5].head_dim, 512);
   EXPECT_EQ(specs[5].num_kv_heads, 2);
@@ -203,7 +203,7 @@ TEST(Gemma4Config, KvSpecsOfTheOracleModels) {
   specs = specs_of("gemma4_kvshare");  // layer_types S S F S S F S F, last 3 shared
   ASSERT_EQ(specs.size(), 8u);
   std::vector<int> shares;
-  for (auto& s : specs) shares.push_back(s.shares_with);
+  for (auto& s : specs) shares.push_back(s.shares_with.value_or(-1));  // -1: its own
   EXPECT_EQ(shares, (std::vector<int>{-1, -1, -1, -1, -1, 2, 4, 2}));
   EXPECT_EQ(specs[2].head_dim, 32);
   EXPECT_EQ(specs[2].num_kv_heads, 1);

@@ -90,7 +90,7 @@ class FakeEngine : public EngineApi {
     EngineStats s;
     s.kv_blocks_total = 100;
     s.kv_blocks_used = 25;
-    s.kv_groups = {{0, 60, 20, 0}, {512, 40, 5, 0}};
+    s.kv_groups = {{0, 60, 20}, {512, 40, 5}};
     s.generation_tokens_total = 7;
     return s;
   }

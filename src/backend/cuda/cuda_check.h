@@ -20,20 +20,19 @@ void check_on_device(const Tensor& t, const char* op, const char* name);
 // Fails unless `t` is BF16 or F32 on CUDA (the float types the elementwise ops take).
 void check_float(const Tensor& t, const char* op, const char* name);
 
-// A process-wide switch, on unless the environment variable `name` is "0" (read once);
-// set() is for benchmarks and tests that compare both settings in one process.
-class EnvSwitch {
+// A process-wide switch, on by default: make_cuda_backend sets it from CudaOptions;
+// benchmarks and tests flip it to compare both settings in one process.
+class Switch {
  public:
-  explicit EnvSwitch(const char* name);
   bool on() const { return on_.load(std::memory_order_relaxed); }
   void set(bool on) { on_.store(on, std::memory_order_relaxed); }
 
  private:
-  std::atomic<bool> on_;
+  std::atomic<bool> on_{true};
 };
 
 // Whether kernels launched through launch_pdl (cuda_pdl.cuh) carry the programmatic
-// dependent launch attribute: TANDEM_CUDA_PDL=0 turns it off.
+// dependent launch attribute (CudaOptions::pdl).
 bool pdl_enabled();
 void set_pdl_enabled(bool on);
 

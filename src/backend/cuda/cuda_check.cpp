@@ -1,8 +1,6 @@
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_check.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "core/error.h"
 
@@ -14,17 +12,12 @@ const char* device_name(Device d) {
   return d == Device::CUDA ? "cuda" : "the cpu";
 }
 
-EnvSwitch& pdl_switch() {
-  static EnvSwitch on{"TANDEM_CUDA_PDL"};
+Switch& pdl_switch() {
+  static Switch on;
   return on;
 }
 
 }  // namespace
-
-EnvSwitch::EnvSwitch(const char* name) {
-  const char* v = std::getenv(name);
-  on_.store(v == nullptr || std::strcmp(v, "0") != 0, std::memory_order_relaxed);
-}
 
 bool pdl_enabled() {
   return pdl_switch().on();

@@ -1,0 +1,65 @@
+// The step as the ops read it: the StepPlan's arrays on the device (engine/step_plan.h),
+// and where each layer's K/V lives. One representation for every step and every model:
+// the step-wide arrays, then one KvGroupTensors per KV group (DESIGN.md §3: full-attention
+// layers and each sliding window index their own block space). A layer's storage carries
+// its group (PagedKv::group), and the ops address it through step.kv(cache), so no model
+// selects a view and none can address the wrong group's blocks.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tandem {
+
+class Backend;
+
+// K and V storage of one layer: [num_blocks of its group, block_size, kv_heads, head_dim]
+// each (undefined on a layer that reads another layer's KV).
+struct PagedKv {
+  Tensor k;
+  Tensor v;
+  int group = 0;  // the KV group whose block ids index this storage
+};
+
+// One KV group's addresses for this step.
+struct KvGroupTensors {
+  Tensor slot_map;     // [T] i32: block * block_size + offset where token t's K/V is written
+                       // (negative: nowhere, a padding row)
+  Tensor block_table;  // [B, max_blocks] i32: row b's block ids, by logical block
+  int max_blocks = 0;  // the table's width
+};
+
+struct StepTensors {
+  Tensor tokens;        // [T] i32
+  Tensor positions;     // [T] i32: position of each token in its sequence
+  Tensor seq_starts;    // [B+1] i32: row b owns tokens [seq_starts[b], seq_starts[b+1])
+  Tensor context_lens;  // [B] i32: tokens of row b in the cache after this step
+  Tensor sample_index;  // [S] i32: index (into T) of the token whose logits are returned
+  int num_tokens = 0;
+  int num_rows = 0;
+  int max_context_len = 0;
+  int block_size = 16;
+  std::vector<KvGroupTensors> groups;  // [G]
+
+  // The addresses of `cache`'s block space.
+  const KvGroupTensors& kv(const PagedKv& cache) const { return groups.at(size_t(cache.group)); }
+};
+
+// The sizes a StepTensors is allocated for.
+struct StepShape {
+  int num_tokens = 0;            // T
+  int num_rows = 0;              // B
+  int num_samples = 0;           // S
+  int block_size = 16;
+  int max_context_len = 0;       // the longest row's context, or a capacity bound
+  std::vector<int> max_blocks;   // [G] each group's table width
+};
+
+// Device arrays of `shape`, uninitialized: the caller writes every entry it lets ops read.
+StepTensors alloc_step_tensors(Backend& backend, const StepShape& shape);
+// The same, zero-filled (block id 0 is the null block, safe to read).
+StepTensors zeroed_step_tensors(Backend& backend, const StepShape& shape);
+
+}  // namespace tandem

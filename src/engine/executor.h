@@ -1,0 +1,89 @@
+// Executor: the engine's one way to the device (DESIGN.md §3). It owns the worker(s) —
+// backend, model, model runner, decode graphs — takes each step as plain data (the
+// StepPlan and the step's sampling rows) and hands back sampled tokens. The engine never
+// sees a backend, a tensor or a model object.
+//
+// Today there is one worker (make_executor). The interface is drawn for what comes next,
+// with the engine unchanged: N tensor-parallel ranks (each a worker with its shard of the
+// weights and its heads of the KV cache; issue() broadcasts the plan, rank 0 samples and
+// feeds every rank the tokens), or a draft model beside the target for speculative
+// decoding (a second worker with its own KV layout).
+//
+// Overlap: issue() returns before the step has run, so the engine can plan step n+1 while
+// the device runs step n. A plan's fed tokens (StepPlan::feed_index) are read, on the
+// device, from the sampling op of the latest issued step that sampled; collect() returns
+// the sampled tokens of issued steps in issue order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/sampling.h"
+#include "core/dtype.h"
+#include "engine/step_plan.h"
+#include "kv/kv_budget.h"
+#include "kv/kv_groups.h"
+#include "model/config.h"
+#include "model/model.h"
+
+namespace tandem {
+
+class Backend;
+
+struct ExecutorConfig {
+  // Element type of the KV cache (kv_cache_dtype_from_name); nullopt: the activation dtype.
+  std::optional<DType> kv_dtype;
+  bool graphs = true;  // decode steps as recorded graphs, where the device has them
+};
+
+// The KV cache an executor allocated: what the engine's block manager mirrors.
+struct KvLayout {
+  KvGroups groups;
+  std::vector<int> num_blocks;  // [G] blocks of each group, null blocks included
+  DType dtype = DType::F32;     // of every cache tensor
+  int64_t budget_bytes = 0;     // the budget it was sized under
+  int64_t bytes = 0;            // what the blocks take, all groups together
+};
+
+// What the engine may know of the model an executor runs.
+struct ExecutorInfo {
+  ModelConfig model;
+  int64_t num_parameters = 0;
+  DType act_dtype = DType::F32;
+  std::string device;         // "cpu", "cuda"
+  bool asynchronous = false;  // steps run while the host goes on (the overlap pays)
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual const ExecutorInfo& info() const = 0;
+
+  // Sizes the KV cache for `sizing` and allocates it. Without a byte budget: every row at
+  // max_model_len, or what the device can spare after the weights and a step's
+  // activations and logits when that is less. Once, before the first step.
+  virtual KvLayout allocate_kv(const KvSizing& sizing) = 0;
+  // Steps will have at most `max_rows` rows of at most `max_model_len` tokens (the decode
+  // graphs' capacity). Once, after allocate_kv.
+  virtual void prepare(int max_model_len, int max_rows) = 0;
+
+  // Issues one step: the forward over `plan`, then, when `rows` is not empty, one sampling
+  // op over its logits (rows[s] picks the token of plan.sample_index[s]). Returns without
+  // waiting for the device.
+  virtual void issue(const StepPlan& plan, std::span<const SampleRow> rows) = 0;
+  // The tokens of the oldest issued step whose tokens are not collected yet (one per
+  // sampling row), waiting for them. Requires such a step.
+  virtual std::vector<SampledToken> collect() = 0;
+  // Forgets every step in flight (after a failed step): nothing is collected or fed from it.
+  virtual void reset() = 0;
+};
+
+// One worker on `backend`, running `model`.
+std::unique_ptr<Executor> make_executor(std::unique_ptr<Backend> backend,
+                                        std::unique_ptr<Model> model, ExecutorConfig config = {});
+
+}  // namespace tandem

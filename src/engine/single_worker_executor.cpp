@@ -1,0 +1,107 @@
+// The single-worker Executor (engine/executor.h): one backend, one model, its
+// ModelRunner (KV storage, step uploads) and decode graphs, and the sampling ops in flight.
+#include <algorithm>
+#include <deque>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "engine/executor.h"
+#include "engine/kv_layout.h"
+#include "engine/model_runner.h"
+
+namespace tandem {
+namespace {
+
+// Bytes the device can give the KV cache now (after the weights): a quarter of free RAM on
+// the CPU, which the rest of the machine shares; on a GPU most of its free memory, less
+// headroom for a step's activations and its logits.
+int64_t spare_kv_bytes(const Backend& backend, const ModelConfig& c, const KvSizing& s) {
+  const int64_t free = backend.available_memory();
+  if (backend.device() == Device::CPU) return free / 4;
+  const int64_t activations = int64_t(s.max_batched_tokens) *
+                              (8 * int64_t(c.hidden_size) + 4 * int64_t(c.intermediate_size)) * 2;
+  const int64_t logits = int64_t(std::max(s.max_rows, 1)) * c.vocab_size * 4 * 4;
+  const int64_t headroom = (int64_t(1) << 30) + activations + logits;
+  return int64_t(double(free) * 0.92) - headroom;
+}
+
+class SingleWorkerExecutor final : public Executor {
+ public:
+  SingleWorkerExecutor(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
+                       ExecutorConfig config)
+      : backend_(std::move(backend)), model_(std::move(model)), config_(config) {
+    info_.model = model_->config();
+    info_.num_parameters = model_->num_parameters();
+    info_.act_dtype = backend_->act_dtype();
+    info_.device = backend_->name();
+    info_.asynchronous = backend_->device() != Device::CPU;
+  }
+
+  const ExecutorInfo& info() const override { return info_; }
+  KvLayout allocate_kv(const KvSizing& sizing) override;
+  void prepare(int max_model_len, int max_rows) override;
+  void issue(const StepPlan& plan, std::span<const SampleRow> rows) override;
+  std::vector<SampledToken> collect() override;
+  void reset() override { pending_.clear(); }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  ExecutorConfig config_;
+  ExecutorInfo info_;
+  std::unique_ptr<ModelRunner> runner_;  // from allocate_kv on
+  std::deque<PendingSample> pending_;    // sampling ops not collected yet, oldest first
+};
+
+KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
+  TANDEM_CHECK(!runner_, "allocate_kv: the KV cache is allocated already");
+  const std::vector<LayerKvSpec> specs = model_->kv_specs();
+  KvLayout layout;
+  layout.dtype = config_.kv_dtype.value_or(backend_->act_dtype());
+  layout.groups = kv_groups_of(specs);
+  const std::vector<int64_t> block_bytes =
+      group_block_bytes(specs, layout.groups, sizing.block_size, layout.dtype);
+  KvSizing s = sizing;
+  if (!s.budget_bytes) {  // every row at full length, if the device can spare that much
+    const int64_t want = kv_bytes(plan_group_blocks(layout.groups, block_bytes, s), block_bytes);
+    const int64_t spare = spare_kv_bytes(*backend_, info_.model, s);
+    const int64_t two_blocks = 2 * kv_bytes_per_block(specs, s.block_size, layout.dtype);
+    if (spare < want) s.budget_bytes = std::max(spare, two_blocks);
+  }
+  layout.num_blocks = plan_group_blocks(layout.groups, block_bytes, s);
+  layout.bytes = kv_bytes(layout.num_blocks, block_bytes);
+  layout.budget_bytes = s.budget_bytes.value_or(layout.bytes);
+  runner_ = std::make_unique<ModelRunner>(*model_, *backend_, layout.num_blocks, s.block_size,
+                                          layout.dtype);
+  return layout;
+}
+
+void SingleWorkerExecutor::prepare(int max_model_len, int max_rows) {
+  TANDEM_CHECK(runner_, "prepare: allocate_kv first");
+  if (config_.graphs) runner_->enable_graphs(max_model_len, max_rows);
+}
+
+void SingleWorkerExecutor::issue(const StepPlan& plan, std::span<const SampleRow> rows) {
+  TANDEM_CHECK(runner_, "issue: allocate_kv first");
+  // Fed tokens come from the latest sampling op: the step issued just before this one.
+  Tensor logits = runner_->forward(plan, pending_.empty() ? nullptr : &pending_.back());
+  if (!rows.empty()) pending_.push_back(backend_->sample_async(logits, rows));
+}
+
+std::vector<SampledToken> SingleWorkerExecutor::collect() {
+  TANDEM_CHECK(!pending_.empty(), "collect: no step in flight");
+  PendingSample sample = std::move(pending_.front());
+  pending_.pop_front();
+  std::vector<SampledToken> tokens(size_t(sample.num_rows));
+  backend_->sample_wait(sample, tokens);
+  return tokens;
+}
+
+}  // namespace
+
+std::unique_ptr<Executor> make_executor(std::unique_ptr<Backend> backend,
+                                        std::unique_ptr<Model> model, ExecutorConfig config) {
+  return std::make_unique<SingleWorkerExecutor>(std::move(backend), std::move(model), config);
+}
+
+}  // namespace tandem

@@ -1,0 +1,100 @@
+#include "model/layers.h"
+
+#include <algorithm>
+
+namespace tandem {
+
+Tensor linear(Backend& be, const Tensor& x, const Linear& l) {
+  Tensor out = be.alloc(be.act_dtype(), {x.rows(), l.out_features()});
+  be.linear(out, x, l);
+  return out;
+}
+
+Tensor linear_f32(Backend& be, const Tensor& x, const Linear& l) {
+  Tensor out = be.alloc(DType::F32, {x.rows(), l.out_features()});
+  be.linear(out, x, l);
+  return out;
+}
+
+Tensor rms_norm(Backend& be, const Tensor& x, const RmsNorm& n) {
+  Tensor out = be.alloc(x.dtype, x.shape);
+  be.rms_norm(out, x, n.weight, n.eps, n.weight_offset);
+  return out;
+}
+
+void rms_norm_in_place(Backend& be, Tensor& x, const RmsNorm& n) {
+  be.rms_norm(x, x, n.weight, n.eps, n.weight_offset);
+}
+
+Tensor add_rms_norm(Backend& be, Tensor& residual, const Tensor& x, const RmsNorm& n) {
+  Tensor out = be.alloc(residual.dtype, residual.shape);
+  be.add_rms_norm(out, residual, x, n.weight, n.eps, n.weight_offset);
+  return out;
+}
+
+Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scale) {
+  Tensor out = be.alloc(be.act_dtype(), {ids.numel(), table.dim(1)});
+  be.embedding(out, table, ids, scale);
+  return out;
+}
+
+Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index) {
+  Tensor out = be.alloc(x.dtype, {index.numel(), x.cols()});
+  be.gather_rows(out, x, index);
+  return out;
+}
+
+Tensor ones(Backend& be, int64_t n) {
+  Tensor host = Tensor::empty_host(DType::F32, {n});
+  std::fill(host.ptr<float>(), host.ptr<float>() + n, 1.f);
+  return be.upload(host, be.act_dtype());
+}
+
+Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,
+                 const Attention& a) {
+  const int64_t T = h.dim(0), Hq = a.num_heads, Dh = a.head_dim;
+  Tensor proj = linear(be, h, a.qkv);
+  Tensor q;
+  if (a.reads_shared_kv) {  // the cache was written earlier in this step by its owner
+    q = proj.reshape({T, Hq, Dh});
+    if (a.norm.q.defined()) {
+      Tensor rows = proj.reshape({T * Hq, Dh});
+      be.rms_norm(rows, rows, a.norm.q, a.norm.eps, a.norm.weight_offset);
+    }
+    be.rope(q, step, a.rope);
+  } else {
+    q = be.alloc(be.act_dtype(), {T, Hq, Dh});
+    be.qkv_to_cache(q, proj, cache, step, a.rope, a.norm);
+  }
+  Tensor attn = be.alloc(be.act_dtype(), {T, Hq, Dh});
+  be.attention(attn, q, cache, step, a.params);
+  return linear(be, attn.reshape({T, Hq * Dh}), a.o);
+}
+
+Tensor gated_mlp(Backend& be, const Tensor& h, const GatedMlp& mlp) {
+  Tensor gate_up = linear(be, h, mlp.gate_up);  // [T, 2F]
+  Tensor act = be.alloc(be.act_dtype(), {h.rows(), mlp.down.in_features()});
+  be.gated_act(act, gate_up, mlp.act);
+  return linear(be, act, mlp.down);
+}
+
+Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock& m) {
+  const int64_t T = x.rows();
+  Tensor scores = linear_f32(be, route_in, m.router);  // [T, E]
+  Tensor weights = be.alloc(DType::F32, {T, m.top_k});
+  Tensor ids = be.alloc(DType::I32, {T, m.top_k});
+  be.topk_route(weights, ids, scores, m.top_k, m.renormalize);
+  Tensor out = be.alloc(be.act_dtype(), x.shape);
+  be.moe_experts(out, x, weights, ids, m.experts_gate_up, m.experts_down, m.act);
+  return out;
+}
+
+Tensor lm_head_logits(Backend& be, const Tensor& hidden, const LmHead& head) {
+  Tensor normed = rms_norm(be, hidden, head.final_norm);
+  if (head.logit_divisor != 1.f) be.scale(normed, 1.f / head.logit_divisor);
+  Tensor logits = linear_f32(be, normed, head.head);
+  if (head.softcap > 0.f) be.softcap(logits, head.softcap);
+  return logits;
+}
+
+}  // namespace tandem

@@ -1,0 +1,99 @@
+// The layers every model composes (DESIGN.md §5): value-returning helpers over Backend
+// ops, in the spirit of gpt-fast's model.py — `h = rms_norm(be, x, l.attn_norm)`,
+// `out = gated_mlp(be, h, l.mlp)`. DecoderModel, Gemma4Model and Gemma3nModel all go
+// through these, so how a projection, a norm, an MLP, an MoE block or the LM head is
+// computed is decided once:
+//   - a projection is a Linear (backend/linear.h): a new weight format (FP8 scales) or
+//     adapter kind (LoRA) is a field there and a case in Backend::linear, not a model edit;
+//   - logits and MoE router scores are f32 on every backend (bf16 would round away the
+//     gaps between near ties, in sampling and in top-k routing alike);
+//   - tensor parallelism would enter here too: attention() and gated_mlp() / moe() are
+//     where a rank's local heads and columns meet, and where the all-reduce after the
+//     output projection would go.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace tandem {
+
+// RMSNorm over the last dim: x / rms(x) · (weight + weight_offset).
+struct RmsNorm {
+  Tensor weight;              // [C], or undefined (the norm is absent)
+  float eps = 1e-6f;
+  float weight_offset = 0.f;  // 1 for Gemma 2/3's (1 + w) norms
+
+  bool defined() const { return weight.defined(); }
+};
+
+// One attention block's weights: the fused q|k|v projection to the paged cache, attention
+// over it, the output projection.
+struct Attention {
+  Linear qkv;     // [(Hq + 2·Hkv)·Dh, D]; [(Hq + Hkv)·Dh, D] when V is K (Gemma 4
+                  // attention_k_eq_v); [Hq·Dh, D] when the layer reads another's KV
+  Linear o;       // [D, Hq·Dh]
+  QkNorm norm;    // per-head q/k/v norms (undefined tensors: none)
+  RopeSpec rope;
+  AttentionParams params;
+  int num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  // The layer computes only q and attends over KV another layer wrote earlier this step.
+  bool reads_shared_kv = false;
+};
+
+// down(act(gate · x) ⊙ (up · x)), gate and up fused into one projection [gate | up].
+struct GatedMlp {
+  Linear gate_up;  // [2F, D]
+  Linear down;     // [D, F]
+  Activation act = Activation::SiLU;
+};
+
+// Mixture of experts: route on f32 router scores (softmax, top k), run the chosen experts.
+struct MoeBlock {
+  Linear router;          // [E, D]
+  Tensor experts_gate_up; // [E, 2F, D]
+  Tensor experts_down;    // [E, D, F]
+  int top_k = 0;
+  bool renormalize = true;  // the kept routing weights sum to 1
+  Activation act = Activation::SiLU;
+};
+
+// The model's end: final norm, optional ÷ logit_divisor (MiniCPM), the LM head in f32,
+// optional final softcap (Gemma 2/3/4, 3n).
+struct LmHead {
+  RmsNorm final_norm;
+  Linear head;  // [V, D] (the embedding when tied)
+  float logit_divisor = 1.f;
+  float softcap = 0.f;
+};
+
+// x · Wᵀ (+ b) in the activation dtype.   x [T, K] → [T, N]
+Tensor linear(Backend& be, const Tensor& x, const Linear& l);
+// x · Wᵀ in f32, unrounded (router scores, logits).   x [T, K] → [T, N] f32
+Tensor linear_f32(Backend& be, const Tensor& x, const Linear& l);
+// A new tensor: rms_norm(x).   x [R, C]
+Tensor rms_norm(Backend& be, const Tensor& x, const RmsNorm& n);
+// x = rms_norm(x), in place.
+void rms_norm_in_place(Backend& be, Tensor& x, const RmsNorm& n);
+// residual += x; returns rms_norm(residual) (the pre-norm step between two blocks).
+Tensor add_rms_norm(Backend& be, Tensor& residual, const Tensor& x, const RmsNorm& n);
+// table[ids] · scale.   table [V, D], ids [T] i32 → [T, D]
+Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scale);
+// x[index].   x [T, D], index [S] i32 → [S, D]
+Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index);
+// A device vector of n ones (an unweighted norm's weight, a +1 bias).
+Tensor ones(Backend& be, int64_t n);
+
+// qkv projection → per-head norms → RoPE → K/V to `cache` (unless reads_shared_kv) →
+// attention over `cache` → output projection.   h [T, D] → [T, D]
+Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,
+                 const Attention& a);
+// h [T, D] → [T, D]
+Tensor gated_mlp(Backend& be, const Tensor& h, const GatedMlp& mlp);
+// Routes each token on route_in's f32 router scores, runs the experts on x.
+//   route_in, x [T, D] → [T, D]
+Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock& m);
+// hidden [S, D] (the sampled tokens' final hidden states) → logits [S, V] f32
+Tensor lm_head_logits(Backend& be, const Tensor& hidden, const LmHead& head);
+
+}  // namespace tandem
