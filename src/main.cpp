@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
   serve->add_option("--device", so.device, "cpu, cuda, or auto: cuda when a GPU is present")->capture_default_str();
   serve->add_option("--host", so.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", so.port, "Port (0: any free port)")->capture_default_str();
-  serve->add_option("--batch,--decode-concurrency", so.batch, "Sequences advanced together per step (1 = the serial path)")->capture_default_str();
-  serve->add_option("--max-batched-tokens", so.max_batched_tokens, "Token budget of one step (long prompts are chunked)")->capture_default_str();
+  serve->add_option("--batch,--decode-concurrency", so.batch, "Rows per step: auto (CUDA: as many as the KV cache holds at 2048 tokens each, up to 256; CPU: 16) or a number (1 = the serial path)")->capture_default_str();
+  serve->add_option("--max-batched-tokens", so.max_batched_tokens, "Token budget of one step, long prompts are chunked: auto (CUDA: 8192; CPU: 512) or a number")->capture_default_str();
   serve->add_option("--prompt-concurrency", so.prompt_concurrency, "Rows that may prefill in one step")->capture_default_str();
   serve->add_option("--max-model-len", so.max_model_len, "Context length (default: the model's)");
   serve->add_option("--kv-budget", so.kv_budget, "KV cache size, e.g. 4GB (default: batch x context, at most 1/4 of free RAM)");

@@ -19,8 +19,8 @@ struct ServeOptions {
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::string host = "127.0.0.1";
   int port = 8080;
-  int batch = 1;  // --batch / --decode-concurrency: rows per step
-  int max_batched_tokens = 2048;
+  std::string batch = "auto";               // --batch / --decode-concurrency: rows per step
+  std::string max_batched_tokens = "auto";  // tokens per step (engine/batch_defaults.h)
   int prompt_concurrency = 8;
   std::optional<int> max_model_len;      // default: the model's max_position_embeddings
   std::optional<std::string> kv_budget;  // "4GB"; default: rows × context, at most 1/4 of free RAM

@@ -50,8 +50,8 @@ void install_signal_handlers() {
   sigaction(SIGPIPE, &sa, nullptr);
 }
 
-void print_ready_card(const Engine& engine, const ServeOptions& o, const std::string& device,
-                      int port, int64_t kv_bytes) {
+void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchChoice& batch,
+                      const std::string& device, int port, int64_t kv_bytes) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
@@ -59,12 +59,12 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const std::st
              "  parameters   {:.1f}M, {} on {}\n"
              "  context      {} tokens\n"
              "  KV cache     {:.1f} MiB {}, {} blocks of {} tokens\n"
-             "  batch        {} rows, {} tokens per step\n"
+             "  batch        {}\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              info.max_model_len, double(kv_bytes) / double(1 << 20),
              dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
-             info.block_size, o.batch, o.max_batched_tokens, o.host, port);
+             info.block_size, batch.reason, o.host, port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
                o.host, port);
@@ -91,8 +91,10 @@ int64_t parse_bytes(const std::string& text) {
 
 int run_serve(const ServeOptions& o) {
   try {
-    if (o.batch < 1) fail("--batch must be >= 1 (got {})", o.batch);
     check_limits(o.limits);
+    const BatchFlags batch_flags{.rows = parse_auto_count(o.batch, "--batch"),
+                                 .tokens = parse_auto_count(o.max_batched_tokens,
+                                                            "--max-batched-tokens")};
     const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
     server::ServerOptions so;
     so.host = o.host;
@@ -112,8 +114,6 @@ int run_serve(const ServeOptions& o) {
     LoadedModel m = load_model_folder(o.model, o.device);
     if (!m.tokenizer) fail("{}: serving needs tokenizer.json in the model folder", o.model);
     EngineConfig config;
-    config.scheduler.max_rows = o.batch;
-    config.scheduler.max_batched_tokens = o.max_batched_tokens;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
     config.max_model_len = o.max_model_len;
     config.served_model_name = o.served_model_name.empty()
@@ -124,15 +124,17 @@ int run_serve(const ServeOptions& o) {
     // what the device can spare after the weights.
     if (o.kv_budget) config.kv_budget_bytes = parse_bytes(*o.kv_budget);
     std::string device = m.backend->name();
-    std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag);
+    BatchChoice batch;
+    std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag, batch_flags, &batch);
     engine->start();
     server::ServedModel served = server::load_served_model(o.model, *engine, m.tokenizer);
     const int64_t kv_budget = engine->kv_layout().budget_bytes;
-    served.card = {{"batch", o.batch}, {"max_batched_tokens", o.max_batched_tokens},
+    served.card = {{"batch", batch.rows}, {"max_batched_tokens", batch.tokens},
+                   {"batch_choice", batch.reason},
                    {"kv_budget_bytes", kv_budget},
                    {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device}};
     http.set_ready(std::move(served));
-    print_ready_card(*engine, o, device, http.port(), kv_budget);
+    print_ready_card(*engine, o, batch, device, http.port(), kv_budget);
     http.wait();
     g_server = nullptr;
     engine->stop(/*drain=*/true);
