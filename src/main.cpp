@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   serve->add_option("--kv-cache-dtype", so.kv_cache_dtype, "KV cache element type: auto (the activation dtype), fp8 or fp8_e4m3 (unscaled e4m3, half of bf16)")->capture_default_str();
   serve->add_option("--api-key", so.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
   serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
+  serve->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", so.enable_prefix_caching,
+                  "Reuse the KV blocks of cached prompt prefixes (default: on)");
   serve->add_flag("--log-requests", so.log_requests, "One line per request on stderr");
   add_limit_flags(*serve, so.limits, so.allowed_hosts);
   serve->add_flag("--no-web-ui", so.no_web_ui, "Serve no web pages (the chat at / and /dashboard)");
@@ -52,6 +54,8 @@ int main(int argc, char** argv) {
   gen->add_option("--seed", go.seed, "Sampling seed (same seed, same tokens)");
   gen->add_flag("--ignore-eos", go.ignore_eos, "Keep generating past end-of-sequence tokens");
   gen->add_option("--kv-cache-dtype", go.kv_cache_dtype, "KV cache element type: auto, fp8 or fp8_e4m3")->capture_default_str();
+  gen->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", go.enable_prefix_caching,
+                "Reuse the KV blocks of cached prompt prefixes (default: on)");
   gen->add_flag("--json", go.json, "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
 
   PerplexityOptions po;
@@ -107,6 +111,8 @@ int main(int argc, char** argv) {
   bench->add_option("--input-len", bo.input_len, "Prompt length in tokens (random token ids)")->capture_default_str();
   bench->add_option("--output-len", bo.output_len, "Tokens to generate per request (min_tokens + ignore_eos)")->capture_default_str();
   bench->add_option("--request-rate", bo.request_rate, "Poisson arrivals per second, at most --concurrency in flight (default: closed loop)");
+  bench->add_option("--shared-prefix-len", bo.shared_prefix_len, "Tokens every prompt starts with (the same for all: a prefix cache can reuse them)")->capture_default_str();
+  bench->add_option("--multi-turn", bo.multi_turn, "Turns per conversation: each resends its history plus --input-len new tokens (--num-requests counts conversations; TTFT per turn)")->capture_default_str();
   bench->add_option("--temperature", bo.temperature, "Sampling temperature")->capture_default_str();
   bench->add_option("--token-min", bo.token_min, "Prompt ids are uniform in [token-min, token-max)")->capture_default_str();
   bench->add_option("--token-max", bo.token_max, "Upper end (exclusive) of prompt ids")->capture_default_str();

@@ -31,6 +31,7 @@ struct ServeOptions {
   server::ServerLimits limits;             // limit_flags.h
   std::vector<std::string> allowed_hosts;  // --allowed-hosts; empty: the default rule
   bool no_web_ui = false;  // --no-web-ui: no / and /dashboard pages
+  bool enable_prefix_caching = true;  // --no-enable-prefix-caching turns it off
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.
@@ -58,6 +59,7 @@ struct GenerateOptions {
   bool json = false;
   bool ignore_eos = false;
   std::string kv_cache_dtype = "auto";  // auto | fp8 | fp8_e4m3 (as serve's)
+  bool enable_prefix_caching = true;    // as serve's
 };
 int run_generate(const GenerateOptions& o);
 

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/limit_flags.h"
 #include "cli/model_files.h"
+#include "cli/stats_log.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/kv_layout.h"
@@ -60,11 +61,13 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchCh
              "  context      {} tokens\n"
              "  KV cache     {:.1f} MiB {}, {} blocks of {} tokens\n"
              "  batch        {}\n"
+             "  prefix cache {}\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              info.max_model_len, double(kv_bytes) / double(1 << 20),
              dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
-             info.block_size, batch.reason, o.host, port);
+             info.block_size, batch.reason,
+             o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)", o.host, port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
                o.host, port);
@@ -116,6 +119,7 @@ int run_serve(const ServeOptions& o) {
     EngineConfig config;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
     config.max_model_len = o.max_model_len;
+    config.enable_prefix_caching = o.enable_prefix_caching;
     config.served_model_name = o.served_model_name.empty()
                                    ? std::filesystem::path(o.model).lexically_normal().filename().string()
                                    : o.served_model_name;
@@ -131,11 +135,14 @@ int run_serve(const ServeOptions& o) {
     const int64_t kv_budget = engine->kv_layout().budget_bytes;
     served.card = {{"batch", batch.rows}, {"max_batched_tokens", batch.tokens},
                    {"batch_choice", batch.reason},
-                   {"kv_budget_bytes", kv_budget},
+                   {"kv_budget_bytes", kv_budget}, {"prefix_caching", o.enable_prefix_caching},
                    {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device}};
     http.set_ready(std::move(served));
     print_ready_card(*engine, o, batch, device, http.port(), kv_budget);
-    http.wait();
+    {
+      StatsLog running_log(*engine, std::chrono::seconds(10));
+      http.wait();
+    }
     g_server = nullptr;
     engine->stop(/*drain=*/true);
     fmt::print(stderr, "tandem: stopped\n");

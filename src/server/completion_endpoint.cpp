@@ -21,6 +21,7 @@ std::vector<GenerationRequest> build_requests(const EndpointContext& ctx,
   const Tokenizer& tok = *ctx.model.tokenizer;
   std::vector<GenerationRequest> requests;
   int64_t total_tokens = 0;
+  format.choices_per_prompt = r.n;
   for (const CompletionPrompt& p : r.prompts) {
     GenerationRequest g = r.generation;
     if (p.text) check_prompt_length(p.text->size(), ctx.model.prompt_bound, info, "prompt");
