@@ -23,18 +23,19 @@ void on_signal(int) {
 }
 
 void print_ready_card(const Engine& engine, const ServeOptions& o, const std::string& device,
-                      int port, int64_t kv_bytes) {
+                      int port, int64_t kv_bytes, const std::string& weight_format) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
              "  model        {} ({})\n"
              "  parameters   {:.1f}M, {} on {}\n"
+             "  weights      {}\n"
              "  context      {} tokens\n"
              "  KV cache     {:.1f} MiB {}, {} blocks of {} tokens\n"
              "  batch        {} rows, {} tokens per step\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
-             info.max_model_len, double(kv_bytes) / double(1 << 20),
+             weight_format, info.max_model_len, double(kv_bytes) / double(1 << 20),
              dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
              info.block_size, o.batch, o.max_batched_tokens, o.host, port);
   if (!o.no_web_ui)
@@ -79,7 +80,7 @@ int run_serve(const ServeOptions& o) {
     std::signal(SIGTERM, on_signal);
     fmt::print(stderr, "tandem: listening on http://{}:{} — loading {}\n", o.host, http.port(), o.model);
 
-    LoadedModel m = load_model_folder(o.model, o.device);
+    LoadedModel m = load_model_folder(o.model, o.device, o.quantization);
     if (!m.tokenizer) fail("{}: serving needs tokenizer.json in the model folder", o.model);
     EngineConfig config;
     config.scheduler.max_rows = o.batch;
@@ -100,9 +101,10 @@ int run_serve(const ServeOptions& o) {
     const int64_t kv_budget = engine->kv_layout().budget_bytes;
     served.card = {{"batch", o.batch}, {"max_batched_tokens", o.max_batched_tokens},
                    {"kv_budget_bytes", kv_budget},
-                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device}};
+                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device},
+                   {"weight_format", m.weight_format}};
     http.set_ready(std::move(served));
-    print_ready_card(*engine, o, device, http.port(), kv_budget);
+    print_ready_card(*engine, o, device, http.port(), kv_budget, m.weight_format);
     http.wait();
     g_server = nullptr;
     engine->stop(/*drain=*/true);

@@ -75,6 +75,9 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() const { return *pool_; }
 
  private:
+  // linear() of an FP8 Linear (cpu_linear_fp8.cpp).
+  void linear_fp8(Tensor& out, const Tensor& x, const Linear& l);
+
   ThreadPool* pool_;
 };
 
