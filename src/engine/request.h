@@ -33,6 +33,8 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS ids
   int top_logprobs = -1;                // -1: no logprobs; 0: chosen token's; k: and top k
   bool skip_special_tokens = true;      // in the emitted text
+  // Prefix-cache isolation: only requests with the same salt share cached KV blocks.
+  std::string cache_salt;
 };
 
 enum class FinishReason : uint8_t { Stop, Length, Cancelled, Error };
@@ -71,6 +73,7 @@ struct StreamChunk {
   bool server_error = false;           // the engine failed (a 5xx), not the request (a 4xx)
   int prompt_tokens = 0;               // set on the last chunk
   int completion_tokens = 0;           // set on the last chunk
+  int cached_tokens = 0;               // set on the last chunk: prompt tokens read from the prefix cache
 };
 
 }  // namespace tandem
