@@ -6,16 +6,20 @@
 #   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh fp8      only the FP8-weights part
 # `fp8` (issue 20): decode-b1, offline-128/128, the sweep at 256 and offline-2048/2048 with
 # the fp8 KV cache, on random-model --dtype fp8 of the 8B shape ($M8) beside the bf16 one
-# ($M), in one call.
+# ($M), in one call (~10 min with both models to write; `fp8 bf16` or `fp8 fp8` runs one
+# model's half, for device calls of under 10 minutes).
 set -u
 G=${G:-build/bundle}; OUT=${OUT:-/tmp/tandem-bench}; M=${M:-/tmp/llama8b}; M8=${M8:-/tmp/llama8b-fp8}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
 step() { echo "== $*" >&2; }
 if [ "${1:-}" = fp8 ]; then
-  [ -f "$M/config.json" ] || { step random-model bf16; ( time "$G/tandem" random-model --like llama-3.1-8b --out "$M" ) 2>&1 | tail -4; }
-  [ -f "$M8/config.json" ] || { step random-model fp8; ( time "$G/tandem" random-model --like llama-3.1-8b --dtype fp8 --out "$M8" ) 2>&1 | tail -4; }
-  for m in "$M" "$M8"; do
+  which=${2:-both}; models=()
+  [ "$which" = fp8 ] || models+=("$M")
+  [ "$which" = bf16 ] || models+=("$M8")
+  [ "$which" = fp8 ] || [ -f "$M/config.json" ] || { step random-model bf16; ( time "$G/tandem" random-model --like llama-3.1-8b --out "$M" ) 2>&1 | tail -4; }
+  [ "$which" = bf16 ] || [ -f "$M8/config.json" ] || { step random-model fp8; ( time "$G/tandem" random-model --like llama-3.1-8b --dtype fp8 --out "$M8" ) 2>&1 | tail -4; }
+  for m in "${models[@]}"; do
     step "$(basename "$m")"
     echo -n "decode-b1: "; timeout 60 "$G/bench/offline_bench" "$m" --num 1 --batch 1 --input 128 --output 256 --repeat 3 | tail -1
     echo -n "offline-128/128: "; timeout 90 "$G/bench/offline_bench" "$m" --num 1024 --batch 256 --input 128 --output 128 | tail -1

@@ -6,11 +6,13 @@
 #   e2e      the fp8 part of scripts/gpu_bench.sh: decode-b1, offline-128/128, the sweep at
 #            256 and offline-2048/2048 with --kv-cache-dtype fp8, the 8B shape in fp8
 #            (random-model --dtype fp8) beside bf16, in this one call
-# Logs go under $OUT; each part prints its figures.
-#   G=.device/gpu OUT=/tmp/out scripts/gpu_fp8.sh [tests] [kernels] [e2e]
+# Logs go under $OUT; each part prints its figures. Default: tests kernels.
+#   G=.device/gpu OUT=/tmp/out scripts/gpu_fp8.sh [tests] [kernels] [e2e | e2e-bf16 | e2e-fp8]
+# (tests + kernels take ~3 min; e2e ~10, so give it a device call of its own, or its two
+# halves one each: e2e-bf16, e2e-fp8; the 16-bit half is the same-run comparison.)
 set -u
 G=${G:-build/bundle}; OUT=${OUT:-/tmp/tandem-fp8}
-parts=${*:-tests kernels e2e}
+parts=${*:-tests kernels}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
 # The tests find their data at the path they were built with (main's or this branch's).
@@ -33,6 +35,6 @@ fi
 if has kernels; then
   timeout 180 "$G/bench/cuda_fp8_bench" 20 2>&1 | tee "$OUT/fp8_bench.log"
 fi
-if has e2e; then
-  G=$G OUT=$OUT bash "$(dirname "$0")/gpu_bench.sh" fp8
-fi
+if has e2e; then G=$G OUT=$OUT bash "$(dirname "$0")/gpu_bench.sh" fp8; fi
+if has e2e-bf16; then G=$G OUT=$OUT bash "$(dirname "$0")/gpu_bench.sh" fp8 bf16; fi
+if has e2e-fp8; then G=$G OUT=$OUT bash "$(dirname "$0")/gpu_bench.sh" fp8 fp8; fi

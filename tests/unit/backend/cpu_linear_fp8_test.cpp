@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend_test_util.h"
 #include "core/dtype.h"
+#include "core/error.h"
 
 namespace tandem {
 namespace {
