@@ -12,7 +12,7 @@ namespace tandem::cli {
 int run_logits(const LogitsOptions& o) {
   try {
     std::vector<int32_t> ids = parse_ids(o.ids);
-    LoadedModel m = load_model_folder(o.model, o.device);
+    LoadedModel m = load_model_folder(o.model, o.device, o.quantization);
     Tensor logits = teacher_forced_logits(*m.model, *m.backend, ids);
     write_npy(o.out, logits);
     fmt::print(stderr, "wrote {} [{} x {}] f32\n", o.out, logits.dim(0), logits.dim(1));

@@ -18,11 +18,14 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
   fail("--device: '{}' is not one of cpu, cuda, auto", device);
 }
 
-LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device) {
+LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device,
+                              const std::optional<std::string>& quantization) {
   if (!std::filesystem::is_directory(dir)) fail("{}: not a model folder", dir.string());
+  const std::optional<QuantScheme> online = online_quantization(quantization);
   LoadedModel m;
   m.backend = make_backend(device);
-  m.model = load_model(dir, *m.backend);
+  m.model = load_model(dir, *m.backend, online);
+  m.weight_format = weight_format_name(m.model->config(), online);
   if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
   return m;
 }

@@ -22,10 +22,13 @@ struct LoadedModel {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
   std::shared_ptr<const Tokenizer> tokenizer;  // null without tokenizer.json
+  std::string weight_format;  // weight_format_name(): "bf16", "fp8_e4m3 per-channel ..."
 };
 
-// `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu).
-LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu");
+// `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu);
+// `quantization`: the --quantization flag (online_quantization()).
+LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu",
+                              const std::optional<std::string>& quantization = std::nullopt);
 // The backend for --device (with the CUDA switches of the environment, env_switches.h).
 std::unique_ptr<Backend> make_backend(const std::string& device);
 // The engine over a loaded model, whose backend and model move into its executor;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "loader/quant_scheme.h"
 #include "model/config.h"
 
 namespace tandem {
@@ -40,8 +41,15 @@ class Model {
   int64_t num_parameters_ = 0;
 };
 
-// Reads config.json, picks the architecture from the registry, loads the weights.
+// Reads config.json, picks the architecture from the registry, loads the weights: as
+// config.json's quantization_config declares (loader/quant_scheme.h), or, for a 16-bit
+// checkpoint, quantized as `online` asks (--quantization fp8).
 // Throws tandem::Error (unknown model_type, missing tensor, bad shapes, bad files).
-std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend);
+std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
+                                  const std::optional<QuantScheme>& online = std::nullopt);
+// The scheme load_model uses for `config` and `online`.
+QuantScheme model_quant_scheme(const ModelConfig& config, const std::optional<QuantScheme>& online);
+// What /stats and the ready card show as the weight format: "bf16", "fp8_e4m3 per-channel...".
+std::string weight_format_name(const ModelConfig& config, const std::optional<QuantScheme>& online);
 
 }  // namespace tandem

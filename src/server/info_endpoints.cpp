@@ -18,7 +18,8 @@ Json model_card(const EndpointContext& ctx) {
           {"owned_by", "tandem"},
           {"root", ctx.model_name},
           {"parent", Json()},
-          {"max_model_len", ctx.model.engine->model_info().max_model_len}};
+          {"max_model_len", ctx.model.engine->model_info().max_model_len},
+          {"weight_format", ctx.model.card.value("weight_format", std::string())}};
 }
 
 ApiError model_not_found(const std::string& name) {
