@@ -12,7 +12,9 @@ Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStr
       tokens(request.prompt),
       num_prompt(int(request.prompt.size())),
       sampler(request.sampling, fallback_seed),
-      stop(request.stop) {}
+      stop(request.stop) {
+  if (request.grammar) matcher.emplace(request.grammar);
+}
 
 Sequence::~Sequence() = default;
 

@@ -111,7 +111,7 @@ void compare(int rounds, int S, int V, float scale, double masked, DType gpu_dty
     SCOPED_TRACE(testing::Message() << "V " << V << " round " << round << " scale " << scale);
     auto logits = bf16_logits(rng, size_t(S) * size_t(V), scale, masked);
     std::vector<SampleRow> rows;
-    std::vector<std::vector<uint32_t>> masks(size_t(S));
+    std::vector<std::vector<uint32_t>> masks(static_cast<size_t>(S));
     for (int s = 0; s < S; s++) {
       rows.push_back(menu_row(rng, s + round, V));
       if (grammar_density > 0 && s % 3 != 0) {
