@@ -26,6 +26,15 @@ void write(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
+// A choice task of one item with two choices; gold outside 0..1 makes it invalid.
+void write_one_item_task(const std::filesystem::path& path, const std::string& name, int gold) {
+  write(path, R"({"format": "tandem-eval/1", "task": ")" + name +
+                  R"(", "kind": "choice", "chance": 0.5, "description": "d", "held_out": "h"})"
+                  "\n"
+                  R"({"context": "c", "choices": [" a", " b"], "gold": )" +
+                  std::to_string(gold) + "}\n");
+}
+
 TEST(EvalCommand, RunsTasksAndWritesTheirRawScores) {
   auto dir = scratch();
   write(
@@ -97,12 +106,7 @@ TEST(EvalCommand, RunsTasksAndWritesTheirRawScores) {
 
 TEST(EvalCommand, ABrokenTaskStopsItBeforeTheModelLoads) {
   auto dir = scratch();
-  write(
-      dir / "broken.jsonl",
-      R"({"format": "tandem-eval/1", "task": "b", "kind": "choice", "chance": 0.5, "description": "d", "held_out": "h"})"
-      "\n"
-      R"({"context": "c", "choices": [" a", " b"], "gold": 7})"
-      "\n");
+  write_one_item_task(dir / "broken.jsonl", "b", 7);
   cli::EvalOptions o;
   o.model = "/nonexistent/model";
   o.tasks = {(dir / "broken.jsonl").string()};
@@ -124,12 +128,7 @@ TEST(EvalCommand, ABrokenTaskStopsItBeforeTheModelLoads) {
 TEST(EvalCommand, TaskNamesResolveInTheTasksFolder) {
   auto dir = scratch() / "named";
   std::filesystem::create_directories(dir);
-  write(
-      dir / "only.jsonl",
-      R"({"format": "tandem-eval/1", "task": "only", "kind": "choice", "chance": 0.5, "description": "d", "held_out": "h"})"
-      "\n"
-      R"({"context": "c", "choices": [" a", " b"], "gold": 0})"
-      "\n");
+  write_one_item_task(dir / "only.jsonl", "only", 0);
   cli::EvalOptions o;
   o.model = oracle_dir().string();
   o.device = "cpu";

@@ -36,12 +36,7 @@ TEST_P(GoldenTest, DecodeMatches) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTokenizers, GoldenTest, ::testing::ValuesIn(golden_keys()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+                         golden_key_name);
 
 }  // namespace
 }  // namespace tandem::test

@@ -15,14 +15,7 @@ namespace {
 using nlohmann::json;
 
 json minimal() {
-  return {{"version", "1.0"},
-          {"added_tokens", json::array()},
-          {"normalizer", nullptr},
-          {"pre_tokenizer", nullptr},
-          {"post_processor", nullptr},
-          {"decoder", nullptr},
-          {"model",
-           {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b"}}}}};
+  return bare_tokenizer({{"a", 0}, {"b", 1}, {"ab", 2}}, json::array({"a b"}));
 }
 
 // Writes j to a temporary tokenizer.json, loads it, and returns the error message.

@@ -19,13 +19,7 @@ using nlohmann::json;
 json char_tokenizer(const std::vector<std::string>& chars) {
   json vocab = json::object();
   for (size_t i = 0; i < chars.size(); ++i) vocab[chars[i]] = i;
-  return {{"version", "1.0"},
-          {"added_tokens", json::array()},
-          {"normalizer", nullptr},
-          {"pre_tokenizer", nullptr},
-          {"post_processor", nullptr},
-          {"decoder", nullptr},
-          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}}};
+  return bare_tokenizer(vocab, json::array());
 }
 
 json added(int id, const std::string& content, json flags = json::object()) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +60,27 @@ inline const nlohmann::json& goldens() {
 inline const std::vector<std::string>& golden_keys() {
   static const std::vector<std::string> keys = {"tiny-bpe", "qwen3", "llama3_1", "mistral"};
   return keys;
+}
+
+// gtest's parameter name for a golden key ("llama3_1" stays, "tiny-bpe" -> "tiny_bpe").
+inline std::string golden_key_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+// A tokenizer.json with no normalizer, pre-tokenizer, post-processor or decoder around
+// the given BPE model.
+inline nlohmann::json bare_tokenizer(nlohmann::json vocab, nlohmann::json merges) {
+  using nlohmann::json;
+  return {{"version", "1.0"},
+          {"added_tokens", json::array()},
+          {"normalizer", nullptr},
+          {"pre_tokenizer", nullptr},
+          {"post_processor", nullptr},
+          {"decoder", nullptr},
+          {"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merges)}}}};
 }
 
 }  // namespace tandem::test
