@@ -16,6 +16,8 @@ void handle_chat_completions(const EndpointContext& ctx, const httplib::Request&
   const ModelInfo& info = ctx.model.engine->model_info();
   ChatCompletionRequest r =
       parse_chat_request(parse_request_body(req.body), ctx.model.defaults, info.vocab_size);
+  attach_grammar(*ctx.model.grammars, r.constraint, r.forced_tools, r.prompt.tools,
+                 ctx.model.tool_format, r.generation);
   r.generation.prompt = chat_builder(ctx.model).tokens(r.prompt);
   // No max_tokens: the rest of the context, as vLLM does for chat.
   fit_to_context(r.generation, info, r.max_tokens, std::nullopt, {"messages", "max_tokens"});

@@ -20,8 +20,10 @@ std::vector<GenerationRequest> build_requests(const EndpointContext& ctx,
   const ModelInfo& info = ctx.model.engine->model_info();
   const Tokenizer& tok = *ctx.model.tokenizer;
   std::vector<GenerationRequest> requests;
+  GenerationRequest constrained = r.generation;
+  attach_grammar(*ctx.model.grammars, r.constraint, constrained);  // once for every prompt
   for (const CompletionPrompt& p : r.prompts) {
-    GenerationRequest g = r.generation;
+    GenerationRequest g = constrained;
     g.prompt = p.text ? tok.encode(*p.text, r.add_special_tokens) : p.ids;
     fit_to_context(g, info, r.max_tokens, kDefaultCompletionMaxTokens, {"prompt", "max_tokens"});
     format.prompt_tokens += int(g.prompt.size());

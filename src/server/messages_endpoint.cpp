@@ -15,6 +15,8 @@ void handle_messages(const EndpointContext& ctx, const httplib::Request& req,
   const ModelInfo& info = ctx.model.engine->model_info();
   MessagesRequest r =
       parse_messages_request(parse_request_body(req.body), ctx.model.defaults, info.vocab_size);
+  attach_grammar(*ctx.model.grammars, {}, r.forced_tools, r.prompt.tools, ctx.model.tool_format,
+                 r.generation);
   r.generation.prompt = chat_builder(ctx.model).tokens(r.prompt);
   fit_to_context(r.generation, info, r.max_tokens, std::nullopt, {"messages", "max_tokens"});
 

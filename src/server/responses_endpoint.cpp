@@ -15,6 +15,7 @@ void handle_responses(const EndpointContext& ctx, const httplib::Request& req,
   const ModelInfo& info = ctx.model.engine->model_info();
   ResponsesRequest r =
       parse_responses_request(parse_request_body(req.body), ctx.model.defaults, info.vocab_size);
+  attach_grammar(*ctx.model.grammars, r.constraint, r.generation);
   r.generation.prompt = chat_builder(ctx.model).tokens(r.prompt);
   fit_to_context(r.generation, info, r.max_output_tokens, std::nullopt,
                  {"input", "max_output_tokens"});

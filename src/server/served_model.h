@@ -9,6 +9,7 @@
 #include "engine/engine_api.h"
 #include "server/chat_prompt.h"
 #include "server/json_text.h"
+#include "server/structured_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::server {
@@ -19,6 +20,10 @@ struct ServedModel {
   std::shared_ptr<const ChatPromptBuilder> chat;  // null: no chat template (chat routes 400)
   GenerationRequest defaults;                     // sampling defaults every request starts from
   Json card = Json::object();                     // merged into /stats (batch, dtype, kv budget…)
+  // Structured output: grammars compiled for this model's vocabulary, shared by all
+  // requests (so one schema is compiled once), and how its template writes tool calls.
+  std::shared_ptr<grammar::GrammarCache> grammars;
+  ToolCallFormat tool_format = ToolCallFormat::Hermes;
 };
 
 // Reads the tokenizer (unless given), tokenizer_config.json's chat template and

@@ -25,6 +25,7 @@ struct RequestRecord {
   double ttft_s = 0;               // first content chunk, seconds since sent
   double e2e_s = 0;                // end of the stream, seconds since sent
   std::vector<double> arrivals_s;  // every content chunk, seconds since sent (ascending)
+  bool constrained = false;        // sent with the run's JSON schema
 };
 
 // Decode time per token after the first; none for fewer than 2 output tokens.

@@ -1,5 +1,7 @@
 #include "cli/bench/load_gen.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -106,7 +108,13 @@ Endpoint parse_endpoint(const std::string& url) {
   return e;
 }
 
-std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt) {
+bool RequestShape::constrained(int i) const {
+  if (schema_text.empty()) return false;
+  return std::floor(double(i + 1) * constrained_fraction) > std::floor(double(i) * constrained_fraction);
+}
+
+std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt,
+                            bool constrained) {
   json body = {{"model", shape.model},
                {"prompt", prompt},
                {"max_tokens", shape.max_tokens},
@@ -117,6 +125,10 @@ std::string completion_body(const RequestShape& shape, const std::vector<int32_t
     body["min_tokens"] = shape.max_tokens;
     body["ignore_eos"] = true;
   }
+  if (constrained)
+    body["response_format"] = {
+        {"type", "json_schema"},
+        {"json_schema", {{"name", "bench"}, {"strict", true}, {"schema", json::parse(shape.schema_text)}}}};
   return body.dump();
 }
 
@@ -136,8 +148,10 @@ std::string discover_model(const Endpoint& endpoint) {
 }
 
 RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shape,
-                              const std::vector<int32_t>& prompt, double run_start_s) {
+                              const std::vector<int32_t>& prompt, double run_start_s,
+                              bool constrained) {
   RequestRecord rec;
+  rec.constrained = constrained;
   rec.num_prompt_tokens = int(prompt.size());
   httplib::Client client(endpoint.origin);
   configure(client, endpoint);
@@ -146,7 +160,7 @@ RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shap
   req.path = endpoint.prefix + "/v1/completions";
   req.headers = request_headers(endpoint);
   req.set_header("Content-Type", "application/json");
-  req.body = completion_body(shape, prompt);
+  req.body = completion_body(shape, prompt, constrained);
 
   StreamTally tally;
   int status = 0;
@@ -190,7 +204,7 @@ LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const L
       if (!plan.send_at_s.empty()) sleep_until_seconds(start + plan.send_at_s[size_t(i)]);
       RequestRecord rec;
       try {
-        rec = send_completion(endpoint, shape, plan.prompts[size_t(i)], start);
+        rec = send_completion(endpoint, shape, plan.prompts[size_t(i)], start, shape.constrained(i));
       } catch (const std::exception& e) {  // e.g. std::bad_alloc; keep the run going
         rec.error = std::string("client: ") + e.what();
       }
