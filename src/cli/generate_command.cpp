@@ -33,6 +33,7 @@ int run_generate(const GenerateOptions& o) {
     req.sampling.seed = o.seed;
     EngineConfig config;
     config.max_model_len = int(req.prompt.size()) + o.max_tokens;
+    config.enable_prefix_caching = o.enable_prefix_caching;
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype);
     auto stream = engine->submit(req);
     nlohmann::json ids = nlohmann::json::array();

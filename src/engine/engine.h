@@ -31,6 +31,8 @@
 // and final K/V: exactly the blocks a prefix cache may hash (vLLM caches up to
 // num_computed_tokens − num_output_placeholders for the same reason). A position the step
 // in flight computed for a token not yet received is not one of them until it arrives.
+// The scheduler names exactly these blocks for the prefix cache (Scheduler::cache_blocks,
+// before each step and when a sequence leaves), and a failed step forgets every name.
 #pragma once
 
 #include <atomic>
@@ -68,6 +70,9 @@ struct EngineConfig {
   std::optional<int> max_model_len;  // nullopt: the model's max_position_embeddings
   std::string served_model_name;
   Overlap overlap = Overlap::Auto;
+  // Reuse the KV blocks of cached prompt prefixes (kv/kv_block_manager.h);
+  // --no-enable-prefix-caching turns it off.
+  bool enable_prefix_caching = true;
 };
 
 class Engine : public EngineApi {

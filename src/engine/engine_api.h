@@ -17,16 +17,22 @@ namespace tandem {
 struct KvGroupStats {
   int window = 0;  // 0: full attention; else the window in tokens
   int64_t total = 0;
-  int64_t used = 0;
-  // (No "cached" count until the prefix cache makes one real.)
+  int64_t used = 0;    // held by live sequences
+  int64_t cached = 0;  // free, holding a reusable prefix (evicted LRU when blocks are needed)
 };
 
 struct EngineStats {
   int num_running = 0;
   int num_waiting = 0;
   int64_t kv_blocks_total = 0;
-  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_used = 0;    // held by live sequences
+  int64_t kv_blocks_cached = 0;  // free, holding a reusable prefix
   int64_t num_preemptions = 0;
+  bool prefix_cache_enabled = false;
+  // Prompt tokens looked up in the prefix cache at first admission, and of them the ones
+  // found (vLLM's prefix_cache_queries / prefix_cache_hits).
+  int64_t prefix_cache_queries_total = 0;
+  int64_t prefix_cache_hits_total = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t requests_finished = 0;

@@ -43,6 +43,8 @@ struct GenerationRequest {
   // is allowed exactly when the output is complete (ignore_eos and min_tokens do not apply)
   // and the row stops once nothing but EOS could follow.
   std::shared_ptr<grammar::CompiledGrammar> grammar;
+  // Prefix-cache isolation: only requests with the same salt share cached KV blocks.
+  std::string cache_salt;
 };
 
 enum class FinishReason : uint8_t { Stop, Length, Cancelled, Error };
@@ -81,6 +83,7 @@ struct StreamChunk {
   bool server_error = false;           // the engine failed (a 5xx), not the request (a 4xx)
   int prompt_tokens = 0;               // set on the last chunk
   int completion_tokens = 0;           // set on the last chunk
+  int cached_tokens = 0;               // set on the last chunk: prompt tokens read from the prefix cache
 };
 
 }  // namespace tandem

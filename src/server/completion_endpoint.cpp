@@ -20,6 +20,7 @@ std::vector<GenerationRequest> build_requests(const EndpointContext& ctx,
   const ModelInfo& info = ctx.model.engine->model_info();
   const Tokenizer& tok = *ctx.model.tokenizer;
   std::vector<GenerationRequest> requests;
+  format.choices_per_prompt = r.n;
   GenerationRequest constrained = r.generation;
   attach_grammar(*ctx.model.grammars, r.constraint, constrained);  // once for every prompt
   for (const CompletionPrompt& p : r.prompts) {
