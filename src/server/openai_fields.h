@@ -7,16 +7,14 @@
 
 namespace tandem::server {
 
-// OpenAI's own limit on n.
-inline constexpr int64_t kMaxChoices = 128;
-
 struct StreamOptions {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
 };
 
 StreamOptions read_stream_options(const FieldReader& fields);
-int read_num_choices(const FieldReader& fields);
+// n, at most `max_choices` (RequestLimits::max_choices, --max-choices).
+int read_num_choices(const FieldReader& fields, int max_choices);
 void check_unsupported_fields(const FieldReader& fields, int n);
 
 }  // namespace tandem::server

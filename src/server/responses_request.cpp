@@ -60,7 +60,7 @@ void refuse_unsupported(const FieldReader& f) {
 }  // namespace
 
 ResponsesRequest parse_responses_request(const Json& body, const GenerationRequest& defaults,
-                                         int vocab_size) {
+                                         int vocab_size, const RequestLimits& limits) {
   FieldReader f(body);
   ResponsesRequest out;
   out.generation = defaults;
@@ -72,7 +72,7 @@ ResponsesRequest parse_responses_request(const Json& body, const GenerationReque
   out.stream = f.boolean("stream").value_or(false);
   if (const Json* text = f.object_field("text"))
     out.constraint = {read_text_format(FieldReader(*text, "text")), "text.format"};
-  read_sampling_fields(f, SamplingFieldSpec{}, vocab_size, out.generation);
+  read_sampling_fields(f, sampling_spec(limits), vocab_size, out.generation);
   for (const char* key : {"instructions", "max_output_tokens", "temperature", "top_p", "metadata"})
     out.echo[key] = f.has(key) ? body[key] : Json();
   if (out.echo["metadata"].is_null()) out.echo["metadata"] = Json::object();

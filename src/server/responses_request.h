@@ -8,6 +8,7 @@
 
 #include "engine/request.h"
 #include "server/chat_prompt.h"
+#include "server/server_limits.h"
 #include "server/structured_output.h"
 
 namespace tandem::server {
@@ -22,6 +23,6 @@ struct ResponsesRequest {
 };
 
 ResponsesRequest parse_responses_request(const Json& body, const GenerationRequest& defaults,
-                                         int vocab_size);
+                                         int vocab_size, const RequestLimits& limits = {});
 
 }  // namespace tandem::server

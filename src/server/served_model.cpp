@@ -32,6 +32,11 @@ SamplingParams read_generation_defaults(const std::filesystem::path& dir) {
   return s;
 }
 
+bool accepts_model_name(const ServedModel&, const std::string& served_name,
+                        std::string_view requested) {
+  return requested == served_name;
+}
+
 ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,
                               std::shared_ptr<const Tokenizer> tokenizer) {
   ServedModel m;
@@ -42,6 +47,11 @@ ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engin
   m.defaults.sampling = read_generation_defaults(dir);
   m.grammars = make_grammar_cache(*m.tokenizer, engine.model_info());
   m.tool_format = tool_call_format_of(config.chat_template);
+  std::ifstream tokenizer_json(std::filesystem::is_directory(dir) ? dir / "tokenizer.json" : dir);
+  if (tokenizer_json) {
+    nlohmann::json tj = nlohmann::json::parse(tokenizer_json, nullptr, /*allow_exceptions=*/false);
+    m.prompt_bound = PromptBound::from_tokenizer(tj, *m.tokenizer);
+  }
   return m;
 }
 

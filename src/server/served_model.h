@@ -9,6 +9,7 @@
 #include "engine/engine_api.h"
 #include "server/chat_prompt.h"
 #include "server/json_text.h"
+#include "server/prompt_bound.h"
 #include "server/structured_output.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,6 +20,7 @@ struct ServedModel {
   std::shared_ptr<const Tokenizer> tokenizer;     // required
   std::shared_ptr<const ChatPromptBuilder> chat;  // null: no chat template (chat routes 400)
   GenerationRequest defaults;                     // sampling defaults every request starts from
+  PromptBound prompt_bound;                       // tokens a prompt of n bytes is at least
   Json card = Json::object();                     // merged into /stats (batch, dtype, kv budget…)
   // Structured output: grammars compiled for this model's vocabulary, shared by all
   // requests (so one schema is compiled once), and how its template writes tool calls.
@@ -31,6 +33,12 @@ struct ServedModel {
 // tandem::Error (or jinja::TemplateError) naming the file for anything malformed.
 ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,
                               std::shared_ptr<const Tokenizer> tokenizer = nullptr);
+
+// Which `model` names a request may ask for: the served name (and, once adapters are
+// served, their names). The one place that decides; anything else is a 404
+// model_not_found, as OpenAI answers.
+bool accepts_model_name(const ServedModel& model, const std::string& served_name,
+                        std::string_view requested);
 
 // generation_config.json's temperature, top_p, top_k, min_p and repetition_penalty
 // (missing file or fields: SamplingParams' defaults).

@@ -1,6 +1,7 @@
 #include "server/structured_output.h"
 
 #include "server/api_error.h"
+#include "server/bounded_json.h"
 
 namespace tandem::server {
 namespace {
@@ -96,7 +97,7 @@ std::optional<GrammarSpec> read_text_format(const FieldReader& text) {
   return GrammarSpec::json_schema(require_object(f, "schema"), json_options(strict));
 }
 
-OutputConstraint read_structured_outputs(const FieldReader& fields) {
+OutputConstraint read_structured_outputs(const FieldReader& fields, const JsonLimits& json_limits) {
   std::vector<std::pair<std::string, GrammarSpec>> asked;
   if (const Json* so = fields.object_field("structured_outputs")) {
     FieldReader s(*so, "structured_outputs");
@@ -104,8 +105,12 @@ OutputConstraint read_structured_outputs(const FieldReader& fields) {
       const Json& j = s.require("json");
       Json schema = j;
       if (j.is_string()) {  // vLLM takes the schema as JSON text too
-        schema = Json::parse(j.get<std::string>(), nullptr, false);
-        if (schema.is_discarded()) invalid_request(s.name("json"), "'{}' is not valid JSON", s.name("json"));
+        // Bounded like the body it came in: the schema compiler walks it recursively.
+        JsonParse parsed = parse_bounded_json(j.get_ref<const std::string&>(), json_limits);
+        if (!parsed.value)
+          invalid_request(s.name("json"), "'{}' is not valid JSON: {}", s.name("json"),
+                          parsed.message);
+        schema = std::move(*parsed.value);
       }
       if (!schema.is_object() && !schema.is_boolean())
         invalid_request(s.name("json"), "'{}' must be a JSON Schema object", s.name("json"));
@@ -113,7 +118,7 @@ OutputConstraint read_structured_outputs(const FieldReader& fields) {
     }
     if (auto regex = s.string("regex")) asked.emplace_back(s.name("regex"), GrammarSpec::regex(*regex));
     if (s.has("choice")) {
-      std::vector<std::string> choices = s.string_or_list("choice", 1024);
+      std::vector<std::string> choices = s.string_or_list("choice", StringListBounds{1024, 1024});
       asked.emplace_back(s.name("choice"), GrammarSpec::choice(std::move(choices)));
     }
     if (auto gbnf = s.string("grammar")) asked.emplace_back(s.name("grammar"), GrammarSpec::gbnf(*gbnf));
@@ -131,9 +136,9 @@ OutputConstraint read_structured_outputs(const FieldReader& fields) {
   return {std::move(asked[0].second), asked[0].first};
 }
 
-OutputConstraint read_output_constraint(const FieldReader& fields) {
+OutputConstraint read_output_constraint(const FieldReader& fields, const JsonLimits& json_limits) {
   OutputConstraint format{read_response_format(fields), "response_format"};
-  OutputConstraint other = read_structured_outputs(fields);
+  OutputConstraint other = read_structured_outputs(fields, json_limits);
   if (format.spec && other.spec)
     invalid_request(other.param, "'response_format' and '{}' both constrain the output: give one",
                     other.param);

@@ -25,6 +25,7 @@
 #include "grammar/grammar.h"
 #include "server/json_text.h"
 #include "server/request_fields.h"
+#include "server/server_limits.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::server {
@@ -56,9 +57,11 @@ std::optional<grammar::GrammarSpec> read_response_format(const FieldReader& fiel
                                                          const char* key = "response_format");
 std::optional<grammar::GrammarSpec> read_text_format(const FieldReader& text);
 // vLLM's structured_outputs, llama.cpp's json_schema / grammar.
-OutputConstraint read_structured_outputs(const FieldReader& fields);
+OutputConstraint read_structured_outputs(const FieldReader& fields,
+                                         const JsonLimits& json_limits = {});
 // All of the above that chat and completions take: at most one may be given.
-OutputConstraint read_output_constraint(const FieldReader& fields);
+OutputConstraint read_output_constraint(const FieldReader& fields,
+                                        const JsonLimits& json_limits = {});
 
 // One call to one of `tools` (OpenAI shape: [{"type": "function", "function": {"name",
 // "parameters"}}], as normalize_openai_tools keeps them). `param` names the field in errors.

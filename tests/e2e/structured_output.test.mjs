@@ -2,7 +2,8 @@
 // llama.cpp's fields, through the official clients, every output checked by ajv (an
 // independent validator). Two models: the oracle llama run_e2e.sh serves (random
 // weights: its unconstrained output is noise, so only the grammar makes it valid) and the
-// embedded model (models/tiny-kjv), started here with --batch 8 so constrained rows of
+// embedded model (models/tiny-kjv), started here under the same served name (any other is
+// a 404) with --batch 8 so constrained rows of
 // different schemas share steps with unconstrained ones.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,7 +53,7 @@ const free_port = () => new Promise((resolve) => {
 before(async () => {
   const port = await free_port();
   server = spawn(bin, ['serve', '--model', 'models/tiny-kjv', '--port', String(port), '--batch', '8',
-    '--api-key', key, '--kv-budget', '64MB'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    '--api-key', key, '--kv-budget', '64MB', '--served-model-name', model], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   server.stderr.on('data', (d) => { log += d; });
   const origin = `http://127.0.0.1:${port}`;

@@ -80,6 +80,24 @@ TEST(StructuredOutput, VllmAndLlamaCppFields) {
                ApiError);
 }
 
+// A schema sent as JSON text is parsed within the same bounds as the request body.
+TEST(StructuredOutput, SchemaTextIsParsedWithinTheJsonLimits) {
+  std::string deep = R"({"type":"array","items":)";
+  for (int i = 0; i < 8; ++i) deep += R"({"type":"array","items":)";
+  deep += R"({"type":"integer"})" + std::string(9, '}');
+  Json body = {{"structured_outputs", {{"json", deep}}}};
+  JsonLimits shallow;
+  shallow.max_depth = 4;
+  try {
+    read_output_constraint(FieldReader(body), shallow);
+    ADD_FAILURE() << "a schema text nested past max_depth was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "structured_outputs.json");
+  }
+  EXPECT_TRUE(read_output_constraint(FieldReader(body)).spec);  // within the default depth
+}
+
 TEST(StructuredOutput, CompileErrorsAre400sNamingKeywordAndPath) {
   grammar::GrammarCache cache(byte_vocab());
   GenerationRequest g;
