@@ -74,6 +74,20 @@ for i in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; slee
 timeout 200 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 1,8,32,64,128,256 \
   --input-len 128 --output-len 256 --json "$OUT/sweep.json" --plot "$OUT/sweep.svg" 2> "$OUT/bench.err"
 kill %1; wait
+# Structured output (issue 21): the sweep at 64 unconstrained, every row constrained (>= 80%
+# of unconstrained), and half constrained (the unconstrained rows' TPOT within 2%). The
+# schema is an unbounded array of records, so rows run to --output-len or take EOS after `]`.
+step structured
+"$G/tandem" serve --model "$M" --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve2.log" 2>&1 &
+for i in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
+S=${S:-bench/schemas/long_records.json}
+for f in none 1 0.5; do
+  extra=(); [ "$f" != none ] && extra=(--json-schema "$S" --constrained-fraction "$f")
+  echo "-- constrained fraction: $f"
+  timeout 120 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 64 --num-requests 256 \
+    --input-len 128 --output-len 256 "${extra[@]}" 2>> "$OUT/bench_structured.err" | tail -3
+done
+kill %1; wait
 step hf-generate-batch
 timeout 150 python3 bench/hf_generate_batch.py --model "$M" --num 256 --input-len 128 --output-len 128 2>&1 | tail -2
 prefix_part

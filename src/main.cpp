@@ -130,6 +130,8 @@ int main(int argc, char** argv) {
   bench->add_option("--seed", bo.seed, "Seed of the prompts and arrival times")->capture_default_str();
   bench->add_option("--api-key", bo.api_key, "Sent as Authorization: Bearer KEY");
   bench->add_option("--timeout", bo.timeout_s, "Read timeout of one request, seconds")->capture_default_str();
+  bench->add_option("--json-schema", bo.json_schema_path, "Constrained requests carry this JSON Schema (response_format json_schema)");
+  bench->add_option("--constrained-fraction", bo.constrained_fraction, "Fraction of the requests constrained by --json-schema (spread evenly)")->capture_default_str();
   bench->add_option("--json", bo.json_path, "Write the raw per-request numbers and summaries to FILE");
   bench->add_option("--plot", bo.plot_path, "Draw throughput and TTFT against concurrency to FILE.svg");
 

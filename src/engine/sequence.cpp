@@ -13,7 +13,9 @@ Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStr
       num_prompt(int(request.prompt.size())),
       block_hashes(prefix_root({.cache_salt = request.cache_salt, .adapter = {}})),
       sampler(request.sampling, fallback_seed),
-      stop(request.stop) {}
+      stop(request.stop) {
+  if (request.grammar) matcher.emplace(request.grammar);
+}
 
 Sequence::~Sequence() = default;
 
