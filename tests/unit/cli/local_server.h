@@ -3,13 +3,18 @@
 // loopback port. The served model's name is `config.served_model_name`.
 #pragma once
 
+#include <httplib.h>
+
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "cli/model_files.h"
 #include "engine/engine.h"
 #include "server/http_server.h"
+#include "server/json_text.h"
 
 namespace tandem::test {
 
@@ -34,6 +39,22 @@ class LocalServer {
   int port() const { return http_->port(); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
   const Engine& engine() const { return *engine_; }
+
+  // /stats once the engine has retired every sequence (it frees blocks after the last
+  // chunk is sent, so a reply can arrive a moment before the books are closed); the last
+  // /stats read when that takes more than 5 s.
+  server::Json settled_stats() const {
+    httplib::Client client("127.0.0.1", port());
+    server::Json stats;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    do {
+      auto res = client.Get("/stats");
+      if (res && res->status == 200) stats = server::Json::parse(res->body);
+      if (stats.is_object() && stats["kv_blocks"]["used"] == 0 && stats["running"] == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return stats;
+  }
 
  private:
   std::unique_ptr<Engine> engine_;
