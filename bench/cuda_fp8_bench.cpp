@@ -1,9 +1,10 @@
 // cuda_fp8_bench: the FP8 linears (cuda_linear_fp8.cu) beside the bf16 ones, Llama-3.1-8B
 // shapes. Prints figures; never a gate.
-//   1. Decode (1–2 rows): the FP8 weight stream against the bf16 one (cuda_gemv.cu), per
-//      linear in a CUDA graph of `calls` linears cycling over weight copies larger than L2
-//      (so each reads HBM, as decode does); GB/s and % of 4.3 TB/s of the weight bytes.
-//   2. Prefill / batches (256, 2048, 8192 rows): TFLOP/s of cuBLASLt bf16, of the FP8 path
+//   1. Decode (1–8 rows): the FP8 weight stream against the bf16 one (cuda_gemv.cu; cuBLAS
+//      past 2 rows), per linear in a CUDA graph of `calls` linears cycling over weight
+//      copies larger than L2 (so each reads HBM, as decode does); GB/s and % of 4.3 TB/s
+//      of the weight bytes.
+//   2. Prefill / batches (64, 256, 2048, 8192 rows): TFLOP/s of cuBLASLt bf16, of the FP8 path
 //      (activation quantize kernel + cuBLASLt e4m3 with outer-vector scales) and of the
 //      FP8 epilogue path (unscaled e4m3 GEMM to f32 + the scale kernel), eager calls.
 //   usage: cuda_fp8_bench [calls_per_graph (default 20)]
@@ -57,7 +58,7 @@ Linear fp8_linear(tandem::CudaBackend& be, int64_t N, int64_t K) {
 
 void decode_case(tandem::CudaBackend& be, const Case& c, int calls) {
   std::string line = fmt::format("{:<8}", c.name);
-  for (int64_t M : {1, 2}) {
+  for (int64_t M : {1, 2, 4, 8}) {
     Tensor x = filled(be, DType::BF16, {M, c.K}, 0x3c);
     Tensor out = be.alloc(DType::BF16, {M, c.N});
     for (bool fp8 : {false, true}) {
@@ -81,7 +82,7 @@ void decode_case(tandem::CudaBackend& be, const Case& c, int calls) {
 void gemm_case(tandem::CudaBackend& be, const Case& c) {
   Linear bf16{filled(be, DType::BF16, {c.N, c.K}, 0x3c)};
   Linear fp8 = fp8_linear(be, c.N, c.K);
-  for (int64_t M : {256, 2048, 8192}) {
+  for (int64_t M : {64, 256, 2048, 8192}) {
     Tensor x = filled(be, DType::BF16, {M, c.K}, 0x3c);
     Tensor out = be.alloc(DType::BF16, {M, c.N});
     const double flops = 2.0 * double(M) * double(c.N) * double(c.K);
