@@ -21,8 +21,11 @@
 // A warp's partial sums for its columns are kept across the chunks of a row group and
 // added across the 16 warps through shared memory when the group's last chunk is done
 // (double-buffered by group parity, so one barrier per group suffices); then
-// out[m, n] = sum · s_x[m] · s_w[n] (+ bias). Per-tensor and per-channel weight scales
-// only; block scales take the plain stream in cuda_linear_fp8.cu.
+// out[m, n] = sum · s_x[m] · s_w[n] (+ bias). Block scales of 128 columns (block_n any,
+// block_k 128: DeepSeek-style 128 x 128 checkpoints, and the 1 x 128 blocks of fused
+// shards): a warp's 128 columns of a stage are exactly one column block, so it folds its
+// mma sums into a running total scaled by s_x[m, kb] · s_w(n, kb) after every stage, and
+// x is quantized per token and 128 columns.
 //
 // x arrives in bf16 and every CTA quantizes it itself into shared memory (amax per token,
 // s = max(amax, 1e-12) / 448, e4m3(x / s), in f64: the arithmetic of the quantize kernel
@@ -137,40 +140,77 @@ __device__ __forceinline__ void mma_stage(float (&d)[4], const uint8_t* stage, c
   }
 }
 
-// Consumers: xs [M, K] = e4m3(x / s_x[m]), sx[m] = s_x (the static input scale, or
-// max(|x[m]|, 1e-12) / 448) in f64, the quotients as f64 ones (cuda::f8_quotient). amax
-// is a max, so every CTA finds the same one.
+// How the weight and x are scaled. kind: 0 per tensor, 1 per channel, 2 blocks of
+// [block_n, 128] (x then per token and 128 columns).
+struct Scales {
+  const float* static_x = nullptr;  // a static input scale [1], or null: dynamic
+  const float* w = nullptr;
+  int kind = 0;
+  int block_n = 1, num_kb = 1;
+  __device__ __forceinline__ float weight(int n, int kb) const {
+    return kind == 0 ? w[0] : kind == 1 ? w[n] : w[(n / block_n) * num_kb + kb];
+  }
+};
+constexpr int kBlockK = 128;
+constexpr int kMaxXScales = kMaxXBytes / kBlockK;  // (token, column group) pairs
+
+// s = max(amax, 1e-12) / 448 in f64 for x's entry p, and 1 / s for the f32 fast path.
+__device__ __forceinline__ void set_scale(double* sx, float* sinv, int p, float amax) {
+  sx[p] = fmax(double(amax), 1e-12) / 448.0;
+  sinv[p] = float(1.0 / sx[p]);
+}
+
+// Consumers: xs [M, K] = e4m3(x / s_x), s_x per token (G = 1) or per token and 128
+// columns (G = ⌈K / 128⌉) in sx[m · G + g]: the static input scale, or max(|x|, 1e-12) /
+// 448, in f64, the quotients as f64 ones (cuda::f8_quotient). amax is a max, so every
+// CTA finds the same one.
 __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv, float* scratch,
-                                           const bf16* __restrict__ x,
-                                           const float* __restrict__ static_scale, int M, int K) {
+                                           const bf16* __restrict__ x, const Scales& sc, int M,
+                                           int K, int G) {
   const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
-  for (int m = 0; m < M; m++) {
-    if (static_scale != nullptr) {
-      if (tid == 0) sx[m] = double(*static_scale);
-      continue;
+  const int group = G == 1 ? K : kBlockK;
+  if (sc.static_x != nullptr) {
+    if (tid < M) {
+      sx[tid] = double(*sc.static_x);
+      sinv[tid] = float(1.0 / sx[tid]);
     }
-    float amax = 0.f;
-    for (int v = tid; v < K / 8; v += kConsumers) {
-      const uint4 u = reinterpret_cast<const uint4*>(x + int64_t(m) * K)[v];
-      const bf16* e = reinterpret_cast<const bf16*>(&u);
+  } else if (G == 1) {  // a token's amax over all threads
+    for (int m = 0; m < M; m++) {
+      float amax = 0.f;
+      for (int v = tid; v < K / 8; v += kConsumers) {
+        const uint4 u = reinterpret_cast<const uint4*>(x + int64_t(m) * K)[v];
+        const bf16* e = reinterpret_cast<const bf16*>(&u);
 #pragma unroll
-      for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(__bfloat162float(e[i])));
+        for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(__bfloat162float(e[i])));
+      }
+      amax = cuda::warp_max(amax);
+      if (lane == 0) scratch[m * kConsumerWarps + warp] = amax;
     }
-    amax = cuda::warp_max(amax);
-    if (lane == 0) scratch[m * kConsumerWarps + warp] = amax;
+    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+    if (tid < M) {
+      float amax = 0.f;
+      for (int w = 0; w < kConsumerWarps; w++) amax = fmaxf(amax, scratch[tid * kConsumerWarps + w]);
+      set_scale(sx, sinv, tid, amax);
+    }
+  } else {  // a warp per (token, 128 columns): 16 lanes of 8
+    for (int p = warp; p < M * G; p += kConsumerWarps) {
+      const int m = p / G, k = (p % G) * kBlockK + lane * 8;
+      float amax = 0.f;
+      if (lane < kBlockK / 8 && k < K) {
+        const uint4 u = *reinterpret_cast<const uint4*>(x + int64_t(m) * K + k);
+        const bf16* e = reinterpret_cast<const bf16*>(&u);
+#pragma unroll
+        for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(__bfloat162float(e[i])));
+      }
+      amax = cuda::warp_max(amax);
+      if (lane == 0) set_scale(sx, sinv, p, amax);
+    }
   }
-  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-  if (static_scale == nullptr && tid < M) {
-    float amax = 0.f;
-    for (int w = 0; w < kConsumerWarps; w++) amax = fmaxf(amax, scratch[tid * kConsumerWarps + w]);
-    sx[tid] = fmax(double(amax), 1e-12) / 448.0;
-  }
-  if (tid < M) sinv[tid] = float(1.0 / (static_scale != nullptr ? double(*static_scale) : sx[tid]));
   asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
   for (int v = tid; v < M * K / 8; v += kConsumers) {
-    const int m = v * 8 / K;
-    const double s = sx[m];
-    const float inv = sinv[m];
+    const int m = v * 8 / K, p = m * G + (v * 8 - m * K) / group;
+    const double s = sx[p];
+    const float inv = sinv[p];
     const uint4 u = reinterpret_cast<const uint4*>(x)[v];
     const bf16* e = reinterpret_cast<const bf16*>(&u);
     uint32_t q[2] = {0, 0};
@@ -181,14 +221,12 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
   asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
 }
 
-//   out [M, N], x [M, K] bf16, static_scale [1] or null (dynamic), w [N, K] e4m3,
-//   w_scales [1] or [N], bias [N] or null. K % 16 == 0, 1 <= M <= 8.
+//   out [M, N], x [M, K] bf16, w [N, K] e4m3, the scales as `sc` says, bias [N] or null.
+//   K % 16 == 0, 1 <= M <= 8.
 template <typename Out>
 __global__ void __launch_bounds__(kThreads)
-    gemv_fp8_kernel(Out* __restrict__ out, const bf16* __restrict__ x,
-                    const float* __restrict__ static_scale, const uint8_t* __restrict__ w,
-                    const float* __restrict__ w_scales, bool per_channel,
-                    const bf16* __restrict__ bias, int M, int N, int K, int stages) {
+    gemv_fp8_kernel(Out* __restrict__ out, const bf16* __restrict__ x, const uint8_t* __restrict__ w,
+                    Scales sc, const bf16* __restrict__ bias, int M, int N, int K, int stages) {
   extern __shared__ __align__(128) unsigned char smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + kMaxStages;
@@ -213,30 +251,50 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   cuda::pdl_wait();
-  __shared__ double sx[kMaxRows];
-  __shared__ float sinv[kMaxRows];
+  const bool block = sc.kind == 2;
+  const int G = block ? (K + kBlockK - 1) / kBlockK : 1;
+  __shared__ double sx[kMaxXScales];
+  __shared__ float sinv[kMaxXScales];
   __shared__ float scratch[kMaxRows * kConsumerWarps];
-  quantize_x(xs, sx, sinv, scratch, x, static_scale, M, K);
+  quantize_x(xs, sx, sinv, scratch, x, sc, M, K, G);
 
-  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  float d[4] = {0.f, 0.f, 0.f, 0.f};    // this stage's (or, unblocked, this group's) sums
+  float tot[4] = {0.f, 0.f, 0.f, 0.f};  // blocks: the group's scaled sums
   const int g = lane >> 2, c = lane & 3;
   for (int i = 0; i < wk.steps; i++) {
     const int slot = i % stages, chunk = i % wk.chunks;
     const int k0 = chunk * kChunk, cols = min(kChunk, K - k0);
+    const int group = wk.group_begin + i / wk.chunks;
+    const bool folds = block && warp * kWarpCols < cols;
+    const int kb = (k0 + warp * kWarpCols) / kBlockK;
+    // Blocks: this stage's weight scales of rows g and g + 8, loaded before the wait so
+    // their latency hides behind it (read after the mmas they would stall every stage).
+    float sw[2] = {0.f, 0.f};
+    if (folds)
+#pragma unroll
+      for (int h = 0; h < 2; h++) sw[h] = sc.weight(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
     cuda::mbar_wait(&full[slot], uint32_t(i / stages) & 1u);
     mma_stage(d, ring + slot * kStageBytes, xs, M, K, k0, cols, warp, lane);
     __syncwarp();
     if (lane == 0) cuda::mbar_arrive(&empty[slot]);
+    if (folds) {  // fold this warp's column block
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const int m = 2 * c + (j & 1);
+        if (m < M) tot[j] += d[j] * (float(sx[m * G + kb]) * sw[j >> 1]);
+        d[j] = 0.f;
+      }
+    }
     if (chunk != wk.chunks - 1) continue;
     // The group's sums: this warp's (rows g, g + 8; tokens 2c, 2c + 1) into red, then one
     // thread per (token, row) adds the 16 warps' and writes out.
-    const int group = wk.group_begin + i / wk.chunks;
     float* r = red + (group & 1) * (M * kRowsPerStage * kConsumerWarps);
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       const int m = 2 * c + (j & 1), row = g + (j >> 1) * 8;
-      if (m < M) r[(m * kRowsPerStage + row) * kConsumerWarps + warp] = d[j];
+      if (m < M) r[(m * kRowsPerStage + row) * kConsumerWarps + warp] = block ? tot[j] : d[j];
       d[j] = 0.f;
+      tot[j] = 0.f;
     }
     asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
     const int t = int(threadIdx.x);
@@ -251,7 +309,7 @@ __global__ void __launch_bounds__(kThreads)
           const float4 v = p[q];
           s += (v.x + v.y) + (v.z + v.w);
         }
-        s *= float(sx[m]) * w_scales[per_channel ? n : 0];
+        if (!block) s *= float(sx[m]) * sc.weight(n, 0);
         if (bias != nullptr) s += __bfloat162float(bias[n]);
         store_out(out + int64_t(m) * N + n, s);
       }
@@ -275,16 +333,19 @@ void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
   const int64_t groups = cuda::ceil_div(int64_t(N), int64_t(kRowsPerStage));
   const unsigned grid = unsigned(std::min<int64_t>(groups, be.props().multiProcessorCount));
   const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + ((M * K + 15) & ~15) + red_bytes(M));
+  Scales sc{a.static_scale ? a.static_scale->ptr<float>() : nullptr, a.w_scales->ptr<float>(),
+            a.block_n > 0 ? 2 : a.per_channel ? 1 : 0, std::max(a.block_n, 1),
+            int(cuda::ceil_div(int64_t(K), int64_t(kBlockK)))};
   cuda::launch_pdl("gemv_fp8_kernel", kernel, dim3(grid), dim3(kThreads), smem, be.stream(),
-                   out.ptr<Out>(), a.x->ptr<bf16>(), a.static_scale ? a.static_scale->ptr<float>() : nullptr,
-                   a.w->ptr<uint8_t>(), a.w_scales->ptr<float>(), a.per_channel,
+                   out.ptr<Out>(), a.x->ptr<bf16>(), a.w->ptr<uint8_t>(), sc,
                    a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages);
 }
 
 }  // namespace
 
-bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, const void* x, const void* w) {
+bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void* x, const void* w) {
   return gemv_enabled() && M >= 1 && M <= kMaxRows && K % 16 == 0 && N < (int64_t(1) << 31) &&
+         (block_k == 0 || (block_k == kBlockK && M * ((K + kBlockK - 1) / kBlockK) <= kMaxXScales)) &&
          M * K <= kMaxXBytes && ring_stages(M, K) >= kMinStages && cuda::aligned16(x) &&
          cuda::aligned16(w);
 }

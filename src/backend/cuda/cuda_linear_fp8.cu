@@ -455,9 +455,9 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
   const bf16* bias_ptr = bias.defined() ? bias.ptr<bf16>() : nullptr;
   const Fp8GemmPath path = fp8_gemm_path();
   // 1–8 rows: the weight stream, which quantizes x itself.
-  if (path == Fp8GemmPath::Auto && !block && fp8_gemv_fits(T, N, K, x.data, w.data)) {
+  if (path == Fp8GemmPath::Auto && fp8_gemv_fits(T, N, K, block ? q.block_k : 0, x.data, w.data)) {
     launch_fp8_gemv(*this, out, {&x, static_scale ? &q.input_scale : nullptr, &w, &q.weight_scale,
-                                 ws.kind == 1, &bias});
+                                 ws.kind == 1, block ? int(q.block_n) : 0, &bias});
     return;
   }
 

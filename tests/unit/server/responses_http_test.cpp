@@ -26,17 +26,6 @@ Json weather_tools() {
                      "required": ["city"]}}])");
 }
 
-// A script that cuts `text` into pieces of `piece` bytes, one token each, then stops.
-FakeEngine::Script pieces_of(std::string text, size_t piece) {
-  return [text, piece](int, const GenerationRequest& r) {
-    std::vector<StreamChunk> chunks;
-    for (size_t i = 0; i < text.size(); i += piece)
-      chunks.push_back(text_chunk(text.substr(i, piece), {5}));
-    chunks.push_back(final_chunk(FinishReason::Stop, int(r.prompt.size()), int(chunks.size())));
-    return chunks;
-  };
-}
-
 Json responses_body(Json extra) {
   Json body = {{"model", "test-model"}, {"input", "weather in Paris?"}};
   for (auto it = extra.begin(); it != extra.end(); ++it) body[it.key()] = it.value();
