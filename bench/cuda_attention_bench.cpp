@@ -11,6 +11,8 @@
 // mma = the mma.sync kernel), on the same inputs.
 //   usage: cuda_attention_bench [calls_per_repetition (default 20)] [f8 | prefill-long]
 //   prefill-long: issue 26's shapes alone (8k, 32k, 128k tokens, one sequence, 32/8 heads)
+//   prefill-short: its 8k and 32k shapes; prefill-short-sm90: those, the sm90 kernel alone
+//     (scripts/gpu_attn.sh variants runs it once per TANDEM_SM90_VARIANT)
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -168,7 +170,7 @@ void bench_decode(tandem::CudaBackend& be, const Shape& s, int calls) {
 // Prefill on the same inputs with each kernel the device can run (the sm90 switch on and
 // off: cuda_attention_prefill.h; TANDEM_ATTN_PREFILL=mma leaves the mma kernel's alone),
 // one line each.
-void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls) {
+void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls, bool only_sm90 = false) {
   AttnInputs in = make_inputs(be, s);
   const int64_t n = s.new_tokens, first = s.context - n;
   const double pairs = double(s.rows) * (double(n) * first + double(n) * (n + 1) / 2);
@@ -180,6 +182,7 @@ void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls) {
         tandem::cuda::choose_prefill_kernel(s.Dh, s.f8, be.props());
     // One line where the sm90 kernel does not run (TANDEM_ATTN_PREFILL=mma, other GPUs).
     if (sm90 && (!saved || k != tandem::cuda::PrefillKernel::Sm90)) continue;
+    if (!sm90 && only_sm90) continue;
     const Timing t = time_inputs(be, in, s, calls);
     fmt::print(
         "prefill{} B={:<4} tok={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
@@ -191,9 +194,11 @@ void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls) {
 }
 
 // Issue 26's shapes: one sequence prefilled from empty, causal, 32 q / 8 kv heads, d128.
-void bench_prefill_long(tandem::CudaBackend& be) {
+void bench_prefill_long(tandem::CudaBackend& be, bool up_to_32k = false, bool only_sm90 = false) {
   for (int n : {8192, 32768, 131072})
-    bench_prefill(be, Shape{1, n, n, 32, 8, 128}, n >= 131072 ? 1 : n >= 32768 ? 2 : 10);
+    if (!up_to_32k || n <= 32768)
+      bench_prefill(be, Shape{1, n, n, 32, 8, 128}, n >= 131072 ? 1 : n >= 32768 ? 2 : 10,
+                    only_sm90);
 }
 
 }  // namespace
@@ -211,8 +216,8 @@ int main(int argc, char** argv) {
     auto& be = dynamic_cast<tandem::CudaBackend&>(*backend);
     fmt::print("{}: {} SMs\n", be.props().name, be.props().multiProcessorCount);
     fmt::print("kind     shape                                        events/call  host/call\n");
-    if (mode == "prefill-long") {
-      bench_prefill_long(be);
+    if (mode == "prefill-long" || mode == "prefill-short" || mode == "prefill-short-sm90") {
+      bench_prefill_long(be, mode != "prefill-long", mode == "prefill-short-sm90");
       return 0;
     }
     for (const Shape& s :

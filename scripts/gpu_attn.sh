@@ -9,7 +9,13 @@
 #   ttft     TTFT of one 32k and one 100k prompt on the 8B shape (random-model --like
 #            llama-3.1-8b at $M; written in the background when absent), with each kernel
 #            (TANDEM_ATTN_PREFILL=mma for the old one)
-#   G=.device/gpu OUT=/tmp/out scripts/gpu_attn.sh [tests] [kernels] [ttft]   (default: all)
+#   variants the sm90 kernel's variants (TANDEM_SM90_VARIANT=0..3, cuda_attention_prefill_sm90.cu
+#            says what each changes): per variant its CudaAttentionSm90* tests (60 s leash: a
+#            hang shows as rc=124 and skips that variant's bench) and TFLOP/s at 8k and 32k
+#            tokens, one line each, after one line for the mma.sync kernel on the same shapes.
+#            Not in the default set.
+#   G=.device/gpu OUT=/tmp/out scripts/gpu_attn.sh [tests] [kernels] [ttft] [variants]
+#            (default: tests kernels ttft)
 set -u
 G=${G:-build/bundle}; OUT=${OUT:-/tmp/tandem-attn}; M=${M:-/tmp/llama8b}
 parts=${*:-tests kernels ttft}
@@ -17,6 +23,11 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
 has() { [[ " $parts " == *" $1 "* ]]; }
+# "8k=X 32k=Y" (TFLOP/s) from cuda_attention_bench prefill lines.
+tflops() {
+  awk '/^prefill/ { for (i = 1; i <= NF; i++) { if ($i ~ /^tok=/) n = substr($i, 5) / 1024;
+    if ($i == "TFLOP/s") v = $(i - 1) }; printf "%dk=%s ", n, v }' "$1"
+}
 skip_sm90=0
 # The 8B model is written (~16 GB of random weights) while the tests and kernels run.
 rm_pid=""
@@ -52,5 +63,24 @@ if has ttft; then
         --input $n --output 1 > "$OUT/ttft_${n}_$kernel.log" 2>&1
       grep -E 'output tokens in' "$OUT/ttft_${n}_$kernel.log" | sed 's/^ *//' || tail -3 "$OUT/ttft_${n}_$kernel.log"
     done
+  done
+fi
+if has variants; then
+  TANDEM_ATTN_PREFILL=mma timeout 60 "$G/bench/cuda_attention_bench" 20 prefill-short \
+    > "$OUT/variants_mma.log" 2>&1
+  echo "mma.sync kernel: rc=$? $(tflops "$OUT/variants_mma.log")TFLOP/s"
+  for v in 0 1 2 3; do
+    log="$OUT/variant${v}_tests.log"
+    TANDEM_SM90_VARIANT=$v timeout 60 "$G/tests/test_backend_cuda" \
+      --gtest_filter='CudaAttentionSm90*' > "$log" 2>&1
+    rc=$?
+    line="variant $v: tests rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' "$log" | tr '\n' ' ')"
+    if [ $rc = 124 ]; then
+      echo "$line HUNG (bench skipped)"
+      continue
+    fi
+    TANDEM_SM90_VARIANT=$v timeout 45 "$G/bench/cuda_attention_bench" 20 prefill-short-sm90 \
+      > "$OUT/variant${v}_bench.log" 2>&1
+    echo "$line| bench rc=$? $(tflops "$OUT/variant${v}_bench.log")TFLOP/s"
   done
 fi

@@ -34,10 +34,25 @@
 // before copy j is needed: K(t + 1), needed at iteration t, waits on V(t - 2)'s release
 // (end of iteration t - 2); V(t), needed at iteration t, on K(t)'s (iteration t - 1).
 //
+// Variants (issue 26, round 2: the kernel ran at a quarter of cuDNN's speed; which wait
+// serializes it is measured, not guessed). TANDEM_SM90_VARIANT (read once; 0 when unset)
+// picks one instantiation at launch, bits combined:
+//   bit 0, async producer (bf16 only): the block-table reads of a tile are hoisted ahead
+//     of its copies, and each copy is published by cp.async.mbarrier.arrive.noinc as it
+//     lands, so the producer never blocks on its own copies (nor publishes copy j only
+//     after issuing j + 1, which waited on a release); consumers then fence the landed
+//     generic-proxy writes into the async proxy themselves after each `full` wait;
+//   bit 1, lean consumers: one `empty` arrival per warp (count 8, not 256), and the two
+//     consumer warpgroups take turns issuing their GEMMs (named barriers 1 and 2,
+//     FlashAttention-3's ping-pong), so one warpgroup's softmax runs under the other's
+//     wgmma instead of both exponentiating at once.
+// 0 is the round-1 kernel. After the H200 comparison the best one stays alone.
+//
 // Work split is the mma.sync kernel's: grid.x is an upper bound on the query tiles
 // (ceil(T·G/128) + B), each CTA finds its (row, tile) on the device; grid.y = kv head.
 #include <atomic>
 #include <climits>
+#include <cstdlib>
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_attention_prefill_tiles.cuh"
@@ -71,6 +86,14 @@ struct Config {
   // swizzle atom inside the kernel.
   static constexpr int kSmem = 1024 + kQBytes + 2 * kStages * kTileBytes + 2 * kRawBytes;
   static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles start on swizzle atoms");
+};
+
+template <int V>
+struct Variant {
+  static constexpr bool kAsyncProducer = (V & 1) != 0;
+  static constexpr bool kLeanConsumers = (V & 2) != 0;
+  // `empty` arrivals per phase: every consumer thread, or lane 0 of each consumer warp.
+  static constexpr uint32_t kEmptyCount = kLeanConsumers ? 8 : 256;
 };
 
 // The CTA's shared-memory buffers (shared-window addresses) and mbarriers.
@@ -153,6 +176,30 @@ __device__ void produce(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
   }
   cp_async_wait<0>();
   publish_copy<D, KV>(ring, 2 * num_tiles - 1, num_tiles, ptid);
+}
+
+// Variant bit 0's producer (bf16): copies in copy_of's order, each published by the
+// hardware as this thread's part lands. Copy j + 1 is issued as soon as its stage is
+// released, whatever copy j's progress.
+template <int D>
+__device__ void produce_async(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
+                              int row, int kvh) {
+  using C = Config<D>;
+  const int ptid = int(threadIdx.x);  // 0..127
+  const int32_t* bt_row = a.block_table + int64_t(row) * a.max_blocks;
+  const int num_tiles = (rows.kmax - rows.kmin) / C::kBlockN + 1;
+  for (int j = 0; j < 2 * num_tiles; j++) {
+    const Copy cp = copy_of(j, num_tiles);
+    const int t = cp.tile, s = t % C::kStages, n = t / C::kStages;
+    if (n > 0) cuda::mbar_wait(&(cp.is_v ? ring.empty_v : ring.empty_k)[s], uint32_t((n - 1) & 1));
+    if (j == 0) sm90::load_q_sw<D, kBlockM>(ring.q, rows, a, ptid);  // lands with K0
+    const uint32_t dst = (cp.is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
+    sm90::load_tile_sw_hoisted<D, C::kBlockN>(dst, static_cast<const bf16*>(cp.is_v ? a.v : a.k),
+                                              a, bt_row, kvh, rows.kmin + t * C::kBlockN,
+                                              rows.kmax, ptid);
+    sm90::cp_async_arrive_noinc(cuda::mbar_smem_addr(&(cp.is_v ? ring.full_v : ring.full_k)[s]));
+  }
+  cp_async_wait<0>();  // nothing in flight when the thread leaves
 }
 
 // ---------------------------------------------------------------- consumers
@@ -248,10 +295,44 @@ __device__ __forceinline__ void score_and_softmax(float (&s)[BN / 8][4], const A
   softmax_tile<BN>(s, m, l, alpha);
 }
 
+// Waits for a `full` phase; with the async producer the landed cp.async writes are then
+// fenced into the async proxy here, by the reader, before its wgmma reads them.
+template <bool kFenceAfter>
+__device__ __forceinline__ void wait_full(uint64_t* bar, uint32_t parity) {
+  cuda::mbar_wait(bar, parity);
+  if constexpr (kFenceAfter) sm90::fence_proxy_async();
+}
+
+// Releases a stage: every thread arrives, or (lean) lane 0 once its warp is done with it.
+template <bool kLean>
+__device__ __forceinline__ void release(uint64_t* bar, int lane) {
+  if constexpr (kLean) {
+    __syncwarp();
+    if (lane == 0) cuda::mbar_arrive(bar);
+  } else {
+    cuda::mbar_arrive(bar);
+  }
+}
+
+// Ping-pong (lean consumers): warpgroup cw issues its GEMMs between waiting on barrier
+// 1 + cw and arriving on the other's, 2 - cw. Warpgroup 1 opens with an arrival on 1 so
+// warpgroup 0 goes first, and skips its arrival after its last GEMMs, so each barrier
+// sees as many arrivals as waits.
+template <bool kLean>
+__device__ __forceinline__ void turn_begin(int cw) {
+  if constexpr (kLean) sm90::named_bar_sync(1 + cw, 256);
+}
+template <bool kLean>
+__device__ __forceinline__ void turn_end(int cw, bool last) {
+  if constexpr (kLean)
+    if (!(last && cw == 1)) sm90::named_bar_arrive(2 - cw, 256);
+}
+
 // A consumer warpgroup (cw = 0 or 1): rows 64·cw .. 64·cw + 63 of the CTA's tile.
-template <int D, typename KV>
+template <int D, typename KV, int V>
 __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
                         int cw) {
+  constexpr bool kFence = Variant<V>::kAsyncProducer, kLean = Variant<V>::kLeanConsumers;
   using C = Config<D, sizeof(KV) == 1>;
   constexpr int kBlockN = C::kBlockN, NV = D / 8;
   const int wtid = int(threadIdx.x) - 128 * (cw + 1), lane = wtid & 31, warp = wtid >> 5;
@@ -273,11 +354,14 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
 #pragma unroll
   for (int nt = 0; nt < kBlockN / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
 
-  cuda::mbar_wait(&ring.full_k[0], 0);
+  if (kLean && cw == 1) sm90::named_bar_arrive(1, 256);
+  turn_begin<kLean>(cw);
+  wait_full<kFence>(&ring.full_k[0], 0);
   issue_qk<D>(s, q_rows, ring.k);
+  turn_end<kLean>(cw, false);
   sm90::wgmma_wait<0>();
   sm90::fence_operands(s);
-  cuda::mbar_arrive(&ring.empty_k[0]);
+  release<kLean>(&ring.empty_k[0], lane);
   score_and_softmax<kBlockN>(s, a, cr, 0, m, l, alpha, lane);  // O = 0: alpha unused
   pack_p<kBlockN>(pa, s);
   sm90::fence_operands(o);
@@ -285,18 +369,20 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
   // Every tile but the last: S(t + 1) overlaps P(t)·V(t). No branch inside, so ptxas can
   // see that wait<1> retires S's group before its registers are read.
   for (int t = 0; t + 1 < num_tiles; t++) {
-    cuda::mbar_wait(&ring.full_k[(t + 1) % C::kStages], parity(t + 1));
+    turn_begin<kLean>(cw);
+    wait_full<kFence>(&ring.full_k[(t + 1) % C::kStages], parity(t + 1));
     issue_qk<D>(s, q_rows, ring.k + stage(t + 1));
-    cuda::mbar_wait(&ring.full_v[t % C::kStages], parity(t));
+    wait_full<kFence>(&ring.full_v[t % C::kStages], parity(t));
     issue_pv<D>(o, pa, ring.v + stage(t));
+    turn_end<kLean>(cw, false);
     sm90::wgmma_wait<1>();  // S(t + 1) complete; P(t)·V(t) may still run
     sm90::fence_operands(s);
-    cuda::mbar_arrive(&ring.empty_k[(t + 1) % C::kStages]);
+    release<kLean>(&ring.empty_k[(t + 1) % C::kStages], lane);
     score_and_softmax<kBlockN>(s, a, cr, t + 1, m, l, alpha, lane);
     sm90::wgmma_wait<0>();
     sm90::fence_operands(o);
     sm90::fence_operands(pa);
-    cuda::mbar_arrive(&ring.empty_v[t % C::kStages]);
+    release<kLean>(&ring.empty_v[t % C::kStages], lane);
 #pragma unroll
     for (int nv = 0; nv < NV; nv++) {
       o[nv][0] *= alpha[0];
@@ -309,15 +395,17 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
     sm90::fence_operands(pa);
   }
   const int last = num_tiles - 1;
-  cuda::mbar_wait(&ring.full_v[last % C::kStages], parity(last));
+  turn_begin<kLean>(cw);
+  wait_full<kFence>(&ring.full_v[last % C::kStages], parity(last));
   issue_pv<D>(o, pa, ring.v + stage(last));
+  turn_end<kLean>(cw, true);
   sm90::wgmma_wait<0>();
   sm90::fence_operands(o);
-  cuda::mbar_arrive(&ring.empty_v[last % C::kStages]);
+  release<kLean>(&ring.empty_v[last % C::kStages], lane);
   store_rows<kBlockM, NV>(a, rows, r0, o, l, 0, lane);
 }
 
-template <int D, typename KV>
+template <int D, typename KV, int V>
 __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs a) {
   using C = Config<D, sizeof(KV) == 1>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -331,9 +419,9 @@ __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs 
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::kStages; s++) {
       cuda::mbar_init(&bars[0][s], sm90::kProducerThreads);
-      cuda::mbar_init(&bars[1][s], 256);
+      cuda::mbar_init(&bars[1][s], Variant<V>::kEmptyCount);
       cuda::mbar_init(&bars[2][s], sm90::kProducerThreads);
-      cuda::mbar_init(&bars[3][s], 256);
+      cuda::mbar_init(&bars[3][s], Variant<V>::kEmptyCount);
     }
   }
   setup_rows<kBlockM>(rows, a, row, row_tile, kvh);  // its barriers publish the mbarriers
@@ -349,20 +437,50 @@ __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs 
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     sm90::setmaxnreg_dec<kProducerRegs>();
-    produce<D, KV>(a, rows, ring, row, kvh);
+    if constexpr (Variant<V>::kAsyncProducer && sizeof(KV) == 2)
+      produce_async<D>(a, rows, ring, row, kvh);
+    else
+      produce<D, KV>(a, rows, ring, row, kvh);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegs>();
-    consume<D, KV>(a, rows, ring, wg - 1);
+    consume<D, KV, (sizeof(KV) == 2 ? V : V & 2)>(a, rows, ring, wg - 1);
+  }
+}
+
+// TANDEM_SM90_VARIANT, read once: 0..3 (see the top of the file), else 0.
+int variant() {
+  static const int v = [] {
+    const char* e = std::getenv("TANDEM_SM90_VARIANT");
+    return e && e[0] >= '0' && e[0] <= '3' && e[1] == '\0' ? e[0] - '0' : 0;
+  }();
+  return v;
+}
+
+// The instantiation for (cache type, variant); an e4m3 cache keeps the round-1 producer
+// (bit 0 is bf16's), so its variants are 0 and 2.
+template <int D>
+auto pick_kernel(bool kv_f8, int v) {
+  if (kv_f8) return v & 2 ? prefill_sm90_kernel<D, uint8_t, 2> : prefill_sm90_kernel<D, uint8_t, 0>;
+  switch (v) {
+    case 1:
+      return prefill_sm90_kernel<D, bf16, 1>;
+    case 2:
+      return prefill_sm90_kernel<D, bf16, 2>;
+    case 3:
+      return prefill_sm90_kernel<D, bf16, 3>;
+    default:
+      return prefill_sm90_kernel<D, bf16, 0>;
   }
 }
 
 template <int D>
 void launch(const AttnArgs& a, cudaStream_t stream) {
   const int smem = a.kv_f8 ? Config<D, true>::kSmem : Config<D>::kSmem;
-  auto kernel = a.kv_f8 ? prefill_sm90_kernel<D, uint8_t> : prefill_sm90_kernel<D, bf16>;
-  static std::atomic<uint64_t> smem_ready_bf16{0}, smem_ready_f8{0};
-  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem,
-                           a.kv_f8 ? smem_ready_f8 : smem_ready_bf16, "attention prefill (sm90)");
+  const int v = variant();
+  auto kernel = pick_kernel<D>(a.kv_f8, v);
+  static std::atomic<uint64_t> smem_ready[2][4];  // by (e4m3, variant)
+  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, smem_ready[a.kv_f8][v],
+                           "attention prefill (sm90)");
   const int64_t tiles = (int64_t(a.num_tokens) * a.group + kBlockM - 1) / kBlockM + a.num_rows;
   cuda_require(tiles < INT_MAX, "attention prefill (sm90): too many query tiles");
   const dim3 grid(unsigned(tiles), unsigned(a.num_kv_heads), 1);

@@ -51,6 +51,40 @@ __device__ __forceinline__ void load_tile_sw(uint32_t dst, const bf16* cache, co
   }
 }
 
+// load_tile_sw with the block-table reads hoisted (variant 1, the producer's first
+// suspect): every row's slot is looked up before any copy is issued, so the thread's
+// ROWS / kRowStep table reads are in flight together instead of one dependent read
+// before each copy. Same zeros, same layout.
+template <int D, int ROWS>
+__device__ __forceinline__ void load_tile_sw_hoisted(uint32_t dst, const bf16* cache,
+                                                     const AttnArgs& a, const int32_t* bt_row,
+                                                     int kvh, int kt, int kend, int ptid) {
+  constexpr int kChunks = D / 8, kRowStep = kProducerThreads / kChunks;
+  constexpr int kRows = ROWS / kRowStep;  // rows this thread copies
+  const int c = ptid % kChunks, r0 = ptid / kChunks;
+  const uint32_t col = uint32_t((c / 8) * ROWS * 128);
+  const bool col_ok = c * 8 < a.head_dim;
+  int slot[kRows];  // pool slot of each row, meaningful where its ok bit is set
+  uint32_t ok = 0;  // bit i: row r0 + i·kRowStep reads the cache
+#pragma unroll
+  for (int i = 0; i < kRows; i++) {
+    const int j = kt + r0 + i * kRowStep;
+    const int bi = a.block_shift >= 0 ? j >> a.block_shift : j / a.block_size;
+    const int off = a.block_shift >= 0 ? j & (a.block_size - 1) : j % a.block_size;
+    const bool in = col_ok && j <= kend && bi < a.max_blocks;
+    const int blk = in ? __ldg(bt_row + bi) : -1;  // predicated, no copy between: they overlap
+    slot[i] = blk * a.block_size + off;
+    if (in && blk >= 0 && blk < a.num_blocks) ok |= 1u << i;
+  }
+#pragma unroll
+  for (int i = 0; i < kRows; i++) {
+    const int r = r0 + i * kRowStep;
+    const bool v = (ok >> i) & 1u;
+    const bf16* src = cache + (int64_t(v ? slot[i] : 0) * a.num_kv_heads + kvh) * a.head_dim;
+    cp_async_16(dst + col + sw128(r, c % 8), v ? src + c * 8 : cache, v ? 16 : 0);
+  }
+}
+
 // e4m3 cache rows (16 elements a chunk) of keys [kt, kt + ROWS), raw, into a linear
 // staging tile at raw (ROWS x D bytes), by cp.async; widen_tile_sw converts them.
 template <int D, int ROWS>
