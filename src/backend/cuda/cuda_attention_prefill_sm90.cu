@@ -199,7 +199,8 @@ __device__ void produce_async(const AttnArgs& a, const TileRows<kBlockM>& rows, 
                                               rows.kmax, ptid);
     sm90::cp_async_arrive_noinc(cuda::mbar_smem_addr(&(cp.is_v ? ring.full_v : ring.full_k)[s]));
   }
-  cp_async_wait<0>();  // nothing in flight when the thread leaves
+  // Nothing in flight when the thread leaves (wait_all: these copies are in no group).
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 // ---------------------------------------------------------------- consumers
