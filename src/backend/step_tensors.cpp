@@ -14,6 +14,7 @@ StepTensors make_step_tensors(const StepShape& s, MakeI32 make) {
   t.seq_starts = make(Shape{s.num_rows + 1});
   t.context_lens = make(Shape{s.num_rows});
   t.sample_index = make(Shape{s.num_samples});
+  if (s.lora) t.lora_slots = make(Shape{s.num_tokens});
   t.num_tokens = s.num_tokens;
   t.num_rows = s.num_rows;
   t.max_context_len = s.max_context_len;

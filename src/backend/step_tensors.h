@@ -37,6 +37,9 @@ struct StepTensors {
   Tensor seq_starts;    // [B+1] i32: row b owns tokens [seq_starts[b], seq_starts[b+1])
   Tensor context_lens;  // [B] i32: tokens of row b in the cache after this step
   Tensor sample_index;  // [S] i32: index (into T) of the token whose logits are returned
+  // [T] i32: the LoRA slot (backend/linear.h) each token's projections add; slot 0 is the
+  // base model. Undefined when no row of the step has an adapter.
+  Tensor lora_slots;
   int num_tokens = 0;
   int num_rows = 0;
   int max_context_len = 0;
@@ -55,6 +58,7 @@ struct StepShape {
   int block_size = 16;
   int max_context_len = 0;       // the longest row's context, or a capacity bound
   std::vector<int> max_blocks;   // [G] each group's table width
+  bool lora = false;             // lora_slots [T] is allocated
 };
 
 // Device arrays of `shape`, uninitialized: the caller writes every entry it lets ops read.

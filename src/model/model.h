@@ -33,15 +33,21 @@ class Model {
   // kv[l] is layer l's storage (undefined tensors for sharing layers), addressed through
   // its KV group's slot map and block table (step.kv(kv[l])).
   virtual Tensor forward(const StepTensors& step, std::span<PagedKv> kv) = 0;
+  // The projections LoRA adapters may target (none unless config().lora is enabled); their
+  // banks are the model's own tensors (model/lora/lora_targets.h).
+  const LoraTargets& lora_targets() const { return lora_; }
 
  protected:
-  explicit Model(ModelConfig config) : config_(std::move(config)) {}
+  explicit Model(ModelConfig config) : config_(std::move(config)) { lora_.capacity = config_.lora; }
   ModelConfig config_;
   int64_t num_parameters_ = 0;
+  LoraTargets lora_;  // filled by the WeightLoader
 };
 
-// Reads config.json, picks the architecture from the registry, loads the weights.
+// Reads config.json, picks the architecture from the registry, loads the weights, with
+// room for `lora` adapters (none by default).
 // Throws tandem::Error (unknown model_type, missing tensor, bad shapes, bad files).
-std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend);
+std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
+                                  LoraCapacity lora = {});
 
 }  // namespace tandem

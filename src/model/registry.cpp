@@ -40,8 +40,10 @@ std::vector<std::string> architecture_names() {
   return names;
 }
 
-std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend) {
+std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
+                                  LoraCapacity lora) {
   ModelConfig config = ModelConfig::load(dir);
+  config.lora = lora;
   ArchBuilder build = find_architecture(config.model_type);
   if (!build) {
     std::string known;
