@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   logits->add_option("--device", lo.device, "cpu, cuda, or auto")->capture_default_str();
   logits->add_option("--ids", lo.ids, "Token ids, comma-separated (e.g. 1,2,3)")->required();
   logits->add_option("--out", lo.out, "Output .npy file: float32 [len(ids), vocab]")->required();
+  logits->add_option("--lora", lo.lora, "A PEFT LoRA adapter folder to apply");
 
   GenerateOptions go;
   auto* gen = app.add_subcommand("generate", "Generate text for one prompt (the serial path)");
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   gen->add_option("--seed", go.seed, "Sampling seed (same seed, same tokens)");
   gen->add_flag("--ignore-eos", go.ignore_eos, "Keep generating past end-of-sequence tokens");
   gen->add_option("--kv-cache-dtype", go.kv_cache_dtype, "KV cache element type: auto, fp8 or fp8_e4m3")->capture_default_str();
+  gen->add_option("--lora", go.lora, "A PEFT LoRA adapter folder to apply");
   gen->add_flag("--json", go.json, "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
 
   PerplexityOptions po;

@@ -37,6 +37,7 @@ struct LogitsOptions {
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::string ids;  // "1,2,3"
   std::string out;  // .npy path
+  std::optional<std::string> lora;  // a PEFT adapter folder to run with
 };
 int run_logits(const LogitsOptions& o);
 
@@ -54,6 +55,7 @@ struct GenerateOptions {
   bool json = false;
   bool ignore_eos = false;
   std::string kv_cache_dtype = "auto";  // auto | fp8 | fp8_e4m3 (as serve's)
+  std::optional<std::string> lora;  // a PEFT adapter folder to run with
 };
 int run_generate(const GenerateOptions& o);
 

@@ -16,7 +16,8 @@ int run_generate(const GenerateOptions& o) {
   try {
     if (o.prompt.has_value() == o.ids.has_value()) fail("give exactly one of --prompt and --ids");
     const std::optional<DType> kv_dtype = kv_cache_dtype_from_name(o.kv_cache_dtype);
-    LoadedModel m = load_model_folder(o.model, o.device);
+    LoadedModel m = load_model_folder(o.model, o.device,
+                                      o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{});
     GenerationRequest req;
     if (o.ids) {
       req.prompt = parse_ids(*o.ids);
@@ -34,6 +35,7 @@ int run_generate(const GenerateOptions& o) {
     EngineConfig config;
     config.max_model_len = int(req.prompt.size()) + o.max_tokens;
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype);
+    if (o.lora) req.lora = engine->add_lora("lora", *o.lora).name;
     auto stream = engine->submit(req);
     nlohmann::json ids = nlohmann::json::array();
     std::string text, error;

@@ -1,5 +1,9 @@
 #include "cli/model_files.h"
 
+#include <algorithm>
+
+#include "model/lora/peft_adapter.h"
+
 #include "cli/commands.h"
 #include "cli/env_switches.h"
 
@@ -18,11 +22,19 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
   fail("--device: '{}' is not one of cpu, cuda, auto", device);
 }
 
-LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device) {
+LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, int max_loras,
+                               int max_rank) {
+  LoraCapacity c{.max_loras = std::max(max_loras, int(dirs.size())), .max_rank = max_rank};
+  for (auto& d : dirs) c.max_rank = std::max(c.max_rank, load_peft_adapter(d).max_rank());
+  return c;
+}
+
+LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device,
+                              LoraCapacity lora) {
   if (!std::filesystem::is_directory(dir)) fail("{}: not a model folder", dir.string());
   LoadedModel m;
   m.backend = make_backend(device);
-  m.model = load_model(dir, *m.backend);
+  m.model = load_model(dir, *m.backend, lora);
   if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
   return m;
 }

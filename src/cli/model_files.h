@@ -23,8 +23,14 @@ struct LoadedModel {
   std::shared_ptr<const Tokenizer> tokenizer;  // null without tokenizer.json
 };
 
-// `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu).
-LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu");
+// `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu); `lora`: room
+// for adapters (none by default).
+LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu",
+                              LoraCapacity lora = {});
+// The capacity for serving the PEFT adapters in `dirs` (read to find their largest rank):
+// max(max_loras, the number of dirs) slots of rank max(max_rank, that rank).
+LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, int max_loras = 0,
+                               int max_rank = 0);
 // The backend for --device (with the CUDA switches of the environment, env_switches.h).
 std::unique_ptr<Backend> make_backend(const std::string& device);
 // The engine over a loaded model, whose backend and model move into its executor;

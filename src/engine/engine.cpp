@@ -22,7 +22,8 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
       config_(std::move(config)),
       kv_layout_(executor_->allocate_kv(kv_sizing(executor_->info().model, config_))),
       kv_(kv_layout_.groups, kv_layout_.num_blocks, config_.scheduler.block_size),
-      scheduler_(config_.scheduler, kv_) {
+      scheduler_(config_.scheduler, kv_),
+      loras_(executor_->info().model.lora.max_loras) {
   const ExecutorInfo& e = executor_->info();
   const ModelConfig& c = e.model;
   info_.name = config_.served_model_name;
@@ -63,10 +64,20 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
   if (int64_t(n) + request.max_tokens > info_.max_model_len)
     return refuse(fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the context length ({})",
                               n, request.max_tokens, info_.max_model_len));
+  std::optional<LoraUse> lora;
+  if (request.lora && !(lora = loras_.acquire(*request.lora)))
+    return refuse(fmt::format("unknown LoRA adapter '{}'", *request.lora));
   std::lock_guard<std::mutex> lock(inbox_mu_);
-  inbox_.push_back(std::make_shared<Sequence>(next_id_++, std::move(request), stream, seeder_()));
+  auto seq = std::make_shared<Sequence>(next_id_++, std::move(request), stream, seeder_());
+  seq->lora = lora;
+  inbox_.push_back(std::move(seq));
   inbox_cv_.notify_one();
   return stream;
+}
+
+LoraAdapter Engine::add_lora(const std::string& name, const std::filesystem::path& dir) {
+  TANDEM_CHECK(!thread_.joinable(), "add_lora: the engine loop is running");
+  return loras_.add(*executor_, name, dir);
 }
 
 EngineStats Engine::stats() const {
@@ -127,6 +138,7 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   // Tokens issued past the one that ended it are never emitted.
   seq.num_in_flight = 0;
   seq.in_flight_row.reset();
+  if (seq.lora) loras_.release(*seq.lora), seq.lora.reset();
   StreamChunk last;
   if (seq.detokenizer && reason != FinishReason::Stop) last.text = seq.stop.push(seq.detokenizer->finish());
   if (!seq.stop.matched()) last.text += seq.stop.flush();
@@ -155,7 +167,8 @@ StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
                          .count = r.num_tokens,
                          .block_tables = seq.block_tables,
                          .num_logits = r.sample ? 1 : 0,
-                         .feed_from = seq.in_flight_row});
+                         .feed_from = seq.in_flight_row,
+                         .lora_slot = seq.lora ? seq.lora->slot : 0});
   }
   return build_step_plan(plan_rows, config_.scheduler.block_size);
 }

@@ -33,6 +33,7 @@
 
 #include "engine/engine_api.h"
 #include "engine/executor.h"
+#include "engine/lora_adapters.h"
 #include "engine/scheduler.h"
 #include "kv/kv_block_manager.h"
 
@@ -78,6 +79,11 @@ class Engine : public EngineApi {
   bool step();
   // Steps until every submitted request has finished (the CLI's serial path).
   void run_until_idle();
+
+  // Serves the PEFT adapter in `dir` as `name` (requests select it by GenerationRequest::lora).
+  // Before start(). Throws tandem::Error when it cannot (lora_adapters.h).
+  LoraAdapter add_lora(const std::string& name, const std::filesystem::path& dir);
+  const LoraAdapters& loras() const { return loras_; }
 
   // The KV block pools of every group; num_used/num_free/capacity add the groups up.
   const KvBlockManager& kv_blocks() const { return kv_; }
@@ -131,6 +137,7 @@ class Engine : public EngineApi {
   std::atomic<bool> draining_{true};
   mutable std::mutex stats_mu_;
   EngineStats stats_;
+  LoraAdapters loras_;
 };
 
 // The KV sizing an engine config asks for (kv/kv_budget.h): the byte budget, the rows,

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -80,6 +81,11 @@ class Executor {
   virtual std::vector<SampledToken> collect() = 0;
   // Forgets every step in flight (after a failed step): nothing is collected or fed from it.
   virtual void reset() = 0;
+
+  // Writes the PEFT adapter in `dir` into LoRA slot `slot` (1..info().model.lora.max_loras),
+  // or zeros the slot (nullopt). Between steps only. Throws tandem::Error naming the
+  // folder and the cause when the adapter does not fit the model; the slot is then unchanged.
+  virtual void write_lora(int slot, const std::optional<std::filesystem::path>& dir) = 0;
 };
 
 // One worker on `backend`, running `model`.

@@ -33,6 +33,9 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS ids
   int top_logprobs = -1;                // -1: no logprobs; 0: chosen token's; k: and top k
   bool skip_special_tokens = true;      // in the emitted text
+  // The LoRA adapter to run with, by the name it was loaded under (Engine::add_lora);
+  // none: the base model.
+  std::optional<std::string> lora;
 };
 
 enum class FinishReason : uint8_t { Stop, Length, Cancelled, Error };

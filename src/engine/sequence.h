@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/lora_adapters.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
@@ -44,6 +45,7 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   Sampler sampler;
   StopMatcher stop;
   std::unique_ptr<IncrementalDecoder> detokenizer;  // null when the engine has no tokenizer
+  std::optional<LoraUse> lora;  // the adapter's slot and stable id, held until finished
 
   // Positions known so far: received tokens and those in flight.
   int num_tokens() const { return int(tokens.size()) + num_in_flight; }

@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "engine/executor.h"
+#include "model/lora/lora_slots.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 
@@ -43,6 +44,10 @@ class SingleWorkerExecutor final : public Executor {
   void issue(const StepPlan& plan, std::span<const SampleRow> rows) override;
   std::vector<SampledToken> collect() override;
   void reset() override { pending_.clear(); }
+  void write_lora(int slot, const std::optional<std::filesystem::path>& dir) override {
+    if (dir) write_lora_slot(*backend_, model_->lora_targets(), slot, load_peft_adapter(*dir));
+    else clear_lora_slot(*backend_, model_->lora_targets(), slot);
+  }
 
  private:
   std::unique_ptr<Backend> backend_;

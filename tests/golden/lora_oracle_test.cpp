@@ -95,6 +95,65 @@ TEST_P(LoraOracle, TeacherForcedLogitsMatch) {
   }
 }
 
+// Every prompt with the base model and with each adapter, all submitted at once: rows of
+// different adapters (and none) share each step, and each continues as the oracle did.
+TEST_P(LoraOracle, MixedBatchGreedyMatchesThroughTheEngine) {
+  const std::string arch = GetParam();
+  std::vector<std::string> names = adapter_names(arch);
+  auto backend = make_cpu_backend();
+  auto model = load_model(oracle_dir(arch), *backend,
+                          LoraCapacity{.max_loras = int(names.size()), .max_rank = 8});
+  EngineConfig config;
+  config.scheduler.max_rows = 16;
+  Engine engine(make_executor(std::move(backend), std::move(model)), nullptr, config);
+  std::vector<uint64_t> ids;
+  for (auto& n : names) ids.push_back(engine.add_lora(n, lora_root() / arch / ("lora_" + n)).id);
+  EXPECT_NE(ids.front(), ids.back()) << "two adapters share an id";
+  auto golden = SafetensorsFile::open(lora_root() / arch / "lora_golden.safetensors");
+  auto prompts = load_oracle(arch);
+  struct Job {
+    std::shared_ptr<RequestStream> stream;
+    std::vector<int32_t> want;
+    std::string what;
+  };
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < prompts.size(); i++)
+    for (size_t a = 0; a <= names.size(); a++) {
+      GenerationRequest req;
+      req.prompt = prompts[i].prompt;
+      req.max_tokens = int(prompts[i].greedy.size());
+      req.sampling.temperature = 0;
+      req.ignore_eos = true;
+      std::string key = a == 0 ? "base" : names[a - 1];
+      if (a > 0) req.lora = names[a - 1];
+      std::vector<int32_t> want = a == 0 ? prompts[i].greedy
+                                         : ids_of(golden->tensor("greedy_" + key + "." + std::to_string(i)));
+      jobs.push_back({engine.submit(req), want, key + "." + std::to_string(i)});
+    }
+  engine.run_until_idle();
+  for (auto& j : jobs) {
+    std::vector<int32_t> got;
+    while (auto c = j.stream->pop(std::chrono::milliseconds(0)))
+      for (auto& t : c->tokens) got.push_back(t.token);
+    EXPECT_EQ(got, j.want) << j.what;
+  }
+  EXPECT_EQ(engine.kv_blocks().num_used(), 0);
+  for (auto& a : engine.loras().list()) EXPECT_EQ(a.num_users, 0) << a.name;
+}
+
+TEST(LoraEngine, UnknownAdapterIsRefused) {
+  auto backend = make_cpu_backend();
+  auto model = load_model(oracle_dir("llama"), *backend, LoraCapacity{.max_loras = 1, .max_rank = 8});
+  Engine engine(make_executor(std::move(backend), std::move(model)), nullptr, EngineConfig{});
+  GenerationRequest req;
+  req.prompt = {1, 2, 3};
+  req.lora = "nope";
+  auto c = engine.submit(req)->pop(std::chrono::milliseconds(0));
+  ASSERT_TRUE(c && c->finish);
+  EXPECT_EQ(*c->finish, FinishReason::Error);
+  EXPECT_NE(c->error.find("nope"), std::string::npos) << c->error;
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, LoraOracle, ::testing::ValuesIn(lora_archs()),
                          [](const auto& info) { return info.param; });
 
