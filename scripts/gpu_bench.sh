@@ -1,13 +1,39 @@
 #!/usr/bin/env bash
 # The GPU benchmarks of bench/RESULTS.md, in one run on the GPU machine, from a bundle
 # made by scripts/bundle_cuda.sh (G = the bundle folder). Writes logs under $OUT.
-#   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh
+#   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh          everything
+#   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh prefix   only the prefix-cache part
 set -u
 G=${G:-build/bundle}; OUT=${OUT:-/tmp/tandem-bench}; M=${M:-/tmp/llama8b}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
 step() { echo "== $*" >&2; }
-step random-model; ( time "$G/tandem" random-model --like llama-3.1-8b --out "$M" ) 2>&1 | tail -4
+[ -f "$M/config.json" ] && [ "${1:-all}" = prefix ] ||
+  { step random-model; ( time "$G/tandem" random-model --like llama-3.1-8b --out "$M" ) 2>&1 | tail -4; }
+
+# The prefix cache (issue 19), with it (the default) and without, one server each:
+# 64 requests sharing a 2,000-token prefix + 64 own tokens, 32 new, at concurrency 1 and 8
+# (TTFT p50 should be >= 5x lower with the cache); 16 chats of 8 turns at concurrency 8
+# (TTFT flat in the turn with the cache); the plain sweep at 0% hits (within 2%).
+prefix_part() {
+  for mode in on off; do
+    flag=""; [ $mode = off ] && flag=--no-enable-prefix-caching
+    step "prefix cache $mode"
+    "$G/tandem" serve --model "$M" --port 8322 --batch 256 --max-batched-tokens 8192 $flag \
+      > "$OUT/serve_prefix_$mode.log" 2>&1 &
+    for i in $(seq 60); do curl -sf localhost:8322/health > /dev/null && break; sleep 1; done
+    timeout 120 "$G/tandem" bench --url http://127.0.0.1:8322 --shared-prefix-len 2000 \
+      --input-len 64 --output-len 32 --concurrency 1,8 --num-requests 64 \
+      --json "$OUT/prefix_shared_$mode.json" 2> "$OUT/prefix_shared_$mode.err"
+    timeout 120 "$G/tandem" bench --url http://127.0.0.1:8322 --multi-turn 8 --input-len 256 \
+      --output-len 64 --concurrency 8 --num-requests 16 \
+      --json "$OUT/prefix_turns_$mode.json" 2> "$OUT/prefix_turns_$mode.err"
+    timeout 200 "$G/tandem" bench --url http://127.0.0.1:8322 --concurrency 1,8,32,64,128,256 \
+      --input-len 128 --output-len 256 --json "$OUT/prefix_sweep_$mode.json" 2> "$OUT/prefix_sweep_$mode.err"
+    kill %1; wait
+  done
+}
+if [ "${1:-all}" = prefix ]; then prefix_part; exit; fi
 step decode-b1
 timeout 60 "$G/bench/offline_bench" "$M" --num 1 --batch 1 --input 128 --output 256 --repeat 3 | tail -1
 TANDEM_CUDA_GRAPHS=0 timeout 60 "$G/bench/offline_bench" "$M" --num 1 --batch 1 --input 128 --output 256 | tail -1 | sed 's/^/without graphs: /'
@@ -25,3 +51,4 @@ timeout 200 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 1,8,32,6
 kill %1; wait
 step hf-generate-batch
 timeout 150 python3 bench/hf_generate_batch.py --model "$M" --num 256 --input-len 128 --output-len 128 2>&1 | tail -2
+prefix_part

@@ -18,14 +18,19 @@ int main(int argc, char** argv) {
   serve->add_option("--device", so.device, "cpu, cuda, or auto: cuda when a GPU is present")->capture_default_str();
   serve->add_option("--host", so.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", so.port, "Port (0: any free port)")->capture_default_str();
-  serve->add_option("--batch,--decode-concurrency", so.batch, "Sequences advanced together per step (1 = the serial path)")->capture_default_str();
-  serve->add_option("--max-batched-tokens", so.max_batched_tokens, "Token budget of one step (long prompts are chunked)")->capture_default_str();
+  serve->add_option("--batch,--decode-concurrency", so.batch, "Rows per step: auto (CUDA: as many as the KV cache holds at 2048 tokens each, up to 256; CPU: 16) or a number (1 = the serial path)")->capture_default_str();
+  serve->add_option("--max-batched-tokens", so.max_batched_tokens, "Token budget of one step, long prompts are chunked: auto (CUDA: 8192; CPU: 512) or a number")->capture_default_str();
   serve->add_option("--prompt-concurrency", so.prompt_concurrency, "Rows that may prefill in one step")->capture_default_str();
   serve->add_option("--max-model-len", so.max_model_len, "Context length (default: the model's)");
   serve->add_option("--kv-budget", so.kv_budget, "KV cache size, e.g. 4GB (default: batch x context, at most 1/4 of free RAM)");
   serve->add_option("--kv-cache-dtype", so.kv_cache_dtype, "KV cache element type: auto (the activation dtype), fp8 or fp8_e4m3 (unscaled e4m3, half of bf16)")->capture_default_str();
+  serve->add_option("--lora-modules", so.lora_modules, "LoRA adapters to serve, name=DIR each (a request's \"model\": name selects one)");
+  serve->add_option("--max-loras", so.max_loras, "Adapter slots (default: the number of --lora-modules)");
+  serve->add_option("--max-lora-rank", so.max_lora_rank, "Largest adapter rank a slot holds (default: the largest of --lora-modules)");
   serve->add_option("--api-key", so.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
   serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
+  serve->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", so.enable_prefix_caching,
+                  "Reuse the KV blocks of cached prompt prefixes (default: on)");
   serve->add_flag("--log-requests", so.log_requests, "One line per request on stderr");
   serve->add_flag("--no-web-ui", so.no_web_ui, "Serve no web pages (the chat at / and /dashboard)");
 
@@ -52,6 +57,8 @@ int main(int argc, char** argv) {
   gen->add_flag("--ignore-eos", go.ignore_eos, "Keep generating past end-of-sequence tokens");
   gen->add_option("--kv-cache-dtype", go.kv_cache_dtype, "KV cache element type: auto, fp8 or fp8_e4m3")->capture_default_str();
   gen->add_option("--lora", go.lora, "A PEFT LoRA adapter folder to apply");
+  gen->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", go.enable_prefix_caching,
+                "Reuse the KV blocks of cached prompt prefixes (default: on)");
   gen->add_flag("--json", go.json, "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
 
   PerplexityOptions po;
@@ -107,6 +114,8 @@ int main(int argc, char** argv) {
   bench->add_option("--input-len", bo.input_len, "Prompt length in tokens (random token ids)")->capture_default_str();
   bench->add_option("--output-len", bo.output_len, "Tokens to generate per request (min_tokens + ignore_eos)")->capture_default_str();
   bench->add_option("--request-rate", bo.request_rate, "Poisson arrivals per second, at most --concurrency in flight (default: closed loop)");
+  bench->add_option("--shared-prefix-len", bo.shared_prefix_len, "Tokens every prompt starts with (the same for all: a prefix cache can reuse them)")->capture_default_str();
+  bench->add_option("--multi-turn", bo.multi_turn, "Turns per conversation: each resends its history plus --input-len new tokens (--num-requests counts conversations; TTFT per turn)")->capture_default_str();
   bench->add_option("--temperature", bo.temperature, "Sampling temperature")->capture_default_str();
   bench->add_option("--token-min", bo.token_min, "Prompt ids are uniform in [token-min, token-max)")->capture_default_str();
   bench->add_option("--token-max", bo.token_max, "Upper end (exclusive) of prompt ids")->capture_default_str();

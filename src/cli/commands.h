@@ -17,8 +17,8 @@ struct ServeOptions {
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::string host = "127.0.0.1";
   int port = 8080;
-  int batch = 1;  // --batch / --decode-concurrency: rows per step
-  int max_batched_tokens = 2048;
+  std::string batch = "auto";               // --batch / --decode-concurrency: rows per step
+  std::string max_batched_tokens = "auto";  // tokens per step (engine/batch_defaults.h)
   int prompt_concurrency = 8;
   std::optional<int> max_model_len;      // default: the model's max_position_embeddings
   std::optional<std::string> kv_budget;  // "4GB"; default: rows × context, at most 1/4 of free RAM
@@ -27,6 +27,10 @@ struct ServeOptions {
   std::string served_model_name;
   bool log_requests = false;
   bool no_web_ui = false;  // --no-web-ui: no / and /dashboard pages
+  bool enable_prefix_caching = true;  // --no-enable-prefix-caching turns it off
+  std::vector<std::string> lora_modules;  // "name=DIR" each: PEFT adapters served by name
+  int max_loras = 0;      // adapter slots (at least one per --lora-modules entry)
+  int max_lora_rank = 0;  // largest adapter rank a slot takes (at least the modules')
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.
@@ -56,6 +60,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   std::string kv_cache_dtype = "auto";  // auto | fp8 | fp8_e4m3 (as serve's)
   std::optional<std::string> lora;  // a PEFT adapter folder to run with
+  bool enable_prefix_caching = true;    // as serve's
 };
 int run_generate(const GenerateOptions& o);
 

@@ -34,6 +34,7 @@ int run_generate(const GenerateOptions& o) {
     req.sampling.seed = o.seed;
     EngineConfig config;
     config.max_model_len = int(req.prompt.size()) + o.max_tokens;
+    config.enable_prefix_caching = o.enable_prefix_caching;
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype);
     if (o.lora) req.lora = engine->add_lora("lora", *o.lora).name;
     auto stream = engine->submit(req);

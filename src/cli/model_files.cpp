@@ -40,12 +40,32 @@ LoadedModel load_model_folder(const std::filesystem::path& dir, const std::strin
 }
 
 std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
-                                    std::optional<DType> kv_dtype) {
+                                    std::optional<DType> kv_dtype,
+                                    std::optional<BatchFlags> batch, BatchChoice* chosen) {
   const EnvSwitches& env = env_switches();
   config.overlap = env.overlap;
-  ExecutorConfig executor{.kv_dtype = kv_dtype, .graphs = env.graphs};
-  return std::make_unique<Engine>(make_executor(std::move(m.backend), std::move(m.model), executor),
-                                  m.tokenizer, std::move(config));
+  ExecutorConfig executor_config{.kv_dtype = kv_dtype, .graphs = env.graphs};
+  const bool gpu = m.backend->device() != Device::CPU;
+  std::unique_ptr<Executor> executor =
+      make_executor(std::move(m.backend), std::move(m.model), executor_config);
+  if (batch) {
+    // The room is asked for the largest step auto could choose (its activations and
+    // logits come out of the same memory).
+    SchedulerConfig& s = config.scheduler;
+    s.max_rows = batch->rows.value_or(kMaxAutoRows);
+    s.max_batched_tokens = batch->tokens.value_or(kCudaAutoTokens);
+    const KvRoom room = executor->kv_room(kv_sizing(executor->info().model, config));
+    const BatchChoice c = choose_batch(
+        *batch, {.gpu = gpu,
+                 .kv_bytes_available = config.kv_budget_bytes.value_or(room.bytes_available),
+                 .kv_bytes_per_token = room.bytes_per_token,
+                 .max_model_len = config.max_model_len.value_or(
+                     executor->info().model.max_position_embeddings)});
+    s.max_rows = c.rows;
+    s.max_batched_tokens = c.tokens;
+    if (chosen) *chosen = c;
+  }
+  return std::make_unique<Engine>(std::move(executor), m.tokenizer, std::move(config));
 }
 
 std::string default_model_dir() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/batch_defaults.h"
 #include "engine/engine.h"
 #include "model/model.h"
 
@@ -35,8 +36,13 @@ LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, i
 std::unique_ptr<Backend> make_backend(const std::string& device);
 // The engine over a loaded model, whose backend and model move into its executor;
 // `config`'s overlap and the executor's graphs follow the environment switches.
+// With `batch`, its auto counts are resolved on the executor's device first
+// (engine/batch_defaults.h) and the choice written to `*chosen` when given; without it,
+// `config.scheduler` is taken as it is.
 std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
-                                    std::optional<DType> kv_dtype);
+                                    std::optional<DType> kv_dtype,
+                                    std::optional<BatchFlags> batch = std::nullopt,
+                                    BatchChoice* chosen = nullptr);
 // "1, 2,3" → {1, 2, 3}; throws tandem::Error on anything else.
 std::vector<int32_t> parse_ids(const std::string& text);
 

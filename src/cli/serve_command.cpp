@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_files.h"
+#include "cli/stats_log.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/kv_layout.h"
@@ -22,8 +23,8 @@ void on_signal(int) {
   if (g_server) g_server->request_stop();
 }
 
-void print_ready_card(const Engine& engine, const ServeOptions& o, const std::string& device,
-                      int port, int64_t kv_bytes) {
+void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchChoice& batch,
+                      const std::string& device, int port, int64_t kv_bytes) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
@@ -31,12 +32,14 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const std::st
              "  parameters   {:.1f}M, {} on {}\n"
              "  context      {} tokens\n"
              "  KV cache     {:.1f} MiB {}, {} blocks of {} tokens\n"
-             "  batch        {} rows, {} tokens per step\n"
+             "  batch        {}\n"
+             "  prefix cache {}\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              info.max_model_len, double(kv_bytes) / double(1 << 20),
              dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
-             info.block_size, o.batch, o.max_batched_tokens, o.host, port);
+             info.block_size, batch.reason,
+             o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)", o.host, port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
                o.host, port);
@@ -63,7 +66,9 @@ int64_t parse_bytes(const std::string& text) {
 
 int run_serve(const ServeOptions& o) {
   try {
-    if (o.batch < 1) fail("--batch must be >= 1 (got {})", o.batch);
+    const BatchFlags batch_flags{.rows = parse_auto_count(o.batch, "--batch"),
+                                 .tokens = parse_auto_count(o.max_batched_tokens,
+                                                            "--max-batched-tokens")};
     const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
     server::ServerOptions so;
     so.host = o.host;
@@ -82,10 +87,9 @@ int run_serve(const ServeOptions& o) {
     LoadedModel m = load_model_folder(o.model, o.device);
     if (!m.tokenizer) fail("{}: serving needs tokenizer.json in the model folder", o.model);
     EngineConfig config;
-    config.scheduler.max_rows = o.batch;
-    config.scheduler.max_batched_tokens = o.max_batched_tokens;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
     config.max_model_len = o.max_model_len;
+    config.enable_prefix_caching = o.enable_prefix_caching;
     config.served_model_name = o.served_model_name.empty()
                                    ? std::filesystem::path(o.model).lexically_normal().filename().string()
                                    : o.served_model_name;
@@ -94,16 +98,21 @@ int run_serve(const ServeOptions& o) {
     // what the device can spare after the weights.
     if (o.kv_budget) config.kv_budget_bytes = parse_bytes(*o.kv_budget);
     std::string device = m.backend->name();
-    std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag);
+    BatchChoice batch;
+    std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag, batch_flags, &batch);
     engine->start();
     server::ServedModel served = server::load_served_model(o.model, *engine, m.tokenizer);
     const int64_t kv_budget = engine->kv_layout().budget_bytes;
-    served.card = {{"batch", o.batch}, {"max_batched_tokens", o.max_batched_tokens},
-                   {"kv_budget_bytes", kv_budget},
+    served.card = {{"batch", batch.rows}, {"max_batched_tokens", batch.tokens},
+                   {"batch_choice", batch.reason},
+                   {"kv_budget_bytes", kv_budget}, {"prefix_caching", o.enable_prefix_caching},
                    {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device}};
     http.set_ready(std::move(served));
-    print_ready_card(*engine, o, device, http.port(), kv_budget);
-    http.wait();
+    print_ready_card(*engine, o, batch, device, http.port(), kv_budget);
+    {
+      StatsLog running_log(*engine, std::chrono::seconds(10));
+      http.wait();
+    }
     g_server = nullptr;
     engine->stop(/*drain=*/true);
     fmt::print(stderr, "tandem: stopped\n");

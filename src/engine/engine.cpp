@@ -12,7 +12,8 @@ KvSizing kv_sizing(const ModelConfig& model, const EngineConfig& config) {
           .max_rows = config.scheduler.max_rows,
           .max_batched_tokens = config.scheduler.max_batched_tokens,
           .max_model_len = config.max_model_len.value_or(model.max_position_embeddings),
-          .budget_bytes = config.kv_budget_bytes};
+          .budget_bytes = config.kv_budget_bytes,
+          .prefix_caching = config.enable_prefix_caching};
 }
 
 Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer,
@@ -21,7 +22,8 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
       tokenizer_(std::move(tokenizer)),
       config_(std::move(config)),
       kv_layout_(executor_->allocate_kv(kv_sizing(executor_->info().model, config_))),
-      kv_(kv_layout_.groups, kv_layout_.num_blocks, config_.scheduler.block_size),
+      kv_(kv_layout_.groups, kv_layout_.num_blocks, config_.scheduler.block_size,
+          config_.enable_prefix_caching),
       scheduler_(config_.scheduler, kv_),
       loras_(executor_->info().model.lora.max_loras) {
   const ExecutorInfo& e = executor_->info();
@@ -40,7 +42,7 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
   stats_.kv_blocks_total = kv_.capacity();
   for (int g = 0; g < kv_.num_groups(); ++g) {
     const int window = kv_.groups().groups[size_t(g)].window;
-    stats_.kv_groups.push_back({window, kv_.pool(g).capacity(), 0});
+    stats_.kv_groups.push_back({window, kv_.pool(g).capacity(), 0, 0});
   }
 }
 
@@ -68,11 +70,15 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
   if (request.lora && !(lora = loras_.acquire(*request.lora)))
     return refuse(fmt::format("unknown LoRA adapter '{}'", *request.lora));
   std::lock_guard<std::mutex> lock(inbox_mu_);
-  auto seq = std::make_shared<Sequence>(next_id_++, std::move(request), stream, seeder_());
-  seq->lora = lora;
-  inbox_.push_back(std::move(seq));
+  inbox_.push_back(std::make_shared<Sequence>(next_id_++, std::move(request), stream, seeder_(), lora));
   inbox_cv_.notify_one();
   return stream;
+}
+
+std::vector<std::pair<std::string, std::string>> Engine::lora_adapters() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const LoraAdapter& a : loras_.list()) out.emplace_back(a.name, a.dir.string());
+  return out;
 }
 
 LoraAdapter Engine::add_lora(const std::string& name, const std::filesystem::path& dir) {
@@ -146,6 +152,7 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   if (seq.stop.matched()) last.matched_stop = *seq.stop.matched();
   last.prompt_tokens = seq.num_prompt;
   last.completion_tokens = seq.num_generated();
+  last.cached_tokens = seq.num_cached_tokens.value_or(0);
   scheduler_.finish(&seq);
   {
     // Counted before the client can see the end of its stream (and read /stats).
@@ -252,9 +259,15 @@ bool Engine::step() {
   stats_.num_running = int(scheduler_.running().size());
   stats_.num_waiting = int(scheduler_.waiting().size());
   stats_.kv_blocks_used = kv_.num_used();
-  for (int g = 0; g < kv_.num_groups(); ++g)
+  stats_.kv_blocks_cached = kv_.num_cached();
+  for (int g = 0; g < kv_.num_groups(); ++g) {
     stats_.kv_groups[size_t(g)].used = kv_.pool(g).num_used();
+    stats_.kv_groups[size_t(g)].cached = kv_.pool(g).num_cached();
+  }
   stats_.num_preemptions = scheduler_.num_preemptions();
+  stats_.prefix_cache_enabled = kv_.prefix_caching();
+  stats_.prefix_cache_queries_total = scheduler_.prefix_cache_counts().queries;
+  stats_.prefix_cache_hits_total = scheduler_.prefix_cache_counts().hits;
   return worked;
 }
 
@@ -295,9 +308,10 @@ void Engine::fail_running(const std::string& why) {
     c.error = why;
     c.server_error = true;
     if (seq->stream) seq->stream->push(std::move(c));
-    scheduler_.finish(seq.get());
+    scheduler_.finish(seq.get(), /*cache=*/false);
     std::erase(live_, seq);
   }
+  kv_.clear_cache();
 }
 
 void Engine::wait_for_work() {

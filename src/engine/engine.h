@@ -20,6 +20,8 @@
 // and final K/V: exactly the blocks a prefix cache may hash (vLLM caches up to
 // num_computed_tokens − num_output_placeholders for the same reason). A position the step
 // in flight computed for a token not yet received is not one of them until it arrives.
+// The scheduler names exactly these blocks for the prefix cache (Scheduler::cache_blocks,
+// before each step and when a sequence leaves), and a failed step forgets every name.
 #pragma once
 
 #include <atomic>
@@ -58,6 +60,9 @@ struct EngineConfig {
   std::optional<int> max_model_len;  // nullopt: the model's max_position_embeddings
   std::string served_model_name;
   Overlap overlap = Overlap::Auto;
+  // Reuse the KV blocks of cached prompt prefixes (kv/kv_block_manager.h);
+  // --no-enable-prefix-caching turns it off.
+  bool enable_prefix_caching = true;
 };
 
 class Engine : public EngineApi {
@@ -70,6 +75,7 @@ class Engine : public EngineApi {
   std::shared_ptr<RequestStream> submit(GenerationRequest request) override;
   EngineStats stats() const override;
   const ModelInfo& model_info() const override { return info_; }
+  std::vector<std::pair<std::string, std::string>> lora_adapters() const override;
 
   // Runs the loop on its own thread until stop(); stop() lets running requests finish
   // when `drain` is set, else cancels them.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/request.h"
@@ -17,16 +18,22 @@ namespace tandem {
 struct KvGroupStats {
   int window = 0;  // 0: full attention; else the window in tokens
   int64_t total = 0;
-  int64_t used = 0;
-  // (No "cached" count until the prefix cache makes one real.)
+  int64_t used = 0;    // held by live sequences
+  int64_t cached = 0;  // free, holding a reusable prefix (evicted LRU when blocks are needed)
 };
 
 struct EngineStats {
   int num_running = 0;
   int num_waiting = 0;
   int64_t kv_blocks_total = 0;
-  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_used = 0;    // held by live sequences
+  int64_t kv_blocks_cached = 0;  // free, holding a reusable prefix
   int64_t num_preemptions = 0;
+  bool prefix_cache_enabled = false;
+  // Prompt tokens looked up in the prefix cache at first admission, and of them the ones
+  // found (vLLM's prefix_cache_queries / prefix_cache_hits).
+  int64_t prefix_cache_queries_total = 0;
+  int64_t prefix_cache_hits_total = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t requests_finished = 0;
@@ -52,6 +59,8 @@ class EngineApi {
   virtual std::shared_ptr<RequestStream> submit(GenerationRequest request) = 0;
   virtual EngineStats stats() const = 0;
   virtual const ModelInfo& model_info() const = 0;
+  // The LoRA adapters a request may name in GenerationRequest::lora, with their folders.
+  virtual std::vector<std::pair<std::string, std::string>> lora_adapters() const { return {}; }
 };
 
 }  // namespace tandem

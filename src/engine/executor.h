@@ -59,10 +59,20 @@ struct ExecutorInfo {
   bool asynchronous = false;  // steps run while the host goes on (the overlap pays)
 };
 
+// Room for the KV cache on the device, before it is allocated: what `--batch auto` sizes
+// the step by (engine/batch_defaults.h).
+struct KvRoom {
+  int64_t bytes_available = 0;  // what allocate_kv would spare for `sizing` without a budget
+  int64_t bytes_per_token = 0;  // one token of every layer, in the cache dtype
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
   virtual const ExecutorInfo& info() const = 0;
+
+  // The KV room allocate_kv(sizing) would have; asks the device, allocates nothing.
+  virtual KvRoom kv_room(const KvSizing& sizing) const = 0;
 
   // Sizes the KV cache for `sizing` and allocates it. Without a byte budget: every row at
   // max_model_len, or what the device can spare after the weights and a step's

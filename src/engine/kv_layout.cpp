@@ -39,7 +39,7 @@ std::vector<int> plan_kv_blocks(std::span<const LayerKvSpec> specs, DType dtype,
 KvBlockManager make_kv_block_manager(std::span<const LayerKvSpec> specs, DType dtype,
                                      const KvSizing& sizing) {
   return KvBlockManager(kv_groups_of(specs), plan_kv_blocks(specs, dtype, sizing),
-                        sizing.block_size);
+                        sizing.block_size, sizing.prefix_caching);
 }
 
 int64_t planned_kv_bytes(std::span<const LayerKvSpec> specs, DType dtype, const KvSizing& sizing) {

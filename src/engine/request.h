@@ -36,6 +36,8 @@ struct GenerationRequest {
   // The LoRA adapter to run with, by the name it was loaded under (Engine::add_lora);
   // none: the base model.
   std::optional<std::string> lora;
+  // Prefix-cache isolation: only requests with the same salt share cached KV blocks.
+  std::string cache_salt;
 };
 
 enum class FinishReason : uint8_t { Stop, Length, Cancelled, Error };
@@ -74,6 +76,7 @@ struct StreamChunk {
   bool server_error = false;           // the engine failed (a 5xx), not the request (a 4xx)
   int prompt_tokens = 0;               // set on the last chunk
   int completion_tokens = 0;           // set on the last chunk
+  int cached_tokens = 0;               // set on the last chunk: prompt tokens read from the prefix cache
 };
 
 }  // namespace tandem

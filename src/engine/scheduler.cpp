@@ -13,21 +13,63 @@ void Scheduler::add(Sequence* seq) {
   waiting_.push_back(seq);
 }
 
-bool Scheduler::grow_blocks(Sequence* seq, int n, bool admitting) {
-  int end = seq->num_computed + n, reserve = admitting ? seq->num_tokens() : 0;
-  std::optional<GrowPlan> plan = kv_.plan_grow(seq->block_tables, seq->num_computed, end, reserve);
+bool Scheduler::grow_blocks(Sequence* seq, int n) {
+  std::optional<GrowPlan> plan =
+      kv_.plan_grow(seq->block_tables, seq->num_computed, seq->num_computed + n);
   if (!plan) return false;
   kv_.apply(seq->block_tables, *plan);
   return true;
 }
 
+bool Scheduler::admit_blocks(Sequence* seq, int budget) {
+  const int bs = config_.block_size;
+  seq->block_hashes.extend(seq->tokens, bs);
+  // At least the last known token is computed: its row samples the next one.
+  const PrefixHit hit =
+      kv_.find_prefix(seq->block_hashes, seq->tokens, (seq->num_tokens() - 1) / bs);
+  const int start = hit.num_blocks * bs;
+  const int n = std::min(seq->num_tokens() - start, budget);
+  std::optional<GrowPlan> plan = kv_.plan_admit(hit, start + n, seq->num_tokens());
+  if (!plan) return false;
+  kv_.apply(seq->block_tables, *plan);
+  seq->num_computed = start;
+  seq->num_named_blocks = hit.num_blocks;
+  if (!seq->num_cached_tokens) {
+    seq->num_cached_tokens = std::min(start, seq->num_prompt);
+    if (kv_.prefix_caching()) {
+      prefix_counts_.queries += seq->num_prompt;
+      prefix_counts_.hits += *seq->num_cached_tokens;
+    }
+  }
+  return true;
+}
+
+void Scheduler::cache_blocks(Sequence* seq) {
+  if (!kv_.prefix_caching() || seq->block_tables.empty()) return;
+  const int bs = config_.block_size;
+  seq->block_hashes.extend(seq->tokens, bs);
+  const int final_blocks = std::min(seq->num_computed, int(seq->tokens.size())) / bs;
+  const int end = std::min(final_blocks, seq->block_hashes.size());
+  if (end <= seq->num_named_blocks) return;
+  kv_.cache_blocks(seq->block_tables, seq->block_hashes, seq->tokens, seq->num_named_blocks, end);
+  seq->num_named_blocks = end;
+}
+
 void Scheduler::release_out_of_window() {
-  for (Sequence* seq : running_) kv_.release_out_of_window(seq->block_tables, seq->num_computed);
+  // Blocks wholly inside the prompt stay cached when they leave the window: a request
+  // sharing part of this prompt can start there.
+  for (Sequence* seq : running_) {
+    cache_blocks(seq);
+    kv_.release_out_of_window(seq->block_tables, seq->num_computed,
+                              seq->num_prompt / config_.block_size);
+  }
 }
 
 void Scheduler::preempt(Sequence* seq) {
+  cache_blocks(seq);
   kv_.release(seq->block_tables);
   seq->num_computed = 0;
+  seq->num_named_blocks = 0;
   seq->status = SeqStatus::Preempted;
   running_.erase(std::find(running_.begin(), running_.end(), seq));
   waiting_.push_front(seq);  // it resumes before anything newer
@@ -67,8 +109,8 @@ void Scheduler::schedule_waiting(std::vector<ScheduledRow>& rows, StepBudget& bu
     // Admission: the full-attention groups must hold the whole known sequence now, the
     // window groups what its first chunk computes. FIFO: nobody overtakes the head, not
     // even past one whose last token is still in flight (it finishes when that arrives).
+    if (seq->num_schedulable() <= 0 || !admit_blocks(seq, budget.tokens)) break;
     const int n = std::min(seq->num_schedulable(), budget.tokens);
-    if (n <= 0 || !grow_blocks(seq, n, /*admitting=*/true)) break;
     waiting_.pop_front();
     seq->status = SeqStatus::Running;
     running_.push_back(seq);
@@ -91,7 +133,8 @@ void Scheduler::advance(const std::vector<ScheduledRow>& rows) {
   for (auto& r : rows) r.seq->num_computed += r.num_tokens;
 }
 
-void Scheduler::finish(Sequence* seq) {
+void Scheduler::finish(Sequence* seq, bool cache) {
+  if (cache) cache_blocks(seq);
   kv_.release(seq->block_tables);
   seq->status = SeqStatus::Finished;
   std::erase(running_, seq);

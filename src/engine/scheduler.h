@@ -26,6 +26,13 @@ struct SchedulerConfig {
   int block_size = 16;
 };
 
+// Prefix-cache lookups of first admissions (a preempted sequence's resumption is not a
+// query), in prompt tokens: vLLM's prefix_cache_queries / prefix_cache_hits.
+struct PrefixCacheCounts {
+  int64_t queries = 0;  // prompt tokens looked up
+  int64_t hits = 0;     // of them, found cached
+};
+
 struct ScheduledRow {
   Sequence* seq = nullptr;
   int num_tokens = 0;   // computed this step, from seq->num_computed
@@ -39,17 +46,25 @@ class Scheduler {
   void add(Sequence* seq);                              // queues a new sequence
   std::vector<ScheduledRow> schedule();                 // plans one step
   void advance(const std::vector<ScheduledRow>& rows);  // after the forward: num_computed
-  void finish(Sequence* seq);                           // removes it and frees its blocks
+  // Removes it and frees its blocks; `cache` names its computed blocks first (off when
+  // the step that computed them failed).
+  void finish(Sequence* seq, bool cache = true);
 
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
   int64_t num_preemptions() const { return num_preemptions_; }
+  const PrefixCacheCounts& prefix_cache_counts() const { return prefix_counts_; }
   bool idle() const { return waiting_.empty() && running_.empty(); }
 
  private:
   // Blocks to compute `n` more tokens (and, at admission, to hold the whole sequence in
   // full-attention groups); false when some group lacks them.
-  bool grow_blocks(Sequence* seq, int n, bool admitting = false);
+  bool grow_blocks(Sequence* seq, int n);
+  // Admission: the prefix hit, then blocks for the first `budget` tokens after it (and,
+  // in full-attention groups, the whole known sequence). False when some group lacks them.
+  bool admit_blocks(Sequence* seq, int budget);
+  // Names the sequence's blocks that now hold final, computed tokens.
+  void cache_blocks(Sequence* seq);
   void release_out_of_window();
   void preempt(Sequence* seq);
   // What is left of the step for the next phase: tokens, and rows that may prefill.
@@ -65,6 +80,7 @@ class Scheduler {
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // admission order
   int64_t num_preemptions_ = 0;
+  PrefixCacheCounts prefix_counts_;
 };
 
 }  // namespace tandem

@@ -14,6 +14,7 @@
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "kv/kv_block_manager.h"
+#include "kv/prefix_cache.h"
 
 namespace tandem {
 
@@ -23,8 +24,10 @@ class IncrementalDecoder;
 enum class SeqStatus : uint8_t { Waiting, Running, Preempted, Finished };
 
 struct Sequence : std::enable_shared_from_this<Sequence> {
+  // `lora`: the adapter the sequence runs with; its stable id keys the prefix cache, so two
+  // adapters (or one and the base model) never share KV blocks.
   Sequence(int64_t id, GenerationRequest request, std::shared_ptr<RequestStream> stream,
-           uint64_t fallback_seed);
+           uint64_t fallback_seed, std::optional<LoraUse> lora = std::nullopt);
   ~Sequence();
 
   int64_t id;
@@ -41,6 +44,12 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   std::optional<int> in_flight_row;
   int num_computed = 0;     // positions whose K/V is in the cache (may include in-flight ones)
   BlockTables block_tables;  // [KV groups][blocks], append-only while running
+  // Prefix cache: the hashes of the full blocks of `tokens` (final tokens only), and how
+  // many blocks of the tables are named in the pools (kv/kv_block_manager.h).
+  BlockHashChain block_hashes;
+  int num_named_blocks = 0;
+  // Prompt tokens the first admission found in the prefix cache (what usage reports).
+  std::optional<int> num_cached_tokens;
   SeqStatus status = SeqStatus::Waiting;
   Sampler sampler;
   StopMatcher stop;

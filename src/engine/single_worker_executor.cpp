@@ -39,6 +39,7 @@ class SingleWorkerExecutor final : public Executor {
   }
 
   const ExecutorInfo& info() const override { return info_; }
+  KvRoom kv_room(const KvSizing& sizing) const override;
   KvLayout allocate_kv(const KvSizing& sizing) override;
   void prepare(int max_model_len, int max_rows) override;
   void issue(const StepPlan& plan, std::span<const SampleRow> rows) override;
@@ -57,6 +58,13 @@ class SingleWorkerExecutor final : public Executor {
   std::unique_ptr<ModelRunner> runner_;  // from allocate_kv on
   std::deque<PendingSample> pending_;    // sampling ops not collected yet, oldest first
 };
+
+KvRoom SingleWorkerExecutor::kv_room(const KvSizing& sizing) const {
+  const DType dtype = config_.kv_dtype.value_or(backend_->act_dtype());
+  const int64_t per_block = kv_bytes_per_block(model_->kv_specs(), sizing.block_size, dtype);
+  return {.bytes_available = spare_kv_bytes(*backend_, info_.model, sizing),
+          .bytes_per_token = per_block / sizing.block_size};
+}
 
 KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
   TANDEM_CHECK(!runner_, "allocate_kv: the KV cache is allocated already");

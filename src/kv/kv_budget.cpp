@@ -26,7 +26,7 @@ int64_t window_bytes(const KvGroups& groups, std::span<const int64_t> bytes_per_
   int64_t bytes = 0;
   for (int g = 0; g < groups.num_groups(); g++)
     if (groups.groups[size_t(g)].sliding())
-      bytes += window_group_blocks(groups.groups[size_t(g)].window, rows, s) *
+      bytes += window_group_blocks(held_window(groups.groups[size_t(g)].window, s), rows, s) *
                bytes_per_block[size_t(g)];
   return bytes;
 }
@@ -51,7 +51,7 @@ std::vector<int> plan_group_blocks(const KvGroups& groups, std::span<const int64
   std::vector<int> blocks(size_t(G), 0);
   for (int g = 0; g < G; g++)
     if (groups.groups[size_t(g)].sliding())
-      blocks[size_t(g)] = window_group_blocks(groups.groups[size_t(g)].window, rows, s);
+      blocks[size_t(g)] = window_group_blocks(held_window(groups.groups[size_t(g)].window, s), rows, s);
   if (!has_full) return blocks;
   if (!s.budget_bytes) {
     blocks[0] = blocks_for(int64_t(s.max_model_len) * std::max(1, s.max_rows), s.block_size) + 1;

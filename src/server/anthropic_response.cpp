@@ -21,11 +21,13 @@ Json parsed_arguments(const ToolCall& call) {
   }
 }
 
-Json usage_json(int input_tokens, int output_tokens) {
-  return {{"input_tokens", input_tokens},
+// Anthropic counts cache reads apart: the prompt is input_tokens +
+// cache_creation_input_tokens + cache_read_input_tokens.
+Json usage_json(int prompt_tokens, int output_tokens, int cached_tokens = 0) {
+  return {{"input_tokens", prompt_tokens - cached_tokens},
           {"output_tokens", output_tokens},
           {"cache_creation_input_tokens", 0},
-          {"cache_read_input_tokens", 0}};
+          {"cache_read_input_tokens", cached_tokens}};
 }
 
 Json message_json(const ResponseMeta& meta, Json content, Json stop_reason, Json stop_sequence,
@@ -64,7 +66,7 @@ Json format_anthropic_message(const ResponseMeta& meta, const AnthropicFormat& f
       meta, std::move(content),
       anthropic_stop_reason(result.finish, !parsed.calls.empty(), result.matched_stop),
       stopped_by_string ? Json(result.matched_stop) : Json(),
-      usage_json(format.input_tokens, result.completion_tokens));
+      usage_json(format.input_tokens, result.completion_tokens, result.cached_tokens));
 }
 
 AnthropicStreamEncoder::AnthropicStreamEncoder(ResponseMeta meta, AnthropicFormat format)
@@ -134,6 +136,7 @@ std::string AnthropicStreamEncoder::chunk(int, const StreamChunk& chunk) {
     finish_ = *chunk.finish;
     matched_stop_ = chunk.matched_stop;
     if (chunk.completion_tokens > 0) output_tokens_ = chunk.completion_tokens;
+    cached_tokens_ = chunk.cached_tokens;
   }
   return out;
 }
@@ -148,7 +151,8 @@ std::string AnthropicStreamEncoder::end() {
                 {"stop_sequence", stopped_by_string ? Json(matched_stop_) : Json()}};
   out += sse_event("message_delta", {{"type", "message_delta"},
                                      {"delta", std::move(delta)},
-                                     {"usage", {{"output_tokens", output_tokens_}}}});
+                                     {"usage", usage_json(format_.input_tokens, output_tokens_,
+                                                          cached_tokens_)}});
   return out + sse_event("message_stop", {{"type", "message_stop"}});
 }
 

@@ -42,6 +42,7 @@ class AnthropicStreamEncoder : public StreamEncoder {
   bool text_open_ = false;  // a text block is started and not stopped
   int num_tool_uses_ = 0;
   int output_tokens_ = 0;
+  int cached_tokens_ = 0;  // known at the end: message_delta's usage carries it
   FinishReason finish_ = FinishReason::Stop;
   std::string matched_stop_;
 };

@@ -1,5 +1,7 @@
 #include "server/chat_response.h"
 
+#include <algorithm>
+
 #include "server/sse.h"
 
 namespace tandem::server {
@@ -36,17 +38,18 @@ Json chat_choice(int index, const ChatFormat& format, const ChoiceResult& r) {
 Json format_chat_completion(const ResponseMeta& meta, const ChatFormat& format,
                             const std::vector<ChoiceResult>& results) {
   Json choices = Json::array();
-  int completion_tokens = 0;
+  TokenUsage usage{.prompt_tokens = format.prompt_tokens};
   for (size_t i = 0; i < results.size(); ++i) {
     choices.push_back(chat_choice(int(i), format, results[i]));
-    completion_tokens += results[i].completion_tokens;
+    usage.completion_tokens += results[i].completion_tokens;
+    usage.cached_tokens = std::max(usage.cached_tokens, results[i].cached_tokens);  // one prompt
   }
   return {{"id", meta.id},
           {"object", "chat.completion"},
           {"created", meta.created},
           {"model", meta.model},
           {"choices", std::move(choices)},
-          {"usage", openai_usage(format.prompt_tokens, completion_tokens)}};
+          {"usage", openai_usage(usage)}};
 }
 
 ChatStreamEncoder::ChatStreamEncoder(ResponseMeta meta, ChatFormat format, int num_choices,
@@ -101,6 +104,7 @@ std::string ChatStreamEncoder::chunk(int choice, const StreamChunk& chunk) {
   }
   if (chunk.finish) {
     completion_tokens_ += chunk.completion_tokens > 0 ? chunk.completion_tokens : state.num_tokens;
+    cached_tokens_ = std::max(cached_tokens_, chunk.cached_tokens);
     Json c = chunk_json(choice, Json::object(), Json(),
                         openai_finish_reason(*chunk.finish, state.num_calls > 0));
     c["choices"][0]["stop_reason"] = openai_stop_reason(chunk.matched_stop);
@@ -110,7 +114,8 @@ std::string ChatStreamEncoder::chunk(int choice, const StreamChunk& chunk) {
 }
 
 std::string ChatStreamEncoder::end() {
-  return openai_stream_end(meta_, "chat.completion.chunk", include_usage_, format_.prompt_tokens, completion_tokens_);
+  return openai_stream_end(meta_, "chat.completion.chunk", include_usage_,
+                           {format_.prompt_tokens, completion_tokens_, cached_tokens_});
 }
 
 std::string ChatStreamEncoder::error(const std::string& message) {

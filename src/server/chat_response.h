@@ -45,6 +45,7 @@ class ChatStreamEncoder : public StreamEncoder {
   bool include_usage_;
   std::vector<ChoiceState> choices_;
   int completion_tokens_ = 0;
+  int cached_tokens_ = 0;  // the most any choice found (they share one prompt)
 };
 
 }  // namespace tandem::server

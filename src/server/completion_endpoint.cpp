@@ -20,6 +20,7 @@ std::vector<GenerationRequest> build_requests(const EndpointContext& ctx,
   const ModelInfo& info = ctx.model.engine->model_info();
   const Tokenizer& tok = *ctx.model.tokenizer;
   std::vector<GenerationRequest> requests;
+  format.choices_per_prompt = r.n;
   for (const CompletionPrompt& p : r.prompts) {
     GenerationRequest g = r.generation;
     g.prompt = p.text ? tok.encode(*p.text, r.add_special_tokens) : p.ids;

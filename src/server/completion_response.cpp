@@ -36,17 +36,20 @@ Json completion_choice(size_t i, const CompletionFormat& f, const ChoiceResult& 
 Json format_completion(const ResponseMeta& meta, const CompletionFormat& format,
                        const std::vector<ChoiceResult>& results) {
   Json choices = Json::array();
-  int completion_tokens = 0;
+  TokenUsage usage{.prompt_tokens = format.prompt_tokens};
+  std::vector<int> cached;
   for (size_t i = 0; i < results.size(); ++i) {
     choices.push_back(completion_choice(i, format, results[i]));
-    completion_tokens += results[i].completion_tokens;
+    usage.completion_tokens += results[i].completion_tokens;
+    cached.push_back(results[i].cached_tokens);
   }
+  usage.cached_tokens = cached_prompt_tokens(cached, format.choices_per_prompt);
   return {{"id", meta.id},
           {"object", "text_completion"},
           {"created", meta.created},
           {"model", meta.model},
           {"choices", std::move(choices)},
-          {"usage", openai_usage(format.prompt_tokens, completion_tokens)}};
+          {"usage", openai_usage(usage)}};
 }
 
 CompletionStreamEncoder::CompletionStreamEncoder(ResponseMeta meta, CompletionFormat format,
@@ -55,7 +58,8 @@ CompletionStreamEncoder::CompletionStreamEncoder(ResponseMeta meta, CompletionFo
       format_(std::move(format)),
       include_usage_(include_usage),
       offsets_(format_.prompt_ids.size(), 0),
-      num_tokens_(format_.prompt_ids.size(), 0) {}
+      num_tokens_(format_.prompt_ids.size(), 0),
+      cached_tokens_(format_.prompt_ids.size(), 0) {}
 
 Json CompletionStreamEncoder::chunk_json(Json choice) const {
   return {{"id", meta_.id},
@@ -91,6 +95,7 @@ std::string CompletionStreamEncoder::chunk(int index, const StreamChunk& chunk) 
     finish = openai_finish_reason(*chunk.finish, false);
     if (!chunk.matched_stop.empty()) stop_reason = chunk.matched_stop;
     completion_tokens_ += chunk.completion_tokens > 0 ? chunk.completion_tokens : num_tokens_[i];
+    cached_tokens_[i] = chunk.cached_tokens;
   }
   Json choice = {{"index", index},
                  {"text", chunk.text},
@@ -102,7 +107,10 @@ std::string CompletionStreamEncoder::chunk(int index, const StreamChunk& chunk) 
 }
 
 std::string CompletionStreamEncoder::end() {
-  return openai_stream_end(meta_, "text_completion", include_usage_, format_.prompt_tokens, completion_tokens_);
+  return openai_stream_end(
+      meta_, "text_completion", include_usage_,
+      {format_.prompt_tokens, completion_tokens_,
+       cached_prompt_tokens(cached_tokens_, format_.choices_per_prompt)});
 }
 
 std::string CompletionStreamEncoder::error(const std::string& message) {

@@ -18,6 +18,7 @@ struct CompletionFormat {
   int prompt_tokens = 0;                         // summed over the prompts
   std::vector<std::string> echo;                 // [num_choices] prompt text, or "" if no echo
   std::vector<std::vector<int32_t>> prompt_ids;  // [num_choices] the choice's prompt
+  int choices_per_prompt = 1;                    // n: choices [k·n, (k+1)·n) share prompt k
 };
 
 Json format_completion(const ResponseMeta& meta, const CompletionFormat& format,
@@ -39,6 +40,7 @@ class CompletionStreamEncoder : public StreamEncoder {
   bool include_usage_;
   std::vector<size_t> offsets_;  // [num_choices] text_offset of the next token
   std::vector<int> num_tokens_;  // [num_choices]
+  std::vector<int> cached_tokens_;  // [num_choices]
   int completion_tokens_ = 0;
 };
 

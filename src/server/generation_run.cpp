@@ -138,6 +138,7 @@ void append_chunk(ChoiceResult& result, const StreamChunk& chunk) {
   result.error = chunk.error;
   result.server_error = chunk.server_error;
   result.prompt_tokens = chunk.prompt_tokens;
+  result.cached_tokens = chunk.cached_tokens;
   result.completion_tokens =
       chunk.completion_tokens > 0 ? chunk.completion_tokens : int(result.tokens.size());
 }

@@ -76,6 +76,7 @@ struct ChoiceResult {
   bool server_error = false;  // StreamChunk::server_error
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;  // prompt tokens read from the prefix cache
 };
 
 // Reads the run to its end; nullopt if the client left or the server stopped first.

@@ -1,5 +1,7 @@
 #include "server/openai_format.h"
 
+#include <algorithm>
+
 #include "server/ids.h"
 #include "server/sse.h"
 
@@ -23,10 +25,23 @@ Json openai_stop_reason(const std::string& matched_stop) {
   return matched_stop.empty() ? Json() : Json(matched_stop);
 }
 
-Json openai_usage(int prompt_tokens, int completion_tokens) {
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+Json openai_usage(const TokenUsage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+int cached_prompt_tokens(std::span<const int> per_choice, int choices_per_prompt) {
+  const size_t n = size_t(std::max(1, choices_per_prompt));
+  int total = 0;
+  for (size_t first = 0; first < per_choice.size(); first += n) {
+    int best = 0;
+    for (size_t i = first; i < std::min(per_choice.size(), first + n); i++)
+      best = std::max(best, per_choice[i]);
+    total += best;
+  }
+  return total;
 }
 
 Json openai_tool_call(const ToolCall& call, std::optional<int> index) {
@@ -39,7 +54,7 @@ Json openai_tool_call(const ToolCall& call, std::optional<int> index) {
 }
 
 std::string openai_stream_end(const ResponseMeta& meta, const char* object, bool include_usage,
-                              int prompt_tokens, int completion_tokens) {
+                              const TokenUsage& usage) {
   std::string out;
   if (include_usage) {
     out += sse_data({{"id", meta.id},
@@ -47,7 +62,7 @@ std::string openai_stream_end(const ResponseMeta& meta, const char* object, bool
                      {"created", meta.created},
                      {"model", meta.model},
                      {"choices", Json::array()},
-                     {"usage", openai_usage(prompt_tokens, completion_tokens)}});
+                     {"usage", openai_usage(usage)}});
   }
   out += kSseDone;
   return out;

@@ -17,9 +17,9 @@ Json message_item(const ResponsesFormat& f, const char* status, Json content) {
           {"content", std::move(content)}};
 }
 
-Json usage_json(int input_tokens, int output_tokens) {
+Json usage_json(int input_tokens, int output_tokens, int cached_tokens) {
   return {{"input_tokens", input_tokens},
-          {"input_tokens_details", {{"cached_tokens", 0}}},
+          {"input_tokens_details", {{"cached_tokens", cached_tokens}}},
           {"output_tokens", output_tokens},
           {"output_tokens_details", {{"reasoning_tokens", 0}}},
           {"total_tokens", input_tokens + output_tokens}};
@@ -48,7 +48,8 @@ Json response_json(const ResponseMeta& meta, const ResponsesFormat& f, const Cho
             {"tools", Json::array()},
             {"text", {{"format", {{"type", "text"}}}}},
             {"store", false},
-            {"usage", done ? usage_json(f.input_tokens, result->completion_tokens) : Json()}};
+            {"usage", done ? usage_json(f.input_tokens, result->completion_tokens, result->cached_tokens)
+                         : Json()}};
   for (auto it = f.echo.begin(); it != f.echo.end(); ++it) r[it.key()] = it.value();
   return r;
 }

@@ -10,6 +10,7 @@ namespace {
 constexpr double kMaxPenalty = 2.0;
 constexpr double kMaxRepetitionPenalty = 100.0;
 constexpr int64_t kMaxMinTokens = int64_t(1) << 30;
+constexpr size_t kMaxCacheSaltBytes = 1024;
 
 void read_temperature_and_truncation(const FieldReader& f, const SamplingFieldSpec& spec,
                                      SamplingParams& s) {
@@ -46,6 +47,16 @@ void read_stopping(const FieldReader& f, const SamplingFieldSpec& spec, int voca
   if (auto b = f.boolean("skip_special_tokens")) out.skip_special_tokens = *b;
 }
 
+// vLLM's `cache_salt`: requests share cached KV blocks only with the same salt.
+void read_cache_salt(const FieldReader& f, GenerationRequest& out) {
+  std::optional<std::string> salt = f.string("cache_salt");
+  if (!salt) return;
+  if (salt->empty() || salt->size() > kMaxCacheSaltBytes)
+    invalid_request(f.name("cache_salt"), "'{}' must be a non-empty string of at most {} bytes",
+                    f.name("cache_salt"), kMaxCacheSaltBytes);
+  out.cache_salt = std::move(*salt);
+}
+
 }  // namespace
 
 void read_sampling_fields(const FieldReader& fields, const SamplingFieldSpec& spec, int vocab_size,
@@ -54,6 +65,7 @@ void read_sampling_fields(const FieldReader& fields, const SamplingFieldSpec& sp
   read_penalties(fields, out.sampling);
   read_seed(fields, out.sampling);
   read_stopping(fields, spec, vocab_size, out);
+  read_cache_salt(fields, out);
 }
 
 std::vector<GenerationRequest> expand_choices(const GenerationRequest& base, int n) {

@@ -61,12 +61,23 @@ Json latency_json(const LatencyWindow& window) {
   return {{"count", s.count}, {"p50", value(s.p50)}, {"p90", value(s.p90)}, {"p99", value(s.p99)}};
 }
 
+}  // namespace
+
+double prefix_hit_rate(const EngineStats& s) {
+  return s.prefix_cache_queries_total > 0
+             ? double(s.prefix_cache_hits_total) / double(s.prefix_cache_queries_total)
+             : 0.0;
+}
+
+namespace {
+
 Json kv_groups_json(const EngineStats& stats) {
   Json groups = Json::array();
   for (const KvGroupStats& g : stats.kv_groups)
     groups.push_back({{"window", g.window},
                       {"total", g.total},
                       {"used", g.used},
+                      {"cached", g.cached},
                       {"free", g.total - g.used}});
   return groups;
 }
@@ -151,6 +162,15 @@ std::string ServerMetrics::prometheus(const EngineStats& stats,
   write_sample(out, "kv_blocks_total", labels, double(stats.kv_blocks_total));
   write_header(out, "kv_blocks_used", "gauge", "KV-cache blocks held by sequences.");
   write_sample(out, "kv_blocks_used", labels, double(stats.kv_blocks_used));
+  write_header(out, "kv_blocks_cached", "gauge",
+               "KV-cache blocks no sequence holds that keep a reusable prefix (evictable).");
+  write_sample(out, "kv_blocks_cached", labels, double(stats.kv_blocks_cached));
+  write_header(out, "prefix_cache_queries_total", "counter",
+               "Prefix cache queries, in terms of number of queried tokens.");
+  write_sample(out, "prefix_cache_queries_total", labels, double(stats.prefix_cache_queries_total));
+  write_header(out, "prefix_cache_hits_total", "counter",
+               "Prefix cache hits, in terms of number of cached tokens.");
+  write_sample(out, "prefix_cache_hits_total", labels, double(stats.prefix_cache_hits_total));
   write_header(out, "prompt_tokens_total", "counter", "Number of prefill tokens processed.");
   write_sample(out, "prompt_tokens_total", labels, double(stats.prompt_tokens_total));
   write_header(out, "generation_tokens_total", "counter", "Number of generation tokens processed.");
@@ -184,7 +204,13 @@ Json ServerMetrics::stats_json(const EngineStats& stats, const ModelInfo& model,
               {"kv_blocks",
                {{"total", stats.kv_blocks_total},
                 {"used", stats.kv_blocks_used},
+                {"cached", stats.kv_blocks_cached},
                 {"free", stats.kv_blocks_total - stats.kv_blocks_used}}},
+              {"prefix_cache",
+               {{"enabled", stats.prefix_cache_enabled},
+                {"queries_total", stats.prefix_cache_queries_total},
+                {"hits_total", stats.prefix_cache_hits_total},
+                {"hit_rate", prefix_hit_rate(stats)}}},
               {"kv_cache_usage", kv_usage(stats)},
               {"prompt_tokens_total", stats.prompt_tokens_total},
               {"generation_tokens_total", stats.generation_tokens_total},

@@ -20,6 +20,9 @@ namespace tandem::server {
 
 using Clock = std::chrono::steady_clock;
 
+// Prompt tokens found in the prefix cache per prompt token looked up (0 before any).
+double prefix_hit_rate(const EngineStats& stats);
+
 class Histogram {
  public:
   explicit Histogram(std::vector<double> upper_bounds);  // ascending; +Inf is implied

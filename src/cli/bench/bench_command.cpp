@@ -40,6 +40,56 @@ void validate(const BenchOptions& o, int token_max) {
     fail("the prompt token range [{}, {}) is empty (--token-min, --token-max, --vocab)",
          o.token_min, token_max);
   if (o.timeout_s < 1) fail("--timeout must be >= 1 s (got {})", o.timeout_s);
+  if (o.shared_prefix_len < 0)
+    fail("--shared-prefix-len must be >= 0 (got {})", o.shared_prefix_len);
+  if (o.multi_turn < 0) fail("--multi-turn must be >= 0 (got {})", o.multi_turn);
+}
+
+ProgressFn progress_printer(int concurrency) {
+  if (!isatty(STDERR_FILENO)) return {};
+  return [concurrency](int done, int total, int errors) {
+    fmt::print(stderr, "\r  concurrency {}: {}/{} done, {} errors", concurrency, done, total,
+               errors);
+    if (done == total) fmt::print(stderr, "\n");
+  };
+}
+
+// --multi-turn: conversations whose first prompt is the shared prefix and input_len new
+// ids; each later turn adds input_len new ids (and, when the server does not stream the
+// generated ids, output_len stand-in ids for the reply).
+ConversationPlan conversations(const BenchOptions& o, int concurrency,
+                               const std::vector<int32_t>& prefix, std::mt19937_64& rng,
+                               int token_max) {
+  ConversationPlan plan;
+  plan.concurrency = concurrency;
+  const int num = o.num_requests > 0 ? o.num_requests : std::max(2 * concurrency, 4);
+  for (int i = 0; i < num; i++) {
+    Conversation& c = plan.conversations.emplace_back();
+    c.first_prompt = prefixed_prompts(rng, prefix, 1, o.input_len, o.token_min, token_max)[0];
+    c.user_turns = random_prompts(rng, o.multi_turn - 1, o.input_len, o.token_min, token_max);
+    c.fallback_replies = random_prompts(rng, o.multi_turn - 1, o.output_len, o.token_min, token_max);
+  }
+  return plan;
+}
+
+// One run of the sweep at `concurrency`.
+LoadResult run_once(const BenchOptions& o, const Endpoint& endpoint, const RequestShape& shape,
+                    int concurrency, const std::vector<int32_t>& prefix, std::mt19937_64& prompt_rng,
+                    std::mt19937_64& arrival_rng, int token_max) {
+  if (o.multi_turn > 0) {
+    ConversationPlan plan = conversations(o, concurrency, prefix, prompt_rng, token_max);
+    fmt::print(stderr, "concurrency {}: {} conversations of {} turns\n", concurrency,
+               plan.conversations.size(), o.multi_turn);
+    return run_conversations(endpoint, shape, plan, progress_printer(concurrency));
+  }
+  LoadPlan plan;
+  plan.concurrency = concurrency;
+  plan.prompts = prefixed_prompts(prompt_rng, prefix, requests_for(o, concurrency), o.input_len,
+                                  o.token_min, token_max);
+  if (o.request_rate)
+    plan.send_at_s = poisson_schedule(arrival_rng, int(plan.prompts.size()), *o.request_rate);
+  fmt::print(stderr, "concurrency {}: sending {} requests\n", concurrency, plan.prompts.size());
+  return run_load(endpoint, shape, plan, progress_printer(concurrency));
 }
 
 // One short request before measuring: it warms the server and finds out whether the
@@ -69,18 +119,15 @@ RequestShape probe(const Endpoint& endpoint, RequestShape shape, const BenchOpti
        r.error);
 }
 
-ProgressFn progress_printer(int concurrency) {
-  if (!isatty(STDERR_FILENO)) return {};
-  return [concurrency](int done, int total, int errors) {
-    fmt::print(stderr, "\r  concurrency {}: {}/{} done, {} errors", concurrency, done, total,
-               errors);
-    if (done == total) fmt::print(stderr, "\n");
-  };
-}
 
 void report_run(const RunSummary& s, const LoadResult& result) {
   fmt::print(stderr, "  concurrency {}: {} requests in {:.2f} s, {} errors\n", s.concurrency,
              s.num_requests, s.duration_s, s.num_errors);
+  if (std::any_of(result.records.begin(), result.records.end(),
+                  [](const RequestRecord& r) { return r.cached_tokens.has_value(); }))
+    fmt::print(stderr, "  prompt tokens read from the server's prefix cache: {} of {} ({:.1f}%)\n",
+               s.total_cached_tokens, s.total_prompt_tokens,
+               s.total_prompt_tokens ? 100.0 * double(s.total_cached_tokens) / double(s.total_prompt_tokens) : 0.0);
   for (const RequestRecord& r : result.records)
     if (!r.ok) {
       fmt::print(stderr, "  first error: {}\n", r.error);
@@ -124,27 +171,27 @@ int run_bench(const BenchOptions& o) {
     shape.model = o.model.empty() ? discover_model(endpoint) : o.model;
     shape.max_tokens = o.output_len;
     shape.temperature = o.temperature;
+    shape.return_token_ids = o.multi_turn > 0;  // to resend each reply as generated
     shape = probe(endpoint, shape, o, token_max);
 
-    BenchSetup setup{o.url,          shape.model,   o.input_len, o.output_len,
-                     o.request_rate, o.temperature, o.seed,      shape.force_length};
+    BenchSetup setup{o.url,          shape.model,   o.input_len,        o.output_len,
+                     o.request_rate, o.temperature, o.seed,             shape.force_length,
+                     o.shared_prefix_len, o.multi_turn};
     fmt::print("{}\n{}", describe_setup(setup), table_header());
     std::fflush(stdout);
     std::mt19937_64 prompt_rng(o.seed);
     std::mt19937_64 arrival_rng(o.seed + 1);
+    std::mt19937_64 prefix_rng(o.seed + 2);
+    const std::vector<int32_t> prefix =
+        random_prompts(prefix_rng, 1, o.shared_prefix_len, o.token_min, token_max)[0];
     std::vector<RunSummary> runs;
     std::vector<std::vector<RequestRecord>> records;
     for (int c : o.concurrency) {
-      LoadPlan plan;
-      plan.concurrency = c;
-      plan.prompts =
-          random_prompts(prompt_rng, requests_for(o, c), o.input_len, o.token_min, token_max);
-      if (o.request_rate)
-        plan.send_at_s = poisson_schedule(arrival_rng, int(plan.prompts.size()), *o.request_rate);
-      fmt::print(stderr, "concurrency {}: sending {} requests\n", c, plan.prompts.size());
-      LoadResult result = run_load(endpoint, shape, plan, progress_printer(c));
+      LoadResult result =
+          run_once(o, endpoint, shape, c, prefix, prompt_rng, arrival_rng, token_max);
       runs.push_back(summarize(result.records, c, o.request_rate, result.duration_s));
       report_run(runs.back(), result);
+      if (o.multi_turn > 0) fmt::print("{}", turn_table(result.records, o.multi_turn));
       records.push_back(std::move(result.records));
     }
     write_outputs(o, setup, runs, records);

@@ -1,6 +1,8 @@
 // `tandem bench`: a load generator for any OpenAI-compatible server (tandem, vLLM, ...).
 // It streams /v1/completions requests with random token-id prompts at each concurrency
-// of a sweep and reports throughput and latency percentiles (TTFT, TPOT, ITL).
+// of a sweep and reports throughput and latency percentiles (TTFT, TPOT, ITL). Two
+// workloads exercise a prefix cache: --shared-prefix-len (every prompt starts with the
+// same tokens) and --multi-turn (conversations that resend their history each turn).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,10 @@ struct BenchOptions {
   int input_len = 128;                        // prompt tokens per request
   int output_len = 128;                       // generated tokens per request (EOS ignored)
   std::optional<double> request_rate;         // requests/s, Poisson arrivals; none: closed loop
+  int shared_prefix_len = 0;  // tokens every prompt (a conversation's first) starts with
+  // Turns per conversation (0: single requests). Turn t + 1 resends turn t's prompt and
+  // reply plus input_len new tokens; --num-requests then counts conversations.
+  int multi_turn = 0;
   float temperature = 0.f;
   int token_min = 100;       // prompt ids are uniform in [token_min, token_max)
   int token_max = 500;       // below 512, so even the tiny test models accept them

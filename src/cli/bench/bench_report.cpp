@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tandem::cli::bench {
 namespace {
 
@@ -30,9 +32,13 @@ std::string describe_setup(const BenchSetup& s) {
   std::string arrivals = s.request_rate
                              ? fmt::format("Poisson arrivals at {:g} req/s", *s.request_rate)
                              : std::string("closed loop");
-  return fmt::format("url {}  model {}  input {} tokens  output {} tokens{}  temperature {:g}  {}",
+  std::string workload;
+  if (s.shared_prefix_len > 0) workload += fmt::format("  shared prefix {} tokens", s.shared_prefix_len);
+  if (s.multi_turn > 0) workload += fmt::format("  {} turns per conversation", s.multi_turn);
+  return fmt::format("url {}  model {}  input {} tokens  output {} tokens{}  temperature {:g}  {}{}",
                      s.url, s.model, s.input_len, s.output_len,
-                     s.force_length ? "" : " (at most: EOS not ignored)", s.temperature, arrivals);
+                     s.force_length ? "" : " (at most: EOS not ignored)", s.temperature, arrivals,
+                     workload);
 }
 
 std::string table_header() {
@@ -51,6 +57,26 @@ std::string table_row(const RunSummary& r) {
       ms_cell(r.tpot.p99), ms_cell(r.itl.p99), r.duration_s);
 }
 
+std::string turn_table(const std::vector<RequestRecord>& records, int turns) {
+  std::string out = fmt::format("{:>6} {:>5} {:>11} {:>11} {:>9} {:>9}\n", "turn", "reqs",
+                                "prompt tok", "cached tok", "TTFT p50", "TTFT p90");
+  for (int t = 0; t < turns; t++) {
+    std::vector<double> ttft;
+    double prompt = 0, cached = 0;
+    for (const RequestRecord& r : records) {
+      if (r.turn != t || !r.ok) continue;
+      ttft.push_back(r.ttft_s);
+      prompt += r.num_prompt_tokens;
+      cached += r.cached_tokens.value_or(0);
+    }
+    const Distribution d = describe_ms(ttft);
+    const double n = std::max<double>(1.0, double(ttft.size()));
+    out += fmt::format("{:>6} {:>5} {:>11.1f} {:>11.1f} {:>9} {:>9}\n", t + 1, ttft.size(),
+                       prompt / n, cached / n, ms_cell(d.p50), ms_cell(d.p90));
+  }
+  return out;
+}
+
 json summary_json(const RunSummary& r) {
   return {{"concurrency", r.concurrency},
           {"request_rate", optional_json(r.request_rate)},
@@ -59,6 +85,7 @@ json summary_json(const RunSummary& r) {
           {"duration_s", r.duration_s},
           {"total_prompt_tokens", r.total_prompt_tokens},
           {"total_output_tokens", r.total_output_tokens},
+          {"total_cached_tokens", r.total_cached_tokens},
           {"requests_per_s", r.requests_per_s},
           {"output_tokens_per_s", r.output_tokens_per_s},
           {"ttft_ms", distribution_json(r.ttft)},
@@ -73,6 +100,8 @@ json record_json(const RequestRecord& r) {
           {"error", r.ok ? json() : json(r.error)},
           {"prompt_tokens", r.num_prompt_tokens},
           {"output_tokens", r.num_output_tokens},
+          {"turn", r.turn},
+          {"cached_tokens", r.cached_tokens ? json(*r.cached_tokens) : json()},
           {"start_s", r.start_s},
           {"ttft_s", r.ttft_s},
           {"e2e_s", r.e2e_s},
@@ -89,7 +118,9 @@ json bench_json(const BenchSetup& s, const std::vector<RunSummary>& runs,
                 {"request_rate", optional_json(s.request_rate)},
                 {"temperature", s.temperature},
                 {"seed", s.seed},
-                {"min_tokens_and_ignore_eos", s.force_length}};
+                {"min_tokens_and_ignore_eos", s.force_length},
+                {"shared_prefix_len", s.shared_prefix_len},
+                {"multi_turn", s.multi_turn}};
   json out_runs = json::array();
   for (size_t i = 0; i < runs.size(); ++i) {
     json requests = json::array();

@@ -22,6 +22,8 @@ struct BenchSetup {
   float temperature = 0.f;
   uint64_t seed = 0;
   bool force_length = true;  // min_tokens/ignore_eos were sent
+  int shared_prefix_len = 0;
+  int multi_turn = 0;        // turns per conversation; 0: single requests
 };
 
 // "url ..., model ..., input 128, output 128 tokens, closed loop" (one line, no newline).
@@ -29,6 +31,8 @@ std::string describe_setup(const BenchSetup& setup);
 // Column names, then one row per run; each line ends with '\n'.
 std::string table_header();
 std::string table_row(const RunSummary& run);
+// --multi-turn: per turn, the requests, mean prompt and cached tokens, and TTFT p50/p90.
+std::string turn_table(const std::vector<RequestRecord>& records, int turns);
 
 nlohmann::json summary_json(const RunSummary& run);
 nlohmann::json record_json(const RequestRecord& record);

@@ -56,6 +56,7 @@ RunSummary summarize(const std::vector<RequestRecord>& records, int concurrency,
     }
     num_ok++;
     s.total_prompt_tokens += r.num_prompt_tokens;
+    s.total_cached_tokens += r.cached_tokens.value_or(0);
     s.total_output_tokens += r.num_output_tokens;
     if (!r.arrivals_s.empty()) ttft.push_back(r.ttft_s);
     if (auto t = time_per_output_token(r)) tpot.push_back(*t);

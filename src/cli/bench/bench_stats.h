@@ -25,6 +25,9 @@ struct RequestRecord {
   double ttft_s = 0;               // first content chunk, seconds since sent
   double e2e_s = 0;                // end of the stream, seconds since sent
   std::vector<double> arrivals_s;  // every content chunk, seconds since sent (ascending)
+  int turn = 0;                    // --multi-turn: the turn of its conversation (0-based)
+  std::optional<int> cached_tokens;  // usage.prompt_tokens_details.cached_tokens, when sent
+  std::vector<int32_t> output_ids;   // generated ids, when the server streamed them
 };
 
 // Decode time per token after the first; none for fewer than 2 output tokens.
@@ -55,6 +58,7 @@ struct RunSummary {
   double requests_per_s = 0;        // successful requests / duration
   double output_tokens_per_s = 0;
   Distribution ttft, tpot, itl, e2e;
+  int64_t total_cached_tokens = 0;  // of successful requests whose usage reports them
 };
 
 RunSummary summarize(const std::vector<RequestRecord>& records, int concurrency,

@@ -74,6 +74,8 @@ void judge(RequestRecord& rec, const httplib::Result& result, int status,
   }
   rec.ok = rec.error.empty();
   rec.num_output_tokens = tally.usage_completion_tokens.value_or(tally.num_content_chunks);
+  rec.cached_tokens = tally.usage_cached_tokens;
+  rec.output_ids = tally.token_ids;
   rec.ttft_s = rec.arrivals_s.empty() ? rec.e2e_s : rec.arrivals_s.front();
 }
 
@@ -117,6 +119,7 @@ std::string completion_body(const RequestShape& shape, const std::vector<int32_t
     body["min_tokens"] = shape.max_tokens;
     body["ignore_eos"] = true;
   }
+  if (shape.return_token_ids) body["return_token_ids"] = true;
   return body.dump();
 }
 
@@ -174,10 +177,13 @@ RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shap
   return rec;
 }
 
-LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const LoadPlan& plan,
-                    const ProgressFn& progress) {
-  const int n = int(plan.prompts.size());
-  TANDEM_CHECK(plan.send_at_s.empty() || int(plan.send_at_s.size()) == n);
+namespace {
+
+// Runs job(0..num_jobs) on `concurrency` threads; each job returns its records, which land
+// at [job × per_job, …). Progress counts records.
+LoadResult run_jobs(int num_jobs, int per_job, int concurrency, const ProgressFn& progress,
+                    const std::function<std::vector<RequestRecord>(int job, double start)>& job) {
+  const int n = num_jobs * per_job;
   LoadResult result;
   result.records.resize(size_t(n));
   std::atomic<int> next{0};
@@ -186,28 +192,78 @@ LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const L
   double last_end = 0;
   const double start = steady_seconds();
   auto worker = [&] {
-    for (int i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      if (!plan.send_at_s.empty()) sleep_until_seconds(start + plan.send_at_s[size_t(i)]);
-      RequestRecord rec;
-      try {
-        rec = send_completion(endpoint, shape, plan.prompts[size_t(i)], start);
-      } catch (const std::exception& e) {  // e.g. std::bad_alloc; keep the run going
-        rec.error = std::string("client: ") + e.what();
-      }
-      rec.index = i;
+    for (int i = next.fetch_add(1); i < num_jobs; i = next.fetch_add(1)) {
+      std::vector<RequestRecord> recs = job(i, start);
       std::lock_guard<std::mutex> lock(mu);
-      last_end = std::max(last_end, rec.start_s + rec.e2e_s);
-      num_done++;
-      num_errors += rec.ok ? 0 : 1;
-      result.records[size_t(i)] = std::move(rec);
-      if (progress) progress(num_done, n, num_errors);
+      for (size_t k = 0; k < recs.size(); k++) {
+        RequestRecord& rec = recs[k];
+        rec.index = i * per_job + int(k);
+        last_end = std::max(last_end, rec.start_s + rec.e2e_s);
+        num_done++;
+        num_errors += rec.ok ? 0 : 1;
+        result.records[size_t(rec.index)] = std::move(rec);
+        if (progress) progress(num_done, n, num_errors);
+      }
     }
   };
   std::vector<std::thread> workers;
-  for (int w = 0; w < std::min(std::max(plan.concurrency, 1), n); ++w) workers.emplace_back(worker);
+  for (int w = 0; w < std::min(std::max(concurrency, 1), num_jobs); ++w) workers.emplace_back(worker);
   for (auto& t : workers) t.join();
   result.duration_s = last_end;
   return result;
+}
+
+RequestRecord send_guarded(const Endpoint& endpoint, const RequestShape& shape,
+                           const std::vector<int32_t>& prompt, double start) {
+  try {
+    return send_completion(endpoint, shape, prompt, start);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc; keep the run going
+    RequestRecord rec;
+    rec.error = std::string("client: ") + e.what();
+    return rec;
+  }
+}
+
+}  // namespace
+
+LoadResult run_conversations(const Endpoint& endpoint, const RequestShape& shape,
+                             const ConversationPlan& plan, const ProgressFn& progress) {
+  const int turns = plan.conversations.empty() ? 1 : plan.conversations[0].num_turns();
+  for (const Conversation& c : plan.conversations)
+    TANDEM_CHECK(c.num_turns() == turns && int(c.fallback_replies.size()) == turns - 1);
+  return run_jobs(int(plan.conversations.size()), turns, plan.concurrency, progress,
+                  [&](int i, double start) {
+                    const Conversation& c = plan.conversations[size_t(i)];
+                    std::vector<RequestRecord> recs(static_cast<size_t>(turns));
+                    std::vector<int32_t> prompt = c.first_prompt;
+                    for (int t = 0; t < turns; t++) {
+                      RequestRecord& rec = recs[size_t(t)];
+                      rec.turn = t;
+                      if (t > 0 && !recs[size_t(t) - 1].ok) {
+                        rec.error = "not sent: an earlier turn failed";
+                        continue;
+                      }
+                      rec = send_guarded(endpoint, shape, prompt, start);
+                      rec.turn = t;
+                      if (t + 1 == turns) break;
+                      const std::vector<int32_t>& reply =
+                          rec.output_ids.empty() ? c.fallback_replies[size_t(t)] : rec.output_ids;
+                      prompt.insert(prompt.end(), reply.begin(), reply.end());
+                      prompt.insert(prompt.end(), c.user_turns[size_t(t)].begin(),
+                                    c.user_turns[size_t(t)].end());
+                    }
+                    return recs;
+                  });
+}
+
+LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const LoadPlan& plan,
+                    const ProgressFn& progress) {
+  const int n = int(plan.prompts.size());
+  TANDEM_CHECK(plan.send_at_s.empty() || int(plan.send_at_s.size()) == n);
+  return run_jobs(n, 1, plan.concurrency, progress, [&](int i, double start) {
+    if (!plan.send_at_s.empty()) sleep_until_seconds(start + plan.send_at_s[size_t(i)]);
+    return std::vector<RequestRecord>{send_guarded(endpoint, shape, plan.prompts[size_t(i)], start)};
+  });
 }
 
 }  // namespace tandem::cli::bench

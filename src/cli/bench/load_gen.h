@@ -32,6 +32,7 @@ struct RequestShape {
   int max_tokens = 128;
   float temperature = 0.f;
   bool force_length = true;  // also send min_tokens = max_tokens and ignore_eos (vLLM's)
+  bool return_token_ids = false;  // ask for the generated ids (vLLM's and tandem's field)
 };
 
 // {"model", "prompt": [ids], "max_tokens", ["min_tokens", "ignore_eos"], "temperature",
@@ -63,6 +64,26 @@ using ProgressFn = std::function<void(int num_done, int num_total, int num_error
 
 LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const LoadPlan& plan,
                     const ProgressFn& progress = {});
+
+// --multi-turn: a conversation's turns go one after another. Turn t + 1 sends turn t's
+// prompt, its reply — the generated ids when the server streams them (return_token_ids),
+// else `fallback_replies[t]` — and `user_turns[t]`.
+struct Conversation {
+  std::vector<int32_t> first_prompt;
+  std::vector<std::vector<int32_t>> user_turns;        // [turns − 1]
+  std::vector<std::vector<int32_t>> fallback_replies;  // [turns − 1]
+  int num_turns() const { return int(user_turns.size()) + 1; }
+};
+
+struct ConversationPlan {
+  int concurrency = 1;  // conversations in flight
+  std::vector<Conversation> conversations;
+};
+
+// Records conversation-major (conversation i's turn t at i × turns + t), each with its turn.
+// A failed turn ends its conversation: its later turns are recorded as not sent.
+LoadResult run_conversations(const Endpoint& endpoint, const RequestShape& shape,
+                             const ConversationPlan& plan, const ProgressFn& progress = {});
 
 // Seconds on a steady clock (the time base of run_start_s).
 double steady_seconds();

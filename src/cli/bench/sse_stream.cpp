@@ -52,6 +52,18 @@ void read_usage(const json& usage, StreamTally& tally) {
     tally.usage_completion_tokens = c->get<int>();
   if (auto p = usage.find("prompt_tokens"); p != usage.end() && p->is_number_integer())
     tally.usage_prompt_tokens = p->get<int>();
+  auto details = usage.find("prompt_tokens_details");
+  if (details == usage.end() || !details->is_object()) return;
+  if (auto c = details->find("cached_tokens"); c != details->end() && c->is_number_integer())
+    tally.usage_cached_tokens = c->get<int>();
+}
+
+// vLLM's and tandem's return_token_ids: the chunk's generated ids.
+void read_token_ids(const json& choice, StreamTally& tally) {
+  auto ids = choice.find("token_ids");
+  if (ids == choice.end() || !ids->is_array()) return;
+  for (const json& id : *ids)
+    if (id.is_number_integer()) tally.token_ids.push_back(id.get<int32_t>());
 }
 
 std::string error_message(const json& error) {
@@ -83,6 +95,7 @@ bool tally_completion_event(std::string_view data, StreamTally& tally) {
   if (!choice.is_object()) return false;
   if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string())
     tally.finish_reason = f->get<std::string>();
+  read_token_ids(choice, tally);
   if (!has_content(choice)) return false;
   tally.num_content_chunks++;
   return true;

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <functional>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tandem::cli::bench {
 
@@ -36,6 +38,8 @@ struct StreamTally {
   int num_content_chunks = 0;                  // chunks that carried generated text/tokens
   std::optional<int> usage_completion_tokens;  // from the usage chunk, when sent
   std::optional<int> usage_prompt_tokens;
+  std::optional<int> usage_cached_tokens;  // usage.prompt_tokens_details.cached_tokens
+  std::vector<int32_t> token_ids;          // generated ids, when the server streams them
   std::string finish_reason;         // of the first choice, once sent
   std::optional<std::string> error;  // an error payload or a malformed chunk
   bool done = false;                 // `data: [DONE]` seen

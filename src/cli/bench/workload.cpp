@@ -15,6 +15,13 @@ std::vector<std::vector<int32_t>> random_prompts(std::mt19937_64& rng, int num, 
   return prompts;
 }
 
+std::vector<std::vector<int32_t>> prefixed_prompts(std::mt19937_64& rng, const std::vector<int32_t>& prefix,
+                                                   int num, int len, int token_min, int token_max) {
+  std::vector<std::vector<int32_t>> prompts = random_prompts(rng, num, len, token_min, token_max);
+  for (auto& p : prompts) p.insert(p.begin(), prefix.begin(), prefix.end());
+  return prompts;
+}
+
 std::vector<double> poisson_schedule(std::mt19937_64& rng, int num, double rate) {
   TANDEM_CHECK(rate > 0, "rate {}", rate);
   std::exponential_distribution<double> gap(rate);

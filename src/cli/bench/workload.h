@@ -13,6 +13,10 @@ namespace tandem::cli::bench {
 std::vector<std::vector<int32_t>> random_prompts(std::mt19937_64& rng, int num, int len,
                                                  int token_min, int token_max);
 
+// `prefix` + a fresh prompt of `len` ids for each of `num` (--shared-prefix-len).
+std::vector<std::vector<int32_t>> prefixed_prompts(std::mt19937_64& rng, const std::vector<int32_t>& prefix,
+                                                   int num, int len, int token_min, int token_max);
+
 // Send times (seconds after the start) of `num` Poisson arrivals at `rate` per second:
 // cumulative sums of exponential gaps; the first request goes at 0.
 std::vector<double> poisson_schedule(std::mt19937_64& rng, int num, double rate);

@@ -29,21 +29,25 @@ using test::greedy;
 using test::prompt_of;
 
 TEST(WindowEngine, WindowGroupStaysBoundedWhileFullGroupGrows) {
-  auto engine = make_engine("gemma2", {});
-  const KvBlockManager& kv = engine->kv_blocks();
-  ASSERT_EQ(kv.num_groups(), 2);
-  ASSERT_EQ(kv.groups().groups[1].window, kWindow);
-  auto s = engine->submit(greedy(prompt_of(20, 1), 60));
-  int most_window = 0, most_full = 0;
-  while (engine->step()) {
-    most_window = std::max(most_window, kv.pool(1).num_used());
-    most_full = std::max(most_full, kv.pool(0).num_used());
+  for (bool caching : {false, true}) {
+    SCOPED_TRACE(caching ? "prefix caching" : "no prefix caching");
+    auto engine = make_engine("gemma2", {.enable_prefix_caching = caching});
+    const KvBlockManager& kv = engine->kv_blocks();
+    ASSERT_EQ(kv.num_groups(), 2);
+    ASSERT_EQ(kv.groups().groups[1].window, kWindow);
+    auto s = engine->submit(greedy(prompt_of(20, 1), 60));
+    int most_window = 0, most_full = 0;
+    while (engine->step()) {
+      most_window = std::max(most_window, kv.pool(1).num_used());
+      most_full = std::max(most_full, kv.pool(0).num_used());
+    }
+    // A decode step at c sees keys (c − 24, c]: 25 positions, at most 3 blocks of 16. The
+    // prefix cache holds one block more behind the window: (c − 40, c], at most 4.
+    EXPECT_LE(most_window, caching ? 4 : 3);
+    EXPECT_EQ(most_full, blocks_for(20 + 60 - 1, 16));  // the last token is never computed
+    EXPECT_EQ(drain(*s).size(), 60u);
+    EXPECT_EQ(kv.num_used(), 0);
   }
-  // A decode step at c sees keys (c − 24, c]: 25 positions, at most 3 blocks of 16.
-  EXPECT_LE(most_window, 3);
-  EXPECT_EQ(most_full, blocks_for(20 + 60 - 1, 16));  // the last token is never computed
-  EXPECT_EQ(drain(*s).size(), 60u);
-  EXPECT_EQ(kv.num_used(), 0);
 }
 
 // /stats reads each group's blocks from EngineStats::kv_groups: they must be the pools'

@@ -58,6 +58,18 @@ TEST(KvBudget, WindowBoundHoldsForAnySplitOfTheStep) {
   }
 }
 
+// With the prefix cache a window group holds one block more behind each row's window
+// (the held window), and is sized for it.
+TEST(KvBudget, PrefixCachingSizesWindowGroupsForTheHeldWindow) {
+  KvGroups g = make_kv_groups(std::vector<KvLayerKind>{{8}, {0}});
+  std::vector<int64_t> bytes{10, 5};
+  KvSizing s = sizing(4, 3, 16, 1000);
+  s.prefix_caching = true;
+  EXPECT_EQ(held_window(8, s), 12);
+  EXPECT_EQ(plan_group_blocks(g, bytes, s)[1], window_group_blocks(12, 3, s));
+  EXPECT_GT(window_group_blocks(12, 3, s), window_group_blocks(8, 3, s));
+}
+
 TEST(KvBudget, WindowWiderThanTheContextCostsNoMoreThanFullLength) {
   KvSizing s = sizing(16, 2, 2048, 40);
   EXPECT_EQ(window_group_blocks(4096, 2, s), 2 * blocks_for(40, 16) + 1);

@@ -90,7 +90,11 @@ class FakeEngine : public EngineApi {
     EngineStats s;
     s.kv_blocks_total = 100;
     s.kv_blocks_used = 25;
-    s.kv_groups = {{0, 60, 20}, {512, 40, 5}};
+    s.kv_blocks_cached = 30;
+    s.kv_groups = {{0, 60, 20, 18}, {512, 40, 5, 12}};
+    s.prefix_cache_enabled = true;
+    s.prefix_cache_queries_total = 200;
+    s.prefix_cache_hits_total = 150;
     s.generation_tokens_total = 7;
     return s;
   }

@@ -73,7 +73,8 @@ TEST(ChatCompletions, NonStreaming) {
   std::vector<int32_t> prompt = chatml_ids("hi");
   EXPECT_EQ(j["usage"], Json({{"prompt_tokens", prompt.size()},
                               {"completion_tokens", 2},
-                              {"total_tokens", prompt.size() + 2}}));
+                              {"total_tokens", prompt.size() + 2},
+                              {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
   ASSERT_EQ(s.engine.requests().size(), 1u);
   GenerationRequest sent = s.engine.requests()[0];
   EXPECT_EQ(sent.prompt, prompt);
