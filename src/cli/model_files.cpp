@@ -22,6 +22,18 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
   fail("--device: '{}' is not one of cpu, cuda, auto", device);
 }
 
+std::vector<std::pair<std::string, std::filesystem::path>> parse_lora_modules(
+    const std::vector<std::string>& entries) {
+  std::vector<std::pair<std::string, std::filesystem::path>> out;
+  for (const std::string& e : entries) {
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
+      fail("--lora-modules: '{}' is not name=DIR", e);
+    out.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+  }
+  return out;
+}
+
 LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, int max_loras,
                                int max_rank) {
   LoraCapacity c{.max_loras = std::max(max_loras, int(dirs.size())), .max_rank = max_rank};

@@ -43,6 +43,9 @@ std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
                                     std::optional<DType> kv_dtype,
                                     std::optional<BatchFlags> batch = std::nullopt,
                                     BatchChoice* chosen = nullptr);
+// --lora-modules "name=DIR" entries → (name, DIR); throws tandem::Error naming a malformed one.
+std::vector<std::pair<std::string, std::filesystem::path>> parse_lora_modules(
+    const std::vector<std::string>& entries);
 // "1, 2,3" → {1, 2, 3}; throws tandem::Error on anything else.
 std::vector<int32_t> parse_ids(const std::string& text);
 

@@ -84,7 +84,11 @@ int run_serve(const ServeOptions& o) {
     std::signal(SIGTERM, on_signal);
     fmt::print(stderr, "tandem: listening on http://{}:{} — loading {}\n", o.host, http.port(), o.model);
 
-    LoadedModel m = load_model_folder(o.model, o.device);
+    std::vector<std::pair<std::string, std::filesystem::path>> loras = parse_lora_modules(o.lora_modules);
+    std::vector<std::filesystem::path> lora_dirs;
+    for (auto& [name, dir] : loras) lora_dirs.push_back(dir);
+    LoadedModel m = load_model_folder(o.model, o.device,
+                                      lora_capacity_for(lora_dirs, o.max_loras, o.max_lora_rank));
     if (!m.tokenizer) fail("{}: serving needs tokenizer.json in the model folder", o.model);
     EngineConfig config;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
@@ -100,6 +104,7 @@ int run_serve(const ServeOptions& o) {
     std::string device = m.backend->name();
     BatchChoice batch;
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag, batch_flags, &batch);
+    for (auto& [name, dir] : loras) engine->add_lora(name, dir);
     engine->start();
     server::ServedModel served = server::load_served_model(o.model, *engine, m.tokenizer);
     const int64_t kv_budget = engine->kv_layout().budget_bytes;

@@ -11,14 +11,24 @@
 namespace tandem::server {
 namespace {
 
-Json model_card(const EndpointContext& ctx) {
-  return {{"id", ctx.model_name},
+// The base model's card (parent null), or an adapter's: its root is its folder and its
+// parent the base model (vLLM's shape).
+Json model_card(const EndpointContext& ctx, const std::string& id, const std::string& root,
+                const Json& parent) {
+  return {{"id", id},
           {"object", "model"},
           {"created", unix_time_now()},
           {"owned_by", "tandem"},
-          {"root", ctx.model_name},
-          {"parent", Json()},
+          {"root", root},
+          {"parent", parent},
           {"max_model_len", ctx.model.engine->model_info().max_model_len}};
+}
+
+Json model_cards(const EndpointContext& ctx) {
+  Json cards = Json::array({model_card(ctx, ctx.model_name, ctx.model_name, Json())});
+  for (auto& [name, dir] : ctx.model.engine->lora_adapters())
+    cards.push_back(model_card(ctx, name, dir, ctx.model_name));
+  return cards;
 }
 
 std::vector<int32_t> tokenize_body(const EndpointContext& ctx, const FieldReader& f) {
@@ -58,13 +68,12 @@ void handle_models(const EndpointContext& ctx, const httplib::Request& req,
                    httplib::Response& res) {
   if (req.matches.size() > 1) {
     std::string id = req.matches[1];
-    if (id != ctx.model_name)
-      throw ApiError(404, "invalid_request_error", fmt::format("The model '{}' does not exist", id),
-                     "model", "model_not_found");
-    reply_json(res, model_card(ctx));
-    return;
+    for (const Json& card : model_cards(ctx))
+      if (card["id"] == id) return reply_json(res, card);
+    throw ApiError(404, "invalid_request_error", fmt::format("The model '{}' does not exist", id),
+                   "model", "model_not_found");
   }
-  reply_json(res, {{"object", "list"}, {"data", Json::array({model_card(ctx)})}});
+  reply_json(res, {{"object", "list"}, {"data", model_cards(ctx)}});
 }
 
 void handle_tokenize(const EndpointContext& ctx, const httplib::Request& req,

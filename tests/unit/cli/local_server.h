@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/model_files.h"
 #include "engine/engine.h"
@@ -15,9 +17,14 @@ namespace tandem::test {
 
 class LocalServer {
  public:
-  LocalServer(const std::filesystem::path& dir, EngineConfig config) {
-    cli::LoadedModel m = cli::load_model_folder(dir);
+  // `loras`: (name, folder) of PEFT adapters to serve, as --lora-modules name=DIR.
+  LocalServer(const std::filesystem::path& dir, EngineConfig config,
+              const std::vector<std::pair<std::string, std::filesystem::path>>& loras = {}) {
+    std::vector<std::filesystem::path> lora_dirs;
+    for (auto& [name, d] : loras) lora_dirs.push_back(d);
+    cli::LoadedModel m = cli::load_model_folder(dir, "cpu", cli::lora_capacity_for(lora_dirs));
     engine_ = cli::make_engine(m, std::move(config), std::nullopt);
+    for (auto& [name, d] : loras) engine_->add_lora(name, d);
     engine_->start();
     server::ServerOptions options;
     options.host = "127.0.0.1";
