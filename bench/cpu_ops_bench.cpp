@@ -4,15 +4,18 @@
 // on each instruction set the machine runs and each path (own kernels, OpenBLAS on
 // widened tiles), then paged decode attention. GB/s counts the bytes an op must read
 // from memory (weights; for attention the KV it reads); prints figures, never a gate.
-//   usage: cpu_ops_bench [--threads N] [--min-seconds S (0.3)] [--quick]
+//   usage: cpu_ops_bench [--threads N] [--min-seconds S (0.3)] [--quick] [--cpu-time]
+//                        [--only gemm|stream|attention]
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/backend.h"
@@ -25,18 +28,30 @@ namespace {
 
 using namespace tandem;
 
+// --cpu-time: time by the process's CPU time instead of the wall clock. On a shared
+// machine the wall clock counts the time other processes hold the cores; CPU time does
+// not (but counts the pool's workers spinning, so it suits --threads 1 best).
+bool g_cpu_time = false;
+
+double now_seconds() {
+  if (g_cpu_time) {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // Seconds per call of fn: the median of 5 timings of enough calls to fill min_seconds/5.
 double time_per_call(const std::function<void()>& fn, double min_seconds) {
-  using clock = std::chrono::steady_clock;
   fn();
   int calls = 1;
-  for (auto t0 = clock::now(); std::chrono::duration<double>(clock::now() - t0).count() < min_seconds / 5;)
-    fn(), calls++;
+  for (const double t0 = now_seconds(); now_seconds() - t0 < min_seconds / 5;) fn(), calls++;
   std::vector<double> runs;
   for (int r = 0; r < 5; r++) {
-    const auto t0 = clock::now();
+    const double t0 = now_seconds();
     for (int i = 0; i < calls; i++) fn();
-    runs.push_back(std::chrono::duration<double>(clock::now() - t0).count() / calls);
+    runs.push_back((now_seconds() - t0) / calls);
   }
   std::sort(runs.begin(), runs.end());
   return runs[2];
@@ -92,8 +107,11 @@ void bench_gemm(ThreadPool& pool, const GemmShape& l, int64_t M, CpuIsa isa, cpu
              l.K, s * 1e6, gbs, 100 * gbs / bandwidth, 2.0 * M * l.N * l.K / s * 1e-9);
 }
 
-// One decode token per row over `context` cached positions each (llama-100m heads).
-void bench_attention(Backend& be, int rows, int context, double bandwidth, double min_s) {
+// The last `tokens` positions of each row's `context` as queries (1: a decode step;
+// tokens = context: a prompt's prefill), llama-100m heads. GB/s counts the KV the step
+// must read once; GFLOP/s the causal products (q·k and p·v).
+void bench_attention(Backend& be, int rows, int context, int tokens, double bandwidth,
+                     double min_s) {
   const int Hq = 12, Hkv = 4, Dh = 64, bs = 16, per_row = (context + bs - 1) / bs;
   PagedKv cache{be.zeros(DType::F32, {rows * per_row, bs, Hkv, Dh}),
                 be.zeros(DType::F32, {rows * per_row, bs, Hkv, Dh})};
@@ -101,34 +119,76 @@ void bench_attention(Backend& be, int rows, int context, double bandwidth, doubl
     for (int64_t i = 0; i < t->numel(); i++) t->ptr<float>()[i] = float(i % 97) * 0.01f;
   std::vector<int32_t> pos, starts{0}, ctx, table, slots;
   for (int b = 0; b < rows; b++) {
-    pos.push_back(context - 1);
-    starts.push_back(b + 1);
-    ctx.push_back(context);
     for (int i = 0; i < per_row; i++) table.push_back(b * per_row + i);
-    slots.push_back(table[size_t(b * per_row + (context - 1) / bs)] * bs + (context - 1) % bs);
+    for (int p = context - tokens; p < context; p++) {
+      pos.push_back(p);
+      slots.push_back(table[size_t(b * per_row + p / bs)] * bs + p % bs);
+    }
+    starts.push_back((b + 1) * tokens);
+    ctx.push_back(context);
   }
   auto i32 = [&](const std::vector<int32_t>& v, Shape shape) {
     Tensor t = be.alloc(DType::I32, shape);
     be.write_i32(t, v.data(), int64_t(v.size()));
     return t;
   };
+  const int T = rows * tokens;
   StepTensors step;
-  step.num_tokens = rows;
+  step.num_tokens = T;
   step.num_rows = rows;
   step.max_context_len = context;
   step.block_size = bs;
-  step.positions = i32(pos, {rows});
+  step.positions = i32(pos, {T});
   step.seq_starts = i32(starts, {rows + 1});
   step.context_lens = i32(ctx, {rows});
-  step.groups = {{i32(slots, {rows}), i32(table, {rows, per_row}), per_row}};
-  Tensor q = be.zeros(DType::F32, {rows, Hq, Dh}), out = be.alloc(DType::F32, {rows, Hq, Dh});
+  step.groups = {{i32(slots, {T}), i32(table, {rows, per_row}), per_row}};
+  Tensor q = be.zeros(DType::F32, {T, Hq, Dh}), out = be.alloc(DType::F32, {T, Hq, Dh});
+  for (int64_t i = 0; i < q.numel(); i++) q.ptr<float>()[i] = float(i % 89) * 0.003f;
   const AttentionParams params{0.125f, 0.f, 0};
   const double s = time_per_call([&] { be.attention(out, q, cache, step, params); }, min_s);
   const double gbs = 2.0 * rows * context * Hkv * Dh * 4 / s * 1e-9;
-  fmt::print("attention B={:<3} ctx={:<5} f32 KV {:9.1f} us {:7.1f} GB/s ({:3.0f}% of bw) {:7.2f} "
-             "GFLOP/s\n",
-             rows, context, s * 1e6, gbs, 100 * gbs / bandwidth,
-             4.0 * rows * Hq * context * Dh / s * 1e-9);
+  double keys = 0;  // (query token, key) pairs
+  for (int p = context - tokens; p < context; p++) keys += p + 1;
+  fmt::print("attention B={:<3} ctx={:<5} tokens={:<4} f32 KV {:9.1f} us {:7.1f} GB/s ({:3.0f}% of bw) "
+             "{:7.2f} GFLOP/s\n",
+             rows, context, tokens, s * 1e6, gbs, 100 * gbs / bandwidth,
+             4.0 * rows * Hq * keys * Dh / s * 1e-9);
+}
+
+// M rows through every weight of a llama-100m decode step in order (12 x qkv, o, gate_up,
+// down, then lm_head: 200 MB, far past the caches), the weights uploaded by the backend
+// (so on the huge pages it gives them): what one decode step's GEMMs cost.
+void bench_decode_stream(ThreadPool& pool, Backend& be, CpuIsa isa, int64_t M, double bandwidth,
+                         double min_s, std::mt19937& rng) {
+  struct Matrix {
+    int64_t N, K;
+    Tensor w;
+  };
+  std::vector<Matrix> step;
+  for (int layer = 0; layer < 12; layer++)
+    for (auto [N, K] : {std::pair{1280, 768}, {768, 768}, {4096, 768}, {768, 2048}})
+      step.push_back({N, K, {}});
+  step.push_back({32000, 768, {}});
+  size_t bytes = 0;
+  for (Matrix& m : step) {
+    const auto host = random_bf16(size_t(m.N * m.K), rng);
+    m.w = be.upload(Tensor::borrow(const_cast<uint16_t*>(host.data()), DType::BF16, {m.N, m.K}),
+                    DType::BF16);
+    bytes += m.w.nbytes();
+  }
+  std::vector<float> x(size_t(M) * 4096, 0.5f), out(size_t(M) * 32000);
+  const cpu::GemmOptions opt{isa, cpu::GemmPath::Kernels};
+  const double s = time_per_call(
+      [&] {
+        for (const Matrix& m : step)
+          cpu::gemm_xwt(pool, out.data(), x.data(), m.w.data, DType::BF16, M, m.N, m.K, opt);
+      },
+      min_s);
+  const double gbs = double(bytes) / s * 1e-9;
+  fmt::print("decode stream {:<7} M={:<2} {:.0f} MB of weights {:9.1f} us {:7.1f} GB/s ({:3.0f}% of "
+             "bw) {:6.1f} GFLOP/s\n",
+             cpu_isa_name(isa), M, double(bytes) * 1e-6, s * 1e6, gbs, 100 * gbs / bandwidth,
+             double(M) * double(bytes) / s * 1e-9);
 }
 
 }  // namespace
@@ -136,15 +196,21 @@ void bench_attention(Backend& be, int rows, int context, double bandwidth, doubl
 int main(int argc, char** argv) {
   double min_s = 0.3;
   bool quick = false;
+  std::string only;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) ThreadPool::set_global_threads(std::atoi(argv[++i]));
     else if (a == "--min-seconds" && i + 1 < argc) min_s = std::atof(argv[++i]);
     else if (a == "--quick") quick = true;
-    else return fmt::print(stderr, "usage: cpu_ops_bench [--threads N] [--min-seconds S] [--quick]\n"), 2;
+    else if (a == "--cpu-time") g_cpu_time = true;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else
+      return fmt::print(stderr, "usage: cpu_ops_bench [--threads N] [--min-seconds S] [--quick] "
+                                "[--cpu-time] [--only gemm|stream|attention]\n"),
+             2;
   }
+  auto wanted = [&](const char* part) { return only.empty() || only == part; };
   ThreadPool& pool = ThreadPool::global();
-  auto be = make_cpu_backend();
   std::mt19937 rng(0);
   const double bw = measure_read_bandwidth(pool, min_s);
   fmt::print("threads {}, isa {} (max {}), memory read bandwidth {:.1f} GB/s\n", pool.num_threads(),
@@ -154,17 +220,30 @@ int main(int argc, char** argv) {
                            {"down", 768, 2048}, {"lm_head", 32000, 768}};
   std::vector<CpuIsa> isas{CpuIsa::Avx2};
   if (cpu_max_isa() >= CpuIsa::Avx512) isas.push_back(CpuIsa::Avx512);
-  for (int64_t M : {1, 4, 16})
-    for (const GemmShape& l : shapes)
-      for (CpuIsa isa : isas) bench_gemm(pool, l, M, isa, cpu::GemmPath::Kernels, bw, min_s, rng);
-  for (int64_t M : {64, 512})
-    for (const GemmShape& l : {shapes[0], shapes[2], shapes[3]})
-      for (cpu::GemmPath p : {cpu::GemmPath::Kernels, cpu::GemmPath::Blas})
-        for (CpuIsa isa : isas) {
-          if (p == cpu::GemmPath::Blas && isa != cpu_max_isa()) continue;  // one BLAS run
-          if (!quick || M == 64) bench_gemm(pool, l, M, isa, p, bw, min_s, rng);
-        }
-  for (auto [rows, context] : {std::pair{1, 192}, {16, 192}, {16, 1024}})
-    bench_attention(*be, rows, context, bw, min_s);
+  if (wanted("gemm")) {
+    for (int64_t M : {1, 4, 16})
+      for (const GemmShape& l : shapes)
+        for (CpuIsa isa : isas) bench_gemm(pool, l, M, isa, cpu::GemmPath::Kernels, bw, min_s, rng);
+    for (int64_t M : {64, 512})
+      for (const GemmShape& l : {shapes[0], shapes[2], shapes[3]})
+        for (cpu::GemmPath p : {cpu::GemmPath::Kernels, cpu::GemmPath::Blas})
+          for (CpuIsa isa : isas) {
+            if (p == cpu::GemmPath::Blas && isa != cpu_max_isa()) continue;  // one BLAS run
+            if (!quick || M == 64) bench_gemm(pool, l, M, isa, p, bw, min_s, rng);
+          }
+  }
+  if (wanted("stream")) {
+    CpuBackend be(&pool);
+    for (int64_t M : {1, 4, 16})
+      for (CpuIsa isa : isas) bench_decode_stream(pool, be, isa, M, bw, min_s, rng);
+  }
+  if (wanted("attention"))
+    for (CpuIsa isa : isas) {
+      CpuBackend be(&pool, isa);
+      fmt::print("attention kernels: {}\n", cpu_isa_name(isa));
+      for (auto [rows, context, tokens] : {std::tuple{1, 192, 1}, {16, 192, 1}, {16, 1024, 1},
+                                           {1, 512, 512}, {16, 128, 128}})
+        bench_attention(be, rows, context, tokens, bw, min_s);
+    }
   return 0;
 }

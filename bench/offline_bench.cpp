@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <random>
 
 #include "cli/env_switches.h"
@@ -25,6 +26,14 @@ namespace {
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// CPU time of every thread of the process: on a shared machine the wall clock counts the
+// time other processes hold the cores, this does not (but it counts the pool's spinning).
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 struct Options {
@@ -57,6 +66,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
   std::mt19937_64 rng(seed);
   std::vector<std::shared_ptr<RequestStream>> streams;
   auto start = Clock::now();
+  const double cpu_start = cpu_seconds();
   for (int n = 0; n < o.num; n++) {
     GenerationRequest r;
     r.prompt.resize(size_t(o.input));
@@ -70,27 +80,30 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
   const int64_t prompt_before = engine.stats().prompt_tokens_total;
   engine.step();
   auto first = Clock::now();
+  const double cpu_first = cpu_seconds();
   int64_t after_first = engine.stats().generation_tokens_total;
   // Step by step, so the run splits into steps that prefilled prompt tokens and pure
   // decode steps. With the overlapped loop a step() call issues step n+1 and waits for
   // step n, so a call's time is the device time of about one step.
-  double prefill_s = 0, decode_s = 0;
+  double prefill_s = 0, decode_s = 0, decode_cpu = 0;
   int64_t prefill_steps = 0, decode_steps = 0, decode_rows = 0;
   for (;;) {
     const EngineStats s0 = engine.stats();
     const auto t0 = Clock::now();
+    const double c0 = cpu_seconds();
     const bool worked = engine.step();
-    const double dt = seconds_since(t0);
+    const double dt = seconds_since(t0), dc = cpu_seconds() - c0;
     const EngineStats s1 = engine.stats();
     if (s1.prompt_tokens_total > s0.prompt_tokens_total) {
       prefill_s += dt, prefill_steps++;
     } else if (worked) {
-      decode_s += dt, decode_steps++;
+      decode_s += dt, decode_cpu += dc, decode_steps++;
       decode_rows += s1.num_running;
     }
     if (!worked && s1.num_running == 0 && s1.num_waiting == 0) break;
   }
   double total = seconds_since(start);
+  const double cpu_total = cpu_seconds() - cpu_start;
   int64_t tokens = engine.stats().generation_tokens_total - before;
   for (auto& s : streams)
     while (auto c = s->pop(std::chrono::milliseconds(0)))
@@ -99,16 +112,18 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     double decode = double(engine.stats().generation_tokens_total - after_first) /
                     seconds_since(first);
     fmt::print("  {} requests x {}/{}: {} output tokens in {:.3f} s = {:.0f} output tok/s"
-               " (after the first step: {:.0f} tok/s)\n",
-               o.num, o.input, o.output, tokens, total, double(tokens) / total, decode);
+               " (after the first step: {:.0f} tok/s); cpu time {:.3f} s\n",
+               o.num, o.input, o.output, tokens, total, double(tokens) / total, decode, cpu_total);
     const double first_s = std::chrono::duration<double>(first - start).count();
     fmt::print("  first step (every prompt that fits, and its first token): {:.3f} s = {:.0f} "
-               "prompt tok/s\n",
-               first_s, double(engine.stats().prompt_tokens_total - prompt_before) / first_s);
+               "prompt tok/s; cpu time {:.3f} s\n",
+               first_s, double(engine.stats().prompt_tokens_total - prompt_before) / first_s,
+               cpu_first - cpu_start);
     fmt::print("  steps with prompt tokens: {} in {:.2f} s; decode-only steps: {} in {:.2f} s"
-               " ({:.2f} ms each, {:.0f} rows on average)\n",
+               " ({:.2f} ms each, cpu {:.2f} ms, {:.0f} rows on average)\n",
                prefill_steps, prefill_s, decode_steps, decode_s,
                decode_steps ? 1e3 * decode_s / double(decode_steps) : 0.0,
+               decode_steps ? 1e3 * decode_cpu / double(decode_steps) : 0.0,
                decode_steps ? double(decode_rows) / double(decode_steps) : 0.0);
   }
   return double(tokens) / total;

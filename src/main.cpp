@@ -4,6 +4,7 @@
 
 #include "cli/bench/bench_options.h"
 #include "cli/commands.h"
+#include "cli/limit_flags.h"
 #include "core/thread_pool.h"
 
 using namespace tandem::cli;
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   serve->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", so.enable_prefix_caching,
                   "Reuse the KV blocks of cached prompt prefixes (default: on)");
   serve->add_flag("--log-requests", so.log_requests, "One line per request on stderr");
+  add_limit_flags(*serve, so.limits, so.allowed_hosts);
   serve->add_flag("--no-web-ui", so.no_web_ui, "Serve no web pages (the chat at / and /dashboard)");
 
   LogitsOptions lo;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "server/server_limits.h"
+
 namespace tandem::cli {
 
 // The embedded default model (models/tiny-kjv), used when --model is omitted.
@@ -26,6 +28,8 @@ struct ServeOptions {
   std::optional<std::string> api_key;
   std::string served_model_name;
   bool log_requests = false;
+  server::ServerLimits limits;             // limit_flags.h
+  std::vector<std::string> allowed_hosts;  // --allowed-hosts; empty: the default rule
   bool no_web_ui = false;  // --no-web-ui: no / and /dashboard pages
   bool enable_prefix_caching = true;  // --no-enable-prefix-caching turns it off
   std::vector<std::string> lora_modules;  // "name=DIR" each: PEFT adapters served by name

@@ -1,12 +1,18 @@
 // `tandem serve`: the HTTP server over the engine. It listens at once (/health answers
 // 503 while the model loads), then prints a ready card; SIGINT/SIGTERM drain in-flight
-// requests and exit cleanly.
+// requests and exit cleanly, and a second SIGINT/SIGTERM exits at once (130/143). SIGHUP
+// is a no-op (there is no configuration to reload; a closed terminal must not end the
+// requests in flight), noted on stderr.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/limit_flags.h"
 #include "cli/model_files.h"
 #include "cli/stats_log.h"
 #include "core/error.h"
@@ -17,10 +23,32 @@
 namespace tandem::cli {
 namespace {
 
-server::HttpServer* g_server = nullptr;
+std::atomic<server::HttpServer*> g_server{nullptr};
 
-void on_signal(int) {
-  if (g_server) g_server->request_stop();
+// Async-signal-safe: an atomic store, write(2) and _exit(2) only.
+void on_signal(int sig) {
+  server::HttpServer* s = g_server;
+  if (s && s->stop_requested()) _exit(128 + sig);  // asked twice: no more draining
+  if (s) s->request_stop();
+  static const char kNote[] = "tandem: stopping (finishing requests in flight; again to force)\n";
+  [[maybe_unused]] ssize_t r = ::write(STDERR_FILENO, kNote, sizeof(kNote) - 1);
+}
+
+void on_hangup(int) {
+  static const char kNote[] = "tandem: SIGHUP ignored (nothing to reload)\n";
+  [[maybe_unused]] ssize_t r = ::write(STDERR_FILENO, kNote, sizeof(kNote) - 1);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sigemptyset(&sa.sa_mask);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = on_hangup;
+  sigaction(SIGHUP, &sa, nullptr);
+  sa.sa_handler = SIG_IGN;  // a write to a closed stderr pipe must not end the server
+  sigaction(SIGPIPE, &sa, nullptr);
 }
 
 void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchChoice& batch,
@@ -66,6 +94,7 @@ int64_t parse_bytes(const std::string& text) {
 
 int run_serve(const ServeOptions& o) {
   try {
+    check_limits(o.limits);
     const BatchFlags batch_flags{.rows = parse_auto_count(o.batch, "--batch"),
                                  .tokens = parse_auto_count(o.max_batched_tokens,
                                                             "--max-batched-tokens")};
@@ -76,12 +105,13 @@ int run_serve(const ServeOptions& o) {
     so.api_key = o.api_key;
     so.served_model_name = o.served_model_name;
     so.log_requests = o.log_requests;
+    so.limits = o.limits;
+    if (!o.allowed_hosts.empty()) so.allowed_hosts = o.allowed_hosts;
     so.web_ui = !o.no_web_ui;
     server::HttpServer http(so);
     http.start();
     g_server = &http;
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    install_signal_handlers();
     fmt::print(stderr, "tandem: listening on http://{}:{} — loading {}\n", o.host, http.port(), o.model);
 
     std::vector<std::pair<std::string, std::filesystem::path>> loras = parse_lora_modules(o.lora_modules);

@@ -1,5 +1,6 @@
 #include "server/anthropic_response.h"
 
+#include "server/bounded_json.h"
 #include "server/ids.h"
 #include "server/sse.h"
 
@@ -14,11 +15,9 @@ Json tool_use_json(const ToolCall& call, Json input) {
 }
 
 Json parsed_arguments(const ToolCall& call) {
-  try {
-    return parse_json(call.arguments);
-  } catch (const Json::parse_error&) {
-    return Json::object();  // parse_tool_calls only yields objects; defensive
-  }
+  JsonParse parsed = parse_bounded_json(call.arguments, JsonLimits{});
+  // parse_tool_calls only yields objects it has parsed under the same limits; defensive.
+  return parsed.value ? std::move(*parsed.value) : Json::object();
 }
 
 // Anthropic counts cache reads apart: the prompt is input_tokens +

@@ -14,9 +14,12 @@ namespace tandem::server {
 void handle_chat_completions(const EndpointContext& ctx, const httplib::Request& req,
                              httplib::Response& res) {
   const ModelInfo& info = ctx.model.engine->model_info();
+  Json body = parse_request_body(req.body, ctx.limits.json);
+  require_served_model(ctx, body);
   ChatCompletionRequest r =
-      parse_chat_request(parse_request_body(req.body), ctx.model.defaults, info.vocab_size);
-  r.generation.prompt = chat_builder(ctx.model).tokens(r.prompt);
+      parse_chat_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
+  r.generation.prompt = chat_prompt_tokens(ctx, r.prompt, "messages");
+  check_request_tokens(int64_t(r.generation.prompt.size()) * r.n, ctx.limits, "n");
   // No max_tokens: the rest of the context, as vLLM does for chat.
   fit_to_context(r.generation, info, r.max_tokens, std::nullopt, {"messages", "max_tokens"});
 

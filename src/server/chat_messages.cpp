@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "server/api_error.h"
+#include "server/bounded_json.h"
 #include "server/request_fields.h"
 
 namespace tandem::server {
@@ -17,18 +18,18 @@ bool is_one_of(std::string_view s, std::initializer_list<const char*> options) {
   return std::any_of(options.begin(), options.end(), [&](const char* o) { return s == o; });
 }
 
-// A tool call's `arguments` arrive as a JSON string; templates expect the object.
-Json arguments_object(const Json& arguments) {
+// A tool call's `arguments` arrive as a JSON string; templates expect the object. The
+// string is parsed under the body's own limits: JSON inside a string is still client JSON.
+Json arguments_object(const Json& arguments, const std::string& path, const JsonLimits& limits) {
   if (!arguments.is_string()) return arguments;
-  try {
-    Json parsed = parse_json(arguments.get_ref<const std::string&>());
-    if (parsed.is_object()) return parsed;
-  } catch (const Json::parse_error&) {
-  }
+  JsonParse parsed = parse_bounded_json(arguments.get_ref<const std::string&>(), limits);
+  if (parsed.value && parsed.value->is_object()) return std::move(*parsed.value);
+  if (!parsed.value && parsed.refusal != JsonRefusal::Malformed)
+    invalid_request(path, "'{}' is refused: {}", path, parsed.message);
   return arguments;  // not an object: the template gets the text as it came
 }
 
-Json normalize_tool_calls(const Json& calls, const std::string& path) {
+Json normalize_tool_calls(const Json& calls, const std::string& path, const JsonLimits& limits) {
   if (!calls.is_array())
     invalid_request(path, "'{}' must be an array, got {}", path, json_type_name(calls));
   Json out = Json::array();
@@ -39,13 +40,15 @@ Json normalize_tool_calls(const Json& calls, const std::string& path) {
     c["type"] = call.string("type").value_or("function");
     c["function"]["name"] = fn.require_string("name");
     c["function"]["arguments"] =
-        arguments_object(fn.has("arguments") ? fn.require("arguments") : Json::object());
+        arguments_object(fn.has("arguments") ? fn.require("arguments") : Json::object(),
+                         fn.name("arguments"), limits);
     out.push_back(std::move(c));
   }
   return out;
 }
 
-Json normalize_openai_message(const Json& message, const std::string& path) {
+Json normalize_openai_message(const Json& message, const std::string& path,
+                              const JsonLimits& limits) {
   FieldReader f(message, path);
   std::string role = f.require_string("role");
   if (role == "developer") role = "system";  // OpenAI's newer name; templates know "system"
@@ -57,7 +60,7 @@ Json normalize_openai_message(const Json& message, const std::string& path) {
   out["role"] = role;
   bool has_calls = role == "assistant" && f.has("tool_calls");
   if (has_calls)
-    out["tool_calls"] = normalize_tool_calls(message["tool_calls"], f.name("tool_calls"));
+    out["tool_calls"] = normalize_tool_calls(message["tool_calls"], f.name("tool_calls"), limits);
   if (f.has("content")) {
     out["content"] = content_text(message["content"], f.name("content"), {"text", "input_text"});
   } else if (role == "assistant") {
@@ -92,13 +95,13 @@ std::string content_text(const Json& content, const std::string& path,
   return text;
 }
 
-Json normalize_openai_messages(const Json& messages) {
+Json normalize_openai_messages(const Json& messages, const JsonLimits& limits) {
   if (!messages.is_array())
     invalid_request("messages", "'messages' must be an array, got {}", json_type_name(messages));
   if (messages.empty()) invalid_request("messages", "'messages' must not be empty");
   Json out = Json::array();
   for (size_t i = 0; i < messages.size(); ++i)
-    out.push_back(normalize_openai_message(messages[i], item_path("messages", i)));
+    out.push_back(normalize_openai_message(messages[i], item_path("messages", i), limits));
   return out;
 }
 

@@ -5,15 +5,17 @@
 #pragma once
 
 #include "server/json_text.h"
+#include "server/server_limits.h"
 
 namespace tandem::server {
 
 // OpenAI `messages`: roles system/developer/user/assistant/tool; content a string or a
 // list of text parts (joined with "\n", as vLLM does); assistant tool_calls with their
-// JSON-string arguments parsed into objects (templates render them with `tojson`); an
-// assistant turn without content gets "" (as vLLM does). Non-text parts, unknown roles,
-// missing user/system/tool content and an empty list are 400s.
-Json normalize_openai_messages(const Json& messages);
+// JSON-string arguments parsed into objects (templates render them with `tojson`) within
+// `limits` (past them: a 400 naming the field); an assistant turn without content gets ""
+// (as vLLM does). Non-text parts, unknown roles, missing user/system/tool content and an
+// empty list are 400s.
+Json normalize_openai_messages(const Json& messages, const JsonLimits& limits = {});
 
 // OpenAI `tools`: [{"type": "function", "function": {"name", "description"?,
 // "parameters"?}}], checked and passed through in order. Returns null for no tools.

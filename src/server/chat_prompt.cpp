@@ -52,7 +52,41 @@ std::string cut_after_final_message(const std::string& rendered, const Json& mes
   return rendered.substr(0, at + core.size());
 }
 
+const char* flag_of(jinja::RenderLimit limit) {
+  switch (limit) {
+    case jinja::RenderLimit::Iterations:
+      return "--max-template-iterations";
+    case jinja::RenderLimit::Output:
+      return "--max-template-output";
+    case jinja::RenderLimit::Memory:
+      return "--max-template-memory";
+    case jinja::RenderLimit::Depth:
+      return "--max-template-depth";
+  }
+  return "";
+}
+
+[[noreturn]] void render_failed(const jinja::TemplateError& e) {
+  if (e.cause() == jinja::TemplateError::Cause::Cancelled) throw shutting_down_error();
+  if (e.cause() == jinja::TemplateError::Cause::Limit && e.limit())
+    throw ApiError(
+        400, "invalid_request_error",
+        fmt::format("The chat template was stopped: {} ({})", e.what(), flag_of(*e.limit())),
+        "messages", "template_limit_exceeded");
+  invalid_request("messages", "The chat template failed: {}", e.what());
+}
+
 }  // namespace
+
+jinja::RenderLimits render_limits(const TemplateLimits& limits, const std::atomic<bool>* cancel) {
+  jinja::RenderLimits out;
+  out.max_iterations = limits.max_iterations;
+  out.max_output_bytes = limits.max_output_bytes;
+  out.max_memory_bytes = limits.max_memory_bytes;
+  out.max_depth = limits.max_depth;
+  out.cancel = cancel;
+  return out;
+}
 
 std::shared_ptr<const ChatPromptBuilder> ChatPromptBuilder::create(
     const TokenizerConfig& config, std::shared_ptr<const Tokenizer> tokenizer) {
@@ -71,7 +105,8 @@ Json ChatPromptBuilder::base_context() const {
   return special_tokens_;
 }
 
-std::string ChatPromptBuilder::render(const ChatPromptInput& input) const {
+std::string ChatPromptBuilder::render(const ChatPromptInput& input,
+                                      const jinja::RenderLimits& limits) const {
   if (input.messages.empty()) invalid_request("messages", "'messages' must not be empty");
   if (input.continue_final_message && input.add_generation_prompt)
     invalid_request("continue_final_message",
@@ -88,15 +123,20 @@ std::string ChatPromptBuilder::render(const ChatPromptInput& input) const {
     context[it.key()] = it.value();
   std::string text;
   try {
-    text = tmpl.render(context, jinja::RenderOptions{input.now});
+    text = tmpl.render(context, jinja::RenderOptions{input.now, limits});
   } catch (const jinja::TemplateError& e) {
-    invalid_request("messages", "The chat template failed: {}", e.what());
+    render_failed(e);
   }
   return input.continue_final_message ? cut_after_final_message(text, input.messages) : text;
 }
 
-std::vector<int32_t> ChatPromptBuilder::tokens(const ChatPromptInput& input) const {
-  return tokenizer_->encode(render(input), /*add_special_tokens=*/false);
+std::vector<int32_t> ChatPromptBuilder::tokens(const ChatPromptInput& input,
+                                               const jinja::RenderLimits& limits) const {
+  return tokenize(render(input, limits));
+}
+
+std::vector<int32_t> ChatPromptBuilder::tokenize(const std::string& rendered) const {
+  return tokenizer_->encode(rendered, /*add_special_tokens=*/false);
 }
 
 }  // namespace tandem::server

@@ -5,6 +5,7 @@
 // tokenized with add_special_tokens=false, because the template writes BOS itself.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "server/json_text.h"
+#include "server/server_limits.h"
 #include "template/jinja.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,6 +31,9 @@ struct ChatPromptInput {
   std::optional<std::string> now;
 };
 
+// The render bounds of a request: the server's template limits and its stop flag.
+jinja::RenderLimits render_limits(const TemplateLimits& limits, const std::atomic<bool>* cancel);
+
 class ChatPromptBuilder {
  public:
   // Parses the model's templates (the default one, and a "tool_use" one if present).
@@ -37,11 +42,14 @@ class ChatPromptBuilder {
   static std::shared_ptr<const ChatPromptBuilder> create(
       const TokenizerConfig& config, std::shared_ptr<const Tokenizer> tokenizer);
 
-  // The prompt text; a template that raises (raise_exception, undefined values) is a 400
-  // carrying the template's message.
-  std::string render(const ChatPromptInput& input) const;
+  // The prompt text; a template that raises (raise_exception, undefined values) or runs
+  // past `limits` is a 400 carrying the template's message (and the flag of the limit); a
+  // render cancelled by limits.cancel is a 503.
+  std::string render(const ChatPromptInput& input, const jinja::RenderLimits& limits = {}) const;
   // render() tokenized without added special tokens.
-  std::vector<int32_t> tokens(const ChatPromptInput& input) const;
+  std::vector<int32_t> tokens(const ChatPromptInput& input,
+                              const jinja::RenderLimits& limits = {}) const;
+  std::vector<int32_t> tokenize(const std::string& rendered) const;
 
  private:
   ChatPromptBuilder() = default;

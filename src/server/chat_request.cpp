@@ -51,24 +51,24 @@ Json read_template_kwargs(const FieldReader& f) {
 }
 
 ChatCompletionRequest parse_chat_request(const Json& body, const GenerationRequest& defaults,
-                                         int vocab_size) {
+                                         int vocab_size, const RequestLimits& limits) {
   FieldReader f(body);
   ChatCompletionRequest out;
   out.generation = defaults;
   out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
-  out.prompt.messages = normalize_openai_messages(f.require("messages"));
+  out.prompt.messages = normalize_openai_messages(f.require("messages"), limits.json);
   read_tools(f, out);
   read_prompt_flags(f, out);
   out.max_tokens = f.integer("max_completion_tokens", 1, kMaxTokensLimit);
   if (!out.max_tokens) out.max_tokens = f.integer("max_tokens", 1, kMaxTokensLimit);
-  out.n = read_num_choices(f);
+  out.n = read_num_choices(f, limits.max_choices);
   StreamOptions stream = read_stream_options(f);
   out.stream = stream.stream;
   out.include_usage = stream.include_usage;
   check_response_format(f);
   check_unsupported_fields(f, out.n);
   read_logprobs(f, out);
-  read_sampling_fields(f, SamplingFieldSpec{}, vocab_size, out.generation);
+  read_sampling_fields(f, sampling_spec(limits), vocab_size, out.generation);
   return out;
 }
 

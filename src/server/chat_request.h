@@ -9,6 +9,7 @@
 #include "server/chat_prompt.h"
 #include "server/json_text.h"
 #include "server/request_fields.h"
+#include "server/server_limits.h"
 
 namespace tandem::server {
 
@@ -25,7 +26,7 @@ struct ChatCompletionRequest {
 
 // `defaults` carries the model's sampling defaults; `vocab_size` bounds token ids.
 ChatCompletionRequest parse_chat_request(const Json& body, const GenerationRequest& defaults,
-                                         int vocab_size);
+                                         int vocab_size, const RequestLimits& limits = {});
 
 // Template variables from chat_template_kwargs (and a top-level enable_thinking).
 Json read_template_kwargs(const FieldReader& fields);

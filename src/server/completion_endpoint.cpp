@@ -20,10 +20,14 @@ std::vector<GenerationRequest> build_requests(const EndpointContext& ctx,
   const ModelInfo& info = ctx.model.engine->model_info();
   const Tokenizer& tok = *ctx.model.tokenizer;
   std::vector<GenerationRequest> requests;
+  int64_t total_tokens = 0;
   format.choices_per_prompt = r.n;
   for (const CompletionPrompt& p : r.prompts) {
     GenerationRequest g = r.generation;
+    if (p.text) check_prompt_length(p.text->size(), ctx.model.prompt_bound, info, "prompt");
     g.prompt = p.text ? tok.encode(*p.text, r.add_special_tokens) : p.ids;
+    total_tokens += int64_t(g.prompt.size()) * r.n;
+    check_request_tokens(total_tokens, ctx.limits, "prompt");
     fit_to_context(g, info, r.max_tokens, kDefaultCompletionMaxTokens, {"prompt", "max_tokens"});
     format.prompt_tokens += int(g.prompt.size());
     std::string echo;
@@ -42,8 +46,10 @@ std::vector<GenerationRequest> build_requests(const EndpointContext& ctx,
 void handle_completions(const EndpointContext& ctx, const httplib::Request& req,
                         httplib::Response& res) {
   const ModelInfo& info = ctx.model.engine->model_info();
+  Json body = parse_request_body(req.body, ctx.limits.json);
+  require_served_model(ctx, body);
   CompletionRequest r =
-      parse_completion_request(parse_request_body(req.body), ctx.model.defaults, info.vocab_size);
+      parse_completion_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
   CompletionFormat format;
   format.logprobs = r.logprobs;
   format.return_token_ids = r.return_token_ids;

@@ -12,7 +12,6 @@ namespace {
 
 constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxLogprobs = 20;
-constexpr size_t kMaxTotalChoices = 1024;
 
 std::vector<int32_t> id_list(const Json& list, const std::string& path, int vocab_size) {
   std::vector<int32_t> ids;
@@ -67,17 +66,19 @@ std::vector<CompletionPrompt> read_prompts(const Json& prompt, int vocab_size) {
 }  // namespace
 
 CompletionRequest parse_completion_request(const Json& body, const GenerationRequest& defaults,
-                                           int vocab_size) {
+                                           int vocab_size, const RequestLimits& limits) {
   FieldReader f(body);
   CompletionRequest out;
   out.generation = defaults;
   out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
   out.prompts = read_prompts(f.require("prompt"), vocab_size);
   out.max_tokens = f.integer("max_tokens", 1, kMaxTokensLimit);
-  out.n = read_num_choices(f);
-  if (out.prompts.size() * size_t(out.n) > kMaxTotalChoices)
-    invalid_request("n", "{} prompts × n = {} choices is more than the limit of {}",
-                    out.prompts.size(), out.prompts.size() * size_t(out.n), kMaxTotalChoices);
+  out.n = read_num_choices(f, limits.max_choices);
+  if (out.prompts.size() * size_t(out.n) > limits.max_sequences)
+    invalid_request("n",
+                    "{} prompts × n = {} choices is more than the limit of {} "
+                    "(--max-request-sequences)",
+                    out.prompts.size(), out.prompts.size() * size_t(out.n), limits.max_sequences);
   StreamOptions stream = read_stream_options(f);
   out.stream = stream.stream;
   out.include_usage = stream.include_usage;
@@ -92,7 +93,7 @@ CompletionRequest parse_completion_request(const Json& body, const GenerationReq
   out.add_special_tokens = f.boolean("add_special_tokens").value_or(true);
   check_response_format(f);
   check_unsupported_fields(f, out.n);
-  read_sampling_fields(f, SamplingFieldSpec{}, vocab_size, out.generation);
+  read_sampling_fields(f, sampling_spec(limits), vocab_size, out.generation);
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "engine/request.h"
 #include "server/json_text.h"
+#include "server/server_limits.h"
 
 namespace tandem::server {
 
@@ -33,6 +34,6 @@ struct CompletionRequest {
 inline constexpr int64_t kDefaultCompletionMaxTokens = 16;
 
 CompletionRequest parse_completion_request(const Json& body, const GenerationRequest& defaults,
-                                           int vocab_size);
+                                           int vocab_size, const RequestLimits& limits = {});
 
 }  // namespace tandem::server

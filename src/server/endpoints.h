@@ -7,10 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "server/connection_server.h"
 #include "server/generation_run.h"
+#include "server/http/httplib_types.h"
 #include "server/logprobs_format.h"
 #include "server/served_model.h"
+#include "server/server_limits.h"
 #include "server/server_metrics.h"
 
 namespace tandem::server {
@@ -21,6 +22,8 @@ struct EndpointContext {
   ClientWatch watch;
   std::string model_name;       // the served name, repeated in every response
   std::shared_ptr<void> guard;  // in-flight token, kept by streams until they end
+  const RequestLimits& limits;
+  const std::atomic<bool>* cancel = nullptr;  // raised when the server stops: ends renders
 };
 
 void handle_chat_completions(const EndpointContext& ctx, const httplib::Request& req,
@@ -42,6 +45,14 @@ void handle_detokenize(const EndpointContext& ctx, const httplib::Request& req,
 // Shared by the handlers.
 TokenText token_text_of(const ServedModel& model);
 const ChatPromptBuilder& chat_builder(const ServedModel& model);  // 400 if the model has none
+// A generation's chat prompt: rendered under the request's limits, refused before it is
+// tokenized if its length alone shows it cannot fit the context, then tokenized.
+std::vector<int32_t> chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                        const char* field);
+// The template bounds of this request (the server's limits and its stop flag).
+jinja::RenderLimits request_render_limits(const EndpointContext& ctx);
+// 404 model_not_found unless the body's `model` (when given) is one the server serves.
+void require_served_model(const EndpointContext& ctx, const Json& body);
 void reply_json(httplib::Response& res, const Json& body, int status = 200);
 
 }  // namespace tandem::server

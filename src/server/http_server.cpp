@@ -2,11 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <cerrno>
-#include <cstring>
+#include <cctype>
 
 #include "server/endpoints.h"
 #include "server/web/web_pages.h"
@@ -31,13 +27,48 @@ bool same_secret(const std::string& given, const std::string& key) {
   return diff == 0;
 }
 
-// The error httplib itself decided on (no route, body too large, unreadable request).
-ApiError library_error(const httplib::Request& req, int status, size_t max_body) {
-  if (status == 404)
-    return not_found_error(fmt::format("Unknown route: {} {}", req.method, req.path));
-  if (status == 413) return payload_too_large_error(max_body);
-  if (status < 500) return ApiError(status, "invalid_request_error", "The request is malformed.");
-  return internal_error("Internal server error.");
+// "Bearer KEY" with the scheme in any case (RFC 9110 §11.1: schemes are case-insensitive).
+std::optional<std::string> bearer_token(const std::string& auth) {
+  constexpr std::string_view kScheme = "bearer";
+  if (auth.size() <= kScheme.size() || auth[kScheme.size()] != ' ') return std::nullopt;
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(auth[i])) != kScheme[i]) return std::nullopt;
+  size_t start = auth.find_first_not_of(' ', kScheme.size());
+  return start == std::string::npos ? std::string() : auth.substr(start);
+}
+
+bool needs_api_key(const std::string& path) {
+  return path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
+}
+
+// application/json, or any application/*+json, with or without parameters.
+bool is_json_media_type(const std::string& content_type) {
+  std::string type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && std::isspace(static_cast<unsigned char>(type.back()))) type.pop_back();
+  for (char& c : type) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return type == "application/json" || (type.rfind("application/", 0) == 0 && type.size() > 17 &&
+                                        type.compare(type.size() - 5, 5, "+json") == 0);
+}
+
+// The error the transport decided, as an ApiError of the matching type and code.
+ApiError transport_error(int status, const std::string& message) {
+  switch (status) {
+    case 404:
+      return not_found_error(message);
+    case 408:
+      return ApiError(408, "invalid_request_error", message, "", "request_timeout");
+    case 413:
+      return ApiError(413, "invalid_request_error", message, "", "request_too_large");
+    case 415:
+      return ApiError(415, "invalid_request_error", message, "", "unsupported_media_type");
+    case 431:
+      return ApiError(431, "invalid_request_error", message, "", "headers_too_large");
+    case 503:
+      return ApiError(503, "server_error", message, "", "too_many_connections");
+    default:
+      return status < 500 ? ApiError(status, "invalid_request_error", message)
+                          : ApiError(status, "server_error", message);
+  }
 }
 
 }  // namespace
@@ -60,20 +91,36 @@ class HttpServer::InFlight {
   HttpServer& server_;
 };
 
-HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
-  size_t threads = size_t(std::max(options_.num_threads, 2));
-  http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_.set_payload_max_length(options_.max_body_bytes);
-  time_t io = time_t(options_.io_timeout.count());
-  http_.set_read_timeout(io, 0);
-  http_.set_write_timeout(io, 0);
-  http_.set_keep_alive_max_count(100);
-  if (options_.log_requests)
-    http_.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+namespace {
+
+http::TransportHooks hooks_for(
+    bool log_requests, std::function<bool(const httplib::Request&, httplib::Response&)> admit) {
+  http::TransportHooks hooks;
+  hooks.admit = std::move(admit);
+  hooks.error = [](const httplib::Request* head, int status, const std::string& message,
+                   httplib::Response& res) {
+    reply_error(res, style_for_path(head ? head->path : std::string()),
+                transport_error(status, message));
+  };
+  if (log_requests)
+    hooks.log = [](const httplib::Request& req, const httplib::Response& res) {
       fmt::print(stderr, "{} {} {}\n", req.method, req.path, res.status);
-    });
+    };
+  return hooks;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions options)
+    : options_(std::move(options)),
+      hosts_(
+          HostPolicy::create(options_.host, options_.allowed_hosts, options_.api_key.has_value())),
+      http_(options_.limits.http,
+            hooks_for(options_.log_requests,
+                      [this](const httplib::Request& head, httplib::Response& res) {
+                        return admit(head, res);
+                      })) {
   install_routes();
-  install_error_handlers();
 }
 
 HttpServer::~HttpServer() {
@@ -90,12 +137,9 @@ void HttpServer::install_routes() {
   route("GET", "/v1/models/(.+)", ApiStyle::OpenAI, handle_models);
   route("POST", "/tokenize", ApiStyle::OpenAI, handle_tokenize);
   route("POST", "/detokenize", ApiStyle::OpenAI, handle_detokenize);
-  http_.Get("/health",
-            [this](const httplib::Request&, httplib::Response& res) { handle_health(res); });
-  http_.Get("/stats",
-            [this](const httplib::Request&, httplib::Response& res) { handle_stats(res); });
-  http_.Get("/metrics",
-            [this](const httplib::Request&, httplib::Response& res) { handle_metrics(res); });
+  probe("/health", &HttpServer::handle_health);
+  probe("/stats", &HttpServer::handle_stats);
+  probe("/metrics", &HttpServer::handle_metrics);
   install_web_routes();
 }
 
@@ -104,30 +148,44 @@ void HttpServer::install_web_routes() {
   if (options_.web_ui) install_web_pages(http_);
 }
 
-void HttpServer::install_error_handlers() {
-  httplib::Server::HandlerWithResponse on_error = [this](const httplib::Request& req,
-                                                         httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours already
-    ApiError e = library_error(req, res.status, options_.max_body_bytes);
-    reply_error(res, style_for_path(req.path), e);
-    return httplib::Server::HandlerResponse::Handled;
-  };
-  http_.set_error_handler(std::move(on_error));
-  // A last net: handlers catch everything themselves, but a throw must never reach httplib.
-  http_.set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
-        reply_error(res, style_for_path(req.path), internal_error("Internal server error."));
-      });
+void HttpServer::route(const char* method, const char* pattern, ApiStyle style, Handler handler) {
+  http_.route(method, pattern,
+              [this, style, handler](const httplib::Request& req, httplib::Response& res) {
+                serve(style, handler, req, res);
+              });
 }
 
-void HttpServer::route(const char* method, const char* pattern, ApiStyle style, Handler handler) {
-  auto fn = [this, style, handler](const httplib::Request& req, httplib::Response& res) {
-    serve(style, handler, req, res);
-  };
-  if (std::string_view(method) == "GET") {
-    http_.Get(pattern, fn);
-  } else {
-    http_.Post(pattern, fn);
+void HttpServer::probe(const char* pattern, void (HttpServer::*handler)(httplib::Response&) const) {
+  http_.route(
+      "GET", pattern,
+      [this, handler](const httplib::Request&, httplib::Response& res) { (this->*handler)(res); },
+      http::Lane::Probe);
+}
+
+bool HttpServer::admit(const httplib::Request& head, httplib::Response& res) const {
+  ApiStyle style = style_for_path(head.path);
+  try {
+    if (head.path != "/health" && !hosts_.allows(head.get_header_value("Host")))
+      throw ApiError(403, "invalid_request_error",
+                     fmt::format("Host '{}' is not allowed: this server answers {} (add names "
+                                 "with --allowed-hosts)",
+                                 head.get_header_value("Host"), hosts_.describe()),
+                     "", "host_not_allowed");
+    if (!needs_api_key(head.path)) return true;
+    check_api_key(head);
+    if (head.method == "POST" && !options_.api_key &&
+        !is_json_media_type(head.get_header_value("Content-Type")))
+      throw ApiError(415, "invalid_request_error",
+                     fmt::format("Content-Type must be application/json, got '{}' (a server "
+                                 "without --api-key accepts only JSON posts)",
+                                 head.get_header_value("Content-Type")),
+                     "", "unsupported_media_type");
+    if (draining_) throw shutting_down_error();
+    if (!model()) throw not_ready_error();
+    return true;
+  } catch (const ApiError& e) {
+    reply_error(res, style, e);
+    return false;
   }
 }
 
@@ -135,17 +193,14 @@ void HttpServer::serve(ApiStyle style, Handler handler, const httplib::Request& 
                        httplib::Response& res) {
   auto guard = std::make_shared<InFlight>(*this);
   try {
-    check_api_key(req);
     if (draining_) throw shutting_down_error();
     std::shared_ptr<const ServedModel> served = model();
     if (!served) throw not_ready_error();
-    // httplib checks Content-Length; a chunked upload is only measured once read.
-    if (req.body.size() > options_.max_body_bytes)
-      throw payload_too_large_error(options_.max_body_bytes);
     ClientWatch watch;
-    watch.connected = client_connected;
+    watch.connected = http::client_connected;
     watch.aborting = [this] { return aborting_.load(); };
-    EndpointContext ctx{*served, metrics_, watch, model_name(), guard};
+    EndpointContext ctx{*served,   metrics_, watch, model_name(), guard, options_.limits.request,
+                        &draining_};
     handler(ctx, req, res);
   } catch (const ApiError& e) {
     reply_error(res, style, e);
@@ -159,9 +214,8 @@ void HttpServer::serve(ApiStyle style, Handler handler, const httplib::Request& 
 void HttpServer::check_api_key(const httplib::Request& req) const {
   if (!options_.api_key) return;
   const std::string& key = *options_.api_key;
-  std::string auth = req.get_header_value("Authorization");
-  const std::string bearer = "Bearer ";
-  if (auth.rfind(bearer, 0) == 0 && same_secret(auth.substr(bearer.size()), key)) return;
+  std::optional<std::string> token = bearer_token(req.get_header_value("Authorization"));
+  if (token && same_secret(*token, key)) return;
   if (same_secret(req.get_header_value("x-api-key"), key)) return;
   throw unauthorized_error();
 }
@@ -177,46 +231,9 @@ std::string HttpServer::model_name() const {
   return served ? served->engine->model_info().name : std::string();
 }
 
-namespace {
-
-// cpp-httplib (Debian's build) listens with a backlog of 5: a burst of clients connecting
-// at once (a benchmark at concurrency 256) overflows it, and the kernel drops their SYNs,
-// which costs each one a 1 s retry or a failed connection. Calling listen() again on the
-// bound socket raises the backlog; the socket is found by its port.
-void raise_listen_backlog(int port) {
-  for (int fd = 3; fd < 4096; fd++) {
-    int accepting = 0;
-    socklen_t len = sizeof(accepting);
-    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) continue;
-    sockaddr_storage addr{};
-    socklen_t alen = sizeof(addr);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
-    int bound = addr.ss_family == AF_INET    ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
-                : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                                             : -1;
-    if (bound == port) ::listen(fd, SOMAXCONN);
-  }
-}
-
-}  // namespace
-
 void HttpServer::start() {
-  if (options_.port == 0) {
-    port_ = http_.bind_to_any_port(options_.host);
-    if (port_ < 0) fail("cannot listen on {}: {}", options_.host, std::strerror(errno));
-  } else {
-    if (!http_.bind_to_port(options_.host, options_.port))
-      fail("cannot listen on {}:{}: {}", options_.host, options_.port, std::strerror(errno));
-    port_ = options_.port;
-  }
-  raise_listen_backlog(port_);
-  listener_ = std::thread([this] { http_.listen_after_bind(); });
-  // stop() is a no-op on a server not yet running: do not return before it runs.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!http_.is_running()) {
-    if (std::chrono::steady_clock::now() > deadline) fail("the HTTP listener did not start");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  port_ = http_.bind(options_.host, options_.port);
+  http_.start();
 }
 
 void HttpServer::set_ready(ServedModel model) {
@@ -242,7 +259,6 @@ void HttpServer::stop() {
     flight_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return in_flight_ == 0; });
     lock.unlock();
     http_.stop();
-    if (listener_.joinable()) listener_.join();
     stopped_ = true;
   });
 }

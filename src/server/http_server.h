@@ -12,11 +12,16 @@
 // /v1/messages/count_tokens, /v1/responses, /tokenize, /detokenize; GET /v1/models,
 // /v1/models/{id}, /health, /stats, /metrics. Unknown routes are 404 JSON. /v1/* (and
 // /tokenize, /detokenize) need the API key when one is set, as "Authorization: Bearer KEY"
-// or "x-api-key: KEY"; /health, /stats and /metrics are open, for probes and scrapers.
-// No handler lets an exception escape: every failure is a JSON error in the route's API
-// shape (Anthropic's for /v1/messages*, OpenAI's elsewhere).
-// The web pages (GET /, /dashboard and their /web/* files; server/web/web_pages.h) are
-// open too: their scripts send the key. options.web_ui off: they are not routed (404).
+// (the scheme in any case) or "x-api-key: KEY"; /health, /stats and /metrics are open, for
+// probes and scrapers, and are answered at once even when every worker is busy. The web
+// pages (GET /, /dashboard and their /web/* files; server/web/web_pages.h) are open too:
+// their scripts send the key. options.web_ui off: they are not routed (404).
+//
+// Before a request's body is read: its Host must be allowed (host_policy.h; /health is
+// exempt), the API key must match, and without an API key a POST must say it carries JSON
+// (a cross-site form or text/plain POST is a "simple" request a browser sends to any
+// address without asking). No handler lets an exception escape: every failure is a JSON
+// error in the route's API shape (Anthropic's for /v1/messages*, OpenAI's elsewhere).
 #pragma once
 
 #include <atomic>
@@ -26,11 +31,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "server/api_error.h"
-#include "server/connection_server.h"
+#include "server/host_policy.h"
+#include "server/http/transport.h"
 #include "server/served_model.h"
+#include "server/server_limits.h"
 #include "server/server_metrics.h"
 
 namespace tandem::server {
@@ -41,11 +48,11 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (HttpServer::port() tells which)
   std::optional<std::string> api_key;
-  std::string served_model_name;           // "": the engine's model_info().name
-  size_t max_body_bytes = 16u << 20;       // larger bodies are refused with 413
-  int num_threads = 256;                   // connections served at once (each stream holds one)
+  std::string served_model_name;  // "": the engine's model_info().name
+  // --allowed-hosts: Host names answered (host_policy.h); nullopt: the default rule.
+  std::optional<std::vector<std::string>> allowed_hosts;
+  ServerLimits limits;
   std::chrono::seconds drain_timeout{30};  // stop(): how long in-flight requests may finish
-  std::chrono::seconds io_timeout{30};     // reading a request / writing to a slow client
   bool log_requests = false;               // one line per request on stderr
   bool web_ui = true;                      // the pages for people: / and /dashboard
 };
@@ -57,7 +64,7 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds and serves on a background thread. Throws tandem::Error if it cannot bind.
+  // Binds and serves on background threads. Throws tandem::Error if it cannot bind.
   void start();
   // The bound port (after start()).
   int port() const { return port_; }
@@ -66,13 +73,14 @@ class HttpServer {
   void set_ready(ServedModel model);
   bool ready() const { return ready_.load(); }
 
-  // Graceful stop: new generation requests get 503, in-flight ones may finish within
-  // drain_timeout (after which they are cancelled: streams end with an error event),
-  // then the listener closes and the serving threads are joined. Idempotent; call from
-  // any thread except a request handler.
+  // Graceful stop: new generation requests get 503, chat-template renders in progress are
+  // cancelled, in-flight generations may finish within drain_timeout (after which they
+  // are cancelled: streams end with an error event), then the listener closes and the
+  // serving threads are joined. Idempotent; call from any thread except a request handler.
   void stop();
   // Async-signal-safe: asks wait() to stop the server. For SIGINT/SIGTERM handlers.
   void request_stop() noexcept { stop_requested_.store(true); }
+  bool stop_requested() const noexcept { return stop_requested_.load(); }
   // Blocks until the server has stopped (by stop(), or request_stop() + this call).
   void wait();
 
@@ -85,9 +93,11 @@ class HttpServer {
 
   void install_routes();
   void install_web_routes();
-  void install_error_handlers();
   void route(const char* method, const char* pattern, ApiStyle style, Handler handler);
+  void probe(const char* pattern, void (HttpServer::*handler)(httplib::Response&) const);
   void serve(ApiStyle style, Handler handler, const httplib::Request& req, httplib::Response& res);
+  // The checks made before a request's body is read (see the header comment).
+  bool admit(const httplib::Request& head, httplib::Response& res) const;
   void check_api_key(const httplib::Request& req) const;
   std::shared_ptr<const ServedModel> model() const;
   std::string model_name() const;
@@ -97,16 +107,16 @@ class HttpServer {
   void handle_metrics(httplib::Response& res) const;
 
   ServerOptions options_;
-  ConnectionServer http_;
+  HostPolicy hosts_;
+  http::HttpTransport http_;
   ServerMetrics metrics_;
-  std::thread listener_;
   int port_ = 0;
 
   mutable std::mutex model_mu_;
   std::shared_ptr<const ServedModel> model_;
   std::atomic<bool> ready_{false};
 
-  std::atomic<bool> draining_{false};        // refuse new generation requests
+  std::atomic<bool> draining_{false};        // refuse new generation requests, cancel renders
   std::atomic<bool> aborting_{false};        // cancel in-flight ones
   std::atomic<bool> stop_requested_{false};  // set by request_stop()
   std::once_flag stop_once_;

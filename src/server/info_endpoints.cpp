@@ -31,14 +31,19 @@ Json model_cards(const EndpointContext& ctx) {
   return cards;
 }
 
+ApiError model_not_found(const std::string& name) {
+  return ApiError(404, "invalid_request_error", fmt::format("The model '{}' does not exist", name),
+                  "model", "model_not_found");
+}
+
 std::vector<int32_t> tokenize_body(const EndpointContext& ctx, const FieldReader& f) {
   if (f.has("messages")) {
     ChatPromptInput prompt;
-    prompt.messages = normalize_openai_messages(f.require("messages"));
+    prompt.messages = normalize_openai_messages(f.require("messages"), ctx.limits.json);
     prompt.tools = normalize_openai_tools(f.array_field("tools"));
     prompt.template_kwargs = read_template_kwargs(f);
     prompt.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
-    return chat_builder(ctx.model).tokens(prompt);
+    return chat_builder(ctx.model).tokens(prompt, request_render_limits(ctx));
   }
   std::string text = f.require_string("prompt");
   return ctx.model.tokenizer->encode(text, f.boolean("add_special_tokens").value_or(true));
@@ -59,6 +64,25 @@ const ChatPromptBuilder& chat_builder(const ServedModel& model) {
   return *model.chat;
 }
 
+jinja::RenderLimits request_render_limits(const EndpointContext& ctx) {
+  return render_limits(ctx.limits.chat_template, ctx.cancel);
+}
+
+std::vector<int32_t> chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                        const char* field) {
+  const ChatPromptBuilder& builder = chat_builder(ctx.model);
+  std::string text = builder.render(prompt, request_render_limits(ctx));
+  check_prompt_length(text.size(), ctx.model.prompt_bound, ctx.model.engine->model_info(), field);
+  return builder.tokenize(text);
+}
+
+void require_served_model(const EndpointContext& ctx, const Json& body) {
+  auto it = body.find("model");
+  if (it == body.end() || !it->is_string()) return;  // absent (or a 400 from the field reader)
+  const std::string& name = it->get_ref<const std::string&>();
+  if (!accepts_model_name(ctx.model, ctx.model_name, name)) throw model_not_found(name);
+}
+
 void reply_json(httplib::Response& res, const Json& body, int status) {
   res.status = status;
   res.set_content(dump_json(body), "application/json");
@@ -68,17 +92,18 @@ void handle_models(const EndpointContext& ctx, const httplib::Request& req,
                    httplib::Response& res) {
   if (req.matches.size() > 1) {
     std::string id = req.matches[1];
+    if (!accepts_model_name(ctx.model, ctx.model_name, id)) throw model_not_found(id);
     for (const Json& card : model_cards(ctx))
       if (card["id"] == id) return reply_json(res, card);
-    throw ApiError(404, "invalid_request_error", fmt::format("The model '{}' does not exist", id),
-                   "model", "model_not_found");
+    throw model_not_found(id);
   }
   reply_json(res, {{"object", "list"}, {"data", model_cards(ctx)}});
 }
 
 void handle_tokenize(const EndpointContext& ctx, const httplib::Request& req,
                      httplib::Response& res) {
-  Json body = parse_request_body(req.body);
+  Json body = parse_request_body(req.body, ctx.limits.json);
+  require_served_model(ctx, body);
   std::vector<int32_t> ids = tokenize_body(ctx, FieldReader(body));
   reply_json(res, {{"tokens", ids},
                    {"count", ids.size()},
@@ -87,7 +112,8 @@ void handle_tokenize(const EndpointContext& ctx, const httplib::Request& req,
 
 void handle_detokenize(const EndpointContext& ctx, const httplib::Request& req,
                        httplib::Response& res) {
-  Json body = parse_request_body(req.body);
+  Json body = parse_request_body(req.body, ctx.limits.json);
+  require_served_model(ctx, body);
   FieldReader f(body);
   f.require("tokens");
   std::vector<int32_t> ids;

@@ -16,9 +16,6 @@ inline std::string dump_json(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-// Parses a request body; nullopt-like failure is reported by the caller as a 400.
-inline Json parse_json(std::string_view text) {
-  return Json::parse(text);
-}
+// Parsing goes through bounded_json.h: JSON from clients (and from the model) is bounded.
 
 }  // namespace tandem::server

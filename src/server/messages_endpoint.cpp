@@ -13,9 +13,10 @@ namespace tandem::server {
 void handle_messages(const EndpointContext& ctx, const httplib::Request& req,
                      httplib::Response& res) {
   const ModelInfo& info = ctx.model.engine->model_info();
-  MessagesRequest r =
-      parse_messages_request(parse_request_body(req.body), ctx.model.defaults, info.vocab_size);
-  r.generation.prompt = chat_builder(ctx.model).tokens(r.prompt);
+  Json body = parse_request_body(req.body, ctx.limits.json);
+  require_served_model(ctx, body);
+  MessagesRequest r = parse_messages_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
+  r.generation.prompt = chat_prompt_tokens(ctx, r.prompt, "messages");
   fit_to_context(r.generation, info, r.max_tokens, std::nullopt, {"messages", "max_tokens"});
 
   AnthropicFormat format{int(r.generation.prompt.size()), r.parse_tool_calls};
@@ -34,11 +35,13 @@ void handle_messages(const EndpointContext& ctx, const httplib::Request& req,
 
 void handle_count_tokens(const EndpointContext& ctx, const httplib::Request& req,
                          httplib::Response& res) {
-  Json body = parse_request_body(req.body);
+  Json body = parse_request_body(req.body, ctx.limits.json);
+  require_served_model(ctx, body);
   FieldReader f(body);
   bool parse_tool_calls = false;
   ChatPromptInput prompt = read_anthropic_prompt(f, parse_tool_calls);
-  reply_json(res, {{"input_tokens", chat_builder(ctx.model).tokens(prompt).size()}});
+  reply_json(res, {{"input_tokens",
+                    chat_builder(ctx.model).tokens(prompt, request_render_limits(ctx)).size()}});
 }
 
 }  // namespace tandem::server

@@ -41,7 +41,7 @@ ChatPromptInput read_anthropic_prompt(const FieldReader& f, bool& parse_tool_cal
 }
 
 MessagesRequest parse_messages_request(const Json& body, const GenerationRequest& defaults,
-                                       int vocab_size) {
+                                       int vocab_size, const RequestLimits& limits) {
   FieldReader f(body);
   MessagesRequest out;
   out.generation = defaults;
@@ -51,8 +51,7 @@ MessagesRequest parse_messages_request(const Json& body, const GenerationRequest
   out.max_tokens = *f.integer("max_tokens", 1, kMaxTokensLimit);
   out.stream = f.boolean("stream").value_or(false);
   f.object_field("metadata");
-  SamplingFieldSpec spec;
-  spec.stop_field = "stop_sequences";
+  SamplingFieldSpec spec = sampling_spec(limits, "stop_sequences");
   spec.max_temperature = 1.0;
   read_sampling_fields(f, spec, vocab_size, out.generation);
   return out;

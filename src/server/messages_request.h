@@ -6,6 +6,7 @@
 #include "engine/request.h"
 #include "server/chat_prompt.h"
 #include "server/request_fields.h"
+#include "server/server_limits.h"
 
 namespace tandem::server {
 
@@ -18,7 +19,7 @@ struct MessagesRequest {
 };
 
 MessagesRequest parse_messages_request(const Json& body, const GenerationRequest& defaults,
-                                       int vocab_size);
+                                       int vocab_size, const RequestLimits& limits = {});
 
 // The conversation part alone (also what /v1/messages/count_tokens reads). Sets
 // `parse_tool_calls` when tools are given and tool_choice allows calls.

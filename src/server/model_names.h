@@ -7,9 +7,8 @@
 
 namespace tandem::server {
 
-// Leaves request.lora set only when it names a served adapter. Any other name (the served
-// model name, or one the client made up) runs the base model, as every name did before
-// adapters.
+// Leaves request.lora set only when it names a served adapter; the served model name
+// runs the base model. (Names neither serves were refused before, accepts_model_name.)
 void select_model(const EngineApi& engine, GenerationRequest& request);
 
 }  // namespace tandem::server

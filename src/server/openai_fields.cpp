@@ -1,5 +1,7 @@
 #include "server/openai_fields.h"
 
+#include <limits>
+
 #include "server/api_error.h"
 
 namespace tandem::server {
@@ -17,8 +19,12 @@ StreamOptions read_stream_options(const FieldReader& fields) {
   return out;
 }
 
-int read_num_choices(const FieldReader& fields) {
-  return int(fields.integer("n", 1, kMaxChoices).value_or(1));
+int read_num_choices(const FieldReader& fields, int max_choices) {
+  auto n = fields.integer("n", 1, std::numeric_limits<int32_t>::max());
+  if (n && *n > max_choices)
+    invalid_request("n", "'n' is {}; at most {} choices are allowed (--max-choices)", *n,
+                    max_choices);
+  return int(n.value_or(1));
 }
 
 void check_response_format(const FieldReader& fields, const char* key) {
@@ -39,7 +45,8 @@ void check_response_format(const FieldReader& fields, const char* key) {
 void check_unsupported_fields(const FieldReader& fields, int n) {
   if (const Json* bias = fields.object_field("logit_bias"); bias && !bias->empty())
     invalid_request("logit_bias", "'logit_bias' is not supported yet");
-  if (auto best_of = fields.integer("best_of", 1, kMaxChoices); best_of && *best_of != n)
+  if (auto best_of = fields.integer("best_of", 1, std::numeric_limits<int32_t>::max());
+      best_of && *best_of != n)
     invalid_request("best_of", "'best_of' other than n is not supported");
   if (auto suffix = fields.string("suffix"); suffix && !suffix->empty())
     invalid_request("suffix", "'suffix' is not supported");

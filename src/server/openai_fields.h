@@ -7,16 +7,14 @@
 
 namespace tandem::server {
 
-// OpenAI's own limit on n.
-inline constexpr int64_t kMaxChoices = 128;
-
 struct StreamOptions {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
 };
 
 StreamOptions read_stream_options(const FieldReader& fields);
-int read_num_choices(const FieldReader& fields);
+// n, at most `max_choices` (RequestLimits::max_choices, --max-choices).
+int read_num_choices(const FieldReader& fields, int max_choices);
 // {"type": "text"} and {"type": "json_object"} (accepted, not enforced yet) pass;
 // "json_schema" is a 400 that says structured output is not enforced yet.
 void check_response_format(const FieldReader& fields, const char* key = "response_format");

@@ -13,6 +13,26 @@ void check_token_ids(std::span<const int32_t> ids, int vocab_size, const char* p
                       i, vocab_size);
 }
 
+void check_prompt_length(size_t bytes, const PromptBound& bound, const ModelInfo& model,
+                         const char* field) {
+  int64_t at_least = bound.min_tokens(bytes);
+  if (at_least < model.max_model_len) return;
+  throw ApiError(400, "invalid_request_error",
+                 fmt::format("This model's maximum context length is {} tokens. However, your "
+                             "prompt is {} bytes, which is at least {} tokens, leaving no room "
+                             "for a completion. Please reduce the length of the prompt.",
+                             model.max_model_len, bytes, at_least),
+                 field, "context_length_exceeded");
+}
+
+void check_request_tokens(int64_t total, const RequestLimits& limits, const char* field) {
+  if (total > limits.max_prompt_tokens)
+    invalid_request(field,
+                    "The request's prompts add up to {} tokens over all its choices; at most {} "
+                    "are allowed (--max-request-tokens)",
+                    total, limits.max_prompt_tokens);
+}
+
 void fit_to_context(GenerationRequest& request, const ModelInfo& model,
                     std::optional<int64_t> requested, std::optional<int64_t> default_cap,
                     const PromptFieldNames& names) {

@@ -8,6 +8,8 @@
 #include <span>
 
 #include "engine/engine_api.h"
+#include "server/prompt_bound.h"
+#include "server/server_limits.h"
 
 namespace tandem::server {
 
@@ -18,6 +20,15 @@ struct PromptFieldNames {
 
 // Every id in [0, vocab_size); a 400 naming `param` otherwise.
 void check_token_ids(std::span<const int32_t> ids, int vocab_size, const char* param);
+
+// Refuses, before tokenizing, a text of `bytes` bytes that `bound` shows cannot fit the
+// context (a 400 context_length_exceeded naming `field`).
+void check_prompt_length(size_t bytes, const PromptBound& bound, const ModelInfo& model,
+                         const char* field);
+
+// Refuses a request whose prompts, over all its choices, add up to more than
+// RequestLimits::max_prompt_tokens (--max-request-tokens).
+void check_request_tokens(int64_t total, const RequestLimits& limits, const char* field);
 
 // Fills request.max_tokens: `requested`, or the rest of the context capped by
 // `default_cap` (nullopt: no cap). 400 for an empty prompt, a prompt that leaves no room,

@@ -3,35 +3,29 @@
 #include <cmath>
 
 #include "server/api_error.h"
+#include "server/bounded_json.h"
 
 namespace tandem::server {
-
 namespace {
 
-// Deeper bodies are refused: templates walk request values recursively (`tojson` of a
-// tool schema), and no real request nests anywhere near this.
-constexpr int kMaxNesting = 100;
-
-struct TooDeep {};
+// " (--flag)" after a limit, when a flag sets it.
+std::string flag_note(const char* flag) {
+  return flag ? fmt::format(" ({})", flag) : std::string();
+}
 
 }  // namespace
 
-Json parse_request_body(std::string_view body) {
-  Json value;
-  auto limit_depth = [](int depth, Json::parse_event_t, Json&) {
-    if (depth > kMaxNesting) throw TooDeep{};
-    return true;
-  };
-  try {
-    value = Json::parse(body, limit_depth);
-  } catch (const Json::parse_error& e) {
-    invalid_request("", "Request body is not valid JSON: {}", e.what());
-  } catch (const TooDeep&) {
-    invalid_request("", "Request body nests deeper than {} levels", kMaxNesting);
+Json parse_request_body(std::string_view body, const JsonLimits& limits) {
+  JsonParse parsed = parse_bounded_json(body, limits);
+  if (!parsed.value) {
+    if (parsed.refusal == JsonRefusal::Malformed)
+      invalid_request("", "Request body is not valid JSON: {}", parsed.message);
+    invalid_request("", "Request body is refused: {}", parsed.message);
   }
-  if (!value.is_object())
-    invalid_request("", "Request body must be a JSON object, got {}", json_type_name(value));
-  return value;
+  if (!parsed.value->is_object())
+    invalid_request("", "Request body must be a JSON object, got {}",
+                    json_type_name(*parsed.value));
+  return std::move(*parsed.value);
 }
 
 std::string json_type_name(const Json& value) {
@@ -133,27 +127,33 @@ const Json* FieldReader::array_field(std::string_view key) const {
   return v;
 }
 
-std::vector<std::string> FieldReader::string_or_list(std::string_view key, size_t max_items) const {
+std::vector<std::string> FieldReader::string_or_list(std::string_view key,
+                                                     const StringListBounds& bounds) const {
   const Json* v = find(key);
   std::vector<std::string> out;
   if (!v) return out;
-  if (v->is_string()) {
-    out.push_back(v->get<std::string>());
-  } else if (v->is_array()) {
-    for (const Json& item : *v) {
-      if (!item.is_string())
-        invalid_request(name(key), "'{}' must be a string or a list of strings, found {}",
-                        name(key), json_type_name(item));
-      out.push_back(item.get<std::string>());
-    }
-  } else {
-    wrong_type(key, "a string or a list of strings");
-  }
-  if (out.size() > max_items)
-    invalid_request(name(key), "'{}' has {} entries; at most {} are allowed", name(key), out.size(),
-                    max_items);
-  for (const std::string& s : out)
+  if (!v->is_string() && !v->is_array()) wrong_type(key, "a string or a list of strings");
+  // Checked before anything is copied: a request may not make the server hold more.
+  size_t count = v->is_string() ? 1 : v->size();
+  if (count > bounds.max_items)
+    invalid_request(name(key), "'{}' has {} entries; at most {} are allowed{}", name(key), count,
+                    bounds.max_items, flag_note(bounds.items_flag));
+  auto take = [&](const Json& item) {
+    if (!item.is_string())
+      invalid_request(name(key), "'{}' must be a string or a list of strings, found {}", name(key),
+                      json_type_name(item));
+    const std::string& s = item.get_ref<const std::string&>();
     if (s.empty()) invalid_request(name(key), "'{}' must not contain empty strings", name(key));
+    if (s.size() > bounds.max_bytes)
+      invalid_request(name(key), "'{}' has a string of {} bytes; at most {} are allowed{}",
+                      name(key), s.size(), bounds.max_bytes, flag_note(bounds.bytes_flag));
+    out.push_back(s);
+  };
+  if (v->is_string()) {
+    take(*v);
+  } else {
+    for (const Json& item : *v) take(item);
+  }
   return out;
 }
 

@@ -10,14 +10,23 @@
 #include <vector>
 
 #include "server/json_text.h"
+#include "server/server_limits.h"
 
 namespace tandem::server {
 
-// The body of a request, parsed; a malformed body or a non-object is a 400.
-Json parse_request_body(std::string_view body);
+// The body of a request, parsed within `limits` (bounded_json.h); a malformed body, one past
+// the limits, or a non-object is a 400 that says which.
+Json parse_request_body(std::string_view body, const JsonLimits& limits = {});
 
 // JSON type name for messages: "string", "number", "array"...
 std::string json_type_name(const Json& value);
+
+struct StringListBounds {
+  size_t max_items = 16;
+  size_t max_bytes = 1024;           // of one string
+  const char* items_flag = nullptr;  // the flag that sets each bound, named in refusals
+  const char* bytes_flag = nullptr;
+};
 
 class FieldReader {
  public:
@@ -42,8 +51,10 @@ class FieldReader {
   const Json* object_field(std::string_view key) const;
   const Json* array_field(std::string_view key) const;
 
-  // A string or a list of strings (OpenAI's `stop`); empty strings rejected.
-  std::vector<std::string> string_or_list(std::string_view key, size_t max_items) const;
+  // A string or a list of strings (OpenAI's `stop`); empty strings rejected, and the
+  // bounds checked before anything is copied.
+  std::vector<std::string> string_or_list(std::string_view key,
+                                          const StringListBounds& bounds) const;
   // A list of integers in [min, max].
   std::vector<int64_t> integer_list(std::string_view key, int64_t min, int64_t max) const;
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "server/connection_server.h"
 #include "server/generation_run.h"
+#include "server/http/httplib_types.h"
 #include "server/stream_encoder.h"
 
 namespace tandem::server {

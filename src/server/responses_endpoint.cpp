@@ -13,9 +13,11 @@ namespace tandem::server {
 void handle_responses(const EndpointContext& ctx, const httplib::Request& req,
                       httplib::Response& res) {
   const ModelInfo& info = ctx.model.engine->model_info();
+  Json body = parse_request_body(req.body, ctx.limits.json);
+  require_served_model(ctx, body);
   ResponsesRequest r =
-      parse_responses_request(parse_request_body(req.body), ctx.model.defaults, info.vocab_size);
-  r.generation.prompt = chat_builder(ctx.model).tokens(r.prompt);
+      parse_responses_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
+  r.generation.prompt = chat_prompt_tokens(ctx, r.prompt, "input");
   fit_to_context(r.generation, info, r.max_output_tokens, std::nullopt,
                  {"input", "max_output_tokens"});
 

@@ -62,7 +62,7 @@ void refuse_unsupported(const FieldReader& f) {
 }  // namespace
 
 ResponsesRequest parse_responses_request(const Json& body, const GenerationRequest& defaults,
-                                         int vocab_size) {
+                                         int vocab_size, const RequestLimits& limits) {
   FieldReader f(body);
   ResponsesRequest out;
   out.generation = defaults;
@@ -72,7 +72,7 @@ ResponsesRequest parse_responses_request(const Json& body, const GenerationReque
   out.prompt.template_kwargs = read_template_kwargs(f);
   out.max_output_tokens = f.integer("max_output_tokens", 1, kMaxTokensLimit);
   out.stream = f.boolean("stream").value_or(false);
-  read_sampling_fields(f, SamplingFieldSpec{}, vocab_size, out.generation);
+  read_sampling_fields(f, sampling_spec(limits), vocab_size, out.generation);
   for (const char* key : {"instructions", "max_output_tokens", "temperature", "top_p", "metadata"})
     out.echo[key] = f.has(key) ? body[key] : Json();
   if (out.echo["metadata"].is_null()) out.echo["metadata"] = Json::object();

@@ -8,6 +8,7 @@
 
 #include "engine/request.h"
 #include "server/chat_prompt.h"
+#include "server/server_limits.h"
 
 namespace tandem::server {
 
@@ -20,6 +21,6 @@ struct ResponsesRequest {
 };
 
 ResponsesRequest parse_responses_request(const Json& body, const GenerationRequest& defaults,
-                                         int vocab_size);
+                                         int vocab_size, const RequestLimits& limits = {});
 
 }  // namespace tandem::server

@@ -39,7 +39,9 @@ void read_seed(const FieldReader& f, SamplingParams& s) {
 
 void read_stopping(const FieldReader& f, const SamplingFieldSpec& spec, int vocab_size,
                    GenerationRequest& out) {
-  if (f.has(spec.stop_field)) out.stop = f.string_or_list(spec.stop_field, spec.max_stop_strings);
+  if (f.has(spec.stop_field))
+    out.stop = f.string_or_list(spec.stop_field, {spec.max_stop_strings, spec.max_stop_bytes,
+                                                  "--max-stop-strings", "--max-stop-length"});
   for (int64_t id : f.integer_list("stop_token_ids", 0, int64_t(vocab_size) - 1))
     out.stop_token_ids.push_back(int32_t(id));
   if (auto m = f.integer("min_tokens", 0, kMaxMinTokens)) out.min_tokens = int(*m);
@@ -58,6 +60,14 @@ void read_cache_salt(const FieldReader& f, GenerationRequest& out) {
 }
 
 }  // namespace
+
+SamplingFieldSpec sampling_spec(const RequestLimits& limits, const char* stop_field) {
+  SamplingFieldSpec spec;
+  spec.stop_field = stop_field;
+  spec.max_stop_strings = limits.max_stop_strings;
+  spec.max_stop_bytes = limits.max_stop_bytes;
+  return spec;
+}
 
 void read_sampling_fields(const FieldReader& fields, const SamplingFieldSpec& spec, int vocab_size,
                           GenerationRequest& out) {

@@ -5,14 +5,19 @@
 
 #include "engine/request.h"
 #include "server/request_fields.h"
+#include "server/server_limits.h"
 
 namespace tandem::server {
 
 struct SamplingFieldSpec {
   const char* stop_field = "stop";  // Anthropic: "stop_sequences"
   double max_temperature = 2.0;     // Anthropic: 1.0
-  size_t max_stop_strings = 16;
+  size_t max_stop_strings = 16;     // RequestLimits::max_stop_strings
+  size_t max_stop_bytes = 1024;     // RequestLimits::max_stop_bytes
 };
+
+// The spec of an API whose stop field is `stop_field`, bounded by `limits`.
+SamplingFieldSpec sampling_spec(const RequestLimits& limits, const char* stop_field = "stop");
 
 // Reads temperature, top_p, top_k, min_p, presence/frequency/repetition penalties, seed,
 // the stop strings, and vLLM's extensions (stop_token_ids, min_tokens, ignore_eos,

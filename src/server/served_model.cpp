@@ -32,6 +32,15 @@ SamplingParams read_generation_defaults(const std::filesystem::path& dir) {
   return s;
 }
 
+bool accepts_model_name(const ServedModel& model, const std::string& served_name,
+                        std::string_view requested) {
+  if (requested == served_name) return true;
+  if (!model.engine) return false;
+  for (auto& [name, dir] : model.engine->lora_adapters())
+    if (requested == name) return true;
+  return false;
+}
+
 ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,
                               std::shared_ptr<const Tokenizer> tokenizer) {
   ServedModel m;
@@ -39,6 +48,11 @@ ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engin
   m.tokenizer = tokenizer ? std::move(tokenizer) : Tokenizer::load(dir);
   m.chat = ChatPromptBuilder::create(TokenizerConfig::load(dir), m.tokenizer);
   m.defaults.sampling = read_generation_defaults(dir);
+  std::ifstream tokenizer_json(std::filesystem::is_directory(dir) ? dir / "tokenizer.json" : dir);
+  if (tokenizer_json) {
+    nlohmann::json tj = nlohmann::json::parse(tokenizer_json, nullptr, /*allow_exceptions=*/false);
+    m.prompt_bound = PromptBound::from_tokenizer(tj, *m.tokenizer);
+  }
   return m;
 }
 

@@ -9,6 +9,7 @@
 #include "engine/engine_api.h"
 #include "server/chat_prompt.h"
 #include "server/json_text.h"
+#include "server/prompt_bound.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::server {
@@ -18,6 +19,7 @@ struct ServedModel {
   std::shared_ptr<const Tokenizer> tokenizer;     // required
   std::shared_ptr<const ChatPromptBuilder> chat;  // null: no chat template (chat routes 400)
   GenerationRequest defaults;                     // sampling defaults every request starts from
+  PromptBound prompt_bound;                       // tokens a prompt of n bytes is at least
   Json card = Json::object();                     // merged into /stats (batch, dtype, kv budget…)
 };
 
@@ -26,6 +28,12 @@ struct ServedModel {
 // tandem::Error (or jinja::TemplateError) naming the file for anything malformed.
 ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,
                               std::shared_ptr<const Tokenizer> tokenizer = nullptr);
+
+// Which `model` names a request may ask for: the served name and the LoRA adapters the
+// engine serves (EngineApi::lora_adapters; select_model() then picks the adapter). The one place that decides; anything else is a 404
+// model_not_found, as OpenAI answers.
+bool accepts_model_name(const ServedModel& model, const std::string& served_name,
+                        std::string_view requested);
 
 // generation_config.json's temperature, top_p, top_k, min_p and repetition_penalty
 // (missing file or fields: SamplingParams' defaults).

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "server/json_text.h"
+#include "server/bounded_json.h"
 
 namespace tandem::server {
 namespace {
@@ -25,12 +25,10 @@ bool all_space(std::string_view s) {
   return std::all_of(s.begin(), s.end(), is_space);
 }
 
+// Model output is parsed under the same limits as client JSON: a model can be made to
+// print a million '['.
 std::optional<Json> try_parse(std::string_view text) {
-  try {
-    return parse_json(text);
-  } catch (const Json::parse_error&) {
-    return std::nullopt;
-  }
+  return parse_bounded_json(text, JsonLimits{}).value;
 }
 
 // {"name": string, "arguments" | "parameters": object | JSON-object string}.

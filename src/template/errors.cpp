@@ -34,6 +34,10 @@ const char* error_kind_name(ErrorKind kind) {
       return "KeyError";
     case ErrorKind::Attribute:
       return "AttributeError";
+    case ErrorKind::Limit:
+      return "RenderLimitError";
+    case ErrorKind::Cancelled:
+      return "RenderCancelled";
   }
   return "TemplateError";
 }
@@ -50,6 +54,12 @@ std::string RenderError::full_message() const {
 
 void raise(ErrorKind kind, std::string detail) {
   throw RenderError(kind, std::move(detail));
+}
+
+void raise_limit(RenderLimit limit, std::string detail, ErrorKind kind) {
+  RenderError e(kind, std::move(detail));
+  e.set_exceeded(limit);
+  throw e;
 }
 
 }  // namespace tandem::jinja

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -27,6 +28,8 @@ enum class ErrorKind {
   Index,         // IndexError
   Key,           // KeyError
   Attribute,     // AttributeError
+  Limit,         // a RenderLimits bound (tandem's own: the sandbox's resource limits)
+  Cancelled,     // RenderLimits::cancel was raised
 };
 
 const char* error_kind_name(ErrorKind kind);
@@ -35,6 +38,9 @@ class RenderError : public TemplateError {
  public:
   RenderError(ErrorKind kind, std::string detail);
   ErrorKind kind() const { return kind_; }
+  // Set on ErrorKind::Limit errors: which bound.
+  std::optional<RenderLimit> exceeded() const { return exceeded_; }
+  void set_exceeded(RenderLimit limit) { exceeded_ = limit; }
   const std::string& detail() const { return detail_; }
   int line() const { return line_; }
   void set_line(int line) { line_ = line; }
@@ -45,9 +51,14 @@ class RenderError : public TemplateError {
   ErrorKind kind_;
   std::string detail_;
   int line_ = 0;
+  std::optional<RenderLimit> exceeded_;
 };
 
 [[noreturn]] void raise(ErrorKind kind, std::string detail);
+// A RenderLimits bound was passed: an error of `kind` (RenderLimitError by default; deep
+// recursion stays Python's RecursionError) that carries which bound.
+[[noreturn]] void raise_limit(RenderLimit limit, std::string detail,
+                              ErrorKind kind = ErrorKind::Limit);
 
 template <typename... Args>
 [[noreturn]] void raise(ErrorKind kind, fmt::format_string<Args...> format, Args&&... args) {

@@ -8,6 +8,7 @@
 #include "template/operators.h"
 #include "template/predicates.h"
 #include "template/py_repr.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 
@@ -62,7 +63,7 @@ Value Interpreter::eval(const Expr& e) {
       return eval_logic(e);
     case ExprKind::Concat: {
       std::string out;
-      for (const auto& item : as<ConcatExpr>(e).items) out += py_str(eval(*item));
+      for (const auto& item : as<ConcatExpr>(e).items) append_charged(out, py_str(eval(*item)));
       return Value::string(std::move(out));
     }
     case ExprKind::Compare:

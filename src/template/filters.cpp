@@ -13,6 +13,7 @@
 #include "template/py_repr.h"
 #include "template/str_ops.h"
 #include "template/unicode.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 
@@ -130,6 +131,7 @@ Value f_center(Interpreter&, const Value& v, CallArgs& args) {
 
 Value f_indent(Interpreter&, const Value& v, CallArgs& args) {
   BoundArgs a("indent", args, {"width", "first", "blank"});
+  if (!(a.has(0) && a.get(0).is_string())) charge_render(size_t(a.get_int(0, 4)));
   std::string indention =
       a.has(0) && a.get(0).is_string() ? a.get(0).as_string() : std::string(a.get_int(0, 4), ' ');
   if (v.is_undefined()) fail_undefined(v);
@@ -141,14 +143,14 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& args) {
   std::string rv;
   if (a.get_bool(2, false)) {
     for (size_t i = 0; i < lines.size(); ++i) {
-      if (i) rv += "\n" + indention;
-      rv += lines[i];
+      if (i) append_charged(rv, "\n" + indention);
+      append_charged(rv, lines[i]);
     }
   } else {
     rv = lines.empty() ? "" : lines[0];
     for (size_t i = 1; i < lines.size(); ++i) {
       rv += '\n';
-      if (!lines[i].empty()) rv += indention + lines[i];
+      if (!lines[i].empty()) append_charged(rv, indention + lines[i]);
     }
   }
   if (a.get_bool(1, false)) rv = indention + rv;
@@ -209,6 +211,7 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& args) {
   o.sort_keys = a.get_bool(3, false);
   if (a.has(1) && !a.get(1).is_none()) {
     const Value& ind = a.get(1);
+    if (!ind.is_string()) charge_render(size_t(std::max<int64_t>(a.get_int(1, 0), 0)));
     o.indent =
         ind.is_string() ? ind.as_string() : std::string(std::max<int64_t>(a.get_int(1, 0), 0), ' ');
   }

@@ -12,6 +12,7 @@
 #include "template/py_repr.h"
 #include "template/str_ops.h"
 #include "template/unicode.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 
@@ -101,9 +102,9 @@ Value f_join(Interpreter& in, const Value& v, CallArgs& args) {
   std::string out;
   bool first = true;
   for (const Value& item : v.iterate()) {
-    if (!first) out += sep;
+    if (!first) append_charged(out, sep);
     first = false;
-    out += py_str(a.has(1) ? get_attribute_path(in, item, a.get(1)) : item);
+    append_charged(out, py_str(a.has(1) ? get_attribute_path(in, item, a.get(1)) : item));
   }
   return Value::string(std::move(out));
 }

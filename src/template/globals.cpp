@@ -8,6 +8,7 @@
 #include "template/interpreter.h"
 #include "template/objects.h"
 #include "template/py_repr.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 namespace {
@@ -92,6 +93,7 @@ Value builtin_strftime_now(Interpreter& in, CallArgs& args) {
     std::time_t t = std::time(nullptr);
     localtime_r(&t, &tm);
   }
+  charge_render(256 + saturating_product(format.size(), 8));
   std::string buf(256 + format.size() * 8, '\0');
   size_t n = format.empty() ? 0 : std::strftime(buf.data(), buf.size(), format.c_str(), &tm);
   buf.resize(n);

@@ -6,9 +6,12 @@
 #include "template/objects.h"
 #include "template/operators.h"
 #include "template/py_repr.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 namespace {
+
+constexpr size_t kMinCollect = 1024;
 
 template <typename T>
 const T& as(const Stmt& s) {
@@ -31,8 +34,9 @@ void Scope::set(std::string_view name, Value value) {
   }
 }
 
-Interpreter::Interpreter(const RenderOptions& options, const nlohmann::ordered_json& context)
-    : options_(options), context_(new_scope(nullptr)) {
+Interpreter::Interpreter(const RenderOptions& options, const nlohmann::ordered_json& context,
+                         RenderBudget& budget)
+    : options_(options), budget_(budget), context_(new_scope(nullptr)) {
   if (!context.is_object() && !context.is_null())
     raise(ErrorKind::Type, "the render context must be a JSON object");
   if (context.is_object())
@@ -54,12 +58,28 @@ Interpreter::~Interpreter() {
   }
 }
 
+// Scopes and tracked objects are kept to break reference cycles at the render's end, but
+// one that nothing else refers to any more cannot be part of a cycle: it is dropped when
+// the list doubles, so memory follows what the template holds, not how long it ran.
+template <typename T, typename InUse>
+void drop_unreferenced(std::vector<T>& kept, size_t& threshold, InUse in_use) {
+  if (kept.size() < threshold) return;
+  std::erase_if(kept, [&](const T& x) { return !in_use(x); });
+  threshold = std::max<size_t>(kMinCollect, 2 * kept.size());
+}
+
+// Scopes are not charged to the memory budget: one per iteration at most, each step is
+// counted, and the ones no longer referred to are dropped.
 std::shared_ptr<Scope> Interpreter::new_scope(std::shared_ptr<Scope> parent) {
+  drop_unreferenced(scopes_, scopes_collect_at_,
+                    [](const std::shared_ptr<Scope>& s) { return s.use_count() > 1; });
   scopes_.push_back(std::make_shared<Scope>(std::move(parent)));
   return scopes_.back();
 }
 
 Value Interpreter::track(Value v) {
+  drop_unreferenced(tracked_, tracked_collect_at_,
+                    [](const Value& x) { return x.payload_use_count() > 1; });
   tracked_.push_back(v);
   return v;
 }
@@ -91,10 +111,10 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
   try {
     switch (s.kind) {
       case StmtKind::Text:
-        out += as<TextStmt>(s).text;
+        emit(out, as<TextStmt>(s).text);
         break;
       case StmtKind::Print:
-        out += py_str(eval(*as<PrintStmt>(s).expr));
+        emit(out, py_str(eval(*as<PrintStmt>(s).expr)));
         break;
       case StmtKind::If:
         return exec_if(as<IfStmt>(s), out);
@@ -126,7 +146,7 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
         const auto& a = as<AutoescapeStmt>(s);
         if (eval(*a.enabled).truthy())
           raise(ErrorKind::Runtime, "{{% autoescape true %}} is not supported for chat templates");
-        out += render_in_scope(a.body, a.declared);
+        emit(out, render_in_scope(a.body, a.declared));
         break;
       }
       case StmtKind::Fail:
@@ -162,6 +182,7 @@ Interpreter::Flow Interpreter::run_loop(const ForStmt& s, const Value& iterable,
   if (s.filter) {  // `for x in y if cond`: cond sees the target, not the body's variables
     ValueList kept;
     for (const Value& item : items) {
+      budget_.step();
       scope_ = new_scope(outer);
       assign(*s.target, item);
       if (eval(*s.filter).truthy()) kept.push_back(item);
@@ -177,6 +198,7 @@ Interpreter::Flow Interpreter::run_loop(const ForStmt& s, const Value& iterable,
   LoopObject::Recurse recurse;
   if (s.recursive) {
     recurse = [this, &s, outer, depth](const Value& inner) {
+      DepthGuard nested(*this);
       std::string buf;
       run_loop(s, inner, outer, depth + 1, buf);
       return buf;
@@ -188,6 +210,7 @@ Interpreter::Flow Interpreter::run_loop(const ForStmt& s, const Value& iterable,
   // hit break/continue first), since its flag is cleared at the end of the body.
   bool body_completed = false;
   for (size_t i = 0; i < items.size(); ++i) {
+    budget_.step();
     scope_ = new_scope(outer);
     declare(s.body_declared);
     loop->set_index(i);
@@ -199,6 +222,27 @@ Interpreter::Flow Interpreter::run_loop(const ForStmt& s, const Value& iterable,
   }
   if (!body_completed && !s.else_body.empty()) return run_else();
   return Flow::Normal;
+}
+
+void Interpreter::emit(std::string& out, std::string_view text) {
+  charge_render(text.size());
+  out.append(text);
+  budget_.check_output(out.size());
+}
+
+Interpreter::DepthGuard::DepthGuard(Interpreter& in) : depth_(in.call_depth_) {
+  if (depth_ >= in.budget_.limits().max_depth)
+    raise_limit(RenderLimit::Depth,
+                fmt::format("maximum recursion depth exceeded (more than {} nested macro calls "
+                            "and recursive loops)",
+                            in.budget_.limits().max_depth),
+                ErrorKind::Recursion);
+  ++depth_;
+  in.budget_.step();
+}
+
+Interpreter::DepthGuard::~DepthGuard() {
+  --depth_;
 }
 
 ValueList unpack(const Value& value, size_t n) {
@@ -257,7 +301,7 @@ void Interpreter::exec_filter_block(const FilterBlockStmt& s, std::string& out) 
   if (!result.is_string())
     raise(ErrorKind::Type, "sequence item: expected str instance, {} found (from a filter block)",
           result.type_name());
-  out += result.as_string();
+  emit(out, result.as_string());
 }
 
 void Interpreter::exec_with(const WithStmt& s, std::string& out) {

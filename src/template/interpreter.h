@@ -20,6 +20,8 @@
 
 namespace tandem::jinja {
 
+class RenderBudget;
+
 struct Scope {
   std::shared_ptr<Scope> parent;
   std::vector<std::pair<std::string, Value>> vars;
@@ -31,7 +33,9 @@ struct Scope {
 
 class Interpreter {
  public:
-  Interpreter(const RenderOptions& options, const nlohmann::ordered_json& context);
+  // `budget` bounds the render (installed on this thread by Template::render).
+  Interpreter(const RenderOptions& options, const nlohmann::ordered_json& context,
+              RenderBudget& budget);
   ~Interpreter();
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
@@ -57,6 +61,20 @@ class Interpreter {
 
  private:
   enum class Flow { Normal, Break, Continue };
+
+  // One level of macro call or recursive loop: bounded by RenderLimits::max_depth, and each
+  // counts as one step of the budget.
+  class DepthGuard {
+   public:
+    explicit DepthGuard(Interpreter& in);
+    ~DepthGuard();
+
+   private:
+    int& depth_;
+  };
+
+  // Appends to an output buffer under the output and memory bounds.
+  void emit(std::string& out, std::string_view text);
 
   // Restores the current scope when it goes out of scope (also on exceptions), so a frame
   // can freely switch scope_ to fresh child scopes.
@@ -101,8 +119,10 @@ class Interpreter {
 
   friend class LoopObject;
   const RenderOptions& options_;
-  std::vector<std::shared_ptr<Scope>> scopes_;  // every scope of this render (see track())
+  RenderBudget& budget_;
+  std::vector<std::shared_ptr<Scope>> scopes_;  // scopes of this render still in use (track())
   std::vector<Value> tracked_;
+  size_t scopes_collect_at_ = 1024, tracked_collect_at_ = 1024;
   std::shared_ptr<Scope> context_;  // the render's variables: parent of the root scope
   std::shared_ptr<Scope> scope_;    // the current innermost scope
   int call_depth_ = 0;

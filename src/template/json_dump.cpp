@@ -6,6 +6,7 @@
 #include "template/errors.h"
 #include "template/py_repr.h"
 #include "template/unicode.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 namespace {
@@ -64,10 +65,11 @@ class JsonWriter {
   void newline(int depth) {
     if (!o_.indent) return;
     out_.push_back('\n');
-    for (int i = 0; i < depth; ++i) out_ += *o_.indent;
+    for (int i = 0; i < depth; ++i) append_charged(out_, *o_.indent);
   }
 
   void write_string(const std::string& s) {
+    charge_render(s.size());
     out_.push_back('"');
     for (size_t pos = 0; pos < s.size();) {
       char32_t c = unicode::next(s, pos);

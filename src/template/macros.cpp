@@ -7,12 +7,6 @@
 #include "template/py_repr.h"
 
 namespace tandem::jinja {
-namespace {
-
-constexpr int kMaxCallDepth = 200;  // stands in for Python's recursion limit
-
-}  // namespace
-
 Value Interpreter::make_macro(const MacroDef& def) {
   std::shared_ptr<Scope> closure = scope_;
   const MacroDef* d = &def;
@@ -24,12 +18,7 @@ Value Interpreter::make_macro(const MacroDef& def) {
 
 Value Interpreter::call_macro(const MacroDef& def, const std::shared_ptr<Scope>& closure,
                               CallArgs& args) {
-  if (call_depth_ >= kMaxCallDepth) raise(ErrorKind::Recursion, "maximum recursion depth exceeded");
-  struct DepthGuard {
-    int& depth;
-    explicit DepthGuard(int& d) : depth(++d) {}
-    ~DepthGuard() { --depth; }
-  } depth_guard(call_depth_);
+  DepthGuard depth_guard(*this);
   ScopeRestorer restore(*this);
   scope_ = new_scope(closure);
   declare(def.declared);
@@ -91,7 +80,7 @@ void Interpreter::exec_call_block(const CallBlockStmt& s, std::string& out) {
   Value caller = make_macro(s.caller);
   if (!s.call) {  // {% generation %}: renders its body through the caller macro
     CallArgs none;
-    out += call(caller, none).as_string();
+    emit(out, call(caller, none).as_string());
     return;
   }
   const auto& call_expr = static_cast<const CallExpr&>(*s.call);
@@ -99,7 +88,7 @@ void Interpreter::exec_call_block(const CallBlockStmt& s, std::string& out) {
   CallArgs args = eval_args(call_expr.args);
   args.named.emplace_back("caller", caller);
   Value result = call(callee, args);
-  out += py_str(result);
+  emit(out, py_str(result));
 }
 
 }  // namespace tandem::jinja

@@ -6,6 +6,7 @@
 #include "template/errors.h"
 #include "template/py_format.h"
 #include "template/py_repr.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 namespace {
@@ -136,6 +137,7 @@ Value float_op(BinOp op, double a, double b) {
 }
 
 std::string repeat(const std::string& s, int64_t n) {
+  if (n > 0) charge_render(saturating_product(size_t(n), s.size()));
   std::string out;
   for (int64_t i = 0; i < n; ++i) out += s;
   return out;
@@ -169,6 +171,7 @@ Value add(const Value& a, const Value& b) {
 Value multiply_sequence(const Value& seq, const Value& count) {
   int64_t n = count.as_int();
   if (seq.is_string()) return Value::string(repeat(seq.as_string(), n), seq.is_safe());
+  if (n > 0) charge_render(saturating_product(size_t(n), seq.as_list().items.size() * sizeof(Value)));
   ValueList items;
   for (int64_t i = 0; i < n; ++i)
     items.insert(items.end(), seq.as_list().items.begin(), seq.as_list().items.end());

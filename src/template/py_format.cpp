@@ -6,6 +6,7 @@
 #include "template/errors.h"
 #include "template/py_repr.h"
 #include "template/unicode.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 namespace {
@@ -77,6 +78,7 @@ std::string pad(const std::string& prefix, const std::string& body, const Spec& 
   size_t len = unicode::length(prefix) + unicode::length(body);
   if (s.width < 0 || len >= static_cast<size_t>(s.width)) return prefix + body;
   size_t total = s.width - len;
+  charge_render(saturating_product(total, 4));
   std::string fill;
   unicode::append(fill, s.fill);
   auto fills = [&](size_t n) {

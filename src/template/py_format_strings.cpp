@@ -8,6 +8,7 @@
 #include "template/py_format.h"
 #include "template/py_repr.h"
 #include "template/unicode.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 namespace {
@@ -30,6 +31,7 @@ std::string apply_width(std::string body, const Percent& p) {
   size_t len = unicode::length(body);
   if (p.width < 0 || len >= static_cast<size_t>(p.width)) return body;
   size_t n = p.width - len;
+  charge_render(n);
   if (p.flags.find('-') != std::string::npos) return body + std::string(n, ' ');
   bool zero = p.flags.find('0') != std::string::npos && p.type != 's' && p.type != 'r' &&
               p.type != 'a' && p.type != 'c';
@@ -178,7 +180,8 @@ Value percent_format(const Value& fmt_value, const Value& args) {
       i = close + 1;
     }
     Percent p = parse_percent(f, i, positional);
-    out += convert_percent(p, mapped ? *mapped : positional.take(), fmt_value.is_safe());
+    append_charged(out, convert_percent(p, mapped ? *mapped : positional.take(),
+                                        fmt_value.is_safe()));
   }
   // Python skips this check for any non-tuple argument with __getitem__ (dict, list, ...).
   bool subscriptable = args.is_dict() || (args.is_list() && !is_tuple) || args.is_undefined();
@@ -217,7 +220,7 @@ class BraceFormatter {
         continue;
       }
       size_t end = field_end(f, i + 1);
-      out += replace_field(f.substr(i + 1, end - i - 1), depth);
+      append_charged(out, replace_field(f.substr(i + 1, end - i - 1), depth));
       i = end;
     }
     return out;

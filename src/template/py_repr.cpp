@@ -7,6 +7,7 @@
 
 #include "template/errors.h"
 #include "template/unicode.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 namespace {
@@ -42,7 +43,7 @@ std::string sequence_repr(const ValueList& items, const char* open, const char* 
   std::string out = open;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) out += ", ";
-    out += py_repr(items[i]);
+    append_charged(out, py_repr(items[i]));
   }
   return out + close;
 }
@@ -74,7 +75,7 @@ std::string dict_repr(const DictData& d) {
   std::string out = "{";
   for (size_t i = 0; i < d.entries.size(); ++i) {
     if (i) out += ", ";
-    out += py_repr(d.entries[i].first) + ": " + py_repr(d.entries[i].second);
+    append_charged(out, py_repr(d.entries[i].first) + ": " + py_repr(d.entries[i].second));
   }
   return out + "}";
 }

@@ -10,6 +10,7 @@
 #include "template/py_repr.h"
 #include "template/str_ops.h"
 #include "template/unicode.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 namespace {
@@ -158,8 +159,9 @@ Value join_method(const StrCall& c, CallArgs& args) {
     if (!item.is_string())
       raise(ErrorKind::Type, "sequence item {}: expected str instance, {} found", i,
             item.type_name());
-    if (i++) out += c.s;
-    out += c.markup && !item.is_safe() ? html_escape(item.as_string()) : item.as_string();
+    if (i++) append_charged(out, c.s);
+    append_charged(out,
+                   c.markup && !item.is_safe() ? html_escape(item.as_string()) : item.as_string());
   }
   return c.str(std::move(out));
 }
@@ -204,6 +206,7 @@ std::string expand_tabs(const std::string& s, int64_t tab) {
     char32_t ch = unicode::next(s, pos);
     if (ch == '\t') {
       int64_t n = tab > 0 ? tab - col % tab : 0;
+      charge_render(size_t(n));
       out += std::string(n, ' ');
       col += n;
     } else {

@@ -4,6 +4,7 @@
 
 #include "template/errors.h"
 #include "template/unicode.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja::pystr {
 namespace {
@@ -135,7 +136,7 @@ std::string replace(std::string_view s, std::string_view old, std::string_view w
     int64_t done = 0;
     for (size_t i = 0; i <= u.size(); ++i) {
       if (count < 0 || done < count) {
-        out += with;
+        append_charged(out, with);
         ++done;
       }
       if (i < u.size()) unicode::append(out, u[i]);
@@ -146,8 +147,8 @@ std::string replace(std::string_view s, std::string_view old, std::string_view w
   for (int64_t done = 0; count < 0 || done < count; ++done) {
     size_t hit = s.find(old, pos);
     if (hit == std::string_view::npos) break;
-    out += s.substr(pos, hit - pos);
-    out += with;
+    append_charged(out, s.substr(pos, hit - pos));
+    append_charged(out, with);
     pos = hit + old.size();
   }
   out += s.substr(pos);
@@ -236,6 +237,7 @@ std::string pad(std::string_view s, int64_t width, char32_t fill, char align) {
   int64_t len = static_cast<int64_t>(unicode::length(s));
   if (width <= len) return std::string(s);
   int64_t total = width - len;
+  charge_render(saturating_product(size_t(total), 4));
   int64_t left = align == '<' ? 0 : align == '>' ? total : total / 2 + (total & width & 1);
   std::string f;
   unicode::append(f, fill);
@@ -250,6 +252,7 @@ std::string zfill(std::string_view s, int64_t width) {
   int64_t len = static_cast<int64_t>(unicode::length(s));
   if (width <= len) return std::string(s);
   size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  charge_render(size_t(width - len));
   return std::string(s.substr(0, sign)) + std::string(width - len, '0') +
          std::string(s.substr(sign));
 }

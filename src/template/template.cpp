@@ -4,6 +4,7 @@
 #include "template/interpreter.h"
 #include "template/jinja.h"
 #include "template/parser.h"
+#include "template/render_budget.h"
 
 namespace tandem::jinja {
 
@@ -17,15 +18,29 @@ Template Template::parse(std::string source) {
   }
 }
 
+namespace {
+
+TemplateError::Cause cause_of(const RenderError& e) {
+  if (e.kind() == ErrorKind::Cancelled) return TemplateError::Cause::Cancelled;
+  if (e.exceeded()) return TemplateError::Cause::Limit;
+  return TemplateError::Cause::Template;
+}
+
+}  // namespace
+
 std::string Template::render(const nlohmann::ordered_json& context,
                              const RenderOptions& options) const {
   try {
-    Interpreter in(options, context);
+    RenderBudget budget(options.limits);
+    Interpreter in(options, context, budget);
     return in.render(*program_);
   } catch (const RenderError& e) {
-    throw TemplateError(e.full_message());
+    throw TemplateError(e.full_message(), cause_of(e), e.exceeded());
   } catch (const TemplateError&) {
     throw;
+  } catch (const std::bad_alloc&) {
+    throw TemplateError("RenderLimitError: the render ran out of memory",
+                        TemplateError::Cause::Limit, RenderLimit::Memory);
   } catch (const std::exception& e) {
     throw TemplateError(fmt::format("internal error while rendering the template: {}", e.what()));
   }

@@ -3,9 +3,60 @@
 #include <cmath>
 
 #include "template/errors.h"
+#include "template/render_budget.h"
 #include "template/unicode.h"
 
 namespace tandem::jinja {
+namespace {
+
+// What a value costs besides its payload: the control block and the Value itself.
+constexpr size_t kValueOverhead = 48;
+
+// Payloads whose destruction is pending; set while the outermost release drains it.
+thread_local std::vector<std::shared_ptr<void>>* t_graveyard = nullptr;
+
+void drain(std::vector<std::shared_ptr<void>>& graveyard) {
+  t_graveyard = &graveyard;
+  while (!graveyard.empty()) {
+    std::shared_ptr<void> payload = std::move(graveyard.back());
+    graveyard.pop_back();
+    payload.reset();  // may bury more (appended to graveyard), never recurses into them
+  }
+  t_graveyard = nullptr;
+}
+
+}  // namespace
+
+// Moves the children's payloads out, so that freeing them happens in drain()'s loop.
+void bury_payloads(ValueList& values) {
+  std::vector<std::shared_ptr<void>> local;
+  std::vector<std::shared_ptr<void>>& graveyard = t_graveyard ? *t_graveyard : local;
+  for (Value& v : values)
+    if (v.ptr_) graveyard.push_back(std::move(v.ptr_));
+  if (!t_graveyard) drain(local);
+}
+
+void bury_payloads(std::vector<std::pair<Value, Value>>& entries) {
+  std::vector<std::shared_ptr<void>> local;
+  std::vector<std::shared_ptr<void>>& graveyard = t_graveyard ? *t_graveyard : local;
+  for (auto& [k, v] : entries) {
+    if (k.ptr_) graveyard.push_back(std::move(k.ptr_));
+    if (v.ptr_) graveyard.push_back(std::move(v.ptr_));
+  }
+  if (!t_graveyard) drain(local);
+}
+
+ListData::~ListData() {
+  bury_payloads(items);
+}
+
+DictData::~DictData() {
+  bury_payloads(entries);
+}
+
+IteratorData::~IteratorData() {
+  bury_payloads(items);
+}
 
 std::string UndefinedInfo::message() const {
   if (!hint.empty()) return hint;
@@ -83,6 +134,7 @@ Value Value::number(double f) {
 }
 
 Value Value::string(std::string s, bool safe) {
+  charge_render(s.size() + kValueOverhead);
   Value v;
   v.kind_ = Kind::String;
   v.safe_ = safe;
@@ -91,6 +143,7 @@ Value Value::string(std::string s, bool safe) {
 }
 
 Value Value::list(ValueList items, ListFlavor flavor) {
+  charge_render(items.size() * sizeof(Value) + kValueOverhead);
   Value v;
   v.kind_ = Kind::List;
   auto data = std::make_shared<ListData>();
@@ -112,6 +165,7 @@ Value Value::range(int64_t start, int64_t stop, int64_t step) {
 }
 
 Value Value::dict(DictData d) {
+  charge_render(d.entries.size() * 2 * sizeof(Value) + kValueOverhead);
   Value v;
   v.kind_ = Kind::Dict;
   v.ptr_ = std::make_shared<DictData>(std::move(d));
@@ -119,6 +173,7 @@ Value Value::dict(DictData d) {
 }
 
 Value Value::iterator(ValueList items, std::string origin) {
+  charge_render(items.size() * sizeof(Value) + kValueOverhead);
   Value v;
   v.kind_ = Kind::Iterator;
   auto data = std::make_shared<IteratorData>();
@@ -136,6 +191,7 @@ Value Value::generator(std::function<ValueList()> producer, std::string origin) 
 
 ValueList& IteratorData::materialize() {
   if (producer) {
+    ValueWalkGuard guard("materializing a generator");  // generators can wrap generators
     auto p = std::move(producer);
     producer = nullptr;
     items = p();
@@ -314,8 +370,10 @@ ValueList Value::iterate() const {
       return out;
     }
     case Kind::List:
+      charge_render(as_list().items.size() * sizeof(Value));
       return as_list().items;
     case Kind::Dict: {
+      charge_render(as_dict().entries.size() * sizeof(Value));
       ValueList out;
       for (const auto& [k, v] : as_dict().entries) out.push_back(k);
       return out;
@@ -323,6 +381,7 @@ ValueList Value::iterate() const {
     case Kind::Iterator: {
       IteratorData& it = as_iterator();
       ValueList& items = it.materialize();
+      charge_render((items.size() - it.pos) * sizeof(Value));
       ValueList out(items.begin() + static_cast<std::ptrdiff_t>(it.pos), items.end());
       it.pos = items.size();
       return out;
@@ -364,6 +423,7 @@ bool py_equal(const Value& a, const Value& b) {
     return a.as_int() == b.as_int();
   }
   if (a.kind() != b.kind()) return false;
+  ValueWalkGuard guard("comparing values");
   switch (a.kind()) {
     case Kind::Undefined:
     case Kind::None:

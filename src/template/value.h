@@ -53,7 +53,16 @@ struct UndefinedInfo {
   std::string message() const;
 };
 
+// Containers free their children without recursion (bury_payloads in value.cpp): a
+// template can nest a list a million levels deep in a loop, and a million nested
+// destructors would overflow the stack.
 struct ListData {
+  ListData() = default;
+  ListData(const ListData&) = default;
+  ListData(ListData&&) = default;
+  ListData& operator=(const ListData&) = default;
+  ListData& operator=(ListData&&) = default;
+  ~ListData();
   ValueList items;
   ListFlavor flavor = ListFlavor::List;
   int64_t range_args[3] = {0, 0, 1};  // start, stop, step: Range repr only
@@ -61,6 +70,12 @@ struct ListData {
 
 // Insertion-ordered mapping with Python key equality (1 == 1.0 == True).
 struct DictData {
+  DictData() = default;
+  DictData(const DictData&) = default;
+  DictData(DictData&&) = default;
+  DictData& operator=(const DictData&) = default;
+  DictData& operator=(DictData&&) = default;
+  ~DictData();
   std::vector<std::pair<Value, Value>> entries;
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
@@ -70,6 +85,7 @@ struct DictData {
 // A Python generator (map/select/items filters, reversed()): iterates once. Like a Python
 // generator body, `producer` runs (and may fail) only when the items are first needed.
 struct IteratorData {
+  ~IteratorData();
   std::function<ValueList()> producer;
   ValueList items;
   size_t pos = 0;
@@ -137,6 +153,8 @@ class Value {
   bool is_list() const { return kind_ == Kind::List; }
   bool is_dict() const { return kind_ == Kind::Dict; }
   bool is_safe() const { return safe_; }  // a Markup string
+  // How many Values share this one's payload (0 for scalars).
+  long payload_use_count() const { return ptr_.use_count(); }
 
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::Bool ? (b_ ? 1 : 0) : i_; }
@@ -176,6 +194,8 @@ class Value {
     return static_cast<T*>(ptr_.get());
   }
   [[noreturn]] void wrong_kind(Kind expected) const;
+  friend void bury_payloads(ValueList& values);
+  friend void bury_payloads(std::vector<std::pair<Value, Value>>& entries);
 
   Kind kind_ = Kind::Undefined;
   bool safe_ = false;

@@ -1,70 +1,30 @@
 // Paged attention: write_kv stores the step's new K/V in their slots, attention reads each
-// row's keys through its block table. Every (token, query head) pair is computed by one
-// thread from its own row's cache only, so a row's output is bit-identical whatever other
-// rows share the step and whatever the thread count. The cache is f32 or f8_e4m3
-// (cpu_kv_cache.h); an f8 cache gives exactly the output of an f32 cache holding the
-// same (rounded) values, since only the row reads differ.
+// row's keys through its block table. The work is split into jobs, each the queries of up
+// to kJobTokens tokens of one row that share one kv head; a job loads each tile of keys
+// and values once for all its queries (cpu_attention_kernels.h says what each query
+// computes, which no other query, row or thread changes). The cache is f32 or f8_e4m3
+// (cpu_kv_cache.h); f8 rows are decoded to f32 once per tile and job, so an f8 cache gives
+// exactly the output of an f32 cache holding the same (rounded) values.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
+#include "backend/cpu/cpu_attention_kernels.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_kv_cache.h"
-#include "backend/cpu/cpu_vec_math.h"
 
 namespace tandem {
 
 namespace {
 
-// Dot product in two 8-lane accumulators (then a scalar tail): the summation order
-// depends only on n.
-inline float dot(const float* a, const float* b, int64_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-  }
-  if (i + 8 <= n) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    i += 8;
-  }
-  __m256 s = _mm256_add_ps(s0, s1);
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  float total = _mm_cvtss_f32(h);
-  for (; i < n; i++) total += a[i] * b[i];
-  return total;
-}
+// Tokens per job: a tile of keys serves up to kJobTokens x (GQA group) queries, and the
+// job's output rows (its running sums) stay in L1/L2 while the tiles stream past.
+constexpr int64_t kJobTokens = 16;
 
-// acc[0, D) += Σ_j w[j] · rows[j][0, D) for j < count, each column adding its terms in
-// j order; in registers (64 columns at a time) when D is a multiple of 8.
-inline void accumulate_rows(float* acc, const float* w, const float* const* rows, int64_t count,
-                            int64_t D) {
-  if (D % 8 != 0) {
-    for (int64_t j = 0; j < count; j++)
-      for (int64_t d = 0; d < D; d++) acc[d] += w[j] * rows[j][d];
-    return;
-  }
-  for (int64_t d0 = 0; d0 < D; d0 += 64) {
-    const int64_t lanes = std::min<int64_t>(64, D - d0) / 8;
-    __m256 r[8];
-    for (int l = 0; l < 8; l++) r[l] = l < lanes ? _mm256_loadu_ps(acc + d0 + 8 * l) : _mm256_setzero_ps();
-    for (int64_t j = 0; j < count; j++) {
-      const __m256 wj = _mm256_set1_ps(w[j]);
-      const float* v = rows[j] + d0;
-      for (int l = 0; l < 8; l++)
-        if (l < lanes) r[l] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(v + 8 * l), r[l]);
-    }
-    for (int l = 0; l < lanes; l++) _mm256_storeu_ps(acc + d0 + 8 * l, r[l]);
-  }
-}
-
-// The cache geometry and step arrays one (token, head) job reads.
+// The cache geometry and step arrays every job reads.
 struct AttnView {
   const float* q = nullptr;              // [T, Hq, Dh]
   const void* k = nullptr;               // [NB, BS, Hkv, Dh] of the cache dtype
@@ -72,10 +32,27 @@ struct AttnView {
   float* out = nullptr;                  // [T, Hq, Dh]
   const int32_t* positions = nullptr;    // [T]
   const int32_t* block_table = nullptr;  // [B, max_blocks]
-  const int32_t* row_of = nullptr;       // [T]: the row owning each token
   int64_t Hq = 0, Hkv = 0, Dh = 0, BS = 0, max_blocks = 0;
   AttentionParams params;
 };
+
+// Tokens [t0, t1) of row `row` against kv head `kvh`; they see keys [lo, hi] between them.
+struct AttnJob {
+  int32_t row = 0, kvh = 0, t0 = 0, t1 = 0;
+  int64_t lo = 0, hi = 0;
+  int64_t cost() const { return (t1 - t0) * (hi - lo + 1); }
+};
+
+// The tile kernels of one instruction set.
+struct AttnKernels {
+  void (*tiles)(const cpu::AttnQueries&, const cpu::AttnTile*, int64_t, float*);
+  void (*finish)(const cpu::AttnQueries&);
+};
+
+AttnKernels kernels_for(CpuIsa isa) {
+  if (isa == CpuIsa::Avx512) return {cpu::attend_tiles_avx512, cpu::attend_finish_avx512};
+  return {cpu::attend_tiles_avx2, cpu::attend_finish_avx2};
+}
 
 // First key position a query at position p sees: HF's 0 <= p - j < window.
 inline int64_t first_key(int64_t p, int window) {
@@ -111,160 +88,142 @@ void check_attention_step(const StepTensors& step, const KvGroupTensors& kv,
   }
 }
 
-// The row owning each token.   [T]
-std::vector<int32_t> token_rows(const StepTensors& step) {
-  std::vector<int32_t> row_of(static_cast<size_t>(step.num_tokens));
+// Every (row, token tile, kv head) of the step, the costliest first so that the pool's
+// last chunks are short ones.
+std::vector<AttnJob> plan_jobs(const StepTensors& step, int64_t Hkv, int window) {
   const int32_t* starts = step.seq_starts.ptr<int32_t>();
+  const int32_t* pos = step.positions.ptr<int32_t>();
+  std::vector<AttnJob> jobs;
   for (int b = 0; b < step.num_rows; b++)
-    std::fill(row_of.begin() + starts[b], row_of.begin() + starts[b + 1], b);
-  return row_of;
+    for (int64_t t0 = starts[b]; t0 < starts[b + 1]; t0 += kJobTokens) {
+      AttnJob job;
+      job.row = b;
+      job.t0 = int32_t(t0);
+      job.t1 = int32_t(std::min<int64_t>(t0 + kJobTokens, starts[b + 1]));
+      job.lo = INT64_MAX;
+      job.hi = -1;
+      for (int64_t t = job.t0; t < job.t1; t++) {
+        job.lo = std::min(job.lo, first_key(pos[t], window));
+        job.hi = std::max<int64_t>(job.hi, pos[t]);
+      }
+      for (int64_t h = 0; h < Hkv; h++) {
+        job.kvh = int32_t(h);
+        jobs.push_back(job);
+      }
+    }
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const AttnJob& x, const AttnJob& y) { return x.cost() > y.cost(); });
+  return jobs;
 }
 
-// One attention score: scaled, then softcapped when cap > 0. (By value: the callers'
-// float stores could alias an AttentionParams and force a reload per key.)
-inline float score_of(const float* q, const float* k, int64_t Dh, float scale, float cap) {
-  float s = dot(q, k, Dh) * scale;
-  if (cap > 0.f) s = cap * std::tanh(s / cap);
-  return s;
+// Tiles start where a key position is a multiple of kAttnTileKeys or of the block size:
+// the first tile holding key p, and the start of the tile after the one starting at k0.
+int64_t tile_start(int64_t p, int64_t BS) {
+  return std::max(p - p % BS, p - p % cpu::kAttnTileKeys);
+}
+int64_t next_tile(int64_t k0, int64_t BS) {
+  return std::min(k0 - k0 % BS + BS, k0 - k0 % cpu::kAttnTileKeys + cpu::kAttnTileKeys);
 }
 
-// e[i] = exp(e[i] - max_score) for i < n (eight lanes at a time, cpu_vec_math.h); returns
-// their sum, added in double in index order.
-inline float exp_in_place(float* e, int64_t n, float max_score) {
-  double sum = 0;
-  int64_t i = 0;
-  const __m256 m = _mm256_set1_ps(max_score);
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(e + i, cpu::exp8(_mm256_sub_ps(_mm256_loadu_ps(e + i), m)));
-    for (int l = 0; l < 8; l++) sum += e[i + l];
+// One thread's work space, grown to the largest job it runs.
+struct JobScratch {
+  std::vector<const float*> q;
+  std::vector<float*> out;
+  std::vector<int64_t> pos, lo;
+  std::vector<float> m, l, tile, rows, zero;
+
+  void fit(int64_t num, int64_t Dh, bool decodes) {
+    q.resize(size_t(num));
+    out.resize(size_t(num));
+    pos.resize(size_t(num));
+    lo.resize(size_t(num));
+    m.resize(size_t(num));
+    l.resize(size_t(num));
+    tile.resize(size_t(cpu::attn_tile_scratch(num, Dh)));
+    if (decodes) rows.resize(size_t(2 * cpu::kAttnTilesPerCall * cpu::kAttnTileKeys * Dh));
+    zero.assign(size_t(Dh), 0.f);
   }
-  for (; i < n; i++) {
-    e[i] = std::exp(e[i] - max_score);
-    sum += e[i];
-  }
-  return float(sum);
-}
-
-// Keys whose value rows one accumulate_rows call takes.
-constexpr int64_t kMaxRun = 16;
-
-// Per-thread work space, for up to `heads` query heads at once (attend_group).
-struct AttnScratch {
-  AttnScratch(int64_t heads, int64_t max_keys, int64_t Dh, bool decodes)
-      : scores(size_t(heads * max_keys)),
-        row(decodes ? size_t(kMaxRun * Dh) : 0),
-        denom(size_t(heads)) {}
-  std::vector<float> scores;  // [heads, max_keys]: scores, then their softmax
-  std::vector<float> row;     // [kMaxRun, Dh]: decoded cache rows (f8 caches only)
-  std::vector<float> denom;   // [heads]: softmax denominators
 };
 
-// Calls fn(i0, rows) for the runs of keys lo..p that share a cache block (at most
-// kMaxRun of them): rows[i] is the f32 value row of key lo + i0 + i.
-template <typename Elem, class Fn>
-void for_each_value_run(const AttnView& a, const cpu::KvRows<Elem>& values, const int32_t* bt,
-                        int64_t kvh, int64_t lo, int64_t p, float* scratch, Fn fn) {
-  const float* rows[kMaxRun];
-  for (int64_t j = lo; j <= p;) {
-    const int64_t end = std::min({p + 1, (j / a.BS + 1) * a.BS, j + kMaxRun});
-    for (int64_t i = 0; i < end - j; i++) {
-      const int64_t off = ((int64_t(bt[(j + i) / a.BS]) * a.BS + (j + i) % a.BS) * a.Hkv + kvh) * a.Dh;
-      rows[i] = values.row(off, a.Dh, scratch + i * a.Dh);
+// The job's queries: token-major, then the query heads of its kv head.
+cpu::AttnQueries job_queries(const AttnView& a, const AttnJob& job, JobScratch& w) {
+  const int64_t G = a.Hq / a.Hkv, Dh = a.Dh;
+  cpu::AttnQueries qs;
+  qs.num = (job.t1 - job.t0) * G;
+  qs.Dh = Dh;
+  qs.scale = a.params.scale;
+  qs.softcap = a.params.softcap;
+  for (int64_t t = job.t0, i = 0; t < job.t1; t++)
+    for (int64_t g = 0; g < G; g++, i++) {
+      const int64_t row = (t * a.Hq + job.kvh * G + g) * Dh;
+      w.q[size_t(i)] = a.q + row;
+      w.out[size_t(i)] = a.out + row;
+      std::fill(a.out + row, a.out + row + Dh, 0.f);
+      w.pos[size_t(i)] = a.positions[t];
+      w.lo[size_t(i)] = first_key(a.positions[t], a.params.window);
+      w.m[size_t(i)] = -INFINITY;
+      w.l[size_t(i)] = 0.f;
     }
-    fn(j - lo, rows, end - j);
-    j = end;
-  }
+  qs.q = w.q.data();
+  qs.out = w.out.data();
+  qs.pos = w.pos.data();
+  qs.lo = w.lo.data();
+  qs.m = w.m.data();
+  qs.l = w.l.data();
+  return qs;
 }
 
-// Scaled, softcapped, softmaxed attention of query head h of token t over its row's
-// keys, read from a cache of element type Elem.
+// Runs one job over a cache of element type Elem: over keys [lo, hi], kAttnTilesPerCall
+// tiles at a time.
 template <typename Elem>
-void attend_one(const AttnView& a, int64_t t, int64_t h, AttnScratch& work) {
-  const cpu::KvRows<Elem> keys(a.k), values(a.v);
-  float* scratch = work.scores.data();
-  float* row = work.row.data();
-  const int64_t Dh = a.Dh, kvh = h / (a.Hq / a.Hkv);
-  const int64_t p = a.positions[t], lo = first_key(p, a.params.window), n = p - lo + 1;
-  const int32_t* bt = a.block_table + int64_t(a.row_of[t]) * a.max_blocks;
-  const float* qv = a.q + (t * a.Hq + h) * Dh;
-  auto kv_offset = [&](int64_t j) {
-    return ((int64_t(bt[j / a.BS]) * a.BS + j % a.BS) * a.Hkv + kvh) * Dh;
-  };
-  const float scale = a.params.scale, cap = a.params.softcap;
-  float max_score = -INFINITY;
-  for (int64_t j = lo; j <= p; j++) {
-    const float s = score_of(qv, keys.row(kv_offset(j), Dh, row), Dh, scale, cap);
-    scratch[j - lo] = s;
-    max_score = std::max(max_score, s);
-  }
-  const float denom = exp_in_place(scratch, n, max_score);
-  for (int64_t i = 0; i < n; i++) scratch[i] /= denom;
-  float* out = a.out + (t * a.Hq + h) * Dh;
-  std::fill(out, out + Dh, 0.f);
-  for_each_value_run<Elem>(a, values, bt, kvh, lo, p, row,
-                           [&](int64_t i0, const float* const* rows, int64_t count) {
-                             accumulate_rows(out, scratch + i0, rows, count, Dh);
-                           });
-}
-
-// attend_one for the H query heads [h0, h0 + H) of one kv head together, so that each
-// cache row is read (and decoded) once for all of them. Each head's arithmetic is
-// attend_one's, in the same order, so its output is the same bits.
-template <typename Elem>
-void attend_group(const AttnView& a, int64_t t, int64_t h0, int64_t H, AttnScratch& work) {
-  const cpu::KvRows<Elem> keys(a.k), values(a.v);
-  const int64_t Dh = a.Dh, kvh = h0 / (a.Hq / a.Hkv);
-  const int64_t p = a.positions[t], lo = first_key(p, a.params.window), n = p - lo + 1;
-  const int32_t* bt = a.block_table + int64_t(a.row_of[t]) * a.max_blocks;
-  const float* q = a.q + (t * a.Hq + h0) * Dh;  // [H, Dh]
-  float* scores = work.scores.data();           // [H, n]
-  float* denom = work.denom.data();             // [H]
-  auto kv_offset = [&](int64_t j) {
-    return ((int64_t(bt[j / a.BS]) * a.BS + j % a.BS) * a.Hkv + kvh) * Dh;
-  };
-  const float scale = a.params.scale, cap = a.params.softcap;
-  for (int64_t j = lo; j <= p; j++) {
-    const float* k = keys.row(kv_offset(j), Dh, work.row.data());
-    for (int64_t h = 0; h < H; h++)
-      scores[h * n + j - lo] = score_of(q + h * Dh, k, Dh, scale, cap);
-  }
-  for (int64_t h = 0; h < H; h++)
-    denom[h] =
-        exp_in_place(scores + h * n, n, *std::max_element(scores + h * n, scores + (h + 1) * n));
-  for (int64_t h = 0; h < H; h++)
-    for (int64_t i = 0; i < n; i++) scores[h * n + i] /= denom[h];
-  float* out = a.out + (t * a.Hq + h0) * Dh;  // [H, Dh]
-  std::fill(out, out + H * Dh, 0.f);
-  for_each_value_run<Elem>(a, values, bt, kvh, lo, p, work.row.data(),
-                           [&](int64_t i0, const float* const* rows, int64_t count) {
-                             for (int64_t h = 0; h < H; h++)
-                               accumulate_rows(out + h * Dh, scores + h * n + i0, rows, count, Dh);
-                           });
-}
-
-// Every query head of a step of num_tokens tokens over a cache of element type Elem.
-// A job is one (token, query head), or for an f8 cache one (token, kv head) with all its
-// query heads (attend_group: each cache row decoded once).
-template <typename Elem>
-void attend_all(ThreadPool& pool, const AttnView& view, int64_t num_tokens, int64_t max_keys) {
-  const int64_t Hq = view.Hq, Dh = view.Dh, group = Hq / view.Hkv;
+void run_job(const AttnView& a, const AttnJob& job, const AttnKernels& kern, JobScratch& w) {
   constexpr bool decodes = !std::is_same_v<Elem, float>;
-  // An f8 cache is grouped so each row is decoded once per GQA group (unless that leaves
-  // threads idle). An f32 cache is not: per-head jobs measured 1.5x faster at 16 rows x
-  // 192 keys (the rows stay in L1/L2 between the heads of a group).
-  const bool grouped = decodes && group > 1 && num_tokens * view.Hkv >= 2 * int64_t(pool.num_threads());
-  const int64_t heads = grouped ? group : 1, jobs_per_token = Hq / heads;
-  cpu::parallel_for(pool, num_tokens * jobs_per_token, 2 * heads * max_keys * Dh,
-                    [&](int64_t begin, int64_t end) {
-                      AttnScratch work(heads, max_keys, Dh, decodes);
-                      for (int64_t i = begin; i < end; i++) {
-                        const int64_t t = i / jobs_per_token, h = i % jobs_per_token * heads;
-                        if (grouped)
-                          attend_group<Elem>(view, t, h, heads, work);
-                        else
-                          attend_one<Elem>(view, t, h, work);
-                      }
-                    });
+  w.fit((job.t1 - job.t0) * (a.Hq / a.Hkv), a.Dh, decodes);
+  const cpu::AttnQueries qs = job_queries(a, job, w);
+  const cpu::KvRows<Elem> keys(a.k), values(a.v);
+  const int32_t* bt = a.block_table + int64_t(job.row) * a.max_blocks;
+  cpu::AttnTile tiles[cpu::kAttnTilesPerCall];
+  int64_t num_tiles = 0;
+  for (int64_t k0 = tile_start(job.lo, a.BS); k0 <= job.hi; k0 = next_tile(k0, a.BS)) {
+    cpu::AttnTile& tile = tiles[num_tiles];
+    tile.key0 = k0;
+    tile.n = std::min(next_tile(k0, a.BS), job.hi + 1) - k0;
+    for (int64_t j = 0; j < cpu::kAttnTileKeys; j++) {
+      const int64_t p = k0 + j;
+      if (j >= tile.n || p < job.lo) {
+        tile.k[j] = tile.v[j] = w.zero.data();
+        continue;
+      }
+      const int64_t off = ((int64_t(bt[p / a.BS]) * a.BS + p % a.BS) * a.Hkv + job.kvh) * a.Dh;
+      float* decoded = decodes ? w.rows.data() + 2 * (num_tiles * cpu::kAttnTileKeys + j) * a.Dh : nullptr;
+      tile.k[j] = keys.row(off, a.Dh, decoded);
+      tile.v[j] = values.row(off, a.Dh, decoded ? decoded + a.Dh : nullptr);
+    }
+    if (++num_tiles == cpu::kAttnTilesPerCall) {
+      kern.tiles(qs, tiles, num_tiles, w.tile.data());
+      num_tiles = 0;
+    }
+  }
+  if (num_tiles > 0) kern.tiles(qs, tiles, num_tiles, w.tile.data());
+  kern.finish(qs);
+}
+
+// Every job of the step, spread over the pool one job per claim (jobs differ in size).
+template <typename Elem>
+void run_jobs(ThreadPool& pool, const AttnView& view, const std::vector<AttnJob>& jobs,
+              const AttnKernels& kern) {
+  int64_t work = 0;
+  for (const AttnJob& j : jobs) work += j.cost();
+  auto run = [&](int64_t begin, int64_t end) {
+    thread_local JobScratch w;
+    for (int64_t i = begin; i < end; i++) run_job<Elem>(view, jobs[size_t(i)], kern, w);
+  };
+  const int64_t n = int64_t(jobs.size());
+  // Below ~64k multiply-adds, waking the pool costs more than the job takes.
+  if (n > 1 && work * (view.Hq / view.Hkv) * view.Dh >= (int64_t(1) << 16) && pool.num_threads() > 1)
+    pool.parallel_for(n, run, n);
+  else
+    run(0, n);
 }
 
 }  // namespace
@@ -321,30 +280,25 @@ void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                Hq, Hkv);
   check_attention_step(step, kv, params, cache.k.dim(0));
 
-  const std::vector<int32_t> row_of = token_rows(step);
-  const int32_t* pos = step.positions.ptr<int32_t>();
-  int64_t max_keys = 1;
-  for (int64_t t = 0; t < T; t++)
-    max_keys = std::max(max_keys, pos[t] - first_key(pos[t], params.window) + 1);
-
   AttnView view;
   view.q = q.ptr<float>();
   view.k = cache.k.data;
   view.v = cache.v.data;
   view.out = out.ptr<float>();
-  view.positions = pos;
+  view.positions = step.positions.ptr<int32_t>();
   view.block_table = kv.block_table.ptr<int32_t>();
-  view.row_of = row_of.data();
   view.Hq = Hq;
   view.Hkv = Hkv;
   view.Dh = Dh;
   view.BS = step.block_size;
   view.max_blocks = kv.max_blocks;
   view.params = params;
+  const std::vector<AttnJob> jobs = plan_jobs(step, Hkv, params.window);
+  const AttnKernels kern = kernels_for(isa_);
   if (cache_dtype == DType::F8E4M3)
-    attend_all<uint8_t>(*pool_, view, T, max_keys);
+    run_jobs<uint8_t>(*pool_, view, jobs, kern);
   else
-    attend_all<float>(*pool_, view, T, max_keys);
+    run_jobs<float>(*pool_, view, jobs, kern);
 }
 
 }  // namespace tandem

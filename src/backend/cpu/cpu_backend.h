@@ -3,7 +3,9 @@
 // are stored in (bf16, f16; weight_dtype) and are widened to f32 as the kernels read
 // them, so the math is f32 over the stored values at half the bytes. Storage keeps the
 // dtype asked for (an f8_e4m3 KV cache included, which write_kv and attention read and
-// write). "Device" memory is 64-byte aligned host memory.
+// write). "Device" memory is 64-byte aligned host memory; the weights and the KV cache
+// are on 2 MiB pages where the system gives them, and large activations are reused from
+// step to step rather than faulted in afresh (cpu_host_memory.h).
 //
 // Determinism: every output element is computed by exactly one thread with a fixed
 // summation order, so results do not depend on the thread count, and a row's results do
@@ -12,19 +14,23 @@
 // The ops live in one file per family: cpu_memory.cpp, cpu_linear.cpp (linear, embedding,
 // gather_rows; the GEMM kernels: cpu_gemm.h), cpu_norm.cpp (rms_norm, add_rms_norm, add,
 // scale, softcap), cpu_activation.cpp (gated_act), cpu_rope.cpp, cpu_attention.cpp
-// (write_kv, attention; the cache's element types: cpu_kv_cache.h), cpu_moe.cpp
+// (write_kv, attention; the cache's element types: cpu_kv_cache.h; the tile kernels:
+// cpu_attention_kernels.h), cpu_moe.cpp
 // (topk_route, moe_experts), cpu_sample.cpp (sample), cpu_gemma3n_ops.cpp.
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_host_memory.h"
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 
 namespace tandem {
 
 class CpuBackend final : public Backend {
  public:
-  // `pool` runs the data-parallel loops; nullptr = ThreadPool::global().
-  explicit CpuBackend(ThreadPool* pool = nullptr);
+  // `pool` runs the data-parallel loops; nullptr = ThreadPool::global(). `isa` picks the
+  // kernels (GEMM, attention); a cpu without it fails here.
+  explicit CpuBackend(ThreadPool* pool = nullptr, CpuIsa isa = cpu_isa());
 
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::CPU; }
@@ -75,9 +81,21 @@ class CpuBackend final : public Backend {
   void swap_leading_dims(Tensor& out, const Tensor& x) override;
 
   ThreadPool& pool() const { return *pool_; }
+  CpuIsa isa() const { return isa_; }
 
  private:
+  // A tensor on huge pages when it is big enough to be streamed (weights through the
+  // arena, the KV cache in a mapping of its own: cpu_host_memory.h), else on the heap;
+  // zero-filled either way.
+  Tensor host_tensor(DType dtype, Shape shape, bool weight);
+
+  // A 512-token prefill step of a ~100M model keeps a few tens of MB of activations live.
+  static constexpr size_t kMaxCachedActivations = size_t(256) << 20;
+
   ThreadPool* pool_;
+  CpuIsa isa_;
+  cpu::HugePageArena weights_;
+  cpu::BufferCache activations_;  // alloc()'s tensors of 64 KiB and more
 };
 
 }  // namespace tandem

@@ -25,7 +25,7 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
   TANDEM_CHECK(K > 0, "linear: empty reduction dim in w {}", w.shape.str());
   if (T == 0) return;
   float* o = out.ptr<float>();
-  cpu::gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K);
+  cpu::gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K, {isa_});
   if (!bias.defined()) return;
   const cpu::F32Weights widened(bias, "linear", "bias");
   TANDEM_CHECK(bias.numel() == N, "linear: bias {} must have {} elements", bias.shape.str(), N);

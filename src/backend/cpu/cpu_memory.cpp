@@ -10,7 +10,10 @@
 
 namespace tandem {
 
-CpuBackend::CpuBackend(ThreadPool* pool) : pool_(pool ? pool : &ThreadPool::global()) {
+CpuBackend::CpuBackend(ThreadPool* pool, CpuIsa isa)
+    : pool_(pool ? pool : &ThreadPool::global()), isa_(isa), activations_(kMaxCachedActivations) {
+  if (isa > cpu_max_isa())
+    fail("cpu backend: {} kernels asked of a cpu without them", cpu_isa_name(isa));
   // The pool splits every GEMM; OpenBLAS's own threads would oversubscribe the cores.
   openblas_set_num_threads(1);
 }
@@ -24,18 +27,44 @@ std::unique_ptr<Backend> make_cpu_backend() {
 }
 
 Tensor CpuBackend::alloc(DType dtype, Shape shape) {
-  // empty_host zero-fills; "uninitialized" only promises nothing about the contents.
-  return Tensor::empty_host(dtype, shape);
+  // "Uninitialized": a reused buffer holds what its last user left. Small tensors come
+  // from the heap (zero-filled), where malloc reuses them cheaply anyway.
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  const size_t bytes = t.nbytes();
+  if (bytes < cpu::BufferCache::kMinBytes) return Tensor::empty_host(dtype, shape);
+  t.storage = activations_.take(bytes);
+  t.data = t.storage.get();
+  return t;
 }
 
 Tensor CpuBackend::zeros(DType dtype, Shape shape) {
-  return Tensor::empty_host(dtype, shape);
+  return host_tensor(dtype, shape, /*weight=*/false);
+}
+
+Tensor CpuBackend::host_tensor(DType dtype, Shape shape, bool weight) {
+  // Below these sizes a tensor stays in the caches or is per-step data (the step's i32
+  // arrays); only weights are packed into the arena, whose space is never reused.
+  constexpr size_t kMinWeightBytes = size_t(64) << 10, kMinOwnMappingBytes = size_t(2) << 20;
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  const size_t bytes = t.nbytes();
+  if (weight && dtype != DType::I32 && bytes >= kMinWeightBytes)
+    t.storage = weights_.allocate(bytes);
+  else if (!weight && bytes >= kMinOwnMappingBytes)
+    t.storage = cpu::map_huge(bytes);
+  else
+    return Tensor::empty_host(dtype, shape);
+  t.data = t.storage.get();
+  return t;
 }
 
 Tensor CpuBackend::upload(const Tensor& host, DType dtype) {
   if (!host.defined()) fail("upload: host tensor {} is undefined", host.shape.str());
   if (host.device != Device::CPU) fail("upload: source must be a host tensor");
-  Tensor out = Tensor::empty_host(dtype, host.shape);
+  Tensor out = host_tensor(dtype, host.shape, /*weight=*/true);
   if (out.dtype == DType::I32) {
     if (host.dtype != DType::I32)
       fail("upload: i32 tensor {} requested from {} data", host.shape.str(),

@@ -11,7 +11,7 @@
 #include "cli/bench/sse_stream.h"
 #include "core/error.h"
 // httplib's class layouts depend on its feature macros: include it the way the server does.
-#include "server/connection_server.h"
+#include "server/http/httplib_types.h"
 
 namespace tandem::cli::bench {
 namespace {

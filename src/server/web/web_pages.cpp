@@ -64,7 +64,7 @@ std::optional<EmbeddedFile> find_web_file(std::string_view name) {
   return *it;
 }
 
-void install_web_pages(httplib::Server& http) {
+void install_web_pages(http::HttpTransport& http) {
   http.Get("/", [](const httplib::Request& req, httplib::Response& res) {
     send_file("index.html", req, res);
   });

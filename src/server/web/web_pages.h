@@ -8,11 +8,10 @@
 // reload costs a 304.
 #pragma once
 
-#include <httplib.h>
-
 #include <optional>
 #include <string_view>
 
+#include "server/http/transport.h"
 #include "server/web/web_files.h"
 
 namespace tandem::server {
@@ -21,6 +20,6 @@ namespace tandem::server {
 std::optional<EmbeddedFile> find_web_file(std::string_view name);
 
 // Registers GET /, /dashboard and /web/<file> on `http`.
-void install_web_pages(httplib::Server& http);
+void install_web_pages(http::HttpTransport& http);
 
 }  // namespace tandem::server

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend_test_util.h"
@@ -216,6 +217,70 @@ TEST(CpuAttention, RowOutputIsIndependentOfTheOtherRows) {
   }
   EXPECT_EQ(run_step(threaded, pr, {0, 1, 2, 3, 4}), full);
   EXPECT_EQ(run_step(threaded, pr, {3, 0}), (run_step(serial, pr, {3, 0})));
+}
+
+// Row b of pr as a step that computes only its positions [first, first + n): the same
+// K/V and queries, with the context cut at first + n.
+Problem sub_step(const Problem& pr, int b, int first, int n) {
+  Problem sub = pr;
+  const int kv_row = pr.Hkv * pr.Dh, q_row = pr.Hq * pr.Dh;
+  const AttnRow& r = pr.rows[size_t(b)];
+  const int q0 = first - (r.context - r.num_new);
+  sub.rows = {{first + n, n}};
+  sub.blocks = {pr.blocks[size_t(b)]};
+  sub.k = {slice(pr.k[size_t(b)], 0, first + n, kv_row)};
+  sub.v = {slice(pr.v[size_t(b)], 0, first + n, kv_row)};
+  sub.q = {slice(pr.q[size_t(b)], q0, q0 + n, q_row)};
+  return sub;
+}
+
+// Long prompts: jobs of several token tiles, causal tiles across many blocks, queries that
+// see part of a tile (the diagonal, a window's edge).
+TEST(CpuAttention, LongPrefillChunksMatchNaive) {
+  auto be = make_cpu_backend();
+  std::mt19937 rng(5);
+  for (int window : {0, 21})
+    for (auto [Hq, Hkv, Dh] : {std::tuple{6, 2, 64}, {4, 1, 40}, {2, 2, 128}}) {
+      SCOPED_TRACE(testing::Message() << "Hq=" << Hq << " Dh=" << Dh << " window=" << window);
+      AttentionParams params{float(1 / std::sqrt(double(Dh))), 0.f, window};
+      expect_matches_reference(*be, make_problem(rng, Hq, Hkv, Dh, params, {{100, 100}, {90, 37}, {33, 1}}));
+    }
+}
+
+// A token's output does not depend on how its row's positions are split into steps: one
+// 70-token prefill, chunks of 13 and 57, or one decode step per token give the same bits.
+TEST(CpuAttention, TokenOutputIsTheSameInPrefillChunksAndDecodeSteps) {
+  auto be = make_cpu_backend();
+  std::mt19937 rng(77);
+  for (int window : {0, 9})
+    for (float softcap : {0.f, 2.f}) {
+      SCOPED_TRACE(testing::Message() << "window=" << window << " softcap=" << softcap);
+      AttentionParams params{0.125f, softcap, window};
+      const Problem pr = make_problem(rng, 6, 2, 64, params, {{70, 70}});
+      const int q_row = pr.Hq * pr.Dh;
+      const auto whole = run_step(*be, pr, {0})[0];
+      auto expect_part = [&](int first, int n) {
+        const auto part = run_step(*be, sub_step(pr, 0, first, n), {0})[0];
+        EXPECT_EQ(part, slice(whole, first, first + n, q_row)) << "positions " << first << "+" << n;
+      };
+      expect_part(0, 13);
+      expect_part(13, 57);
+      for (int p : {0, 1, 15, 16, 17, 40, 69}) expect_part(p, 1);
+    }
+}
+
+// Both instruction sets compute the same arithmetic lane by lane: the same bits.
+TEST(CpuAttention, Avx2AndAvx512GiveTheSameBits) {
+  if (cpu_max_isa() < CpuIsa::Avx512) GTEST_SKIP() << "this cpu has no AVX-512";
+  ThreadPool one(1);
+  CpuBackend avx2(&one, CpuIsa::Avx2), avx512(&one, CpuIsa::Avx512);
+  std::mt19937 rng(8);
+  for (auto [Hq, Hkv, Dh] : {std::tuple{8, 2, 64}, {4, 4, 24}, {3, 1, 100}}) {
+    AttentionParams params{0.2f, Dh == 24 ? 1.5f : 0.f, Dh == 100 ? 30 : 0};
+    const Problem pr = make_problem(rng, Hq, Hkv, Dh, params, {{41, 1}, {50, 50}, {25, 5}});
+    EXPECT_EQ(run_step(avx2, pr, all_rows(pr)), run_step(avx512, pr, all_rows(pr)))
+        << "Hq=" << Hq << " Dh=" << Dh;
+  }
 }
 
 TEST(CpuWriteKv, WritesEachTokenIntoItsSlotOnly) {

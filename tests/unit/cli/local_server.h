@@ -29,7 +29,7 @@ class LocalServer {
     server::ServerOptions options;
     options.host = "127.0.0.1";
     options.port = 0;
-    options.num_threads = 16;
+    options.limits.http.num_threads = 16;
     http_ = std::make_unique<server::HttpServer>(options);
     http_->start();
     http_->set_ready(server::load_served_model(dir, *engine_, m.tokenizer));

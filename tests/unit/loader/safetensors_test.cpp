@@ -139,11 +139,11 @@ TEST(Safetensors, WriterLayoutMatchesHuggingFace) {
   std::vector<std::string> order;
   for (const auto& [k, v] : j.items()) order.push_back(k);
   EXPECT_EQ(order, (std::vector<std::string>{"__metadata__", "y.f32", "b.i32", "z.bf16", "a.f16"}));
-  EXPECT_EQ(j["y.f32"]["data_offsets"], nlohmann::json::parse("[0, 8]"));
-  EXPECT_EQ(j["b.i32"]["data_offsets"], nlohmann::json::parse("[8, 12]"));
-  EXPECT_EQ(j["z.bf16"]["data_offsets"], nlohmann::json::parse("[12, 18]"));
-  EXPECT_EQ(j["a.f16"]["data_offsets"], nlohmann::json::parse("[18, 20]"));
-  EXPECT_EQ(j["z.bf16"]["shape"], nlohmann::json::parse("[3]"));
+  EXPECT_EQ(j["y.f32"]["data_offsets"], nlohmann::ordered_json::parse("[0, 8]"));
+  EXPECT_EQ(j["b.i32"]["data_offsets"], nlohmann::ordered_json::parse("[8, 12]"));
+  EXPECT_EQ(j["z.bf16"]["data_offsets"], nlohmann::ordered_json::parse("[12, 18]"));
+  EXPECT_EQ(j["a.f16"]["data_offsets"], nlohmann::ordered_json::parse("[18, 20]"));
+  EXPECT_EQ(j["z.bf16"]["shape"], nlohmann::ordered_json::parse("[3]"));
   EXPECT_EQ(raw.size(), 8 + n + 20);
   float y1;
   std::memcpy(&y1, raw.data() + 8 + n + 4, 4);

@@ -133,7 +133,9 @@ TEST(Messages, ToolUseBlocks) {
       EXPECT_EQ(d["index"], tool_block);
       partial_json += d["delta"]["partial_json"].get<std::string>();
     }
-    if (e.event == "message_delta") EXPECT_EQ(d["delta"]["stop_reason"], "tool_use");
+    if (e.event == "message_delta") {
+      EXPECT_EQ(d["delta"]["stop_reason"], "tool_use");
+    }
   }
   EXPECT_EQ(streamed_text, "Checking.");
   EXPECT_EQ(tool_block, 1);

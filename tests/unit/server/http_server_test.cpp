@@ -60,7 +60,7 @@ TEST(HttpServer, ApiKeyIsChecked) {
 
 TEST(HttpServer, BodyTooLargeIs413) {
   ServerOptions o;
-  o.max_body_bytes = 2048;
+  o.limits.http.max_body_bytes = 2048;
   TestServer s(o);
   expect_openai_error(s.post("/v1/chat/completions", chat_body(std::string(4096, 'a'))), 413);
   expect_anthropic_error(s.post("/v1/messages", chat_body(std::string(4096, 'a'))), 413,
@@ -93,7 +93,7 @@ TEST(HttpServer, EveryValidationErrorIsA400InTheApisShape) {
   const std::vector<BadRequest> cases = {
       {"/v1/chat/completions", "{\"messages\": [", ""},
       {"/v1/chat/completions", "[1, 2]", ""},
-      {"/v1/chat/completions", with({{"model", "m"}}), "messages"},
+      {"/v1/chat/completions", with({{"model", "test-model"}}), "messages"},
       {"/v1/chat/completions", with(chat_body("hi", {{"messages", Json::array()}})), "messages"},
       {"/v1/chat/completions", with({{"messages", "hi"}}), "messages"},
       {"/v1/chat/completions", with({{"messages", {{{"role", "robot"}, {"content", "x"}}}}}),
@@ -129,7 +129,7 @@ TEST(HttpServer, EveryValidationErrorIsA400InTheApisShape) {
       {"/v1/completions", with({{"prompt", long_text}}), "prompt"},
       {"/v1/completions", with({{"prompt", {1, 2}}, {"max_tokens", 63}}), "max_tokens"},
       {"/v1/completions", with({{"prompt", "a"}, {"echo", true}, {"logprobs", 2}}), "echo"},
-      {"/v1/responses", with({{"model", "m"}}), "input"},
+      {"/v1/responses", with({{"model", "test-model"}}), "input"},
       {"/v1/responses", with({{"input", "hi"}, {"tools", {{{"type", "web_search"}}}}}), "tools"},
       {"/v1/responses", with({{"input", "hi"}, {"max_output_tokens", 0}}), "max_output_tokens"},
       {"/tokenize", with({{"nothing", 1}}), "prompt"},

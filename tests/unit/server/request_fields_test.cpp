@@ -67,12 +67,27 @@ TEST(RequestFields, NestedNamesCarryThePath) {
 TEST(RequestFields, StopStringOrList) {
   Json body = {{"a", "x"}, {"b", {"x", "y"}}, {"c", {"x", 1}}, {"d", ""}, {"e", 4}};
   FieldReader f(body);
-  EXPECT_EQ(f.string_or_list("a", 4), std::vector<std::string>{"x"});
-  EXPECT_EQ(f.string_or_list("b", 4), (std::vector<std::string>{"x", "y"}));
-  expect_400([&] { f.string_or_list("b", 1); }, "b");
-  expect_400([&] { f.string_or_list("c", 4); }, "c");
-  expect_400([&] { f.string_or_list("d", 4); }, "d");
-  expect_400([&] { f.string_or_list("e", 4); }, "e");
+  StringListBounds four{4, 16};
+  EXPECT_EQ(f.string_or_list("a", four), std::vector<std::string>{"x"});
+  EXPECT_EQ(f.string_or_list("b", four), (std::vector<std::string>{"x", "y"}));
+  expect_400([&] { f.string_or_list("b", {1, 16}); }, "b");
+  expect_400([&] { f.string_or_list("c", four); }, "c");
+  expect_400([&] { f.string_or_list("d", four); }, "d");
+  expect_400([&] { f.string_or_list("e", four); }, "e");
+}
+
+TEST(RequestFields, StopStringsAreBoundedInCountAndLengthNamingTheFlags) {
+  Json body = {{"many", Json::array()}, {"long", std::string(300, 'x')}};
+  for (int i = 0; i < 100000; ++i) body["many"].push_back("s");
+  FieldReader f(body);
+  StringListBounds bounds{16, 256, "--max-stop-strings", "--max-stop-length"};
+  std::string msg = expect_400([&] { f.string_or_list("many", bounds); }, "many");
+  EXPECT_NE(msg.find("100000 entries"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--max-stop-strings"), std::string::npos) << msg;
+  msg = expect_400([&] { f.string_or_list("long", bounds); }, "long");
+  EXPECT_NE(msg.find("300 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--max-stop-length"), std::string::npos) << msg;
+  EXPECT_EQ(f.string_or_list("long", {16, 300}).front().size(), 300u);
 }
 
 TEST(SamplingFields, ReadsEveryField) {
@@ -165,8 +180,10 @@ TEST(OpenAIFields, StreamOptionsAndFormats) {
       },
       "response_format.type");
   EXPECT_NE(msg.find("not enforced yet"), std::string::npos) << msg;
-  expect_400([] { read_num_choices(FieldReader(Json{{"n", 0}})); }, "n");
-  expect_400([] { read_num_choices(FieldReader(Json{{"n", 129}})); }, "n");
+  expect_400([] { read_num_choices(FieldReader(Json{{"n", 0}}), 128); }, "n");
+  std::string n_msg = expect_400([] { read_num_choices(FieldReader(Json{{"n", 129}}), 128); }, "n");
+  EXPECT_NE(n_msg.find("--max-choices"), std::string::npos) << n_msg;
+  EXPECT_EQ(read_num_choices(FieldReader(Json{{"n", 129}}), 200), 129);
   expect_400(
       [] {
         check_unsupported_fields(FieldReader(Json{{"logit_bias", {{"5", 10}}}}), 1);

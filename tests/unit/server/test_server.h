@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fake_engine.h"
-#include "server/connection_server.h"
+#include "server/http/httplib_types.h"
 #include "server/http_server.h"
 
 namespace tandem::server::testing {
@@ -63,7 +63,8 @@ class TestServer {
   explicit TestServer(ServerOptions options = {}, bool ready = true) {
     options.host = "127.0.0.1";
     options.port = 0;
-    options.num_threads = 16;
+    if (options.limits.http.num_threads == HttpLimits{}.num_threads)
+      options.limits.http.num_threads = 16;
     if (options.served_model_name.empty()) options.served_model_name = "test-model";
     server_ = std::make_unique<HttpServer>(options);
     server_->start();

@@ -59,7 +59,7 @@ TEST(AddedTokens, LongestMatchWins) {
 TEST(AddedTokens, NormalizedTokensMatchTheNormalizedText) {
   json j = char_tokenizer({"<", ">", "f", "o"});
   j["normalizer"] = {{"type", "Lowercase"}};
-  j["added_tokens"] = {added(9, "<Foo>", {{"normalized", true}, {"special", false}})};
+  j["added_tokens"] = json::array({added(9, "<Foo>", {{"normalized", true}, {"special", false}})});
   auto tok = build(j);
   EXPECT_EQ(tok->encode("<FOO><foo>", false), (Ids{9, 9}));
   EXPECT_FALSE(tok->is_special(9));
@@ -73,7 +73,7 @@ json metaspace_tokenizer(const std::string& scheme) {
                            "a",
                            "<s>"});
   j["model"]["merges"] = {"\xE2\x96\x81 a"};
-  j["added_tokens"] = {added(3, "<s>")};
+  j["added_tokens"] = json::array({added(3, "<s>")});
   json ms = {{"type", "Metaspace"},
              {"replacement", "\xE2\x96\x81"},
              {"prepend_scheme", scheme},
