@@ -2,16 +2,17 @@
 # Installs what tandem needs on a fresh Debian 12 machine. Idempotent, and fast when
 # everything is already there: it only calls apt/npm for what is missing.
 #   scripts/bootstrap.sh           what building and serving need
-#   scripts/bootstrap.sh --tests   also what only the tests need (a headless browser)
+#   scripts/bootstrap.sh --tests   also what only the tests need (a headless browser, clang)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git curl ca-certificates
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev
   libpcre2-dev libutf8proc-dev libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm)
-# The browser that tests/e2e/web_ui.test.mjs drives (headless) through the web pages.
-[ "${1:-}" = "--tests" ] && packages+=(chromium)
+  zlib1g-dev libbrotli-dev nodejs npm)
+# The tests only: the browser that tests/e2e/web_ui.test.mjs drives (headless) through the
+# web pages, and clang with its sanitizer and libFuzzer runtimes (scripts/sanitize.sh).
+[ "${1:-}" = "--tests" ] && packages+=(chromium clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,11 +3,36 @@
 # made by scripts/bundle_cuda.sh (G = the bundle folder). Writes logs under $OUT.
 #   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh          everything
 #   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh prefix   only the prefix-cache part
+#   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh fp8      only the FP8-weights part
+# `fp8` (issue 20): decode-b1, offline-128/128, the sweep at 256 and offline-2048/2048 with
+# the fp8 KV cache, on random-model --dtype fp8 of the 8B shape ($M8) beside the bf16 one
+# ($M), in one call (~10 min with both models to write; `fp8 bf16` or `fp8 fp8` runs one
+# model's half, for device calls of under 10 minutes).
 set -u
-G=${G:-build/bundle}; OUT=${OUT:-/tmp/tandem-bench}; M=${M:-/tmp/llama8b}
+G=${G:-build/bundle}; OUT=${OUT:-/tmp/tandem-bench}; M=${M:-/tmp/llama8b}; M8=${M8:-/tmp/llama8b-fp8}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
 step() { echo "== $*" >&2; }
+if [ "${1:-}" = fp8 ]; then
+  which=${2:-both}; models=()
+  [ "$which" = fp8 ] || models+=("$M")
+  [ "$which" = bf16 ] || models+=("$M8")
+  [ "$which" = fp8 ] || [ -f "$M/config.json" ] || { step random-model bf16; ( time "$G/tandem" random-model --like llama-3.1-8b --out "$M" ) 2>&1 | tail -4; }
+  [ "$which" = bf16 ] || [ -f "$M8/config.json" ] || { step random-model fp8; ( time "$G/tandem" random-model --like llama-3.1-8b --dtype fp8 --out "$M8" ) 2>&1 | tail -4; }
+  for m in "${models[@]}"; do
+    step "$(basename "$m")"
+    echo -n "decode-b1: "; timeout 60 "$G/bench/offline_bench" "$m" --num 1 --batch 1 --input 128 --output 256 --repeat 3 | tail -1
+    echo -n "offline-128/128: "; timeout 90 "$G/bench/offline_bench" "$m" --num 1024 --batch 256 --input 128 --output 128 | tail -1
+    echo -n "offline-2048/2048 fp8 KV: "; timeout 150 "$G/bench/offline_bench" "$m" --num 384 --batch 384 --input 2048 --output 2048 --kv-cache-dtype fp8 | tail -1
+    "$G/tandem" serve --model "$m" --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve-$(basename "$m").log" 2>&1 &
+    for i in $(seq 90); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
+    curl -s localhost:8321/v1/models | head -c 400; echo
+    echo -n "sweep at 256: "; timeout 120 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 256 --num-requests 1024 \
+      --input-len 128 --output-len 256 --json "$OUT/sweep256-$(basename "$m").json" 2> "$OUT/bench-$(basename "$m").err" | tail -3
+    kill %1; wait
+  done
+  exit 0
+fi
 [ -f "$M/config.json" ] && [ "${1:-all}" = prefix ] ||
   { step random-model; ( time "$G/tandem" random-model --like llama-3.1-8b --out "$M" ) 2>&1 | tail -4; }
 
@@ -48,6 +73,20 @@ step sweep
 for i in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
 timeout 200 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 1,8,32,64,128,256 \
   --input-len 128 --output-len 256 --json "$OUT/sweep.json" --plot "$OUT/sweep.svg" 2> "$OUT/bench.err"
+kill %1; wait
+# Structured output (issue 21): the sweep at 64 unconstrained, every row constrained (>= 80%
+# of unconstrained), and half constrained (the unconstrained rows' TPOT within 2%). The
+# schema is an unbounded array of records, so rows run to --output-len or take EOS after `]`.
+step structured
+"$G/tandem" serve --model "$M" --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve2.log" 2>&1 &
+for i in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
+S=${S:-bench/schemas/long_records.json}
+for f in none 1 0.5; do
+  extra=(); [ "$f" != none ] && extra=(--json-schema "$S" --constrained-fraction "$f")
+  echo "-- constrained fraction: $f"
+  timeout 120 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 64 --num-requests 256 \
+    --input-len 128 --output-len 256 "${extra[@]}" 2>> "$OUT/bench_structured.err" | tail -3
+done
 kill %1; wait
 step hf-generate-batch
 timeout 150 python3 bench/hf_generate_batch.py --model "$M" --num 256 --input-len 128 --output-len 128 2>&1 | tail -2

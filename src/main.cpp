@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   auto* serve = app.add_subcommand("serve", "Serve the OpenAI and Anthropic HTTP APIs");
   serve->add_option("--model", so.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
   serve->add_option("--device", so.device, "cpu, cuda, or auto: cuda when a GPU is present")->capture_default_str();
+  serve->add_option("--quantization", so.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   serve->add_option("--host", so.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", so.port, "Port (0: any free port)")->capture_default_str();
   serve->add_option("--batch,--decode-concurrency", so.batch, "Rows per step: auto (CUDA: as many as the KV cache holds at 2048 tokens each, up to 256; CPU: 16) or a number (1 = the serial path)")->capture_default_str();
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   auto* logits = app.add_subcommand("logits", "Teacher-forced logits of a token-id sequence, as .npy");
   logits->add_option("--model", lo.model, "Hugging Face model folder")->required();
   logits->add_option("--device", lo.device, "cpu, cuda, or auto")->capture_default_str();
+  logits->add_option("--quantization", lo.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   logits->add_option("--ids", lo.ids, "Token ids, comma-separated (e.g. 1,2,3)")->required();
   logits->add_option("--out", lo.out, "Output .npy file: float32 [len(ids), vocab]")->required();
   logits->add_option("--lora", lo.lora, "A PEFT LoRA adapter folder to apply");
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   auto* gen = app.add_subcommand("generate", "Generate text for one prompt (the serial path)");
   gen->add_option("--model", go.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
   gen->add_option("--device", go.device, "cpu, cuda, or auto")->capture_default_str();
+  gen->add_option("--quantization", go.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   gen->add_option("--prompt", go.prompt, "Prompt text (tokenized with the model's tokenizer)");
   gen->add_option("--ids", go.ids, "Prompt token ids, comma-separated");
   gen->add_option("--max-tokens", go.max_tokens, "Tokens to generate at most")->capture_default_str();
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
   auto* ppl = app.add_subcommand("perplexity", "Mean negative log-likelihood and perplexity over a text file");
   ppl->add_option("--model", po.model, "Hugging Face model folder")->required();
   ppl->add_option("--device", po.device, "cpu, cuda, or auto")->capture_default_str();
+  ppl->add_option("--quantization", po.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   ppl->add_option("--file", po.file, "UTF-8 text, tokenized as one stream without special tokens")->required();
   ppl->add_option("--context", po.context, "Window length (default: max_position_embeddings)");
 
@@ -74,6 +78,7 @@ int main(int argc, char** argv) {
   auto* ev = app.add_subcommand("eval", "Score a model on evaluation tasks: multiple choice, exact-match generation, perplexity");
   ev->add_option("--model", eo.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
   ev->add_option("--device", eo.device, "cpu, cuda, or auto")->capture_default_str();
+  ev->add_option("--quantization", eo.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   ev->add_option("--tasks", eo.tasks, "Task names in --tasks-dir or .jsonl files, comma-separated (default: every task there)")->delimiter(',');
   ev->add_option("--tasks-dir", eo.tasks_dir, "Folder of task files (default: eval/tasks of the checkout)");
   ev->add_option("--limit", eo.limit, "Score only the first N items of each task (windows for perplexity)");
@@ -104,8 +109,13 @@ int main(int argc, char** argv) {
   rnd->add_option("--like", ro.like, "Preset shape: " + random_model_presets());
   rnd->add_option("--config", ro.config, "A config.json to take the shape from");
   rnd->add_option("--out", ro.out, "Output folder")->required();
-  rnd->add_option("--dtype", ro.dtype, "bf16 or f32")->capture_default_str();
+  rnd->add_option("--dtype", ro.dtype, "bf16, f32, or fp8 (a compressed-tensors FP8_DYNAMIC checkpoint: e4m3 projections, bf16 rest)")->capture_default_str();
   rnd->add_option("--seed", ro.seed, "Random seed")->capture_default_str();
+
+  QuantizeOptions qo;
+  auto* quant = app.add_subcommand("quantize", "Rewrite a 16-bit model folder as a compressed-tensors FP8 checkpoint (per-channel e4m3 weights, dynamic per-token activations)");
+  quant->add_option("--model", qo.model, "Hugging Face model folder (16-bit)")->required();
+  quant->add_option("--out", qo.out, "Output folder")->required();
 
   BenchOptions bo;
   auto* bench = app.add_subcommand("bench", "Load-test an OpenAI-compatible server: throughput, TTFT, TPOT, ITL per concurrency");
@@ -125,6 +135,8 @@ int main(int argc, char** argv) {
   bench->add_option("--seed", bo.seed, "Seed of the prompts and arrival times")->capture_default_str();
   bench->add_option("--api-key", bo.api_key, "Sent as Authorization: Bearer KEY");
   bench->add_option("--timeout", bo.timeout_s, "Read timeout of one request, seconds")->capture_default_str();
+  bench->add_option("--json-schema", bo.json_schema_path, "Constrained requests carry this JSON Schema (response_format json_schema)");
+  bench->add_option("--constrained-fraction", bo.constrained_fraction, "Fraction of the requests constrained by --json-schema (spread evenly)")->capture_default_str();
   bench->add_option("--json", bo.json_path, "Write the raw per-request numbers and summaries to FILE");
   bench->add_option("--plot", bo.plot_path, "Draw throughput and TTFT against concurrency to FILE.svg");
 
@@ -145,6 +157,7 @@ int main(int argc, char** argv) {
   if (*ppl) return run_perplexity(po);
   if (*ev) return run_eval(eo);
   if (*rnd) return run_random_model(ro);
+  if (*quant) return run_quantize(qo);
   if (*bench) return run_bench(bo);
   if (*tok) return run_tokenize(to);
   if (*detok) return run_detokenize(to);

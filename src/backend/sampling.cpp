@@ -27,6 +27,22 @@ void check_penalties(const SampleRow& r, size_t row, int64_t vocab, std::string_
   }
 }
 
+void check_mask(const SampleRow& r, size_t row, int64_t vocab, std::string_view op) {
+  if (r.allowed.empty()) return;
+  const size_t words = size_t((vocab + 31) / 32);
+  if (r.allowed.size() != words)
+    fail("{}: row {}: a mask of {} words for a vocabulary of {} tokens (needs {})", op, row,
+         r.allowed.size(), vocab, words);
+  // Bits past the vocabulary do not count: a mask allowing none of the real tokens would
+  // leave the row nothing to pick.
+  for (int64_t t = 0; t < vocab; t += 32) {
+    uint32_t w = r.allowed[size_t(t >> 5)];
+    if (vocab - t < 32) w &= (uint32_t(1) << (vocab - t)) - 1;
+    if (w != 0) return;
+  }
+  fail("{}: row {}: the mask allows no token", op, row);
+}
+
 }  // namespace
 
 void check_sample_rows(std::span<const SampleRow> rows, int64_t vocab, std::string_view op) {
@@ -48,6 +64,7 @@ void check_sample_rows(std::span<const SampleRow> rows, int64_t vocab, std::stri
       fail("{}: row {}: top_logprobs {} is outside -1..{}", op, i, r.top_logprobs,
            kMaxSampleTopLogprobs);
     check_penalties(r, i, vocab, op, seen);
+    check_mask(r, i, vocab, op);
   }
 }
 

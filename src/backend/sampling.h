@@ -3,6 +3,9 @@
 // only ids and requested logprobs come back).
 //
 // The function both backends compute for each row, in order (l = the row's logits):
+//   0. mask (a constrained row's grammar, SampleRow::allowed): l[t] = -inf for every token
+//      t whose bit (bit t & 31 of word t >> 5) is clear, so every later step sees only
+//      allowed tokens (the logprobs too: they are those of the constrained distribution);
 //   1. penalties, for each listed token t (HF repetition over prompt and output, OpenAI
 //      presence/frequency over the output only):
 //        l[t] = penalized_logit(l[t], repetition_penalty, penalty_offset(t))
@@ -59,6 +62,10 @@ struct SampleRow {
   // and how many times each occurs in the output (0: prompt only).
   std::vector<int32_t> penalty_tokens;
   std::vector<int32_t> output_counts;
+  // The tokens a grammar allows next (step 0), ceil(V / 32) words; empty: all of them.
+  // Points at memory the caller keeps alive until the op has been issued (the CUDA op
+  // copies it into its upload; the CPU op reads it while sampling). At least one bit set.
+  std::span<const uint32_t> allowed;
 
   // presence·[count > 0] + frequency·count for penalty entry j (exact in double, so
   // identical whether or not the compiler fuses the multiply-add).
@@ -78,7 +85,8 @@ struct SampledToken {
 
 // Fails (tandem::Error naming `op`, the row and the value) unless every row fits a
 // vocabulary of `vocab`: penalty lists of equal length with distinct in-range tokens and
-// counts >= 0, top_k >= 0, top_logprobs in [-1, 20], finite temperature and top_p > 0.
+// counts >= 0, top_k >= 0, top_logprobs in [-1, 20], finite temperature and top_p > 0,
+// and a mask, when there is one, of ceil(vocab / 32) words allowing some token.
 void check_sample_rows(std::span<const SampleRow> rows, int64_t vocab, std::string_view op);
 
 }  // namespace tandem

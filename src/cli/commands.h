@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/server_limits.h"
+#include <nlohmann/json.hpp>
 
 namespace tandem::cli {
 
@@ -17,6 +18,7 @@ std::string default_model_dir();
 struct ServeOptions {
   std::string model;
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
+  std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string batch = "auto";               // --batch / --decode-concurrency: rows per step
@@ -43,6 +45,7 @@ int64_t parse_bytes(const std::string& text);
 struct LogitsOptions {
   std::string model;
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
+  std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::string ids;  // "1,2,3"
   std::string out;  // .npy path
   std::optional<std::string> lora;  // a PEFT adapter folder to run with
@@ -52,6 +55,7 @@ int run_logits(const LogitsOptions& o);
 struct GenerateOptions {
   std::string model;
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
+  std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::optional<std::string> prompt;
   std::optional<std::string> ids;
   int max_tokens = 64;
@@ -71,6 +75,7 @@ int run_generate(const GenerateOptions& o);
 struct PerplexityOptions {
   std::string model;
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
+  std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::string file;
   int context = 0;  // window length; 0 = the model's max_position_embeddings
 };
@@ -79,6 +84,7 @@ int run_perplexity(const PerplexityOptions& o);
 struct EvalOptions {
   std::string model;
   std::string device = "auto";     // cpu | cuda | auto (cuda when a GPU is present)
+  std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::vector<std::string> tasks;  // task names in tasks_dir or .jsonl paths; none: all there
   std::string tasks_dir;           // default: eval/tasks of the checkout
   std::optional<size_t> limit;     // the first N items of each task (windows for perplexity)
@@ -107,5 +113,16 @@ struct RandomModelOptions {
 int run_random_model(const RandomModelOptions& o);
 // Names accepted by --like.
 std::string random_model_presets();
+
+// `tandem quantize`: a 16-bit model folder rewritten as a compressed-tensors FP8_DYNAMIC
+// checkpoint (per-channel e4m3 weights, dynamic per-token activations).
+struct QuantizeOptions {
+  std::string model;
+  std::string out;
+};
+int run_quantize(const QuantizeOptions& o);
+// The quantization_config llm-compressor writes for FP8_DYNAMIC, with `ignore` (the linears
+// left 16-bit).
+nlohmann::json fp8_dynamic_quantization_config(const std::vector<std::string>& ignore);
 
 }  // namespace tandem::cli

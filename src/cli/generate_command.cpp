@@ -16,8 +16,10 @@ int run_generate(const GenerateOptions& o) {
   try {
     if (o.prompt.has_value() == o.ids.has_value()) fail("give exactly one of --prompt and --ids");
     const std::optional<DType> kv_dtype = kv_cache_dtype_from_name(o.kv_cache_dtype);
-    LoadedModel m = load_model_folder(o.model, o.device,
-                                      o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{});
+    LoadedModel m = load_model_folder(
+        o.model, o.device,
+        LoadOptions{.online = online_quantization(o.quantization),
+                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}});
     GenerationRequest req;
     if (o.ids) {
       req.prompt = parse_ids(*o.ids);

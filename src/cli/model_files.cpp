@@ -42,11 +42,12 @@ LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, i
 }
 
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device,
-                              LoraCapacity lora) {
+                              const LoadOptions& options) {
   if (!std::filesystem::is_directory(dir)) fail("{}: not a model folder", dir.string());
   LoadedModel m;
   m.backend = make_backend(device);
-  m.model = load_model(dir, *m.backend, lora);
+  m.model = load_model(dir, *m.backend, options);
+  m.weight_format = weight_format_name(m.model->config(), options.online);
   if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
   return m;
 }

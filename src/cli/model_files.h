@@ -22,12 +22,13 @@ struct LoadedModel {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
   std::shared_ptr<const Tokenizer> tokenizer;  // null without tokenizer.json
+  std::string weight_format;  // weight_format_name(): "bf16", "fp8_e4m3 per-channel ..."
 };
 
-// `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu); `lora`: room
-// for adapters (none by default).
+// `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu); `options`:
+// --quantization (online_quantization()) and the room for LoRA adapters (none by default).
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu",
-                              LoraCapacity lora = {});
+                              const LoadOptions& options = {});
 // The capacity for serving the PEFT adapters in `dirs` (read to find their largest rank):
 // max(max_loras, the number of dirs) slots of rank max(max_rank, that rank).
 LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, int max_loras = 0,

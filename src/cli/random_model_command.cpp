@@ -11,6 +11,8 @@
 #include "cli/commands.h"
 #include "cli/random_model_gemma4.h"
 #include "core/error.h"
+#include "loader/fp8_quantize.h"
+#include "loader/quant_scheme.h"
 #include "loader/random_fill.h"
 #include "loader/safetensors_writer.h"
 #include "model/config.h"
@@ -56,14 +58,36 @@ json preset(const std::string& name) {
   fail("random-model: unknown preset '{}' (known: {})", name, random_model_presets());
 }
 
-// Adds every tensor a Llama-style checkpoint of config `c` holds.
-void add_llama_tensors(SafetensorsWriter& w, const ModelConfig& c, DType dtype, uint64_t seed) {
+// An FP8_DYNAMIC projection of random weights: the values random_chunk_fill's stream would
+// hold, each row scaled by the stream's bound (±2√3·std, so no value saturates) and rounded
+// to e4m3; weight_scale (bf16 [N, 1]) is that bound / 448 for every row.
+void add_fp8_projection(SafetensorsWriter& w, const std::string& name, std::vector<int64_t> shape,
+                        uint64_t seed, float stddev) {
+  const float scale = fp8_row_scale(float(2.0 * std::sqrt(3.0)) * stddev);
+  w.add_chunked(name, DType::F8E4M3, shape, [=](void* dst, size_t offset, size_t bytes) {
+    std::vector<float> values(bytes);
+    fill_random_f32(values.data(), bytes, seed, stddev, offset);
+    uint8_t* out = static_cast<uint8_t*>(dst);
+    for (size_t i = 0; i < bytes; i++) out[i] = f32_to_f8e4m3(values[i] / scale);
+  });
+  const int64_t N = shape[0];
+  w.add(scale_tensor_name(name, "weight_scale"), DType::BF16, {N, 1}, [=](void* dst, size_t) {
+    std::fill_n(static_cast<uint16_t*>(dst), size_t(N), f32_to_bf16(scale));
+  });
+}
+
+// Adds every tensor a Llama-style checkpoint of config `c` holds; with `fp8`, the
+// projections as FP8_DYNAMIC (add_fp8_projection) and the rest in `dtype`.
+void add_llama_tensors(SafetensorsWriter& w, const ModelConfig& c, DType dtype, uint64_t seed,
+                       bool fp8 = false) {
   int64_t D = c.hidden_size, Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
   int64_t F = c.intermediate_size, V = c.vocab_size;
   uint64_t counter = seed * 1000003;
   auto normal = [&](std::string name, std::vector<int64_t> shape, int64_t fan_in) {
     uint64_t s = counter++;
     float std = float(1.0 / std::sqrt(double(fan_in)));
+    if (fp8 && shape.size() == 2 && quantizable_weight_name(name))
+      return add_fp8_projection(w, name, shape, s, std);
     w.add(std::move(name), dtype, shape, [=](void* dst, size_t bytes) {
       fill_random(dst, dtype, bytes / dtype_size(dtype), s, std);
     });
@@ -126,16 +150,20 @@ int run_random_model(const RandomModelOptions& o) {
     static const char* supported[] = {"llama", "mistral", "qwen2", "qwen3", "gemma4_text"};
     if (std::find(std::begin(supported), std::end(supported), c.model_type) == std::end(supported))
       fail("random-model: model_type '{}' is not supported (llama, mistral, qwen2, qwen3, gemma4_text)", c.model_type);
-    DType dtype = o.dtype == "bf16" ? DType::BF16 : o.dtype == "f32" ? DType::F32
-                  : (fail("--dtype must be bf16 or f32 (got {})", o.dtype), DType::F32);
+    const bool fp8 = o.dtype == "fp8";
+    DType dtype = o.dtype == "bf16" || fp8 ? DType::BF16 : o.dtype == "f32" ? DType::F32
+                  : (fail("--dtype must be bf16, f32 or fp8 (got {})", o.dtype), DType::F32);
+    if (fp8 && c.model_type == "gemma4_text")
+      fail("random-model: --dtype fp8 is written for llama-style models only");
     std::filesystem::create_directories(o.out);
     auto start = std::chrono::steady_clock::now();
     SafetensorsWriter w;
     if (c.model_type == "gemma4_text") add_gemma4_tensors(w, c, dtype, o.seed);
-    else add_llama_tensors(w, c, dtype, o.seed);
+    else add_llama_tensors(w, c, dtype, o.seed, fp8);
     w.write_sharded(o.out, uint64_t(5) << 30);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    cj["torch_dtype"] = o.dtype == "bf16" ? "bfloat16" : "float32";
+    cj["torch_dtype"] = o.dtype == "f32" ? "float32" : "bfloat16";
+    if (fp8) cj["quantization_config"] = fp8_dynamic_quantization_config({"lm_head"});
     write_json(std::filesystem::path(o.out) / "config.json", cj);
     write_json(std::filesystem::path(o.out) / "generation_config.json",
                {{"eos_token_id", cj.value("eos_token_id", 2)}, {"do_sample", false}});

@@ -52,19 +52,21 @@ void install_signal_handlers() {
 }
 
 void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchChoice& batch,
-                      const std::string& device, int port, int64_t kv_bytes) {
+                      const std::string& device, int port, int64_t kv_bytes,
+                      const std::string& weight_format) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
              "  model        {} ({})\n"
              "  parameters   {:.1f}M, {} on {}\n"
+             "  weights      {}\n"
              "  context      {} tokens\n"
              "  KV cache     {:.1f} MiB {}, {} blocks of {} tokens\n"
              "  batch        {}\n"
              "  prefix cache {}\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
-             info.max_model_len, double(kv_bytes) / double(1 << 20),
+             weight_format, info.max_model_len, double(kv_bytes) / double(1 << 20),
              dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
              info.block_size, batch.reason,
              o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)", o.host, port);
@@ -117,8 +119,10 @@ int run_serve(const ServeOptions& o) {
     std::vector<std::pair<std::string, std::filesystem::path>> loras = parse_lora_modules(o.lora_modules);
     std::vector<std::filesystem::path> lora_dirs;
     for (auto& [name, dir] : loras) lora_dirs.push_back(dir);
-    LoadedModel m = load_model_folder(o.model, o.device,
-                                      lora_capacity_for(lora_dirs, o.max_loras, o.max_lora_rank));
+    LoadedModel m = load_model_folder(
+        o.model, o.device,
+        LoadOptions{.online = online_quantization(o.quantization),
+                    .lora = lora_capacity_for(lora_dirs, o.max_loras, o.max_lora_rank)});
     if (!m.tokenizer) fail("{}: serving needs tokenizer.json in the model folder", o.model);
     EngineConfig config;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
@@ -141,9 +145,10 @@ int run_serve(const ServeOptions& o) {
     served.card = {{"batch", batch.rows}, {"max_batched_tokens", batch.tokens},
                    {"batch_choice", batch.reason},
                    {"kv_budget_bytes", kv_budget}, {"prefix_caching", o.enable_prefix_caching},
-                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device}};
+                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device},
+                   {"weight_format", m.weight_format}};
     http.set_ready(std::move(served));
-    print_ready_card(*engine, o, batch, device, http.port(), kv_budget);
+    print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format);
     {
       StatsLog running_log(*engine, std::chrono::seconds(10));
       http.wait();

@@ -11,6 +11,7 @@ std::optional<DType> dtype_from_safetensors(std::string_view name) {
   if (name == "BF16") return DType::BF16;
   if (name == "F16") return DType::F16;
   if (name == "I32") return DType::I32;
+  if (name == "F8_E4M3") return DType::F8E4M3;
   return std::nullopt;
 }
 
@@ -84,18 +85,20 @@ float f8e4m3_to_f32(uint8_t b) {
 }
 
 uint8_t f32_to_f8e4m3(float f) {
-  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
-  if (std::isnan(f)) return sign | 0x7f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const uint8_t sign = uint8_t((bits >> 24) & 0x80);
+  uint32_t abs_bits = bits & 0x7fffffffu;
+  if (abs_bits > 0x7f800000u) return sign | 0x7f;  // NaN
   const float a = std::fabs(f);
-  if (a >= 448.f) return sign | 0x7e;
+  if (a >= 448.f) return sign | 0x7e;            // saturate (infinities too)
   if (a < 0.015625f)  // below 2^-6: subnormal steps of 2^-9 (8 steps is the smallest normal)
     return sign | uint8_t(std::nearbyint(a * 512.f));
-  int e;
-  std::frexp(a, &e);  // a = m · 2^e, m in [0.5, 1): the binary exponent is e - 1
-  int exp = e - 1, mant = int(std::nearbyint(std::ldexp(a, 3 - exp)));  // in [8, 16]
-  if (mant == 16) mant = 8, exp++;
-  if (exp > 8 || (exp == 8 && mant > 14)) return sign | 0x7e;
-  return sign | uint8_t((exp + 7) << 3 | (mant - 8));
+  // Normal: round the f32 mantissa to 3 bits, nearest even; a carry bumps the exponent.
+  abs_bits += 0x7ffffu + ((abs_bits >> 20) & 1u);
+  const int exp = int(abs_bits >> 23) - 127;    // in [-6, 8]; a < 448 rounds to 448 at most
+  const uint32_t mant = (abs_bits >> 20) & 7u;
+  return sign | uint8_t(uint32_t(exp + 7) << 3 | mant);
 }
 
 void convert_to_f32(const void* src, DType from, float* dst, size_t n) {

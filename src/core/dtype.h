@@ -35,8 +35,9 @@ constexpr std::string_view dtype_name(DType t) {
   return "?";
 }
 
-// "F32", "BF16", "F16", "I32" as safetensors spells them; nullopt otherwise. (F8_E4M3 is
-// not read: FP8 checkpoints carry scale tensors the loader does not apply.)
+// "F32", "BF16", "F16", "I32", "F8_E4M3" as safetensors spells them; nullopt otherwise.
+// An F8_E4M3 tensor is only meaningful with its scales: the weight loader reads those
+// (loader/quant_scheme.h) and refuses an FP8 tensor it has no scales for.
 std::optional<DType> dtype_from_safetensors(std::string_view name);
 std::string_view dtype_safetensors_name(DType t);
 

@@ -3,9 +3,35 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem {
+
+namespace {
+
+enum class GrammarVerdict : uint8_t {
+  Continue,  // more may follow
+  Ended,     // the token was EOS, taken because the output was complete
+  Complete,  // nothing but EOS may follow: the row is done
+  Rejected,  // the token broke the mask (a sampler bug) or the grammar its limits
+};
+
+GrammarVerdict follow_grammar(grammar::Matcher& m, int32_t token, std::string* why) {
+  try {
+    if (!m.accept_token(token)) {
+      *why = fmt::format("token {} is not allowed by the grammar", token);
+      return GrammarVerdict::Rejected;
+    }
+    if (m.is_finished()) return GrammarVerdict::Ended;
+    return m.must_end() ? GrammarVerdict::Complete : GrammarVerdict::Continue;
+  } catch (const grammar::GrammarError& e) {
+    *why = e.what();
+    return GrammarVerdict::Rejected;
+  }
+}
+
+}  // namespace
 
 KvSizing kv_sizing(const ModelConfig& model, const EngineConfig& config) {
   return {.block_size = config.scheduler.block_size,
@@ -63,6 +89,9 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
     if (id < 0 || id >= info_.vocab_size)
       return refuse(fmt::format("token id {} is outside the vocabulary (0..{})", id, info_.vocab_size - 1));
   if (request.max_tokens < 1) return refuse(fmt::format("max_tokens must be >= 1 (got {})", request.max_tokens));
+  if (request.grammar && request.grammar->vocab().num_tokens() != info_.vocab_size)
+    return refuse(fmt::format("the grammar was compiled for {} tokens, the model has {}",
+                              request.grammar->vocab().num_tokens(), info_.vocab_size));
   if (int64_t(n) + request.max_tokens > info_.max_model_len)
     return refuse(fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the context length ({})",
                               n, request.max_tokens, info_.max_model_len));
@@ -126,18 +155,44 @@ bool Engine::should_stop(const Sequence& seq, int generated, int32_t token) cons
   return std::count(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) > 0;
 }
 
-// A token of the step in flight arrived for `seq`.
+// A token of the step in flight arrived for `seq`. A constrained row's matcher follows it;
+// the grammar alone decides when such a row may take EOS, and ends it once only EOS could
+// follow.
 void Engine::emit_token(Sequence& seq, const GeneratedToken& token) {
+  if (seq.grammar_failure) return fail_row(seq, *seq.grammar_failure);
+  GrammarVerdict verdict = GrammarVerdict::Continue;
+  std::string why;
+  if (seq.matcher) verdict = follow_grammar(*seq.matcher, token.token, &why);
+  if (verdict == GrammarVerdict::Rejected) return fail_row(seq, why);
   seq.receive(token.token);
   const int generated = int(seq.tokens.size()) - seq.num_prompt;
   StreamChunk chunk;
   chunk.tokens.push_back(token);
-  bool stop_token = should_stop(seq, generated, token.token);
+  bool stop_token = should_stop(seq, generated, token.token) || verdict == GrammarVerdict::Ended;
   if (seq.detokenizer && !stop_token) chunk.text = seq.stop.push(seq.detokenizer->push(token.token));
   if (seq.stream) seq.stream->push(std::move(chunk));
-  if (stop_token || seq.stop.matched()) finish(seq, FinishReason::Stop);
+  if (stop_token || seq.stop.matched() || verdict == GrammarVerdict::Complete)
+    finish(seq, FinishReason::Stop);
   else if (generated >= seq.request.max_tokens || int(seq.tokens.size()) >= info_.max_model_len)
     finish(seq, FinishReason::Length);
+}
+
+// One row fails (its grammar gave out); the others go on.
+void Engine::fail_row(Sequence& seq, const std::string& why) {
+  seq.num_in_flight = 0;
+  seq.in_flight_row.reset();
+  StreamChunk c;
+  c.finish = FinishReason::Error;
+  c.error = why;
+  c.prompt_tokens = seq.num_prompt;
+  c.completion_tokens = seq.num_generated();
+  scheduler_.finish(&seq);
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.requests_finished++;
+  }
+  if (seq.stream) seq.stream->push(std::move(c));
+  std::erase_if(live_, [&](const std::shared_ptr<Sequence>& s) { return s.get() == &seq; });
 }
 
 void Engine::finish(Sequence& seq, FinishReason reason) {
@@ -180,15 +235,40 @@ StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
   return build_step_plan(plan_rows, config_.scheduler.block_size);
 }
 
-std::vector<SampleRow> Engine::sample_rows(const std::vector<ScheduledRow>& rows) const {
+std::vector<SampleRow> Engine::sample_rows(const std::vector<ScheduledRow>& rows) {
   std::vector<SampleRow> out;
   for (const ScheduledRow& r : rows)
     if (r.sample) {
-      const Sequence& seq = *r.seq;
+      Sequence& seq = *r.seq;
       out.push_back(seq.sampler.row(seq.tokens, seq.num_prompt, seq.request.top_logprobs,
                                     seq.num_in_flight));
+      if (seq.status != SeqStatus::Finished) fill_grammar_mask(seq, out.back());
     }
   return out;
+}
+
+// The constrained row's mask for its next token. Its previous token must be on the host
+// (the overlap rule, engine.h), so the matcher is where the row is.
+void Engine::fill_grammar_mask(Sequence& seq, SampleRow& row) {
+  if (!seq.matcher || seq.grammar_failure || seq.matcher->is_finished()) return;
+  TANDEM_CHECK(seq.num_in_flight == 0, "sequence {}: a grammar mask with a token in flight", seq.id);
+  seq.mask.resize(seq.matcher->grammar().vocab().num_mask_words());
+  try {
+    seq.matcher->fill_mask(seq.mask);
+    row.allowed = seq.mask;
+  } catch (const grammar::GrammarError& e) {
+    seq.grammar_failure = e.what();  // sampled unconstrained; the row fails on arrival
+  }
+}
+
+// Rows whose sampling reads their tokens (a grammar's matcher, penalties) while one of
+// those tokens is still in flight.
+bool Engine::reads_tokens_in_flight(const std::vector<ScheduledRow>& rows) const {
+  for (const ScheduledRow& r : rows)
+    if (r.sample && r.seq->num_in_flight > 0 &&
+        (r.seq->matcher || r.seq->sampler.needs_history()))
+      return true;
+  return false;
 }
 
 // After the forward is issued: the rows' new num_computed, and the prompt tokens counted.
@@ -209,18 +289,27 @@ Engine::InFlight Engine::mark_in_flight(const std::vector<ScheduledRow>& rows) {
   for (const ScheduledRow& r : rows) {
     if (!r.sample) continue;
     Sequence& seq = *r.seq;
-    seq.in_flight_row = int(f.seqs.size());
-    seq.num_in_flight++;
-    f.needs_history = f.needs_history || seq.sampler.needs_history();
+    if (seq.status != SeqStatus::Finished) {  // it may have stopped while this step was issued
+      seq.in_flight_row = int(f.seqs.size());
+      seq.num_in_flight++;
+    }
     f.seqs.push_back(seq.shared_from_this());
   }
   return f;
 }
 
 std::optional<Engine::InFlight> Engine::issue(const std::vector<ScheduledRow>& rows) {
-  const StepPlan plan = plan_step(rows);
-  executor_->issue(plan, sample_rows(rows));
+  executor_->issue_forward(plan_step(rows));
   advance(rows);
+  // The overlap rule (engine.h): the previous step's tokens are read here, while the
+  // device runs this step's forward, when a row's sampling needs them on the host.
+  std::vector<std::shared_ptr<Sequence>> alive;  // a row may finish (and leave live_) meanwhile
+  if (in_flight_ && reads_tokens_in_flight(rows)) {
+    for (const ScheduledRow& r : rows) alive.push_back(r.seq->shared_from_this());
+    complete_in_flight();
+  }
+  const std::vector<SampleRow> sampling = sample_rows(rows);
+  if (!sampling.empty()) executor_->issue_sampling(sampling);
   InFlight f = mark_in_flight(rows);
   if (f.seqs.empty()) return std::nullopt;
   return f;
@@ -246,8 +335,6 @@ void Engine::complete_in_flight() {
 bool Engine::step() {
   take_inbox();
   drop_cancelled();
-  // Penalties read a row's every token: the next plan waits for the ones in flight.
-  if (in_flight_ && in_flight_->needs_history) complete_in_flight();
   std::vector<ScheduledRow> rows = scheduler_.schedule();
   const bool worked = !rows.empty() || in_flight_.has_value();
   std::optional<InFlight> issued;

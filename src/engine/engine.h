@@ -13,6 +13,17 @@
 // writes land in blocks freed after, reused only by later steps on the same stream). A
 // sequence whose last allowed token is in flight gets no further rows.
 //
+// Rows that read their own tokens to be sampled — a grammar's matcher (its mask), or
+// penalties (their counts) — need the previous token on the host. The rule: a step is
+// issued in two halves (Executor::issue_forward, issue_sampling); when such a row has a
+// token in flight, the engine reads the step in flight between the halves, while the
+// device runs the new forward, then advances the matchers, fills the masks and issues the
+// sampling op. The device stays busy as long as reading a step and filling its masks takes
+// the host less than a forward; rows without a grammar or penalties never wait at all, and
+// a step without such rows keeps the plain overlapped order. A sequence that stops on the
+// step read in between still samples in the new step (its row is issued), unmasked, and
+// its token is dropped on arrival like any token past a stop.
+//
 // Which tokens are final: every entry of Sequence::tokens. The prompt, and each generated
 // token once the host has received it; a token in flight never enters `tokens`, and one
 // that arrives for a finished sequence is dropped. So a full block of `tokens` whose K/V
@@ -104,13 +115,16 @@ class Engine : public EngineApi {
   // A step whose sampled tokens are still on their way to the host.
   struct InFlight {
     std::vector<std::shared_ptr<Sequence>> seqs;  // [S] the sequence of each sampled row
-    bool needs_history = false;  // a row samples with penalties, which read every token
   };
-  // Issues `rows` as one forward and its sampling op, without waiting (the five jobs:
-  // plan, sampling rows, issue, advance, mark in flight).
+  // Issues `rows` as one forward and its sampling op, without waiting (plan, issue the
+  // forward, advance, read the previous step if the rows need it, sampling rows, issue
+  // the sampling, mark in flight).
   std::optional<InFlight> issue(const std::vector<ScheduledRow>& rows);
   StepPlan plan_step(const std::vector<ScheduledRow>& rows) const;
-  std::vector<SampleRow> sample_rows(const std::vector<ScheduledRow>& rows) const;
+  std::vector<SampleRow> sample_rows(const std::vector<ScheduledRow>& rows);
+  void fill_grammar_mask(Sequence& seq, SampleRow& row);
+  bool reads_tokens_in_flight(const std::vector<ScheduledRow>& rows) const;
+  void fail_row(Sequence& seq, const std::string& why);
   void advance(const std::vector<ScheduledRow>& rows);
   InFlight mark_in_flight(const std::vector<ScheduledRow>& rows);
   // Waits for the in-flight step's tokens and emits them.

@@ -82,10 +82,18 @@ class Executor {
   // graphs' capacity). Once, after allocate_kv.
   virtual void prepare(int max_model_len, int max_rows) = 0;
 
-  // Issues one step: the forward over `plan`, then, when `rows` is not empty, one sampling
-  // op over its logits (rows[s] picks the token of plan.sample_index[s]). Returns without
-  // waiting for the device.
-  virtual void issue(const StepPlan& plan, std::span<const SampleRow> rows) = 0;
+  // Issues one step in two halves, neither waiting for the device: the forward over `plan`,
+  // then, when the plan samples, one sampling op over its logits (rows[s] picks the token
+  // of plan.sample_index[s]). Between the two the host may still collect the previous
+  // step and build the rows from its tokens (grammar masks, penalties) while the forward
+  // runs. issue_forward must be followed by its issue_sampling (if the plan samples)
+  // before the next issue_forward.
+  virtual void issue_forward(const StepPlan& plan) = 0;
+  virtual void issue_sampling(std::span<const SampleRow> rows) = 0;
+  void issue(const StepPlan& plan, std::span<const SampleRow> rows) {
+    issue_forward(plan);
+    if (!rows.empty()) issue_sampling(rows);
+  }
   // The tokens of the oldest issued step whose tokens are not collected yet (one per
   // sampling row), waiting for them. Requires such a step.
   virtual std::vector<SampledToken> collect() = 0;

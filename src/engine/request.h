@@ -4,11 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tandem {
+
+namespace grammar {
+class CompiledGrammar;
+}
 
 struct SamplingParams {
   float temperature = 1.f;  // 0 = greedy
@@ -33,6 +38,11 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS ids
   int top_logprobs = -1;                // -1: no logprobs; 0: chosen token's; k: and top k
   bool skip_special_tokens = true;      // in the emitted text
+  // What the output must be (grammar/grammar.h), compiled by the server for the engine's
+  // vocabulary; null: unconstrained. The grammar decides when a constrained row ends: EOS
+  // is allowed exactly when the output is complete (ignore_eos and min_tokens do not apply)
+  // and the row stops once nothing but EOS could follow.
+  std::shared_ptr<grammar::CompiledGrammar> grammar;
   // The LoRA adapter to run with, by the name it was loaded under (Engine::add_lora);
   // none: the base model.
   std::optional<std::string> lora;

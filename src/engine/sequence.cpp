@@ -15,7 +15,9 @@ Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStr
                                 .adapter = lora_use ? std::to_string(lora_use->id) : ""})),
       sampler(request.sampling, fallback_seed),
       stop(request.stop),
-      lora(lora_use) {}
+      lora(lora_use) {
+  if (request.grammar) matcher.emplace(request.grammar);
+}
 
 Sequence::~Sequence() = default;
 

@@ -13,6 +13,7 @@
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
+#include "grammar/matcher.h"
 #include "kv/kv_block_manager.h"
 #include "kv/prefix_cache.h"
 
@@ -54,6 +55,13 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   Sampler sampler;
   StopMatcher stop;
   std::unique_ptr<IncrementalDecoder> detokenizer;  // null when the engine has no tokenizer
+  // A constrained request's place in its grammar: advanced on every token received. The
+  // mask of its next token is filled into `mask`, which the step's SampleRow points at.
+  std::optional<grammar::Matcher> matcher;
+  std::vector<uint32_t> mask;
+  // Why the grammar could not give this row's next mask (it outgrew its limits): the row
+  // fails when that token arrives, its output so far still a valid prefix.
+  std::optional<std::string> grammar_failure;
   std::optional<LoraUse> lora;  // the adapter's slot and stable id, held until finished
 
   // Positions known so far: received tokens and those in flight.

@@ -42,9 +42,13 @@ class SingleWorkerExecutor final : public Executor {
   KvRoom kv_room(const KvSizing& sizing) const override;
   KvLayout allocate_kv(const KvSizing& sizing) override;
   void prepare(int max_model_len, int max_rows) override;
-  void issue(const StepPlan& plan, std::span<const SampleRow> rows) override;
+  void issue_forward(const StepPlan& plan) override;
+  void issue_sampling(std::span<const SampleRow> rows) override;
   std::vector<SampledToken> collect() override;
-  void reset() override { pending_.clear(); }
+  void reset() override {
+    pending_.clear();
+    logits_.reset();
+  }
   void write_lora(int slot, const std::optional<std::filesystem::path>& dir) override {
     if (dir) write_lora_slot(*backend_, model_->lora_targets(), slot, load_peft_adapter(*dir));
     else clear_lora_slot(*backend_, model_->lora_targets(), slot);
@@ -57,6 +61,7 @@ class SingleWorkerExecutor final : public Executor {
   ExecutorInfo info_;
   std::unique_ptr<ModelRunner> runner_;  // from allocate_kv on
   std::deque<PendingSample> pending_;    // sampling ops not collected yet, oldest first
+  std::optional<Tensor> logits_;         // of the forward issued last, until it is sampled
 };
 
 KvRoom SingleWorkerExecutor::kv_room(const KvSizing& sizing) const {
@@ -94,11 +99,19 @@ void SingleWorkerExecutor::prepare(int max_model_len, int max_rows) {
   if (config_.graphs) runner_->enable_graphs(max_model_len, max_rows);
 }
 
-void SingleWorkerExecutor::issue(const StepPlan& plan, std::span<const SampleRow> rows) {
+void SingleWorkerExecutor::issue_forward(const StepPlan& plan) {
   TANDEM_CHECK(runner_, "issue: allocate_kv first");
+  TANDEM_CHECK(!logits_, "issue: the previous step's logits were never sampled");
   // Fed tokens come from the latest sampling op: the step issued just before this one.
   Tensor logits = runner_->forward(plan, pending_.empty() ? nullptr : &pending_.back());
-  if (!rows.empty()) pending_.push_back(backend_->sample_async(logits, rows));
+  if (!plan.sample_index.empty()) logits_ = std::move(logits);
+}
+
+void SingleWorkerExecutor::issue_sampling(std::span<const SampleRow> rows) {
+  TANDEM_CHECK(logits_, "issue_sampling: no forward waits to be sampled");
+  Tensor logits = std::move(*logits_);
+  logits_.reset();
+  pending_.push_back(backend_->sample_async(logits, rows));
 }
 
 std::vector<SampledToken> SingleWorkerExecutor::collect() {

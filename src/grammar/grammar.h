@@ -3,7 +3,7 @@
 // over bytes; each constrained row carries a Matcher that follows the tokens it emits and
 // says which tokens may come next, as a bitmask over the vocabulary.
 //
-// How the engine and the server use it (phase 2 of issue 21):
+// How the engine and the server use it (phase 2 of issue 21; engine.h has the overlap rule):
 //
 //   // once per tokenizer: the bytes of every token id (byte-level BPE decoded), the
 //   // special tokens, the EOS ids; sized to the logits' width
@@ -24,11 +24,10 @@
 //   if (m.must_end()) ...          // only EOS is allowed next
 //   if (m.is_finished()) ...       // EOS was taken
 //
-// The vocabulary: token_bytes[id] is what the token adds to the output. For byte-level BPE
-// (Qwen, Llama 3, GPT-2 style) that is tok::append_token_bytes(tok.id_to_token(id)), as
-// tests/unit/grammar/vocab_fixtures.h and bench/grammar_bench.cpp build it; SentencePiece
-// vocabularies need their own decoding ("▁" is a space, <0xNN> is one byte), which the
-// tokenizer module does not expose yet.
+// The vocabulary: token_bytes[id] is what the token adds to the output:
+// Tokenizer::token_bytes() (byte-level BPE, byte-fallback <0xNN> and "▁" SentencePiece
+// tokens alike), padded to the logits' width; the server builds it once per model
+// (server/structured_output.h, make_grammar_cache).
 //
 // Errors at run time: the automaton is built as rows advance, under limits
 // (AutomatonLimits: parses alive at once, bytes of states). A grammar that outgrows them

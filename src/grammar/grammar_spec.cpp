@@ -45,10 +45,37 @@ GrammarSpec GrammarSpec::gbnf(std::string text) {
   return s;
 }
 
+namespace {
+
+std::string body_key(const GrammarSpec& spec);
+
+// root := prefix body suffix.
+void wrap_root(GrammarIr& ir, const std::string& prefix, const std::string& suffix) {
+  RuleId body = ir.root();
+  RuleId wrapped = ir.add_rule("wrapped");
+  ir.set_body(wrapped, ir.seq({ir.literal(prefix), ir.ref(body), ir.literal(suffix)}));
+  ir.set_root(wrapped);
+}
+
+}  // namespace
+
 std::string GrammarSpec::key() const {
+  if (prefix.empty() && suffix.empty()) return body_key(*this);
+  // Length-prefixed, so no prefix can imitate the body's key.
+  return fmt::format("wrap:{}:{}:{}:{}:", prefix.size(), prefix, suffix.size(), suffix) +
+         body_key(*this);
+}
+
+namespace {
+
+std::string body_key(const GrammarSpec& spec) {
+  const JsonOptions& json = spec.json;
+  const auto& schema = spec.schema;
+  const auto& text = spec.text;
+  const auto& choices = spec.choices;
   std::string json_opts = fmt::format("ws={},strict={}{}", json.max_whitespace,
                                       int(json.strict_properties), int(json.strict_items));
-  switch (kind) {
+  switch (spec.kind) {
     case SpecKind::JsonSchema:
       return "json_schema:" + json_opts + ":" +
              schema.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -67,6 +94,8 @@ std::string GrammarSpec::key() const {
   }
   return "";
 }
+
+}  // namespace
 
 std::shared_ptr<const Program> compile_program(const GrammarSpec& spec,
                                                const ProgramLimits& limits) {
@@ -100,6 +129,7 @@ std::shared_ptr<const Program> compile_program(const GrammarSpec& spec,
       compile_gbnf(ir, spec.text);
       break;
   }
+  if (!spec.prefix.empty() || !spec.suffix.empty()) wrap_root(ir, spec.prefix, spec.suffix);
   return std::make_shared<const Program>(build_program(ir, limits));
 }
 

@@ -29,6 +29,9 @@ struct GrammarSpec {
   std::string text;                  // Regex: the pattern; Gbnf: the grammar
   std::vector<std::string> choices;  // Choices
   JsonOptions json;                  // JsonSchema, JsonObject
+  // Literal text before and after the output of any kind: the tags around a forced tool
+  // call ("<tool_call>\n" ... "\n</tool_call>"). Empty: none.
+  std::string prefix, suffix;
 
   static GrammarSpec json_schema(nlohmann::ordered_json schema, JsonOptions options = {});
   static GrammarSpec json_object(JsonOptions options = {});

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "loader/quant_scheme.h"
 #include "loader/safetensors.h"
 
 namespace tandem {
@@ -37,6 +38,10 @@ class Checkpoint {
   const SafetensorsFile& file_of(const std::string& name) const;
   // Starts reading the tensor's bytes into the page cache in the background.
   void prefetch(const std::string& name) const { file_of(name).prefetch(name); }
+  // How the linear weights are read: as stored, with the checkpoint's FP8 scales, or
+  // quantized while loading (set by load_model from config.json and --quantization).
+  const QuantScheme& quant() const { return quant_; }
+  void set_quant(QuantScheme quant) { quant_ = std::move(quant); }
 
  private:
   void open_indexed(const std::filesystem::path& index);
@@ -45,6 +50,7 @@ class Checkpoint {
   std::filesystem::path dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, const SafetensorsFile*> where_;  // name -> the file that holds it
+  QuantScheme quant_;
 };
 
 }  // namespace tandem

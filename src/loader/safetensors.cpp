@@ -82,7 +82,7 @@ DType parse_dtype(const std::string& file, const std::string& name, const json& 
   std::string s = d->get<std::string>();
   auto dtype = dtype_from_safetensors(s);
   if (!dtype)
-    fail("unsupported dtype {} for tensor '{}' in {} (tandem reads F32, BF16, F16, I32)", s, name,
+    fail("unsupported dtype {} for tensor '{}' in {} (tandem reads F32, BF16, F16, I32, F8_E4M3)", s, name,
          file);
   return *dtype;
 }

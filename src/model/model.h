@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "loader/quant_scheme.h"
 #include "model/config.h"
 
 namespace tandem {
@@ -44,10 +45,23 @@ class Model {
   LoraTargets lora_;  // filled by the WeightLoader
 };
 
-// Reads config.json, picks the architecture from the registry, loads the weights, with
-// room for `lora` adapters (none by default).
+// How load_model loads: `online` quantizes a 16-bit checkpoint as --quantization asks
+// (config.json's quantization_config wins when it declares one); `lora` is the room for
+// adapters (none by default).
+struct LoadOptions {
+  std::optional<QuantScheme> online;
+  LoraCapacity lora;
+};
+
+// Reads config.json, picks the architecture from the registry, loads the weights: as
+// config.json's quantization_config declares (loader/quant_scheme.h), or, for a 16-bit
+// checkpoint, quantized as `options.online` asks, with room for `options.lora` adapters.
 // Throws tandem::Error (unknown model_type, missing tensor, bad shapes, bad files).
 std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
-                                  LoraCapacity lora = {});
+                                  const LoadOptions& options = {});
+// The scheme load_model uses for `config` and `online`.
+QuantScheme model_quant_scheme(const ModelConfig& config, const std::optional<QuantScheme>& online);
+// What /stats and the ready card show as the weight format: "bf16", "fp8_e4m3 per-channel...".
+std::string weight_format_name(const ModelConfig& config, const std::optional<QuantScheme>& online);
 
 }  // namespace tandem

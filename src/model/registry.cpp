@@ -40,10 +40,20 @@ std::vector<std::string> architecture_names() {
   return names;
 }
 
+QuantScheme model_quant_scheme(const ModelConfig& config, const std::optional<QuantScheme>& online) {
+  return resolve_quantization(parse_quantization_config(config.raw, "config.json"), online);
+}
+
+std::string weight_format_name(const ModelConfig& config, const std::optional<QuantScheme>& online) {
+  const std::string torch = config.raw.value("torch_dtype", std::string("bfloat16"));
+  const std::string stored = torch == "float16" ? "f16" : torch == "float32" ? "f32" : "bf16";
+  return model_quant_scheme(config, online).describe(stored);
+}
+
 std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
-                                  LoraCapacity lora) {
+                                  const LoadOptions& options) {
   ModelConfig config = ModelConfig::load(dir);
-  config.lora = lora;
+  config.lora = options.lora;
   ArchBuilder build = find_architecture(config.model_type);
   if (!build) {
     std::string known;
@@ -52,6 +62,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& bac
          config.model_type, known);
   }
   Checkpoint checkpoint = Checkpoint::open(dir);
+  checkpoint.set_quant(model_quant_scheme(config, options.online));
   return build(std::move(config), checkpoint, backend);
 }
 

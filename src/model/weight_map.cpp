@@ -135,15 +135,23 @@ Tensor WeightLoader::upload(const Tensor& host) {
 
 Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bool must_exist) {
   std::optional<Tensor> host = read(name, layer, expected, must_exist);
+  if (host && host->dtype == DType::F8E4M3)
+    fail("{}: weight '{}' is stored in FP8, which tandem reads for linear projections only "
+         "(FP8 MoE experts, embeddings and norms are not supported)",
+         checkpoint_.dir().string(), expand_name(name, layer));
   return host ? upload(*host) : Tensor{};
 }
 
 Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expected,
                                  bool must_exist) {
   Linear l;
-  std::optional<Tensor> host = read(name, layer, expected, must_exist);
-  if (!host) return l;
-  l.weight = upload(*host);
+  if (const WeightRule* rule = find(name); rule && loads_as_fp8(*rule, layer)) {
+    l = load_fp8_linear(*rule, layer, expected);
+  } else {
+    std::optional<Tensor> host = read(name, layer, expected, must_exist);
+    if (!host) return l;
+    l.weight = upload(*host);
+  }
   l.bias = load(name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
   if (lora_ && lora_projection(name)) add_lora_slots(l, *find(name), layer);
   return l;

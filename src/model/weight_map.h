@@ -41,8 +41,11 @@ class WeightLoader {
   // optional and absent, or when no rule has that name and `must_exist` is false.
   Tensor load(const std::string& name, int layer, Shape expected, bool must_exist = true);
   // The projection `name` [N, K] as a Linear: its weight, and the bias `name`_bias [N]
-  // when the map has that rule and the checkpoint the tensors.
-  // With LoRA capacity, a projection lora_projection() names also gets its slots.
+  // when the map has that rule and the checkpoint the tensors. Under an FP8 scheme
+  // (checkpoint.quant()) an FP8 weight comes with its scales in `quant`, and online
+  // quantization converts the quantizable ones (quantizable_weight_name) per channel
+  // (fp8_linear_loader.cpp). With LoRA capacity, a projection lora_projection() names
+  // also gets its slots (whatever its weight format: the adapter adds to its output).
   Linear load_linear(const std::string& name, int layer, Shape expected, bool must_exist = true);
   // The output projection "lm_head" [V, D]; when the checkpoint has none, `embed` if the
   // config ties them, else an error naming the checkpoint.
@@ -58,6 +61,9 @@ class WeightLoader {
   std::optional<Tensor> read(const std::string& name, int layer, Shape expected, bool must_exist);
   // On the backend, in the dtype it holds a weight of the host's dtype in (weight_dtype).
   Tensor upload(const Tensor& host);
+  // FP8 (fp8_linear_loader.cpp): whether the rule's projection loads as FP8, and loading it.
+  bool loads_as_fp8(const WeightRule& rule, int layer) const;
+  Linear load_fp8_linear(const WeightRule& rule, int layer, Shape expected);
   void report_progress(int64_t bytes);
   // Allocates l's LoRA bank and records the target (its shards from the rule's sources).
   void add_lora_slots(Linear& l, const WeightRule& rule, int layer);

@@ -18,6 +18,8 @@ void handle_chat_completions(const EndpointContext& ctx, const httplib::Request&
   require_served_model(ctx, body);
   ChatCompletionRequest r =
       parse_chat_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
+  attach_grammar(*ctx.model.grammars, r.constraint, r.forced_tools, r.prompt.tools,
+                 ctx.model.tool_format, r.generation);
   r.generation.prompt = chat_prompt_tokens(ctx, r.prompt, "messages");
   check_request_tokens(int64_t(r.generation.prompt.size()) * r.n, ctx.limits, "n");
   // No max_tokens: the rest of the context, as vLLM does for chat.

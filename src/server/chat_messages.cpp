@@ -123,6 +123,12 @@ Json normalize_openai_tools(const Json* tools) {
   return tools->empty() ? Json() : *tools;
 }
 
+ToolForcing openai_tool_forcing(const Json* tool_choice) {
+  if (!tool_choice || !tool_choice_allows_calls(tool_choice)) return {};
+  if (tool_choice->is_string()) return {.forced = *tool_choice == "required", .name = std::nullopt};
+  return {.forced = true, .name = (*tool_choice)["function"]["name"].get<std::string>()};
+}
+
 bool tool_choice_allows_calls(const Json* tool_choice) {
   if (!tool_choice) return true;
   if (tool_choice->is_string()) {

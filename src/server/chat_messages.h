@@ -6,6 +6,7 @@
 
 #include "server/json_text.h"
 #include "server/server_limits.h"
+#include "server/structured_output.h"
 
 namespace tandem::server {
 
@@ -24,6 +25,8 @@ Json normalize_openai_tools(const Json* tools);
 // OpenAI `tool_choice`: "none" | "auto" | "required" | {"type": "function",
 // "function": {"name"}}. Returns false when tool calls must not be parsed ("none").
 bool tool_choice_allows_calls(const Json* tool_choice);
+// What it forces: "required" a call to any tool, {"function": {"name"}} that one.
+ToolForcing openai_tool_forcing(const Json* tool_choice);
 
 // Anthropic `system` (string or text blocks) and `messages` (user/assistant turns with
 // text, tool_use and tool_result blocks) as chat-template messages: tool_use becomes an

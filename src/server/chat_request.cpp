@@ -21,7 +21,9 @@ void read_tools(const FieldReader& f, ChatCompletionRequest& out) {
   // "none": the model is not told about the tools, and nothing is parsed as a call.
   if (allowed) out.prompt.tools = std::move(tools);
   out.parse_tool_calls = allowed && !out.prompt.tools.is_null();
+  out.forced_tools = openai_tool_forcing(choice);
 }
+
 
 void read_logprobs(const FieldReader& f, ChatCompletionRequest& out) {
   bool logprobs = f.boolean("logprobs").value_or(false);
@@ -65,7 +67,7 @@ ChatCompletionRequest parse_chat_request(const Json& body, const GenerationReque
   StreamOptions stream = read_stream_options(f);
   out.stream = stream.stream;
   out.include_usage = stream.include_usage;
-  check_response_format(f);
+  out.constraint = read_output_constraint(f, limits.json);
   check_unsupported_fields(f, out.n);
   read_logprobs(f, out);
   read_sampling_fields(f, sampling_spec(limits), vocab_size, out.generation);

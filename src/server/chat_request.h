@@ -10,6 +10,7 @@
 #include "server/json_text.h"
 #include "server/request_fields.h"
 #include "server/server_limits.h"
+#include "server/structured_output.h"
 
 namespace tandem::server {
 
@@ -22,6 +23,8 @@ struct ChatCompletionRequest {
   bool include_usage = false;
   int top_logprobs = -1;          // -1: no logprobs; else the alternatives per token
   bool parse_tool_calls = false;  // tools were given and tool_choice is not "none"
+  OutputConstraint constraint;    // response_format, structured_outputs
+  ToolForcing forced_tools;       // tool_choice "required" or a named function
 };
 
 // `defaults` carries the model's sampling defaults; `vocab_size` bounds token ids.

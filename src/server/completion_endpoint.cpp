@@ -22,8 +22,10 @@ std::vector<GenerationRequest> build_requests(const EndpointContext& ctx,
   std::vector<GenerationRequest> requests;
   int64_t total_tokens = 0;
   format.choices_per_prompt = r.n;
+  GenerationRequest constrained = r.generation;
+  attach_grammar(*ctx.model.grammars, r.constraint, constrained);  // once for every prompt
   for (const CompletionPrompt& p : r.prompts) {
-    GenerationRequest g = r.generation;
+    GenerationRequest g = constrained;
     if (p.text) check_prompt_length(p.text->size(), ctx.model.prompt_bound, info, "prompt");
     g.prompt = p.text ? tok.encode(*p.text, r.add_special_tokens) : p.ids;
     total_tokens += int64_t(g.prompt.size()) * r.n;

@@ -91,7 +91,7 @@ CompletionRequest parse_completion_request(const Json& body, const GenerationReq
   out.generation.top_logprobs = out.logprobs;
   out.return_token_ids = f.boolean("return_token_ids").value_or(false);
   out.add_special_tokens = f.boolean("add_special_tokens").value_or(true);
-  check_response_format(f);
+  out.constraint = read_output_constraint(f, limits.json);
   check_unsupported_fields(f, out.n);
   read_sampling_fields(f, sampling_spec(limits), vocab_size, out.generation);
   return out;

@@ -10,6 +10,7 @@
 #include "engine/request.h"
 #include "server/json_text.h"
 #include "server/server_limits.h"
+#include "server/structured_output.h"
 
 namespace tandem::server {
 
@@ -29,6 +30,7 @@ struct CompletionRequest {
   int logprobs = -1;               // -1: none; k: the chosen token and k alternatives
   bool return_token_ids = false;   // token_ids and prompt_token_ids in each choice
   bool add_special_tokens = true;  // for text prompts (vLLM's default)
+  OutputConstraint constraint;     // response_format, structured_outputs, json_schema, grammar
 };
 
 inline constexpr int64_t kDefaultCompletionMaxTokens = 16;

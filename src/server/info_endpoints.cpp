@@ -21,7 +21,8 @@ Json model_card(const EndpointContext& ctx, const std::string& id, const std::st
           {"owned_by", "tandem"},
           {"root", root},
           {"parent", parent},
-          {"max_model_len", ctx.model.engine->model_info().max_model_len}};
+          {"max_model_len", ctx.model.engine->model_info().max_model_len},
+          {"weight_format", ctx.model.card.value("weight_format", std::string())}};
 }
 
 Json model_cards(const EndpointContext& ctx) {

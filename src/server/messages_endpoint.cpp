@@ -16,6 +16,8 @@ void handle_messages(const EndpointContext& ctx, const httplib::Request& req,
   Json body = parse_request_body(req.body, ctx.limits.json);
   require_served_model(ctx, body);
   MessagesRequest r = parse_messages_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
+  attach_grammar(*ctx.model.grammars, {}, r.forced_tools, r.prompt.tools, ctx.model.tool_format,
+                 r.generation);
   r.generation.prompt = chat_prompt_tokens(ctx, r.prompt, "messages");
   fit_to_context(r.generation, info, r.max_tokens, std::nullopt, {"messages", "max_tokens"});
 

@@ -26,6 +26,16 @@ bool anthropic_tool_choice_allows_calls(const FieldReader& f) {
   return true;
 }
 
+ToolForcing anthropic_tool_forcing(const FieldReader& f) {
+  const Json* choice = f.object_field("tool_choice");
+  if (!choice) return {};
+  FieldReader c(*choice, "tool_choice");
+  std::string type = c.require_string("type");
+  if (type == "any") return {.forced = true, .name = std::nullopt};
+  if (type == "tool") return {.forced = true, .name = c.require_string("name")};
+  return {};
+}
+
 }  // namespace
 
 ChatPromptInput read_anthropic_prompt(const FieldReader& f, bool& parse_tool_calls) {
@@ -47,6 +57,7 @@ MessagesRequest parse_messages_request(const Json& body, const GenerationRequest
   out.generation = defaults;
   out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
   out.prompt = read_anthropic_prompt(f, out.parse_tool_calls);
+  out.forced_tools = anthropic_tool_forcing(f);
   f.require("max_tokens");
   out.max_tokens = *f.integer("max_tokens", 1, kMaxTokensLimit);
   out.stream = f.boolean("stream").value_or(false);

@@ -7,6 +7,7 @@
 #include "server/chat_prompt.h"
 #include "server/request_fields.h"
 #include "server/server_limits.h"
+#include "server/structured_output.h"
 
 namespace tandem::server {
 
@@ -16,6 +17,7 @@ struct MessagesRequest {
   int64_t max_tokens = 0;
   bool stream = false;
   bool parse_tool_calls = false;
+  ToolForcing forced_tools;  // tool_choice {"type": "any"} or {"type": "tool", "name"}
 };
 
 MessagesRequest parse_messages_request(const Json& body, const GenerationRequest& defaults,

@@ -27,21 +27,6 @@ int read_num_choices(const FieldReader& fields, int max_choices) {
   return int(n.value_or(1));
 }
 
-void check_response_format(const FieldReader& fields, const char* key) {
-  const Json* format = fields.object_field(key);
-  if (!format) return;
-  FieldReader f(*format, key);
-  std::string type = f.require_string("type");
-  if (type == "text" || type == "json_object") return;  // json_object: not enforced yet
-  if (type == "json_schema")
-    invalid_request(f.name("type"),
-                    "'{}' json_schema is not supported: structured output is not enforced yet "
-                    "(use json_object, or describe the schema in the prompt)",
-                    f.name("type"));
-  invalid_request(f.name("type"), "'{}' must be text, json_object or json_schema; got '{}'",
-                  f.name("type"), type);
-}
-
 void check_unsupported_fields(const FieldReader& fields, int n) {
   if (const Json* bias = fields.object_field("logit_bias"); bias && !bias->empty())
     invalid_request("logit_bias", "'logit_bias' is not supported yet");

@@ -1,5 +1,5 @@
 // Request fields shared by OpenAI's chat and completions endpoints (besides sampling):
-// n, stream / stream_options, response_format, and the fields tandem refuses openly
+// n, stream / stream_options, and the fields tandem refuses openly
 // rather than ignoring silently (logit_bias, best_of > n, suffix).
 #pragma once
 
@@ -15,9 +15,6 @@ struct StreamOptions {
 StreamOptions read_stream_options(const FieldReader& fields);
 // n, at most `max_choices` (RequestLimits::max_choices, --max-choices).
 int read_num_choices(const FieldReader& fields, int max_choices);
-// {"type": "text"} and {"type": "json_object"} (accepted, not enforced yet) pass;
-// "json_schema" is a 400 that says structured output is not enforced yet.
-void check_response_format(const FieldReader& fields, const char* key = "response_format");
 void check_unsupported_fields(const FieldReader& fields, int n);
 
 }  // namespace tandem::server

@@ -17,6 +17,7 @@ void handle_responses(const EndpointContext& ctx, const httplib::Request& req,
   require_served_model(ctx, body);
   ResponsesRequest r =
       parse_responses_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
+  attach_grammar(*ctx.model.grammars, r.constraint, r.generation);
   r.generation.prompt = chat_prompt_tokens(ctx, r.prompt, "input");
   fit_to_context(r.generation, info, r.max_output_tokens, std::nullopt,
                  {"input", "max_output_tokens"});

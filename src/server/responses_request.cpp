@@ -55,8 +55,6 @@ void refuse_unsupported(const FieldReader& f) {
   if (f.has("previous_response_id"))
     invalid_request("previous_response_id",
                     "'previous_response_id' is not supported: responses are not stored");
-  if (const Json* text = f.object_field("text"))
-    check_response_format(FieldReader(*text, "text"), "format");
 }
 
 }  // namespace
@@ -72,6 +70,8 @@ ResponsesRequest parse_responses_request(const Json& body, const GenerationReque
   out.prompt.template_kwargs = read_template_kwargs(f);
   out.max_output_tokens = f.integer("max_output_tokens", 1, kMaxTokensLimit);
   out.stream = f.boolean("stream").value_or(false);
+  if (const Json* text = f.object_field("text"))
+    out.constraint = {read_text_format(FieldReader(*text, "text")), "text.format"};
   read_sampling_fields(f, sampling_spec(limits), vocab_size, out.generation);
   for (const char* key : {"instructions", "max_output_tokens", "temperature", "top_p", "metadata"})
     out.echo[key] = f.has(key) ? body[key] : Json();

@@ -46,8 +46,11 @@ ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engin
   ServedModel m;
   m.engine = &engine;
   m.tokenizer = tokenizer ? std::move(tokenizer) : Tokenizer::load(dir);
-  m.chat = ChatPromptBuilder::create(TokenizerConfig::load(dir), m.tokenizer);
+  const TokenizerConfig config = TokenizerConfig::load(dir);
+  m.chat = ChatPromptBuilder::create(config, m.tokenizer);
   m.defaults.sampling = read_generation_defaults(dir);
+  m.grammars = make_grammar_cache(*m.tokenizer, engine.model_info());
+  m.tool_format = tool_call_format_of(config.chat_template);
   std::ifstream tokenizer_json(std::filesystem::is_directory(dir) ? dir / "tokenizer.json" : dir);
   if (tokenizer_json) {
     nlohmann::json tj = nlohmann::json::parse(tokenizer_json, nullptr, /*allow_exceptions=*/false);

@@ -10,6 +10,7 @@
 #include "server/chat_prompt.h"
 #include "server/json_text.h"
 #include "server/prompt_bound.h"
+#include "server/structured_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::server {
@@ -21,6 +22,10 @@ struct ServedModel {
   GenerationRequest defaults;                     // sampling defaults every request starts from
   PromptBound prompt_bound;                       // tokens a prompt of n bytes is at least
   Json card = Json::object();                     // merged into /stats (batch, dtype, kv budget…)
+  // Structured output: grammars compiled for this model's vocabulary, shared by all
+  // requests (so one schema is compiled once), and how its template writes tool calls.
+  std::shared_ptr<grammar::GrammarCache> grammars;
+  ToolCallFormat tool_format = ToolCallFormat::Hermes;
 };
 
 // Reads the tokenizer (unless given), tokenizer_config.json's chat template and

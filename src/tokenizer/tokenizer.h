@@ -49,6 +49,12 @@ class Tokenizer {
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::string id_to_token(int32_t id) const;  // "" for unknown ids
   bool is_special(int32_t id) const;
+  // The raw bytes each id adds to the output, [vocab_size()]: what the grammar module's
+  // TokenVocab is built from (once per served model). Byte-level tokens give their bytes;
+  // byte-fallback "<0xNN>" tokens their one byte; other tokens what the decoder chain makes
+  // of them alone mid-sequence (Metaspace's "▁" is a space; the first token's leading-space
+  // strip is not applied); special and added tokens their content; ids naming no token "".
+  std::vector<std::string> token_bytes() const;
 
  private:
   friend class IncrementalDecoder;

@@ -62,7 +62,7 @@ LoraSetup load_with_adapters(const std::string& arch) {
     max_rank = std::max(max_rank, adapters.back().max_rank());
   }
   s.model = load_model(oracle_dir(arch), *s.backend,
-                       LoraCapacity{.max_loras = int(adapters.size()), .max_rank = max_rank});
+                       LoadOptions{.lora = {.max_loras = int(adapters.size()), .max_rank = max_rank}});
   for (size_t i = 0; i < adapters.size(); i++)
     write_lora_slot(*s.backend, s.model->lora_targets(), int(i) + 1, adapters[i]);
   return s;
@@ -102,7 +102,7 @@ TEST_P(LoraOracle, MixedBatchGreedyMatchesThroughTheEngine) {
   std::vector<std::string> names = adapter_names(arch);
   auto backend = make_cpu_backend();
   auto model = load_model(oracle_dir(arch), *backend,
-                          LoraCapacity{.max_loras = int(names.size()), .max_rank = 8});
+                          LoadOptions{.lora = {.max_loras = int(names.size()), .max_rank = 8}});
   EngineConfig config;
   config.scheduler.max_rows = 16;
   Engine engine(make_executor(std::move(backend), std::move(model)), nullptr, config);
@@ -143,7 +143,8 @@ TEST_P(LoraOracle, MixedBatchGreedyMatchesThroughTheEngine) {
 
 TEST(LoraEngine, UnknownAdapterIsRefused) {
   auto backend = make_cpu_backend();
-  auto model = load_model(oracle_dir("llama"), *backend, LoraCapacity{.max_loras = 1, .max_rank = 8});
+  auto model = load_model(oracle_dir("llama"), *backend,
+                          LoadOptions{.lora = {.max_loras = 1, .max_rank = 8}});
   Engine engine(make_executor(std::move(backend), std::move(model)), nullptr, EngineConfig{});
   GenerationRequest req;
   req.prompt = {1, 2, 3};

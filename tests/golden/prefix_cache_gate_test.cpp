@@ -106,19 +106,6 @@ std::vector<Reply> post_together(int port, const std::vector<Request>& reqs) {
   return replies;
 }
 
-Json settled_stats(int port) {
-  httplib::Client client("127.0.0.1", port);
-  Json stats;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  do {
-    auto res = client.Get("/stats");
-    if (res && res->status == 200) stats = Json::parse(res->body);
-    if (stats.is_object() && stats["kv_blocks"]["used"] == 0 && stats["running"] == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  } while (std::chrono::steady_clock::now() < deadline);
-  return stats;
-}
-
 // Token ids the model knows: the oracle's prompts, cycled from `offset`.
 std::vector<int32_t> oracle_tokens(const std::vector<OraclePrompt>& prompts, int n, int offset) {
   std::vector<int32_t> pool;
@@ -186,7 +173,7 @@ TEST_P(PrefixCacheGate, HitsChangeNoTokenAndFreeEverything) {
     EXPECT_EQ(grown[i].tokens, grown_plain[i].tokens) << "grower " << i;
 
   for (LocalServer* s : {&cached, &plain}) {
-    Json stats = settled_stats(s->port());
+    Json stats = s->settled_stats();
     ASSERT_TRUE(stats.is_object());
     EXPECT_EQ(stats["kv_blocks"]["used"], 0) << stats.dump();
     EXPECT_EQ(stats["kv_blocks"]["free"], stats["kv_blocks"]["total"]) << stats.dump();
@@ -194,10 +181,10 @@ TEST_P(PrefixCacheGate, HitsChangeNoTokenAndFreeEverything) {
       EXPECT_GT(stats["preemptions"].get<int>(), 0) << stats.dump();
     }
   }
-  Json stats = settled_stats(cached.port());
+  Json stats = cached.settled_stats();
   EXPECT_GT(stats["kv_blocks"]["cached"].get<int>(), 0) << stats.dump();
   EXPECT_GT(stats["prefix_cache"]["hits_total"].get<int>(), 7 * 64) << stats.dump();
-  EXPECT_EQ(settled_stats(plain.port())["kv_blocks"]["cached"], 0);
+  EXPECT_EQ(plain.settled_stats()["kv_blocks"]["cached"], 0);
 }
 
 std::string variant_name(Variant v) {

@@ -64,21 +64,6 @@ std::vector<Reply> post_concurrently(int port, const std::vector<OraclePrompt>& 
   return replies;
 }
 
-// /stats once the engine has retired every sequence (it frees blocks after the last
-// chunk is sent, so the reply can arrive a moment before the books are closed).
-Json settled_stats(int port) {
-  httplib::Client client("127.0.0.1", port);
-  Json stats;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  do {
-    auto res = client.Get("/stats");
-    if (res && res->status == 200) stats = Json::parse(res->body);
-    if (stats.is_object() && stats["kv_blocks"]["used"] == 0 && stats["running"] == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  } while (std::chrono::steady_clock::now() < deadline);
-  return stats;
-}
-
 struct ServeCase {
   std::string arch;
   int max_batched_tokens;
@@ -102,7 +87,7 @@ TEST_P(ServeBatchGate, ConcurrentRequestsReturnBatchGreedy) {
     EXPECT_EQ(choice["finish_reason"], "length");
     EXPECT_EQ(j["usage"]["completion_tokens"], prompts[i].batch_greedy.size());
   }
-  Json stats = settled_stats(served->port());
+  Json stats = served->settled_stats();
   ASSERT_TRUE(stats.is_object());
   EXPECT_EQ(stats["kv_blocks"]["used"], 0) << stats.dump();
   EXPECT_EQ(stats["kv_blocks"]["free"], stats["kv_blocks"]["total"]) << stats.dump();

@@ -91,6 +91,8 @@ class CpuBackend final : public Backend {
 
   // A 512-token prefill step of a ~100M model keeps a few tens of MB of activations live.
   static constexpr size_t kMaxCachedActivations = size_t(256) << 20;
+  // linear() of an FP8 Linear (cpu_linear_fp8.cpp).
+  void linear_fp8(Tensor& out, const Tensor& x, const Linear& l);
 
   ThreadPool* pool_;
   CpuIsa isa_;

@@ -79,6 +79,11 @@ void delete_buffer(void* p, size_t size) {
 
 }  // namespace
 
+BufferCache::Shelves::~Shelves() {
+  for (auto& [size, buffers] : free)
+    for (void* p : buffers) delete_buffer(p, size);
+}
+
 BufferCache::BufferCache(size_t max_cached_bytes) : shelves_(std::make_shared<Shelves>()) {
   shelves_->max_cached = max_cached_bytes;
 }

@@ -71,6 +71,7 @@ class BufferCache {
 
  private:
   struct Shelves {
+    ~Shelves();  // frees the buffers still on the shelves
     std::mutex mu;
     std::map<size_t, std::vector<void*>> free;  // by size class
     size_t cached = 0, max_cached = 0;

@@ -10,7 +10,7 @@ namespace tandem {
 // out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]), w f32, bf16 or f16. x and out may carry
 // extra leading dims (e.g. [T, H, Dh]); only rows and the last dim matter.
 void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
-  TANDEM_CHECK(l.plain(), "linear: the cpu backend takes no quantized or adapted linears");
+  if (l.quant) return linear_fp8(out, x, l);
   const Tensor &w = l.weight, &bias = l.bias;
   cpu::check_tensor(out, DType::F32, "linear", "out");
   cpu::check_tensor(x, DType::F32, "linear", "x");

@@ -19,7 +19,10 @@ CpuBackend::CpuBackend(ThreadPool* pool, CpuIsa isa)
 }
 
 DType CpuBackend::weight_dtype(DType stored) const {
-  return stored == DType::BF16 || stored == DType::F16 ? stored : DType::F32;
+  // FP8 weights stay FP8: the quantized linear (cpu_linear_fp8.cpp) reads them with
+  // their scales; any other weight-taking op refuses them.
+  const bool kept = stored == DType::BF16 || stored == DType::F16 || stored == DType::F8E4M3;
+  return kept ? stored : DType::F32;
 }
 
 std::unique_ptr<Backend> make_cpu_backend() {

@@ -14,6 +14,15 @@ namespace tandem {
 
 namespace {
 
+// Step 0: tokens the row's grammar does not allow get -inf, which every later step
+// (penalties, order, masses, Gumbel scores, log_softmax) keeps out of the running.
+void apply_mask(float* logits, int64_t vocab, const SampleRow& r) {
+  if (r.allowed.empty()) return;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < vocab; i++)
+    if (!(r.allowed[size_t(i >> 5)] >> (i & 31) & 1u)) logits[i] = kNegInf;
+}
+
 void apply_penalties(float* logits, const SampleRow& r) {
   for (size_t j = 0; j < r.penalty_tokens.size(); j++) {
     float& l = logits[r.penalty_tokens[j]];
@@ -94,12 +103,14 @@ void fill_logprobs(const float* logits, int64_t vocab, int k, int32_t first, Sam
   out.top_logprobs.clear();
   if (k <= 0) return;
   for (int32_t id : first_n_in_order(logits, vocab, std::min<int64_t>(k, vocab))) {
+    if (std::isinf(logits[id]) && logits[id] < 0) break;  // masked out: not a candidate
     out.top_tokens.push_back(id);
     out.top_logprobs.push_back(float(double(logits[id]) - log_z));
   }
 }
 
 SampledToken sample_row(float* logits, int64_t vocab, const SampleRow& r) {
+  apply_mask(logits, vocab, r);
   apply_penalties(logits, r);
   int32_t first = first_in_order(logits, vocab);
   SampledToken out;

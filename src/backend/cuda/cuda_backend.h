@@ -68,6 +68,10 @@ class CudaBackend final : public Backend {
   // --- ops ---
   void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) override;
   void linear(Tensor& out, const Tensor& x, const Linear& l) override;
+  // FP8 weights: the e4m3 weight as stored, scales in f32 (cuda_linear_fp8.cu).
+  DType weight_dtype(DType stored) const override {
+    return stored == DType::F8E4M3 ? DType::F8E4M3 : DType::BF16;
+  }
   void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
                 float weight_offset) override;
   void add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w, float eps,
@@ -113,6 +117,8 @@ class CudaBackend final : public Backend {
   int64_t free_device_bytes() const;
 
  private:
+  // linear() of an FP8 Linear (cuda_linear_fp8.cu).
+  void linear_fp8(Tensor& out, const Tensor& x, const Linear& l);
   int device_;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;

@@ -44,6 +44,7 @@
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
+#include "backend/cuda/cuda_mbarrier.cuh"
 #include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem {
@@ -65,51 +66,11 @@ constexpr int kMaxXBytes = 48 * 1024;  // x [M, K] staged as bf16
 static_assert((kCtaSmem - kBarrierBytes - kMaxXBytes) / kStageBytes >= 3, "a ring of >= 3 stages");
 static_assert(kCtaSmem > 114 * 1024, "more than half an SM's 228 KB");
 
-// ---------------------------------------------------------------- mbarrier and bulk copy
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(arrivals));
-}
-
-// Until the phase of `bar` with parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = smem_addr(bar);
-  uint32_t done = 0;
-  while (!done)
-    asm volatile(
-        "{\n .reg .pred p;\n"
-        " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-
-// Arrives and adds `bytes` to the transactions the current phase waits for.
-__device__ __forceinline__ void mbar_arrive_expect(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
-               "r"(bytes)
-               : "memory");
-}
-
-// dst[0, bytes) = src[0, bytes) through the bulk-copy engine; completes on `bar`.
-// bytes % 16 == 0, both addresses 16-byte aligned.
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes,
-                                          uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar))
-      : "memory");
-}
+using cuda::bulk_copy;
+using cuda::mbar_arrive;
+using cuda::mbar_arrive_expect;
+using cuda::mbar_init;
+using cuda::mbar_wait;
 
 // acc + Σ w[i]·x[i] over 8 bf16 pairs; a bf16 widens to f32 by a shift or a mask.
 __device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {

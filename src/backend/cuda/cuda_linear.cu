@@ -201,7 +201,7 @@ void forget_algo(const GemmKey& key) {
 // out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]); x and out may carry extra leading dims.
 // out is bf16, or f32 (without bias) where the sum must not be rounded: logits, router scores.
 void CudaBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
-  TANDEM_CUDA_REQUIRE(l.plain(), "linear: the cuda backend takes no quantized or adapted linears");
+  if (l.quant) return linear_fp8(out, x, l);
   const Tensor &w = l.weight, &bias = l.bias;
   const bool out_f32 = out.dtype == DType::F32;
   cuda::check_tensor(out, out_f32 ? DType::F32 : DType::BF16, "linear", "out");

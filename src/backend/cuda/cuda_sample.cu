@@ -2,7 +2,8 @@
 // row (the host side, cuda_sample_op.cu, packs the rows and brings the results back).
 //
 // A block runs the whole function for its row over an f32 working copy of the logits:
-//   load (bf16 -> f32) and penalties; first token of the sample order (a min over the
+//   load (bf16 -> f32) with the row's grammar mask applied (-inf for tokens it rules out)
+//   and penalties; first token of the sample order (a min over the
 //   64-bit sample_order_rank, which is also greedy's answer); then for sampled rows the
 //   top-k and top-p cuts as radix selections over the rank (no sort: 8-bit histograms,
 //   key bits then id bits, stopping early when a whole bin is taken), the top-p mass being
@@ -275,19 +276,27 @@ __global__ void __launch_bounds__(kPartialThreads)
 }
 
 // One block per row.   logits [S, V] (bf16 or f32; may be `work` itself when f32),
-// work [S, V] f32, params [S], penalty_tokens/penalty_offsets [P], results [S];
-// partial [S, num_partials] from first_partial_kernel, or null (scan here).
+// work [S, V] f32, params [S], penalty_tokens/penalty_offsets [P], masks (the words of
+// constrained rows), results [S]; partial [S, num_partials] from first_partial_kernel, or
+// null (scan here).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const T* logits, float* work, int vocab, const RowParams* params,
                   const int32_t* penalty_tokens, const float* penalty_offsets,
-                  const u64* partial, int num_partials, RowResult* results) {
+                  const uint32_t* masks, const u64* partial, int num_partials,
+                  RowResult* results) {
   __shared__ Scratch sh;
   const RowParams p = params[blockIdx.x];
   const T* src = logits + size_t(blockIdx.x) * size_t(vocab);
   float* l = work + size_t(blockIdx.x) * size_t(vocab);
-  if (static_cast<const void*>(src) != static_cast<const void*>(l))
-    for (int i = int(threadIdx.x); i < vocab; i += kThreads) l[i] = to_f32(src[i]);
+  const uint32_t* mask = p.masked ? masks + p.mask_begin : nullptr;
+  // Step 0 before anything reads the logits: each thread reads and writes only its own
+  // elements, so an f32 row is masked in place safely.
+  if (static_cast<const void*>(src) != static_cast<const void*>(l) || mask)
+    for (int i = int(threadIdx.x); i < vocab; i += kThreads) {
+      const bool allowed = !mask || (mask[i >> 5] >> (i & 31) & 1u);
+      l[i] = allowed ? to_f32(src[i]) : -INFINITY;
+    }
   __syncthreads();
   for (int j = p.penalty_begin + int(threadIdx.x); j < p.penalty_end; j += kThreads) {
     int32_t t = penalty_tokens[j];  // distinct within the row: no two threads share a token
@@ -295,7 +304,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   int32_t first;
-  if (partial == nullptr || p.penalty_end > p.penalty_begin) {  // penalties moved the logits
+  // The wide scan read the raw logits: of no use once penalties or a mask changed them.
+  if (partial == nullptr || p.penalty_end > p.penalty_begin || mask) {
     first = first_in_order(l, vocab, sh);
   } else {
     u64 best = kNoCut;
@@ -316,7 +326,8 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_sample(cudaStream_t stream, int num_sms, const Tensor& logits, float* work,
                    const RowParams* params, const int32_t* pen_tokens, const float* pen_offsets,
-                   RowResult* results, const std::function<Tensor(int64_t)>& scratch_i32) {
+                   const uint32_t* masks, RowResult* results,
+                   const std::function<Tensor(int64_t)>& scratch_i32) {
   const int64_t S = logits.dim(0), V = logits.dim(1);
   // Fewer rows than ~2 waves of blocks: the first-in-order scan goes wide first.
   const int64_t chunks = std::clamp<int64_t>((2 * int64_t(num_sms) + S - 1) / S, 1,
@@ -332,7 +343,8 @@ void launch_sample(cudaStream_t stream, int num_sms, const Tensor& logits, float
       TANDEM_CUDA_LAUNCHED("first_partial_kernel");
     }
     sample_kernel<T><<<unsigned(S), kThreads, 0, stream>>>(typed, work, int(V), params, pen_tokens,
-                                                          pen_offsets, part, int(chunks), results);
+                                                          pen_offsets, masks, part, int(chunks),
+                                                          results);
     TANDEM_CUDA_LAUNCHED("sample_kernel");
   };
   if (logits.dtype == DType::BF16)

@@ -18,7 +18,8 @@ using u64 = unsigned long long;
 constexpr int kPartialChunk = 4096;  // logits per first_partial_kernel block, at least
 
 // SampleRow without its vectors, as the kernel reads it. Uploaded packed, followed by the
-// penalty lists of all rows: tokens [P] i32, then offsets [P] f32.
+// penalty lists of all rows: tokens [P] i32, then offsets [P] f32, then the grammar masks
+// of the constrained rows: ceil(V / 32) u32 words each.
 struct RowParams {
   float temperature;
   float top_p;
@@ -30,8 +31,10 @@ struct RowParams {
   int32_t penalty_end;
   u64 seed;
   u64 counter;
+  int32_t masked;      // 1: the row has a mask at word mask_begin of the masks; 0: none
+  int32_t mask_begin;
 };
-static_assert(sizeof(RowParams) == 48, "RowParams is packed into 4-byte words");
+static_assert(sizeof(RowParams) == 56, "RowParams is packed into 4-byte words");
 
 struct RowResult {
   int32_t token;
@@ -46,10 +49,10 @@ constexpr int64_t kResultWords = sizeof(RowResult) / 4;
 
 // Samples every row of logits [S, V] (bf16 or f32) on `stream`: work [S, V] f32 (may be
 // the logits themselves when f32), params [S] and the penalty lists as pack_rows lays
-// them out, results [S]. `scratch_i32(n)` gives an i32 device tensor of n elements that
+// them out, masks as pack_rows lays them out (null when no row has one), results [S]. `scratch_i32(n)` gives an i32 device tensor of n elements that
 // must live until the kernels have run (stream order).
 void launch_sample(cudaStream_t stream, int num_sms, const Tensor& logits, float* work,
                    const RowParams* params, const int32_t* pen_tokens, const float* pen_offsets,
-                   RowResult* results, const std::function<Tensor(int64_t)>& scratch_i32);
+                   const uint32_t* masks, RowResult* results, const std::function<Tensor(int64_t)>& scratch_i32);
 
 }  // namespace tandem

@@ -5,6 +5,7 @@
 // picked ids stay on the device for feed_tokens (the next step's inputs).
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -18,34 +19,49 @@ namespace tandem {
 
 namespace {
 
-// Row parameters and penalty lists in one buffer of 4-byte words (see RowParams).
-std::vector<int32_t> pack_rows(std::span<const SampleRow> rows, int64_t* num_penalties) {
-  int64_t P = 0;
-  for (const SampleRow& r : rows) P += int64_t(r.penalty_tokens.size());
-  cuda_require(P < INT_MAX, "sample: too many penalty entries");
+// Row parameters, penalty lists and grammar masks in one buffer of 4-byte words (see
+// RowParams): one upload per step, the masks of constrained rows only.
+std::vector<int32_t> pack_rows(std::span<const SampleRow> rows, int64_t* num_penalties,
+                               int64_t* num_mask_words) {
+  int64_t P = 0, M = 0;
+  for (const SampleRow& r : rows) {
+    P += int64_t(r.penalty_tokens.size());
+    M += int64_t(r.allowed.size());
+  }
+  cuda_require(P < INT_MAX / 4 && M < INT_MAX / 4, "sample: too many penalty entries or mask words");
   constexpr size_t kRowWords = sizeof(RowParams) / 4;
-  std::vector<int32_t> words(rows.size() * kRowWords + size_t(2 * P) + 1);
+  std::vector<int32_t> words(rows.size() * kRowWords + size_t(2 * P + M) + 1);
   int32_t* tokens = words.data() + rows.size() * kRowWords;
   float* offsets = reinterpret_cast<float*>(tokens + P);
-  int32_t at = 0;
+  int32_t* masks = tokens + 2 * P;
+  int32_t at = 0, mask_at = 0;
   for (size_t s = 0; s < rows.size(); s++) {
     const SampleRow& r = rows[s];
     RowParams p{r.temperature, r.top_p, r.min_p, r.repetition_penalty, r.top_k,
-                r.top_logprobs, at, at + int32_t(r.penalty_tokens.size()), r.seed, r.counter};
+                r.top_logprobs, at, at + int32_t(r.penalty_tokens.size()), r.seed, r.counter,
+                r.allowed.empty() ? 0 : 1, mask_at};
     std::memcpy(words.data() + s * kRowWords, &p, sizeof(p));
+    if (!r.allowed.empty()) {
+      std::memcpy(masks + mask_at, r.allowed.data(), r.allowed.size() * 4);
+      mask_at += int32_t(r.allowed.size());
+    }
     for (size_t j = 0; j < r.penalty_tokens.size(); j++, at++) {
       tokens[at] = r.penalty_tokens[j];
       offsets[at] = r.penalty_offset(j);
     }
   }
   *num_penalties = P;
+  *num_mask_words = M;
   return words;
 }
 
 void unpack_result(const RowResult& r, int top_logprobs, SampledToken& out) {
   out.token = r.token;
   out.logprob = top_logprobs >= 0 ? r.logprob : 0.f;
-  out.top_tokens.assign(r.top_tokens, r.top_tokens + (top_logprobs > 0 ? r.num_top : 0));
+  // Tokens a mask (or the logits themselves) rule out rank last at -inf: not candidates.
+  int n = top_logprobs > 0 ? r.num_top : 0;
+  while (n > 0 && std::isinf(r.top_logprobs[n - 1]) && r.top_logprobs[n - 1] < 0) n--;
+  out.top_tokens.assign(r.top_tokens, r.top_tokens + n);
   out.top_logprobs.assign(r.top_logprobs, r.top_logprobs + out.top_tokens.size());
 }
 
@@ -142,13 +158,14 @@ PendingSample CudaBackend::sample_async(Tensor& logits, std::span<const SampleRo
   for (const SampleRow& r : rows) state->top_logprobs.push_back(r.top_logprobs);
   if (S == 0) return PendingSample{0, state};
 
-  int64_t P = 0;
-  std::vector<int32_t> words = pack_rows(rows, &P);
+  int64_t P = 0, M = 0;
+  std::vector<int32_t> words = pack_rows(rows, &P, &M);
   Tensor packed = alloc(DType::I32, {int64_t(words.size())});
   allocator_->write_async(packed.data, words.data(), words.size() * 4);
   const auto* params = static_cast<const RowParams*>(packed.data);
   const int32_t* pen_tokens = packed.ptr<int32_t>() + S * int64_t(sizeof(RowParams) / 4);
   const auto* pen_offsets = reinterpret_cast<const float*>(pen_tokens + P);
+  const auto* masks = M > 0 ? reinterpret_cast<const uint32_t*>(pen_tokens + 2 * P) : nullptr;
 
   // f32 logits are worked on in place (the op may modify them); bf16 ones get an f32 copy,
   // since penalized values must not be rounded to bf16 (the CPU keeps them in f32).
@@ -156,7 +173,7 @@ PendingSample CudaBackend::sample_async(Tensor& logits, std::span<const SampleRo
   state->results = alloc(DType::I32, {S, kResultWords});
   auto* dev_results = static_cast<RowResult*>(state->results.data);
   launch_sample(stream_, props_.multiProcessorCount, logits, work.ptr<float>(), params,
-                pen_tokens, pen_offsets, dev_results, [&](int64_t words) {
+                pen_tokens, pen_offsets, masks, dev_results, [&](int64_t words) {
                   return alloc(DType::I32, {words});
                 });
 

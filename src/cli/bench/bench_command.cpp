@@ -2,6 +2,7 @@
 // rows go to stdout as each run finishes; progress and warnings go to stderr.
 #include <fmt/format.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -120,6 +121,31 @@ RequestShape probe(const Endpoint& endpoint, RequestShape shape, const BenchOpti
 }
 
 
+// With --json-schema: output tokens/s and mean TPOT of the constrained and the other
+// requests apart (the unconstrained rows must not slow down beside constrained ones).
+void report_classes(const LoadResult& result) {
+  int64_t tokens[2] = {0, 0};
+  double tpot[2] = {0, 0};
+  int n[2] = {0, 0}, n_tpot[2] = {0, 0};
+  for (const RequestRecord& r : result.records) {
+    if (!r.ok) continue;
+    const int c = r.constrained ? 1 : 0;
+    n[c]++;
+    tokens[c] += r.num_output_tokens;
+    if (auto t = time_per_output_token(r)) {
+      tpot[c] += *t;
+      n_tpot[c]++;
+    }
+  }
+  if (n[1] == 0) return;
+  for (int c : {1, 0}) {
+    if (n[c] == 0) continue;
+    fmt::print("  {:<13} {:>4} requests  {:>9.1f} output tok/s  mean TPOT {:.2f} ms\n",
+               c ? "constrained" : "unconstrained", n[c], double(tokens[c]) / result.duration_s,
+               n_tpot[c] ? 1e3 * tpot[c] / n_tpot[c] : 0.0);
+  }
+}
+
 void report_run(const RunSummary& s, const LoadResult& result) {
   fmt::print(stderr, "  concurrency {}: {} requests in {:.2f} s, {} errors\n", s.concurrency,
              s.num_requests, s.duration_s, s.num_errors);
@@ -134,6 +160,7 @@ void report_run(const RunSummary& s, const LoadResult& result) {
       break;
     }
   fmt::print("{}", table_row(s));
+  report_classes(result);
   std::fflush(stdout);
 }
 
@@ -171,6 +198,16 @@ int run_bench(const BenchOptions& o) {
     shape.model = o.model.empty() ? discover_model(endpoint) : o.model;
     shape.max_tokens = o.output_len;
     shape.temperature = o.temperature;
+    if (!o.json_schema_path.empty()) {
+      std::ifstream in(o.json_schema_path);
+      if (!in) fail("--json-schema {}: cannot open", o.json_schema_path);
+      nlohmann::json schema = nlohmann::json::parse(in, nullptr, false);
+      if (schema.is_discarded()) fail("--json-schema {}: not JSON", o.json_schema_path);
+      if (!(o.constrained_fraction >= 0 && o.constrained_fraction <= 1))
+        fail("--constrained-fraction must be in [0, 1] (got {})", o.constrained_fraction);
+      shape.schema_text = schema.dump();
+      shape.constrained_fraction = o.constrained_fraction;
+    }
     shape.return_token_ids = o.multi_turn > 0;  // to resend each reply as generated
     shape = probe(endpoint, shape, o, token_max);
 

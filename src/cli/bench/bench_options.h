@@ -33,6 +33,10 @@ struct BenchOptions {
   int timeout_s = 600;    // read timeout of one request
   std::string json_path;  // --json FILE: raw per-request numbers and summaries
   std::string plot_path;  // --plot FILE.svg: throughput and TTFT against concurrency
+  // --json-schema FILE: constrained requests carry it as response_format json_schema;
+  // --constrained-fraction F of the requests are constrained (spread evenly).
+  std::string json_schema_path;
+  double constrained_fraction = 1.0;
 };
 
 int run_bench(const BenchOptions& options);

@@ -1,5 +1,7 @@
 #include "cli/bench/load_gen.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -108,7 +110,13 @@ Endpoint parse_endpoint(const std::string& url) {
   return e;
 }
 
-std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt) {
+bool RequestShape::constrained(int i) const {
+  if (schema_text.empty()) return false;
+  return std::floor(double(i + 1) * constrained_fraction) > std::floor(double(i) * constrained_fraction);
+}
+
+std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt,
+                            bool constrained) {
   json body = {{"model", shape.model},
                {"prompt", prompt},
                {"max_tokens", shape.max_tokens},
@@ -119,6 +127,10 @@ std::string completion_body(const RequestShape& shape, const std::vector<int32_t
     body["min_tokens"] = shape.max_tokens;
     body["ignore_eos"] = true;
   }
+  if (constrained)
+    body["response_format"] = {
+        {"type", "json_schema"},
+        {"json_schema", {{"name", "bench"}, {"strict", true}, {"schema", json::parse(shape.schema_text)}}}};
   if (shape.return_token_ids) body["return_token_ids"] = true;
   return body.dump();
 }
@@ -139,8 +151,10 @@ std::string discover_model(const Endpoint& endpoint) {
 }
 
 RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shape,
-                              const std::vector<int32_t>& prompt, double run_start_s) {
+                              const std::vector<int32_t>& prompt, double run_start_s,
+                              bool constrained) {
   RequestRecord rec;
+  rec.constrained = constrained;
   rec.num_prompt_tokens = int(prompt.size());
   httplib::Client client(endpoint.origin);
   configure(client, endpoint);
@@ -149,7 +163,7 @@ RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shap
   req.path = endpoint.prefix + "/v1/completions";
   req.headers = request_headers(endpoint);
   req.set_header("Content-Type", "application/json");
-  req.body = completion_body(shape, prompt);
+  req.body = completion_body(shape, prompt, constrained);
 
   StreamTally tally;
   int status = 0;
@@ -214,12 +228,14 @@ LoadResult run_jobs(int num_jobs, int per_job, int concurrency, const ProgressFn
 }
 
 RequestRecord send_guarded(const Endpoint& endpoint, const RequestShape& shape,
-                           const std::vector<int32_t>& prompt, double start) {
+                           const std::vector<int32_t>& prompt, double start,
+                           bool constrained = false) {
   try {
-    return send_completion(endpoint, shape, prompt, start);
+    return send_completion(endpoint, shape, prompt, start, constrained);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; keep the run going
     RequestRecord rec;
     rec.error = std::string("client: ") + e.what();
+    rec.constrained = constrained;
     return rec;
   }
 }
@@ -262,7 +278,8 @@ LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const L
   TANDEM_CHECK(plan.send_at_s.empty() || int(plan.send_at_s.size()) == n);
   return run_jobs(n, 1, plan.concurrency, progress, [&](int i, double start) {
     if (!plan.send_at_s.empty()) sleep_until_seconds(start + plan.send_at_s[size_t(i)]);
-    return std::vector<RequestRecord>{send_guarded(endpoint, shape, plan.prompts[size_t(i)], start)};
+    return std::vector<RequestRecord>{
+        send_guarded(endpoint, shape, plan.prompts[size_t(i)], start, shape.constrained(i))};
   });
 }
 

@@ -32,12 +32,17 @@ struct RequestShape {
   int max_tokens = 128;
   float temperature = 0.f;
   bool force_length = true;  // also send min_tokens = max_tokens and ignore_eos (vLLM's)
+  std::string schema_text;   // "": no constrained requests; else the JSON Schema they carry
+  double constrained_fraction = 1.0;
+  // Whether request i is constrained: floor(i·F) steps up at i, so F of them, spread evenly.
+  bool constrained(int i) const;
   bool return_token_ids = false;  // ask for the generated ids (vLLM's and tandem's field)
 };
 
 // {"model", "prompt": [ids], "max_tokens", ["min_tokens", "ignore_eos"], "temperature",
-//  "stream": true, "stream_options": {"include_usage": true}}
-std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt);
+//  "stream": true, "stream_options": {"include_usage": true}, ["response_format"]}
+std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt,
+                            bool constrained = false);
 
 // GET {prefix}/v1/models → the first model id. Throws tandem::Error naming the URL and
 // the reason when the server is unreachable or lists no model.
@@ -46,7 +51,8 @@ std::string discover_model(const Endpoint& endpoint);
 // Sends one streaming completion; `run_start` is the zero of the record's start_s. A
 // request is ok when the server answered 200, streamed no error and ended with [DONE].
 RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shape,
-                              const std::vector<int32_t>& prompt, double run_start_s);
+                              const std::vector<int32_t>& prompt, double run_start_s,
+                              bool constrained = false);
 
 struct LoadPlan {
   int concurrency = 1;

@@ -325,6 +325,66 @@ TEST(CpuSample, RejectsMalformedRows) {
   SampleRow zero_p = sampled(1.f);
   zero_p.top_p = 0.f;
   bad(zero_p, "top_p");
+  std::vector<uint32_t> two_words = {7u, 0u}, none = {0u}, past_the_end = {0xFFFFFFF8u};
+  SampleRow long_mask;
+  long_mask.allowed = two_words;
+  bad(long_mask, "mask of 2 words");
+  SampleRow empty_mask;
+  empty_mask.allowed = none;
+  bad(empty_mask, "allows no token");
+  SampleRow only_padding;  // bits 3.. lie past the 3-token vocabulary
+  only_padding.allowed = past_the_end;
+  bad(only_padding, "allows no token");
+}
+
+// A mask over `vocab` tokens allowing `ids`.
+std::vector<uint32_t> mask_of(std::initializer_list<int> ids, int vocab) {
+  std::vector<uint32_t> words(size_t((vocab + 31) / 32), 0u);
+  for (int id : ids) words[size_t(id >> 5)] |= 1u << (id & 31);
+  return words;
+}
+
+TEST(CpuSample, GreedyPicksTheBestAllowedToken) {
+  auto be = make_cpu_backend();
+  std::mt19937 rng(9);
+  auto logits = test::random_vec(rng, 70, -4.f, 4.f);
+  logits[5] = 10.f;  // the argmax, masked out below
+  logits[40] = 3.f;
+  logits[66] = 3.5f;
+  std::vector<uint32_t> allowed = mask_of({40, 66, 2}, 70);
+  SampleRow r;
+  r.allowed = allowed;
+  r.top_logprobs = 5;
+  SampledToken t = sample_one(*be, logits, r);
+  EXPECT_EQ(t.token, std::max(logits[2], 3.5f) == 3.5f ? 66 : 2);
+  // Logprobs are those of the constrained distribution, and only allowed tokens are listed.
+  std::vector<double> kept = {logits[2], logits[40], logits[66]};
+  double lz = log_sum_exp(kept);
+  EXPECT_NEAR(t.logprob, logits[size_t(t.token)] - lz, 1e-5);
+  ASSERT_EQ(t.top_tokens.size(), 3u);
+  for (size_t i = 0; i < 3; i++) EXPECT_TRUE(t.top_tokens[i] == 2 || t.top_tokens[i] == 40 || t.top_tokens[i] == 66);
+}
+
+TEST(CpuSample, DrawsFollowTheSoftmaxOverAllowedTokens) {
+  auto be = make_cpu_backend();
+  std::vector<float> logits = {1.f, 0.5f, 0.f, -0.5f, -1.f, 2.f, -3.f, 0.25f};
+  std::vector<uint32_t> allowed = mask_of({0, 2, 3, 7}, 8);
+  std::vector<float> masked = logits;
+  for (int i : {1, 4, 5, 6}) masked[size_t(i)] = -std::numeric_limits<float>::infinity();
+  const int n = 30000;
+  for (float t : {0.7f, 1.f}) {
+    SampleRow r = sampled(t, 77);
+    r.allowed = allowed;
+    r.top_k = 3;  // top-k, penalties and min-p all see only the allowed tokens
+    r.repetition_penalty = 1.2f;
+    r.penalty_tokens = {5, 0};
+    r.output_counts = {2, 0};
+    r.min_p = 0.05f;
+    std::vector<float> want_logits = masked;
+    want_logits[0] = logits[0] / 1.2f;
+    auto counts = histogram(*be, logits, r, n);
+    EXPECT_LT(chi_square(counts, truncated(want_logits, t, 3, 1.0, 0.05), n), 13.8) << t;  // 2 dof
+  }
 }
 
 }  // namespace

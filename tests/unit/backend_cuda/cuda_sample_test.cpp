@@ -89,9 +89,21 @@ void expect_same(const std::vector<SampledToken>& gpu, const std::vector<Sampled
   }
 }
 
+// A grammar-style mask over V tokens: each allowed with probability `density`, and at
+// least one always (token `always`).
+std::vector<uint32_t> random_mask(std::mt19937& rng, int V, double density, int always) {
+  std::bernoulli_distribution allow(density);
+  std::vector<uint32_t> words(size_t((V + 31) / 32), 0u);
+  for (int i = 0; i < V; i++)
+    if (i == always || allow(rng)) words[size_t(i >> 5)] |= 1u << (i & 31);
+  return words;
+}
+
 // Rounds of S rows each at vocabulary V; `scale` sets how spread (and how tied) the
-// bf16 logits are.
-void compare(int rounds, int S, int V, float scale, double masked, DType gpu_dtype) {
+// bf16 logits are; with `grammar_density`, two rows in three carry a mask allowing about
+// that fraction of the vocabulary (the others none, as in a mixed batch).
+void compare(int rounds, int S, int V, float scale, double masked, DType gpu_dtype,
+             double grammar_density = 0) {
   auto cpu = make_cpu_backend();
   auto gpu = make_cuda_backend(0);
   std::mt19937 rng(uint32_t(V) * 31u + uint32_t(S) + uint32_t(scale * 100));
@@ -99,7 +111,14 @@ void compare(int rounds, int S, int V, float scale, double masked, DType gpu_dty
     SCOPED_TRACE(testing::Message() << "V " << V << " round " << round << " scale " << scale);
     auto logits = bf16_logits(rng, size_t(S) * size_t(V), scale, masked);
     std::vector<SampleRow> rows;
-    for (int s = 0; s < S; s++) rows.push_back(menu_row(rng, s + round, V));
+    std::vector<std::vector<uint32_t>> masks(static_cast<size_t>(S));
+    for (int s = 0; s < S; s++) {
+      rows.push_back(menu_row(rng, s + round, V));
+      if (grammar_density > 0 && s % 3 != 0) {
+        masks[size_t(s)] = random_mask(rng, V, grammar_density, (s * 7919) % V);
+        rows.back().allowed = masks[size_t(s)];
+      }
+    }
     expect_same(run(*gpu, logits, S, V, gpu_dtype, rows), run(*cpu, logits, S, V, DType::F32, rows),
                 rows);
   }
@@ -126,6 +145,17 @@ TEST(CudaSample, MatchesCpuWithMaskedTokensAndF32Logits) {
   SKIP_WITHOUT_GPU();
   compare(4, 22, 512, 2.f, 0.3, DType::BF16);
   compare(4, 22, 1000, 1.5f, 0.0, DType::F32);  // f32 logits are worked on in place
+}
+
+// Step 0 of the function: grammar masks, dense and sparse (one allowed token), on bf16
+// logits (copied) and f32 ones (masked in place), with a vocabulary that is not a multiple
+// of 32 and with few rows (the wide first-in-order scan must not be used for them).
+TEST(CudaSample, MatchesCpuWithGrammarMasks) {
+  SKIP_WITHOUT_GPU();
+  compare(4, 22, 1000, 2.f, 0.0, DType::BF16, 0.5);
+  compare(4, 22, 1003, 2.f, 0.0, DType::F32, 0.02);
+  compare(3, 22, 151936, 3.f, 0.0, DType::BF16, 0.3);
+  compare(3, 2, 151936, 3.f, 0.0, DType::BF16, 0.0001);  // rows 1, 2 masked, few rows
 }
 
 TEST(CudaSample, ManyCountersOfOneRowMatchCpu) {

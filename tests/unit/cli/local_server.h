@@ -3,15 +3,20 @@
 // loopback port. The served model's name is `config.served_model_name`.
 #pragma once
 
+#include <httplib.h>
+
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "cli/model_files.h"
 #include "engine/engine.h"
 #include "server/http_server.h"
+#include "server/json_text.h"
 
 namespace tandem::test {
 
@@ -22,7 +27,8 @@ class LocalServer {
               const std::vector<std::pair<std::string, std::filesystem::path>>& loras = {}) {
     std::vector<std::filesystem::path> lora_dirs;
     for (auto& [name, d] : loras) lora_dirs.push_back(d);
-    cli::LoadedModel m = cli::load_model_folder(dir, "cpu", cli::lora_capacity_for(lora_dirs));
+    cli::LoadedModel m =
+        cli::load_model_folder(dir, "cpu", LoadOptions{.lora = cli::lora_capacity_for(lora_dirs)});
     engine_ = cli::make_engine(m, std::move(config), std::nullopt);
     for (auto& [name, d] : loras) engine_->add_lora(name, d);
     engine_->start();
@@ -41,6 +47,22 @@ class LocalServer {
   int port() const { return http_->port(); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
   const Engine& engine() const { return *engine_; }
+
+  // /stats once the engine has retired every sequence (it frees blocks after the last
+  // chunk is sent, so a reply can arrive a moment before the books are closed); the last
+  // /stats read when that takes more than 5 s.
+  server::Json settled_stats() const {
+    httplib::Client client("127.0.0.1", port());
+    server::Json stats;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    do {
+      auto res = client.Get("/stats");
+      if (res && res->status == 200) stats = server::Json::parse(res->body);
+      if (stats.is_object() && stats["kv_blocks"]["used"] == 0 && stats["running"] == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return stats;
+  }
 
  private:
   std::unique_ptr<Engine> engine_;

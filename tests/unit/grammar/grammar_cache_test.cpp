@@ -35,6 +35,25 @@ TEST(GrammarCache, KeysTellSpecsApart) {
   EXPECT_EQ(schema_spec(R"({"type": "string"})").key(), schema_spec(R"({"type":"string"})").key());
 }
 
+// A prefix and suffix (a forced tool call's tags) wrap the output of any kind of spec.
+TEST(GrammarSpecWrap, PrefixAndSuffixSurroundTheOutput) {
+  GrammarSpec call = schema_spec(R"({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})");
+  call.prefix = "<tool_call>\n";
+  call.suffix = "\n</tool_call>";
+  EXPECT_TRUE(accepts(call, "<tool_call>\n{\"n\":12}\n</tool_call>"));
+  EXPECT_FALSE(accepts(call, "{\"n\":12}"));
+  EXPECT_FALSE(accepts(call, "<tool_call>\n{\"n\":12}"));
+  GrammarSpec choice = GrammarSpec::choice({"a", "b"});
+  choice.prefix = "[";
+  EXPECT_TRUE(accepts(choice, "[b"));
+  EXPECT_FALSE(accepts(choice, "b"));
+  GrammarSpec plain = GrammarSpec::choice({"a", "b"});
+  EXPECT_NE(plain.key(), choice.key());
+  GrammarSpec suffixed = GrammarSpec::choice({"a", "b"});
+  suffixed.suffix = "[";
+  EXPECT_NE(suffixed.key(), choice.key());
+}
+
 TEST(GrammarCache, ErrorsAreThrownEveryTimeNotCached) {
   GrammarCache cache(byte_vocab());
   for (int i = 0; i < 2; ++i) EXPECT_THROW(cache.get(GrammarSpec::regex("(")), GrammarError);

@@ -117,7 +117,7 @@ TEST_F(SafetensorsErrors, OverlappingTensors) {
 }
 
 TEST_F(SafetensorsErrors, UnsupportedDtypes) {
-  for (const char* dtype : {"F64", "I64", "U8", "BOOL", "F8_E4M3", "FLOAT"}) {
+  for (const char* dtype : {"F64", "I64", "U8", "BOOL", "F8_E5M2", "FLOAT"}) {
     std::string header =
         fmt::format(R"({{"w":{{"dtype":"{}","shape":[1],"data_offsets":[0,8]}}}})", dtype);
     std::string e = header_error(header, 8);

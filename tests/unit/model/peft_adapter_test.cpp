@@ -89,7 +89,8 @@ fs::path write_adapter(const std::string& tag, const json& config, const std::st
 
 std::string write_refusal(const fs::path& dir, int max_rank = 8) {
   auto be = make_cpu_backend();
-  auto model = load_model(oracle("llama"), *be, LoraCapacity{.max_loras = 1, .max_rank = max_rank});
+  auto model = load_model(oracle("llama"), *be,
+                          LoadOptions{.lora = {.max_loras = 1, .max_rank = max_rank}});
   try {
     write_lora_slot(*be, model->lora_targets(), 1, load_peft_adapter(dir));
   } catch (const Error& e) {

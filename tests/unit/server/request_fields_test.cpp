@@ -4,6 +4,7 @@
 
 #include "server/api_error.h"
 #include "server/openai_fields.h"
+#include "server/structured_output.h"
 #include "server/sampling_fields.h"
 
 namespace tandem::server {
@@ -173,13 +174,25 @@ TEST(OpenAIFields, StreamOptionsAndFormats) {
   StreamOptions s = read_stream_options(
       FieldReader(Json{{"stream", true}, {"stream_options", {{"include_usage", true}}}}));
   EXPECT_TRUE(s.stream && s.include_usage);
-  check_response_format(FieldReader(Json{{"response_format", {{"type", "json_object"}}}}));
-  std::string msg = expect_400(
-      [] {
-        check_response_format(FieldReader(Json{{"response_format", {{"type", "json_schema"}}}}));
-      },
+  auto object = read_response_format(FieldReader(Json{{"response_format", {{"type", "json_object"}}}}));
+  ASSERT_TRUE(object.has_value());
+  EXPECT_EQ(object->kind, grammar::SpecKind::JsonObject);
+  EXPECT_FALSE(read_response_format(FieldReader(Json{{"response_format", {{"type", "text"}}}})));
+  Json strict = {{"response_format",
+                  {{"type", "json_schema"},
+                   {"json_schema", {{"name", "x"}, {"strict", true}, {"schema", {{"type", "object"}}}}}}}};
+  auto schema = read_response_format(FieldReader(strict));
+  ASSERT_TRUE(schema.has_value());
+  EXPECT_EQ(schema->kind, grammar::SpecKind::JsonSchema);
+  EXPECT_TRUE(schema->json.strict_properties);
+  strict["response_format"]["json_schema"]["strict"] = false;
+  EXPECT_FALSE(read_response_format(FieldReader(strict))->json.strict_properties);
+  expect_400(
+      [] { read_response_format(FieldReader(Json{{"response_format", {{"type", "json_schema"}}}})); },
+      "response_format.json_schema");
+  expect_400(
+      [] { read_response_format(FieldReader(Json{{"response_format", {{"type", "yaml"}}}})); },
       "response_format.type");
-  EXPECT_NE(msg.find("not enforced yet"), std::string::npos) << msg;
   expect_400([] { read_num_choices(FieldReader(Json{{"n", 0}}), 128); }, "n");
   std::string n_msg = expect_400([] { read_num_choices(FieldReader(Json{{"n", 129}}), 128); }, "n");
   EXPECT_NE(n_msg.find("--max-choices"), std::string::npos) << n_msg;

@@ -1,0 +1,124 @@
+// cuda_fp8_bench: the FP8 linears (cuda_linear_fp8.cu) beside the bf16 ones, Llama-3.1-8B
+// shapes. Prints figures; never a gate.
+//   1. Decode (1–2 rows): the FP8 weight stream against the bf16 one (cuda_gemv.cu), per
+//      linear in a CUDA graph of `calls` linears cycling over weight copies larger than L2
+//      (so each reads HBM, as decode does); GB/s and % of 4.3 TB/s of the weight bytes.
+//   2. Prefill / batches (256, 2048, 8192 rows): TFLOP/s of cuBLASLt bf16, of the FP8 path
+//      (activation quantize kernel + cuBLASLt e4m3 with outer-vector scales) and of the
+//      FP8 epilogue path (unscaled e4m3 GEMM to f32 + the scale kernel), eager calls.
+//   usage: cuda_fp8_bench [calls_per_graph (default 20)]
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#ifdef TANDEM_HAS_CUDA
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_linear_fp8.h"
+#include "cuda_timing.h"
+
+namespace {
+
+using tandem::DType;
+using tandem::Linear;
+using tandem::Tensor;
+
+constexpr double kMeasuredHbm = 4.3e12;
+constexpr int64_t kMinWeightBytes = int64_t(512) << 20;
+
+struct Case {
+  const char* name;
+  int64_t N, K;
+};
+
+Tensor filled(tandem::CudaBackend& be, DType dtype, tandem::Shape shape, int byte) {
+  Tensor t = be.alloc(dtype, shape);
+  tandem::cuda_check(cudaMemsetAsync(t.data, byte, t.nbytes(), be.stream()), "cudaMemsetAsync");
+  return t;
+}
+
+// An FP8 per-channel Linear of cheap values (1.0 weights, scales 1/448).
+Linear fp8_linear(tandem::CudaBackend& be, int64_t N, int64_t K) {
+  Linear l{.weight = filled(be, DType::F8E4M3, {N, K}, 0x38)};
+  Tensor s = tandem::Tensor::empty_host(DType::F32, {N});
+  std::fill_n(s.ptr<float>(), N, 1.f / 448.f);
+  l.quant = tandem::LinearQuant{.granularity = tandem::ScaleGranularity::PerChannel,
+                                .weight_scale = be.upload(s, DType::F32),
+                                .input = tandem::InputScaling::Dynamic};
+  return l;
+}
+
+void decode_case(tandem::CudaBackend& be, const Case& c, int calls) {
+  std::string line = fmt::format("{:<8}", c.name);
+  for (int64_t M : {1, 2}) {
+    Tensor x = filled(be, DType::BF16, {M, c.K}, 0x3c);
+    Tensor out = be.alloc(DType::BF16, {M, c.N});
+    for (bool fp8 : {false, true}) {
+      const int64_t bytes = c.N * c.K * (fp8 ? 1 : 2);
+      const int64_t copies = std::max<int64_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
+      std::vector<Linear> ws;
+      for (int64_t i = 0; i < copies; i++)
+        ws.push_back(fp8 ? fp8_linear(be, c.N, c.K) : Linear{filled(be, DType::BF16, {c.N, c.K}, 0x3c)});
+      size_t next = 0;
+      const double us = 1e6 * tandem::bench::time_graph(be, calls, [&] {
+                          be.linear(out, x, ws[next++ % ws.size()]);
+                        }).event_s;
+      const double gbs = double(bytes) / (us * 1e-6) / 1e9;
+      line += fmt::format("  M={} {} {:6.1f} µs {:6.0f} GB/s ({:4.1f}%)", M, fp8 ? "fp8 " : "bf16", us,
+                          gbs, 100.0 * gbs * 1e9 / kMeasuredHbm);
+    }
+  }
+  fmt::print("{}\n", line);
+}
+
+void gemm_case(tandem::CudaBackend& be, const Case& c) {
+  Linear bf16{filled(be, DType::BF16, {c.N, c.K}, 0x3c)};
+  Linear fp8 = fp8_linear(be, c.N, c.K);
+  for (int64_t M : {256, 2048, 8192}) {
+    Tensor x = filled(be, DType::BF16, {M, c.K}, 0x3c);
+    Tensor out = be.alloc(DType::BF16, {M, c.N});
+    const double flops = 2.0 * double(M) * double(c.N) * double(c.K);
+    auto tflops = [&](const Linear& l) {
+      return flops / tandem::bench::time_calls(be, 5, [&] { be.linear(out, x, l); }).event_s / 1e12;
+    };
+    const double b = tflops(bf16);
+    tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
+    const double f = tflops(fp8);
+    tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Epilogue);
+    const double e = tflops(fp8);
+    tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
+    fmt::print("{:<8} M={:<5} bf16 {:6.1f}  fp8 {:6.1f} ({:.2f}x)  fp8 epilogue {:6.1f} TFLOP/s\n",
+               c.name, M, b, f, f / b, e);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (tandem::cuda_device_count() == 0) {
+    std::fprintf(stderr, "cuda_fp8_bench: no CUDA GPU on this machine\n");
+    return 1;
+  }
+  const int calls = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
+  tandem::CudaBackend be(0);
+  const Case cases[] = {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
+  fmt::print("decode linears, graph of {} calls, % of {:.1f} TB/s\n", calls, kMeasuredHbm / 1e12);
+  for (const Case& c : cases) decode_case(be, c, calls);
+  fmt::print("many-row linears (fp8 includes quantizing x)\n");
+  for (const Case& c : cases) gemm_case(be, c);
+  return 0;
+}
+
+#else
+int main() {
+  std::fprintf(stderr, "cuda_fp8_bench: built without CUDA\n");
+  return 1;
+}
+#endif

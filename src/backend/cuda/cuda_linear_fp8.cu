@@ -1,0 +1,420 @@
+// FP8 (e4m3) linears on CUDA (cuda_linear_fp8.h says which path takes which shape). The
+// arithmetic is the CPU twin's (cpu_linear_fp8.cpp): x quantized per token (per token and
+// block_k columns for block weights) or by the static input scale, e4m3 products summed
+// in f32, both scales applied to each group's sum.
+//
+// Column-major terms for cuBLASLt, as in cuda_linear.cu: out [T, N] is C (N x T), W [N, K]
+// is A (K x N, op T), xq [T, K] is B (K x T): m = N, n = T, k = K. The A scale vector has
+// m = N entries (s_w per channel), the B scale vector n = T entries (s_x per token).
+#include <cuda_fp8.h>
+
+#include <atomic>
+#include <type_traits>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.cuh"
+#include "backend/cuda/cuda_fp8.cuh"
+#include "backend/cuda/cuda_gemv_fp8.h"
+#include "backend/cuda/cuda_linear_fp8.h"
+#include "backend/cuda/cuda_memory.h"
+#include "backend/cuda/cuda_pdl.cuh"
+
+namespace tandem {
+
+namespace {
+
+using cuda::bf16;
+
+std::atomic<Fp8GemmPath> g_path{Fp8GemmPath::Auto};
+
+// ---------------------------------------------------------------- kernels
+
+__device__ __forceinline__ float to_float(bf16 v) { return __bfloat162float(v); }
+
+// Block-wide max of v (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+__device__ float block_max(float v, float* scratch) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();  // scratch may still be read from the previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < int(blockDim.x / 32) ? scratch[lane] : 0.f;
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// xq[t, k] = e4m3(x[t, k] / s[t, g]), s[t, g] = max(|x[t, g-th group]|, 1e-12) / 448, or the
+// static scale when `static_scale` is set.   x [T, K] bf16, xq [T, K], scales [T, G].
+// One block per token.
+__global__ void quantize_rows_kernel(uint8_t* __restrict__ xq, float* __restrict__ scales,
+                                     const bf16* __restrict__ x, int64_t K, int64_t group,
+                                     int64_t num_groups, const float* __restrict__ static_scale) {
+  __shared__ float scratch[32];
+  cuda::pdl_launch_next();  // the weight stream after it may start filling its ring
+  cuda::pdl_wait();
+  const int64_t t = blockIdx.x;
+  const bf16* row = x + t * K;
+  for (int64_t g = 0; g < num_groups; g++) {
+    const int64_t k0 = g * group, k1 = min(K, k0 + group);
+    float s;
+    if (static_scale) {
+      s = *static_scale;
+    } else {
+      float amax = 0.f;
+      for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) amax = fmaxf(amax, fabsf(to_float(row[k])));
+      s = fmaxf(block_max(amax, scratch), 1e-12f) / 448.f;
+    }
+    for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x)
+      xq[t * K + k] = cuda::f8_from_f32(to_float(row[k]) / s);
+    if (threadIdx.x == 0) scales[t * num_groups + g] = s;
+  }
+}
+
+// How the weight's scales cover it, for the kernels.
+struct WeightScales {
+  const float* s = nullptr;
+  int kind = 0;  // 0 per tensor, 1 per channel, 2 block
+  int64_t block_n = 1, num_k_blocks = 1;
+  __device__ __forceinline__ float at(int64_t n, int64_t g) const {
+    return kind == 0 ? s[0] : kind == 1 ? s[n] : s[(n / block_n) * num_k_blocks + g];
+  }
+};
+
+// Two e4m3 bytes → two floats, exactly.
+__device__ __forceinline__ float2 f8x2_to_float2(uint16_t pair) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
+  return __half22float2(*reinterpret_cast<const __half2*>(&h));
+}
+
+// Σ over 16 e4m3 pairs packed in two uint4 loads.
+__device__ __forceinline__ float dot16(const uint4& a, const uint4& b) {
+  const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const float2 a0 = f8x2_to_float2(uint16_t(wa[i] & 0xffffu)), a1 = f8x2_to_float2(uint16_t(wa[i] >> 16));
+    const float2 b0 = f8x2_to_float2(uint16_t(wb[i] & 0xffffu)), b1 = f8x2_to_float2(uint16_t(wb[i] >> 16));
+    sum = fmaf(a0.x, b0.x, sum);
+    sum = fmaf(a0.y, b0.y, sum);
+    sum = fmaf(a1.x, b1.x, sum);
+    sum = fmaf(a1.y, b1.y, sum);
+  }
+  return sum;
+}
+
+__device__ __forceinline__ float f8_to_float(uint8_t b) {
+  return f8x2_to_float2(uint16_t(b)).x;
+}
+
+constexpr int kStreamWarps = 8;   // output rows per block
+constexpr int kStreamRows = 2;    // tokens per block (grid.y covers the rest)
+
+// The weight stream: out[t, n] = Σ_g s_x[t, g] · s_w(n, g) · Σ_{k∈g} xq[t, k] · wq[n, k]
+// (+ bias[n]). A warp per output row n, kStreamRows tokens per block; kVec: 16 bytes per
+// lane per load (K % 16 == 0, group % 16 == 0, 16-byte aligned rows), else one element.
+//   out [T, N] (OutT: bf16 or f32), xq [T, K], w [N, K], x_scales [T, G]
+template <bool kVec, typename OutT>
+__global__ void __launch_bounds__(kStreamWarps * 32)
+fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
+                  const float* __restrict__ x_scales, const uint8_t* __restrict__ w,
+                  WeightScales ws, const bf16* __restrict__ bias, int64_t T, int64_t N,
+                  int64_t K, int64_t group, int64_t num_groups) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t n = int64_t(blockIdx.x) * kStreamWarps + warp;
+  const int64_t t0 = int64_t(blockIdx.y) * kStreamRows;
+  if (n >= N) return;
+  const int rows = T - t0 < kStreamRows ? int(T - t0) : kStreamRows;
+  const uint8_t* wrow = w + n * K;
+  float acc[kStreamRows] = {};
+  if constexpr (kVec) {
+#pragma unroll 4
+    for (int64_t k = int64_t(lane) * 16; k < K; k += 32 * 16) {
+      const uint4 wv = *reinterpret_cast<const uint4*>(wrow + k);
+      const int64_t g = k / group;
+      const float sw = ws.at(n, g);
+#pragma unroll
+      for (int r = 0; r < kStreamRows; r++) {
+        if (r >= rows) break;
+        const int64_t t = t0 + r;
+        const uint4 xv = *reinterpret_cast<const uint4*>(xq + t * K + k);
+        acc[r] = fmaf(dot16(wv, xv), sw * x_scales[t * num_groups + g], acc[r]);
+      }
+    }
+  } else {
+    for (int64_t k = lane; k < K; k += 32) {
+      const float wk = f8_to_float(wrow[k]);
+      const int64_t g = k / group;
+      const float sw = ws.at(n, g);
+      for (int r = 0; r < rows; r++) {
+        const int64_t t = t0 + r;
+        acc[r] = fmaf(wk * f8_to_float(xq[t * K + k]), sw * x_scales[t * num_groups + g], acc[r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kStreamRows; r++) {
+    float v = acc[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0 && r < rows) {
+      if (bias) v += to_float(bias[n]);
+      if constexpr (std::is_same_v<OutT, float>) out[(t0 + r) * N + n] = v;
+      else out[(t0 + r) * N + n] = __float2bfloat16_rn(v);
+    }
+  }
+}
+
+// out[t, n] = acc[t, n] · s_x[t] · s_w(n) (+ bias[n]): the epilogue of the unscaled GEMM.
+template <typename OutT>
+__global__ void fp8_scale_kernel(OutT* __restrict__ out, const float* __restrict__ acc,
+                                 const float* __restrict__ x_scales, WeightScales ws,
+                                 const bf16* __restrict__ bias, int64_t T, int64_t N) {
+  const int64_t total = T * N;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / N, n = i % N;
+    float v = acc[i] * x_scales[t] * ws.at(n, 0);
+    if (bias) v += to_float(bias[n]);
+    if constexpr (std::is_same_v<OutT, float>) out[i] = v;
+    else out[i] = __float2bfloat16_rn(v);
+  }
+}
+
+// out[t, n] += bias[n] (bf16 out of the scaled cuBLASLt GEMM).
+__global__ void fp8_add_bias_kernel(bf16* __restrict__ out, const bf16* __restrict__ bias,
+                                    int64_t T, int64_t N) {
+  const int64_t total = T * N;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = __float2bfloat16_rn(to_float(out[i]) + to_float(bias[i % N]));
+}
+
+// ---------------------------------------------------------------- cuBLASLt e4m3 GEMM
+
+struct Fp8GemmKey {
+  int device;
+  int64_t m, n, k;
+  bool scaled;   // OUTER_VEC_32F scales (else unscaled, f32 out)
+  bool out_f32;
+  bool operator<(const Fp8GemmKey& o) const {
+    return std::tie(device, m, n, k, scaled, out_f32) <
+           std::tie(o.device, o.m, o.n, o.k, o.scaled, o.out_f32);
+  }
+};
+
+struct Fp8LtGemm {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+
+  Fp8LtGemm(const Fp8GemmKey& key, const float* a_scale, const float* b_scale) {
+    cublas_check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                 "linear fp8: cublasLtMatmulDescCreate");
+    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
+    set(CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans));
+    set(CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans));
+    if (key.scaled) {
+      const cublasLtMatmulMatrixScale_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+      set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode));
+      set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode));
+      set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof(a_scale));
+      set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof(b_scale));
+    }
+    layout(&a, key.k, key.m, CUDA_R_8F_E4M3);
+    layout(&b, key.k, key.n, CUDA_R_8F_E4M3);
+    layout(&c, key.m, key.n, key.out_f32 ? CUDA_R_32F : CUDA_R_16BF);
+  }
+  ~Fp8LtGemm() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+  Fp8LtGemm(const Fp8LtGemm&) = delete;
+  Fp8LtGemm& operator=(const Fp8LtGemm&) = delete;
+
+  void set(cublasLtMatmulDescAttributes_t attr, const void* value, size_t size) {
+    cublas_check(cublasLtMatmulDescSetAttribute(desc, attr, value, size),
+                 "linear fp8: cublasLtMatmulDescSetAttribute");
+  }
+  static void layout(cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, cudaDataType_t type) {
+    cublas_check(cublasLtMatrixLayoutCreate(l, type, uint64_t(rows), uint64_t(cols), rows),
+                 "linear fp8: cublasLtMatrixLayoutCreate");
+  }
+};
+
+struct Fp8Algo {
+  bool found = false;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+struct Fp8AlgoCache {
+  std::mutex mutex;
+  std::map<Fp8GemmKey, Fp8Algo> algos;
+};
+
+Fp8AlgoCache& fp8_algo_cache() {
+  static Fp8AlgoCache cache;
+  return cache;
+}
+
+Fp8Algo find_fp8_algo(cublasLtHandle_t lt, const Fp8GemmKey& key, const Fp8LtGemm& gemm) {
+  Fp8AlgoCache& cache = fp8_algo_cache();
+  std::lock_guard lock(cache.mutex);
+  if (auto it = cache.algos.find(key); it != cache.algos.end()) return it->second;
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublas_check(cublasLtMatmulPreferenceCreate(&pref), "linear fp8: cublasLtMatmulPreferenceCreate");
+  const uint64_t workspace = CudaAllocator::kWorkspaceBytes;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                       sizeof(workspace));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      lt, gemm.desc, gemm.a, gemm.b, gemm.c, gemm.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  Fp8Algo choice;
+  if (status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS)
+    choice = {true, result.algo};
+  cache.algos.emplace(key, choice);
+  return choice;
+}
+
+void forget_fp8_algo(const Fp8GemmKey& key) {
+  Fp8AlgoCache& cache = fp8_algo_cache();
+  std::lock_guard lock(cache.mutex);
+  cache.algos[key] = Fp8Algo{};
+}
+
+// Runs the e4m3 GEMM into `d` (bf16 or f32 per key); false when cuBLASLt takes no
+// algorithm for it (nothing launched).
+bool run_fp8_gemm(cublasLtHandle_t lt, cudaStream_t stream, void* workspace, const Fp8GemmKey& key,
+                  const void* w, const void* xq, void* d, const float* a_scale,
+                  const float* b_scale) {
+  Fp8LtGemm gemm(key, a_scale, b_scale);
+  const Fp8Algo choice = find_fp8_algo(lt, key, gemm);
+  if (!choice.found) return false;
+  const float alpha = 1.f, beta = 0.f;
+  const cublasStatus_t status =
+      cublasLtMatmul(lt, gemm.desc, &alpha, w, gemm.a, xq, gemm.b, &beta, d, gemm.c, d, gemm.c,
+                     &choice.algo, workspace, CudaAllocator::kWorkspaceBytes, stream);
+  if (status == CUBLAS_STATUS_SUCCESS) return true;
+  if (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE)
+    cublas_check(status, "linear fp8: cublasLtMatmul");
+  forget_fp8_algo(key);
+  return false;
+}
+
+std::string dims(int64_t a, int64_t b) {
+  return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
+}
+
+}  // namespace
+
+void set_fp8_gemm_path(Fp8GemmPath path) { g_path.store(path); }
+Fp8GemmPath fp8_gemm_path() { return g_path.load(); }
+
+// out [T, N] = x [T, K] · (scaled Wq)ᵀ (+ bias), the declared W8A8 arithmetic.
+void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
+  const Tensor &w = l.weight, &bias = l.bias;
+  const LinearQuant& q = *l.quant;
+  const bool out_f32 = out.dtype == DType::F32;
+  cuda::check_tensor(out, out_f32 ? DType::F32 : DType::BF16, "linear fp8", "out");
+  TANDEM_CUDA_REQUIRE(!(out_f32 && bias.defined()), "linear fp8: an f32 output takes no bias");
+  cuda::check_tensor(x, DType::BF16, "linear fp8", "x");
+  cuda::check_tensor(w, DType::F8E4M3, "linear fp8", "w");
+  cuda::check_tensor(q.weight_scale, DType::F32, "linear fp8", "weight_scale");
+  TANDEM_CUDA_REQUIRE(w.ndim() == 2, "linear fp8: w must be 2-d, got " + w.shape.str());
+  const int64_t T = x.rows(), K = w.dim(1), N = w.dim(0);
+  TANDEM_CUDA_REQUIRE(x.cols() == K && K > 0,
+                      "linear fp8: x " + x.shape.str() + " does not match w " + w.shape.str());
+  TANDEM_CUDA_REQUIRE(out.rows() == T && out.cols() == N,
+                      "linear fp8: out " + out.shape.str() + " must be " + dims(T, N));
+  TANDEM_CUDA_REQUIRE(out.data != x.data, "linear fp8: out may not alias x");
+  TANDEM_CUDA_REQUIRE(q.input != InputScaling::None,
+                      "linear fp8: FP8 weights need quantized inputs (W8A8)");
+  const bool block = q.granularity == ScaleGranularity::Block;
+  TANDEM_CUDA_REQUIRE(!block || (q.block_n > 0 && q.block_k > 0),
+                      "linear fp8: block scales need block sizes");
+  WeightScales ws{q.weight_scale.ptr<float>(),
+                  q.granularity == ScaleGranularity::PerTensor ? 0 : block ? 2 : 1,
+                  block ? q.block_n : 1, block ? cuda::ceil_div(K, q.block_k) : 1};
+  const int64_t want = ws.kind == 0 ? 1 : ws.kind == 1 ? N : cuda::ceil_div(N, q.block_n) * ws.num_k_blocks;
+  TANDEM_CUDA_REQUIRE(q.weight_scale.numel() == want,
+                      "linear fp8: weight_scale " + q.weight_scale.shape.str() + " must have " +
+                          std::to_string(want) + " values for w " + w.shape.str());
+  const float* static_scale = nullptr;
+  if (q.input == InputScaling::Static) {
+    cuda::check_tensor(q.input_scale, DType::F32, "linear fp8", "input_scale");
+    TANDEM_CUDA_REQUIRE(q.input_scale.numel() == 1, "linear fp8: input_scale must be [1]");
+    static_scale = q.input_scale.ptr<float>();
+  }
+  if (bias.defined()) {
+    cuda::check_tensor(bias, DType::BF16, "linear fp8", "bias");
+    TANDEM_CUDA_REQUIRE(bias.numel() == N, "linear fp8: bias " + bias.shape.str() +
+                                               " must have " + std::to_string(N) + " elements");
+  }
+  if (T == 0 || N == 0) return;
+  TANDEM_CUDA_REQUIRE(cuda::ceil_div(T, kStreamRows) <= 65535 && N < (int64_t(1) << 31),
+                      "linear fp8: dims too large");
+
+  // 1. x → e4m3 and its scales.
+  const int64_t group = block ? q.block_k : K, num_groups = cuda::ceil_div(K, group);
+  Tensor xq = alloc(DType::F8E4M3, {T, K});
+  Tensor x_scales = alloc(DType::F32, {T, num_groups});
+  cuda::launch_pdl("quantize_rows_kernel", &quantize_rows_kernel, dim3(unsigned(T)), dim3(256), 0,
+                   stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(), x.ptr<bf16>(), K, group,
+                   num_groups, static_scale);
+  const bf16* bias_ptr = bias.defined() ? bias.ptr<bf16>() : nullptr;
+
+  // 2. The product.
+  const Fp8GemmPath path = fp8_gemm_path();
+  if (path == Fp8GemmPath::Auto && !block && fp8_gemv_fits(T, N, K, xq.data, w.data)) {
+    launch_fp8_gemv(*this, out, {&xq, &x_scales, &w, &q.weight_scale, ws.kind == 1, &bias});
+    return;
+  }
+  const bool lt_shape = !block && K % 16 == 0 && N % 16 == 0 && cuda::aligned16(w.data) &&
+                        cuda::aligned16(out.data);
+  if (path != Fp8GemmPath::Stream && lt_shape && T > 2) {
+    const Fp8GemmKey scaled{device_, N, T, K, true, out_f32};
+    if (path == Fp8GemmPath::Auto && ws.kind == 1 &&
+        run_fp8_gemm(cublas_lt_, stream_, allocator_->workspace(), scaled, w.data, xq.data,
+                     out.data, ws.s, x_scales.ptr<float>())) {
+      if (bias_ptr) {
+        fp8_add_bias_kernel<<<cuda::grid_stride_blocks(T * N, 256), 256, 0, stream_>>>(
+            out.ptr<bf16>(), bias_ptr, T, N);
+        TANDEM_CUDA_LAUNCHED("fp8_add_bias_kernel");
+      }
+      return;
+    }
+    Tensor acc = alloc(DType::F32, {T, N});
+    const Fp8GemmKey unscaled{device_, N, T, K, false, true};
+    if (run_fp8_gemm(cublas_lt_, stream_, allocator_->workspace(), unscaled, w.data, xq.data,
+                     acc.data, nullptr, nullptr)) {
+      const unsigned blocks = cuda::grid_stride_blocks(T * N, 256);
+      if (out_f32)
+        fp8_scale_kernel<float><<<blocks, 256, 0, stream_>>>(out.ptr<float>(), acc.ptr<float>(),
+                                                             x_scales.ptr<float>(), ws, bias_ptr, T, N);
+      else
+        fp8_scale_kernel<bf16><<<blocks, 256, 0, stream_>>>(out.ptr<bf16>(), acc.ptr<float>(),
+                                                            x_scales.ptr<float>(), ws, bias_ptr, T, N);
+      TANDEM_CUDA_LAUNCHED("fp8_scale_kernel");
+      return;
+    }
+  }
+  const bool vec = K % 16 == 0 && group % 16 == 0 && cuda::aligned16(w.data) && cuda::aligned16(xq.data);
+  const dim3 grid(unsigned(cuda::ceil_div(N, kStreamWarps)), unsigned(cuda::ceil_div(T, kStreamRows)));
+  const dim3 threads(kStreamWarps * 32);
+  auto launch = [&](auto kernel, auto* o) {
+    kernel<<<grid, threads, 0, stream_>>>(o, xq.ptr<uint8_t>(), x_scales.ptr<float>(),
+                                          w.ptr<uint8_t>(), ws, bias_ptr, T, N, K, group, num_groups);
+  };
+  if (out_f32)
+    launch(vec ? &fp8_stream_kernel<true, float> : &fp8_stream_kernel<false, float>, out.ptr<float>());
+  else
+    launch(vec ? &fp8_stream_kernel<true, bf16> : &fp8_stream_kernel<false, bf16>, out.ptr<bf16>());
+  TANDEM_CUDA_LAUNCHED("fp8_stream_kernel");
+}
+
+}  // namespace tandem

@@ -1,0 +1,121 @@
+// The FP8 linears on CUDA (cuda_linear_fp8.cu) against the CPU twin (cpu_linear_fp8.cpp) on
+// random inputs: every scale layout (per tensor, per channel, 128x128 blocks, the 1x128
+// rows of fused shards, partial blocks), dynamic and static inputs, bias, bf16 and f32
+// outputs, 1-256 rows, and each GEMM path (the weight stream, cuBLASLt with its scales,
+// cuBLASLt + the scale kernel). Both sides quantize x themselves; they round the same
+// bf16 inputs to e4m3 and differ only where a quotient ties (f32 on the GPU, f64 on the
+// CPU), which moves a sum by one e4m3 step of one term.
+#include <gtest/gtest.h>
+
+#include "backend/cuda/cuda_linear_fp8.h"
+#include "core/error.h"
+#include "cuda_test_util.h"
+
+namespace tandem {
+namespace {
+
+struct PathGuard {
+  Fp8GemmPath saved = fp8_gemm_path();
+  ~PathGuard() { set_fp8_gemm_path(saved); }
+};
+
+struct Layout {
+  ScaleGranularity granularity;
+  int block_n = 0, block_k = 0;
+};
+
+// A random FP8 Linear [N, K] with `layout`, the same bytes on both backends.
+struct Fp8Case {
+  Linear cpu, gpu;
+};
+
+Fp8Case make_case(test::Backends& be, std::mt19937& rng, int64_t N, int64_t K, Layout layout,
+                  bool static_input, bool with_bias) {
+  Tensor codes = Tensor::empty_host(DType::F8E4M3, {N, K});
+  std::uniform_real_distribution<float> value(-300.f, 300.f), scale(0.5e-3f, 2e-3f);
+  for (int64_t i = 0; i < N * K; i++) codes.ptr<uint8_t>()[i] = f32_to_f8e4m3(value(rng));
+  int64_t num_scales = 1;
+  if (layout.granularity == ScaleGranularity::PerChannel) num_scales = N;
+  if (layout.granularity == ScaleGranularity::Block)
+    num_scales = ((N + layout.block_n - 1) / layout.block_n) * ((K + layout.block_k - 1) / layout.block_k);
+  std::vector<float> s(static_cast<size_t>(num_scales));
+  for (float& v : s) v = scale(rng);
+  std::vector<float> b = test::random_bf16(rng, size_t(N));
+  Fp8Case c;
+  for (Backend* backend : {be.cpu.get(), static_cast<Backend*>(be.gpu.get())}) {
+    Linear l;
+    l.weight = backend->upload(codes, DType::F8E4M3);
+    LinearQuant q;
+    q.granularity = layout.granularity;
+    q.block_n = layout.block_n;
+    q.block_k = layout.block_k;
+    q.weight_scale = backend->upload(test::host_f32(s, {num_scales}), DType::F32);
+    q.input = static_input ? InputScaling::Static : InputScaling::Dynamic;
+    if (static_input) q.input_scale = backend->upload(test::host_f32({0.004f}, {1}), DType::F32);
+    l.quant = q;
+    if (with_bias) l.bias = test::put(*backend, b, {N});
+    (backend == be.cpu.get() ? c.cpu : c.gpu) = l;
+  }
+  return c;
+}
+
+struct Shape2 {
+  int64_t N, K;
+};
+
+TEST(CudaFp8Linear, MatchesTheCpuTwin) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  PathGuard guard;
+  test::Backends be;
+  std::mt19937 rng(20);
+  const Layout layouts[] = {{ScaleGranularity::PerTensor},
+                            {ScaleGranularity::PerChannel},
+                            {ScaleGranularity::Block, 128, 128},
+                            {ScaleGranularity::Block, 1, 128},
+                            {ScaleGranularity::Block, 128, 64}};
+  // Whole blocks; partial blocks in both dims; K not a multiple of 16 (element loads).
+  const Shape2 shapes[] = {{384, 256}, {200, 328}, {130, 40}};
+  const Fp8GemmPath paths[] = {Fp8GemmPath::Auto, Fp8GemmPath::Stream, Fp8GemmPath::Epilogue};
+  for (const Fp8GemmPath path : paths)
+    for (const Layout& layout : layouts)
+      for (const Shape2& shape : shapes)
+        for (int variant = 0; variant < 3; variant++) {  // dynamic; static + bias; f32 out
+          const bool block = layout.granularity == ScaleGranularity::Block;
+          const bool static_input = variant == 1 && !block, with_bias = variant == 1;
+          const bool out_f32 = variant == 2;
+          set_fp8_gemm_path(path);
+          Fp8Case c = make_case(be, rng, shape.N, shape.K, layout, static_input, with_bias);
+          for (int64_t T : {1, 2, 3, 17, 256}) {
+            SCOPED_TRACE(testing::Message() << "path " << int(path) << " granularity "
+                                            << int(layout.granularity) << " block " << layout.block_n
+                                            << "x" << layout.block_k << " N " << shape.N << " K "
+                                            << shape.K << " variant " << variant << " T " << T);
+            auto x = test::random_bf16(rng, size_t(T * shape.K), -2.f, 2.f);
+            Tensor ref = be.cpu->alloc(DType::F32, {T, shape.N});
+            be.cpu->linear(ref, test::put(*be.cpu, x, {T, shape.K}), c.cpu);
+            Tensor out = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
+            be.gpu->linear(out, test::put(*be.gpu, x, {T, shape.K}), c.gpu);
+            EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref), 1e-2);
+          }
+        }
+}
+
+TEST(CudaFp8Linear, RefusesWhatItCannotCompute) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  std::mt19937 rng(3);
+  Fp8Case c = make_case(be, rng, 64, 64, {ScaleGranularity::PerChannel}, false, false);
+  Tensor x = test::put(*be.gpu, test::random_bf16(rng, 2 * 64), {2, 64});
+  Tensor out = be.gpu->alloc(DType::BF16, {2, 64});
+  Linear weight_only = c.gpu;
+  weight_only.quant->input = InputScaling::None;
+  EXPECT_THROW(be.gpu->linear(out, x, weight_only), Error);
+  Linear short_scales = c.gpu;
+  short_scales.quant->weight_scale = be.gpu->upload(test::host_f32({1.f, 2.f}, {2}), DType::F32);
+  EXPECT_THROW(be.gpu->linear(out, x, short_scales), Error);
+  Tensor wrong_x = test::put(*be.gpu, test::random_bf16(rng, 2 * 32), {2, 32});
+  EXPECT_THROW(be.gpu->linear(out, wrong_x, c.gpu), Error);
+}
+
+}  // namespace
+}  // namespace tandem
