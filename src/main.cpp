@@ -27,8 +27,9 @@ int main(int argc, char** argv) {
   serve->add_option("--kv-budget", so.kv_budget, "KV cache size, e.g. 4GB (default: batch x context, at most 1/4 of free RAM)");
   serve->add_option("--kv-cache-dtype", so.kv_cache_dtype, "KV cache element type: auto (the activation dtype), fp8 or fp8_e4m3 (unscaled e4m3, half of bf16)")->capture_default_str();
   serve->add_option("--lora-modules", so.lora_modules, "LoRA adapters to serve, name=DIR each (a request's \"model\": name selects one)");
-  serve->add_option("--max-loras", so.max_loras, "Adapter slots (default: the number of --lora-modules)");
-  serve->add_option("--max-lora-rank", so.max_lora_rank, "Largest adapter rank a slot holds (default: the largest of --lora-modules)");
+  serve->add_option("--max-loras", so.max_loras, "Adapter slots (default: the number of --lora-modules; 4 at least with --enable-lora-runtime-updates)");
+  serve->add_option("--max-lora-rank", so.max_lora_rank, "Largest adapter rank a slot holds (default: the largest of --lora-modules; 16 at least with --enable-lora-runtime-updates)");
+  serve->add_flag("--enable-lora-runtime-updates", so.enable_lora_runtime_updates, "POST /v1/load_lora_adapter and /v1/unload_lora_adapter load and unload adapters while serving");
   serve->add_option("--api-key", so.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
   serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
   serve->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", so.enable_prefix_caching,

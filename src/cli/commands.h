@@ -37,6 +37,9 @@ struct ServeOptions {
   std::vector<std::string> lora_modules;  // "name=DIR" each: PEFT adapters served by name
   int max_loras = 0;      // adapter slots (at least one per --lora-modules entry)
   int max_lora_rank = 0;  // largest adapter rank a slot takes (at least the modules')
+  // POST /v1/load_lora_adapter and /v1/unload_lora_adapter; the slots and rank then default
+  // to 4 and 16 at least (room to load adapters into; 16 is vLLM's --max-lora-rank default).
+  bool enable_lora_runtime_updates = false;
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.

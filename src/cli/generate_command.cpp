@@ -38,7 +38,7 @@ int run_generate(const GenerateOptions& o) {
     config.max_model_len = int(req.prompt.size()) + o.max_tokens;
     config.enable_prefix_caching = o.enable_prefix_caching;
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype);
-    if (o.lora) req.lora = engine->add_lora("lora", *o.lora).name;
+    if (o.lora) req.lora = engine->load_lora("lora", *o.lora).name;
     auto stream = engine->submit(req);
     nlohmann::json ids = nlohmann::json::array();
     std::string text, error;

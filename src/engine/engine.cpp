@@ -110,11 +110,6 @@ std::vector<std::pair<std::string, std::string>> Engine::lora_adapters() const {
   return out;
 }
 
-LoraAdapter Engine::add_lora(const std::string& name, const std::filesystem::path& dir) {
-  TANDEM_CHECK(!thread_.joinable(), "add_lora: the engine loop is running");
-  return loras_.add(*executor_, name, dir);
-}
-
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   EngineStats s = stats_;
@@ -124,6 +119,7 @@ EngineStats Engine::stats() const {
 }
 
 void Engine::take_inbox() {
+  run_lora_installs();
   std::vector<std::shared_ptr<Sequence>> fresh;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
@@ -186,6 +182,7 @@ void Engine::fail_row(Sequence& seq, const std::string& why) {
   c.error = why;
   c.prompt_tokens = seq.num_prompt;
   c.completion_tokens = seq.num_generated();
+  release_lora(seq);
   scheduler_.finish(&seq);
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -199,7 +196,7 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   // Tokens issued past the one that ended it are never emitted.
   seq.num_in_flight = 0;
   seq.in_flight_row.reset();
-  if (seq.lora) loras_.release(*seq.lora), seq.lora.reset();
+  release_lora(seq);
   StreamChunk last;
   if (seq.detokenizer && reason != FinishReason::Stop) last.text = seq.stop.push(seq.detokenizer->finish());
   if (!seq.stop.matched()) last.text += seq.stop.flush();
@@ -380,6 +377,7 @@ void Engine::start() {
     }
     in_flight_.reset();
     for (auto& seq : std::vector<std::shared_ptr<Sequence>>(live_)) finish(*seq, FinishReason::Cancelled);
+    refuse_lora_installs();
   });
 }
 
@@ -395,6 +393,7 @@ void Engine::fail_running(const std::string& why) {
     c.error = why;
     c.server_error = true;
     if (seq->stream) seq->stream->push(std::move(c));
+    release_lora(*seq);
     scheduler_.finish(seq.get(), /*cache=*/false);
     std::erase(live_, seq);
   }
@@ -405,8 +404,9 @@ void Engine::wait_for_work() {
   // Idle: sleep until a request arrives or stop() is called. The timeout bounds how late a
   // cancellation of a queued-but-unschedulable request is noticed.
   std::unique_lock<std::mutex> lock(inbox_mu_);
-  inbox_cv_.wait_for(lock, std::chrono::milliseconds(20),
-                     [&] { return !inbox_.empty() || stopping_.load(); });
+  inbox_cv_.wait_for(lock, std::chrono::milliseconds(20), [&] {
+    return !inbox_.empty() || !lora_installs_.empty() || stopping_.load();
+  });
 }
 
 void Engine::stop(bool drain) {

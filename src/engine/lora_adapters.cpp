@@ -1,33 +1,53 @@
 #include "engine/lora_adapters.h"
 
-#include "core/error.h"
-
 namespace tandem {
 
-LoraAdapter LoraAdapters::add(Executor& executor, const std::string& name,
-                              const std::filesystem::path& dir) {
+LoraAdapter LoraAdapters::reserve(const std::string& name, const std::filesystem::path& dir) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (max_loras_ == 0) fail("LoRA adapter '{}': the model was loaded without LoRA slots (--max-loras)", name);
-  if (name.empty()) fail("LoRA adapter for {}: the name is empty", dir.string());
-  if (by_name_.count(name)) fail("LoRA adapter '{}' is loaded already", name);
+  if (max_loras_ == 0)
+    throw LoraLoadError(LoraRefusal::NoCapacity,
+                        fmt::format("LoRA adapter '{}': the model was loaded without LoRA slots "
+                                    "(--max-loras)",
+                                    name));
+  if (name.empty())
+    throw LoraLoadError(LoraRefusal::BadName,
+                        fmt::format("LoRA adapter for {}: the name is empty", dir.string()));
+  if (by_name_.count(name))
+    throw LoraLoadError(LoraRefusal::NameTaken,
+                        fmt::format("The lora adapter '{}' has already been loaded.", name));
   std::vector<bool> used(size_t(max_loras_) + 1, false);
-  for (auto& [n, a] : by_name_) used[size_t(a.slot)] = true;
+  for (auto& [n, e] : by_name_) used[size_t(e.adapter.slot)] = true;
   int slot = 1;
   while (slot <= max_loras_ && used[size_t(slot)]) slot++;
   if (slot > max_loras_)
-    fail("LoRA adapter '{}': all {} slots are in use (--max-loras)", name, max_loras_);
-  executor.write_lora(slot, dir);
+    throw LoraLoadError(LoraRefusal::NoFreeSlot,
+                        fmt::format("LoRA adapter '{}': all {} slots hold adapters (--max-loras); "
+                                    "unload one first",
+                                    name, max_loras_));
   LoraAdapter a{.name = name, .dir = dir, .slot = slot, .id = next_id_++};
-  by_name_[name] = a;
+  by_name_[name] = Entry{.adapter = a};
   return a;
 }
 
-LoraRemoval LoraAdapters::remove(Executor& executor, const std::string& name) {
+void LoraAdapters::activate(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_name_.find(name);
-  if (it == by_name_.end()) return LoraRemoval::NotFound;
-  if (it->second.num_users > 0) return LoraRemoval::InUse;
-  executor.write_lora(it->second.slot, std::nullopt);
+  TANDEM_CHECK(it != by_name_.end() && !it->second.active, "LoRA adapter '{}' is not reserved",
+               name);
+  it->second.active = true;
+}
+
+void LoraAdapters::cancel(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_name_.find(name);
+  if (it != by_name_.end() && !it->second.active) by_name_.erase(it);
+}
+
+LoraRemoval LoraAdapters::remove(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end() || !it->second.active) return LoraRemoval::NotFound;
+  if (it->second.adapter.num_users > 0) return LoraRemoval::InUse;
   by_name_.erase(it);
   return LoraRemoval::Removed;
 }
@@ -35,21 +55,22 @@ LoraRemoval LoraAdapters::remove(Executor& executor, const std::string& name) {
 std::optional<LoraUse> LoraAdapters::acquire(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_name_.find(name);
-  if (it == by_name_.end()) return std::nullopt;
-  it->second.num_users++;
-  return LoraUse{it->second.slot, it->second.id};
+  if (it == by_name_.end() || !it->second.active) return std::nullopt;
+  it->second.adapter.num_users++;
+  return LoraUse{it->second.adapter.slot, it->second.adapter.id};
 }
 
 void LoraAdapters::release(const LoraUse& use) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [n, a] : by_name_)
-    if (a.id == use.id) a.num_users--;
+  for (auto& [n, e] : by_name_)
+    if (e.adapter.id == use.id) e.adapter.num_users--;
 }
 
 std::vector<LoraAdapter> LoraAdapters::list() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<LoraAdapter> out;
-  for (auto& [n, a] : by_name_) out.push_back(a);
+  for (auto& [n, e] : by_name_)
+    if (e.active) out.push_back(e.adapter);
   return out;
 }
 

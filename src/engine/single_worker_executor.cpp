@@ -6,7 +6,6 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "engine/executor.h"
-#include "model/lora/lora_slots.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 
@@ -49,9 +48,11 @@ class SingleWorkerExecutor final : public Executor {
     pending_.clear();
     logits_.reset();
   }
-  void write_lora(int slot, const std::optional<std::filesystem::path>& dir) override {
-    if (dir) write_lora_slot(*backend_, model_->lora_targets(), slot, load_peft_adapter(*dir));
-    else clear_lora_slot(*backend_, model_->lora_targets(), slot);
+  LoraSlotImage lora_image(const PeftAdapter& adapter) const override {
+    return lora_slot_image(model_->lora_targets(), adapter);
+  }
+  void install_lora(int slot, const LoraSlotImage& image) override {
+    install_lora_slot(*backend_, model_->lora_targets(), slot, image);
   }
 
  private:

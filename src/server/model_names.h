@@ -7,8 +7,10 @@
 
 namespace tandem::server {
 
-// Leaves request.lora set only when it names a served adapter; the served model name
-// runs the base model. (Names neither serves were refused before, accepts_model_name.)
+// Leaves request.lora set unless it is the base model's name (the engine's model_info().name,
+// which runs the base model). Names neither serves were refused before
+// (accepts_model_name); one that was an adapter then and is unloaded now stays set, and
+// the engine refuses the request.
 void select_model(const EngineApi& engine, GenerationRequest& request);
 
 }  // namespace tandem::server

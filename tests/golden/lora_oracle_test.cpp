@@ -107,7 +107,7 @@ TEST_P(LoraOracle, MixedBatchGreedyMatchesThroughTheEngine) {
   config.scheduler.max_rows = 16;
   Engine engine(make_executor(std::move(backend), std::move(model)), nullptr, config);
   std::vector<uint64_t> ids;
-  for (auto& n : names) ids.push_back(engine.add_lora(n, lora_root() / arch / ("lora_" + n)).id);
+  for (auto& n : names) ids.push_back(engine.load_lora(n, lora_root() / arch / ("lora_" + n)).id);
   EXPECT_NE(ids.front(), ids.back()) << "two adapters share an id";
   auto golden = SafetensorsFile::open(lora_root() / arch / "lora_golden.safetensors");
   auto prompts = load_oracle(arch);

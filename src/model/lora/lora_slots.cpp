@@ -40,6 +40,14 @@ std::map<std::string, ShardRef> match_modules(const LoraTargets& targets, const 
   return matched;
 }
 
+// A host f32 tensor as a host tensor of `dtype`.
+Tensor in_dtype(const Tensor& f32, DType dtype) {
+  if (dtype == DType::F32) return f32;
+  Tensor out = Tensor::empty_host(dtype, f32.shape);
+  convert_from_f32(f32.ptr<float>(), out.data, dtype, size_t(f32.numel()));
+  return out;
+}
+
 // Slot `slot` of bank tensor `bank` [S, X, Y] as a [1, X·Y] view.
 Tensor slot_view(const Tensor& bank, int slot) {
   int64_t per = bank.dim(1) * bank.dim(2);
@@ -54,17 +62,14 @@ void write_bank_slot(Backend& be, const Tensor& bank, int slot, const Tensor& ho
 
 }  // namespace
 
-void write_lora_slot(Backend& be, const LoraTargets& targets, int slot, const PeftAdapter& ad) {
-  TANDEM_CHECK(slot > 0 && slot < targets.capacity.num_slots(), "LoRA slot {} outside [1, {})",
-               slot, targets.capacity.num_slots());
+LoraSlotImage lora_slot_image(const LoraTargets& targets, const PeftAdapter& ad) {
   std::map<std::string, ShardRef> matched = match_modules(targets, ad);
   const int64_t max_rank = targets.capacity.max_rank;
-  // Host images of each target's slot: zeros where the adapter does not reach.
-  std::vector<Tensor> a(targets.targets.size()), b(targets.targets.size());
-  for (size_t i = 0; i < targets.targets.size(); i++) {
-    const LoraTarget& t = targets.targets[i];
-    a[i] = Tensor::empty_host(DType::F32, {t.bank.rank(), t.in_features});
-    b[i] = Tensor::empty_host(DType::F32, {t.out_features, t.bank.rank()});
+  // Zeros where the adapter does not reach.
+  LoraSlotImage image;
+  for (const LoraTarget& t : targets.targets) {
+    image.a.push_back(Tensor::empty_host(DType::F32, {t.bank.rank(), t.in_features}));
+    image.b.push_back(Tensor::empty_host(DType::F32, {t.out_features, t.bank.rank()}));
   }
   for (auto& [name, ref] : matched) {
     const PeftModule& m = ad.modules.at(name);
@@ -72,18 +77,39 @@ void write_lora_slot(Backend& be, const LoraTargets& targets, int slot, const Pe
     const LoraShard& shard = t.shards[ref.shard];
     const int64_t r = m.a.dim(0), K = t.in_features, R = t.bank.rank();
     const int64_t col0 = int64_t(ref.shard) * max_rank;
-    float* pa = a[ref.target].ptr<float>();
-    float* pb = b[ref.target].ptr<float>();
+    float* pa = image.a[ref.target].ptr<float>();
+    float* pb = image.b[ref.target].ptr<float>();
     for (int64_t j = 0; j < r; j++)
       for (int64_t k = 0; k < K; k++) pa[(col0 + j) * K + k] = m.a.ptr<float>()[j * K + k];
     for (int64_t n = 0; n < shard.num_rows; n++)
       for (int64_t j = 0; j < r; j++)
         pb[(shard.row_offset + n) * R + col0 + j] = m.scaling * m.b.ptr<float>()[n * r + j];
   }
+  // In the banks' dtype already, so installing is a plain copy.
   for (size_t i = 0; i < targets.targets.size(); i++) {
-    write_bank_slot(be, targets.targets[i].bank.a, slot, a[i]);
-    write_bank_slot(be, targets.targets[i].bank.b, slot, b[i]);
+    image.a[i] = in_dtype(image.a[i], targets.targets[i].bank.a.dtype);
+    image.b[i] = in_dtype(image.b[i], targets.targets[i].bank.b.dtype);
   }
+  return image;
+}
+
+void install_lora_slot(Backend& be, const LoraTargets& targets, int slot,
+                       const LoraSlotImage& image) {
+  TANDEM_CHECK(slot > 0 && slot < targets.capacity.num_slots(), "LoRA slot {} outside [1, {})",
+               slot, targets.capacity.num_slots());
+  TANDEM_CHECK(image.a.size() == targets.targets.size() && image.b.size() == targets.targets.size(),
+               "LoRA slot image of {} targets for a model of {}", image.a.size(),
+               targets.targets.size());
+  for (size_t i = 0; i < targets.targets.size(); i++) {
+    write_bank_slot(be, targets.targets[i].bank.a, slot, image.a[i]);
+    write_bank_slot(be, targets.targets[i].bank.b, slot, image.b[i]);
+  }
+}
+
+void write_lora_slot(Backend& be, const LoraTargets& targets, int slot, const PeftAdapter& ad) {
+  TANDEM_CHECK(slot > 0 && slot < targets.capacity.num_slots(), "LoRA slot {} outside [1, {})",
+               slot, targets.capacity.num_slots());
+  install_lora_slot(be, targets, slot, lora_slot_image(targets, ad));
 }
 
 void clear_lora_slot(Backend& be, const LoraTargets& targets, int slot) {
