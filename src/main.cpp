@@ -113,6 +113,13 @@ int main(int argc, char** argv) {
   rnd->add_option("--dtype", ro.dtype, "bf16, f32, or fp8 (a compressed-tensors FP8_DYNAMIC checkpoint: e4m3 projections, bf16 rest)")->capture_default_str();
   rnd->add_option("--seed", ro.seed, "Random seed")->capture_default_str();
 
+  RandomLoraOptions lro;
+  auto* rlora = app.add_subcommand("random-lora", "Write a PEFT LoRA adapter with random weights on every projection of a model folder");
+  rlora->add_option("--model", lro.model, "The Llama-style model folder the adapter is for")->required();
+  rlora->add_option("--out", lro.out, "Output folder (adapter_config.json + adapter_model.safetensors)")->required();
+  rlora->add_option("--rank", lro.rank, "LoRA rank r (lora_alpha = 2r)")->capture_default_str();
+  rlora->add_option("--seed", lro.seed, "Random seed")->capture_default_str();
+
   QuantizeOptions qo;
   auto* quant = app.add_subcommand("quantize", "Rewrite a 16-bit model folder as a compressed-tensors FP8 checkpoint (per-channel e4m3 weights, dynamic per-token activations)");
   quant->add_option("--model", qo.model, "Hugging Face model folder (16-bit)")->required();
@@ -136,6 +143,7 @@ int main(int argc, char** argv) {
   bench->add_option("--seed", bo.seed, "Seed of the prompts and arrival times")->capture_default_str();
   bench->add_option("--api-key", bo.api_key, "Sent as Authorization: Bearer KEY");
   bench->add_option("--timeout", bo.timeout_s, "Read timeout of one request, seconds")->capture_default_str();
+  bench->add_option("--models", bo.models, "Spread the requests evenly over these model names (e.g. LoRA adapters), comma-separated")->delimiter(',');
   bench->add_option("--json-schema", bo.json_schema_path, "Constrained requests carry this JSON Schema (response_format json_schema)");
   bench->add_option("--constrained-fraction", bo.constrained_fraction, "Fraction of the requests constrained by --json-schema (spread evenly)")->capture_default_str();
   bench->add_option("--json", bo.json_path, "Write the raw per-request numbers and summaries to FILE");
@@ -158,6 +166,7 @@ int main(int argc, char** argv) {
   if (*ppl) return run_perplexity(po);
   if (*ev) return run_eval(eo);
   if (*rnd) return run_random_model(ro);
+  if (*rlora) return run_random_lora(lro);
   if (*quant) return run_quantize(qo);
   if (*bench) return run_bench(bo);
   if (*tok) return run_tokenize(to);

@@ -7,8 +7,8 @@
 //     per output channel or per [block_n, block_k] block, and how x is scaled: a static
 //     scale from the checkpoint or a dynamic one computed per step);
 //   - LoRA: `lora`, stacked adapter slots; the step says which slot each token uses
-//     (StepTensors::lora_slots) and Backend::lora_add adds the adapters after the base
-//     product, so the base GEMM is shared by every row of the step.
+//     (StepTensors::lora, step_tensors.h) and Backend::lora_add adds the adapters after the
+//     base product, so the base GEMM is shared by every row of the step.
 // A backend refuses (fails, never ignores) a Linear whose quantization it does not
 // implement; Backend::linear computes W and b only, whatever `lora` holds.
 #pragma once

@@ -117,6 +117,16 @@ int run_random_model(const RandomModelOptions& o);
 // Names accepted by --like.
 std::string random_model_presets();
 
+// `tandem random-lora`: a PEFT adapter folder of random rank-`rank` adapters on every
+// attention and MLP projection of the Llama-style model folder `model` (benchmarks).
+struct RandomLoraOptions {
+  std::string model;
+  std::string out;
+  int rank = 16;
+  uint64_t seed = 1;
+};
+int run_random_lora(const RandomLoraOptions& o);
+
 // `tandem quantize`: a 16-bit model folder rewritten as a compressed-tensors FP8_DYNAMIC
 // checkpoint (per-channel e4m3 weights, dynamic per-token activations).
 struct QuantizeOptions {

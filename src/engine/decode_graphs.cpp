@@ -74,7 +74,7 @@ void DecodeGraphs::write_inputs(Graph& g, const StepPlan& plan) {
   write(g.step.context_lens, padded(plan.context_lens, 1));
   index.pop_back();
   write(g.step.sample_index, index);
-  if (g.step.lora_slots.defined()) write(g.step.lora_slots, padded(plan.lora_slots, 0));
+  if (g.step.lora.defined()) write_lora_rows(backend_, g.step.lora, padded(plan.lora_slots, 0));
   for (int k = 0; k < num_groups_; k++) {
     const KvGroupPlan& p = plan.groups[size_t(k)];
     write(g.step.groups[size_t(k)].slot_map, padded(p.slot_map, -1));

@@ -71,7 +71,7 @@ StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev)
   write(s.seq_starts, plan.seq_starts);
   write(s.context_lens, plan.context_lens);
   write(s.sample_index, sampled);
-  if (!plan.lora_slots.empty()) write(s.lora_slots, plan.lora_slots);
+  if (!plan.lora_slots.empty()) write_lora_rows(backend_, s.lora, plan.lora_slots);
   for (size_t g = 0; g < plan.groups.size(); g++) {
     write(s.groups[g].slot_map, plan.groups[g].slot_map);
     write(s.groups[g].block_table, plan.groups[g].block_table);

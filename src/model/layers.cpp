@@ -17,7 +17,7 @@ Tensor linear(Backend& be, const Tensor& x, const Linear& l) {
 Tensor linear(Backend& be, const Tensor& x, const Linear& l, const StepTensors& step) {
   Tensor out = be.alloc(be.act_dtype(), {x.rows(), l.out_features()});
   be.linear(out, x, l);
-  if (l.lora && step.lora_slots.defined()) be.lora_add(out, x, *l.lora, step.lora_slots);
+  if (l.lora && step.lora.defined()) be.lora_add(out, x, *l.lora, step.lora);
   return out;
 }
 

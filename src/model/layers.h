@@ -71,7 +71,7 @@ struct LmHead {
 // Fails on a projection with LoRA slots: those need the step's (the overload below).
 Tensor linear(Backend& be, const Tensor& x, const Linear& l);
 // x · Wᵀ (+ b), plus each token's adapter when l has LoRA slots and the step names them
-// (step.lora_slots): the base product is one GEMM for every row, the adapters are added
+// (step.lora): the base product is one GEMM for every row, the adapters are added
 // after it (Backend::lora_add).   x [T, K] → [T, N]
 Tensor linear(Backend& be, const Tensor& x, const Linear& l, const StepTensors& step);
 // x · Wᵀ in f32, unrounded (router scores, logits).   x [T, K] → [T, N] f32

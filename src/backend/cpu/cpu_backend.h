@@ -50,7 +50,7 @@ class CpuBackend final : public Backend {
   void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) override;
   void linear(Tensor& out, const Tensor& x, const Linear& l) override;
   void lora_add(Tensor& out, const Tensor& x, const LinearLora& lora,
-                const Tensor& slots) override;
+                const LoraRows& rows) override;
   void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
                 float weight_offset) override;
   void add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w, float eps,

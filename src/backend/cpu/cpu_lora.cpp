@@ -37,7 +37,8 @@ void check_lora_shapes(const Tensor& out, const Tensor& x, const LinearLora& lor
 }  // namespace
 
 void CpuBackend::lora_add(Tensor& out, const Tensor& x, const LinearLora& lora,
-                          const Tensor& slots) {
+                          const LoraRows& rows) {
+  const Tensor& slots = rows.slots;
   check_lora_shapes(out, x, lora, slots);
   const int64_t T = x.rows(), S = lora.a.dim(0), R = lora.a.dim(1), K = x.cols(),
                 N = out.cols();
@@ -52,20 +53,20 @@ void CpuBackend::lora_add(Tensor& out, const Tensor& x, const LinearLora& lora,
   float* o = out.ptr<float>();
   std::vector<float> gathered, shrunk, expanded;
   for (int64_t s = 1; s < S; s++) {
-    const std::vector<int64_t>& rows = groups[size_t(s)];
-    if (rows.empty()) continue;
-    const int64_t n = int64_t(rows.size());
+    const std::vector<int64_t>& tokens = groups[size_t(s)];
+    if (tokens.empty()) continue;
+    const int64_t n = int64_t(tokens.size());
     gathered.resize(size_t(n * K));
     shrunk.resize(size_t(n * R));
     expanded.resize(size_t(n * N));
     for (int64_t i = 0; i < n; i++)
-      std::copy(xs + rows[size_t(i)] * K, xs + (rows[size_t(i)] + 1) * K, gathered.data() + i * K);
+      std::copy(xs + tokens[size_t(i)] * K, xs + (tokens[size_t(i)] + 1) * K, gathered.data() + i * K);
     const float* a = lora.a.ptr<float>() + s * R * K;
     const float* b = lora.b.ptr<float>() + s * N * R;
     cpu::gemm_xwt(*pool_, shrunk.data(), gathered.data(), a, DType::F32, n, R, K);
     cpu::gemm_xwt(*pool_, expanded.data(), shrunk.data(), b, DType::F32, n, N, R);
     for (int64_t i = 0; i < n; i++) {
-      float* dst = o + rows[size_t(i)] * N;
+      float* dst = o + tokens[size_t(i)] * N;
       const float* src = expanded.data() + i * N;
       for (int64_t j = 0; j < N; j++) dst[j] += src[j];
     }

@@ -36,7 +36,8 @@ TEST(CpuLora, AddsEachTokensSlotAndLeavesBaseRows) {
     auto a = random_vec(rng, size_t(S * R * K)), b = random_vec(rng, size_t(S * N * R));
     LinearLora lora{device_f32(*be, a, {S, R, K}), device_f32(*be, b, {S, N, R})};
     Tensor out = device_f32(*be, y, {T, N});
-    be->lora_add(out, device_f32(*be, x, {T, K}), lora, device_i32(*be, slot, {T}));
+    be->lora_add(out, device_f32(*be, x, {T, K}), lora,
+                 LoraRows{.slots = device_i32(*be, slot, {T})});
     std::vector<float> got = to_vec(*be, out);
     EXPECT_LE(rel_err(got, reference(y, x, a, b, slot, R, K, N)), kTol);
     for (int64_t t = 0; t < T; t++)
@@ -45,7 +46,7 @@ TEST(CpuLora, AddsEachTokensSlotAndLeavesBaseRows) {
     // Token 1 alone gives bit for bit what it gave among the others.
     Tensor one = device_f32(*be, std::vector<float>(y.begin() + N, y.begin() + 2 * N), {1, N});
     be->lora_add(one, device_f32(*be, std::vector<float>(x.begin() + K, x.begin() + 2 * K), {1, K}),
-                 lora, device_i32(*be, {slot[1]}, {1}));
+                 lora, LoraRows{.slots = device_i32(*be, {slot[1]}, {1})});
     std::vector<float> alone = to_vec(*be, one);
     for (int64_t n = 0; n < N; n++) EXPECT_EQ(alone[size_t(n)], got[size_t(N + n)]);
   }
@@ -55,7 +56,18 @@ TEST(CpuLora, RefusesASlotOutsideTheBank) {
   auto be = make_cpu_backend();
   LinearLora lora{be->zeros(DType::F32, {2, 2, 3}), be->zeros(DType::F32, {2, 4, 2})};
   Tensor out = be->zeros(DType::F32, {1, 4});
-  EXPECT_THROW(be->lora_add(out, be->zeros(DType::F32, {1, 3}), lora, device_i32(*be, {2}, {1})), Error);
+  EXPECT_THROW(be->lora_add(out, be->zeros(DType::F32, {1, 3}), lora,
+                            LoraRows{.slots = device_i32(*be, {2}, {1})}),
+               Error);
+}
+
+// LoraRows::order: the adapter tokens grouped by slot, each group in token order; base
+// tokens left out.
+TEST(LoraRowOrder, GroupsTheAdapterTokensBySlot) {
+  EXPECT_EQ(lora_row_order(std::vector<int32_t>{0, 2, 1, 2, 0, 3, 3, 1, 0}),
+            (std::vector<int32_t>{2, 7, 1, 3, 5, 6}));
+  EXPECT_TRUE(lora_row_order(std::vector<int32_t>{0, 0}).empty());
+  EXPECT_TRUE(lora_row_order(std::vector<int32_t>{}).empty());
 }
 
 }  // namespace
