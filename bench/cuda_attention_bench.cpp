@@ -7,7 +7,10 @@
 // batch of calls in one CUDA graph and time its replays, as a decode step runs (small
 // shapes timed eagerly measure the host's launch rate as much as the GPU). Prints
 // figures; never a gate.
-//   usage: cuda_attention_bench [calls_per_repetition (default 20)]
+// Prefill rows print once per kernel (sm90 = the wgmma kernel, where the device runs it;
+// mma = the mma.sync kernel), on the same inputs.
+//   usage: cuda_attention_bench [calls_per_repetition (default 20)] [f8 | prefill-long]
+//   prefill-long: issue 26's shapes alone (8k, 32k, 128k tokens, one sequence, 32/8 heads)
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_attention_prefill.h"
 #include "backend/cuda/cuda_backend.h"
 #include "cuda_timing.h"
 
@@ -35,9 +39,9 @@ namespace {
 using tandem::Backend;
 using tandem::DType;
 using tandem::Tensor;
-using tandem::bench::Timing;
 using tandem::bench::time_calls;
 using tandem::bench::time_graph;
+using tandem::bench::Timing;
 
 constexpr double kMeasuredHbm = 4.3e12;  // bytes/s, H200 copy bandwidth measured
 
@@ -110,27 +114,43 @@ tandem::StepTensors make_step(Backend& be, const Shape& s, int block_size, std::
   st.positions = device_i32(be, pos, {int64_t(pos.size())});
   st.seq_starts = device_i32(be, starts, {int64_t(starts.size())});
   st.context_lens = device_i32(be, ctx, {int64_t(ctx.size())});
-  st.groups = {{device_i32(be, slots, {int64_t(slots.size())}), device_i32(be, table, {s.rows, width}),
-                width}};
+  st.groups = {{device_i32(be, slots, {int64_t(slots.size())}),
+                device_i32(be, table, {s.rows, width}), width}};
   return st;
 }
 
-// Times attention over one shape; returns the timing (the cache is freed on return).
-Timing time_attention(tandem::CudaBackend& be, const Shape& s, int calls) {
+// One shape's device inputs: a random cache, the step, q and out.
+struct AttnInputs {
+  tandem::PagedKv cache;
+  tandem::StepTensors step;
+  Tensor q, out;
+};
+
+AttnInputs make_inputs(tandem::CudaBackend& be, const Shape& s) {
   constexpr int kBlockSize = 16;
   std::mt19937 rng(11);
   const int64_t blocks = int64_t(s.rows) * ((s.context + kBlockSize - 1) / kBlockSize);
   const tandem::Shape kv_shape{blocks, kBlockSize, s.Hkv, s.Dh};
-  tandem::PagedKv cache = s.f8 ? tandem::PagedKv{random_f8(be, kv_shape, 1), random_f8(be, kv_shape, 2)}
-                               : tandem::PagedKv{random_bf16(be, kv_shape, 1),
-                                                 random_bf16(be, kv_shape, 2)};
-  tandem::StepTensors step = make_step(be, s, kBlockSize, rng);
-  const int64_t T = step.num_tokens;
-  Tensor q = random_bf16(be, {T, s.Hq, s.Dh}, 3);
-  Tensor out = be.alloc(DType::BF16, {T, s.Hq, s.Dh});
+  AttnInputs in;
+  in.cache = s.f8 ? tandem::PagedKv{random_f8(be, kv_shape, 1), random_f8(be, kv_shape, 2)}
+                  : tandem::PagedKv{random_bf16(be, kv_shape, 1), random_bf16(be, kv_shape, 2)};
+  in.step = make_step(be, s, kBlockSize, rng);
+  const int64_t T = in.step.num_tokens;
+  in.q = random_bf16(be, {T, s.Hq, s.Dh}, 3);
+  in.out = be.alloc(DType::BF16, {T, s.Hq, s.Dh});
+  return in;
+}
+
+Timing time_inputs(tandem::CudaBackend& be, AttnInputs& in, const Shape& s, int calls) {
   const tandem::AttentionParams params{1.f / std::sqrt(float(s.Dh)), 0.f, 0};
-  const auto call = [&] { be.attention(out, q, cache, step, params); };
+  const auto call = [&] { be.attention(in.out, in.q, in.cache, in.step, params); };
   return s.graph ? time_graph(be, calls, call) : time_calls(be, calls, call);
+}
+
+// Times attention over one shape; returns the timing (the cache is freed on return).
+Timing time_attention(tandem::CudaBackend& be, const Shape& s, int calls) {
+  AttnInputs in = make_inputs(be, s);
+  return time_inputs(be, in, s, calls);
 }
 
 void bench_decode(tandem::CudaBackend& be, const Shape& s, int calls) {
@@ -145,23 +165,43 @@ void bench_decode(tandem::CudaBackend& be, const Shape& s, int calls) {
       s.graph ? "  graph replay" : "");
 }
 
+// Prefill on the same inputs with each kernel the device can run (the sm90 switch on and
+// off: cuda_attention_prefill.h; TANDEM_ATTN_PREFILL=mma leaves the mma kernel's alone),
+// one line each.
 void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls) {
-  const Timing t = time_attention(be, s, calls);
+  AttnInputs in = make_inputs(be, s);
   const int64_t n = s.new_tokens, first = s.context - n;
   const double pairs = double(s.rows) * (double(n) * first + double(n) * (n + 1) / 2);
   const double flops = 4.0 * pairs * s.Dh * s.Hq;
-  fmt::print(
-      "prefill{} B={:<4} tok={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
-      "{:7.1f} TFLOP/s\n",
-      s.f8 ? "-f8" : "  ", s.rows, s.new_tokens, s.Hq, s.Hkv, s.Dh, t.event_s * 1e6, t.host_s * 1e6,
-      flops / t.event_s * 1e-12);
+  const bool saved = tandem::cuda::sm90_prefill_enabled();
+  for (bool sm90 : {true, false}) {
+    tandem::cuda::set_sm90_prefill_enabled(sm90);
+    const tandem::cuda::PrefillKernel k =
+        tandem::cuda::choose_prefill_kernel(s.Dh, s.f8, be.props());
+    // One line where the sm90 kernel does not run (TANDEM_ATTN_PREFILL=mma, other GPUs).
+    if (sm90 && (!saved || k != tandem::cuda::PrefillKernel::Sm90)) continue;
+    const Timing t = time_inputs(be, in, s, calls);
+    fmt::print(
+        "prefill{} B={:<4} tok={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
+        "{:7.1f} TFLOP/s  {}\n",
+        s.f8 ? "-f8" : "   ", s.rows, s.new_tokens, s.Hq, s.Hkv, s.Dh, t.event_s * 1e6,
+        t.host_s * 1e6, flops / t.event_s * 1e-12, tandem::cuda::prefill_kernel_name(k));
+  }
+  tandem::cuda::set_sm90_prefill_enabled(saved);
+}
+
+// Issue 26's shapes: one sequence prefilled from empty, causal, 32 q / 8 kv heads, d128.
+void bench_prefill_long(tandem::CudaBackend& be) {
+  for (int n : {8192, 32768, 131072})
+    bench_prefill(be, Shape{1, n, n, 32, 8, 128}, n >= 131072 ? 1 : n >= 32768 ? 2 : 10);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const int calls = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
-  const bool only_f8 = argc > 2 && std::string(argv[2]) == "f8";  // the e4m3 cases alone
+  const std::string mode = argc > 2 ? argv[2] : "";
+  const bool only_f8 = mode == "f8";  // the e4m3 cases alone
   if (tandem::cuda_device_count() == 0) {
     std::puts("no CUDA GPU on this machine");
     return 0;
@@ -171,15 +211,24 @@ int main(int argc, char** argv) {
     auto& be = dynamic_cast<tandem::CudaBackend&>(*backend);
     fmt::print("{}: {} SMs\n", be.props().name, be.props().multiProcessorCount);
     fmt::print("kind     shape                                        events/call  host/call\n");
-    for (const Shape& s : only_f8 ? std::vector<Shape>{} : std::vector<Shape>{
-         Shape{64, 4096, 1, 32, 8, 128}, Shape{256, 1024, 1, 32, 8, 128},
-          Shape{8, 32768, 1, 32, 8, 128}, Shape{1, 8192, 1, 32, 8, 128},
-          Shape{64, 4096, 1, 16, 8, 256}, Shape{64, 4096, 1, 16, 2, 256},
-          Shape{32, 4096, 1, 16, 4, 512}, Shape{64, 4096, 1, 32, 32, 96},
-          Shape{64, 4096, 1, 32, 8, 128, 131072}, Shape{64, 300, 1, 32, 8, 128, 131072},
-          Shape{1, 300, 1, 32, 8, 128, 131072}, Shape{1, 300, 1, 32, 8, 128, 131072, true},
-          Shape{1, 130, 1, 32, 8, 128, 131072, true}, Shape{1, 8192, 1, 32, 8, 128, 131072, true},
-          Shape{8, 1000, 1, 32, 8, 128, 131072, true}, Shape{64, 300, 1, 32, 8, 128, 131072, true}})
+    if (mode == "prefill-long") {
+      bench_prefill_long(be);
+      return 0;
+    }
+    for (const Shape& s :
+         only_f8
+             ? std::vector<Shape>{}
+             : std::vector<Shape>{
+                   Shape{64, 4096, 1, 32, 8, 128}, Shape{256, 1024, 1, 32, 8, 128},
+                   Shape{8, 32768, 1, 32, 8, 128}, Shape{1, 8192, 1, 32, 8, 128},
+                   Shape{64, 4096, 1, 16, 8, 256}, Shape{64, 4096, 1, 16, 2, 256},
+                   Shape{32, 4096, 1, 16, 4, 512}, Shape{64, 4096, 1, 32, 32, 96},
+                   Shape{64, 4096, 1, 32, 8, 128, 131072}, Shape{64, 300, 1, 32, 8, 128, 131072},
+                   Shape{1, 300, 1, 32, 8, 128, 131072}, Shape{1, 300, 1, 32, 8, 128, 131072, true},
+                   Shape{1, 130, 1, 32, 8, 128, 131072, true},
+                   Shape{1, 8192, 1, 32, 8, 128, 131072, true},
+                   Shape{8, 1000, 1, 32, 8, 128, 131072, true},
+                   Shape{64, 300, 1, 32, 8, 128, 131072, true}})
       bench_decode(be, s, calls);
     // The e4m3 cache on the shapes of offline-2048/2048 and of a batch-1 step.
     for (Shape s : {Shape{64, 4096, 1, 32, 8, 128}, Shape{256, 3072, 1, 32, 8, 128},

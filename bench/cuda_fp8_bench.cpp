@@ -1,11 +1,13 @@
 // cuda_fp8_bench: the FP8 linears (cuda_linear_fp8.cu) beside the bf16 ones, Llama-3.1-8B
 // shapes. Prints figures; never a gate.
-//   1. Decode (1–2 rows): the FP8 weight stream against the bf16 one (cuda_gemv.cu), per
-//      linear in a CUDA graph of `calls` linears cycling over weight copies larger than L2
-//      (so each reads HBM, as decode does); GB/s and % of 4.3 TB/s of the weight bytes.
-//   2. Prefill / batches (256, 2048, 8192 rows): TFLOP/s of cuBLASLt bf16, of the FP8 path
+//   1. Decode (1–8 rows): the FP8 weight stream against the bf16 one (cuda_gemv.cu; cuBLAS
+//      past 2 rows), per linear in a CUDA graph of `calls` linears cycling over weight
+//      copies larger than L2 (so each reads HBM, as decode does); GB/s and % of 4.3 TB/s
+//      of the weight bytes.
+//   2. Prefill / batches (64, 256, 2048, 8192 rows): TFLOP/s of cuBLASLt bf16, of the FP8 path
 //      (activation quantize kernel + cuBLASLt e4m3 with outer-vector scales) and of the
 //      FP8 epilogue path (unscaled e4m3 GEMM to f32 + the scale kernel), eager calls.
+//   3. Both again with 128 x 128 block scales (DeepSeek-style checkpoints).
 //   usage: cuda_fp8_bench [calls_per_graph (default 20)]
 #include <fmt/format.h>
 
@@ -44,20 +46,27 @@ Tensor filled(tandem::CudaBackend& be, DType dtype, tandem::Shape shape, int byt
   return t;
 }
 
-// An FP8 per-channel Linear of cheap values (1.0 weights, scales 1/448).
+bool g_block = false;  // the cases run with 128 x 128 block scales (the "block" pass)
+
+// An FP8 Linear of cheap values (1.0 weights, scales 1/448): per channel, or 128 x 128
+// blocks when g_block.
 Linear fp8_linear(tandem::CudaBackend& be, int64_t N, int64_t K) {
   Linear l{.weight = filled(be, DType::F8E4M3, {N, K}, 0x38)};
-  Tensor s = tandem::Tensor::empty_host(DType::F32, {N});
-  std::fill_n(s.ptr<float>(), N, 1.f / 448.f);
-  l.quant = tandem::LinearQuant{.granularity = tandem::ScaleGranularity::PerChannel,
+  const int64_t n = g_block ? ((N + 127) / 128) * ((K + 127) / 128) : N;
+  Tensor s = tandem::Tensor::empty_host(DType::F32, {n});
+  std::fill_n(s.ptr<float>(), n, 1.f / 448.f);
+  l.quant = tandem::LinearQuant{.granularity = g_block ? tandem::ScaleGranularity::Block
+                                                       : tandem::ScaleGranularity::PerChannel,
                                 .weight_scale = be.upload(s, DType::F32),
+                                .block_n = g_block ? 128 : 0,
+                                .block_k = g_block ? 128 : 0,
                                 .input = tandem::InputScaling::Dynamic};
   return l;
 }
 
 void decode_case(tandem::CudaBackend& be, const Case& c, int calls) {
   std::string line = fmt::format("{:<8}", c.name);
-  for (int64_t M : {1, 2}) {
+  for (int64_t M : {1, 2, 4, 8}) {
     Tensor x = filled(be, DType::BF16, {M, c.K}, 0x3c);
     Tensor out = be.alloc(DType::BF16, {M, c.N});
     for (bool fp8 : {false, true}) {
@@ -81,7 +90,7 @@ void decode_case(tandem::CudaBackend& be, const Case& c, int calls) {
 void gemm_case(tandem::CudaBackend& be, const Case& c) {
   Linear bf16{filled(be, DType::BF16, {c.N, c.K}, 0x3c)};
   Linear fp8 = fp8_linear(be, c.N, c.K);
-  for (int64_t M : {256, 2048, 8192}) {
+  for (int64_t M : {64, 256, 2048, 8192}) {
     Tensor x = filled(be, DType::BF16, {M, c.K}, 0x3c);
     Tensor out = be.alloc(DType::BF16, {M, c.N});
     const double flops = 2.0 * double(M) * double(c.N) * double(c.K);
@@ -92,7 +101,7 @@ void gemm_case(tandem::CudaBackend& be, const Case& c) {
     tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
     const double f = tflops(fp8);
     tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Epilogue);
-    const double e = tflops(fp8);
+    const double e = g_block ? 0.0 : tflops(fp8);  // blocks have no epilogue path
     tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
     fmt::print("{:<8} M={:<5} bf16 {:6.1f}  fp8 {:6.1f} ({:.2f}x)  fp8 epilogue {:6.1f} TFLOP/s\n",
                c.name, M, b, f, f / b, e);
@@ -112,6 +121,10 @@ int main(int argc, char** argv) {
   fmt::print("decode linears, graph of {} calls, % of {:.1f} TB/s\n", calls, kMeasuredHbm / 1e12);
   for (const Case& c : cases) decode_case(be, c, calls);
   fmt::print("many-row linears (fp8 includes quantizing x)\n");
+  for (const Case& c : cases) gemm_case(be, c);
+  g_block = true;
+  fmt::print("the same with 128 x 128 block scales (fp8 columns)\n");
+  for (const Case& c : cases) decode_case(be, c, calls);
   for (const Case& c : cases) gemm_case(be, c);
   return 0;
 }

@@ -76,7 +76,9 @@ timeout 200 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 1,8,32,6
 kill %1; wait
 # Structured output (issue 21): the sweep at 64 unconstrained, every row constrained (>= 80%
 # of unconstrained), and half constrained (the unconstrained rows' TPOT within 2%). The
-# schema is an unbounded array of records, so rows run to --output-len or take EOS after `]`.
+# schema is an unbounded array of records, so rows run to --output-len or take EOS after `]`;
+# S=bench/schemas/endless_records.json (at least 40 records: no row can end before 256
+# tokens) compares rows of equal length.
 step structured
 "$G/tandem" serve --model "$M" --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve2.log" 2>&1 &
 for i in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done

@@ -1,4 +1,4 @@
-// POST /v1/responses (the basic OpenAI Responses API).
+// POST /v1/responses (the OpenAI Responses API).
 #include "server/api_error.h"
 #include "server/endpoints.h"
 #include "server/ids.h"
@@ -17,12 +17,14 @@ void handle_responses(const EndpointContext& ctx, const httplib::Request& req,
   require_served_model(ctx, body);
   ResponsesRequest r =
       parse_responses_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
-  attach_grammar(*ctx.model.grammars, r.constraint, r.generation);
+  attach_grammar(*ctx.model.grammars, r.constraint, r.forced_tools, r.prompt.tools,
+                 ctx.model.tool_format, r.generation);
   r.generation.prompt = chat_prompt_tokens(ctx, r.prompt, "input");
   fit_to_context(r.generation, info, r.max_output_tokens, std::nullopt,
                  {"input", "max_output_tokens"});
 
-  ResponsesFormat format{int(r.generation.prompt.size()), r.echo, random_id("msg_")};
+  ResponsesFormat format{int(r.generation.prompt.size()), r.echo, random_id("msg_"),
+                         r.parse_tool_calls};
   ResponseMeta meta{random_id("resp_"), unix_time_now(), ctx.model_name};
   std::vector<GenerationRequest> requests{std::move(r.generation)};
   auto run = std::make_unique<GenerationRun>(*ctx.model.engine, std::move(requests), &ctx.metrics);

@@ -1,7 +1,11 @@
-// POST /v1/responses, the basic OpenAI Responses API: `input` as a text or a list of
-// messages (text parts only), `instructions`, `max_output_tokens`, the sampling fields
-// and `stream`; text.format json_object / json_schema is enforced (structured_output.h).
-// Tools and stored conversations (previous_response_id) are refused with a 400 that says so.
+// POST /v1/responses, the OpenAI Responses API: `input` as a text or a list of items —
+// messages (text parts only), `function_call` and `function_call_output` (a tool round
+// trip, given back as the conversation's assistant tool calls and tool results) —
+// `instructions`, `max_output_tokens`, the sampling fields and `stream`; function `tools`
+// with `tool_choice` auto / none / required / {"type": "function", "name"} (a forced call's
+// arguments follow the tool's schema, structured_output.h); text.format json_object /
+// json_schema is enforced. Other tool types (web search, file search, ...) and stored
+// conversations (previous_response_id) are refused with a 400 that says so.
 #pragma once
 
 #include <optional>
@@ -20,6 +24,8 @@ struct ResponsesRequest {
   bool stream = false;
   Json echo = Json::object();  // request fields the response object repeats
   OutputConstraint constraint;  // text.format
+  bool parse_tool_calls = false;  // tools were given and tool_choice is not "none"
+  ToolForcing forced_tools;       // tool_choice "required" or a named function
 };
 
 ResponsesRequest parse_responses_request(const Json& body, const GenerationRequest& defaults,

@@ -241,6 +241,33 @@ test('structured: forced tool calls through the OpenAI SDK return arguments that
   assert.equal(check(params_of('get_weather'), JSON.parse(args)), null, args);
 });
 
+test('structured: forced tool calls on /v1/responses return function_call items that validate', async () => {
+  const r_tools = tools.map((t) => ({ type: 'function', name: t.function.name, parameters: t.function.parameters }));
+  for (const client of [openai, kjv.openai])
+    for (const [tool_choice, want] of [['required', null], [{ type: 'function', name: 'search' }, 'search']]) {
+      const r = await client.responses.create({ model, input: 'Do it', max_output_tokens: 600, temperature: 1, seed: 4,
+        tools: r_tools, tool_choice });
+      const calls = r.output.filter((o) => o.type === 'function_call');
+      assert.equal(calls.length, 1, JSON.stringify(r.output));
+      if (want) assert.equal(calls[0].name, want);
+      assert.match(calls[0].call_id, /^call_/);
+      assert.equal(check(params_of(calls[0].name), JSON.parse(calls[0].arguments)), null, calls[0].arguments);
+      // The round trip: the call and its output given back are accepted as the next turn's input.
+      const next = await client.responses.create({ model, max_output_tokens: 4, tools: r_tools, input: [
+        { role: 'user', content: 'Do it' }, calls[0],
+        { type: 'function_call_output', call_id: calls[0].call_id, output: 'done' }] });
+      assert.equal(next.object, 'response');
+    }
+  let args = '', name = '';
+  for await (const event of await openai.responses.create({ model, input: 'Weather?', max_output_tokens: 300,
+    temperature: 1, seed: 9, stream: true, tools: r_tools, tool_choice: { type: 'function', name: 'get_weather' } })) {
+    if (event.type === 'response.output_item.added' && event.item.type === 'function_call') name = event.item.name;
+    if (event.type === 'response.function_call_arguments.delta') args += event.delta;
+  }
+  assert.equal(name, 'get_weather');
+  assert.equal(check(params_of('get_weather'), JSON.parse(args)), null, args);
+});
+
 test('structured: forced tool use through the Anthropic SDK returns input that validates', async () => {
   const a_tools = tools.map((t) => ({ name: t.function.name, description: t.function.name, input_schema: t.function.parameters }));
   for (const client of [anthropic, kjv.anthropic])

@@ -80,6 +80,10 @@ class CpuBackend final : public Backend {
 
   ThreadPool& pool() const { return *pool_; }
   CpuIsa isa() const { return isa_; }
+  // The FP8 linears round their inputs to bf16 before quantizing them, as a backend with
+  // bf16 activations (CUDA) hands them over; off by default. What that rounding alone
+  // costs is the yardstick of the CUDA FP8 gate (tests/golden/cuda_fp8_gate_test.cpp).
+  void set_fp8_inputs_bf16(bool on) { fp8_inputs_bf16_ = on; }
 
  private:
   // A tensor on huge pages when it is big enough to be streamed (weights through the
@@ -94,6 +98,7 @@ class CpuBackend final : public Backend {
 
   ThreadPool* pool_;
   CpuIsa isa_;
+  bool fp8_inputs_bf16_ = false;
   cpu::HugePageArena weights_;
   cpu::BufferCache activations_;  // alloc()'s tensors of 64 KiB and more
 };

@@ -57,15 +57,21 @@ int64_t input_group(const LinearQuant& q, int64_t K) {
   return q.granularity == ScaleGranularity::Block ? q.block_k : K;
 }
 
-// x' = e4m3(x / s) · s per row and column group.   dst, x [T, K]
+// x' = e4m3(x / s) · s per row and column group, x rounded to bf16 first when
+// `bf16_inputs` (CpuBackend::set_fp8_inputs_bf16).   dst, x [T, K]
 void quantize_inputs(ThreadPool& pool, float* dst, const float* x, int64_t T, int64_t K,
-                     int64_t group, const std::optional<float>& static_scale) {
+                     int64_t group, const std::optional<float>& static_scale, bool bf16_inputs) {
   const float* values = e4m3_values();
   cpu::parallel_for(pool, T, K * 4, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; t++)
+    std::vector<float> row(bf16_inputs ? size_t(K) : 0);
+    for (int64_t t = begin; t < end; t++) {
+      const float* in = x + t * K;
+      if (bf16_inputs) {
+        for (int64_t k = 0; k < K; k++) row[size_t(k)] = bf16_to_f32(f32_to_bf16(in[k]));
+        in = row.data();
+      }
       for (int64_t g0 = 0; g0 < K; g0 += group) {
         const int64_t g1 = std::min(K, g0 + group);
-        const float* in = x + t * K;
         double s = 0.0;
         if (static_scale) {
           s = *static_scale;
@@ -77,6 +83,7 @@ void quantize_inputs(ThreadPool& pool, float* dst, const float* x, int64_t T, in
         for (int64_t k = g0; k < g1; k++)
           dst[t * K + k] = float(double(values[f64_to_f8e4m3(double(in[k]) / s)]) * s);
       }
+    }
   });
 }
 
@@ -150,7 +157,8 @@ void CpuBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
   std::vector<float> xq(size_t(T * K));
   std::optional<float> static_scale;
   if (q.input == InputScaling::Static) static_scale = q.input_scale.ptr<float>()[0];
-  quantize_inputs(*pool_, xq.data(), x.ptr<float>(), T, K, input_group(q, K), static_scale);
+  quantize_inputs(*pool_, xq.data(), x.ptr<float>(), T, K, input_group(q, K), static_scale,
+                  fp8_inputs_bf16_);
 
   // Slices of at most ~16 MB of expanded weight rows.
   const int64_t slice = std::clamp<int64_t>((int64_t(4) << 20) / K, 1, N);

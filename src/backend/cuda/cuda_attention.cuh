@@ -67,8 +67,16 @@ struct SplitArgs {
 // Launchers (cuda_attention_prefill.cu / cuda_attention_decode.cu). Head dims are padded
 // up to the next compiled size; `padded_head_dim` names it (0 = unsupported).
 int padded_head_dim(int head_dim);
-// Rows with >= 2 query tokens.
-void launch_prefill(const AttnArgs& a, cudaStream_t stream);
+// Rows with >= 2 query tokens, on the kernel choose_prefill_kernel (cuda_attention_prefill.h)
+// names for the device.
+void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, cudaStream_t stream);
+// The Hopper (wgmma) prefill kernel (cuda_attention_prefill_sm90.cu): bf16 or e4m3 cache,
+// head dims in (32, 256] padded to 64 / 128 / 256 (`sm90_padded_head_dim`, 0 = not
+// covered), any block size; `prefill_sm90_smem_bytes` is its shared memory per CTA
+// (0 = head dim not covered).
+void launch_prefill_sm90(const AttnArgs& a, cudaStream_t stream);
+int sm90_padded_head_dim(int head_dim);
+int prefill_sm90_smem_bytes(int head_dim, bool kv_f8);
 // Tokens of 1-token rows (by_row) or every token (!by_row), over num_x = B or T.
 void launch_decode(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream_t stream);
 // Decode CTAs resident per SM for a head dim and cache type (the kernel's occupancy), >= 1.
@@ -223,7 +231,8 @@ __device__ __forceinline__ void load_kv_tile(uint32_t dst, const KV* cache, cons
 #pragma unroll
     for (int r = tid / kChunksPerRow; r < ROWS; r += kRowStep) {
       const KV* row = kt + r <= kend && col_ok ? kv_row(cache, bt_row, a, kvh, kt + r) : nullptr;
-      copy_kv_chunk(dst + uint32_t((r * STRIDE + c * kElems) * 2), row ? row + col : nullptr, cache);
+      copy_kv_chunk(dst + uint32_t((r * STRIDE + c * kElems) * 2), row ? row + col : nullptr,
+                    cache);
     }
   } else {
 #pragma unroll
@@ -231,7 +240,8 @@ __device__ __forceinline__ void load_kv_tile(uint32_t dst, const KV* cache, cons
       const int r = id / kChunksPerRow, c = id % kChunksPerRow, col = col0 + c * kElems;
       const KV* row =
           kt + r <= kend && col < a.head_dim ? kv_row(cache, bt_row, a, kvh, kt + r) : nullptr;
-      copy_kv_chunk(dst + uint32_t((r * STRIDE + c * kElems) * 2), row ? row + col : nullptr, cache);
+      copy_kv_chunk(dst + uint32_t((r * STRIDE + c * kElems) * 2), row ? row + col : nullptr,
+                    cache);
     }
   }
 }

@@ -15,10 +15,18 @@
 //
 // An e4m3 cache is widened to bf16 as its tiles are copied into shared memory (plain
 // loads instead of cp.async; the math is the bf16 kernel's).
+//
+// launch_prefill hands the cases Hopper's kernel covers to it (cuda_attention_prefill_sm90.cu):
+// the rule, choose_prefill_kernel, is at the end of this file and in words in
+// cuda_attention_prefill.h.
 #include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <string_view>
 
 #include "backend/cuda/cuda_attention.cuh"
+#include "backend/cuda/cuda_attention_prefill.h"
+#include "backend/cuda/cuda_attention_prefill_tiles.cuh"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 
@@ -29,94 +37,10 @@ namespace {
 constexpr int kBlockM = 64;  // query rows per CTA (16 per warp)
 constexpr int kBlockN = 64;  // keys per tile
 
-// Query tiles of a row: none for rows of fewer than 2 tokens (the decode kernel's).
-__device__ __forceinline__ int row_tiles(const int32_t* starts, int b, int group) {
-  const int n = starts[b + 1] - starts[b];
-  return n >= 2 ? (n * group + kBlockM - 1) / kBlockM : 0;
-}
-
-// Finds the (row, tile of that row) of query tile `tile`, tiles numbered row by row.
-// Whole CTA; returns false when `tile` is past the last one.
-__device__ bool find_tile(const AttnArgs& a, int tile, int& row, int& row_tile) {
-  __shared__ int s_warp_sum[kThreads / 32];
-  __shared__ int s_found[2];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int per = (a.num_rows + kThreads - 1) / kThreads;
-  const int b0 = min(a.num_rows, tid * per), b1 = min(a.num_rows, b0 + per);
-  int count = 0;
-  for (int b = b0; b < b1; b++) count += row_tiles(a.seq_starts, b, a.group);
-  int incl = count;  // inclusive warp scan
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const int y = __shfl_up_sync(0xffffffffu, incl, d);
-    if (lane >= d) incl += y;
-  }
-  if (lane == 31) s_warp_sum[warp] = incl;
-  if (tid == 0) s_found[0] = -1;
-  __syncthreads();
-  int offset = incl - count;
-  for (int w = 0; w < warp; w++) offset += s_warp_sum[w];
-  if (tile >= offset && tile < offset + count) {
-    for (int b = b0; b < b1; b++) {
-      const int n = row_tiles(a.seq_starts, b, a.group);
-      if (tile < offset + n) {
-        s_found[0] = b;
-        s_found[1] = tile - offset;
-        break;
-      }
-      offset += n;
-    }
-  }
-  __syncthreads();
-  row = s_found[0];
-  row_tile = s_found[1];
-  return row >= 0;
-}
-
-// The CTA's query rows: positions, visible key ranges and q/out offsets, plus the key
-// range of the whole tile. Invalid rows (past the row's queries) get an empty range.
-struct TileRows {
-  int64_t off[kBlockM];  // element offset of the row in q and out; -1 = no row
-  int lo[kBlockM];       // first visible key
-  int hi[kBlockM];       // last visible key (its position); -1 = no row
-  int kmin, kmax;        // union of the ranges: the keys to load
-  int hi_min, lo_max;    // keys in [lo_max, hi_min] are visible to every row
-};
-
-__device__ void setup_rows(TileRows& t, const AttnArgs& a, int row, int row_tile, int kvh) {
-  const int tid = threadIdx.x;
-  if (tid == 0) {
-    t.kmin = INT_MAX;
-    t.kmax = -1;
-    t.hi_min = INT_MAX;
-    t.lo_max = -1;
-  }
-  __syncthreads();
-  if (tid < kBlockM) {
-    const int t0 = a.seq_starts[row], n = a.seq_starts[row + 1] - t0;
-    const int idx = row_tile * kBlockM + tid;
-    if (idx < n * a.group) {
-      const int tok = t0 + idx / a.group, head = kvh * a.group + idx % a.group;
-      const int p = a.positions[tok], lo = first_key(p, a.window);
-      t.off[tid] = (int64_t(tok) * a.num_q_heads + head) * a.head_dim;
-      t.lo[tid] = lo;
-      t.hi[tid] = p;
-      atomicMin(&t.kmin, lo);
-      atomicMax(&t.kmax, p);
-      atomicMin(&t.hi_min, p);
-      atomicMax(&t.lo_max, lo);
-    } else {
-      t.off[tid] = -1;
-      t.lo[tid] = 1;
-      t.hi[tid] = -1;
-    }
-  }
-  __syncthreads();
-}
-
 // Q rows of the tile into shared memory (zeros for invalid rows and padded columns).
 template <int DHQK, int QSTRIDE>
-__device__ __forceinline__ void load_q_tile(uint32_t dst, const TileRows& t, const AttnArgs& a) {
+__device__ __forceinline__ void load_q_tile(uint32_t dst, const TileRows<kBlockM>& t,
+                                            const AttnArgs& a) {
   constexpr int kChunksPerRow = DHQK / 8, kChunks = kBlockM * kChunksPerRow;
   static_assert(kChunks % kThreads == 0);
 #pragma unroll
@@ -126,31 +50,6 @@ __device__ __forceinline__ void load_q_tile(uint32_t dst, const TileRows& t, con
     const bool ok = t.off[r] >= 0 && c * 8 < a.head_dim;
     const void* src = ok ? static_cast<const void*>(a.q + t.off[r] + c * 8) : a.q;
     cp_async_16(dst + uint32_t((r * QSTRIDE + c * 8) * 2), src, ok ? 16 : 0);
-  }
-}
-
-// O / l as bf16 for the thread's two rows; columns past the head dim are padding.
-template <int NV>
-__device__ __forceinline__ void store_rows(const AttnArgs& a, const TileRows& t, int r0,
-                                           const float (&o)[NV][4], const float (&l)[2], int col0,
-                                           int lane) {
-  float inv[2];  // every lane takes part in the quad sums, valid row or not
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const float sum = quad_sum(l[r]);
-    inv[r] = sum > 0.f ? 1.f / sum : 0.f;
-  }
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int64_t off = t.off[r0 + 8 * r];
-    if (off < 0) continue;
-#pragma unroll
-    for (int nv = 0; nv < NV; nv++) {
-      const int col = col0 + nv * 8 + 2 * (lane & 3);
-      if (col < a.head_dim)
-        *reinterpret_cast<__nv_bfloat162*>(a.out + off + col) =
-            __floats2bfloat162_rn(o[nv][2 * r] * inv[r], o[nv][2 * r + 1] * inv[r]);
-    }
   }
 }
 
@@ -165,12 +64,12 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
   bf16* q_s = reinterpret_cast<bf16*>(smem_raw);
   bf16* k_s = q_s + kBlockM * QS;
   bf16* v_s = k_s + kBlockN * KS;
-  __shared__ TileRows rows;
+  __shared__ TileRows<kBlockM> rows;
 
   const int tile = int(gridDim.x) - 1 - int(blockIdx.x);  // last (longest) tiles first
   const int kvh = blockIdx.y, col0 = blockIdx.z * DV;
   int row, row_tile;
-  if (!find_tile(a, tile, row, row_tile)) return;
+  if (!find_tile<kBlockM, kThreads>(a, tile, row, row_tile)) return;
   setup_rows(rows, a, row, row_tile, kvh);
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -219,7 +118,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
     }
     if (warp_live) warp_pv<kBlockN, NV, VS>(o, s, v_lane);
   }
-  if (warp_live) store_rows<NV>(a, rows, r0, o, l, col0, lane);
+  if (warp_live) store_rows<kBlockM, NV>(a, rows, r0, o, l, col0, lane);
 }
 
 template <int DHQK, int DV>
@@ -244,7 +143,9 @@ int padded_head_dim(int head_dim) {
   return 0;
 }
 
-void launch_prefill(const AttnArgs& a, cudaStream_t stream) {
+void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, cudaStream_t stream) {
+  if (cuda::choose_prefill_kernel(a.head_dim, a.kv_f8, props) == cuda::PrefillKernel::Sm90)
+    return launch_prefill_sm90(a, stream);
   switch (padded_head_dim(a.head_dim)) {
     case 32:
       return launch<32, 32>(a, stream);
@@ -264,3 +165,44 @@ void launch_prefill(const AttnArgs& a, cudaStream_t stream) {
 }
 
 }  // namespace tandem::attn
+
+namespace tandem::cuda {
+
+namespace {
+
+// Starts off when TANDEM_ATTN_PREFILL=mma (read once, as core/cpu_features.cpp reads
+// TANDEM_CPU_ISA: the backend is made in many places, the choice is the device's).
+Switch& sm90_prefill_switch() {
+  static Switch s;
+  static const bool from_env = [] {
+    const char* v = std::getenv("TANDEM_ATTN_PREFILL");
+    if (v && std::string_view(v) == "mma") s.set(false);
+    return true;
+  }();
+  (void)from_env;
+  return s;
+}
+
+}  // namespace
+
+bool sm90_prefill_enabled() {
+  return sm90_prefill_switch().on();
+}
+
+void set_sm90_prefill_enabled(bool on) {
+  sm90_prefill_switch().set(on);
+}
+
+// The one rule (cuda_attention_prefill.h says it in words).
+PrefillKernel choose_prefill_kernel(int head_dim, bool kv_f8, const cudaDeviceProp& props) {
+  if (!sm90_prefill_enabled() || props.major != 9) return PrefillKernel::Mma;
+  const int smem = attn::prefill_sm90_smem_bytes(head_dim, kv_f8);  // 0: head dim not covered
+  if (smem == 0 || size_t(smem) > props.sharedMemPerBlockOptin) return PrefillKernel::Mma;
+  return PrefillKernel::Sm90;
+}
+
+const char* prefill_kernel_name(PrefillKernel k) {
+  return k == PrefillKernel::Sm90 ? "sm90" : "mma";
+}
+
+}  // namespace tandem::cuda

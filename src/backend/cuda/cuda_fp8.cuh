@@ -17,6 +17,34 @@ __device__ __forceinline__ uint8_t f8_from_f32(float x) {
   return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
 }
 
+// e4m3(x) for a double: nearest even, saturating.
+__device__ __forceinline__ uint8_t f8_from_f64(double x) {
+  return __nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+}
+
+// Whether an f32 value lies within 8 ulps of a midpoint between two e4m3 values (where
+// which way it rounds depends on the last bits of the arithmetic that made it).
+__device__ __forceinline__ bool near_e4m3_midpoint(float q) {
+  const float a = fabsf(q);
+  if (a < 0.015625f) {  // subnormal e4m3: midpoints at (j + 1/2) · 2^-9
+    const float t = a * 512.f, frac = t - floorf(t);
+    return fabsf(frac - 0.5f) <= 8e-6f;
+  }
+  const uint32_t low = __float_as_uint(a) & 0xfffffu;  // the bits below e4m3's 3 of mantissa
+  return low + 8u - 0x80000u <= 16u;
+}
+
+// e4m3(x / s) with the quotient in f64 — s64 = the scale in f64, inv32 = 1 / (float)s64 —
+// as the CPU twin (cpu_linear_fp8.cpp) and the reference arithmetic compute it: with bf16
+// inputs the exact quotient often sits on an e4m3 midpoint, and only the same arithmetic
+// breaks such ties the same way. The f32 product x · inv32 is within 3 ulps of the f64
+// quotient, so it rounds the same way unless it is near a midpoint; only then is the f64
+// division done.
+__device__ __forceinline__ uint8_t f8_quotient(float x, double s64, float inv32) {
+  const float q = x * inv32;
+  return near_e4m3_midpoint(q) ? f8_from_f64(double(x) / s64) : f8_from_f32(q);
+}
+
 // The cache byte of a value the bf16 path would have stored as bf16(x).
 __device__ __forceinline__ uint8_t f8_from_bf16(__nv_bfloat16 x) {
   return f8_from_f32(__bfloat162float(x));

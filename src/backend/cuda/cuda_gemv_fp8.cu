@@ -1,16 +1,42 @@
 // The FP8 weight stream: cuda_gemv.cu's few-row linear (one CTA per SM streaming row groups
 // through a ring of shared-memory stages with bulk copies; a producer warp, 16 consumer
-// warps) for e4m3 weights, at half the bytes per weight. A stage holds 16 rows of 2048
-// columns (still 32 KB); a lane takes 16 weight bytes at a time, widens them to bf16
-// exactly (every e4m3 value is a bf16 value) and multiplies them with x. x arrives
-// quantized (xq e4m3 and one f32 scale per token, cuda_linear_fp8.cu's quantize kernel)
-// and is staged as bf16, exactly xq's values; a row's sum is scaled by s_x[t] · s_w[n] at
-// the end. Per-tensor and per-channel weight scales only; block scales take the plain
-// stream in cuda_linear_fp8.cu.
+// warps) for e4m3 weights, at half the bytes per weight, for 1 to 8 rows of x.
+//
+// The products run on the tensor cores (mma.sync m16n8k32, e4m3 x e4m3 -> f32): a stage
+// holds 16 weight rows of 2048 columns, the mma's 16 rows; a warp takes 128 of the columns
+// (four mmas), with x's rows (quantized to e4m3, one f32 scale per token) as the mma's
+// 8 columns, so up to 8 tokens cost what one does. Widening e4m3 on the CUDA cores instead
+// (the first version of this kernel: e4m3 -> f16 -> f32 -> bf16, then bf16 FMAs) spent
+// two conversions per weight byte, and the SM's conversion rate (16 per clock), not HBM,
+// set the pace: 25–57% of HBM bandwidth.
+//
+// The mma sums over k in any order, so each lane loads 16 contiguous bytes of a row and
+// the same 16 bytes of x, and the two mmas of a 64-column segment take them as their k
+// slots {4c..4c+3, 16+4c..16+4c+3} (c = lane % 4): A and B agree on which column sits in
+// which slot, which is all the product needs (PTX ISA, "Matrix Fragments for
+// mma.m16n8k32" with .e4m3). Rows sit kRowStride bytes apart in a stage (64 bytes more
+// than a chunk), so the 128-bit loads of 8 lanes (two rows, 64 bytes each) hit all 32
+// banks once.
+//
+// A warp's partial sums for its columns are kept across the chunks of a row group and
+// added across the 16 warps through shared memory when the group's last chunk is done
+// (double-buffered by group parity, so one barrier per group suffices); then
+// out[m, n] = sum · s_x[m] · s_w[n] (+ bias). Block scales of 128 columns (block_n any,
+// block_k 128: DeepSeek-style 128 x 128 checkpoints, and the 1 x 128 blocks of fused
+// shards): a warp's 128 columns of a stage are exactly one column block, so it folds its
+// mma sums into a running total scaled by s_x[m, kb] · s_w(n, kb) after every stage, and
+// x is quantized per token and 128 columns.
+//
+// x arrives in bf16 and every CTA quantizes it itself into shared memory (amax per token,
+// s = max(amax, 1e-12) / 448, e4m3(x / s), in f64: the arithmetic of the quantize kernel
+// in cuda_linear_fp8.cu and of the CPU twin, so all CTAs and both backends agree on every
+// byte). That costs each CTA a read of x from L2 (8–28 KB a token) and saves a kernel
+// launch and its wait on the critical path of every linear: a separate quantize kernel
+// before the stream cost 5–10 µs a linear (bench/RESULTS.md).
 //
 // Launched with programmatic dependent launch: the producer starts the ring before the
-// quantize kernel before it ends (weights are never written by a step); the consumers
-// wait before reading xq and its scales.
+// kernel before it ends (weights are never written by a step); the consumers wait before
+// reading x.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -30,26 +56,34 @@ namespace {
 
 using cuda::bf16;
 
-constexpr int kRowsPerStage = 16;
-constexpr int kChunk = 2048;  // columns (bytes) of a row per stage
+constexpr int kRowsPerStage = 16;  // the mma's rows
+constexpr int kChunk = 2048;       // columns (bytes) of a row per stage
+constexpr int kRowStride = kChunk + 64;
+constexpr int kConsumerWarps = 16;
+constexpr int kWarpCols = kChunk / kConsumerWarps;  // 128: two 64-column segments
 constexpr int kMaxStages = 8;
 constexpr int kCtaSmem = 152 * 1024;  // as cuda_gemv.cu, for the same reasons
-constexpr int kThreads = (kRowsPerStage + 1) * 32;
-constexpr int kConsumers = kRowsPerStage * 32;
-constexpr int kStageBytes = kRowsPerStage * kChunk;
+constexpr int kThreads = (kConsumerWarps + 1) * 32;
+constexpr int kConsumers = kConsumerWarps * 32;
+constexpr int kStageBytes = kRowsPerStage * kRowStride;
 constexpr int kBarrierBytes = 128;
-constexpr int kMaxXBytes = 48 * 1024;  // x [M, K] staged as bf16
-static_assert((kCtaSmem - kBarrierBytes - kMaxXBytes) / kStageBytes >= 3, "a ring of >= 3 stages");
+constexpr int kMaxRows = kFp8GemvMaxRows;  // x rows: the mma's 8 columns
+constexpr int kMaxXBytes = 32 * 1024;       // x [M, K] staged as e4m3 bytes
+// Cross-warp partial sums: [2 group parities][M][16 rows][16 warps] f32.
+constexpr int red_bytes(int M) { return 2 * M * kRowsPerStage * kConsumerWarps * 4; }
+constexpr int kMinStages = 3;
+static_assert((kCtaSmem - kBarrierBytes - kMaxXBytes - red_bytes(kMaxRows)) / kStageBytes >= kMinStages,
+              "a ring of >= 3 stages beside the largest x");
+static_assert(kStageBytes % 16 == 0 && kRowStride % 16 == 0, "bulk copies land 16-byte aligned");
 
-// acc + Σ w[i]·x[i] over 8 bf16 pairs (both widened to f32 by a shift or a mask).
-__device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
-  const uint32_t wu[4] = {w.x, w.y, w.z, w.w}, xu[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    acc = fmaf(__uint_as_float(wu[i] << 16), __uint_as_float(xu[i] << 16), acc);
-    acc = fmaf(__uint_as_float(wu[i] & 0xffff0000u), __uint_as_float(xu[i] & 0xffff0000u), acc);
-  }
-  return acc;
+// d += A (16 x 32, e4m3) · B (32 x 8, e4m3), f32 accumulate.
+__device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
@@ -79,121 +113,248 @@ __device__ __forceinline__ void produce(const Work& wk, const uint8_t* w, uint8_
     if (lane == 0) cuda::mbar_arrive_expect(&full[slot], uint32_t(rows * cols));
     __syncwarp();
     if (lane < rows)
-      cuda::bulk_copy(ring + slot * kStageBytes + lane * kChunk, w + int64_t(n0 + lane) * wk.K + k0,
-                      uint32_t(cols), &full[slot]);
+      cuda::bulk_copy(ring + slot * kStageBytes + lane * kRowStride,
+                      w + int64_t(n0 + lane) * wk.K + k0, uint32_t(cols), &full[slot]);
   }
 }
 
-//   out [M, N], xq [M, K] e4m3, x_scales [M], w [N, K] e4m3, w_scales [1] or [N],
-//   bias [N] or null. K % 16 == 0.
-template <int M, typename Out>
+// A warp's four mmas over its 128 columns of a stage: rows g and g + 8 of the stage,
+// token g of x (zeros for g >= M). Columns at or past `cols` (a row's last, partial
+// chunk) add nothing: cols % 16 == 0, so a lane's 16 bytes are all in or all out, and such
+// lanes feed zeros (the stage may hold an older chunk's bytes there).
+__device__ __forceinline__ void mma_stage(float (&d)[4], const uint8_t* stage, const uint8_t* xs,
+                                          int M, int K, int k0, int cols, int warp, int lane) {
+  const int g = lane >> 2, c = lane & 3;
+#pragma unroll
+  for (int seg = 0; seg < kWarpCols / 64; seg++) {
+    const int k_seg = warp * kWarpCols + seg * 64;
+    if (k_seg >= cols) continue;  // warp-uniform: the mma needs every lane
+    const int k = k_seg + c * 16;
+    const bool in = k < cols;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    const uint4 ra = in ? *reinterpret_cast<const uint4*>(stage + g * kRowStride + k) : zero;
+    const uint4 rb = in ? *reinterpret_cast<const uint4*>(stage + (g + 8) * kRowStride + k) : zero;
+    const uint4 xv = in && g < M ? *reinterpret_cast<const uint4*>(xs + g * K + k0 + k) : zero;
+    mma_e4m3(d, ra.x, rb.x, ra.y, rb.y, xv.x, xv.y);
+    mma_e4m3(d, ra.z, rb.z, ra.w, rb.w, xv.z, xv.w);
+  }
+}
+
+// How the weight and x are scaled. kind: 0 per tensor, 1 per channel, 2 blocks of
+// [block_n, 128] (x then per token and 128 columns).
+struct Scales {
+  const float* static_x = nullptr;  // a static input scale [1], or null: dynamic
+  const float* w = nullptr;
+  int kind = 0;
+  int block_n = 1, num_kb = 1;
+  __device__ __forceinline__ float weight(int n, int kb) const {
+    return kind == 0 ? w[0] : kind == 1 ? w[n] : w[(n / block_n) * num_kb + kb];
+  }
+};
+constexpr int kBlockK = 128;
+constexpr int kMaxXScales = kMaxXBytes / kBlockK;  // (token, column group) pairs
+
+// s = max(amax, 1e-12) / 448 in f64 for x's entry p, and 1 / s for the f32 fast path.
+__device__ __forceinline__ void set_scale(double* sx, float* sinv, int p, float amax) {
+  sx[p] = fmax(double(amax), 1e-12) / 448.0;
+  sinv[p] = float(1.0 / sx[p]);
+}
+
+// Consumers: xs [M, K] = e4m3(x / s_x), s_x per token (G = 1) or per token and 128
+// columns (G = ⌈K / 128⌉) in sx[m · G + g]: the static input scale, or max(|x|, 1e-12) /
+// 448, in f64, the quotients as f64 ones (cuda::f8_quotient). amax is a max, so every
+// CTA finds the same one.
+__device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv, float* scratch,
+                                           const bf16* __restrict__ x, const Scales& sc, int M,
+                                           int K, int G) {
+  const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+  const int group = G == 1 ? K : kBlockK;
+  if (sc.static_x != nullptr) {
+    if (tid < M) {
+      sx[tid] = double(*sc.static_x);
+      sinv[tid] = float(1.0 / sx[tid]);
+    }
+  } else if (G == 1) {  // a token's amax over all threads
+    for (int m = 0; m < M; m++) {
+      float amax = 0.f;
+      for (int v = tid; v < K / 8; v += kConsumers) {
+        const uint4 u = reinterpret_cast<const uint4*>(x + int64_t(m) * K)[v];
+        const bf16* e = reinterpret_cast<const bf16*>(&u);
+#pragma unroll
+        for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(__bfloat162float(e[i])));
+      }
+      amax = cuda::warp_max(amax);
+      if (lane == 0) scratch[m * kConsumerWarps + warp] = amax;
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+    if (tid < M) {
+      float amax = 0.f;
+      for (int w = 0; w < kConsumerWarps; w++) amax = fmaxf(amax, scratch[tid * kConsumerWarps + w]);
+      set_scale(sx, sinv, tid, amax);
+    }
+  } else {  // a warp per (token, 128 columns): 16 lanes of 8
+    for (int p = warp; p < M * G; p += kConsumerWarps) {
+      const int m = p / G, k = (p % G) * kBlockK + lane * 8;
+      float amax = 0.f;
+      if (lane < kBlockK / 8 && k < K) {
+        const uint4 u = *reinterpret_cast<const uint4*>(x + int64_t(m) * K + k);
+        const bf16* e = reinterpret_cast<const bf16*>(&u);
+#pragma unroll
+        for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(__bfloat162float(e[i])));
+      }
+      amax = cuda::warp_max(amax);
+      if (lane == 0) set_scale(sx, sinv, p, amax);
+    }
+  }
+  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+  for (int v = tid; v < M * K / 8; v += kConsumers) {
+    const int m = v * 8 / K, p = m * G + (v * 8 - m * K) / group;
+    const double s = sx[p];
+    const float inv = sinv[p];
+    const uint4 u = reinterpret_cast<const uint4*>(x)[v];
+    const bf16* e = reinterpret_cast<const bf16*>(&u);
+    uint32_t q[2] = {0, 0};
+#pragma unroll
+    for (int i = 0; i < 8; i++) q[i / 4] |= uint32_t(cuda::f8_quotient(__bfloat162float(e[i]), s, inv)) << (8 * (i % 4));
+    reinterpret_cast<uint2*>(xs)[v] = make_uint2(q[0], q[1]);
+  }
+  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+}
+
+//   out [M, N], x [M, K] bf16, w [N, K] e4m3, the scales as `sc` says, bias [N] or null.
+//   K % 16 == 0, 1 <= M <= 8.
+template <typename Out>
 __global__ void __launch_bounds__(kThreads)
-    gemv_fp8_kernel(Out* __restrict__ out, const uint8_t* __restrict__ xq,
-                    const float* __restrict__ x_scales, const uint8_t* __restrict__ w,
-                    const float* __restrict__ w_scales, bool per_channel,
-                    const bf16* __restrict__ bias, int N, int K, int stages) {
+    gemv_fp8_kernel(Out* __restrict__ out, const bf16* __restrict__ x, const uint8_t* __restrict__ w,
+                    Scales sc, const bf16* __restrict__ bias, int M, int N, int K, int stages) {
   extern __shared__ __align__(128) unsigned char smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + kMaxStages;
   uint8_t* ring = smem + kBarrierBytes;
-  bf16* xs = reinterpret_cast<bf16*>(ring + stages * kStageBytes);
+  uint8_t* xs = ring + stages * kStageBytes;
+  float* red = reinterpret_cast<float*>(xs + ((M * K + 15) & ~15));
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; s++) {
       cuda::mbar_init(&full[s], 1);
-      cuda::mbar_init(&empty[s], kRowsPerStage);
+      cuda::mbar_init(&empty[s], kConsumerWarps);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
   cuda::pdl_launch_next();
   const Work wk = cta_work(N, K, stages);
-  if (warp == kRowsPerStage) {
+  if (warp == kConsumerWarps) {
     produce(wk, w, ring, full, empty, lane);
     cuda::pdl_wait();
     return;
   }
 
   cuda::pdl_wait();
-  for (int v = int(threadIdx.x); v < M * K / 16; v += kConsumers) {
-    uint4 lo, hi;
-    cuda::bf16x16_from_f8x16(reinterpret_cast<const uint4*>(xq)[v], lo, hi);
-    reinterpret_cast<uint4*>(xs)[2 * v] = lo;
-    reinterpret_cast<uint4*>(xs)[2 * v + 1] = hi;
-  }
-  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-  float sx[M];
-#pragma unroll
-  for (int m = 0; m < M; m++) sx[m] = x_scales[m];
+  const bool block = sc.kind == 2;
+  const int G = block ? (K + kBlockK - 1) / kBlockK : 1;
+  __shared__ double sx[kMaxXScales];
+  __shared__ float sinv[kMaxXScales];
+  __shared__ float scratch[kMaxRows * kConsumerWarps];
+  quantize_x(xs, sx, sinv, scratch, x, sc, M, K, G);
 
-  float acc[M];
-#pragma unroll
-  for (int m = 0; m < M; m++) acc[m] = 0.f;
+  float d[4] = {0.f, 0.f, 0.f, 0.f};    // this stage's (or, unblocked, this group's) sums
+  float tot[4] = {0.f, 0.f, 0.f, 0.f};  // blocks: the group's scaled sums
+  const int g = lane >> 2, c = lane & 3;
   for (int i = 0; i < wk.steps; i++) {
     const int slot = i % stages, chunk = i % wk.chunks;
     const int k0 = chunk * kChunk, cols = min(kChunk, K - k0);
+    const int group = wk.group_begin + i / wk.chunks;
+    const bool folds = block && warp * kWarpCols < cols;
+    const int kb = (k0 + warp * kWarpCols) / kBlockK;
+    // Blocks: this stage's weight scales of rows g and g + 8, loaded before the wait so
+    // their latency hides behind it (read after the mmas they would stall every stage).
+    float sw[2] = {0.f, 0.f};
+    if (folds)
+#pragma unroll
+      for (int h = 0; h < 2; h++) sw[h] = sc.weight(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
     cuda::mbar_wait(&full[slot], uint32_t(i / stages) & 1u);
-    const uint8_t* row = ring + slot * kStageBytes + warp * kChunk;
-#pragma unroll
-    for (int j = 0; j < kChunk / 512; j++) {  // a lane's 16-byte pieces of the row
-      const int k = j * 512 + lane * 16;
-      if (k < cols) {
-        uint4 lo, hi;
-        cuda::bf16x16_from_f8x16(*reinterpret_cast<const uint4*>(row + k), lo, hi);
-#pragma unroll
-        for (int m = 0; m < M; m++) {
-          const uint4* xv = reinterpret_cast<const uint4*>(xs + m * K + k0 + k);
-          acc[m] = dot8(hi, xv[1], dot8(lo, xv[0], acc[m]));
-        }
-      }
-    }
+    mma_stage(d, ring + slot * kStageBytes, xs, M, K, k0, cols, warp, lane);
     __syncwarp();
     if (lane == 0) cuda::mbar_arrive(&empty[slot]);
-    if (chunk == wk.chunks - 1) {
-      const int n = (wk.group_begin + i / wk.chunks) * kRowsPerStage + warp;
-      const float sw = w_scales[per_channel ? (n < N ? n : 0) : 0];
+    if (folds) {  // fold this warp's column block
 #pragma unroll
-      for (int m = 0; m < M; m++) {
-        float s = cuda::warp_sum(acc[m]) * sx[m] * sw;
-        acc[m] = 0.f;
-        if (bias != nullptr) s += __bfloat162float(bias[n < N ? n : 0]);
-        if (lane == 0 && n < N) store_out(out + int64_t(m) * N + n, s);
+      for (int j = 0; j < 4; j++) {
+        const int m = 2 * c + (j & 1);
+        if (m < M) tot[j] += d[j] * (float(sx[m * G + kb]) * sw[j >> 1]);
+        d[j] = 0.f;
+      }
+    }
+    if (chunk != wk.chunks - 1) continue;
+    // The group's sums: this warp's (rows g, g + 8; tokens 2c, 2c + 1) into red, then one
+    // thread per (token, row) adds the 16 warps' and writes out.
+    float* r = red + (group & 1) * (M * kRowsPerStage * kConsumerWarps);
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int m = 2 * c + (j & 1), row = g + (j >> 1) * 8;
+      if (m < M) r[(m * kRowsPerStage + row) * kConsumerWarps + warp] = block ? tot[j] : d[j];
+      d[j] = 0.f;
+      tot[j] = 0.f;
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+    const int t = int(threadIdx.x);
+    if (t < M * kRowsPerStage) {
+      const int m = t / kRowsPerStage, row = t % kRowsPerStage;
+      const int n = group * kRowsPerStage + row;
+      if (n < N) {
+        const float4* p = reinterpret_cast<const float4*>(r + t * kConsumerWarps);
+        float s = 0.f;
+#pragma unroll
+        for (int q = 0; q < kConsumerWarps / 4; q++) {
+          const float4 v = p[q];
+          s += (v.x + v.y) + (v.z + v.w);
+        }
+        if (!block) s *= float(sx[m]) * sc.weight(n, 0);
+        if (bias != nullptr) s += __bfloat162float(bias[n]);
+        store_out(out + int64_t(m) * N + n, s);
       }
     }
   }
 }
 
-template <int M, typename Out>
+// Ring stages left beside x and the cross-warp sums.
+int ring_stages(int64_t M, int64_t K) {
+  const int64_t rest = kCtaSmem - kBarrierBytes - ((M * K + 15) & ~int64_t(15)) - red_bytes(int(M));
+  return int(std::min<int64_t>(kMaxStages, rest / kStageBytes));
+}
+
+template <typename Out>
 void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
-  const int N = int(a.w->dim(0)), K = int(a.w->dim(1));
-  auto* kernel = &gemv_fp8_kernel<M, Out>;
+  const int M = int(a.x->rows()), N = int(a.w->dim(0)), K = int(a.w->dim(1));
+  auto* kernel = &gemv_fp8_kernel<Out>;
   static std::atomic<uint64_t> smem_ready{0};
   cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kCtaSmem, smem_ready, "gemv fp8");
-  const int x_bytes = M * K * 2;
-  const int stages = std::min(kMaxStages, (kCtaSmem - kBarrierBytes - x_bytes) / kStageBytes);
+  const int stages = ring_stages(M, K);
   const int64_t groups = cuda::ceil_div(int64_t(N), int64_t(kRowsPerStage));
   const unsigned grid = unsigned(std::min<int64_t>(groups, be.props().multiProcessorCount));
-  const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + x_bytes);
+  const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + ((M * K + 15) & ~15) + red_bytes(M));
+  Scales sc{a.static_scale ? a.static_scale->ptr<float>() : nullptr, a.w_scales->ptr<float>(),
+            a.block_n > 0 ? 2 : a.per_channel ? 1 : 0, std::max(a.block_n, 1),
+            int(cuda::ceil_div(int64_t(K), int64_t(kBlockK)))};
   cuda::launch_pdl("gemv_fp8_kernel", kernel, dim3(grid), dim3(kThreads), smem, be.stream(),
-                   out.ptr<Out>(), a.xq->ptr<uint8_t>(), a.x_scales->ptr<float>(),
-                   a.w->ptr<uint8_t>(), a.w_scales->ptr<float>(), a.per_channel,
-                   a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, N, K, stages);
+                   out.ptr<Out>(), a.x->ptr<bf16>(), a.w->ptr<uint8_t>(), sc,
+                   a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages);
 }
 
 }  // namespace
 
-bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, const void* xq, const void* w) {
-  return gemv_enabled() && M >= 1 && M <= kGemvMaxRows && K % 16 == 0 && N < (int64_t(1) << 31) &&
-         M * K * 2 <= kMaxXBytes && cuda::aligned16(xq) && cuda::aligned16(w);
+bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void* x, const void* w) {
+  return gemv_enabled() && M >= 1 && M <= kMaxRows && K % 16 == 0 && N < (int64_t(1) << 31) &&
+         (block_k == 0 || (block_k == kBlockK && M * ((K + kBlockK - 1) / kBlockK) <= kMaxXScales)) &&
+         M * K <= kMaxXBytes && ring_stages(M, K) >= kMinStages && cuda::aligned16(x) &&
+         cuda::aligned16(w);
 }
 
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
-  static_assert(kGemvMaxRows == 2);
-  const bool f32 = out.dtype == DType::F32;
-  if (a.xq->rows() == 1)
-    f32 ? launch<1, float>(be, out, a) : launch<1, bf16>(be, out, a);
+  if (out.dtype == DType::F32)
+    launch<float>(be, out, a);
   else
-    f32 ? launch<2, float>(be, out, a) : launch<2, bf16>(be, out, a);
+    launch<bf16>(be, out, a);
 }
 
 }  // namespace tandem

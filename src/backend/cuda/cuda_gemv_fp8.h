@@ -1,4 +1,4 @@
-// The FP8 weight stream for 1–2 row linears: cuda_gemv_fp8.cu. Host header.
+// The FP8 weight stream for linears of 1 to 8 rows: cuda_gemv_fp8.cu. Host header.
 #pragma once
 
 #include "backend/backend.h"
@@ -7,18 +7,23 @@ namespace tandem {
 
 class CudaBackend;
 
+// Rows of x the stream takes: the tensor-core mma's 8 columns.
+inline constexpr int kFp8GemvMaxRows = 8;
+
 struct Fp8GemvArgs {
-  const Tensor* xq;        // [M, K] e4m3, x quantized per token
-  const Tensor* x_scales;  // [M] f32
-  const Tensor* w;         // [N, K] e4m3
-  const Tensor* w_scales;  // [1] or [N] f32
+  const Tensor* x;             // [M, K] bf16, quantized by the kernel
+  const Tensor* static_scale;  // [1] f32 (a static input scale) or null: per token, dynamic
+  const Tensor* w;             // [N, K] e4m3
+  const Tensor* w_scales;      // [1], [N], or [⌈N / block_n⌉, ⌈K / 128⌉] f32
   bool per_channel;
-  const Tensor* bias;      // [N] bf16 or undefined
+  int block_n;                 // > 0: block scales of [block_n, 128]; 0: per tensor / channel
+  const Tensor* bias;          // [N] bf16 or undefined
 };
 
-// Whether the stream takes the shape (1–2 rows, K % 16 == 0, x small enough to stage,
-// 16-byte aligned, the weight stream switch on: gemv_enabled()).
-bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, const void* xq, const void* w);
+// Whether the stream takes the shape (1–8 rows, K % 16 == 0, x small enough to stage,
+// block scales (if any) 128 columns wide, 16-byte aligned, the weight stream switch on:
+// gemv_enabled()). block_k: 0 without block scales.
+bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void* x, const void* w);
 // Launches it (the caller validated shapes, dtypes and fp8_gemv_fits).
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args);
 

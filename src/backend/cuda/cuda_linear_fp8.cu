@@ -49,7 +49,12 @@ __device__ float block_max(float v, float* scratch) {
 
 // xq[t, k] = e4m3(x[t, k] / s[t, g]), s[t, g] = max(|x[t, g-th group]|, 1e-12) / 448, or the
 // static scale when `static_scale` is set.   x [T, K] bf16, xq [T, K], scales [T, G].
-// One block per token.
+// s and the quotient as in f64 (cuda::f8_quotient), as the CPU twin computes them (f32
+// arithmetic broke exact midpoint ties the other way now and then: a whole e4m3 step of
+// one term).
+// One block per token. kVec: 8 columns per load (K and the group a multiple of 8, x and
+// xq 16- and 8-byte aligned); the second pass reads the row again from L1.
+template <bool kVec>
 __global__ void quantize_rows_kernel(uint8_t* __restrict__ xq, float* __restrict__ scales,
                                      const bf16* __restrict__ x, int64_t K, int64_t group,
                                      int64_t num_groups, const float* __restrict__ static_scale) {
@@ -58,19 +63,40 @@ __global__ void quantize_rows_kernel(uint8_t* __restrict__ xq, float* __restrict
   cuda::pdl_wait();
   const int64_t t = blockIdx.x;
   const bf16* row = x + t * K;
+  constexpr int kStep = kVec ? 8 : 1;
   for (int64_t g = 0; g < num_groups; g++) {
     const int64_t k0 = g * group, k1 = min(K, k0 + group);
-    float s;
+    double s;
     if (static_scale) {
       s = *static_scale;
     } else {
       float amax = 0.f;
-      for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) amax = fmaxf(amax, fabsf(to_float(row[k])));
-      s = fmaxf(block_max(amax, scratch), 1e-12f) / 448.f;
+      for (int64_t k = k0 + threadIdx.x * kStep; k < k1; k += blockDim.x * kStep) {
+        if constexpr (kVec) {
+          const uint4 v = *reinterpret_cast<const uint4*>(row + k);
+          const bf16* e = reinterpret_cast<const bf16*>(&v);
+#pragma unroll
+          for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(to_float(e[i])));
+        } else {
+          amax = fmaxf(amax, fabsf(to_float(row[k])));
+        }
+      }
+      s = fmax(double(block_max(amax, scratch)), 1e-12) / 448.0;
     }
-    for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x)
-      xq[t * K + k] = cuda::f8_from_f32(to_float(row[k]) / s);
-    if (threadIdx.x == 0) scales[t * num_groups + g] = s;
+    const float inv = float(1.0 / s);
+    for (int64_t k = k0 + threadIdx.x * kStep; k < k1; k += blockDim.x * kStep) {
+      if constexpr (kVec) {
+        const uint4 v = *reinterpret_cast<const uint4*>(row + k);
+        const bf16* e = reinterpret_cast<const bf16*>(&v);
+        uint32_t q[2] = {0, 0};
+#pragma unroll
+        for (int i = 0; i < 8; i++) q[i / 4] |= uint32_t(cuda::f8_quotient(to_float(e[i]), s, inv)) << (8 * (i % 4));
+        *reinterpret_cast<uint2*>(xq + t * K + k) = make_uint2(q[0], q[1]);
+      } else {
+        xq[t * K + k] = cuda::f8_quotient(to_float(row[k]), s, inv);
+      }
+    }
+    if (threadIdx.x == 0) scales[t * num_groups + g] = float(s);
   }
 }
 
@@ -260,23 +286,92 @@ Fp8AlgoCache& fp8_algo_cache() {
   return cache;
 }
 
-Fp8Algo find_fp8_algo(cublasLtHandle_t lt, const Fp8GemmKey& key, const Fp8LtGemm& gemm) {
-  Fp8AlgoCache& cache = fp8_algo_cache();
-  std::lock_guard lock(cache.mutex);
-  if (auto it = cache.algos.find(key); it != cache.algos.end()) return it->second;
+constexpr int kCandidates = 16;
+
+// cuBLASLt's candidate algorithms for a GEMM, best-guess first: the count written to `out`.
+// (Fixed arrays: nvcc 13's front end fails on std::vector of these C structs.)
+int candidate_algos(cublasLtHandle_t lt, const Fp8LtGemm& gemm, cublasLtMatmulAlgo_t (&out)[kCandidates]) {
   cublasLtMatmulPreference_t pref = nullptr;
   cublas_check(cublasLtMatmulPreferenceCreate(&pref), "linear fp8: cublasLtMatmulPreferenceCreate");
   const uint64_t workspace = CudaAllocator::kWorkspaceBytes;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                        sizeof(workspace));
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      lt, gemm.desc, gemm.a, gemm.b, gemm.c, gemm.c, pref, 1, &result, &found);
+      lt, gemm.desc, gemm.a, gemm.b, gemm.c, gemm.c, pref, kCandidates, results, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  Fp8Algo choice;
-  if (status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS)
-    choice = {true, result.algo};
+  int n = 0;
+  if (status != CUBLAS_STATUS_SUCCESS) return 0;
+  for (int i = 0; i < found && i < kCandidates; i++)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) out[n++] = results[i].algo;
+  return n;
+}
+
+struct Fp8GemmCall {
+  cublasLtHandle_t lt;
+  cudaStream_t stream;
+  void* workspace;
+  const void *w, *xq;
+  void* d;
+};
+
+cublasStatus_t matmul(const Fp8GemmCall& c, const Fp8LtGemm& gemm, const cublasLtMatmulAlgo_t& algo) {
+  const float alpha = 1.f, beta = 0.f;
+  return cublasLtMatmul(c.lt, gemm.desc, &alpha, c.w, gemm.a, c.xq, gemm.b, &beta, c.d, gemm.c, c.d,
+                        gemm.c, &algo, c.workspace, CudaAllocator::kWorkspaceBytes, c.stream);
+}
+
+// Steps of at most this many rows (decode steps, the graphs' sizes) pick their algorithm
+// by timing cuBLASLt's candidates on first use: its first guess for the e4m3 GEMMs with
+// outer-vector scales runs the o and down projections of a 256-row step slower than bf16
+// (bench/RESULTS.md). Longer steps (prefill; many distinct sizes) take the first guess.
+constexpr int64_t kTunedMaxRows = 512;
+
+// The fastest candidate on the call's own buffers (min of 3 runs each), or the first when
+// the stream is being captured (the runner warms every graph up eagerly first, so the
+// timed choice is made before capture).
+Fp8Algo pick_algo(const Fp8GemmCall& c, const Fp8GemmKey& key, const Fp8LtGemm& gemm) {
+  cublasLtMatmulAlgo_t algos[kCandidates];
+  const int num_algos = candidate_algos(c.lt, gemm, algos);
+  if (num_algos == 0) return Fp8Algo{};
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cuda_check(cudaStreamIsCapturing(c.stream, &capture), "linear fp8: cudaStreamIsCapturing");
+  Fp8Algo best{true, algos[0]};
+  if (num_algos == 1 || key.n > kTunedMaxRows || capture != cudaStreamCaptureStatusNone)
+    return best;
+  cudaEvent_t start, stop;
+  cuda_check(cudaEventCreate(&start), "linear fp8: cudaEventCreate");
+  cuda_check(cudaEventCreate(&stop), "linear fp8: cudaEventCreate");
+  float best_ms = -1.f;
+  for (int i = 0; i < num_algos; i++) {
+    const cublasLtMatmulAlgo_t& algo = algos[i];
+    if (matmul(c, gemm, algo) != CUBLAS_STATUS_SUCCESS) continue;  // warm-up; skip the unfit
+    float ms = -1.f;
+    for (int r = 0; r < 3; r++) {
+      cuda_check(cudaEventRecord(start, c.stream), "linear fp8: cudaEventRecord");
+      if (matmul(c, gemm, algo) != CUBLAS_STATUS_SUCCESS) break;
+      cuda_check(cudaEventRecord(stop, c.stream), "linear fp8: cudaEventRecord");
+      cuda_check(cudaEventSynchronize(stop), "linear fp8: cudaEventSynchronize");
+      float t = 0.f;
+      cuda_check(cudaEventElapsedTime(&t, start, stop), "linear fp8: cudaEventElapsedTime");
+      if (ms < 0.f || t < ms) ms = t;
+    }
+    if (ms >= 0.f && (best_ms < 0.f || ms < best_ms)) {
+      best.algo = algo;
+      best_ms = ms;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
+Fp8Algo find_fp8_algo(const Fp8GemmCall& c, const Fp8GemmKey& key, const Fp8LtGemm& gemm) {
+  Fp8AlgoCache& cache = fp8_algo_cache();
+  std::lock_guard lock(cache.mutex);
+  if (auto it = cache.algos.find(key); it != cache.algos.end()) return it->second;
+  const Fp8Algo choice = pick_algo(c, key, gemm);
   cache.algos.emplace(key, choice);
   return choice;
 }
@@ -293,12 +388,10 @@ bool run_fp8_gemm(cublasLtHandle_t lt, cudaStream_t stream, void* workspace, con
                   const void* w, const void* xq, void* d, const float* a_scale,
                   const float* b_scale) {
   Fp8LtGemm gemm(key, a_scale, b_scale);
-  const Fp8Algo choice = find_fp8_algo(lt, key, gemm);
+  const Fp8GemmCall call{lt, stream, workspace, w, xq, d};
+  const Fp8Algo choice = find_fp8_algo(call, key, gemm);
   if (!choice.found) return false;
-  const float alpha = 1.f, beta = 0.f;
-  const cublasStatus_t status =
-      cublasLtMatmul(lt, gemm.desc, &alpha, w, gemm.a, xq, gemm.b, &beta, d, gemm.c, d, gemm.c,
-                     &choice.algo, workspace, CudaAllocator::kWorkspaceBytes, stream);
+  const cublasStatus_t status = matmul(call, gemm, choice.algo);
   if (status == CUBLAS_STATUS_SUCCESS) return true;
   if (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE)
     cublas_check(status, "linear fp8: cublasLtMatmul");
@@ -359,21 +452,25 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
   TANDEM_CUDA_REQUIRE(cuda::ceil_div(T, kStreamRows) <= 65535 && N < (int64_t(1) << 31),
                       "linear fp8: dims too large");
 
+  const bf16* bias_ptr = bias.defined() ? bias.ptr<bf16>() : nullptr;
+  const Fp8GemmPath path = fp8_gemm_path();
+  // 1–8 rows: the weight stream, which quantizes x itself.
+  if (path == Fp8GemmPath::Auto && fp8_gemv_fits(T, N, K, block ? q.block_k : 0, x.data, w.data)) {
+    launch_fp8_gemv(*this, out, {&x, static_scale ? &q.input_scale : nullptr, &w, &q.weight_scale,
+                                 ws.kind == 1, block ? int(q.block_n) : 0, &bias});
+    return;
+  }
+
   // 1. x → e4m3 and its scales.
   const int64_t group = block ? q.block_k : K, num_groups = cuda::ceil_div(K, group);
   Tensor xq = alloc(DType::F8E4M3, {T, K});
   Tensor x_scales = alloc(DType::F32, {T, num_groups});
-  cuda::launch_pdl("quantize_rows_kernel", &quantize_rows_kernel, dim3(unsigned(T)), dim3(256), 0,
-                   stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(), x.ptr<bf16>(), K, group,
-                   num_groups, static_scale);
-  const bf16* bias_ptr = bias.defined() ? bias.ptr<bf16>() : nullptr;
+  const bool vec_x = K % 8 == 0 && group % 8 == 0 && cuda::aligned16(x.data) && cuda::aligned16(xq.data);
+  cuda::launch_pdl("quantize_rows_kernel", vec_x ? &quantize_rows_kernel<true> : &quantize_rows_kernel<false>,
+                   dim3(unsigned(T)), dim3(256), 0, stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(),
+                   x.ptr<bf16>(), K, group, num_groups, static_scale);
 
   // 2. The product.
-  const Fp8GemmPath path = fp8_gemm_path();
-  if (path == Fp8GemmPath::Auto && !block && fp8_gemv_fits(T, N, K, xq.data, w.data)) {
-    launch_fp8_gemv(*this, out, {&xq, &x_scales, &w, &q.weight_scale, ws.kind == 1, &bias});
-    return;
-  }
   const bool lt_shape = !block && K % 16 == 0 && N % 16 == 0 && cuda::aligned16(w.data) &&
                         cuda::aligned16(out.data);
   if (path != Fp8GemmPath::Stream && lt_shape && T > 2) {

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend_test_util.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -87,6 +88,34 @@ TEST(CpuLinearFp8, ComputesTheDeclaredScheme) {
       be->linear(out, be->upload(test::host_f32(x, {T, K}), DType::F32), l);
       EXPECT_LE(test::rel_err(test::to_vec(*be, out), naive(x, w, s, bias, T, N, K, c, 0.01f)), 1e-5);
     }
+}
+
+// set_fp8_inputs_bf16 (the CUDA gate's yardstick): the twin then computes on bf16(x),
+// exactly what it computes when handed bf16(x), and bf16 rounding ahead of e4m3 moves
+// some quotients to a neighbouring e4m3 value.
+TEST(CpuLinearFp8, Bf16InputsAreRoundedBeforeQuantizing) {
+  CpuBackend plain, rounding;
+  rounding.set_fp8_inputs_bf16(true);
+  std::mt19937 rng(11);
+  const int64_t T = 4, N = 96, K = 256;
+  std::vector<float> x = test::random_vec(rng, size_t(T * K), -3.f, 3.f), xr = x;
+  for (float& v : xr) v = bf16_to_f32(f32_to_bf16(v));
+  Tensor wh = Tensor::empty_host(DType::F8E4M3, {N, K});
+  std::uniform_real_distribution<float> v(-400.f, 400.f);
+  for (int64_t i = 0; i < N * K; i++) wh.ptr<uint8_t>()[i] = f32_to_f8e4m3(v(rng));
+  auto run = [&](CpuBackend& be, const std::vector<float>& in) {
+    Linear l;
+    l.weight = be.upload(wh, DType::F8E4M3);
+    l.quant = LinearQuant{.granularity = ScaleGranularity::PerTensor,
+                          .weight_scale = be.upload(test::host_f32({2e-3f}, {1}), DType::F32),
+                          .input = InputScaling::Dynamic};
+    Tensor out = be.alloc(DType::F32, {T, N});
+    be.linear(out, be.upload(test::host_f32(in, {T, K}), DType::F32), l);
+    return test::to_vec(be, out);
+  };
+  EXPECT_EQ(run(rounding, x), run(plain, xr));
+  EXPECT_EQ(run(rounding, xr), run(plain, xr));
+  EXPECT_NE(run(plain, x), run(plain, xr));
 }
 
 TEST(CpuLinearFp8, RefusesMismatchedScalesAndFp8ElsewhereThanLinear) {

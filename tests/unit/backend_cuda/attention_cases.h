@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <utility>
 #include <vector>
@@ -63,8 +64,8 @@ inline HostAttnStep make_host_step(const AttnCase& c, std::mt19937& rng) {
 
 // The step on a backend; extra_blocks / context_slack widen max_blocks / max_context_len
 // the way a CUDA-graph replay passes its capacity.
-inline StepTensors upload_step(Backend& be, const HostAttnStep& s, const AttnCase& c, int extra_blocks = 0,
-                        int context_slack = 0) {
+inline StepTensors upload_step(Backend& be, const HostAttnStep& s, const AttnCase& c,
+                               int extra_blocks = 0, int context_slack = 0) {
   const int B = int(c.rows.size()), mb = s.max_blocks + extra_blocks;
   std::vector<int32_t> table(size_t(B) * size_t(mb), -1);
   for (int b = 0; b < B; b++)
@@ -98,6 +99,27 @@ inline AttnData random_data(const AttnCase& c, const HostAttnStep& s, std::mt199
   d.v_new = test::random_bf16(rng, T * c.Hkv * c.Dh);
   d.q = test::random_bf16(rng, T * c.Hq * c.Dh);
   return d;
+}
+
+// Largest relative error of one token's [Hq, Dh] output block.
+inline double worst_token_err(const std::vector<float>& got, const std::vector<float>& want,
+                              size_t per) {
+  double worst = 0;
+  for (size_t t = 0; t * per < want.size(); t++) {
+    const std::vector<float> a(got.begin() + long(t * per), got.begin() + long((t + 1) * per));
+    const std::vector<float> b(want.begin() + long(t * per), want.begin() + long((t + 1) * per));
+    const double e = test::rel_err(a, b);
+    worst = std::isnan(e) ? e : std::max(worst, e);
+    if (std::isnan(e)) break;
+  }
+  return worst;
+}
+
+inline void expect_output(const std::vector<float>& got, const std::vector<float>& want,
+                          const AttnCase& c) {
+  EXPECT_LE(test::rel_err(got, want), test::kBf16Tol) << "attention output";
+  EXPECT_LE(worst_token_err(got, want, size_t(c.Hq) * c.Dh), 2 * test::kBf16Tol)
+      << "worst token of the attention output";
 }
 
 inline AttentionParams params(float scale, float softcap = 0.f, int window = 0) {

@@ -2,9 +2,10 @@
 // random inputs: every scale layout (per tensor, per channel, 128x128 blocks, the 1x128
 // rows of fused shards, partial blocks), dynamic and static inputs, bias, bf16 and f32
 // outputs, 1-256 rows, and each GEMM path (the weight stream, cuBLASLt with its scales,
-// cuBLASLt + the scale kernel). Both sides quantize x themselves; they round the same
-// bf16 inputs to e4m3 and differ only where a quotient ties (f32 on the GPU, f64 on the
-// CPU), which moves a sum by one e4m3 step of one term.
+// cuBLASLt + the scale kernel). Both sides quantize x themselves with the same f64
+// arithmetic, so they give every element the same e4m3 value and differ by summation
+// order and the bf16 rounding of the output (a quotient on an exact e4m3 midpoint, common
+// with bf16 inputs, once made the two disagree by a whole e4m3 step of one term).
 #include <gtest/gtest.h>
 
 #include "backend/cuda/cuda_linear_fp8.h"
@@ -73,8 +74,9 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
                             {ScaleGranularity::Block, 128, 128},
                             {ScaleGranularity::Block, 1, 128},
                             {ScaleGranularity::Block, 128, 64}};
-  // Whole blocks; partial blocks in both dims; K not a multiple of 16 (element loads).
-  const Shape2 shapes[] = {{384, 256}, {200, 328}, {130, 40}};
+  // Whole blocks; partial blocks in both dims; K not a multiple of 16 (element loads);
+  // the weight stream's several chunks per row with a partial last one, rows past N.
+  const Shape2 shapes[] = {{384, 256}, {200, 328}, {130, 40}, {200, 4160}};
   const Fp8GemmPath paths[] = {Fp8GemmPath::Auto, Fp8GemmPath::Stream, Fp8GemmPath::Epilogue};
   for (const Fp8GemmPath path : paths)
     for (const Layout& layout : layouts)
@@ -85,7 +87,7 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
           const bool out_f32 = variant == 2;
           set_fp8_gemm_path(path);
           Fp8Case c = make_case(be, rng, shape.N, shape.K, layout, static_input, with_bias);
-          for (int64_t T : {1, 2, 3, 17, 256}) {
+          for (int64_t T : {1, 2, 3, 8, 17, 256}) {
             SCOPED_TRACE(testing::Message() << "path " << int(path) << " granularity "
                                             << int(layout.granularity) << " block " << layout.block_n
                                             << "x" << layout.block_k << " N " << shape.N << " K "
@@ -95,7 +97,7 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
             be.cpu->linear(ref, test::put(*be.cpu, x, {T, shape.K}), c.cpu);
             Tensor out = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
             be.gpu->linear(out, test::put(*be.gpu, x, {T, shape.K}), c.gpu);
-            EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref), 1e-2);
+            EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref), out_f32 ? 1e-3 : 5e-3);
           }
         }
 }

@@ -1,4 +1,4 @@
-// /v1/messages (Anthropic) and /v1/responses through a real server over the FakeEngine.
+// /v1/messages (Anthropic) through a real server over the FakeEngine.
 #include <gtest/gtest.h>
 
 #include "test_server.h"
@@ -150,54 +150,6 @@ TEST(Messages, CountTokens) {
             Tokenizer::load(llama_dir())
                 ->encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", false)
                 .size());
-}
-
-TEST(Responses, NonStreaming) {
-  TestServer s;
-  Json j = s.post("/v1/responses", Json{{"model", "test-model"},
-                                        {"input", "hi"},
-                                        {"instructions", "Be brief."},
-                                        {"max_output_tokens", 8}})
-               .json();
-  EXPECT_EQ(j["object"], "response");
-  EXPECT_EQ(j["status"], "completed");
-  EXPECT_EQ(j["output"][0]["type"], "message");
-  EXPECT_EQ(j["output"][0]["content"][0]["type"], "output_text");
-  EXPECT_EQ(j["output"][0]["content"][0]["text"], "Hello world");
-  EXPECT_EQ(j["instructions"], "Be brief.");
-  EXPECT_EQ(j["usage"]["output_tokens"], 2);
-  EXPECT_EQ(s.engine.requests()[0].max_tokens, 8);
-  EXPECT_EQ(s.engine.requests()[0].prompt,
-            Tokenizer::load(llama_dir())
-                ->encode("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
-                         "<|im_start|>assistant\n",
-                         false));
-}
-
-TEST(Responses, StreamingEvents) {
-  TestServer s;
-  HttpReply r = s.post(
-      "/v1/responses",
-      Json{{"input", {{{"role", "user"}, {"content", {{{"type", "input_text"}, {"text", "hi"}}}}}}},
-           {"stream", true}});
-  ASSERT_EQ(r.status, 200) << r.body;
-  std::vector<SseEvent> events = parse_sse(r.body);
-  std::vector<std::string> names = event_names(events);
-  ASSERT_GE(names.size(), 4u);
-  EXPECT_EQ(names.front(), "response.created");
-  EXPECT_EQ(names.back(), "response.completed");
-  std::string text;
-  int last_sequence = -1;
-  for (const SseEvent& e : events) {
-    Json d = Json::parse(e.data);
-    EXPECT_EQ(d["sequence_number"], last_sequence + 1);
-    last_sequence = d["sequence_number"];
-    if (e.event == "response.output_text.delta") text += d["delta"].get<std::string>();
-  }
-  EXPECT_EQ(text, "Hello world");
-  Json done = Json::parse(events.back().data)["response"];
-  EXPECT_EQ(done["output"][0]["content"][0]["text"], "Hello world");
-  EXPECT_EQ(done["status"], "completed");
 }
 
 }  // namespace

@@ -132,4 +132,15 @@ class FakeEngine : public EngineApi {
   std::atomic<int> cancel_seen_{0};
 };
 
+// A script that cuts `text` into pieces of `piece` bytes, one token each, then stops.
+inline FakeEngine::Script pieces_of(std::string text, size_t piece) {
+  return [text, piece](int, const GenerationRequest& r) {
+    std::vector<StreamChunk> chunks;
+    for (size_t i = 0; i < text.size(); i += piece)
+      chunks.push_back(text_chunk(text.substr(i, piece), {5}));
+    chunks.push_back(final_chunk(FinishReason::Stop, int(r.prompt.size()), int(chunks.size())));
+    return chunks;
+  };
+}
+
 }  // namespace tandem::server::testing

@@ -146,7 +146,7 @@ TEST(HttpServer, EveryValidationErrorIsA400InTheApisShape) {
       {"/v1/completions", with({{"prompt", "a"}, {"max_tokens", 0}}), "max_tokens"},
       {"/v1/completions", with({{"prompt", "a"}, {"echo", true}, {"max_tokens", -1}}), "max_tokens"},
       {"/v1/responses", with({{"model", "test-model"}}), "input"},
-      {"/v1/responses", with({{"input", "hi"}, {"tools", {{{"type", "web_search"}}}}}), "tools"},
+      {"/v1/responses", with({{"input", "hi"}, {"tools", {{{"type", "web_search"}}}}}), "tools[0].type"},
       {"/v1/responses", with({{"input", "hi"}, {"max_output_tokens", 0}}), "max_output_tokens"},
       {"/tokenize", with({{"nothing", 1}}), "prompt"},
       {"/detokenize", with({{"tokens", {1, 9999}}}), "tokens"},

@@ -45,17 +45,6 @@ Json weather_tools() {
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
 }
 
-// A script that cuts `text` into pieces of `piece` bytes, one token each, then stops.
-FakeEngine::Script pieces_of(std::string text, size_t piece) {
-  return [text, piece](int, const GenerationRequest& r) {
-    std::vector<StreamChunk> chunks;
-    for (size_t i = 0; i < text.size(); i += piece)
-      chunks.push_back(text_chunk(text.substr(i, piece), {5}));
-    chunks.push_back(final_chunk(FinishReason::Stop, int(r.prompt.size()), int(chunks.size())));
-    return chunks;
-  };
-}
-
 TEST(ChatCompletions, NonStreaming) {
   TestServer s;
   Json body = chat_body("hi", {{"temperature", 0}, {"top_k", 5}, {"seed", 3}});

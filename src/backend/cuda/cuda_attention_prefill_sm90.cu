@@ -1,0 +1,409 @@
+// Prefill attention on Hopper (rows with >= 2 query tokens, bf16 or e4m3 cache, padded
+// head dims 64 / 128 / 256): FlashAttention-3's shape on tandem's paged cache.
+//
+// A CTA is three warpgroups and owns 128 packed query rows (GQA packing as in
+// cuda_attention_prefill_tiles.cuh) of one (sequence row, kv head):
+//   - warpgroup 0, the producer, copies Q once and then K and V tiles of kBlockN keys
+//     through the block table into two rings (K and V) of kStages shared-memory stages
+//     each, in wgmma's 128-byte-swizzled layout (cuda_attention_sm90_load.cuh), in the
+//     order K0, K1, V0, K2, V1, ..., V(n-1): K a tile ahead of V, as the consumers need
+//     them. It keeps two copies in flight: after issuing one it waits for the one
+//     before, fences it into the async proxy and arrives on its `full` mbarrier;
+//   - warpgroups 1 and 2, the consumers, own 64 rows each, and overlap the softmax of
+//     one tile with the P·V product of the one before (FlashAttention-3's intra-warpgroup
+//     pipelining): issue S(i+1) = Q·K(i+1)ᵀ, issue O += P(i)·V(i), wait for S(i+1) alone,
+//     mask and exponentiate it while P(i)·V(i) runs, wait for that, rescale O and pack
+//     P(i+1). Both products are wgmma from shared-memory descriptors, P from registers
+//     (its A fragment is S's accumulator fragment, cuda_attention_sm90.cuh). K(i) is
+//     released as soon as S(i) is complete, V(i) after P(i)·V(i), so K's ring runs about
+//     a tile ahead of V's.
+// An e4m3 cache is copied raw into a staging buffer per ring and widened to bf16 by the
+// producer thread that copied it; the consumers' math is the bf16 kernel's.
+// Why cp.async rather than TMA: a key tile spans several pool blocks in any order, and
+// keys past the tile's last visible key, block-table entries outside the table or the
+// pool, and head-dim padding must read as zeros. cp.async's zero-fill does all of it per
+// 16-byte chunk for any block size; a tensor map would need one box per (block, head)
+// and cannot zero a block's tail.
+//
+// Phases: tile t's K (and V) uses stage t mod kStages of its ring, for the
+// n = t / kStages-th time. Consumers wait for `full[s]` with parity n & 1; the producer,
+// from the second round on, waits for `empty[s]` with parity (n - 1) & 1 before
+// overwriting it. `full` counts the 128 producer threads, `empty` the 256 consumer
+// threads. Copy j is published after copy j + 1 is issued, so its arrival waits on the
+// release copy j + 1 needs; with kStages >= 2 that release comes a consumer iteration
+// before copy j is needed: K(t + 1), needed at iteration t, waits on V(t - 2)'s release
+// (end of iteration t - 2); V(t), needed at iteration t, on K(t)'s (iteration t - 1).
+//
+// Work split is the mma.sync kernel's: grid.x is an upper bound on the query tiles
+// (ceil(T·G/128) + B), each CTA finds its (row, tile) on the device; grid.y = kv head.
+#include <atomic>
+#include <climits>
+
+#include "backend/cuda/cuda_attention.cuh"
+#include "backend/cuda/cuda_attention_prefill_tiles.cuh"
+#include "backend/cuda/cuda_attention_sm90.cuh"
+#include "backend/cuda/cuda_attention_sm90_load.cuh"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_mbarrier.cuh"
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "cuda_attention_prefill_sm90.cu needs sm_90a (wgmma, setmaxnreg): see CMakeLists.txt"
+#endif
+
+namespace tandem::attn {
+
+namespace {
+
+constexpr int kBlockM = 128;       // packed query rows per CTA, 64 per consumer warpgroup
+constexpr int kSm90Threads = 384;  // producer warpgroup + 2 consumer warpgroups
+constexpr int kProducerRegs = 56, kConsumerRegs = 224;
+static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "one CTA's registers");
+
+template <int D, bool F8 = false>
+struct Config {
+  static constexpr int kBlockN = D == 256 ? 64 : 128;  // keys per tile
+  static constexpr int kStages = D == 64 ? 3 : 2;      // per ring (K and V)
+  static constexpr int kQBytes = kBlockM * D * 2;
+  static constexpr int kTileBytes = kBlockN * D * 2;      // one K or V tile
+  static constexpr int kRawBytes = F8 ? kBlockN * D : 0;  // one staged e4m3 tile
+  // Q, the K ring, the V ring, two raw tiles; +1024: the window is aligned up to a
+  // swizzle atom inside the kernel.
+  static constexpr int kSmem = 1024 + kQBytes + 2 * kStages * kTileBytes + 2 * kRawBytes;
+  static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles start on swizzle atoms");
+};
+
+// The CTA's shared-memory buffers (shared-window addresses) and mbarriers.
+struct Ring {
+  uint32_t q, k, v, raw;  // raw: two e4m3 staging tiles, by copy parity
+  uint64_t *full_k, *empty_k, *full_v, *empty_v;
+};
+
+// ---------------------------------------------------------------- producer
+
+// Copy j of n tiles' 2n: K0 (with Q), then K(t + 1), V(t) for t = 0 .. n - 2, then
+// V(n - 1).
+struct Copy {
+  int tile;
+  bool is_v;
+};
+__device__ __forceinline__ Copy copy_of(int j, int num_tiles) {
+  if (j == 2 * num_tiles - 1) return {num_tiles - 1, true};
+  if (j == 0) return {0, false};
+  return j % 2 == 1 ? Copy{(j + 1) / 2, false} : Copy{j / 2 - 1, true};
+}
+
+// Issues copy j once its stage is free. An e4m3 tile is staged in raw buffer j mod 2
+// (two copies are in flight; the one two back has been widened).
+template <int D, typename KV>
+__device__ __forceinline__ void issue_copy(const AttnArgs& a, const TileRows<kBlockM>& rows,
+                                           const Ring& ring, const int32_t* bt_row, int kvh, int j,
+                                           int num_tiles, int ptid) {
+  using C = Config<D, sizeof(KV) == 1>;
+  const Copy cp = copy_of(j, num_tiles);
+  const int t = cp.tile, s = t % C::kStages, n = t / C::kStages;
+  const bool is_v = cp.is_v;
+  if (n > 0) cuda::mbar_wait(&(is_v ? ring.empty_v : ring.empty_k)[s], uint32_t((n - 1) & 1));
+  if (j == 0) sm90::load_q_sw<D, kBlockM>(ring.q, rows, a, ptid);
+  const KV* cache = static_cast<const KV*>(is_v ? a.v : a.k);
+  const int kt = rows.kmin + t * C::kBlockN;
+  if constexpr (sizeof(KV) == 2) {
+    const uint32_t dst = (is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
+    sm90::load_tile_sw<D, C::kBlockN>(dst, cache, a, bt_row, kvh, kt, rows.kmax, ptid);
+  } else {
+    const uint32_t raw = ring.raw + uint32_t((j % 2) * C::kRawBytes);
+    sm90::load_tile_raw<D, C::kBlockN>(raw, cache, a, bt_row, kvh, kt, rows.kmax, ptid);
+  }
+  cp_async_commit();
+}
+
+// Copy j has landed (this thread's part): widen it (e4m3), make it visible to wgmma and
+// arrive on its `full` barrier.
+template <int D, typename KV>
+__device__ __forceinline__ void publish_copy(const Ring& ring, int j, int num_tiles, int ptid) {
+  using C = Config<D, sizeof(KV) == 1>;
+  const Copy cp = copy_of(j, num_tiles);
+  const int s = cp.tile % C::kStages;
+  const bool is_v = cp.is_v;
+  if constexpr (sizeof(KV) == 1) {
+    const uint32_t dst = (is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
+    const uint32_t raw = ring.raw + uint32_t((j % 2) * C::kRawBytes);
+    sm90::widen_tile_sw<D, C::kBlockN>(dst, raw, ptid);
+  }
+  sm90::fence_proxy_async();
+  cuda::mbar_arrive(&(is_v ? ring.full_v : ring.full_k)[s]);
+}
+
+// The producer warpgroup: every copy in copy_of's order, two in flight. A staged e4m3
+// tile is widened before the next copy into its staging buffer (two copies later) is
+// issued.
+template <int D, typename KV>
+__device__ void produce(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring, int row,
+                        int kvh) {
+  constexpr int kBlockN = Config<D>::kBlockN;
+  const int ptid = int(threadIdx.x);  // 0..127
+  const int32_t* bt_row = a.block_table + int64_t(row) * a.max_blocks;
+  const int num_tiles = (rows.kmax - rows.kmin) / kBlockN + 1;
+  for (int j = 0; j < 2 * num_tiles; j++) {
+    issue_copy<D, KV>(a, rows, ring, bt_row, kvh, j, num_tiles, ptid);
+    if (j > 0) {
+      cp_async_wait<1>();  // copy j - 1 landed; j may still be in flight
+      publish_copy<D, KV>(ring, j - 1, num_tiles, ptid);
+    }
+  }
+  cp_async_wait<0>();
+  publish_copy<D, KV>(ring, 2 * num_tiles - 1, num_tiles, ptid);
+}
+
+// ---------------------------------------------------------------- consumers
+
+// Issues S = Q·Kᵀ for the warpgroup's 64 rows (Q rows at q_rows, K tile at k_tile) as
+// one wgmma group; the caller waits.
+template <int D>
+__device__ __forceinline__ void issue_qk(float (&s)[Config<D>::kBlockN / 8][4], uint32_t q_rows,
+                                         uint32_t k_tile) {
+  constexpr int kBlockN = Config<D>::kBlockN;
+  sm90::fence_operands(s);
+  sm90::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ks++) {
+    const uint32_t k_off = uint32_t((ks % 4) * 32);  // 16 columns inside a 64-column block
+    const uint64_t da = sm90::sw128_desc(q_rows + uint32_t((ks / 4) * kBlockM * 128) + k_off, 16);
+    const uint64_t db = sm90::sw128_desc(k_tile + uint32_t((ks / 4) * kBlockN * 128) + k_off, 16);
+    sm90::wgmma_ss<kBlockN>(s, da, db, ks > 0 ? 1 : 0);
+  }
+  sm90::wgmma_commit();
+}
+
+// Issues O += P·V (P as bf16 A fragments, 16 keys per wgmma) as one wgmma group; o and
+// pa must not be touched until it completes. The caller fenced o and pa after writing
+// them (fence_operands), before S's wgmma group opened: register accesses inside an open
+// group would serialize the wgmmas (ptxas C7514).
+template <int D>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 8][4],
+                                         uint32_t (&pa)[Config<D>::kBlockN / 16][4],
+                                         uint32_t v_tile) {
+  constexpr int kBlockN = Config<D>::kBlockN;
+  sm90::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kBlockN / 16; kk++) {
+    const uint64_t db = sm90::sw128_desc(v_tile + uint32_t(kk * 16 * 128), kBlockN * 128);
+    sm90::wgmma_rs<D>(o, pa[kk], db);
+  }
+  sm90::wgmma_commit();
+}
+
+// Online softmax of one tile's scores without touching O: updates the running max m and
+// (thread-partial) sum l, turns s into probabilities, and returns in alpha the factor O
+// must be scaled by before this tile's P·V is added.
+template <int BN>
+__device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&m)[2], float (&l)[2],
+                                             float (&alpha)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float mx = m[r];
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float base = mx == -INFINITY ? 0.f : mx;  // no visible key yet: P = 0, not NaN
+    alpha[r] = fast_exp2(m[r] - base);
+    m[r] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; nt++) {
+      s[nt][2 * r] = fast_exp2(s[nt][2 * r] - base);
+      s[nt][2 * r + 1] = fast_exp2(s[nt][2 * r + 1] - base);
+      sum += s[nt][2 * r] + s[nt][2 * r + 1];
+    }
+    l[r] = l[r] * alpha[r] + sum;
+  }
+}
+
+template <int BN>
+__device__ __forceinline__ void pack_p(uint32_t (&pa)[BN / 16][4], const float (&p)[BN / 8][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; kk++) {
+    pa[kk][0] = pack_bf16(p[2 * kk][0], p[2 * kk][1]);
+    pa[kk][1] = pack_bf16(p[2 * kk][2], p[2 * kk][3]);
+    pa[kk][2] = pack_bf16(p[2 * kk + 1][0], p[2 * kk + 1][1]);
+    pa[kk][3] = pack_bf16(p[2 * kk + 1][2], p[2 * kk + 1][3]);
+  }
+}
+
+// The thread's two rows of the warpgroup's tile: their visible key ranges, and the CTA's.
+struct ConsumerRows {
+  int lo[2], hi[2];
+  int kmin, hi_min, lo_max;
+};
+
+// Scores of tile t (keys from kmin + t·BN) to probabilities; alpha as softmax_tile.
+template <int BN>
+__device__ __forceinline__ void score_and_softmax(float (&s)[BN / 8][4], const AttnArgs& a,
+                                                  const ConsumerRows& cr, int t, float (&m)[2],
+                                                  float (&l)[2], float (&alpha)[2], int lane) {
+  const int kt = cr.kmin + t * BN;
+  const bool masked = kt + BN - 1 > cr.hi_min || kt < cr.lo_max;
+  score_tile<BN>(s, a, kt, cr.lo, cr.hi, masked, lane);
+  softmax_tile<BN>(s, m, l, alpha);
+}
+
+// A consumer warpgroup (cw = 0 or 1): rows 64·cw .. 64·cw + 63 of the CTA's tile.
+template <int D, typename KV>
+__device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
+                        int cw) {
+  using C = Config<D, sizeof(KV) == 1>;
+  constexpr int kBlockN = C::kBlockN, NV = D / 8;
+  const int wtid = int(threadIdx.x) - 128 * (cw + 1), lane = wtid & 31, warp = wtid >> 5;
+  const int r0 = cw * 64 + warp * 16 + (lane >> 2);
+  const ConsumerRows cr{{rows.lo[r0], rows.lo[r0 + 8]},
+                        {rows.hi[r0], rows.hi[r0 + 8]},
+                        rows.kmin,
+                        rows.hi_min,
+                        rows.lo_max};
+  const int num_tiles = (rows.kmax - rows.kmin) / kBlockN + 1;
+  const uint32_t q_rows = ring.q + uint32_t(cw * 64 * 128);  // 64 rows = 8 swizzle atoms
+  auto stage = [](int t) { return uint32_t((t % C::kStages) * C::kTileBytes); };
+  auto parity = [](int t) { return uint32_t((t / C::kStages) & 1); };
+  float o[NV][4], s[kBlockN / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float alpha[2];
+  uint32_t pa[kBlockN / 16][4];
+#pragma unroll
+  for (int nv = 0; nv < NV; nv++) o[nv][0] = o[nv][1] = o[nv][2] = o[nv][3] = 0.f;
+#pragma unroll
+  for (int nt = 0; nt < kBlockN / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+
+  cuda::mbar_wait(&ring.full_k[0], 0);
+  issue_qk<D>(s, q_rows, ring.k);
+  sm90::wgmma_wait<0>();
+  sm90::fence_operands(s);
+  cuda::mbar_arrive(&ring.empty_k[0]);
+  score_and_softmax<kBlockN>(s, a, cr, 0, m, l, alpha, lane);  // O = 0: alpha unused
+  pack_p<kBlockN>(pa, s);
+  sm90::fence_operands(o);
+  sm90::fence_operands(pa);
+  // Every tile but the last: S(t + 1) overlaps P(t)·V(t). No branch inside, so ptxas can
+  // see that wait<1> retires S's group before its registers are read.
+  for (int t = 0; t + 1 < num_tiles; t++) {
+    cuda::mbar_wait(&ring.full_k[(t + 1) % C::kStages], parity(t + 1));
+    issue_qk<D>(s, q_rows, ring.k + stage(t + 1));
+    cuda::mbar_wait(&ring.full_v[t % C::kStages], parity(t));
+    issue_pv<D>(o, pa, ring.v + stage(t));
+    sm90::wgmma_wait<1>();  // S(t + 1) complete; P(t)·V(t) may still run
+    sm90::fence_operands(s);
+    cuda::mbar_arrive(&ring.empty_k[(t + 1) % C::kStages]);
+    score_and_softmax<kBlockN>(s, a, cr, t + 1, m, l, alpha, lane);
+    sm90::wgmma_wait<0>();
+    sm90::fence_operands(o);
+    sm90::fence_operands(pa);
+    cuda::mbar_arrive(&ring.empty_v[t % C::kStages]);
+#pragma unroll
+    for (int nv = 0; nv < NV; nv++) {
+      o[nv][0] *= alpha[0];
+      o[nv][1] *= alpha[0];
+      o[nv][2] *= alpha[1];
+      o[nv][3] *= alpha[1];
+    }
+    pack_p<kBlockN>(pa, s);
+    sm90::fence_operands(o);  // written before the next S group opens
+    sm90::fence_operands(pa);
+  }
+  const int last = num_tiles - 1;
+  cuda::mbar_wait(&ring.full_v[last % C::kStages], parity(last));
+  issue_pv<D>(o, pa, ring.v + stage(last));
+  sm90::wgmma_wait<0>();
+  sm90::fence_operands(o);
+  cuda::mbar_arrive(&ring.empty_v[last % C::kStages]);
+  store_rows<kBlockM, NV>(a, rows, r0, o, l, 0, lane);
+}
+
+template <int D, typename KV>
+__global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs a) {
+  using C = Config<D, sizeof(KV) == 1>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ TileRows<kBlockM> rows;
+  __shared__ __align__(8) uint64_t bars[4][C::kStages];  // full K, empty K, full V, empty V
+
+  const int tile = int(gridDim.x) - 1 - int(blockIdx.x);  // last (longest) tiles first
+  const int kvh = int(blockIdx.y);
+  int row, row_tile;
+  if (!find_tile<kBlockM, kSm90Threads>(a, tile, row, row_tile)) return;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::kStages; s++) {
+      cuda::mbar_init(&bars[0][s], sm90::kProducerThreads);
+      cuda::mbar_init(&bars[1][s], 256);
+      cuda::mbar_init(&bars[2][s], sm90::kProducerThreads);
+      cuda::mbar_init(&bars[3][s], 256);
+    }
+  }
+  setup_rows<kBlockM>(rows, a, row, row_tile, kvh);  // its barriers publish the mbarriers
+  Ring ring;
+  ring.q = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  ring.k = ring.q + uint32_t(C::kQBytes);
+  ring.v = ring.k + uint32_t(C::kStages * C::kTileBytes);
+  ring.raw = ring.v + uint32_t(C::kStages * C::kTileBytes);
+  ring.full_k = bars[0];
+  ring.empty_k = bars[1];
+  ring.full_v = bars[2];
+  ring.empty_v = bars[3];
+  const int wg = int(threadIdx.x) / 128;
+  if (wg == 0) {
+    sm90::setmaxnreg_dec<kProducerRegs>();
+    produce<D, KV>(a, rows, ring, row, kvh);
+  } else {
+    sm90::setmaxnreg_inc<kConsumerRegs>();
+    consume<D, KV>(a, rows, ring, wg - 1);
+  }
+}
+
+template <int D>
+void launch(const AttnArgs& a, cudaStream_t stream) {
+  const int smem = a.kv_f8 ? Config<D, true>::kSmem : Config<D>::kSmem;
+  auto kernel = a.kv_f8 ? prefill_sm90_kernel<D, uint8_t> : prefill_sm90_kernel<D, bf16>;
+  static std::atomic<uint64_t> smem_ready_bf16{0}, smem_ready_f8{0};
+  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem,
+                           a.kv_f8 ? smem_ready_f8 : smem_ready_bf16, "attention prefill (sm90)");
+  const int64_t tiles = (int64_t(a.num_tokens) * a.group + kBlockM - 1) / kBlockM + a.num_rows;
+  cuda_require(tiles < INT_MAX, "attention prefill (sm90): too many query tiles");
+  const dim3 grid(unsigned(tiles), unsigned(a.num_kv_heads), 1);
+  kernel<<<grid, kSm90Threads, smem, stream>>>(a);
+  TANDEM_CUDA_LAUNCHED("attention prefill kernel (sm90)");
+}
+
+}  // namespace
+
+int sm90_padded_head_dim(int head_dim) {
+  for (int d : {64, 128, 256})
+    if (head_dim > d / 2 && head_dim <= d) return d;
+  return 0;
+}
+
+int prefill_sm90_smem_bytes(int head_dim, bool kv_f8) {
+  // Static shared memory (the tile's rows, mbarriers, find_tile's scan) rides on top.
+  constexpr int kStatic = int(sizeof(TileRows<kBlockM>)) + 512;
+  switch (sm90_padded_head_dim(head_dim)) {
+    case 64:
+      return (kv_f8 ? Config<64, true>::kSmem : Config<64>::kSmem) + kStatic;
+    case 128:
+      return (kv_f8 ? Config<128, true>::kSmem : Config<128>::kSmem) + kStatic;
+    case 256:
+      return (kv_f8 ? Config<256, true>::kSmem : Config<256>::kSmem) + kStatic;
+    default:
+      return 0;
+  }
+}
+
+void launch_prefill_sm90(const AttnArgs& a, cudaStream_t stream) {
+  switch (sm90_padded_head_dim(a.head_dim)) {
+    case 64:
+      return launch<64>(a, stream);
+    case 128:
+      return launch<128>(a, stream);
+    case 256:
+      return launch<256>(a, stream);
+    default:
+      cuda_fail("attention prefill (sm90): head dim outside (32, 256]");
+  }
+}
+
+}  // namespace tandem::attn

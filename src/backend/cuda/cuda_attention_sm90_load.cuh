@@ -1,0 +1,87 @@
+// Private to cuda_attention_prefill_sm90.cu: the producer warpgroup's copies into the
+// 128-byte-swizzled tiles wgmma reads (layout: cuda_attention_sm90.cuh). Each of the 128
+// producer threads keeps one 16-byte column chunk and walks rows 128 / chunks-per-row
+// apart, so a warp reads whole cache rows (coalesced) and every thread later touches only
+// the chunks it copied itself.
+//
+// Zeros, never stale bytes, wherever a row reads nothing: keys past the tile's last
+// visible key, block-table entries outside the table or the pool, head-dim padding, and
+// query rows past the row's queries (P = 0 times an uninitialized NaN in V would poison
+// O; a zero query row scores 0 everywhere).
+#pragma once
+
+#include "backend/cuda/cuda_attention.cuh"
+#include "backend/cuda/cuda_attention_prefill_tiles.cuh"
+#include "backend/cuda/cuda_attention_sm90.cuh"
+
+namespace tandem::attn::sm90 {
+
+constexpr int kProducerThreads = 128;
+
+// ROWS Q rows (t.off: element offsets in q, -1 = no row) of D padded columns at dst.
+template <int D, int ROWS>
+__device__ __forceinline__ void load_q_sw(uint32_t dst, const TileRows<ROWS>& t, const AttnArgs& a,
+                                          int ptid) {
+  constexpr int kChunks = D / 8, kRowStep = kProducerThreads / kChunks;
+  const int c = ptid % kChunks;
+  const uint32_t col = uint32_t((c / 8) * ROWS * 128);
+  const bool col_ok = c * 8 < a.head_dim;
+#pragma unroll 4
+  for (int r = ptid / kChunks; r < ROWS; r += kRowStep) {
+    const bool ok = col_ok && t.off[r] >= 0;
+    const bf16* src = ok ? a.q + t.off[r] + c * 8 : a.q;
+    cp_async_16(dst + col + sw128(r, c % 8), src, ok ? 16 : 0);
+  }
+}
+
+// bf16 cache rows of keys [kt, kt + ROWS) of kv head kvh (keys past kend read as zero)
+// into a swizzled tile at dst, by cp.async.
+template <int D, int ROWS>
+__device__ __forceinline__ void load_tile_sw(uint32_t dst, const bf16* cache, const AttnArgs& a,
+                                             const int32_t* bt_row, int kvh, int kt, int kend,
+                                             int ptid) {
+  constexpr int kChunks = D / 8, kRowStep = kProducerThreads / kChunks;
+  const int c = ptid % kChunks;
+  const uint32_t col = uint32_t((c / 8) * ROWS * 128);
+  const bool col_ok = c * 8 < a.head_dim;
+#pragma unroll 4
+  for (int r = ptid / kChunks; r < ROWS; r += kRowStep) {
+    const bf16* row = kt + r <= kend && col_ok ? kv_row(cache, bt_row, a, kvh, kt + r) : nullptr;
+    cp_async_16(dst + col + sw128(r, c % 8), row ? row + c * 8 : cache, row ? 16 : 0);
+  }
+}
+
+// e4m3 cache rows (16 elements a chunk) of keys [kt, kt + ROWS), raw, into a linear
+// staging tile at raw (ROWS x D bytes), by cp.async; widen_tile_sw converts them.
+template <int D, int ROWS>
+__device__ __forceinline__ void load_tile_raw(uint32_t raw, const uint8_t* cache, const AttnArgs& a,
+                                              const int32_t* bt_row, int kvh, int kt, int kend,
+                                              int ptid) {
+  constexpr int kChunks = D / 16, kRowStep = kProducerThreads / kChunks;
+  const int c = ptid % kChunks;
+  const bool col_ok = c * 16 < a.head_dim;  // an e4m3 head is whole chunks (Dh % 16 == 0)
+#pragma unroll 4
+  for (int r = ptid / kChunks; r < ROWS; r += kRowStep) {
+    const uint8_t* row = kt + r <= kend && col_ok ? kv_row(cache, bt_row, a, kvh, kt + r) : nullptr;
+    cp_async_16(raw + uint32_t((r * kChunks + c) * 16), row ? row + c * 16 : cache, row ? 16 : 0);
+  }
+}
+
+// The chunks this thread staged (load_tile_raw, landed) widened to bf16 into the swizzled
+// tile at dst: raw chunk c of a row becomes bf16 chunks 2c and 2c + 1, which lie in the
+// row's 64-column block 2c / 8 = c / 4. Zero bytes are e4m3 +0.
+template <int D, int ROWS>
+__device__ __forceinline__ void widen_tile_sw(uint32_t dst, uint32_t raw, int ptid) {
+  constexpr int kChunks = D / 16, kRowStep = kProducerThreads / kChunks;
+  const int c = ptid % kChunks;
+  const uint32_t col = uint32_t((c / 4) * ROWS * 128);
+#pragma unroll 4
+  for (int r = ptid / kChunks; r < ROWS; r += kRowStep) {
+    uint4 lo, hi;
+    cuda::bf16x16_from_f8x16(ld_shared_16(raw + uint32_t((r * kChunks + c) * 16)), lo, hi);
+    st_shared_16(dst + col + sw128(r, (2 * c) % 8), lo);
+    st_shared_16(dst + col + sw128(r, (2 * c + 1) % 8), hi);
+  }
+}
+
+}  // namespace tandem::attn::sm90

@@ -1,0 +1,217 @@
+// The Hopper prefill kernel (wgmma, cuda_attention_prefill_sm90.cu) against the CPU twin
+// and against the mma.sync kernel on the same inputs, on the cases it must cover: chunked
+// prefill over a cached context next to decoding rows, ragged lengths and partially
+// filled blocks, windows that cut a block (with the blocks before the window freed to
+// -1), softcap, GQA 1..32, head dims 64 / 128 / 256 and padded ones (80, 96), block sizes
+// 12 (not a power of two), 16, 64 and 256 (one block wider than a key tile), many query
+// tiles per row, and a context of more than 32k keys. The rule that picks the kernel is
+// checked on its own, without a GPU.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "attention_cases.h"
+#include "backend/cuda/cuda_attention_prefill.h"
+#include "core/dtype.h"
+#include "cuda_test_util.h"
+
+namespace tandem {
+namespace {
+
+using cuda::PrefillKernel;
+using namespace test::attention;
+
+// (tokens in the cache after the step, new tokens) per row, as in attention_cases.h.
+const std::vector<AttnCase>& sm90_cases() {
+  static const std::vector<AttnCase> all = {
+      {"Llama shape, prefill from empty", 32, 8, 128, params(inv_sqrt(128)), {{700, 700}}},
+      {"Llama shape, chunks over cached contexts next to decode rows",
+       32,
+       8,
+       128,
+       params(inv_sqrt(128)),
+       {{3000, 200}, {1, 1}, {517, 77}, {2000, 1}, {130, 2}}},
+      {"G8, d128, window 100 cuts blocks, ragged rows",
+       16,
+       2,
+       128,
+       params(inv_sqrt(128), 0.f, 100),
+       {{1000, 300}, {101, 101}, {33, 5}, {500, 1}}},
+      {"G2, d256, softcap 50 and window 1000",
+       8,
+       4,
+       256,
+       params(inv_sqrt(256), 50.f, 1000),
+       {{2500, 260}, {70, 70}, {1500, 1}}},
+      {"G4, d256, many query tiles", 8, 2, 256, params(inv_sqrt(256)), {{600, 600}, {66, 3}}},
+      {"G8, d64, block size 12",
+       8,
+       1,
+       64,
+       params(inv_sqrt(64)),
+       {{400, 150}, {13, 13}, {100, 1}},
+       12},
+      {"G1, d64, softcap 5", 4, 4, 64, params(1.f, 5.f), {{300, 129}, {17, 17}}},
+      {"G4, d96 (padded to 128)", 8, 2, 96, params(inv_sqrt(96)), {{333, 120}, {64, 64}}},
+      {"G2, d80 (padded to 128), window 64",
+       4,
+       2,
+       80,
+       params(inv_sqrt(80), 0.f, 64),
+       {{400, 90}, {65, 65}}},
+      {"G32, d128: 4 tokens per tile", 32, 1, 128, params(inv_sqrt(128)), {{260, 37}, {50, 1}}},
+      {"G4, d128, block size 64", 8, 2, 128, params(inv_sqrt(128)), {{900, 333}, {64, 64}}, 64},
+      {"G4, d128, block size 256 (wider than a key tile)",
+       8,
+       2,
+       128,
+       params(inv_sqrt(128)),
+       {{700, 300}, {257, 3}},
+       256},
+      {"G2, d128, 2000 new tokens: 32 query tiles",
+       2,
+       1,
+       128,
+       params(inv_sqrt(128)),
+       {{2000, 2000}}},
+  };
+  return all;
+}
+
+// write_kv then attention on one backend; the output on the host (GPU outputs start NaN).
+// f8_cache: the GPU cache holds e4m3 (write_kv rounds the new rows on the device).
+std::vector<float> attend(Backend& be, const AttnCase& c, const HostAttnStep& s, const AttnData& d,
+                          bool f8_cache = false) {
+  const StepTensors step = upload_step(be, s, c);
+  const int64_t T = step.num_tokens, NB = s.num_blocks;
+  const Shape shape{NB, c.block_size, c.Hkv, c.Dh};
+  const DType cache_dtype = f8_cache ? DType::F8E4M3 : be.act_dtype();
+  PagedKv cache{test::put_as(be, d.k_cache, shape, cache_dtype),
+                test::put_as(be, d.v_cache, shape, cache_dtype)};
+  be.write_kv(cache, test::put(be, d.k_new, {T, c.Hkv, c.Dh}),
+              test::put(be, d.v_new, {T, c.Hkv, c.Dh}), step);
+  const Tensor q = test::put(be, d.q, {T, c.Hq, c.Dh});
+  Tensor out = be.device() == Device::CUDA ? test::poisoned(be, DType::BF16, {T, c.Hq, c.Dh})
+                                           : be.alloc(be.act_dtype(), {T, c.Hq, c.Dh});
+  be.attention(out, q, cache, step, c.params);
+  return test::to_vec(be, out);
+}
+
+// Sets the process-wide kernel switch for a scope and restores it.
+class Sm90Prefill {
+ public:
+  explicit Sm90Prefill(bool on) : saved_(cuda::sm90_prefill_enabled()) {
+    cuda::set_sm90_prefill_enabled(on);
+  }
+  ~Sm90Prefill() { cuda::set_sm90_prefill_enabled(saved_); }
+
+ private:
+  bool saved_;
+};
+
+// Every cache value and new K/V row rounded through e4m3 (what an e4m3 cache holds).
+AttnData through_f8(AttnData d) {
+  for (auto* v : {&d.k_cache, &d.v_cache, &d.k_new, &d.v_new})
+    for (float& x : *v) x = f8e4m3_to_f32(f32_to_f8e4m3(x));
+  return d;
+}
+
+// The CPU twin, the sm90 kernel and the mma.sync kernel on one case's inputs: both GPU
+// answers match the twin and each other. With an e4m3 cache the twin runs on the
+// e4m3-rounded values.
+void compare_kernels(test::Backends& be, const AttnCase& c, uint32_t seed, bool f8 = false) {
+  std::mt19937 rng(seed);
+  const HostAttnStep s = make_host_step(c, rng);
+  const AttnData d = random_data(c, s, rng);
+  const std::vector<float> want = attend(*be.cpu, c, s, f8 ? through_f8(d) : d);
+  std::vector<float> sm90, mma;
+  {
+    Sm90Prefill on(true);
+    ASSERT_EQ(cuda::choose_prefill_kernel(c.Dh, f8, be.gpu->props()), PrefillKernel::Sm90);
+    sm90 = attend(*be.gpu, c, s, d, f8);
+  }
+  {
+    Sm90Prefill off(false);
+    mma = attend(*be.gpu, c, s, d, f8);
+  }
+  {
+    SCOPED_TRACE("sm90 kernel vs the CPU twin");
+    expect_output(sm90, want, c);
+  }
+  {
+    SCOPED_TRACE("mma.sync kernel vs the CPU twin");
+    expect_output(mma, want, c);
+  }
+  EXPECT_LE(test::rel_err(sm90, mma), test::kBf16Tol) << "sm90 vs mma.sync kernel";
+}
+
+TEST(CudaAttentionSm90, TheRuleNamesTheKernel) {
+  cudaDeviceProp h200{};
+  h200.major = 9;
+  h200.sharedMemPerBlockOptin = 232448;  // 227 KB
+  Sm90Prefill on(true);
+  for (int d : {40, 64, 80, 96, 128, 200, 256})
+    EXPECT_EQ(cuda::choose_prefill_kernel(d, false, h200), PrefillKernel::Sm90) << "head dim " << d;
+  for (int d : {16, 32, 264, 512})
+    EXPECT_EQ(cuda::choose_prefill_kernel(d, false, h200), PrefillKernel::Mma) << "head dim " << d;
+  for (int d : {64, 128})
+    EXPECT_EQ(cuda::choose_prefill_kernel(d, true, h200), PrefillKernel::Sm90) << "e4m3, d" << d;
+  EXPECT_EQ(cuda::choose_prefill_kernel(256, true, h200), PrefillKernel::Mma)
+      << "e4m3 at d256: the staging tile does not fit";
+  cudaDeviceProp small = h200;
+  small.sharedMemPerBlockOptin = 150 * 1024;  // holds d64's ring, not d128's
+  EXPECT_EQ(cuda::choose_prefill_kernel(64, false, small), PrefillKernel::Sm90);
+  EXPECT_EQ(cuda::choose_prefill_kernel(128, false, small), PrefillKernel::Mma);
+  for (int major : {8, 10, 12}) {
+    cudaDeviceProp other = h200;
+    other.major = major;
+    EXPECT_EQ(cuda::choose_prefill_kernel(128, false, other), PrefillKernel::Mma) << "sm " << major;
+  }
+  Sm90Prefill off(false);
+  EXPECT_EQ(cuda::choose_prefill_kernel(128, false, h200), PrefillKernel::Mma) << "switched off";
+}
+
+TEST(CudaAttentionSm90, MatchesTheCpuTwinAndTheMmaKernel) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  const bool hopper = be.gpu->props().major == 9;
+  if (!hopper) GTEST_SKIP() << "the sm90 kernel runs on sm_90 devices only";
+  for (uint32_t seed : test::test_seeds()) {
+    for (const AttnCase& c : sm90_cases()) {
+      SCOPED_TRACE(testing::Message() << c.name << ", " << test::seed_trace(seed));
+      compare_kernels(be, c, seed);
+    }
+  }
+}
+
+// The e4m3 cache on the cases the sm90 kernel takes with it (whole 16-byte chunks per
+// head, d <= 128), one seed.
+TEST(CudaAttentionSm90, E4m3CacheMatchesTheCpuTwinAndTheMmaKernel) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  if (be.gpu->props().major != 9) GTEST_SKIP() << "the sm90 kernel runs on sm_90 devices only";
+  for (const AttnCase& c : sm90_cases()) {
+    if (c.Dh % 16 != 0 || c.Dh > 128) continue;
+    SCOPED_TRACE(c.name);
+    compare_kernels(be, c, 3, true);
+  }
+}
+
+// A chunk of 64 new tokens at the end of a 33,000-token context (> 32k keys: 258 key
+// tiles, counts past 2^15), one seed: the CPU twin is the slow part.
+TEST(CudaAttentionSm90, LongContextMatches) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  if (be.gpu->props().major != 9) GTEST_SKIP() << "the sm90 kernel runs on sm_90 devices only";
+  const AttnCase c{"G4, d128, 64 tokens over 33k keys",
+                   4,
+                   1,
+                   128,
+                   params(inv_sqrt(128)),
+                   {{33000, 64}, {40000, 1}}};
+  compare_kernels(be, c, 7);
+}
+
+}  // namespace
+}  // namespace tandem
