@@ -84,6 +84,13 @@ int main(int argc, char** argv) {
   ev->add_option("--tasks-dir", eo.tasks_dir, "Folder of task files (default: eval/tasks of the checkout)");
   ev->add_option("--limit", eo.limit, "Score only the first N items of each task (windows for perplexity)");
   ev->add_option("--json", eo.json, "Write the metrics and every item's raw scores to FILE");
+  ev->add_option("--scorer", eo.scorer, "engine (batched through the serving engine) or reference (teacher-forced, one sequence at a time)")->capture_default_str();
+  ev->add_option("--batch", eo.batch, "Rows per engine step, as serve's: auto or a number")->capture_default_str();
+  ev->add_option("--max-batched-tokens", eo.max_batched_tokens, "Token budget of one engine step, as serve's: auto or a number")->capture_default_str();
+  ev->add_option("--kv-cache-dtype", eo.kv_cache_dtype, "KV cache element type, as serve's: auto, fp8 or fp8_e4m3")->capture_default_str();
+  ev->add_option("--url", eo.url, "Score an OpenAI-compatible server (http://host:port) through /v1/completions instead of a model folder; --model then names the served model");
+  ev->add_option("--api-key", eo.api_key, "Bearer token for --url");
+  ev->add_option("--concurrency", eo.concurrency, "Requests in flight to --url")->capture_default_str();
 
   TextToolOptions to;
   auto tokenizer_source = [&](CLI::App* cmd) {
@@ -159,7 +166,7 @@ int main(int argc, char** argv) {
   if (threads > 0) tandem::ThreadPool::set_global_threads(threads);
   if (so.model.empty()) so.model = default_model_dir();
   if (go.model.empty()) go.model = default_model_dir();
-  if (eo.model.empty()) eo.model = default_model_dir();
+  if (eo.model.empty() && !eo.url) eo.model = default_model_dir();
   if (*serve) return run_serve(so);
   if (*logits) return run_logits(lo);
   if (*gen) return run_generate(go);

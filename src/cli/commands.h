@@ -85,13 +85,20 @@ struct PerplexityOptions {
 int run_perplexity(const PerplexityOptions& o);
 
 struct EvalOptions {
-  std::string model;
+  std::string model;               // a folder in-process; with --url the served model's name
   std::string device = "auto";     // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::vector<std::string> tasks;  // task names in tasks_dir or .jsonl paths; none: all there
   std::string tasks_dir;           // default: eval/tasks of the checkout
   std::optional<size_t> limit;     // the first N items of each task (windows for perplexity)
   std::optional<std::string> json;
+  std::string scorer = "engine";            // engine (batched) | reference (teacher-forced)
+  std::string batch = "auto";               // as serve's
+  std::string max_batched_tokens = "auto";  // as serve's
+  std::string kv_cache_dtype = "auto";      // as serve's
+  std::optional<std::string> url;      // an OpenAI-compatible server instead of a folder
+  std::optional<std::string> api_key;  // its bearer token
+  int concurrency = 8;                 // requests in flight to --url
 };
 int run_eval(const EvalOptions& o);
 

@@ -88,7 +88,15 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
   for (int32_t id : request.prompt)
     if (id < 0 || id >= info_.vocab_size)
       return refuse(fmt::format("token id {} is outside the vocabulary (0..{})", id, info_.vocab_size - 1));
-  if (request.max_tokens < 1) return refuse(fmt::format("max_tokens must be >= 1 (got {})", request.max_tokens));
+  if (const auto& pl = request.prompt_logprobs) {
+    if (pl->first < 1 || pl->first > n)
+      return refuse(fmt::format("prompt logprobs from position {}: the prompt has positions 1..{}", pl->first, n - 1));
+    if (pl->top < 0 || pl->top > kMaxSampleTopLogprobs)
+      return refuse(fmt::format("prompt top logprobs must be in 0..{} (got {})", kMaxSampleTopLogprobs, pl->top));
+  }
+  const int min_tokens = request.prompt_logprobs ? 0 : 1;
+  if (request.max_tokens < min_tokens)
+    return refuse(fmt::format("max_tokens must be >= {} (got {})", min_tokens, request.max_tokens));
   if (request.grammar && request.grammar->vocab().num_tokens() != info_.vocab_size)
     return refuse(fmt::format("the grammar was compiled for {} tokens, the model has {}",
                               request.grammar->vocab().num_tokens(), info_.vocab_size));
@@ -164,6 +172,7 @@ void Engine::emit_token(Sequence& seq, const GeneratedToken& token) {
   const int generated = int(seq.tokens.size()) - seq.num_prompt;
   StreamChunk chunk;
   chunk.tokens.push_back(token);
+  take_prompt_logprobs(seq, chunk);
   bool stop_token = should_stop(seq, generated, token.token) || verdict == GrammarVerdict::Ended;
   if (seq.detokenizer && !stop_token) chunk.text = seq.stop.push(seq.detokenizer->push(token.token));
   if (seq.stream) seq.stream->push(std::move(chunk));
@@ -205,6 +214,7 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   last.prompt_tokens = seq.num_prompt;
   last.completion_tokens = seq.num_generated();
   last.cached_tokens = seq.num_cached_tokens.value_or(0);
+  take_prompt_logprobs(seq, last);
   scheduler_.finish(&seq);
   {
     // Counted before the client can see the end of its stream (and read /stats).
@@ -215,19 +225,31 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   std::erase_if(live_, [&](const std::shared_ptr<Sequence>& s) { return s.get() == &seq; });
 }
 
+// The chunk's prompt logprobs, the first time there are any to carry.
+void Engine::take_prompt_logprobs(Sequence& seq, StreamChunk& chunk) {
+  if (seq.prompt_logprobs_sent || !seq.request.prompt_logprobs) return;
+  chunk.prompt_logprobs = std::move(seq.prompt_logprobs);
+  seq.prompt_logprobs.clear();
+  seq.prompt_logprobs_sent = true;
+}
+
 StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
   std::vector<PlanRow> plan_rows;
   for (const ScheduledRow& r : rows) {
     const Sequence& seq = *r.seq;
     TANDEM_CHECK(seq.num_in_flight == 0 || (in_flight_ && seq.in_flight_row),
                  "sequence {}: a token in flight with no step in flight", seq.id);
+    const Sequence::LogitRange owed = seq.owed_prompt_logits();
     plan_rows.push_back({.tokens = seq.tokens,
                          .start = seq.num_computed,
                          .count = r.num_tokens,
                          .block_tables = seq.block_tables,
                          .num_logits = r.sample ? 1 : 0,
                          .feed_from = seq.in_flight_row,
-                         .lora_slot = seq.lora ? seq.lora->slot : 0});
+                         .lora_slot = seq.lora ? seq.lora->slot : 0,
+                         .logprob_begin = owed.begin,
+                         .logprob_end = owed.end,
+                         .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0});
   }
   return build_step_plan(plan_rows, config_.scheduler.block_size);
 }
@@ -295,8 +317,33 @@ Engine::InFlight Engine::mark_in_flight(const std::vector<ScheduledRow>& rows) {
   return f;
 }
 
+// The prompt logprobs the forward just issued computed, to their rows (in the plan's
+// order: row by row, position by position); the sequences that only scored their prompt
+// and have now computed all of it.
+std::vector<std::shared_ptr<Sequence>> Engine::receive_prompt_logprobs(
+    const std::vector<ScheduledRow>& rows) {
+  std::vector<GeneratedToken> scored = executor_->take_prompt_logprobs();
+  size_t next = 0;
+  std::vector<std::shared_ptr<Sequence>> scored_only;
+  for (const ScheduledRow& r : rows) {
+    Sequence& seq = *r.seq;
+    const Sequence::LogitRange owed = seq.owed_prompt_logits();
+    const int end = seq.num_computed + r.num_tokens;
+    const int n = std::max(0, std::min(owed.end, end) - std::max(owed.begin, seq.num_computed));
+    TANDEM_CHECK(next + size_t(n) <= scored.size(), "{} prompt logprobs for more rows", scored.size());
+    seq.prompt_logprobs.insert(seq.prompt_logprobs.end(), scored.begin() + long(next),
+                               scored.begin() + long(next + size_t(n)));
+    next += size_t(n);
+    seq.num_prompt_scored += n;
+    if (seq.request.max_tokens == 0 && end >= seq.num_prompt) scored_only.push_back(seq.shared_from_this());
+  }
+  TANDEM_CHECK(next == scored.size(), "{} prompt logprobs for {} asked", scored.size(), next);
+  return scored_only;
+}
+
 std::optional<Engine::InFlight> Engine::issue(const std::vector<ScheduledRow>& rows) {
   executor_->issue_forward(plan_step(rows));
+  const std::vector<std::shared_ptr<Sequence>> scored_only = receive_prompt_logprobs(rows);
   advance(rows);
   // The overlap rule (engine.h): the previous step's tokens are read here, while the
   // device runs this step's forward, when a row's sampling needs them on the host.
@@ -308,6 +355,8 @@ std::optional<Engine::InFlight> Engine::issue(const std::vector<ScheduledRow>& r
   const std::vector<SampleRow> sampling = sample_rows(rows);
   if (!sampling.empty()) executor_->issue_sampling(sampling);
   InFlight f = mark_in_flight(rows);
+  for (const auto& seq : scored_only)
+    if (seq->status != SeqStatus::Finished) finish(*seq, FinishReason::Length);
   if (f.seqs.empty()) return std::nullopt;
   return f;
 }

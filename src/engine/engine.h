@@ -128,6 +128,8 @@ class Engine : public EngineApi {
   // the sampling, mark in flight).
   std::optional<InFlight> issue(const std::vector<ScheduledRow>& rows);
   StepPlan plan_step(const std::vector<ScheduledRow>& rows) const;
+  std::vector<std::shared_ptr<Sequence>> receive_prompt_logprobs(const std::vector<ScheduledRow>& rows);
+  void take_prompt_logprobs(Sequence& seq, StreamChunk& chunk);
   std::vector<SampleRow> sample_rows(const std::vector<ScheduledRow>& rows);
   void fill_grammar_mask(Sequence& seq, SampleRow& row);
   bool reads_tokens_in_flight(const std::vector<ScheduledRow>& rows) const;

@@ -25,6 +25,7 @@
 
 #include "backend/sampling.h"
 #include "core/dtype.h"
+#include "engine/request.h"
 #include "engine/step_plan.h"
 #include "kv/kv_budget.h"
 #include "kv/kv_groups.h"
@@ -95,6 +96,11 @@ class Executor {
     issue_forward(plan);
     if (!rows.empty()) issue_sampling(rows);
   }
+  // The prompt logprobs of the forward issued last (StepPlan::logprob_index): one per
+  // entry, in plan order, token = its target; empty when it asked for none. Taking them
+  // forgets them. On an asynchronous device that forward's rows were read when it was
+  // issued (only the steps that ask for prompt logprobs wait for the device).
+  virtual std::vector<GeneratedToken> take_prompt_logprobs() = 0;
   // The tokens of the oldest issued step whose tokens are not collected yet (one per
   // sampling row), waiting for them. Requires such a step.
   virtual std::vector<SampledToken> collect() = 0;

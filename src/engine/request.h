@@ -28,10 +28,17 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.f; }
 };
 
+// Log-probabilities of the prompt's own tokens, each given every token before it, read
+// off the logits the prefill computes (only the rows asked for leave the device).
+struct PromptLogprobs {
+  int first = 1;  // prompt positions [first, prompt size) get one; position 0 never has one
+  int top = 0;    // and the `top` best alternatives of each (at most 20)
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, already templated and tokenized
   SamplingParams sampling;
-  int max_tokens = 16;          // generated tokens at most
+  int max_tokens = 16;          // generated tokens at most; 0 only with prompt_logprobs
   int min_tokens = 0;           // EOS and stop strings are ignored before this many
   bool ignore_eos = false;
   std::vector<std::string> stop;        // never emitted, even across token boundaries
@@ -48,6 +55,10 @@ struct GenerationRequest {
   std::optional<std::string> lora;
   // Prefix-cache isolation: only requests with the same salt share cached KV blocks.
   std::string cache_salt;
+  // Scores of the prompt's tokens (the positions asked for are always computed: a
+  // prefix-cache hit stops short of them). With max_tokens 0 the request ends, finish
+  // Length, once its prompt is computed.
+  std::optional<PromptLogprobs> prompt_logprobs;
 };
 
 enum class FinishReason : uint8_t { Stop, Length, Cancelled, Error };
@@ -87,6 +98,9 @@ struct StreamChunk {
   int prompt_tokens = 0;               // set on the last chunk
   int completion_tokens = 0;           // set on the last chunk
   int cached_tokens = 0;               // set on the last chunk: prompt tokens read from the prefix cache
+  // GenerationRequest::prompt_logprobs: one entry per prompt position asked for, in
+  // order, on the first chunk of the request that carries any (token: the prompt's).
+  std::vector<GeneratedToken> prompt_logprobs;
 };
 
 }  // namespace tandem

@@ -24,9 +24,9 @@ bool Scheduler::grow_blocks(Sequence* seq, int n) {
 bool Scheduler::admit_blocks(Sequence* seq, int budget) {
   const int bs = config_.block_size;
   seq->block_hashes.extend(seq->tokens, bs);
-  // At least the last known token is computed: its row samples the next one.
-  const PrefixHit hit =
-      kv_.find_prefix(seq->block_hashes, seq->tokens, (seq->num_tokens() - 1) / bs);
+  // At least the last known token is computed (its row samples the next one), and every
+  // position whose prompt logprob is owed.
+  const PrefixHit hit = kv_.find_prefix(seq->block_hashes, seq->tokens, seq->first_wanted_logits() / bs);
   const int start = hit.num_blocks * bs;
   const int n = std::min(seq->num_tokens() - start, budget);
   std::optional<GrowPlan> plan = kv_.plan_admit(hit, start + n, seq->num_tokens());
@@ -96,7 +96,7 @@ void Scheduler::schedule_running(std::vector<ScheduledRow>& rows, StepBudget& bu
       continue;
     }
     if (seq->prefilling()) budget.prefills--;
-    rows.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
+    rows.push_back({seq, n, seq->samples_after(n)});
     budget.tokens -= n;
     i++;
   }
@@ -115,7 +115,7 @@ void Scheduler::schedule_waiting(std::vector<ScheduledRow>& rows, StepBudget& bu
     seq->status = SeqStatus::Running;
     running_.push_back(seq);
     budget.prefills--;
-    rows.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
+    rows.push_back({seq, n, seq->samples_after(n)});
     budget.tokens -= n;
   }
 }

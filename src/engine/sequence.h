@@ -3,6 +3,7 @@
 // per KV group, kv/kv_block_manager.h).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -63,6 +64,12 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   // fails when that token arrives, its output so far still a valid prefix.
   std::optional<std::string> grammar_failure;
   std::optional<LoraUse> lora;  // the adapter's slot and stable id, held until finished
+  // GenerationRequest::prompt_logprobs received and not yet sent; how many were received
+  // (kept across a preemption, so a recomputed prompt is not scored twice), and whether a
+  // chunk has carried them.
+  std::vector<GeneratedToken> prompt_logprobs;
+  int num_prompt_scored = 0;
+  bool prompt_logprobs_sent = false;
 
   // Positions known so far: received tokens and those in flight.
   int num_tokens() const { return int(tokens.size()) + num_in_flight; }
@@ -73,6 +80,28 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   int num_schedulable() const {
     if (num_in_flight > 0 && num_generated() >= request.max_tokens) return 0;
     return num_tokens() - num_computed;
+  }
+  // Whether computing `n` more tokens reaches the last known one, whose row samples the
+  // next token (never for a request of max_tokens 0: it only scores its prompt).
+  bool samples_after(int n) const {
+    return request.max_tokens > 0 && num_computed + n == num_tokens();
+  }
+  // Prompt logprobs still owed: the positions [begin, end) whose logits score the token
+  // after them (empty when none are asked for or all have been received).
+  struct LogitRange {
+    int begin = 0, end = 0;
+  };
+  LogitRange owed_prompt_logits() const {
+    if (!request.prompt_logprobs) return {};
+    const int begin = request.prompt_logprobs->first - 1 + num_prompt_scored;
+    return {begin, std::max(begin, num_prompt - 1)};
+  }
+  // The first position whose logits are still wanted: a prefix-cache hit must stop at or
+  // before it (the last known token samples the next; owed prompt logprobs come earlier).
+  int first_wanted_logits() const {
+    const LogitRange owed = owed_prompt_logits();
+    const int last = num_tokens() - 1;
+    return owed.begin < owed.end ? std::min(owed.begin, last) : last;
   }
   // A token of a step in flight arrived (in order: the oldest first).
   void receive(int32_t token) {

@@ -2,12 +2,14 @@
 // ModelRunner (KV storage, step uploads) and decode graphs, and the sampling ops in flight.
 #include <algorithm>
 #include <deque>
+#include <utility>
 
 #include "backend/backend.h"
 #include "core/error.h"
 #include "engine/executor.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
+#include "engine/sampler.h"
 
 namespace tandem {
 namespace {
@@ -23,6 +25,20 @@ int64_t spare_kv_bytes(const Backend& backend, const ModelConfig& c, const KvSiz
   const int64_t logits = int64_t(std::max(s.max_rows, 1)) * c.vocab_size * 4 * 4;
   const int64_t headroom = (int64_t(1) << 30) + activations + logits;
   return int64_t(double(free) * 0.92) - headroom;
+}
+
+// log_softmax of each prompt-logprob row (on the host, in the rows' order) at its target.
+std::vector<GeneratedToken> score_prompt_rows(Backend& backend, const Tensor& rows,
+                                              const StepPlan& plan) {
+  const Tensor host = backend.to_host_f32(rows);
+  const size_t vocab = size_t(host.shape[1]);
+  std::vector<GeneratedToken> out(plan.logprob_index.size());
+  for (size_t p = 0; p < out.size(); p++) {
+    std::span<const float> logits(host.ptr<float>() + p * vocab, vocab);
+    out[p].token = plan.logprob_target[p];
+    out[p].logprob = token_logprob(logits, out[p].token, plan.logprob_top[p], &out[p].top_logprobs);
+  }
+  return out;
 }
 
 class SingleWorkerExecutor final : public Executor {
@@ -44,9 +60,11 @@ class SingleWorkerExecutor final : public Executor {
   void issue_forward(const StepPlan& plan) override;
   void issue_sampling(std::span<const SampleRow> rows) override;
   std::vector<SampledToken> collect() override;
+  std::vector<GeneratedToken> take_prompt_logprobs() override { return std::exchange(prompt_logprobs_, {}); }
   void reset() override {
     pending_.clear();
     logits_.reset();
+    prompt_logprobs_.clear();
   }
   LoraSlotImage lora_image(const PeftAdapter& adapter) const override {
     return lora_slot_image(model_->lora_targets(), adapter);
@@ -63,6 +81,7 @@ class SingleWorkerExecutor final : public Executor {
   std::unique_ptr<ModelRunner> runner_;  // from allocate_kv on
   std::deque<PendingSample> pending_;    // sampling ops not collected yet, oldest first
   std::optional<Tensor> logits_;         // of the forward issued last, until it is sampled
+  std::vector<GeneratedToken> prompt_logprobs_;  // of the forward issued last, until taken
 };
 
 KvRoom SingleWorkerExecutor::kv_room(const KvSizing& sizing) const {
@@ -104,8 +123,22 @@ void SingleWorkerExecutor::issue_forward(const StepPlan& plan) {
   TANDEM_CHECK(runner_, "issue: allocate_kv first");
   TANDEM_CHECK(!logits_, "issue: the previous step's logits were never sampled");
   // Fed tokens come from the latest sampling op: the step issued just before this one.
-  Tensor logits = runner_->forward(plan, pending_.empty() ? nullptr : &pending_.back());
-  if (!plan.sample_index.empty()) logits_ = std::move(logits);
+  const PendingSample* prev = pending_.empty() ? nullptr : &pending_.back();
+  prompt_logprobs_.clear();
+  if (plan.logprob_index.empty()) {
+    Tensor logits = runner_->forward(plan, prev);
+    if (!plan.sample_index.empty()) logits_ = std::move(logits);
+    return;
+  }
+  // One forward computes both: the prompt rows' logits first, the sampled rows' after.
+  StepPlan both = plan;
+  both.sample_index = plan.logprob_index;
+  both.sample_index.insert(both.sample_index.end(), plan.sample_index.begin(), plan.sample_index.end());
+  Tensor logits = runner_->forward(both, prev);
+  const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
+  prompt_logprobs_ = score_prompt_rows(*backend_, logits.slice_rows(0, num_prompt_rows), plan);
+  if (!plan.sample_index.empty())
+    logits_ = logits.slice_rows(num_prompt_rows, int64_t(plan.sample_index.size()));
 }
 
 void SingleWorkerExecutor::issue_sampling(std::span<const SampleRow> rows) {

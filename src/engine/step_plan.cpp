@@ -57,6 +57,13 @@ StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
       plan.tokens.push_back(p < known ? r.tokens[size_t(p)] : 0);
       plan.positions.push_back(p);
     }
+    const int row_first = int(plan.tokens.size()) - r.count;
+    for (int p = std::max(r.start, r.logprob_begin); p < std::min(end, r.logprob_end); p++) {
+      TANDEM_CHECK(p + 1 < known, "row {}: position {} scores a token that is not known", b, p);
+      plan.logprob_index.push_back(row_first + (p - r.start));
+      plan.logprob_target.push_back(r.tokens[size_t(p + 1)]);
+      plan.logprob_top.push_back(r.logprob_top);
+    }
     int first_logit = int(plan.tokens.size()) - std::min(r.num_logits, r.count);
     for (int t = first_logit; t < int(plan.tokens.size()); t++) plan.sample_index.push_back(t);
     plan.seq_starts.push_back(int(plan.tokens.size()));

@@ -35,6 +35,12 @@ struct StepPlan {
   // [T] the LoRA slot each token's projections add (backend/linear.h; 0: the base model),
   // or empty when no row has an adapter.
   std::vector<int32_t> lora_slots;
+  // Prompt logprobs (GenerationRequest::prompt_logprobs): the logits of token
+  // logprob_index[p] score logprob_target[p], with the logprob_top[p] best alternatives.
+  // They are the rows' own prompt tokens, so never fed ones.
+  std::vector<int32_t> logprob_index;   // [P]
+  std::vector<int32_t> logprob_target;  // [P]
+  std::vector<int32_t> logprob_top;     // [P]
 
   int num_rows() const { return int(context_lens.size()); }
   int num_tokens() const { return int(tokens.size()); }
@@ -54,6 +60,9 @@ struct PlanRow {
   // step's sampling op, which feeds it on the device (StepPlan::feed_index).
   std::optional<int> feed_from;
   int lora_slot = 0;  // the sequence's adapter slot (0: none)
+  // Positions [logprob_begin, logprob_end) (clipped to this row's) score the prompt token
+  // after each, with `logprob_top` alternatives (StepPlan::logprob_index).
+  int logprob_begin = 0, logprob_end = 0, logprob_top = 0;
 };
 
 // Every row must have the same number of groups (>= 1).

@@ -54,6 +54,7 @@ void handle_completions(const EndpointContext& ctx, const httplib::Request& req,
       parse_completion_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
   CompletionFormat format;
   format.logprobs = r.logprobs;
+  format.echo_logprobs = r.echo && r.logprobs >= 0;
   format.return_token_ids = r.return_token_ids;
   format.token_text = token_text_of(ctx.model);
   std::vector<GenerationRequest> requests = build_requests(ctx, r, format);

@@ -72,7 +72,7 @@ CompletionRequest parse_completion_request(const Json& body, const GenerationReq
   out.generation = defaults;
   out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
   out.prompts = read_prompts(f.require("prompt"), vocab_size);
-  out.max_tokens = f.integer("max_tokens", 1, kMaxTokensLimit);
+  out.max_tokens = f.integer("max_tokens", 0, kMaxTokensLimit);
   out.n = read_num_choices(f, limits.max_choices);
   if (out.prompts.size() * size_t(out.n) > limits.max_sequences)
     invalid_request("n",
@@ -84,10 +84,19 @@ CompletionRequest parse_completion_request(const Json& body, const GenerationReq
   out.include_usage = stream.include_usage;
   out.echo = f.boolean("echo").value_or(false);
   out.logprobs = int(f.integer("logprobs", 0, kMaxLogprobs).value_or(-1));
-  if (out.echo && out.logprobs >= 0)
-    invalid_request("echo",
-                    "'echo' together with 'logprobs' is not supported yet (prompt "
-                    "logprobs are not computed)");
+  if (out.max_tokens == 0 && !out.echo)
+    invalid_request("max_tokens",
+                    "'max_tokens' 0 generates nothing: it is for 'echo' (with 'logprobs', "
+                    "the prompt's own log-probabilities)");
+  // echo + logprobs: every prompt token's log-probability given the tokens before it (the
+  // first has none), as OpenAI's legacy completions and vLLM return them.
+  if (out.echo && out.logprobs >= 0) {
+    if (out.stream)
+      invalid_request("stream",
+                      "'echo' with 'logprobs' is not supported with 'stream': ask without "
+                      "streaming");
+    out.generation.prompt_logprobs = PromptLogprobs{.first = 1, .top = out.logprobs};
+  }
   out.generation.top_logprobs = out.logprobs;
   out.return_token_ids = f.boolean("return_token_ids").value_or(false);
   out.add_special_tokens = f.boolean("add_special_tokens").value_or(true);

@@ -15,7 +15,12 @@ Json token_ids(const std::vector<GeneratedToken>& tokens) {
 Json completion_choice(size_t i, const CompletionFormat& f, const ChoiceResult& r) {
   const std::string& echo = f.echo.empty() ? std::string() : f.echo[i];
   Json logprobs;
-  if (f.logprobs >= 0) {
+  if (f.echo_logprobs) {
+    // The prompt's tokens first, the generated ones after them (OpenAI's echo shape).
+    size_t offset = 0;
+    logprobs = echo_logprobs(f.prompt_ids[i], r.prompt_logprobs, f.logprobs, f.token_text, offset);
+    append_logprobs(logprobs, completion_logprobs(r.tokens, f.logprobs, f.token_text, offset));
+  } else if (f.logprobs >= 0) {
     size_t offset = echo.size();
     logprobs = completion_logprobs(r.tokens, f.logprobs, f.token_text, offset);
   }

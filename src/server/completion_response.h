@@ -13,6 +13,7 @@ namespace tandem::server {
 
 struct CompletionFormat {
   int logprobs = -1;
+  bool echo_logprobs = false;  // echo + logprobs: the prompt's tokens lead the logprobs
   bool return_token_ids = false;
   TokenText token_text;
   int prompt_tokens = 0;                         // summed over the prompts

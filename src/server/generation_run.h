@@ -70,6 +70,7 @@ class GenerationRun {
 struct ChoiceResult {
   std::string text;
   std::vector<GeneratedToken> tokens;
+  std::vector<GeneratedToken> prompt_logprobs;  // GenerationRequest::prompt_logprobs
   FinishReason finish = FinishReason::Stop;
   std::string matched_stop;
   std::string error;

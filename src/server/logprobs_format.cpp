@@ -21,6 +21,16 @@ size_t top_count(const GeneratedToken& t, int top_n) {
   return std::min(t.top_logprobs.size(), size_t(std::max(top_n, 0)));
 }
 
+// {text: logprob} of the token's alternatives (the first of two with the same text).
+Json top_object(const GeneratedToken& t, int top_n, const TokenText& token_text) {
+  Json top = Json::object();
+  for (size_t k = 0; k < top_count(t, top_n); ++k) {
+    std::string alt = token_text(t.top_logprobs[k].token);
+    if (!top.contains(alt)) top[alt] = finite_logprob(t.top_logprobs[k].logprob);
+  }
+  return top;
+}
+
 }  // namespace
 
 float finite_logprob(float logprob) {
@@ -41,6 +51,34 @@ Json chat_logprobs_content(std::span<const GeneratedToken> tokens, int top_n,
   return content;
 }
 
+Json echo_logprobs(std::span<const int32_t> prompt, std::span<const GeneratedToken> scored,
+                   int top_n, const TokenText& token_text, size_t& offset) {
+  Json texts = Json::array(), logprobs = Json::array(), tops = Json::array(),
+       offsets = Json::array();
+  for (size_t p = 0; p < prompt.size(); ++p) {
+    std::string text = token_text(prompt[p]);
+    texts.push_back(text);
+    offsets.push_back(offset);
+    offset += text.size();
+    if (p == 0 || p > scored.size()) {
+      logprobs.push_back(nullptr);
+      tops.push_back(nullptr);
+      continue;
+    }
+    logprobs.push_back(finite_logprob(scored[p - 1].logprob));
+    tops.push_back(top_object(scored[p - 1], top_n, token_text));
+  }
+  return {{"tokens", std::move(texts)},
+          {"token_logprobs", std::move(logprobs)},
+          {"top_logprobs", std::move(tops)},
+          {"text_offset", std::move(offsets)}};
+}
+
+void append_logprobs(Json& a, Json b) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+    for (Json& v : b[key]) a[key].push_back(std::move(v));
+}
+
 Json completion_logprobs(std::span<const GeneratedToken> tokens, int top_n,
                          const TokenText& token_text, size_t& offset) {
   Json texts = Json::array(), logprobs = Json::array(), tops = Json::array(),
@@ -51,12 +89,7 @@ Json completion_logprobs(std::span<const GeneratedToken> tokens, int top_n,
     logprobs.push_back(finite_logprob(t.logprob));
     offsets.push_back(offset);
     offset += text.size();
-    Json top = Json::object();
-    for (size_t k = 0; k < top_count(t, top_n); ++k) {
-      std::string alt = token_text(t.top_logprobs[k].token);
-      if (!top.contains(alt)) top[alt] = finite_logprob(t.top_logprobs[k].logprob);
-    }
-    tops.push_back(std::move(top));
+    tops.push_back(top_object(t, top_n, token_text));
   }
   return {{"tokens", std::move(texts)},
           {"token_logprobs", std::move(logprobs)},

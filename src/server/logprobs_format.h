@@ -28,4 +28,13 @@ Json chat_logprobs_content(std::span<const GeneratedToken> tokens, int top_n,
 Json completion_logprobs(std::span<const GeneratedToken> tokens, int top_n,
                          const TokenText& token_text, size_t& offset);
 
+// Completions with echo: the prompt's tokens in the same shape (text_offset from `offset`,
+// which advances); the first token has no log-probability (null, and null top_logprobs),
+// token p > 0 has scored[p - 1] (null too where `scored` is shorter).
+Json echo_logprobs(std::span<const int32_t> prompt, std::span<const GeneratedToken> scored,
+                   int top_n, const TokenText& token_text, size_t& offset);
+
+// `b`'s entries appended to `a`'s (both in the completions shape).
+void append_logprobs(Json& a, Json b);
+
 }  // namespace tandem::server

@@ -39,7 +39,8 @@ void fit_to_context(GenerationRequest& request, const ModelInfo& model,
   int64_t context = model.max_model_len;
   int64_t prompt = int64_t(request.prompt.size());
   if (prompt == 0) invalid_request(names.prompt, "The prompt is empty (it has no tokens)");
-  if (prompt >= context)
+  // Scoring a prompt (max_tokens 0) needs no room after it.
+  if (prompt > context || (prompt == context && requested != std::optional<int64_t>(0)))
     throw ApiError(400, "invalid_request_error",
                    fmt::format("This model's maximum context length is {} tokens. However, your "
                                "prompt has {} tokens, leaving no room for a completion. Please "

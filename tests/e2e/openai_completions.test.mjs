@@ -104,3 +104,37 @@ test('completions: bad prompts are 400s', async () => {
   const tooLong = await expectApiError(() => openai.completions.create({ model, prompt: [1, 2], max_tokens: 100000 }), 400);
   assert.equal(tooLong.error?.param, 'max_tokens');
 });
+
+test('completions: echo + logprobs + max_tokens 0 scores the prompt (the legacy shape)', async () => {
+  const text = 'In the beginning God created the heaven and the earth.';
+  const r = await openai.completions.create({ model, prompt: text, max_tokens: 0, echo: true, logprobs: 2, ...greedy });
+  const c = r.choices[0];
+  assert.equal(c.text, text);
+  assert.equal(c.finish_reason, 'length');
+  assert.equal(r.usage.completion_tokens, 0);
+  const lp = c.logprobs;
+  const n = r.usage.prompt_tokens;
+  assert.ok(n >= 5);
+  for (const key of ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset']) assert.equal(lp[key].length, n, key);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.equal(lp.top_logprobs[0], null);
+  assert.equal(lp.text_offset[0], 0);
+  for (let i = 1; i < n; i++) {
+    assert.ok(lp.token_logprobs[i] <= 0);
+    const alternatives = Object.values(lp.top_logprobs[i]);
+    assert.ok(alternatives.length >= 1 && alternatives.length <= 2);
+    // The best alternative is at least as likely as the prompt's own token.
+    assert.ok(Math.max(...alternatives) >= lp.token_logprobs[i] - 1e-5);
+    assert.equal(lp.text_offset[i], lp.text_offset[i - 1] + lp.tokens[i - 1].length);
+  }
+  // The same prompt with a generated token: the prompt's part is unchanged, one entry follows.
+  const more = await openai.completions.create({ model, prompt: text, max_tokens: 1, echo: true, logprobs: 2, ...greedy });
+  const mlp = more.choices[0].logprobs;
+  assert.equal(mlp.tokens.length, n + 1);
+  for (let i = 1; i < n; i++) assert.ok(Math.abs(mlp.token_logprobs[i] - lp.token_logprobs[i]) < 1e-5);
+  // Bad combinations are 400s in the OpenAI shape.
+  const streamed = await expectApiError(() => openai.completions.create({ model, prompt: text, max_tokens: 0, echo: true, logprobs: 1, stream: true }), 400);
+  assert.equal(streamed.error?.param, 'stream');
+  const nothing = await expectApiError(() => openai.completions.create({ model, prompt: text, max_tokens: 0 }), 400);
+  assert.equal(nothing.error?.param, 'max_tokens');
+});

@@ -62,6 +62,7 @@ TEST(EvalCommand, RunsTasksAndWritesTheirRawScores) {
   o.tasks = {(dir / "pick.jsonl").string(), (dir / "say.jsonl").string(),
              (dir / "ppl.jsonl").string()};
   o.json = (dir / "out.json").string();
+  o.scorer = "reference";  // the numbers below are the reference scorer's, exactly
   testing::internal::CaptureStdout();
   ASSERT_EQ(cli::run_eval(o), 0);
   std::string table = testing::internal::GetCapturedStdout();

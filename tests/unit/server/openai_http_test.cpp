@@ -327,6 +327,61 @@ TEST(Completions, LogprobsInTheCompletionsShape) {
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
 }
 
+TEST(Completions, EchoWithLogprobsScoresThePromptTheLegacyWay) {
+  TestServer s;
+  // The engine's answer for a prompt of three tokens: logprobs of tokens 1 and 2.
+  s.engine.script = [](int, const GenerationRequest& r) {
+    StreamChunk last = final_chunk(FinishReason::Length, int(r.prompt.size()), 0);
+    last.prompt_logprobs = {GeneratedToken{r.prompt[1], -1.5f, {{7, -0.5f}, {r.prompt[1], -1.5f}}},
+                            GeneratedToken{r.prompt[2], -0.25f, {{r.prompt[2], -0.25f}, {9, -3.f}}}};
+    return std::vector<StreamChunk>{last};
+  };
+  const std::vector<int32_t> ids = {120, 121, 122};
+  Json j = s.post("/v1/completions",
+                  Json{{"prompt", ids}, {"echo", true}, {"logprobs", 1}, {"max_tokens", 0}})
+               .json();
+  const GenerationRequest& sent = s.engine.requests()[0];
+  EXPECT_EQ(sent.max_tokens, 0);
+  ASSERT_TRUE(sent.prompt_logprobs.has_value());
+  EXPECT_EQ(sent.prompt_logprobs->first, 1);
+  EXPECT_EQ(sent.prompt_logprobs->top, 1);
+  const Json& c = j["choices"][0];
+  EXPECT_EQ(c["text"], llama_tokenizer()->decode(ids, false));  // the echo, nothing after it
+  EXPECT_EQ(c["finish_reason"], "length");
+  const Json& lp = c["logprobs"];
+  EXPECT_EQ(lp["tokens"], Json({token_text(120), token_text(121), token_text(122)}));
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  EXPECT_FLOAT_EQ(lp["token_logprobs"][1].get<float>(), -1.5f);
+  EXPECT_FLOAT_EQ(lp["token_logprobs"][2].get<float>(), -0.25f);
+  EXPECT_EQ(lp["top_logprobs"][1].size(), 1u);  // logprobs: 1 alternative
+  EXPECT_FLOAT_EQ(lp["top_logprobs"][1][token_text(7)].get<float>(), -0.5f);
+  EXPECT_EQ(lp["text_offset"],
+            Json({0, token_text(120).size(), token_text(120).size() + token_text(121).size()}));
+  EXPECT_EQ(j["usage"]["completion_tokens"], 0);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 3);
+}
+
+TEST(Completions, EchoedPromptLogprobsComeBeforeTheGeneratedOnes) {
+  TestServer s;
+  s.engine.script = [](int, const GenerationRequest& r) {
+    StreamChunk c = text_chunk(token_text(121));
+    c.tokens = {GeneratedToken{121, -0.75f, {{121, -0.75f}}}};
+    c.prompt_logprobs = {GeneratedToken{r.prompt[1], -2.f, {{r.prompt[1], -2.f}}}};
+    return std::vector<StreamChunk>{c, final_chunk(FinishReason::Length, 2, 1)};
+  };
+  Json j = s.post("/v1/completions", Json{{"prompt", {120, 122}}, {"echo", true}, {"logprobs", 0},
+                                          {"max_tokens", 1}})
+               .json();
+  const Json& lp = j["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], Json({token_text(120), token_text(122), token_text(121)}));
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_FLOAT_EQ(lp["token_logprobs"][1].get<float>(), -2.f);
+  EXPECT_FLOAT_EQ(lp["token_logprobs"][2].get<float>(), -0.75f);
+  EXPECT_EQ(lp["text_offset"][2], token_text(120).size() + token_text(122).size());
+  EXPECT_EQ(lp["top_logprobs"][2].size(), 0u);  // logprobs: 0, the chosen token's only
+}
+
 TEST(Completions, Streaming) {
   TestServer s;
   std::vector<Json> chunks =
