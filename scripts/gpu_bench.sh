@@ -4,6 +4,7 @@
 #   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh          everything
 #   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh prefix   only the prefix-cache part
 #   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh fp8      only the FP8-weights part
+#   G=.device/gpu OUT=/tmp/out scripts/gpu_bench.sh lora     only the LoRA part
 # `fp8` (issue 20): decode-b1, offline-128/128, the sweep at 256 and offline-2048/2048 with
 # the fp8 KV cache, on random-model --dtype fp8 of the 8B shape ($M8) beside the bf16 one
 # ($M), in one call (~10 min with both models to write; `fp8 bf16` or `fp8 fp8` runs one
@@ -33,6 +34,37 @@ if [ "${1:-}" = fp8 ]; then
   done
   exit 0
 fi
+# LoRA (issue 23): 8 random rank-16 adapters on every projection of the 8B shape
+# (random-lora), the sweep at 64 with the requests spread evenly over them (>= 80% of the
+# base model's output tok/s) against the base model on a server without adapters, and
+# base-model requests on the server with them (what loaded-but-unused adapters cost).
+lora_part() {
+  [ -f "$M/config.json" ] || { step random-model; ( time "$G/tandem" random-model --like llama-3.1-8b --out "$M" ) 2>&1 | tail -4; }
+  L=${L:-/tmp/llama8b-loras}; mods=(); names=()
+  for i in 1 2 3 4 5 6 7 8; do
+    [ -f "$L/a$i/adapter_config.json" ] || "$G/tandem" random-lora --model "$M" --out "$L/a$i" --rank 16 --seed $i
+    mods+=("a$i=$L/a$i"); names+=("a$i")
+  done
+  for mode in base lora; do
+    extra=(); [ $mode = lora ] && extra=(--lora-modules "${mods[@]}")
+    step "lora: server $mode"
+    "$G/tandem" serve --model "$M" --port 8323 --batch 256 --max-batched-tokens 8192 "${extra[@]}" \
+      > "$OUT/serve_lora_$mode.log" 2>&1 &
+    for i in $(seq 90); do curl -sf localhost:8323/health > /dev/null && break; sleep 1; done
+    curl -s localhost:8323/v1/models | head -c 300; echo
+    echo "-- $mode server, base-model requests"
+    timeout 120 "$G/tandem" bench --url http://127.0.0.1:8323 --concurrency 64 --num-requests 256 \
+      --input-len 128 --output-len 256 --json "$OUT/lora_${mode}_base.json" 2>> "$OUT/bench_lora.err" | tail -3
+    if [ $mode = lora ]; then
+      echo "-- lora server, requests spread over ${names[*]}"
+      timeout 120 "$G/tandem" bench --url http://127.0.0.1:8323 --concurrency 64 --num-requests 256 \
+        --input-len 128 --output-len 256 --models "$(IFS=,; echo "${names[*]}")" \
+        --json "$OUT/lora_spread.json" 2>> "$OUT/bench_lora.err" | tail -3
+    fi
+    kill %1; wait
+  done
+}
+if [ "${1:-all}" = lora ]; then lora_part; exit; fi
 [ -f "$M/config.json" ] && [ "${1:-all}" = prefix ] ||
   { step random-model; ( time "$G/tandem" random-model --like llama-3.1-8b --out "$M" ) 2>&1 | tail -4; }
 
@@ -93,3 +125,4 @@ kill %1; wait
 step hf-generate-batch
 timeout 150 python3 bench/hf_generate_batch.py --model "$M" --num 256 --input-len 128 --output-len 128 2>&1 | tail -2
 prefix_part
+lora_part

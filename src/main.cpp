@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
   serve->add_option("--max-model-len", so.max_model_len, "Context length (default: the model's)");
   serve->add_option("--kv-budget", so.kv_budget, "KV cache size, e.g. 4GB (default: batch x context, at most 1/4 of free RAM)");
   serve->add_option("--kv-cache-dtype", so.kv_cache_dtype, "KV cache element type: auto (the activation dtype), fp8 or fp8_e4m3 (unscaled e4m3, half of bf16)")->capture_default_str();
+  serve->add_option("--lora-modules", so.lora_modules, "LoRA adapters to serve, name=DIR each (a request's \"model\": name selects one)");
+  serve->add_option("--max-loras", so.max_loras, "Adapter slots (default: the number of --lora-modules; 4 at least with --enable-lora-runtime-updates)");
+  serve->add_option("--max-lora-rank", so.max_lora_rank, "Largest adapter rank a slot holds (default: the largest of --lora-modules; 16 at least with --enable-lora-runtime-updates)");
+  serve->add_flag("--enable-lora-runtime-updates", so.enable_lora_runtime_updates, "POST /v1/load_lora_adapter and /v1/unload_lora_adapter load and unload adapters while serving");
   serve->add_option("--api-key", so.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
   serve->add_option("--served-model-name", so.served_model_name, "Model name in the API (default: the folder name)");
   serve->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", so.enable_prefix_caching,
@@ -41,6 +45,7 @@ int main(int argc, char** argv) {
   logits->add_option("--quantization", lo.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   logits->add_option("--ids", lo.ids, "Token ids, comma-separated (e.g. 1,2,3)")->required();
   logits->add_option("--out", lo.out, "Output .npy file: float32 [len(ids), vocab]")->required();
+  logits->add_option("--lora", lo.lora, "A PEFT LoRA adapter folder to apply");
 
   GenerateOptions go;
   auto* gen = app.add_subcommand("generate", "Generate text for one prompt (the serial path)");
@@ -57,6 +62,7 @@ int main(int argc, char** argv) {
   gen->add_option("--seed", go.seed, "Sampling seed (same seed, same tokens)");
   gen->add_flag("--ignore-eos", go.ignore_eos, "Keep generating past end-of-sequence tokens");
   gen->add_option("--kv-cache-dtype", go.kv_cache_dtype, "KV cache element type: auto, fp8 or fp8_e4m3")->capture_default_str();
+  gen->add_option("--lora", go.lora, "A PEFT LoRA adapter folder to apply");
   gen->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", go.enable_prefix_caching,
                 "Reuse the KV blocks of cached prompt prefixes (default: on)");
   gen->add_flag("--json", go.json, "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
@@ -107,6 +113,13 @@ int main(int argc, char** argv) {
   rnd->add_option("--dtype", ro.dtype, "bf16, f32, or fp8 (a compressed-tensors FP8_DYNAMIC checkpoint: e4m3 projections, bf16 rest)")->capture_default_str();
   rnd->add_option("--seed", ro.seed, "Random seed")->capture_default_str();
 
+  RandomLoraOptions lro;
+  auto* rlora = app.add_subcommand("random-lora", "Write a PEFT LoRA adapter with random weights on every projection of a model folder");
+  rlora->add_option("--model", lro.model, "The Llama-style model folder the adapter is for")->required();
+  rlora->add_option("--out", lro.out, "Output folder (adapter_config.json + adapter_model.safetensors)")->required();
+  rlora->add_option("--rank", lro.rank, "LoRA rank r (lora_alpha = 2r)")->capture_default_str();
+  rlora->add_option("--seed", lro.seed, "Random seed")->capture_default_str();
+
   QuantizeOptions qo;
   auto* quant = app.add_subcommand("quantize", "Rewrite a 16-bit model folder as a compressed-tensors FP8 checkpoint (per-channel e4m3 weights, dynamic per-token activations)");
   quant->add_option("--model", qo.model, "Hugging Face model folder (16-bit)")->required();
@@ -130,6 +143,7 @@ int main(int argc, char** argv) {
   bench->add_option("--seed", bo.seed, "Seed of the prompts and arrival times")->capture_default_str();
   bench->add_option("--api-key", bo.api_key, "Sent as Authorization: Bearer KEY");
   bench->add_option("--timeout", bo.timeout_s, "Read timeout of one request, seconds")->capture_default_str();
+  bench->add_option("--models", bo.models, "Spread the requests evenly over these model names (e.g. LoRA adapters), comma-separated")->delimiter(',');
   bench->add_option("--json-schema", bo.json_schema_path, "Constrained requests carry this JSON Schema (response_format json_schema)");
   bench->add_option("--constrained-fraction", bo.constrained_fraction, "Fraction of the requests constrained by --json-schema (spread evenly)")->capture_default_str();
   bench->add_option("--json", bo.json_path, "Write the raw per-request numbers and summaries to FILE");
@@ -152,6 +166,7 @@ int main(int argc, char** argv) {
   if (*ppl) return run_perplexity(po);
   if (*ev) return run_eval(eo);
   if (*rnd) return run_random_model(ro);
+  if (*rlora) return run_random_lora(lro);
   if (*quant) return run_quantize(qo);
   if (*bench) return run_bench(bo);
   if (*tok) return run_tokenize(to);

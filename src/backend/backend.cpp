@@ -120,6 +120,10 @@ void Backend::feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
 // Defaults for backends that do not implement them yet: a clear error, never a wrong result.
 namespace tandem {
 
+void Backend::lora_add(Tensor&, const Tensor&, const LinearLora&, const LoraRows&) {
+  fail("{}: op 'lora_add' is not implemented", name());
+}
+
 void Backend::sub(Tensor&, const Tensor&, const Tensor&) {
   fail("{}: op 'sub' is not implemented", name());
 }

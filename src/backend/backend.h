@@ -115,6 +115,12 @@ class Backend {
   //   out [T, N], x [T, K], l.weight [N, K], l.bias [N] or undefined
   // out is act_dtype(), or f32 without a bias (logits, router scores: sums not rounded).
   virtual void linear(Tensor& out, const Tensor& x, const Linear& l) = 0;
+  // LoRA after the base product (backend/linear.h): out[t] += (x[t] · A[s]ᵀ) · B[s]ᵀ for
+  // s = rows.slots[t] > 0; rows of slot 0 are left as they are. A backend may read only
+  // `slots` (the CPU groups them itself) or only order/num_active (CUDA: every adapter in
+  // one launch). The default fails ("not implemented").
+  //   out [T, N], x [T, K], lora.a [S, R, K], lora.b [S, N, R], rows: step_tensors.h
+  virtual void lora_add(Tensor& out, const Tensor& x, const LinearLora& lora, const LoraRows& rows);
   // Per row: out = x / rms(x) * (w + weight_offset).   x, out [R, C], w [C]
   // weight_offset is 1 for Gemma's (1 + w) norms, 0 otherwise. In place allowed.
   virtual void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,

@@ -6,9 +6,11 @@
 //   - FP8 (e4m3) weights: `weight` in F8E4M3 plus `quant` (the weight's scales per tensor,
 //     per output channel or per [block_n, block_k] block, and how x is scaled: a static
 //     scale from the checkpoint or a dynamic one computed per step);
-//   - LoRA: `lora`, stacked adapter slots; the step says which slot each token uses.
-// A backend refuses (fails, never ignores) a Linear whose quantization or adapters it does
-// not implement: today both backends take plain linears only.
+//   - LoRA: `lora`, stacked adapter slots; the step says which slot each token uses
+//     (StepTensors::lora, step_tensors.h) and Backend::lora_add adds the adapters after the
+//     base product, so the base GEMM is shared by every row of the step.
+// A backend refuses (fails, never ignores) a Linear whose quantization it does not
+// implement; Backend::linear computes W and b only, whatever `lora` holds.
 #pragma once
 
 #include <cstdint>
@@ -41,11 +43,24 @@ struct LinearQuant {
   Tensor input_scale;   // f32 [1], Static only
 };
 
-// Low-rank adapters beside W: out += scaling · (x · Aᵀ) · Bᵀ for the token's slot.
+// Low-rank adapters beside W, one per slot: out[t] += (x[t] · A[s]ᵀ) · B[s]ᵀ with
+// s = the token's slot. Invariants that let one bank shape serve every adapter, so a step
+// makes one pass per projection whatever mix of adapters its rows use:
+//   - slot 0 is the base model: all zeros, and never computed (a row without an adapter
+//     pays nothing extra);
+//   - every adapter is padded with zeros to the bank's rank R (zero rows of A, zero
+//     columns of B), and its scaling (alpha / r, alpha / √r with rslora, per-module
+//     rank_pattern / alpha_pattern) is folded into B when it is written: a slot needs no
+//     rank or scale of its own;
+//   - a fused projection (q|k|v, gate|up) stacks its shards' adapters along R: shard j's
+//     A in rows [j·r_max, (j+1)·r_max) and its B only in the shard's output rows of those
+//     columns (B is block-diagonal), which is exactly Σ_j B_j · (A_j x) on each shard.
 struct LinearLora {
-  Tensor a;  // [slots, r, K]
-  Tensor b;  // [slots, N, r]
-  float scaling = 1.f;
+  Tensor a;  // [slots, R, K]
+  Tensor b;  // [slots, N, R]
+
+  int num_slots() const { return int(a.dim(0)); }
+  int64_t rank() const { return a.dim(1); }
 };
 
 struct Linear {
@@ -57,8 +72,8 @@ struct Linear {
   bool defined() const { return weight.defined(); }
   int64_t out_features() const { return weight.dim(0); }
   int64_t in_features() const { return weight.dim(1); }
-  // Only W and b: what every backend's linear takes today.
-  bool plain() const { return !quant && !lora; }
+  // Only W and b: what every backend's linear takes today (adapters are lora_add's).
+  bool plain() const { return !quant; }
 };
 
 }  // namespace tandem

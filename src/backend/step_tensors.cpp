@@ -1,5 +1,7 @@
 #include "backend/step_tensors.h"
 
+#include <algorithm>
+
 #include "backend/backend.h"
 
 namespace tandem {
@@ -14,6 +16,8 @@ StepTensors make_step_tensors(const StepShape& s, MakeI32 make) {
   t.seq_starts = make(Shape{s.num_rows + 1});
   t.context_lens = make(Shape{s.num_rows});
   t.sample_index = make(Shape{s.num_samples});
+  if (s.lora)
+    t.lora = {make(Shape{s.num_tokens}), make(Shape{s.num_tokens}), make(Shape{1})};
   t.num_tokens = s.num_tokens;
   t.num_rows = s.num_rows;
   t.max_context_len = s.max_context_len;
@@ -31,6 +35,27 @@ StepTensors alloc_step_tensors(Backend& backend, const StepShape& shape) {
 
 StepTensors zeroed_step_tensors(Backend& backend, const StepShape& shape) {
   return make_step_tensors(shape, [&](Shape s) { return backend.zeros(DType::I32, s); });
+}
+
+std::vector<int32_t> lora_row_order(std::span<const int32_t> slots) {
+  int32_t max_slot = 0;
+  for (int32_t s : slots) max_slot = std::max(max_slot, s);
+  std::vector<int32_t> start(size_t(max_slot) + 2, 0);  // counting sort, stable
+  for (int32_t s : slots)
+    if (s > 0) start[size_t(s) + 1]++;
+  for (size_t s = 1; s < start.size(); s++) start[s] += start[s - 1];
+  std::vector<int32_t> order(size_t(start.back()));
+  for (size_t t = 0; t < slots.size(); t++)
+    if (slots[t] > 0) order[size_t(start[size_t(slots[t])]++)] = int32_t(t);
+  return order;
+}
+
+void write_lora_rows(Backend& backend, LoraRows& rows, std::span<const int32_t> slots) {
+  std::vector<int32_t> order = lora_row_order(slots);
+  const int32_t num_active = int32_t(order.size());
+  backend.write_i32(rows.slots, slots.data(), int64_t(slots.size()));
+  backend.write_i32(rows.order, order.data(), int64_t(order.size()));
+  backend.write_i32(rows.num_active, &num_active, 1);
 }
 
 }  // namespace tandem

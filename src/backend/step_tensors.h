@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/tensor.h"
@@ -31,12 +32,27 @@ struct KvGroupTensors {
   int max_blocks = 0;  // the table's width
 };
 
+// The step's LoRA rows (backend/linear.h): which slot each token's projections add, and the
+// same tokens grouped by slot, for kernels that want each adapter's rows contiguous (one
+// launch for every adapter, consecutive rows reading the same A and B).
+struct LoraRows {
+  Tensor slots;       // [T] i32: each token's slot; 0 = the base model
+  Tensor order;       // [T] i32: the tokens of slot > 0, by slot, then by token; the entries
+                      // past num_active are unused
+  Tensor num_active;  // [1] i32: how many tokens have an adapter
+
+  bool defined() const { return slots.defined(); }
+};
+
 struct StepTensors {
   Tensor tokens;        // [T] i32
   Tensor positions;     // [T] i32: position of each token in its sequence
   Tensor seq_starts;    // [B+1] i32: row b owns tokens [seq_starts[b], seq_starts[b+1])
   Tensor context_lens;  // [B] i32: tokens of row b in the cache after this step
   Tensor sample_index;  // [S] i32: index (into T) of the token whose logits are returned
+  // Undefined when no row of the step has an adapter (and the model is not recorded in a
+  // graph, which reads them always).
+  LoraRows lora;
   int num_tokens = 0;
   int num_rows = 0;
   int max_context_len = 0;
@@ -55,11 +71,17 @@ struct StepShape {
   int block_size = 16;
   int max_context_len = 0;       // the longest row's context, or a capacity bound
   std::vector<int> max_blocks;   // [G] each group's table width
+  bool lora = false;             // the LoraRows are allocated
 };
 
 // Device arrays of `shape`, uninitialized: the caller writes every entry it lets ops read.
 StepTensors alloc_step_tensors(Backend& backend, const StepShape& shape);
 // The same, zero-filled (block id 0 is the null block, safe to read).
 StepTensors zeroed_step_tensors(Backend& backend, const StepShape& shape);
+
+// The tokens of `slots` with an adapter (slot > 0), grouped by slot (LoraRows::order).
+std::vector<int32_t> lora_row_order(std::span<const int32_t> slots);
+// Writes all three arrays of `rows` for the tokens' `slots` ([T], 0 = no adapter).
+void write_lora_rows(Backend& backend, LoraRows& rows, std::span<const int32_t> slots);
 
 }  // namespace tandem

@@ -34,6 +34,12 @@ struct ServeOptions {
   std::vector<std::string> allowed_hosts;  // --allowed-hosts; empty: the default rule
   bool no_web_ui = false;  // --no-web-ui: no / and /dashboard pages
   bool enable_prefix_caching = true;  // --no-enable-prefix-caching turns it off
+  std::vector<std::string> lora_modules;  // "name=DIR" each: PEFT adapters served by name
+  int max_loras = 0;      // adapter slots (at least one per --lora-modules entry)
+  int max_lora_rank = 0;  // largest adapter rank a slot takes (at least the modules')
+  // POST /v1/load_lora_adapter and /v1/unload_lora_adapter; the slots and rank then default
+  // to 4 and 16 at least (room to load adapters into; 16 is vLLM's --max-lora-rank default).
+  bool enable_lora_runtime_updates = false;
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.
@@ -45,6 +51,7 @@ struct LogitsOptions {
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::string ids;  // "1,2,3"
   std::string out;  // .npy path
+  std::optional<std::string> lora;  // a PEFT adapter folder to run with
 };
 int run_logits(const LogitsOptions& o);
 
@@ -63,6 +70,7 @@ struct GenerateOptions {
   bool json = false;
   bool ignore_eos = false;
   std::string kv_cache_dtype = "auto";  // auto | fp8 | fp8_e4m3 (as serve's)
+  std::optional<std::string> lora;  // a PEFT adapter folder to run with
   bool enable_prefix_caching = true;    // as serve's
 };
 int run_generate(const GenerateOptions& o);
@@ -108,6 +116,16 @@ struct RandomModelOptions {
 int run_random_model(const RandomModelOptions& o);
 // Names accepted by --like.
 std::string random_model_presets();
+
+// `tandem random-lora`: a PEFT adapter folder of random rank-`rank` adapters on every
+// attention and MLP projection of the Llama-style model folder `model` (benchmarks).
+struct RandomLoraOptions {
+  std::string model;
+  std::string out;
+  int rank = 16;
+  uint64_t seed = 1;
+};
+int run_random_lora(const RandomLoraOptions& o);
 
 // `tandem quantize`: a 16-bit model folder rewritten as a compressed-tensors FP8_DYNAMIC
 // checkpoint (per-channel e4m3 weights, dynamic per-token activations).

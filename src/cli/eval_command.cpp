@@ -76,7 +76,8 @@ int run_eval(const EvalOptions& o) {
     if (o.limit && *o.limit == 0) fail("--limit must be at least 1");
     std::vector<eval::Task> tasks;
     for (const auto& file : task_files(o)) tasks.push_back(eval::read_task_file(file));
-    LoadedModel m = load_model_folder(o.model, o.device, o.quantization);
+    LoadedModel m = load_model_folder(o.model, o.device,
+                                      LoadOptions{.online = online_quantization(o.quantization)});
     if (!m.tokenizer) fail("{}: eval needs tokenizer.json in the model folder", o.model);
     eval::TeacherForcedScorer scorer(*m.model, *m.backend, m.tokenizer);
     fmt::print(stderr, "eval: {} on {}, {} task(s)\n", o.model, m.backend->name(), tasks.size());

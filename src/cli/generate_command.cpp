@@ -16,7 +16,10 @@ int run_generate(const GenerateOptions& o) {
   try {
     if (o.prompt.has_value() == o.ids.has_value()) fail("give exactly one of --prompt and --ids");
     const std::optional<DType> kv_dtype = kv_cache_dtype_from_name(o.kv_cache_dtype);
-    LoadedModel m = load_model_folder(o.model, o.device, o.quantization);
+    LoadedModel m = load_model_folder(
+        o.model, o.device,
+        LoadOptions{.online = online_quantization(o.quantization),
+                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}});
     GenerationRequest req;
     if (o.ids) {
       req.prompt = parse_ids(*o.ids);
@@ -35,6 +38,7 @@ int run_generate(const GenerateOptions& o) {
     config.max_model_len = int(req.prompt.size()) + o.max_tokens;
     config.enable_prefix_caching = o.enable_prefix_caching;
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype);
+    if (o.lora) req.lora = engine->load_lora("lora", *o.lora).name;
     auto stream = engine->submit(req);
     nlohmann::json ids = nlohmann::json::array();
     std::string text, error;

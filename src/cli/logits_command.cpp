@@ -6,14 +6,18 @@
 #include "cli/npy.h"
 #include "core/error.h"
 #include "engine/teacher_forcing.h"
+#include "model/lora/lora_slots.h"
 
 namespace tandem::cli {
 
 int run_logits(const LogitsOptions& o) {
   try {
     std::vector<int32_t> ids = parse_ids(o.ids);
-    LoadedModel m = load_model_folder(o.model, o.device, o.quantization);
-    Tensor logits = teacher_forced_logits(*m.model, *m.backend, ids);
+    LoraCapacity lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{};
+    LoadedModel m = load_model_folder(
+        o.model, o.device, LoadOptions{.online = online_quantization(o.quantization), .lora = lora});
+    if (o.lora) write_lora_slot(*m.backend, m.model->lora_targets(), 1, load_peft_adapter(*o.lora));
+    Tensor logits = teacher_forced_logits(*m.model, *m.backend, ids, 0, 16, o.lora ? 1 : 0);
     write_npy(o.out, logits);
     fmt::print(stderr, "wrote {} [{} x {}] f32\n", o.out, logits.dim(0), logits.dim(1));
     return 0;

@@ -1,5 +1,9 @@
 #include "cli/model_files.h"
 
+#include <algorithm>
+
+#include "model/lora/peft_adapter.h"
+
 #include "cli/commands.h"
 #include "cli/env_switches.h"
 
@@ -18,14 +22,32 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
   fail("--device: '{}' is not one of cpu, cuda, auto", device);
 }
 
+std::vector<std::pair<std::string, std::filesystem::path>> parse_lora_modules(
+    const std::vector<std::string>& entries) {
+  std::vector<std::pair<std::string, std::filesystem::path>> out;
+  for (const std::string& e : entries) {
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
+      fail("--lora-modules: '{}' is not name=DIR", e);
+    out.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+  }
+  return out;
+}
+
+LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, int max_loras,
+                               int max_rank) {
+  LoraCapacity c{.max_loras = std::max(max_loras, int(dirs.size())), .max_rank = max_rank};
+  for (auto& d : dirs) c.max_rank = std::max(c.max_rank, load_peft_adapter(d).max_rank());
+  return c;
+}
+
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device,
-                              const std::optional<std::string>& quantization) {
+                              const LoadOptions& options) {
   if (!std::filesystem::is_directory(dir)) fail("{}: not a model folder", dir.string());
-  const std::optional<QuantScheme> online = online_quantization(quantization);
   LoadedModel m;
   m.backend = make_backend(device);
-  m.model = load_model(dir, *m.backend, online);
-  m.weight_format = weight_format_name(m.model->config(), online);
+  m.model = load_model(dir, *m.backend, options);
+  m.weight_format = weight_format_name(m.model->config(), options.online);
   if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
   return m;
 }

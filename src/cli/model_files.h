@@ -25,10 +25,14 @@ struct LoadedModel {
   std::string weight_format;  // weight_format_name(): "bf16", "fp8_e4m3 per-channel ..."
 };
 
-// `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu);
-// `quantization`: the --quantization flag (online_quantization()).
+// `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu); `options`:
+// --quantization (online_quantization()) and the room for LoRA adapters (none by default).
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu",
-                              const std::optional<std::string>& quantization = std::nullopt);
+                              const LoadOptions& options = {});
+// The capacity for serving the PEFT adapters in `dirs` (read to find their largest rank):
+// max(max_loras, the number of dirs) slots of rank max(max_rank, that rank).
+LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, int max_loras = 0,
+                               int max_rank = 0);
 // The backend for --device (with the CUDA switches of the environment, env_switches.h).
 std::unique_ptr<Backend> make_backend(const std::string& device);
 // The engine over a loaded model, whose backend and model move into its executor;
@@ -40,6 +44,9 @@ std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
                                     std::optional<DType> kv_dtype,
                                     std::optional<BatchFlags> batch = std::nullopt,
                                     BatchChoice* chosen = nullptr);
+// --lora-modules "name=DIR" entries → (name, DIR); throws tandem::Error naming a malformed one.
+std::vector<std::pair<std::string, std::filesystem::path>> parse_lora_modules(
+    const std::vector<std::string>& entries);
 // "1, 2,3" → {1, 2, 3}; throws tandem::Error on anything else.
 std::vector<int32_t> parse_ids(const std::string& text);
 

@@ -14,7 +14,8 @@ namespace tandem::cli {
 
 int run_perplexity(const PerplexityOptions& o) {
   try {
-    LoadedModel m = load_model_folder(o.model, o.device, o.quantization);
+    LoadedModel m = load_model_folder(o.model, o.device,
+                                      LoadOptions{.online = online_quantization(o.quantization)});
     if (!m.tokenizer) fail("{}: perplexity needs tokenizer.json in the model folder", o.model);
     std::ifstream in(o.file, std::ios::binary);
     if (!in) fail("{}: cannot open", o.file);

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <fstream>
@@ -75,6 +76,16 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchCh
                o.host, port);
 }
 
+// The LoRA room: --max-loras slots (at least one per --lora-modules entry) of rank
+// --max-lora-rank (at least the entries'); with runtime updates, at least 4 slots of rank
+// 16, so there is room to load adapters into.
+LoraCapacity serve_lora_capacity(const ServeOptions& o, const std::vector<std::filesystem::path>& dirs) {
+  const bool runtime = o.enable_lora_runtime_updates;
+  int max_loras = std::max(o.max_loras, runtime && o.max_loras == 0 ? 4 : 0);
+  int max_rank = std::max(o.max_lora_rank, runtime && o.max_lora_rank == 0 ? 16 : 0);
+  return lora_capacity_for(dirs, max_loras, max_rank);
+}
+
 }  // namespace
 
 int64_t parse_bytes(const std::string& text) {
@@ -110,13 +121,20 @@ int run_serve(const ServeOptions& o) {
     so.limits = o.limits;
     if (!o.allowed_hosts.empty()) so.allowed_hosts = o.allowed_hosts;
     so.web_ui = !o.no_web_ui;
+    so.lora_runtime_updates = o.enable_lora_runtime_updates;
     server::HttpServer http(so);
     http.start();
     g_server = &http;
     install_signal_handlers();
     fmt::print(stderr, "tandem: listening on http://{}:{} — loading {}\n", o.host, http.port(), o.model);
 
-    LoadedModel m = load_model_folder(o.model, o.device, o.quantization);
+    std::vector<std::pair<std::string, std::filesystem::path>> loras = parse_lora_modules(o.lora_modules);
+    std::vector<std::filesystem::path> lora_dirs;
+    for (auto& [name, dir] : loras) lora_dirs.push_back(dir);
+    LoadedModel m = load_model_folder(
+        o.model, o.device,
+        LoadOptions{.online = online_quantization(o.quantization),
+                    .lora = serve_lora_capacity(o, lora_dirs)});
     if (!m.tokenizer) fail("{}: serving needs tokenizer.json in the model folder", o.model);
     EngineConfig config;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
@@ -132,6 +150,7 @@ int run_serve(const ServeOptions& o) {
     std::string device = m.backend->name();
     BatchChoice batch;
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag, batch_flags, &batch);
+    for (auto& [name, dir] : loras) engine->load_lora(name, dir);
     engine->start();
     server::ServedModel served = server::load_served_model(o.model, *engine, m.tokenizer);
     const int64_t kv_budget = engine->kv_layout().budget_bytes;

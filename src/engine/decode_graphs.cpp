@@ -38,7 +38,10 @@ DecodeGraphs::Graph DecodeGraphs::record(int rows) {
                            .num_samples = rows,
                            .block_size = block_size_,
                            .max_context_len = max_blocks_ * block_size_,
-                           .max_blocks = std::vector<int>(size_t(num_groups_), max_blocks_)};
+                           .max_blocks = std::vector<int>(size_t(num_groups_), max_blocks_),
+                           // A model with adapters reads its slots in every graph (zeros
+                           // when no row has one): the graph cannot branch per replay.
+                           .lora = model_.lora_targets().capacity.enabled()};
   Graph g;
   g.rows = rows;
   g.step = zeroed_step_tensors(backend_, capacity);
@@ -71,6 +74,7 @@ void DecodeGraphs::write_inputs(Graph& g, const StepPlan& plan) {
   write(g.step.context_lens, padded(plan.context_lens, 1));
   index.pop_back();
   write(g.step.sample_index, index);
+  if (g.step.lora.defined()) write_lora_rows(backend_, g.step.lora, padded(plan.lora_slots, 0));
   for (int k = 0; k < num_groups_; k++) {
     const KvGroupPlan& p = plan.groups[size_t(k)];
     write(g.step.groups[size_t(k)].slot_map, padded(p.slot_map, -1));

@@ -50,7 +50,8 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
       kv_layout_(executor_->allocate_kv(kv_sizing(executor_->info().model, config_))),
       kv_(kv_layout_.groups, kv_layout_.num_blocks, config_.scheduler.block_size,
           config_.enable_prefix_caching),
-      scheduler_(config_.scheduler, kv_) {
+      scheduler_(config_.scheduler, kv_),
+      loras_(executor_->info().model.lora.max_loras) {
   const ExecutorInfo& e = executor_->info();
   const ModelConfig& c = e.model;
   info_.name = config_.served_model_name;
@@ -94,10 +95,19 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
   if (int64_t(n) + request.max_tokens > info_.max_model_len)
     return refuse(fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the context length ({})",
                               n, request.max_tokens, info_.max_model_len));
+  std::optional<LoraUse> lora;
+  if (request.lora && !(lora = loras_.acquire(*request.lora)))
+    return refuse(fmt::format("unknown LoRA adapter '{}'", *request.lora));
   std::lock_guard<std::mutex> lock(inbox_mu_);
-  inbox_.push_back(std::make_shared<Sequence>(next_id_++, std::move(request), stream, seeder_()));
+  inbox_.push_back(std::make_shared<Sequence>(next_id_++, std::move(request), stream, seeder_(), lora));
   inbox_cv_.notify_one();
   return stream;
+}
+
+std::vector<std::pair<std::string, std::string>> Engine::lora_adapters() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const LoraAdapter& a : loras_.list()) out.emplace_back(a.name, a.dir.string());
+  return out;
 }
 
 EngineStats Engine::stats() const {
@@ -109,6 +119,7 @@ EngineStats Engine::stats() const {
 }
 
 void Engine::take_inbox() {
+  run_lora_installs();
   std::vector<std::shared_ptr<Sequence>> fresh;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
@@ -171,6 +182,7 @@ void Engine::fail_row(Sequence& seq, const std::string& why) {
   c.error = why;
   c.prompt_tokens = seq.num_prompt;
   c.completion_tokens = seq.num_generated();
+  release_lora(seq);
   scheduler_.finish(&seq);
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -184,6 +196,7 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   // Tokens issued past the one that ended it are never emitted.
   seq.num_in_flight = 0;
   seq.in_flight_row.reset();
+  release_lora(seq);
   StreamChunk last;
   if (seq.detokenizer && reason != FinishReason::Stop) last.text = seq.stop.push(seq.detokenizer->finish());
   if (!seq.stop.matched()) last.text += seq.stop.flush();
@@ -213,7 +226,8 @@ StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
                          .count = r.num_tokens,
                          .block_tables = seq.block_tables,
                          .num_logits = r.sample ? 1 : 0,
-                         .feed_from = seq.in_flight_row});
+                         .feed_from = seq.in_flight_row,
+                         .lora_slot = seq.lora ? seq.lora->slot : 0});
   }
   return build_step_plan(plan_rows, config_.scheduler.block_size);
 }
@@ -363,6 +377,7 @@ void Engine::start() {
     }
     in_flight_.reset();
     for (auto& seq : std::vector<std::shared_ptr<Sequence>>(live_)) finish(*seq, FinishReason::Cancelled);
+    refuse_lora_installs();
   });
 }
 
@@ -378,6 +393,7 @@ void Engine::fail_running(const std::string& why) {
     c.error = why;
     c.server_error = true;
     if (seq->stream) seq->stream->push(std::move(c));
+    release_lora(*seq);
     scheduler_.finish(seq.get(), /*cache=*/false);
     std::erase(live_, seq);
   }
@@ -388,8 +404,9 @@ void Engine::wait_for_work() {
   // Idle: sleep until a request arrives or stop() is called. The timeout bounds how late a
   // cancellation of a queued-but-unschedulable request is noticed.
   std::unique_lock<std::mutex> lock(inbox_mu_);
-  inbox_cv_.wait_for(lock, std::chrono::milliseconds(20),
-                     [&] { return !inbox_.empty() || stopping_.load(); });
+  inbox_cv_.wait_for(lock, std::chrono::milliseconds(20), [&] {
+    return !inbox_.empty() || !lora_installs_.empty() || stopping_.load();
+  });
 }
 
 void Engine::stop(bool drain) {

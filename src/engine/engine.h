@@ -37,6 +37,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,6 +48,7 @@
 
 #include "engine/engine_api.h"
 #include "engine/executor.h"
+#include "engine/lora_adapters.h"
 #include "engine/scheduler.h"
 #include "kv/kv_block_manager.h"
 
@@ -85,6 +88,7 @@ class Engine : public EngineApi {
   std::shared_ptr<RequestStream> submit(GenerationRequest request) override;
   EngineStats stats() const override;
   const ModelInfo& model_info() const override { return info_; }
+  std::vector<std::pair<std::string, std::string>> lora_adapters() const override;
 
   // Runs the loop on its own thread until stop(); stop() lets running requests finish
   // when `drain` is set, else cancels them.
@@ -94,6 +98,16 @@ class Engine : public EngineApi {
   bool step();
   // Steps until every submitted request has finished (the CLI's serial path).
   void run_until_idle();
+
+  // Serves the PEFT adapter in `dir` as `name` (requests select it by
+  // GenerationRequest::lora), from any thread, before start() or while the loop runs (not
+  // concurrently with start() or stop()). The folder is read and checked against the model
+  // on the calling thread; the engine thread only copies the result into the adapter's
+  // slot, between two steps (engine_lora.cpp). Throws LoraLoadError (lora_adapters.h).
+  LoraAdapter load_lora(const std::string& name, const std::filesystem::path& dir) override;
+  // Forgets adapter `name` unless a live sequence uses it (InUse: the caller says so).
+  LoraRemoval unload_lora(const std::string& name) override { return loras_.remove(name); }
+  const LoraAdapters& loras() const { return loras_; }
 
   // The KV block pools of every group; num_used/num_free/capacity add the groups up.
   const KvBlockManager& kv_blocks() const { return kv_; }
@@ -127,6 +141,13 @@ class Engine : public EngineApi {
   void finish(Sequence& seq, FinishReason reason);
   bool should_stop(const Sequence& seq, int generated, int32_t token) const;
   void wait_for_work();
+  // LoRA (engine_lora.cpp): the slot image of the folder (off the engine thread), handing
+  // it to the engine thread, and the engine thread's side, between steps.
+  std::shared_ptr<const LoraSlotImage> read_lora_image(const std::filesystem::path& dir) const;
+  void install_lora(int slot, std::shared_ptr<const LoraSlotImage> image);
+  void run_lora_installs();
+  void refuse_lora_installs();
+  void release_lora(Sequence& seq);
 
   std::unique_ptr<Executor> executor_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -141,6 +162,13 @@ class Engine : public EngineApi {
   mutable std::mutex inbox_mu_;
   std::condition_variable inbox_cv_;  // signalled by submit() and stop()
   std::vector<std::shared_ptr<Sequence>> inbox_;
+  // Adapters read and checked by load_lora, waiting for the engine thread to install them.
+  struct LoraInstall {
+    int slot = 0;
+    std::shared_ptr<const LoraSlotImage> image;
+    std::promise<void> done;
+  };
+  std::vector<LoraInstall> lora_installs_;  // under inbox_mu_
   int64_t next_id_ = 1;
   std::mt19937_64 seeder_{std::random_device{}()};  // fallback seeds; under inbox_mu_
   std::vector<std::shared_ptr<Sequence>> live_;  // owned by the engine thread
@@ -150,6 +178,7 @@ class Engine : public EngineApi {
   std::atomic<bool> draining_{true};
   mutable std::mutex stats_mu_;
   EngineStats stats_;
+  LoraAdapters loras_;
 };
 
 // The KV sizing an engine config asks for (kv/kv_budget.h): the byte budget, the rows,

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/lora_adapters.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 
@@ -58,6 +61,20 @@ class EngineApi {
   virtual std::shared_ptr<RequestStream> submit(GenerationRequest request) = 0;
   virtual EngineStats stats() const = 0;
   virtual const ModelInfo& model_info() const = 0;
+  // The LoRA adapters a request may name in GenerationRequest::lora, with their folders.
+  virtual std::vector<std::pair<std::string, std::string>> lora_adapters() const { return {}; }
+  // Serves the PEFT adapter in `dir` as `name` from now on, or refuses with LoraLoadError
+  // (Engine::load_lora). Blocks the caller, never the engine, while the folder is read.
+  virtual LoraAdapter load_lora(const std::string& name, const std::filesystem::path& dir) {
+    (void)dir;
+    throw LoraLoadError(LoraRefusal::NoCapacity,
+                        fmt::format("LoRA adapter '{}': this engine serves no adapters", name));
+  }
+  // Stops serving adapter `name`, unless a live request uses it.
+  virtual LoraRemoval unload_lora(const std::string& name) {
+    (void)name;
+    return LoraRemoval::NotFound;
+  }
 };
 
 }  // namespace tandem

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -28,6 +29,7 @@
 #include "kv/kv_budget.h"
 #include "kv/kv_groups.h"
 #include "model/config.h"
+#include "model/lora/lora_slots.h"
 #include "model/model.h"
 
 namespace tandem {
@@ -98,6 +100,15 @@ class Executor {
   virtual std::vector<SampledToken> collect() = 0;
   // Forgets every step in flight (after a failed step): nothing is collected or fed from it.
   virtual void reset() = 0;
+
+  // The host image of `adapter` for one LoRA slot (model/lora/lora_slots.h). Any thread,
+  // also while steps run: it reads only the shapes the model was loaded with. Throws
+  // tandem::Error naming the folder and the module when the adapter does not fit the model.
+  virtual LoraSlotImage lora_image(const PeftAdapter& adapter) const = 0;
+  // Copies `image` into LoRA slot `slot` (1..info().model.lora.max_loras), in stream order
+  // after the steps already issued. Between steps only, and only into a slot no issued
+  // step's row reads (a free one: LoraAdapters).
+  virtual void install_lora(int slot, const LoraSlotImage& image) = 0;
 };
 
 // One worker on `backend`, running `model`.

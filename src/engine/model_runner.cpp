@@ -57,7 +57,8 @@ StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev)
   StepShape shape{.num_tokens = plan.num_tokens(),
                   .num_rows = plan.num_rows(),
                   .num_samples = int(sampled.size()),
-                  .block_size = block_size_};
+                  .block_size = block_size_,
+                  .lora = !plan.lora_slots.empty()};
   for (int32_t len : plan.context_lens) shape.max_context_len = std::max(shape.max_context_len, len);
   for (const KvGroupPlan& g : plan.groups) shape.max_blocks.push_back(g.max_blocks);
   StepTensors s = alloc_step_tensors(backend_, shape);
@@ -70,6 +71,7 @@ StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev)
   write(s.seq_starts, plan.seq_starts);
   write(s.context_lens, plan.context_lens);
   write(s.sample_index, sampled);
+  if (!plan.lora_slots.empty()) write_lora_rows(backend_, s.lora, plan.lora_slots);
   for (size_t g = 0; g < plan.groups.size(); g++) {
     write(s.groups[g].slot_map, plan.groups[g].slot_map);
     write(s.groups[g].block_table, plan.groups[g].block_table);
@@ -89,6 +91,11 @@ Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev) {
                block_size_);
   TANDEM_CHECK(plan.num_groups() == num_groups(), "plan has {} KV groups, the model {}",
                plan.num_groups(), num_groups());
+  TANDEM_CHECK(plan.lora_slots.empty() || int(plan.lora_slots.size()) == plan.num_tokens(),
+               "plan has {} LoRA slots for {} tokens", plan.lora_slots.size(), plan.num_tokens());
+  for (int32_t slot : plan.lora_slots)
+    TANDEM_CHECK(slot >= 0 && slot < model_.lora_targets().capacity.num_slots(),
+                 "LoRA slot {} but the model has {}", slot, model_.lora_targets().capacity.num_slots());
   for (int g = 0; g < num_groups(); g++)
     for (int32_t slot : plan.groups[size_t(g)].slot_map)
       TANDEM_CHECK(slot >= 0 && slot < num_blocks(g) * block_size_,

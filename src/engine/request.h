@@ -43,6 +43,9 @@ struct GenerationRequest {
   // is allowed exactly when the output is complete (ignore_eos and min_tokens do not apply)
   // and the row stops once nothing but EOS could follow.
   std::shared_ptr<grammar::CompiledGrammar> grammar;
+  // The LoRA adapter to run with, by the name it was loaded under (Engine::load_lora);
+  // none: the base model.
+  std::optional<std::string> lora;
   // Prefix-cache isolation: only requests with the same salt share cached KV blocks.
   std::string cache_salt;
 };

@@ -5,15 +5,17 @@
 namespace tandem {
 
 Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStream> stream,
-                   uint64_t fallback_seed)
+                   uint64_t fallback_seed, std::optional<LoraUse> lora_use)
     : id(id),
       request(std::move(req)),
       stream(std::move(stream)),
       tokens(request.prompt),
       num_prompt(int(request.prompt.size())),
-      block_hashes(prefix_root({.cache_salt = request.cache_salt, .adapter = {}})),
+      block_hashes(prefix_root({.cache_salt = request.cache_salt,
+                                .adapter = lora_use ? std::to_string(lora_use->id) : ""})),
       sampler(request.sampling, fallback_seed),
-      stop(request.stop) {
+      stop(request.stop),
+      lora(lora_use) {
   if (request.grammar) matcher.emplace(request.grammar);
 }
 

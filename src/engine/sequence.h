@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/lora_adapters.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
@@ -24,8 +25,10 @@ class IncrementalDecoder;
 enum class SeqStatus : uint8_t { Waiting, Running, Preempted, Finished };
 
 struct Sequence : std::enable_shared_from_this<Sequence> {
+  // `lora`: the adapter the sequence runs with; its stable id keys the prefix cache, so two
+  // adapters (or one and the base model) never share KV blocks.
   Sequence(int64_t id, GenerationRequest request, std::shared_ptr<RequestStream> stream,
-           uint64_t fallback_seed);
+           uint64_t fallback_seed, std::optional<LoraUse> lora = std::nullopt);
   ~Sequence();
 
   int64_t id;
@@ -59,6 +62,7 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   // Why the grammar could not give this row's next mask (it outgrew its limits): the row
   // fails when that token arrives, its output so far still a valid prefix.
   std::optional<std::string> grammar_failure;
+  std::optional<LoraUse> lora;  // the adapter's slot and stable id, held until finished
 
   // Positions known so far: received tokens and those in flight.
   int num_tokens() const { return int(tokens.size()) + num_in_flight; }

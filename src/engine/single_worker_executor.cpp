@@ -48,6 +48,12 @@ class SingleWorkerExecutor final : public Executor {
     pending_.clear();
     logits_.reset();
   }
+  LoraSlotImage lora_image(const PeftAdapter& adapter) const override {
+    return lora_slot_image(model_->lora_targets(), adapter);
+  }
+  void install_lora(int slot, const LoraSlotImage& image) override {
+    install_lora_slot(*backend_, model_->lora_targets(), slot, image);
+  }
 
  private:
   std::unique_ptr<Backend> backend_;

@@ -63,6 +63,8 @@ StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
     plan.context_lens.push_back(end);
   }
   for (size_t g = 0; g < G; g++) plan.groups.push_back(group_plan(rows, int(g), block_size));
+  if (std::any_of(rows.begin(), rows.end(), [](const PlanRow& r) { return r.lora_slot > 0; }))
+    for (const PlanRow& r : rows) plan.lora_slots.insert(plan.lora_slots.end(), size_t(r.count), r.lora_slot);
   return plan;
 }
 

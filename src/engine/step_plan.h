@@ -32,6 +32,9 @@ struct StepPlan {
   // sampling op (Backend::feed_tokens writes it before the forward).
   std::vector<int32_t> feed_index;   // [F]
   std::vector<int32_t> feed_source;  // [F]
+  // [T] the LoRA slot each token's projections add (backend/linear.h; 0: the base model),
+  // or empty when no row has an adapter.
+  std::vector<int32_t> lora_slots;
 
   int num_rows() const { return int(context_lens.size()); }
   int num_tokens() const { return int(tokens.size()); }
@@ -50,6 +53,7 @@ struct PlanRow {
   // When position tokens.size() is a token still in flight: its row in the previous
   // step's sampling op, which feeds it on the device (StepPlan::feed_index).
   std::optional<int> feed_from;
+  int lora_slot = 0;  // the sequence's adapter slot (0: none)
 };
 
 // Every row must have the same number of groups (>= 1).

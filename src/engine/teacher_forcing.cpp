@@ -10,7 +10,7 @@
 namespace tandem {
 
 Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int32_t> ids,
-                             int chunk, int block_size) {
+                             int chunk, int block_size, int lora_slot) {
   int n = int(ids.size());
   int vocab = model.config().vocab_size;
   for (int32_t id : ids)
@@ -23,7 +23,8 @@ Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int
   if (chunk <= 0) chunk = n;
   for (int start = 0; start < n; start += chunk) {
     int count = std::min(chunk, n - start);
-    PlanRow row{ids, start, count, tables, count};
+    PlanRow row{.tokens = ids, .start = start, .count = count, .block_tables = tables,
+                .num_logits = count, .lora_slot = lora_slot};
     StepPlan plan = build_step_plan(std::span<const PlanRow>(&row, 1), block_size);
     Tensor logits = backend.to_host_f32(runner.forward(plan));
     std::memcpy(out.ptr<float>() + int64_t(start) * vocab, logits.data, logits.nbytes());

@@ -11,8 +11,9 @@
 
 namespace tandem {
 
-// Host f32 [ids.size(), vocab]. `chunk` tokens per forward step (0 = all at once).
+// Host f32 [ids.size(), vocab]. `chunk` tokens per forward step (0 = all at once);
+// `lora_slot`: the adapter slot the row adds (0: the base model; lora/lora_slots.h).
 Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int32_t> ids,
-                             int chunk = 0, int block_size = 16);
+                             int chunk = 0, int block_size = 16, int lora_slot = 0);
 
 }  // namespace tandem

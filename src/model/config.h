@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/lora/lora_targets.h"
 
 namespace tandem {
 
@@ -36,6 +37,8 @@ struct RopeConfig {
 enum class LayerKind : uint8_t { Full, Sliding };
 
 struct ModelConfig {
+  // Not from config.json: room for LoRA adapters, set by the loader's caller (load_model).
+  LoraCapacity lora;
   nlohmann::json raw;  // the whole config.json, for architecture-specific fields
   std::string model_type;
   int vocab_size = 0;

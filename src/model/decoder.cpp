@@ -32,7 +32,7 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
                            const Checkpoint& checkpoint, Backend& backend)
     : Model(std::move(config)), traits_(traits), backend_(backend) {
   const ModelConfig& c = config_;
-  WeightLoader w(checkpoint, backend, std::move(map), c.num_experts);
+  WeightLoader w(checkpoint, backend, std::move(map), c.num_experts, &lora_);
   int64_t V = c.vocab_size, D = c.hidden_size;
   embed_ = w.load("embed", -1, {V, D});
   head_.final_norm = load_norm(w, "final_norm", -1);
@@ -104,8 +104,8 @@ Tensor DecoderModel::attention_block(const DecoderLayer& l, const Tensor& h,
   return out;
 }
 
-Tensor DecoderModel::mlp_block(const DecoderLayer& l, const Tensor& h) {
-  Tensor out = l.sparse() ? moe(backend_, h, h, l.moe) : gated_mlp(backend_, h, l.mlp);
+Tensor DecoderModel::mlp_block(const DecoderLayer& l, const Tensor& h, const StepTensors& step) {
+  Tensor out = l.sparse() ? moe(backend_, h, h, l.moe) : gated_mlp(backend_, h, step, l.mlp);
   if (l.post_ffn_norm.defined()) rms_norm_in_place(backend_, out, l.post_ffn_norm);
   return out;
 }
@@ -125,7 +125,7 @@ Tensor DecoderModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
     const DecoderLayer& l = layers_[i];
     Tensor attn = scaled(attention_block(l, h, step, kv[i]));
     backend_.add_rms_norm(h, x, attn, l.ffn_norm.weight, l.ffn_norm.eps, l.ffn_norm.weight_offset);
-    Tensor mlp = scaled(mlp_block(l, h));
+    Tensor mlp = scaled(mlp_block(l, h, step));
     if (i + 1 < layers_.size()) {
       const RmsNorm& next = layers_[i + 1].attn_norm;
       backend_.add_rms_norm(h, x, mlp, next.weight, next.eps, next.weight_offset);

@@ -49,7 +49,7 @@ class DecoderModel : public Model {
   RmsNorm load_norm(WeightLoader& w, const std::string& name, int layer, bool must_exist = true);
   Tensor attention_block(const DecoderLayer& layer, const Tensor& h, const StepTensors& step,
                          PagedKv& kv);
-  Tensor mlp_block(const DecoderLayer& layer, const Tensor& h);
+  Tensor mlp_block(const DecoderLayer& layer, const Tensor& h, const StepTensors& step);
 
   DecoderTraits traits_;
   Backend& backend_;

@@ -2,11 +2,22 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace tandem {
 
 Tensor linear(Backend& be, const Tensor& x, const Linear& l) {
+  TANDEM_CHECK(!l.lora, "linear: a projection [{}, {}] with LoRA slots needs the step's slots",
+               l.out_features(), l.in_features());
   Tensor out = be.alloc(be.act_dtype(), {x.rows(), l.out_features()});
   be.linear(out, x, l);
+  return out;
+}
+
+Tensor linear(Backend& be, const Tensor& x, const Linear& l, const StepTensors& step) {
+  Tensor out = be.alloc(be.act_dtype(), {x.rows(), l.out_features()});
+  be.linear(out, x, l);
+  if (l.lora && step.lora.defined()) be.lora_add(out, x, *l.lora, step.lora);
   return out;
 }
 
@@ -53,7 +64,7 @@ Tensor ones(Backend& be, int64_t n) {
 Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,
                  const Attention& a) {
   const int64_t T = h.dim(0), Hq = a.num_heads, Dh = a.head_dim;
-  Tensor proj = linear(be, h, a.qkv);
+  Tensor proj = linear(be, h, a.qkv, step);
   Tensor q;
   if (a.reads_shared_kv) {  // the cache was written earlier in this step by its owner
     q = proj.reshape({T, Hq, Dh});
@@ -68,14 +79,14 @@ Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv&
   }
   Tensor attn = be.alloc(be.act_dtype(), {T, Hq, Dh});
   be.attention(attn, q, cache, step, a.params);
-  return linear(be, attn.reshape({T, Hq * Dh}), a.o);
+  return linear(be, attn.reshape({T, Hq * Dh}), a.o, step);
 }
 
-Tensor gated_mlp(Backend& be, const Tensor& h, const GatedMlp& mlp) {
-  Tensor gate_up = linear(be, h, mlp.gate_up);  // [T, 2F]
+Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const GatedMlp& mlp) {
+  Tensor gate_up = linear(be, h, mlp.gate_up, step);  // [T, 2F]
   Tensor act = be.alloc(be.act_dtype(), {h.rows(), mlp.down.in_features()});
   be.gated_act(act, gate_up, mlp.act);
-  return linear(be, act, mlp.down);
+  return linear(be, act, mlp.down, step);
 }
 
 Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock& m) {

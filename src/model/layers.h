@@ -68,7 +68,12 @@ struct LmHead {
 };
 
 // x · Wᵀ (+ b) in the activation dtype.   x [T, K] → [T, N]
+// Fails on a projection with LoRA slots: those need the step's (the overload below).
 Tensor linear(Backend& be, const Tensor& x, const Linear& l);
+// x · Wᵀ (+ b), plus each token's adapter when l has LoRA slots and the step names them
+// (step.lora): the base product is one GEMM for every row, the adapters are added
+// after it (Backend::lora_add).   x [T, K] → [T, N]
+Tensor linear(Backend& be, const Tensor& x, const Linear& l, const StepTensors& step);
 // x · Wᵀ in f32, unrounded (router scores, logits).   x [T, K] → [T, N] f32
 Tensor linear_f32(Backend& be, const Tensor& x, const Linear& l);
 // A new tensor: rms_norm(x).   x [R, C]
@@ -89,7 +94,7 @@ Tensor ones(Backend& be, int64_t n);
 Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,
                  const Attention& a);
 // h [T, D] → [T, D]
-Tensor gated_mlp(Backend& be, const Tensor& h, const GatedMlp& mlp);
+Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const GatedMlp& mlp);
 // Routes each token on route_in's f32 router scores, runs the experts on x.
 //   route_in, x [T, D] → [T, D]
 Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock& m);

@@ -34,19 +34,31 @@ class Model {
   // kv[l] is layer l's storage (undefined tensors for sharing layers), addressed through
   // its KV group's slot map and block table (step.kv(kv[l])).
   virtual Tensor forward(const StepTensors& step, std::span<PagedKv> kv) = 0;
+  // The projections LoRA adapters may target (none unless config().lora is enabled); their
+  // banks are the model's own tensors (model/lora/lora_targets.h).
+  const LoraTargets& lora_targets() const { return lora_; }
 
  protected:
-  explicit Model(ModelConfig config) : config_(std::move(config)) {}
+  explicit Model(ModelConfig config) : config_(std::move(config)) { lora_.capacity = config_.lora; }
   ModelConfig config_;
   int64_t num_parameters_ = 0;
+  LoraTargets lora_;  // filled by the WeightLoader
+};
+
+// How load_model loads: `online` quantizes a 16-bit checkpoint as --quantization asks
+// (config.json's quantization_config wins when it declares one); `lora` is the room for
+// adapters (none by default).
+struct LoadOptions {
+  std::optional<QuantScheme> online;
+  LoraCapacity lora;
 };
 
 // Reads config.json, picks the architecture from the registry, loads the weights: as
 // config.json's quantization_config declares (loader/quant_scheme.h), or, for a 16-bit
-// checkpoint, quantized as `online` asks (--quantization fp8).
+// checkpoint, quantized as `options.online` asks, with room for `options.lora` adapters.
 // Throws tandem::Error (unknown model_type, missing tensor, bad shapes, bad files).
 std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
-                                  const std::optional<QuantScheme>& online = std::nullopt);
+                                  const LoadOptions& options = {});
 // The scheme load_model uses for `config` and `online`.
 QuantScheme model_quant_scheme(const ModelConfig& config, const std::optional<QuantScheme>& online);
 // What /stats and the ready card show as the weight format: "bf16", "fp8_e4m3 per-channel...".

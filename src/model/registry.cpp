@@ -51,8 +51,9 @@ std::string weight_format_name(const ModelConfig& config, const std::optional<Qu
 }
 
 std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
-                                  const std::optional<QuantScheme>& online) {
+                                  const LoadOptions& options) {
   ModelConfig config = ModelConfig::load(dir);
+  config.lora = options.lora;
   ArchBuilder build = find_architecture(config.model_type);
   if (!build) {
     std::string known;
@@ -61,7 +62,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& bac
          config.model_type, known);
   }
   Checkpoint checkpoint = Checkpoint::open(dir);
-  checkpoint.set_quant(model_quant_scheme(config, online));
+  checkpoint.set_quant(model_quant_scheme(config, options.online));
   return build(std::move(config), checkpoint, backend);
 }
 

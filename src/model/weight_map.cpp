@@ -29,9 +29,19 @@ void set_rule(WeightMap& map, WeightRule rule) {
   map.push_back(std::move(rule));
 }
 
+bool lora_projection(const std::string& name) {
+  for (const char* p : {"qkv", "q", "qk", "o", "gate_up", "down"})
+    if (name == std::string("layers.{i}.") + p) return true;
+  return false;
+}
+
 WeightLoader::WeightLoader(const Checkpoint& checkpoint, Backend& backend, WeightMap map,
-                           int num_experts)
-    : checkpoint_(checkpoint), backend_(backend), map_(std::move(map)), num_experts_(num_experts) {
+                           int num_experts, LoraTargets* lora)
+    : checkpoint_(checkpoint),
+      backend_(backend),
+      map_(std::move(map)),
+      num_experts_(num_experts),
+      lora_(lora && lora->capacity.enabled() ? lora : nullptr) {
   for (auto& f : checkpoint_.files()) total_bytes_ += int64_t(std::filesystem::file_size(f->path()));
 }
 
@@ -137,14 +147,35 @@ Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expec
   Linear l;
   if (const WeightRule* rule = find(name); rule && loads_as_fp8(*rule, layer)) {
     l = load_fp8_linear(*rule, layer, expected);
-    l.bias = load(name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
-    return l;
+  } else {
+    std::optional<Tensor> host = read(name, layer, expected, must_exist);
+    if (!host) return l;
+    l.weight = upload(*host);
   }
-  std::optional<Tensor> host = read(name, layer, expected, must_exist);
-  if (!host) return l;
-  l.weight = upload(*host);
   l.bias = load(name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
+  if (lora_ && lora_projection(name)) add_lora_slots(l, *find(name), layer);
   return l;
+}
+
+void WeightLoader::add_lora_slots(Linear& l, const WeightRule& rule, int layer) {
+  LoraTarget t{.layer = layer, .in_features = l.in_features()};
+  for (auto& src : rule.sources) {
+    std::string weight = expand_name(src, layer);
+    const std::string suffix = ".weight";
+    TANDEM_CHECK(weight.size() > suffix.size() && weight.ends_with(suffix),
+                 "LoRA: projection source '{}' is not a '.weight' tensor", weight);
+    int64_t rows = checkpoint_.get(weight).dim(0);
+    t.shards.push_back({weight.substr(0, weight.size() - suffix.size()), t.out_features, rows});
+    t.out_features += rows;
+  }
+  TANDEM_CHECK(t.out_features == l.out_features(), "LoRA: the sources of '{}' have {} rows, the projection {}",
+               expand_name(rule.name, layer), t.out_features, l.out_features());
+  const LoraCapacity& c = lora_->capacity;
+  int64_t R = int64_t(c.max_rank) * int64_t(t.shards.size());
+  t.bank.a = backend_.zeros(backend_.act_dtype(), {c.num_slots(), R, t.in_features});
+  t.bank.b = backend_.zeros(backend_.act_dtype(), {c.num_slots(), t.out_features, R});
+  l.lora = t.bank;
+  lora_->targets.push_back(std::move(t));
 }
 
 Linear WeightLoader::load_lm_head(const Tensor& embed, Shape expected, bool tied) {

@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "backend/linear.h"
 #include "loader/checkpoint.h"
+#include "model/lora/lora_targets.h"
 
 namespace tandem {
 
@@ -29,7 +30,10 @@ void set_rule(WeightMap& map, WeightRule rule);
 
 class WeightLoader {
  public:
-  WeightLoader(const Checkpoint& checkpoint, Backend& backend, WeightMap map, int num_experts);
+  // With `lora` (and its capacity enabled), every projection an adapter may target
+  // (lora_projection()) gets LoRA slots and is recorded there.
+  WeightLoader(const Checkpoint& checkpoint, Backend& backend, WeightMap map, int num_experts,
+               LoraTargets* lora = nullptr);
 
   // Loads internal weight `name` (with "{i}" = layer) onto the backend, in the dtype the
   // backend holds a weight of the checkpoint's dtype in (Backend::weight_dtype), checking
@@ -40,7 +44,8 @@ class WeightLoader {
   // when the map has that rule and the checkpoint the tensors. Under an FP8 scheme
   // (checkpoint.quant()) an FP8 weight comes with its scales in `quant`, and online
   // quantization converts the quantizable ones (quantizable_weight_name) per channel
-  // (fp8_linear_loader.cpp).
+  // (fp8_linear_loader.cpp). With LoRA capacity, a projection lora_projection() names
+  // also gets its slots (whatever its weight format: the adapter adds to its output).
   Linear load_linear(const std::string& name, int layer, Shape expected, bool must_exist = true);
   // The output projection "lm_head" [V, D]; when the checkpoint has none, `embed` if the
   // config ties them, else an error naming the checkpoint.
@@ -60,16 +65,24 @@ class WeightLoader {
   bool loads_as_fp8(const WeightRule& rule, int layer) const;
   Linear load_fp8_linear(const WeightRule& rule, int layer, Shape expected);
   void report_progress(int64_t bytes);
+  // Allocates l's LoRA bank and records the target (its shards from the rule's sources).
+  void add_lora_slots(Linear& l, const WeightRule& rule, int layer);
 
   const Checkpoint& checkpoint_;
   Backend& backend_;
   WeightMap map_;
   int num_experts_;
+  LoraTargets* lora_;
   int64_t num_parameters_ = 0;
   int64_t total_bytes_ = 0;   // the checkpoint's files, for the progress line
   int64_t loaded_bytes_ = 0;
   int reported_tenths_ = 0;
 };
+
+// Whether internal weight `name` is a projection LoRA adapters may target: the attention
+// and MLP projections of a layer ("layers.{i}.qkv", "layers.{i}.o", "layers.{i}.gate_up", ...),
+// not routers, per-layer inputs or the LM head.
+bool lora_projection(const std::string& name);
 
 // "model.layers.{i}.x" with i = 3 → "model.layers.3.x" (and "{e}" likewise).
 std::string expand_name(const std::string& pattern, int layer, int expert = -1);

@@ -57,7 +57,7 @@ ChatCompletionRequest parse_chat_request(const Json& body, const GenerationReque
   FieldReader f(body);
   ChatCompletionRequest out;
   out.generation = defaults;
-  f.string("model");
+  out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
   out.prompt.messages = normalize_openai_messages(f.require("messages"), limits.json);
   read_tools(f, out);
   read_prompt_flags(f, out);

@@ -70,7 +70,7 @@ CompletionRequest parse_completion_request(const Json& body, const GenerationReq
   FieldReader f(body);
   CompletionRequest out;
   out.generation = defaults;
-  f.string("model");
+  out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
   out.prompts = read_prompts(f.require("prompt"), vocab_size);
   out.max_tokens = f.integer("max_tokens", 1, kMaxTokensLimit);
   out.n = read_num_choices(f, limits.max_choices);

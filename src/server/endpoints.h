@@ -41,6 +41,11 @@ void handle_tokenize(const EndpointContext& ctx, const httplib::Request& req,
                      httplib::Response& res);
 void handle_detokenize(const EndpointContext& ctx, const httplib::Request& req,
                        httplib::Response& res);
+// --enable-lora-runtime-updates (lora_endpoints.cpp).
+void handle_load_lora_adapter(const EndpointContext& ctx, const httplib::Request& req,
+                              httplib::Response& res);
+void handle_unload_lora_adapter(const EndpointContext& ctx, const httplib::Request& req,
+                                httplib::Response& res);
 
 // Shared by the handlers.
 TokenText token_text_of(const ServedModel& model);

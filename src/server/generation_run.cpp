@@ -1,5 +1,7 @@
 #include "server/generation_run.h"
 
+#include "server/model_names.h"
+
 #include <algorithm>
 
 namespace tandem::server {
@@ -20,6 +22,7 @@ GenerationRun::GenerationRun(EngineApi& engine, std::vector<GenerationRequest> r
   choices_.reserve(requests.size());
   try {
     for (GenerationRequest& r : requests) {
+      select_model(engine, r);
       Choice c;
       c.request = r;
       c.submitted = Clock::now();

@@ -137,6 +137,10 @@ void HttpServer::install_routes() {
   route("GET", "/v1/models/(.+)", ApiStyle::OpenAI, handle_models);
   route("POST", "/tokenize", ApiStyle::OpenAI, handle_tokenize);
   route("POST", "/detokenize", ApiStyle::OpenAI, handle_detokenize);
+  if (options_.lora_runtime_updates) {
+    route("POST", "/v1/load_lora_adapter", ApiStyle::OpenAI, handle_load_lora_adapter);
+    route("POST", "/v1/unload_lora_adapter", ApiStyle::OpenAI, handle_unload_lora_adapter);
+  }
   probe("/health", &HttpServer::handle_health);
   probe("/stats", &HttpServer::handle_stats);
   probe("/metrics", &HttpServer::handle_metrics);

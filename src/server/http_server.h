@@ -55,6 +55,9 @@ struct ServerOptions {
   std::chrono::seconds drain_timeout{30};  // stop(): how long in-flight requests may finish
   bool log_requests = false;               // one line per request on stderr
   bool web_ui = true;                      // the pages for people: / and /dashboard
+  // --enable-lora-runtime-updates: POST /v1/load_lora_adapter and /v1/unload_lora_adapter
+  // (lora_endpoints.cpp). Off, those paths do not exist (404), as in vLLM.
+  bool lora_runtime_updates = false;
 };
 
 class HttpServer {

@@ -11,15 +11,25 @@
 namespace tandem::server {
 namespace {
 
-Json model_card(const EndpointContext& ctx) {
-  return {{"id", ctx.model_name},
+// The base model's card (parent null), or an adapter's: its root is its folder and its
+// parent the base model (vLLM's shape).
+Json model_card(const EndpointContext& ctx, const std::string& id, const std::string& root,
+                const Json& parent) {
+  return {{"id", id},
           {"object", "model"},
           {"created", unix_time_now()},
           {"owned_by", "tandem"},
-          {"root", ctx.model_name},
-          {"parent", Json()},
+          {"root", root},
+          {"parent", parent},
           {"max_model_len", ctx.model.engine->model_info().max_model_len},
           {"weight_format", ctx.model.card.value("weight_format", std::string())}};
+}
+
+Json model_cards(const EndpointContext& ctx) {
+  Json cards = Json::array({model_card(ctx, ctx.model_name, ctx.model_name, Json())});
+  for (auto& [name, dir] : ctx.model.engine->lora_adapters())
+    cards.push_back(model_card(ctx, name, dir, ctx.model_name));
+  return cards;
 }
 
 ApiError model_not_found(const std::string& name) {
@@ -84,10 +94,11 @@ void handle_models(const EndpointContext& ctx, const httplib::Request& req,
   if (req.matches.size() > 1) {
     std::string id = req.matches[1];
     if (!accepts_model_name(ctx.model, ctx.model_name, id)) throw model_not_found(id);
-    reply_json(res, model_card(ctx));
-    return;
+    for (const Json& card : model_cards(ctx))
+      if (card["id"] == id) return reply_json(res, card);
+    throw model_not_found(id);
   }
-  reply_json(res, {{"object", "list"}, {"data", Json::array({model_card(ctx)})}});
+  reply_json(res, {{"object", "list"}, {"data", model_cards(ctx)}});
 }
 
 void handle_tokenize(const EndpointContext& ctx, const httplib::Request& req,

@@ -55,7 +55,7 @@ MessagesRequest parse_messages_request(const Json& body, const GenerationRequest
   FieldReader f(body);
   MessagesRequest out;
   out.generation = defaults;
-  f.string("model");
+  out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
   out.prompt = read_anthropic_prompt(f, out.parse_tool_calls);
   out.forced_tools = anthropic_tool_forcing(f);
   f.require("max_tokens");

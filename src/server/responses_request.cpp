@@ -139,7 +139,7 @@ ResponsesRequest parse_responses_request(const Json& body, const GenerationReque
   FieldReader f(body);
   ResponsesRequest out;
   out.generation = defaults;
-  f.string("model");
+  out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
   refuse_unsupported(f);
   out.prompt.messages = read_input(f, limits.json);
   read_tool_fields(f, out);

@@ -32,9 +32,13 @@ SamplingParams read_generation_defaults(const std::filesystem::path& dir) {
   return s;
 }
 
-bool accepts_model_name(const ServedModel&, const std::string& served_name,
+bool accepts_model_name(const ServedModel& model, const std::string& served_name,
                         std::string_view requested) {
-  return requested == served_name;
+  if (requested == served_name) return true;
+  if (!model.engine) return false;
+  for (auto& [name, dir] : model.engine->lora_adapters())
+    if (requested == name) return true;
+  return false;
 }
 
 ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,

@@ -34,8 +34,8 @@ struct ServedModel {
 ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,
                               std::shared_ptr<const Tokenizer> tokenizer = nullptr);
 
-// Which `model` names a request may ask for: the served name (and, once adapters are
-// served, their names). The one place that decides; anything else is a 404
+// Which `model` names a request may ask for: the served name and the LoRA adapters the
+// engine serves (EngineApi::lora_adapters; select_model() then picks the adapter). The one place that decides; anything else is a 404
 // model_not_found, as OpenAI answers.
 bool accepts_model_name(const ServedModel& model, const std::string& served_name,
                         std::string_view requested);

@@ -58,9 +58,9 @@ GateKl gate_kl(const std::filesystem::path& dir, const std::vector<std::vector<i
   CpuBackend cpu, cpu_bf16;
   cpu_bf16.set_fp8_inputs_bf16(true);
   auto gpu = make_cuda_backend(0);
-  auto cpu_model = load_model(dir, cpu, online);
-  auto bf16_model = load_model(dir, cpu_bf16, online);
-  auto gpu_model = load_model(dir, *gpu, online);
+  auto cpu_model = load_model(dir, cpu, LoadOptions{.online = online});
+  auto bf16_model = load_model(dir, cpu_bf16, LoadOptions{.online = online});
+  auto gpu_model = load_model(dir, *gpu, LoadOptions{.online = online});
   GateKl sum;
   for (const auto& ids : prompts) {
     Tensor ref = teacher_forced_logits(*cpu_model, cpu, ids);

@@ -10,7 +10,6 @@ namespace tandem {
 // out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]), w f32, bf16 or f16. x and out may carry
 // extra leading dims (e.g. [T, H, Dh]); only rows and the last dim matter.
 void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
-  TANDEM_CHECK(!l.lora, "linear: the cpu backend takes no adapted linears");
   if (l.quant) return linear_fp8(out, x, l);
   const Tensor &w = l.weight, &bias = l.bias;
   cpu::check_tensor(out, DType::F32, "linear", "out");

@@ -68,6 +68,8 @@ class CudaBackend final : public Backend {
   // --- ops ---
   void embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) override;
   void linear(Tensor& out, const Tensor& x, const Linear& l) override;
+  void lora_add(Tensor& out, const Tensor& x, const LinearLora& lora,
+                const LoraRows& rows) override;  // cuda_lora.cu
   // FP8 weights: the e4m3 weight as stored, scales in f32 (cuda_linear_fp8.cu).
   DType weight_dtype(DType stored) const override {
     return stored == DType::F8E4M3 ? DType::F8E4M3 : DType::BF16;

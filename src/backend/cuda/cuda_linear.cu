@@ -201,7 +201,6 @@ void forget_algo(const GemmKey& key) {
 // out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]); x and out may carry extra leading dims.
 // out is bf16, or f32 (without bias) where the sum must not be rounded: logits, router scores.
 void CudaBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
-  TANDEM_CUDA_REQUIRE(!l.lora, "linear: the cuda backend takes no adapted linears");
   if (l.quant) return linear_fp8(out, x, l);
   const Tensor &w = l.weight, &bias = l.bias;
   const bool out_f32 = out.dtype == DType::F32;

@@ -195,7 +195,10 @@ int run_bench(const BenchOptions& o) {
     endpoint.api_key = o.api_key;
     endpoint.timeout_s = o.timeout_s;
     RequestShape shape;
-    shape.model = o.model.empty() ? discover_model(endpoint) : o.model;
+    shape.models = o.models;
+    shape.model = !o.models.empty() ? o.models[0]
+                  : o.model.empty() ? discover_model(endpoint)
+                                    : o.model;
     shape.max_tokens = o.output_len;
     shape.temperature = o.temperature;
     if (!o.json_schema_path.empty()) {

@@ -15,6 +15,9 @@ namespace tandem::cli {
 struct BenchOptions {
   std::string url = "http://127.0.0.1:8080";  // the server root; a trailing /v1 is accepted
   std::string model;                          // "": the first id of GET /v1/models
+  // --models a,b,...: request i names models[i % n] (LoRA adapters spread evenly); overrides
+  // --model.
+  std::vector<std::string> models;
   std::vector<int> concurrency = {1};         // one measured run per value (a sweep)
   int num_requests = 0;                       // per run; 0: max(4 × concurrency, 16)
   int input_len = 128;                        // prompt tokens per request

@@ -110,6 +110,12 @@ Endpoint parse_endpoint(const std::string& url) {
   return e;
 }
 
+RequestShape RequestShape::for_request(int i) const {
+  RequestShape one = *this;
+  if (!models.empty()) one.model = models[size_t(i) % models.size()];
+  return one;
+}
+
 bool RequestShape::constrained(int i) const {
   if (schema_text.empty()) return false;
   return std::floor(double(i + 1) * constrained_fraction) > std::floor(double(i) * constrained_fraction);
@@ -278,8 +284,9 @@ LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const L
   TANDEM_CHECK(plan.send_at_s.empty() || int(plan.send_at_s.size()) == n);
   return run_jobs(n, 1, plan.concurrency, progress, [&](int i, double start) {
     if (!plan.send_at_s.empty()) sleep_until_seconds(start + plan.send_at_s[size_t(i)]);
-    return std::vector<RequestRecord>{
-        send_guarded(endpoint, shape, plan.prompts[size_t(i)], start, shape.constrained(i))};
+    return std::vector<RequestRecord>{send_guarded(endpoint, shape.for_request(i),
+                                                   plan.prompts[size_t(i)], start,
+                                                   shape.constrained(i))};
   });
 }
 

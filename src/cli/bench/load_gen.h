@@ -29,6 +29,9 @@ Endpoint parse_endpoint(const std::string& url);
 // The body fields every request of a run shares.
 struct RequestShape {
   std::string model;
+  std::vector<std::string> models;  // non-empty: request i names models[i % size] instead
+  // The shape of request i (its model).
+  RequestShape for_request(int i) const;
   int max_tokens = 128;
   float temperature = 0.f;
   bool force_length = true;  // also send min_tokens = max_tokens and ignore_eos (vLLM's)

@@ -80,7 +80,7 @@ std::unique_ptr<Model> build_gemma3n(ModelConfig c, const Checkpoint& ck, Backen
 
 Gemma3nModel::Gemma3nModel(ModelConfig config, const Checkpoint& checkpoint, Backend& backend)
     : Model(std::move(config)), gemma_(Gemma3nConfig::parse(config_)), backend_(backend) {
-  WeightLoader w(checkpoint, backend, gemma3n_weight_map(), 0);
+  WeightLoader w(checkpoint, backend, gemma3n_weight_map(), 0, &lora_);
   ones_head_ = ones(backend_, config_.head_dim);
   load_globals(w, checkpoint);
   layers_.resize(size_t(config_.num_layers));

@@ -75,7 +75,7 @@ class Gemma3nModel : public Model {
   Tensor altup_predict(const Gemma3nLayer& l, const Tensor& streams);
   void altup_correct(const Gemma3nLayer& l, Tensor& predictions, const Tensor& activated);
   Tensor laurel(const Gemma3nLayer& l, const Tensor& x);
-  Tensor mlp_block(const Gemma3nLayer& l, const Tensor& x);
+  Tensor mlp_block(const Gemma3nLayer& l, const Tensor& x, const StepTensors& step);
   void add_per_layer_input(const Gemma3nLayer& l, Tensor& corrected, const Tensor& pli);
 
   Tensor stream(const Tensor& streams, int n) const;  // [T, D] view of stream n

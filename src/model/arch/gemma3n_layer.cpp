@@ -24,7 +24,7 @@ void Gemma3nModel::layer_forward(const Gemma3nLayer& l, Tensor& streams, const T
   backend_.add(h, active, h);
   backend_.add(h, h, laurel_out);
   backend_.scale(h, float(1.0 / std::sqrt(2.0)));
-  Tensor activated = mlp_block(l, rms_norm(backend_, h, l.pre_ffn_norm));
+  Tensor activated = mlp_block(l, rms_norm(backend_, h, l.pre_ffn_norm), step);
   rms_norm_in_place(backend_, activated, l.post_ffn_norm);
   backend_.add(activated, h, activated);
   altup_correct(l, predictions, activated);
@@ -75,17 +75,17 @@ Tensor Gemma3nModel::laurel(const Gemma3nLayer& l, const Tensor& x) {
 
 // down(act(gate) · up); on sparse layers the gate first keeps only what lies above
 // mean + σ · Φ⁻¹(sparsity) per token.   x [T, D] → [T, D]
-Tensor Gemma3nModel::mlp_block(const Gemma3nLayer& l, const Tensor& x) {
-  if (!l.sparse_gate) return gated_mlp(backend_, x, l.mlp);
+Tensor Gemma3nModel::mlp_block(const Gemma3nLayer& l, const Tensor& x, const StepTensors& step) {
+  if (!l.sparse_gate) return gated_mlp(backend_, x, step, l.mlp);
   const int64_t T = x.dim(0), F = l.mlp.down.in_features();
   const DType dt = backend_.act_dtype();
-  Tensor gate_up = linear(backend_, x, l.mlp.gate_up);  // [T, 2F]
+  Tensor gate_up = linear(backend_, x, l.mlp.gate_up, step);  // [T, 2F]
   Tensor gate = backend_.alloc(dt, {T, F}), up = backend_.alloc(dt, {T, F});
   backend_.split_columns(gate_up, {&gate, &up});
   backend_.gaussian_topk(gate, l.gate_std_multiplier);
   Tensor act = backend_.alloc(dt, {T, F});
   backend_.act_mul(act, gate, up, l.mlp.act);
-  return linear(backend_, act, l.mlp.down);
+  return linear(backend_, act, l.mlp.down, step);
 }
 
 // corrected[n] += per_layer_branch(corrected[a] · output_scale, pli) for n = 1 .. N − 1

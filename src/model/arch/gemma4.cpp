@@ -68,7 +68,7 @@ Gemma4Model::Gemma4Model(ModelConfig config, const Checkpoint& checkpoint, Backe
     : Model(std::move(config)), backend_(backend) {
   gemma_ = parse_gemma4_config(config_);
   prefix_ = tensor_prefix(checkpoint);
-  WeightLoader w(checkpoint, backend, gemma4_weight_map(prefix_), gemma_.num_experts);
+  WeightLoader w(checkpoint, backend, gemma4_weight_map(prefix_), gemma_.num_experts, &lora_);
   load_globals(w);
   layers_.resize(size_t(config_.num_layers));
   for (int i = 0; i < config_.num_layers; i++) load_layer(w, checkpoint, i);

@@ -30,7 +30,7 @@ void Gemma4Model::layer_forward(const Gemma4Layer& l, Tensor& x, const Tensor& p
   rms_norm_in_place(backend_, attn, l.post_attn_norm);
   Tensor h = add_rms_norm(backend_, x, attn, l.pre_ffn_norm);  // x += attn; h = norm(x)
 
-  Tensor ffn = gated_mlp(backend_, h, l.mlp);
+  Tensor ffn = gated_mlp(backend_, h, step, l.mlp);
   if (l.has_moe()) {
     rms_norm_in_place(backend_, ffn, l.post_ffn_norm_1);
     backend_.add(ffn, ffn, moe_block(l, x));

@@ -158,6 +158,12 @@ TEST(BenchLoad, EndpointAndBody) {
   body = nlohmann::json::parse(completion_body(shape, {7}));
   EXPECT_FALSE(body.contains("min_tokens"));
   EXPECT_FALSE(body.contains("ignore_eos"));
+  // --models: request i names models[i % n], so the requests spread evenly.
+  EXPECT_EQ(nlohmann::json::parse(completion_body(shape.for_request(3), {7}))["model"], "m");
+  shape.models = {"a", "b", "c"};
+  for (int i = 0; i < 6; i++)
+    EXPECT_EQ(nlohmann::json::parse(completion_body(shape.for_request(i), {7}))["model"],
+              shape.models[size_t(i % 3)]);
 }
 
 TEST(BenchWorkload, PromptsAndScheduleAreSeededAndInRange) {

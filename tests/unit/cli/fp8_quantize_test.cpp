@@ -59,7 +59,7 @@ TEST(Fp8Quantize, WritesWhatOnlineQuantizationComputes) {
 
   auto backend = make_cpu_backend();
   auto from_file = load_model(out, *backend);
-  auto online = load_model(src, *backend, online_quantization("fp8"));
+  auto online = load_model(src, *backend, LoadOptions{.online = online_quantization("fp8")});
   auto plain = load_model(src, *backend);
   const std::vector<int32_t> ids = {1, 5, 9, 33, 100, 200, 7, 8};
   const Tensor a = teacher_forced_logits(*from_file, *backend, ids);

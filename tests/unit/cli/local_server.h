@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cli/model_files.h"
 #include "engine/engine.h"
@@ -18,16 +20,31 @@
 
 namespace tandem::test {
 
+// Runtime LoRA updates (--enable-lora-runtime-updates) and the room they load into.
+struct LocalLoraRuntime {
+  bool enabled = false;
+  int max_loras = 0;
+  int max_rank = 0;
+};
+
 class LocalServer {
  public:
-  LocalServer(const std::filesystem::path& dir, EngineConfig config) {
-    cli::LoadedModel m = cli::load_model_folder(dir);
+  // `loras`: (name, folder) of PEFT adapters to serve, as --lora-modules name=DIR.
+  LocalServer(const std::filesystem::path& dir, EngineConfig config,
+              const std::vector<std::pair<std::string, std::filesystem::path>>& loras = {},
+              LocalLoraRuntime runtime = {}) {
+    std::vector<std::filesystem::path> lora_dirs;
+    for (auto& [name, d] : loras) lora_dirs.push_back(d);
+    const LoraCapacity lora = cli::lora_capacity_for(lora_dirs, runtime.max_loras, runtime.max_rank);
+    cli::LoadedModel m = cli::load_model_folder(dir, "cpu", LoadOptions{.lora = lora});
     engine_ = cli::make_engine(m, std::move(config), std::nullopt);
+    for (auto& [name, d] : loras) engine_->load_lora(name, d);
     engine_->start();
     server::ServerOptions options;
     options.host = "127.0.0.1";
     options.port = 0;
     options.limits.http.num_threads = 16;
+    options.lora_runtime_updates = runtime.enabled;
     http_ = std::make_unique<server::HttpServer>(options);
     http_->start();
     http_->set_ready(server::load_served_model(dir, *engine_, m.tokenizer));
