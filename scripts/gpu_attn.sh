@@ -9,8 +9,8 @@
 #   ttft     TTFT of one 32k and one 100k prompt on the 8B shape (random-model --like
 #            llama-3.1-8b at $M; written in the background when absent), with each kernel
 #            (TANDEM_ATTN_PREFILL=mma for the old one)
-#   variants the sm90 kernel's variants (TANDEM_SM90_VARIANT=0..3, cuda_attention_prefill_sm90.cu
-#            says what each changes): per variant TFLOP/s at 8k and 32k tokens (30 s leash: a
+#   variants the sm90 kernel's variants (TANDEM_SM90_VARIANT=1..4, 1 the default; the top
+#            of cuda_attention_prefill_sm90.cu says what each changes): per variant TFLOP/s at 8k and 32k tokens (30 s leash: a
 #            hang shows as rc=124 and skips the rest of that variant) and its CudaAttentionSm90*
 #            tests (60 s), one line each, after one line for the mma.sync kernel on the same
 #            shapes.
@@ -70,7 +70,7 @@ if has variants; then
   TANDEM_ATTN_PREFILL=mma timeout 60 "$G/bench/cuda_attention_bench" 20 prefill-short \
     > "$OUT/variants_mma.log" 2>&1
   echo "mma.sync kernel: rc=$? $(tflops "$OUT/variants_mma.log")TFLOP/s"
-  for v in 0 1 2 3; do
+  for v in 1 2 3 4; do
     # The bench first (seconds): a hang there (rc=124) skips the variant's tests.
     TANDEM_SM90_VARIANT=$v timeout 30 "$G/bench/cuda_attention_bench" 20 prefill-short-sm90 \
       > "$OUT/variant${v}_bench.log" 2>&1

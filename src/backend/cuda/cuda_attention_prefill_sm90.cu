@@ -4,11 +4,10 @@
 // A CTA is three warpgroups and owns 128 packed query rows (GQA packing as in
 // cuda_attention_prefill_tiles.cuh) of one (sequence row, kv head):
 //   - warpgroup 0, the producer, copies Q once and then K and V tiles of kBlockN keys
-//     through the block table into two rings (K and V) of kStages shared-memory stages
-//     each, in wgmma's 128-byte-swizzled layout (cuda_attention_sm90_load.cuh), in the
-//     order K0, K1, V0, K2, V1, ..., V(n-1): K a tile ahead of V, as the consumers need
-//     them. It keeps two copies in flight: after issuing one it waits for the one
-//     before, fences it into the async proxy and arrives on its `full` mbarrier;
+//     through the block table into two rings (K and V) of kStagesK / kStagesV shared-
+//     memory stages, in wgmma's 128-byte-swizzled layout (cuda_attention_sm90_load.cuh),
+//     in the order K0, K1, V0, K2, V1, ..., V(n-1): K a tile ahead of V, as the
+//     consumers need them (bf16 and e4m3 producers below);
 //   - warpgroups 1 and 2, the consumers, own 64 rows each, and overlap the softmax of
 //     one tile with the P·V product of the one before (FlashAttention-3's intra-warpgroup
 //     pipelining): issue S(i+1) = Q·K(i+1)ᵀ, issue O += P(i)·V(i), wait for S(i+1) alone,
@@ -25,28 +24,32 @@
 // 16-byte chunk for any block size; a tensor map would need one box per (block, head)
 // and cannot zero a block's tail.
 //
-// Phases: tile t's K (and V) uses stage t mod kStages of its ring, for the
-// n = t / kStages-th time. Consumers wait for `full[s]` with parity n & 1; the producer,
-// from the second round on, waits for `empty[s]` with parity (n - 1) & 1 before
-// overwriting it. `full` counts the 128 producer threads, `empty` the 256 consumer
-// threads. Copy j is published after copy j + 1 is issued, so its arrival waits on the
-// release copy j + 1 needs; with kStages >= 2 that release comes a consumer iteration
-// before copy j is needed: K(t + 1), needed at iteration t, waits on V(t - 2)'s release
-// (end of iteration t - 2); V(t), needed at iteration t, on K(t)'s (iteration t - 1).
+// Phases: with S stages in its ring, tile t's K (or V) uses stage t mod S, for the
+// n = t / S-th time. Consumers wait for `full[s]` with parity n & 1; the producer, from
+// the second round on, waits for `empty[s]` with parity (n - 1) & 1 before overwriting
+// it. `full` counts the producer threads that copy into its ring (128; 64 when the
+// producer is split), `empty` the 256 consumer threads. No deadlock: every wait of the
+// producer is on a release the consumers give before they wait for anything later in
+// the copy order (K(t + 1) needs K(t + 1 - S_K)'s release, given in iteration t - S_K;
+// V(t) needs V(t - S_V)'s, given at the end of iteration t - S_V; both S >= 2).
+// e4m3 producer (round 1's): copy j is published after copy j + 1 is issued, so its
+// arrival also waits on the release copy j + 1 needs; with S >= 2 that release still
+// comes a consumer iteration before copy j is needed.
 //
-// Variants (issue 26, round 2: the kernel ran at a quarter of cuDNN's speed; which wait
-// serializes it is measured, not guessed). TANDEM_SM90_VARIANT (read once; 0 when unset)
-// picks one instantiation at launch, bits combined:
-//   bit 0, async producer (bf16 only): the block-table reads of a tile are hoisted ahead
-//     of its copies, and each copy is published by cp.async.mbarrier.arrive.noinc as it
-//     lands, so the producer never blocks on its own copies (nor publishes copy j only
-//     after issuing j + 1, which waited on a release); consumers then fence the landed
-//     generic-proxy writes into the async proxy themselves after each `full` wait;
-//   bit 1, lean consumers: one `empty` arrival per warp (count 8, not 256), and the two
-//     consumer warpgroups take turns issuing their GEMMs (named barriers 1 and 2,
-//     FlashAttention-3's ping-pong), so one warpgroup's softmax runs under the other's
-//     wgmma instead of both exponentiating at once.
-// 0 is the round-1 kernel. After the H200 comparison the best one stays alone.
+// bf16 producer (issue 26, round 2's winner, 152 -> 222 TFLOP/s at 8k on the H200): a
+// tile's block-table reads are hoisted ahead of its copies, and each copy is published by
+// cp.async.mbarrier.arrive.noinc as this thread's part lands, so the producer never blocks
+// on its own copies; the consumers fence the landed generic-proxy writes into the async
+// proxy themselves after each `full` wait. e4m3 keeps the blocking producer above (it
+// widens each tile itself).
+//
+// Trial variants (round 3: the producer may still starve the consumers), picked once at
+// launch by TANDEM_SM90_VARIANT (bf16, d128; anything else runs 1):
+//   1 the kernel as described (default);
+//   2 split producer: warps 0-1 copy the K ring (and Q), warps 2-3 the V ring, each in
+//     its own order, so a K copy never queues behind a V release or the other way round;
+//   3 three K stages (d128: 32 + 3·32 + 2·32 KiB), K(t + 1) issued a tile earlier;
+//   4 both.
 //
 // Work split is the mma.sync kernel's: grid.x is an upper bound on the query tiles
 // (ceil(T·G/128) + B), each CTA finds its (row, tile) on the device; grid.y = kv head.
@@ -75,25 +78,26 @@ constexpr int kSm90Threads = 384;  // producer warpgroup + 2 consumer warpgroups
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "one CTA's registers");
 
-template <int D, bool F8 = false>
+// Round 3's trial variants (top of the file); 1 is the kernel.
+template <int V>
+struct Variant {
+  static constexpr bool kSplitProducer = V == 2 || V == 4;
+  static constexpr bool kDeepK = V == 3 || V == 4;
+};
+
+template <int D, bool F8 = false, int V = 1>
 struct Config {
   static constexpr int kBlockN = D == 256 ? 64 : 128;  // keys per tile
-  static constexpr int kStages = D == 64 ? 3 : 2;      // per ring (K and V)
+  static constexpr int kStagesV = D == 64 ? 3 : 2;
+  static constexpr int kStagesK = kStagesV + (Variant<V>::kDeepK && D == 128 && !F8 ? 1 : 0);
+  static constexpr int kStagesMax = kStagesK;
   static constexpr int kQBytes = kBlockM * D * 2;
   static constexpr int kTileBytes = kBlockN * D * 2;      // one K or V tile
   static constexpr int kRawBytes = F8 ? kBlockN * D : 0;  // one staged e4m3 tile
   // Q, the K ring, the V ring, two raw tiles; +1024: the window is aligned up to a
   // swizzle atom inside the kernel.
-  static constexpr int kSmem = 1024 + kQBytes + 2 * kStages * kTileBytes + 2 * kRawBytes;
+  static constexpr int kSmem = 1024 + kQBytes + (kStagesK + kStagesV) * kTileBytes + 2 * kRawBytes;
   static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles start on swizzle atoms");
-};
-
-template <int V>
-struct Variant {
-  static constexpr bool kAsyncProducer = (V & 1) != 0;
-  static constexpr bool kLeanConsumers = (V & 2) != 0;
-  // `empty` arrivals per phase: every consumer thread, or lane 0 of each consumer warp.
-  static constexpr uint32_t kEmptyCount = kLeanConsumers ? 8 : 256;
 };
 
 // The CTA's shared-memory buffers (shared-window addresses) and mbarriers.
@@ -116,87 +120,83 @@ __device__ __forceinline__ Copy copy_of(int j, int num_tiles) {
   return j % 2 == 1 ? Copy{(j + 1) / 2, false} : Copy{j / 2 - 1, true};
 }
 
-// Issues copy j once its stage is free. An e4m3 tile is staged in raw buffer j mod 2
-// (two copies are in flight; the one two back has been widened).
-template <int D, typename KV>
-__device__ __forceinline__ void issue_copy(const AttnArgs& a, const TileRows<kBlockM>& rows,
-                                           const Ring& ring, const int32_t* bt_row, int kvh, int j,
-                                           int num_tiles, int ptid) {
-  using C = Config<D, sizeof(KV) == 1>;
+// e4m3: issues copy j once its stage is free, staged in raw buffer j mod 2 (two copies
+// are in flight; the one two back has been widened). K and V rings have equal stages.
+template <int D>
+__device__ __forceinline__ void issue_copy_f8(const AttnArgs& a, const TileRows<kBlockM>& rows,
+                                              const Ring& ring, const int32_t* bt_row, int kvh,
+                                              int j, int num_tiles, int ptid) {
+  using C = Config<D, true>;
+  static_assert(C::kStagesK == C::kStagesV, "one stage count for both rings");
   const Copy cp = copy_of(j, num_tiles);
-  const int t = cp.tile, s = t % C::kStages, n = t / C::kStages;
-  const bool is_v = cp.is_v;
-  if (n > 0) cuda::mbar_wait(&(is_v ? ring.empty_v : ring.empty_k)[s], uint32_t((n - 1) & 1));
+  const int t = cp.tile, s = t % C::kStagesV, n = t / C::kStagesV;
+  if (n > 0) cuda::mbar_wait(&(cp.is_v ? ring.empty_v : ring.empty_k)[s], uint32_t((n - 1) & 1));
   if (j == 0) sm90::load_q_sw<D, kBlockM>(ring.q, rows, a, ptid);
-  const KV* cache = static_cast<const KV*>(is_v ? a.v : a.k);
-  const int kt = rows.kmin + t * C::kBlockN;
-  if constexpr (sizeof(KV) == 2) {
-    const uint32_t dst = (is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
-    sm90::load_tile_sw<D, C::kBlockN>(dst, cache, a, bt_row, kvh, kt, rows.kmax, ptid);
-  } else {
-    const uint32_t raw = ring.raw + uint32_t((j % 2) * C::kRawBytes);
-    sm90::load_tile_raw<D, C::kBlockN>(raw, cache, a, bt_row, kvh, kt, rows.kmax, ptid);
-  }
+  const uint8_t* cache = static_cast<const uint8_t*>(cp.is_v ? a.v : a.k);
+  const uint32_t raw = ring.raw + uint32_t((j % 2) * C::kRawBytes);
+  sm90::load_tile_raw<D, C::kBlockN>(raw, cache, a, bt_row, kvh, rows.kmin + t * C::kBlockN,
+                                     rows.kmax, ptid);
   cp_async_commit();
 }
 
-// Copy j has landed (this thread's part): widen it (e4m3), make it visible to wgmma and
+// e4m3: copy j has landed (this thread's part): widen it, make it visible to wgmma and
 // arrive on its `full` barrier.
-template <int D, typename KV>
-__device__ __forceinline__ void publish_copy(const Ring& ring, int j, int num_tiles, int ptid) {
-  using C = Config<D, sizeof(KV) == 1>;
+template <int D>
+__device__ __forceinline__ void publish_copy_f8(const Ring& ring, int j, int num_tiles, int ptid) {
+  using C = Config<D, true>;
   const Copy cp = copy_of(j, num_tiles);
-  const int s = cp.tile % C::kStages;
-  const bool is_v = cp.is_v;
-  if constexpr (sizeof(KV) == 1) {
-    const uint32_t dst = (is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
-    const uint32_t raw = ring.raw + uint32_t((j % 2) * C::kRawBytes);
-    sm90::widen_tile_sw<D, C::kBlockN>(dst, raw, ptid);
-  }
+  const int s = cp.tile % C::kStagesV;
+  const uint32_t dst = (cp.is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
+  const uint32_t raw = ring.raw + uint32_t((j % 2) * C::kRawBytes);
+  sm90::widen_tile_sw<D, C::kBlockN>(dst, raw, ptid);
   sm90::fence_proxy_async();
-  cuda::mbar_arrive(&(is_v ? ring.full_v : ring.full_k)[s]);
+  cuda::mbar_arrive(&(cp.is_v ? ring.full_v : ring.full_k)[s]);
 }
 
-// The producer warpgroup: every copy in copy_of's order, two in flight. A staged e4m3
+// The e4m3 producer warpgroup: every copy in copy_of's order, two in flight. A staged
 // tile is widened before the next copy into its staging buffer (two copies later) is
 // issued.
-template <int D, typename KV>
-__device__ void produce(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring, int row,
-                        int kvh) {
-  constexpr int kBlockN = Config<D>::kBlockN;
+template <int D>
+__device__ void produce_f8(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
+                           int row, int kvh) {
+  constexpr int kBlockN = Config<D, true>::kBlockN;
   const int ptid = int(threadIdx.x);  // 0..127
   const int32_t* bt_row = a.block_table + int64_t(row) * a.max_blocks;
   const int num_tiles = (rows.kmax - rows.kmin) / kBlockN + 1;
   for (int j = 0; j < 2 * num_tiles; j++) {
-    issue_copy<D, KV>(a, rows, ring, bt_row, kvh, j, num_tiles, ptid);
+    issue_copy_f8<D>(a, rows, ring, bt_row, kvh, j, num_tiles, ptid);
     if (j > 0) {
       cp_async_wait<1>();  // copy j - 1 landed; j may still be in flight
-      publish_copy<D, KV>(ring, j - 1, num_tiles, ptid);
+      publish_copy_f8<D>(ring, j - 1, num_tiles, ptid);
     }
   }
   cp_async_wait<0>();
-  publish_copy<D, KV>(ring, 2 * num_tiles - 1, num_tiles, ptid);
+  publish_copy_f8<D>(ring, 2 * num_tiles - 1, num_tiles, ptid);
 }
 
-// Variant bit 0's producer (bf16): copies in copy_of's order, each published by the
-// hardware as this thread's part lands. Copy j + 1 is issued as soon as its stage is
-// released, whatever copy j's progress.
-template <int D>
-__device__ void produce_async(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
-                              int row, int kvh) {
-  using C = Config<D>;
-  const int ptid = int(threadIdx.x);  // 0..127
+// Which copies a bf16 producer thread takes part in.
+enum class Rings { kBoth, kK, kV };
+
+// The bf16 producer: the copies of `rings`, in copy_of's order, shared by THREADS threads
+// (ptid 0..THREADS-1), each published by the hardware as this thread's part lands. A copy
+// is issued as soon as its stage is released, whatever the earlier copies' progress.
+template <int D, int V, int THREADS>
+__device__ void produce_bf16(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
+                             int row, int kvh, int ptid, Rings rings) {
+  using C = Config<D, false, V>;
   const int32_t* bt_row = a.block_table + int64_t(row) * a.max_blocks;
   const int num_tiles = (rows.kmax - rows.kmin) / C::kBlockN + 1;
   for (int j = 0; j < 2 * num_tiles; j++) {
     const Copy cp = copy_of(j, num_tiles);
-    const int t = cp.tile, s = t % C::kStages, n = t / C::kStages;
+    if ((rings == Rings::kK && cp.is_v) || (rings == Rings::kV && !cp.is_v)) continue;
+    const int stages = cp.is_v ? C::kStagesV : C::kStagesK;
+    const int t = cp.tile, s = t % stages, n = t / stages;
     if (n > 0) cuda::mbar_wait(&(cp.is_v ? ring.empty_v : ring.empty_k)[s], uint32_t((n - 1) & 1));
-    if (j == 0) sm90::load_q_sw<D, kBlockM>(ring.q, rows, a, ptid);  // lands with K0
+    if (j == 0) sm90::load_q_sw<D, kBlockM, THREADS>(ring.q, rows, a, ptid);  // lands with K0
     const uint32_t dst = (cp.is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
-    sm90::load_tile_sw_hoisted<D, C::kBlockN>(dst, static_cast<const bf16*>(cp.is_v ? a.v : a.k),
-                                              a, bt_row, kvh, rows.kmin + t * C::kBlockN,
-                                              rows.kmax, ptid);
+    sm90::load_tile_sw_hoisted<D, C::kBlockN, THREADS>(
+        dst, static_cast<const bf16*>(cp.is_v ? a.v : a.k), a, bt_row, kvh,
+        rows.kmin + t * C::kBlockN, rows.kmax, ptid);
     sm90::cp_async_arrive_noinc(cuda::mbar_smem_addr(&(cp.is_v ? ring.full_v : ring.full_k)[s]));
   }
   // Nothing in flight when the thread leaves (wait_all: these copies are in no group).
@@ -296,7 +296,7 @@ __device__ __forceinline__ void score_and_softmax(float (&s)[BN / 8][4], const A
   softmax_tile<BN>(s, m, l, alpha);
 }
 
-// Waits for a `full` phase; with the async producer the landed cp.async writes are then
+// Waits for a `full` phase; with the bf16 producer the landed cp.async writes are then
 // fenced into the async proxy here, by the reader, before its wgmma reads them.
 template <bool kFenceAfter>
 __device__ __forceinline__ void wait_full(uint64_t* bar, uint32_t parity) {
@@ -304,38 +304,13 @@ __device__ __forceinline__ void wait_full(uint64_t* bar, uint32_t parity) {
   if constexpr (kFenceAfter) sm90::fence_proxy_async();
 }
 
-// Releases a stage: every thread arrives, or (lean) lane 0 once its warp is done with it.
-template <bool kLean>
-__device__ __forceinline__ void release(uint64_t* bar, int lane) {
-  if constexpr (kLean) {
-    __syncwarp();
-    if (lane == 0) cuda::mbar_arrive(bar);
-  } else {
-    cuda::mbar_arrive(bar);
-  }
-}
-
-// Ping-pong (lean consumers): warpgroup cw issues its GEMMs between waiting on barrier
-// 1 + cw and arriving on the other's, 2 - cw. Warpgroup 1 opens with an arrival on 1 so
-// warpgroup 0 goes first, and skips its arrival after its last GEMMs, so each barrier
-// sees as many arrivals as waits.
-template <bool kLean>
-__device__ __forceinline__ void turn_begin(int cw) {
-  if constexpr (kLean) sm90::named_bar_sync(1 + cw, 256);
-}
-template <bool kLean>
-__device__ __forceinline__ void turn_end(int cw, bool last) {
-  if constexpr (kLean)
-    if (!(last && cw == 1)) sm90::named_bar_arrive(2 - cw, 256);
-}
-
 // A consumer warpgroup (cw = 0 or 1): rows 64·cw .. 64·cw + 63 of the CTA's tile.
 template <int D, typename KV, int V>
 __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
                         int cw) {
-  constexpr bool kFence = Variant<V>::kAsyncProducer, kLean = Variant<V>::kLeanConsumers;
-  using C = Config<D, sizeof(KV) == 1>;
-  constexpr int kBlockN = C::kBlockN, NV = D / 8;
+  constexpr bool kFence = sizeof(KV) == 2;  // the bf16 producer does not fence
+  using C = Config<D, sizeof(KV) == 1, V>;
+  constexpr int kBlockN = C::kBlockN, NV = D / 8, SK = C::kStagesK, SV = C::kStagesV;
   const int wtid = int(threadIdx.x) - 128 * (cw + 1), lane = wtid & 31, warp = wtid >> 5;
   const int r0 = cw * 64 + warp * 16 + (lane >> 2);
   const ConsumerRows cr{{rows.lo[r0], rows.lo[r0 + 8]},
@@ -345,8 +320,10 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
                         rows.lo_max};
   const int num_tiles = (rows.kmax - rows.kmin) / kBlockN + 1;
   const uint32_t q_rows = ring.q + uint32_t(cw * 64 * 128);  // 64 rows = 8 swizzle atoms
-  auto stage = [](int t) { return uint32_t((t % C::kStages) * C::kTileBytes); };
-  auto parity = [](int t) { return uint32_t((t / C::kStages) & 1); };
+  auto k_tile = [&](int t) { return ring.k + uint32_t((t % SK) * C::kTileBytes); };
+  auto v_tile = [&](int t) { return ring.v + uint32_t((t % SV) * C::kTileBytes); };
+  auto full_k = [&](int t) { wait_full<kFence>(&ring.full_k[t % SK], uint32_t((t / SK) & 1)); };
+  auto full_v = [&](int t) { wait_full<kFence>(&ring.full_v[t % SV], uint32_t((t / SV) & 1)); };
   float o[NV][4], s[kBlockN / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   float alpha[2];
   uint32_t pa[kBlockN / 16][4];
@@ -355,14 +332,11 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
 #pragma unroll
   for (int nt = 0; nt < kBlockN / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
 
-  if (kLean && cw == 1) sm90::named_bar_arrive(1, 256);
-  turn_begin<kLean>(cw);
-  wait_full<kFence>(&ring.full_k[0], 0);
-  issue_qk<D>(s, q_rows, ring.k);
-  turn_end<kLean>(cw, false);
+  full_k(0);
+  issue_qk<D>(s, q_rows, k_tile(0));
   sm90::wgmma_wait<0>();
   sm90::fence_operands(s);
-  release<kLean>(&ring.empty_k[0], lane);
+  cuda::mbar_arrive(&ring.empty_k[0]);
   score_and_softmax<kBlockN>(s, a, cr, 0, m, l, alpha, lane);  // O = 0: alpha unused
   pack_p<kBlockN>(pa, s);
   sm90::fence_operands(o);
@@ -370,20 +344,18 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
   // Every tile but the last: S(t + 1) overlaps P(t)·V(t). No branch inside, so ptxas can
   // see that wait<1> retires S's group before its registers are read.
   for (int t = 0; t + 1 < num_tiles; t++) {
-    turn_begin<kLean>(cw);
-    wait_full<kFence>(&ring.full_k[(t + 1) % C::kStages], parity(t + 1));
-    issue_qk<D>(s, q_rows, ring.k + stage(t + 1));
-    wait_full<kFence>(&ring.full_v[t % C::kStages], parity(t));
-    issue_pv<D>(o, pa, ring.v + stage(t));
-    turn_end<kLean>(cw, false);
+    full_k(t + 1);
+    issue_qk<D>(s, q_rows, k_tile(t + 1));
+    full_v(t);
+    issue_pv<D>(o, pa, v_tile(t));
     sm90::wgmma_wait<1>();  // S(t + 1) complete; P(t)·V(t) may still run
     sm90::fence_operands(s);
-    release<kLean>(&ring.empty_k[(t + 1) % C::kStages], lane);
+    cuda::mbar_arrive(&ring.empty_k[(t + 1) % SK]);
     score_and_softmax<kBlockN>(s, a, cr, t + 1, m, l, alpha, lane);
     sm90::wgmma_wait<0>();
     sm90::fence_operands(o);
     sm90::fence_operands(pa);
-    release<kLean>(&ring.empty_v[t % C::kStages], lane);
+    cuda::mbar_arrive(&ring.empty_v[t % SV]);
 #pragma unroll
     for (int nv = 0; nv < NV; nv++) {
       o[nv][0] *= alpha[0];
@@ -396,41 +368,59 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
     sm90::fence_operands(pa);
   }
   const int last = num_tiles - 1;
-  turn_begin<kLean>(cw);
-  wait_full<kFence>(&ring.full_v[last % C::kStages], parity(last));
-  issue_pv<D>(o, pa, ring.v + stage(last));
-  turn_end<kLean>(cw, true);
+  full_v(last);
+  issue_pv<D>(o, pa, v_tile(last));
   sm90::wgmma_wait<0>();
   sm90::fence_operands(o);
-  release<kLean>(&ring.empty_v[last % C::kStages], lane);
+  cuda::mbar_arrive(&ring.empty_v[last % SV]);
   store_rows<kBlockM, NV>(a, rows, r0, o, l, 0, lane);
+}
+
+// The producer warpgroup's part: e4m3, bf16 (all 128 threads on both rings), or split
+// (variants 2 and 4: warps 0-1 the K ring, warps 2-3 the V ring).
+template <int D, typename KV, int V>
+__device__ __forceinline__ void produce(const AttnArgs& a, const TileRows<kBlockM>& rows,
+                                        const Ring& ring, int row, int kvh) {
+  const int ptid = int(threadIdx.x);  // 0..127
+  if constexpr (sizeof(KV) == 1) {
+    produce_f8<D>(a, rows, ring, row, kvh);
+  } else if constexpr (Variant<V>::kSplitProducer) {
+    const Rings rings = ptid < 64 ? Rings::kK : Rings::kV;
+    produce_bf16<D, V, 64>(a, rows, ring, row, kvh, ptid % 64, rings);
+  } else {
+    produce_bf16<D, V, 128>(a, rows, ring, row, kvh, ptid, Rings::kBoth);
+  }
 }
 
 template <int D, typename KV, int V>
 __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs a) {
-  using C = Config<D, sizeof(KV) == 1>;
+  using C = Config<D, sizeof(KV) == 1, V>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ TileRows<kBlockM> rows;
-  __shared__ __align__(8) uint64_t bars[4][C::kStages];  // full K, empty K, full V, empty V
+  __shared__ __align__(8) uint64_t bars[4][C::kStagesMax];  // full K, empty K, full V, empty V
 
   const int tile = int(gridDim.x) - 1 - int(blockIdx.x);  // last (longest) tiles first
   const int kvh = int(blockIdx.y);
   int row, row_tile;
   if (!find_tile<kBlockM, kSm90Threads>(a, tile, row, row_tile)) return;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < C::kStages; s++) {
-      cuda::mbar_init(&bars[0][s], sm90::kProducerThreads);
-      cuda::mbar_init(&bars[1][s], Variant<V>::kEmptyCount);
-      cuda::mbar_init(&bars[2][s], sm90::kProducerThreads);
-      cuda::mbar_init(&bars[3][s], Variant<V>::kEmptyCount);
+    // `full` counts the producer threads of its ring, `empty` every consumer thread.
+    const uint32_t fills = Variant<V>::kSplitProducer && sizeof(KV) == 2 ? 64 : 128;
+    for (int s = 0; s < C::kStagesK; s++) {
+      cuda::mbar_init(&bars[0][s], fills);
+      cuda::mbar_init(&bars[1][s], 256);
+    }
+    for (int s = 0; s < C::kStagesV; s++) {
+      cuda::mbar_init(&bars[2][s], fills);
+      cuda::mbar_init(&bars[3][s], 256);
     }
   }
   setup_rows<kBlockM>(rows, a, row, row_tile, kvh);  // its barriers publish the mbarriers
   Ring ring;
   ring.q = (smem_addr(smem_raw) + 1023u) & ~1023u;
   ring.k = ring.q + uint32_t(C::kQBytes);
-  ring.v = ring.k + uint32_t(C::kStages * C::kTileBytes);
-  ring.raw = ring.v + uint32_t(C::kStages * C::kTileBytes);
+  ring.v = ring.k + uint32_t(C::kStagesK * C::kTileBytes);
+  ring.raw = ring.v + uint32_t(C::kStagesV * C::kTileBytes);
   ring.full_k = bars[0];
   ring.empty_k = bars[1];
   ring.full_v = bars[2];
@@ -438,55 +428,53 @@ __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs 
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     sm90::setmaxnreg_dec<kProducerRegs>();
-    if constexpr (Variant<V>::kAsyncProducer && sizeof(KV) == 2)
-      produce_async<D>(a, rows, ring, row, kvh);
-    else
-      produce<D, KV>(a, rows, ring, row, kvh);
+    produce<D, KV, V>(a, rows, ring, row, kvh);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegs>();
-    consume<D, KV, (sizeof(KV) == 2 ? V : V & 2)>(a, rows, ring, wg - 1);
+    consume<D, KV, V>(a, rows, ring, wg - 1);
   }
 }
 
-// TANDEM_SM90_VARIANT, read once: 0..3 (see the top of the file), else 0.
+// TANDEM_SM90_VARIANT, read once: 1..4 (see the top of the file), else 1.
 int variant() {
   static const int v = [] {
     const char* e = std::getenv("TANDEM_SM90_VARIANT");
-    return e && e[0] >= '0' && e[0] <= '3' && e[1] == '\0' ? e[0] - '0' : 0;
+    return e && e[0] >= '1' && e[0] <= '4' && e[1] == '\0' ? e[0] - '0' : 1;
   }();
   return v;
 }
 
-// The instantiation for (cache type, variant); an e4m3 cache keeps the round-1 producer
-// (bit 0 is bf16's), so its variants are 0 and 2.
-template <int D>
-auto pick_kernel(bool kv_f8, int v) {
-  if (kv_f8) return v & 2 ? prefill_sm90_kernel<D, uint8_t, 2> : prefill_sm90_kernel<D, uint8_t, 0>;
-  switch (v) {
-    case 1:
-      return prefill_sm90_kernel<D, bf16, 1>;
-    case 2:
-      return prefill_sm90_kernel<D, bf16, 2>;
-    case 3:
-      return prefill_sm90_kernel<D, bf16, 3>;
-    default:
-      return prefill_sm90_kernel<D, bf16, 0>;
-  }
-}
-
-template <int D>
-void launch(const AttnArgs& a, cudaStream_t stream) {
-  const int smem = a.kv_f8 ? Config<D, true>::kSmem : Config<D>::kSmem;
-  const int v = variant();
-  auto kernel = pick_kernel<D>(a.kv_f8, v);
-  static std::atomic<uint64_t> smem_ready[2][4];  // by (e4m3, variant)
-  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, smem_ready[a.kv_f8][v],
+template <int D, typename KV, int V>
+void launch_variant(const AttnArgs& a, cudaStream_t stream) {
+  constexpr int smem = Config<D, sizeof(KV) == 1, V>::kSmem;
+  auto kernel = prefill_sm90_kernel<D, KV, V>;
+  static std::atomic<uint64_t> smem_ready;
+  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, smem_ready,
                            "attention prefill (sm90)");
   const int64_t tiles = (int64_t(a.num_tokens) * a.group + kBlockM - 1) / kBlockM + a.num_rows;
   cuda_require(tiles < INT_MAX, "attention prefill (sm90): too many query tiles");
   const dim3 grid(unsigned(tiles), unsigned(a.num_kv_heads), 1);
   kernel<<<grid, kSm90Threads, smem, stream>>>(a);
   TANDEM_CUDA_LAUNCHED("attention prefill kernel (sm90)");
+}
+
+// The trial variants are bf16 d128 only (the bench's shape); everything else runs 1.
+template <int D>
+void launch(const AttnArgs& a, cudaStream_t stream) {
+  if (a.kv_f8) return launch_variant<D, uint8_t, 1>(a, stream);
+  if constexpr (D == 128) {
+    switch (variant()) {
+      case 2:
+        return launch_variant<D, bf16, 2>(a, stream);
+      case 3:
+        return launch_variant<D, bf16, 3>(a, stream);
+      case 4:
+        return launch_variant<D, bf16, 4>(a, stream);
+      default:
+        break;
+    }
+  }
+  launch_variant<D, bf16, 1>(a, stream);
 }
 
 }  // namespace

@@ -97,16 +97,6 @@ __device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
-// Named barriers 1.. between the consumer warpgroups (0 is __syncthreads'): sync blocks
-// until `threads` threads (this warpgroup's among them) reached barrier id; arrive does
-// not block.
-__device__ __forceinline__ void named_bar_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 // Warp-specialized register budgets (whole warpgroup, PTX: setmaxnreg).
 template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {

@@ -18,11 +18,12 @@ namespace tandem::attn::sm90 {
 
 constexpr int kProducerThreads = 128;
 
-// ROWS Q rows (t.off: element offsets in q, -1 = no row) of D padded columns at dst.
-template <int D, int ROWS>
+// ROWS Q rows (t.off: element offsets in q, -1 = no row) of D padded columns at dst,
+// copied by THREADS threads (ptid 0..THREADS-1).
+template <int D, int ROWS, int THREADS = kProducerThreads>
 __device__ __forceinline__ void load_q_sw(uint32_t dst, const TileRows<ROWS>& t, const AttnArgs& a,
                                           int ptid) {
-  constexpr int kChunks = D / 8, kRowStep = kProducerThreads / kChunks;
+  constexpr int kChunks = D / 8, kRowStep = THREADS / kChunks;
   const int c = ptid % kChunks;
   const uint32_t col = uint32_t((c / 8) * ROWS * 128);
   const bool col_ok = c * 8 < a.head_dim;
@@ -35,53 +36,41 @@ __device__ __forceinline__ void load_q_sw(uint32_t dst, const TileRows<ROWS>& t,
 }
 
 // bf16 cache rows of keys [kt, kt + ROWS) of kv head kvh (keys past kend read as zero)
-// into a swizzled tile at dst, by cp.async.
-template <int D, int ROWS>
-__device__ __forceinline__ void load_tile_sw(uint32_t dst, const bf16* cache, const AttnArgs& a,
-                                             const int32_t* bt_row, int kvh, int kt, int kend,
-                                             int ptid) {
-  constexpr int kChunks = D / 8, kRowStep = kProducerThreads / kChunks;
-  const int c = ptid % kChunks;
-  const uint32_t col = uint32_t((c / 8) * ROWS * 128);
-  const bool col_ok = c * 8 < a.head_dim;
-#pragma unroll 4
-  for (int r = ptid / kChunks; r < ROWS; r += kRowStep) {
-    const bf16* row = kt + r <= kend && col_ok ? kv_row(cache, bt_row, a, kvh, kt + r) : nullptr;
-    cp_async_16(dst + col + sw128(r, c % 8), row ? row + c * 8 : cache, row ? 16 : 0);
-  }
-}
-
-// load_tile_sw with the block-table reads hoisted (variant 1, the producer's first
-// suspect): every row's slot is looked up before any copy is issued, so the thread's
-// ROWS / kRowStep table reads are in flight together instead of one dependent read
-// before each copy. Same zeros, same layout.
-template <int D, int ROWS>
+// into a swizzled tile at dst, by cp.async from THREADS threads (ptid 0..THREADS-1). The
+// block-table reads of up to 16 rows are issued before their copies, so they are in
+// flight together instead of one dependent read before each copy (issue 26, round 2).
+template <int D, int ROWS, int THREADS = kProducerThreads>
 __device__ __forceinline__ void load_tile_sw_hoisted(uint32_t dst, const bf16* cache,
                                                      const AttnArgs& a, const int32_t* bt_row,
                                                      int kvh, int kt, int kend, int ptid) {
-  constexpr int kChunks = D / 8, kRowStep = kProducerThreads / kChunks;
+  constexpr int kChunks = D / 8, kRowStep = THREADS / kChunks;
   constexpr int kRows = ROWS / kRowStep;  // rows this thread copies
+  constexpr int kBatch = kRows < 16 ? kRows : 16;
+  static_assert(kRows % kBatch == 0, "whole batches");
   const int c = ptid % kChunks, r0 = ptid / kChunks;
   const uint32_t col = uint32_t((c / 8) * ROWS * 128);
   const bool col_ok = c * 8 < a.head_dim;
-  int slot[kRows];  // pool slot of each row, meaningful where its ok bit is set
-  uint32_t ok = 0;  // bit i: row r0 + i·kRowStep reads the cache
 #pragma unroll
-  for (int i = 0; i < kRows; i++) {
-    const int j = kt + r0 + i * kRowStep;
-    const int bi = a.block_shift >= 0 ? j >> a.block_shift : j / a.block_size;
-    const int off = a.block_shift >= 0 ? j & (a.block_size - 1) : j % a.block_size;
-    const bool in = col_ok && j <= kend && bi < a.max_blocks;
-    const int blk = in ? __ldg(bt_row + bi) : -1;  // predicated, no copy between: they overlap
-    slot[i] = blk * a.block_size + off;
-    if (in && blk >= 0 && blk < a.num_blocks) ok |= 1u << i;
-  }
+  for (int b = 0; b < kRows; b += kBatch) {
+    int slot[kBatch];  // pool slot of each row, meaningful where its ok bit is set
+    uint32_t ok = 0;   // bit i: row r0 + (b + i)·kRowStep reads the cache
 #pragma unroll
-  for (int i = 0; i < kRows; i++) {
-    const int r = r0 + i * kRowStep;
-    const bool v = (ok >> i) & 1u;
-    const bf16* src = cache + (int64_t(v ? slot[i] : 0) * a.num_kv_heads + kvh) * a.head_dim;
-    cp_async_16(dst + col + sw128(r, c % 8), v ? src + c * 8 : cache, v ? 16 : 0);
+    for (int i = 0; i < kBatch; i++) {
+      const int j = kt + r0 + (b + i) * kRowStep;
+      const int bi = a.block_shift >= 0 ? j >> a.block_shift : j / a.block_size;
+      const int off = a.block_shift >= 0 ? j & (a.block_size - 1) : j % a.block_size;
+      const bool in = col_ok && j <= kend && bi < a.max_blocks;
+      const int blk = in ? __ldg(bt_row + bi) : -1;  // predicated, no copy between: they overlap
+      slot[i] = blk * a.block_size + off;
+      if (in && blk >= 0 && blk < a.num_blocks) ok |= 1u << i;
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; i++) {
+      const int r = r0 + (b + i) * kRowStep;
+      const bool v = (ok >> i) & 1u;
+      const bf16* src = cache + (int64_t(v ? slot[i] : 0) * a.num_kv_heads + kvh) * a.head_dim;
+      cp_async_16(dst + col + sw128(r, c % 8), v ? src + c * 8 : cache, v ? 16 : 0);
+    }
   }
 }
 
