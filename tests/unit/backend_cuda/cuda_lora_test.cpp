@@ -5,6 +5,8 @@
 // written into the bank and more or fewer adapter rows than at capture.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "cuda_test_util.h"
 
 namespace tandem {
@@ -48,10 +50,20 @@ std::vector<float> run(Backend& be, const LoraCase& c, const LoraData& d) {
 
 void expect_matches(const std::vector<float>& gpu, const std::vector<float>& cpu, const LoraCase& c,
                     const LoraData& d) {
-  // The adapter's delta is what is compared: the base values are exact in both.
+  // The GPU writes y + delta rounded to bf16, the CPU keeps it in f32: each GPU value must
+  // be within one bf16 step of the CPU's (plus 1e-3 of the delta for summation order).
+  // The delta itself, read back through that rounding, is off by up to half a step of y
+  // (~3% of a rank-5 delta on the first H200 run), so it is only checked for gross errors.
   std::vector<float> dg(gpu.size()), dc(cpu.size());
   for (size_t i = 0; i < gpu.size(); i++) dg[i] = gpu[i] - d.y[i], dc[i] = cpu[i] - d.y[i];
-  EXPECT_LE(test::rel_err(dg, dc), test::kBf16Tol);
+  EXPECT_LE(test::rel_err(dg, dc), 0.1);
+  int far = 0;
+  for (size_t i = 0; i < gpu.size(); i++) {
+    const float v = std::fabs(cpu[i]);
+    const float step = v > 0.f ? std::ldexp(1.f, std::ilogb(v) - 7) : 0.f;
+    if (std::fabs(gpu[i] - cpu[i]) > step + 1e-3f * std::fabs(dc[i]) + 1e-6f) far++;
+  }
+  EXPECT_EQ(far, 0) << "values more than one bf16 step from the CPU twin's";
   for (int64_t t = 0; t < c.T; t++)
     if (d.slots[size_t(t)] == 0)
       for (int64_t n = 0; n < c.N; n++)
