@@ -12,7 +12,7 @@
 //   usage: cuda_attention_bench [calls_per_repetition (default 20)] [f8 | prefill-long]
 //   prefill-long: issue 26's shapes alone (8k, 32k, 128k tokens, one sequence, 32/8 heads)
 //   prefill-short: its 8k and 32k shapes; prefill-short-sm90: those, the sm90 kernel alone
-//     (scripts/gpu_attn.sh variants runs it once per TANDEM_SM90_VARIANT)
+//     (scripts/gpu_attn.sh short)
 #include <fmt/format.h>
 
 #include <cstdio>

@@ -9,13 +9,10 @@
 #   ttft     TTFT of one 32k and one 100k prompt on the 8B shape (random-model --like
 #            llama-3.1-8b at $M; written in the background when absent), with each kernel
 #            (TANDEM_ATTN_PREFILL=mma for the old one)
-#   variants the sm90 kernel's variants (TANDEM_SM90_VARIANT=1..4, 1 the default; the top
-#            of cuda_attention_prefill_sm90.cu says what each changes): per variant TFLOP/s at 8k and 32k tokens (30 s leash: a
-#            hang shows as rc=124 and skips the rest of that variant) and its CudaAttentionSm90*
-#            tests (60 s), one line each, after one line for the mma.sync kernel on the same
-#            shapes.
+#   short    TFLOP/s at 8k and 32k tokens of the mma.sync and the sm90 kernel (a 30 s leash:
+#            a hang shows as rc=124), then the sm90 tests: the quick check of a kernel change.
 #            Not in the default set.
-#   G=.device/gpu OUT=/tmp/out scripts/gpu_attn.sh [tests] [kernels] [ttft] [variants]
+#   G=.device/gpu OUT=/tmp/out scripts/gpu_attn.sh [tests] [kernels] [ttft] [short]
 #            (default: tests kernels ttft)
 set -u
 G=${G:-build/bundle}; OUT=${OUT:-/tmp/tandem-attn}; M=${M:-/tmp/llama8b}
@@ -66,24 +63,15 @@ if has ttft; then
     done
   done
 fi
-if has variants; then
+if has short; then
   TANDEM_ATTN_PREFILL=mma timeout 60 "$G/bench/cuda_attention_bench" 20 prefill-short \
-    > "$OUT/variants_mma.log" 2>&1
-  echo "mma.sync kernel: rc=$? $(tflops "$OUT/variants_mma.log")TFLOP/s"
-  for v in 1 2 3 4; do
-    # The bench first (seconds): a hang there (rc=124) skips the variant's tests.
-    TANDEM_SM90_VARIANT=$v timeout 30 "$G/bench/cuda_attention_bench" 20 prefill-short-sm90 \
-      > "$OUT/variant${v}_bench.log" 2>&1
-    rc=$?
-    line="variant $v: bench rc=$rc $(tflops "$OUT/variant${v}_bench.log")TFLOP/s"
-    if [ $rc = 124 ]; then
-      echo "$line HUNG (tests skipped)"
-      continue
-    fi
-    log="$OUT/variant${v}_tests.log"
-    TANDEM_SM90_VARIANT=$v timeout 60 "$G/tests/test_backend_cuda" \
-      --gtest_filter='CudaAttentionSm90*' > "$log" 2>&1
-    echo "$line | tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \]' "$log" | head -4
-  done
+    > "$OUT/short_mma.log" 2>&1
+  echo "mma.sync kernel: rc=$? $(tflops "$OUT/short_mma.log")TFLOP/s"
+  timeout 30 "$G/bench/cuda_attention_bench" 20 prefill-short-sm90 > "$OUT/short_sm90.log" 2>&1
+  rc=$?
+  echo "sm90 kernel: rc=$rc $(tflops "$OUT/short_sm90.log")TFLOP/s"
+  if [ $rc != 124 ]; then
+    timeout 60 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttentionSm90*' > "$OUT/short_tests.log" 2>&1
+    echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/short_tests.log" | tr '\n' ' ')"
+  fi
 fi

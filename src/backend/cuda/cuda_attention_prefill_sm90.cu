@@ -43,19 +43,14 @@
 // proxy themselves after each `full` wait. e4m3 keeps the blocking producer above (it
 // widens each tile itself).
 //
-// Trial variants (round 3: the producer may still starve the consumers), picked once at
-// launch by TANDEM_SM90_VARIANT (bf16, d128; anything else runs 1):
-//   1 the kernel as described (default);
-//   2 split producer: warps 0-1 copy the K ring (and Q), warps 2-3 the V ring, each in
-//     its own order, so a K copy never queues behind a V release or the other way round;
-//   3 three K stages (d128: 32 + 3·32 + 2·32 KiB), K(t + 1) issued a tile earlier;
-//   4 both.
+// Tried (bench/RESULTS.md, H200): one release per warp and FA3's ping-pong between the two
+// consumer warpgroups (no gain: the producer was the limit), a producer split by ring and a
+// third K stage (both slower than the one producer issuing both rings).
 //
 // Work split is the mma.sync kernel's: grid.x is an upper bound on the query tiles
 // (ceil(T·G/128) + B), each CTA finds its (row, tile) on the device; grid.y = kv head.
 #include <atomic>
 #include <climits>
-#include <cstdlib>
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_attention_prefill_tiles.cuh"
@@ -78,18 +73,11 @@ constexpr int kSm90Threads = 384;  // producer warpgroup + 2 consumer warpgroups
 constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "one CTA's registers");
 
-// Round 3's trial variants (top of the file); 1 is the kernel.
-template <int V>
-struct Variant {
-  static constexpr bool kSplitProducer = V == 2 || V == 4;
-  static constexpr bool kDeepK = V == 3 || V == 4;
-};
-
-template <int D, bool F8 = false, int V = 1>
+template <int D, bool F8 = false>
 struct Config {
   static constexpr int kBlockN = D == 256 ? 64 : 128;  // keys per tile
   static constexpr int kStagesV = D == 64 ? 3 : 2;
-  static constexpr int kStagesK = kStagesV + (Variant<V>::kDeepK && D == 128 && !F8 ? 1 : 0);
+  static constexpr int kStagesK = kStagesV;
   static constexpr int kStagesMax = kStagesK;
   static constexpr int kQBytes = kBlockM * D * 2;
   static constexpr int kTileBytes = kBlockN * D * 2;      // one K or V tile
@@ -180,10 +168,10 @@ enum class Rings { kBoth, kK, kV };
 // The bf16 producer: the copies of `rings`, in copy_of's order, shared by THREADS threads
 // (ptid 0..THREADS-1), each published by the hardware as this thread's part lands. A copy
 // is issued as soon as its stage is released, whatever the earlier copies' progress.
-template <int D, int V, int THREADS>
+template <int D, int THREADS>
 __device__ void produce_bf16(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
                              int row, int kvh, int ptid, Rings rings) {
-  using C = Config<D, false, V>;
+  using C = Config<D, false>;
   const int32_t* bt_row = a.block_table + int64_t(row) * a.max_blocks;
   const int num_tiles = (rows.kmax - rows.kmin) / C::kBlockN + 1;
   for (int j = 0; j < 2 * num_tiles; j++) {
@@ -305,11 +293,11 @@ __device__ __forceinline__ void wait_full(uint64_t* bar, uint32_t parity) {
 }
 
 // A consumer warpgroup (cw = 0 or 1): rows 64·cw .. 64·cw + 63 of the CTA's tile.
-template <int D, typename KV, int V>
+template <int D, typename KV>
 __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
                         int cw) {
   constexpr bool kFence = sizeof(KV) == 2;  // the bf16 producer does not fence
-  using C = Config<D, sizeof(KV) == 1, V>;
+  using C = Config<D, sizeof(KV) == 1>;
   constexpr int kBlockN = C::kBlockN, NV = D / 8, SK = C::kStagesK, SV = C::kStagesV;
   const int wtid = int(threadIdx.x) - 128 * (cw + 1), lane = wtid & 31, warp = wtid >> 5;
   const int r0 = cw * 64 + warp * 16 + (lane >> 2);
@@ -376,25 +364,21 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
   store_rows<kBlockM, NV>(a, rows, r0, o, l, 0, lane);
 }
 
-// The producer warpgroup's part: e4m3, bf16 (all 128 threads on both rings), or split
-// (variants 2 and 4: warps 0-1 the K ring, warps 2-3 the V ring).
-template <int D, typename KV, int V>
+// The producer warpgroup's part: e4m3, or bf16 (all 128 threads on both rings).
+template <int D, typename KV>
 __device__ __forceinline__ void produce(const AttnArgs& a, const TileRows<kBlockM>& rows,
                                         const Ring& ring, int row, int kvh) {
   const int ptid = int(threadIdx.x);  // 0..127
   if constexpr (sizeof(KV) == 1) {
     produce_f8<D>(a, rows, ring, row, kvh);
-  } else if constexpr (Variant<V>::kSplitProducer) {
-    const Rings rings = ptid < 64 ? Rings::kK : Rings::kV;
-    produce_bf16<D, V, 64>(a, rows, ring, row, kvh, ptid % 64, rings);
   } else {
-    produce_bf16<D, V, 128>(a, rows, ring, row, kvh, ptid, Rings::kBoth);
+    produce_bf16<D, 128>(a, rows, ring, row, kvh, ptid, Rings::kBoth);
   }
 }
 
-template <int D, typename KV, int V>
+template <int D, typename KV>
 __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs a) {
-  using C = Config<D, sizeof(KV) == 1, V>;
+  using C = Config<D, sizeof(KV) == 1>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ TileRows<kBlockM> rows;
   __shared__ __align__(8) uint64_t bars[4][C::kStagesMax];  // full K, empty K, full V, empty V
@@ -405,7 +389,7 @@ __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs 
   if (!find_tile<kBlockM, kSm90Threads>(a, tile, row, row_tile)) return;
   if (threadIdx.x == 0) {
     // `full` counts the producer threads of its ring, `empty` every consumer thread.
-    const uint32_t fills = Variant<V>::kSplitProducer && sizeof(KV) == 2 ? 64 : 128;
+    const uint32_t fills = 128;
     for (int s = 0; s < C::kStagesK; s++) {
       cuda::mbar_init(&bars[0][s], fills);
       cuda::mbar_init(&bars[1][s], 256);
@@ -428,26 +412,17 @@ __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs 
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     sm90::setmaxnreg_dec<kProducerRegs>();
-    produce<D, KV, V>(a, rows, ring, row, kvh);
+    produce<D, KV>(a, rows, ring, row, kvh);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegs>();
-    consume<D, KV, V>(a, rows, ring, wg - 1);
+    consume<D, KV>(a, rows, ring, wg - 1);
   }
 }
 
-// TANDEM_SM90_VARIANT, read once: 1..4 (see the top of the file), else 1.
-int variant() {
-  static const int v = [] {
-    const char* e = std::getenv("TANDEM_SM90_VARIANT");
-    return e && e[0] >= '1' && e[0] <= '4' && e[1] == '\0' ? e[0] - '0' : 1;
-  }();
-  return v;
-}
-
-template <int D, typename KV, int V>
-void launch_variant(const AttnArgs& a, cudaStream_t stream) {
-  constexpr int smem = Config<D, sizeof(KV) == 1, V>::kSmem;
-  auto kernel = prefill_sm90_kernel<D, KV, V>;
+template <int D, typename KV>
+void launch_kernel(const AttnArgs& a, cudaStream_t stream) {
+  constexpr int smem = Config<D, sizeof(KV) == 1>::kSmem;
+  auto kernel = prefill_sm90_kernel<D, KV>;
   static std::atomic<uint64_t> smem_ready;
   cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, smem_ready,
                            "attention prefill (sm90)");
@@ -458,23 +433,12 @@ void launch_variant(const AttnArgs& a, cudaStream_t stream) {
   TANDEM_CUDA_LAUNCHED("attention prefill kernel (sm90)");
 }
 
-// The trial variants are bf16 d128 only (the bench's shape); everything else runs 1.
 template <int D>
 void launch(const AttnArgs& a, cudaStream_t stream) {
-  if (a.kv_f8) return launch_variant<D, uint8_t, 1>(a, stream);
-  if constexpr (D == 128) {
-    switch (variant()) {
-      case 2:
-        return launch_variant<D, bf16, 2>(a, stream);
-      case 3:
-        return launch_variant<D, bf16, 3>(a, stream);
-      case 4:
-        return launch_variant<D, bf16, 4>(a, stream);
-      default:
-        break;
-    }
-  }
-  launch_variant<D, bf16, 1>(a, stream);
+  if (a.kv_f8)
+    launch_kernel<D, uint8_t>(a, stream);
+  else
+    launch_kernel<D, bf16>(a, stream);
 }
 
 }  // namespace
