@@ -14,33 +14,13 @@
 #include "engine/teacher_forcing.h"
 #include "loader/safetensors.h"
 #include "model/lora/lora_slots.h"
+#include "lora_fixture.h"
 #include "oracle_fixture.h"
 
 namespace tandem::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path lora_root() { return fs::path(TANDEM_TEST_DATA) / "oracle" / "lora"; }
-
-std::vector<std::string> lora_archs() {
-  std::vector<std::string> out;
-  for (auto& e : fs::directory_iterator(lora_root()))
-    if (e.is_directory()) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// The adapters' short names: "a" for lora_a/.
-std::vector<std::string> adapter_names(const std::string& arch) {
-  std::vector<std::string> out;
-  for (auto& e : fs::directory_iterator(lora_root() / arch)) {
-    std::string n = e.path().filename().string();
-    if (e.is_directory() && n.starts_with("lora_")) out.push_back(n.substr(5));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 std::vector<int32_t> ids_of(const Tensor& t) {
   return std::vector<int32_t>(t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel());

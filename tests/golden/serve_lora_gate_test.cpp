@@ -11,6 +11,7 @@
 
 #include "../unit/cli/local_server.h"
 #include "loader/safetensors.h"
+#include "lora_fixture.h"
 #include "oracle_fixture.h"
 
 namespace tandem::test {
@@ -18,16 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using server::Json;
-
-fs::path lora_root() { return fs::path(TANDEM_TEST_DATA) / "oracle" / "lora"; }
-
-std::vector<std::string> lora_archs() {
-  std::vector<std::string> out;
-  for (auto& e : fs::directory_iterator(lora_root()))
-    if (e.is_directory()) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 struct Job {
   std::string model;
