@@ -340,7 +340,7 @@ TEST(Completions, EchoWithLogprobsScoresThePromptTheLegacyWay) {
   Json j = s.post("/v1/completions",
                   Json{{"prompt", ids}, {"echo", true}, {"logprobs", 1}, {"max_tokens", 0}})
                .json();
-  const GenerationRequest& sent = s.engine.requests()[0];
+  const GenerationRequest sent = s.engine.requests()[0];  // requests() is a copy
   EXPECT_EQ(sent.max_tokens, 0);
   ASSERT_TRUE(sent.prompt_logprobs.has_value());
   EXPECT_EQ(sent.prompt_logprobs->first, 1);
