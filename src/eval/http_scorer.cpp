@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "eval/http_error.h"
 // httplib's class layouts depend on its feature macros: include it the way the server does.
 #include "server/http/httplib_types.h"
 
@@ -20,19 +21,6 @@ std::string transport_error(httplib::Error e) {
   if (e == httplib::Error::Connection) return "could not connect (is the server running?)";
   if (e == httplib::Error::Read) return "the read failed or timed out";
   return httplib::to_string(e);
-}
-
-// "HTTP 400: <message>" from an OpenAI-style error body, else its first bytes.
-std::string http_error(int status, const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  std::string message = body.substr(0, 300);
-  if (j.is_object() && j.contains("error")) {
-    const json& e = j["error"];
-    message = e.is_object() && e.contains("message") && e["message"].is_string()
-                  ? e["message"].get<std::string>()
-                  : e.dump();
-  }
-  return fmt::format("HTTP {}: {}", status, message);
 }
 
 // The text of a completions choice's echoed logprobs: its tokens, their logprobs (null
@@ -101,7 +89,7 @@ HttpScorer::HttpScorer(HttpScorerConfig config) : config_(std::move(config)) {
     if (!config_.api_key.empty()) headers.emplace("Authorization", "Bearer " + config_.api_key);
     auto res = client.Get((prefix_ + "/v1/models").c_str(), headers);
     if (!res) fail("GET {}/v1/models: {}", url, transport_error(res.error()));
-    if (res->status != 200) fail("GET {}/v1/models: {}", url, http_error(res->status, res->body));
+    if (res->status != 200) fail("GET {}/v1/models: {}", url, http_error_text(res->status, res->body));
     json j = json::parse(res->body, nullptr, false);
     if (!j.is_object() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
         !j["data"][0].contains("id") || !j["data"][0]["id"].is_string())
@@ -151,7 +139,7 @@ std::optional<json> HttpScorer::try_post(const std::string& path, const json& bo
       if (!j.is_discarded()) return j;
       *why = "the answer is not JSON";
     } else {
-      *why = http_error(res->status, res->body);
+      *why = http_error_text(res->status, res->body);
       retry = res->status >= 500;
     }
     if (!retry || attempt >= config_.max_attempts) return std::nullopt;

@@ -52,6 +52,15 @@ Json call_schema(const Json& fn, ToolCallFormat format, const std::string& at) {
   return call;
 }
 
+// A format object's `type`: text, json_object or json_schema (anything else is a 400).
+std::string format_type(const FieldReader& f) {
+  std::string type = f.require_string("type");
+  if (type != "text" && type != "json_object" && type != "json_schema")
+    invalid_request(f.name("type"), "'{}' must be text, json_object or json_schema; got '{}'",
+                    f.name("type"), type);
+  return type;
+}
+
 }  // namespace
 
 ToolCallFormat tool_call_format_of(const std::optional<std::string>& chat_template) {
@@ -66,12 +75,9 @@ std::optional<GrammarSpec> read_response_format(const FieldReader& fields, const
   const Json* format = fields.object_field(key);
   if (!format) return std::nullopt;
   FieldReader f(*format, key);
-  std::string type = f.require_string("type");
+  const std::string type = format_type(f);
   if (type == "text") return std::nullopt;
   if (type == "json_object") return GrammarSpec::json_object();
-  if (type != "json_schema")
-    invalid_request(f.name("type"), "'{}' must be text, json_object or json_schema; got '{}'",
-                    f.name("type"), type);
   FieldReader js(require_object(f, "json_schema"), f.name("json_schema"));
   js.string("name");
   js.string("description");
@@ -85,12 +91,9 @@ std::optional<GrammarSpec> read_text_format(const FieldReader& text) {
   const Json* format = text.object_field("format");
   if (!format) return std::nullopt;
   FieldReader f(*format, text.name("format"));
-  std::string type = f.require_string("type");
+  const std::string type = format_type(f);
   if (type == "text") return std::nullopt;
   if (type == "json_object") return GrammarSpec::json_object();
-  if (type != "json_schema")
-    invalid_request(f.name("type"), "'{}' must be text, json_object or json_schema; got '{}'",
-                    f.name("type"), type);
   f.string("name");
   f.string("description");
   bool strict = f.boolean("strict").value_or(false);

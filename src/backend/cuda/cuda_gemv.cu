@@ -90,21 +90,7 @@ __device__ __forceinline__ void store_out(bf16* p, float v) {
   *p = __float2bfloat16_rn(v);
 }
 
-// Which row groups a CTA streams, and how.
-struct Work {
-  int N, K, stages;
-  int chunks;              // stages per row group: ceil(K / kChunk)
-  int group_begin, steps;  // first row group, stages in all
-};
-
-__device__ __forceinline__ Work cta_work(int N, int K, int stages) {
-  Work wk{N, K, stages, (K + kChunk - 1) / kChunk, 0, 0};
-  const int64_t groups = (int64_t(N) + kRowsPerStage - 1) / kRowsPerStage;
-  wk.group_begin = int(int64_t(blockIdx.x) * groups / gridDim.x);
-  const int group_end = int(int64_t(blockIdx.x + 1) * groups / gridDim.x);
-  wk.steps = (group_end - wk.group_begin) * wk.chunks;
-  return wk;
-}
+using Work = cuda::StreamWork;
 
 // The producer warp: stage i of the CTA is chunk i % chunks of row group i / chunks, in
 // slot i % stages once the consumers released the slot's previous stage. Lane r copies
@@ -146,7 +132,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   cuda::pdl_launch_next();
-  const Work wk = cta_work(N, K, stages);
+  const Work wk = cuda::stream_work<kChunk, kRowsPerStage>(N, K, stages);
   if (warp == kRowsPerStage) {
     produce(wk, w, ring, full, empty, lane);
     cuda::pdl_wait();  // the contract: no thread ends before the kernel before has

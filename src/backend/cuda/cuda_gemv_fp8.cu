@@ -89,18 +89,7 @@ __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
 
-struct Work {
-  int N, K, stages, chunks, group_begin, steps;
-};
-
-__device__ __forceinline__ Work cta_work(int N, int K, int stages) {
-  Work wk{N, K, stages, (K + kChunk - 1) / kChunk, 0, 0};
-  const int64_t groups = (int64_t(N) + kRowsPerStage - 1) / kRowsPerStage;
-  wk.group_begin = int(int64_t(blockIdx.x) * groups / gridDim.x);
-  const int group_end = int(int64_t(blockIdx.x + 1) * groups / gridDim.x);
-  wk.steps = (group_end - wk.group_begin) * wk.chunks;
-  return wk;
-}
+using Work = cuda::StreamWork;
 
 __device__ __forceinline__ void produce(const Work& wk, const uint8_t* w, uint8_t* ring,
                                         uint64_t* full, uint64_t* empty, int lane) {
@@ -243,7 +232,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   cuda::pdl_launch_next();
-  const Work wk = cta_work(N, K, stages);
+  const Work wk = cuda::stream_work<kChunk, kRowsPerStage>(N, K, stages);
   if (warp == kConsumerWarps) {
     produce(wk, w, ring, full, empty, lane);
     cuda::pdl_wait();

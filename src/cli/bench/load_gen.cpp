@@ -12,6 +12,7 @@
 
 #include "cli/bench/sse_stream.h"
 #include "core/error.h"
+#include "eval/http_error.h"
 // httplib's class layouts depend on its feature macros: include it the way the server does.
 #include "server/http/httplib_types.h"
 
@@ -49,26 +50,13 @@ std::string transport_error(httplib::Error e) {
   }
 }
 
-// "HTTP 400: <the error message>" from an OpenAI-style error body, else its first bytes.
-std::string http_error(int status, const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  std::string message = body.substr(0, 300);
-  if (j.is_object() && j.contains("error")) {
-    const json& e = j["error"];
-    message = e.is_object() && e.contains("message") && e["message"].is_string()
-                  ? e["message"].get<std::string>()
-                  : e.dump();
-  }
-  return "HTTP " + std::to_string(status) + ": " + message;
-}
-
 // The verdict on a finished exchange; fills ok/error/num_output_tokens/ttft.
 void judge(RequestRecord& rec, const httplib::Result& result, int status,
            const std::string& error_body, const StreamTally& tally) {
   if (!result) {
     rec.error = "connection: " + transport_error(result.error());
   } else if (status != 200) {
-    rec.error = http_error(status, error_body);
+    rec.error = eval::http_error_text(status, error_body);
   } else if (tally.error) {
     rec.error = "stream error: " + *tally.error;
   } else if (!tally.done) {
@@ -148,7 +136,7 @@ std::string discover_model(const Endpoint& endpoint) {
   std::string url = endpoint.origin + endpoint.prefix + "/v1/models";
   auto res = client.Get((endpoint.prefix + "/v1/models").c_str(), request_headers(endpoint));
   if (!res) fail("GET {}: {}", url, transport_error(res.error()));
-  if (res->status != 200) fail("GET {}: {}", url, http_error(res->status, res->body));
+  if (res->status != 200) fail("GET {}: {}", url, eval::http_error_text(res->status, res->body));
   json j = json::parse(res->body, nullptr, false);
   if (!j.is_object() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
       !j["data"][0].is_object() || !j["data"][0].contains("id") || !j["data"][0]["id"].is_string())
