@@ -318,11 +318,12 @@ __device__ __forceinline__ void score_tile(float (&s)[BN / 8][4], const AttnArgs
   }
 }
 
-// Online softmax step: folds the tile's scores into the running max m and (thread-
-// partial) sum l, rescales the accumulator o, and turns s into probabilities.
-template <int BN, int NV>
-__device__ __forceinline__ void online_softmax(float (&s)[BN / 8][4], float (&o)[NV][4],
-                                               float (&m)[2], float (&l)[2]) {
+// Online softmax of one tile's scores without touching O: updates the running max m and
+// (thread-partial) sum l, turns s into probabilities, and returns in alpha the factor O
+// must be scaled by before this tile's P·V is added.
+template <int BN>
+__device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&m)[2], float (&l)[2],
+                                             float (&alpha)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     float mx = m[r];
@@ -330,8 +331,8 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 8][4], float (&o)
     for (int nt = 0; nt < BN / 8; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float base = mx == -INFINITY ? 0.f : mx;
-    const float alpha = fast_exp2(m[r] - base);
+    const float base = mx == -INFINITY ? 0.f : mx;  // no visible key yet: P = 0, not NaN
+    alpha[r] = fast_exp2(m[r] - base);
     m[r] = mx;
     float sum = 0.f;
 #pragma unroll
@@ -340,13 +341,23 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 8][4], float (&o)
       s[nt][2 * r + 1] = fast_exp2(s[nt][2 * r + 1] - base);
       sum += s[nt][2 * r] + s[nt][2 * r + 1];
     }
-    l[r] = l[r] * alpha + sum;
+    l[r] = l[r] * alpha[r] + sum;
+  }
+}
+
+// Online softmax step: softmax_tile, then the accumulator o rescaled by its alpha.
+template <int BN, int NV>
+__device__ __forceinline__ void online_softmax(float (&s)[BN / 8][4], float (&o)[NV][4],
+                                               float (&m)[2], float (&l)[2]) {
+  float alpha[2];
+  softmax_tile<BN>(s, m, l, alpha);
+#pragma unroll
+  for (int r = 0; r < 2; r++)
 #pragma unroll
     for (int nv = 0; nv < NV; nv++) {
-      o[nv][2 * r] *= alpha;
-      o[nv][2 * r + 1] *= alpha;
+      o[nv][2 * r] *= alpha[r];
+      o[nv][2 * r + 1] *= alpha[r];
     }
-  }
 }
 
 // o += P·V over the tile's BN keys for NV 8-column tiles starting at v_lane's column.

@@ -229,33 +229,6 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 8][4],
   sm90::wgmma_commit();
 }
 
-// Online softmax of one tile's scores without touching O: updates the running max m and
-// (thread-partial) sum l, turns s into probabilities, and returns in alpha the factor O
-// must be scaled by before this tile's P·V is added.
-template <int BN>
-__device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&m)[2], float (&l)[2],
-                                             float (&alpha)[2]) {
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    float mx = m[r];
-#pragma unroll
-    for (int nt = 0; nt < BN / 8; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float base = mx == -INFINITY ? 0.f : mx;  // no visible key yet: P = 0, not NaN
-    alpha[r] = fast_exp2(m[r] - base);
-    m[r] = mx;
-    float sum = 0.f;
-#pragma unroll
-    for (int nt = 0; nt < BN / 8; nt++) {
-      s[nt][2 * r] = fast_exp2(s[nt][2 * r] - base);
-      s[nt][2 * r + 1] = fast_exp2(s[nt][2 * r + 1] - base);
-      sum += s[nt][2 * r] + s[nt][2 * r + 1];
-    }
-    l[r] = l[r] * alpha[r] + sum;
-  }
-}
-
 template <int BN>
 __device__ __forceinline__ void pack_p(uint32_t (&pa)[BN / 16][4], const float (&p)[BN / 8][4]) {
 #pragma unroll
