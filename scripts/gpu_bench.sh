@@ -26,11 +26,12 @@ if [ "${1:-}" = fp8 ]; then
     echo -n "offline-128/128: "; timeout 90 "$G/bench/offline_bench" "$m" --num 1024 --batch 256 --input 128 --output 128 | tail -1
     echo -n "offline-2048/2048 fp8 KV: "; timeout 150 "$G/bench/offline_bench" "$m" --num 384 --batch 384 --input 2048 --output 2048 --kv-cache-dtype fp8 | tail -1
     "$G/tandem" serve --model "$m" --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve-$(basename "$m").log" 2>&1 &
+    server=$!
     for i in $(seq 90); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
     curl -s localhost:8321/v1/models | head -c 400; echo
     echo -n "sweep at 256: "; timeout 120 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 256 --num-requests 1024 \
       --input-len 128 --output-len 256 --json "$OUT/sweep256-$(basename "$m").json" 2> "$OUT/bench-$(basename "$m").err" | tail -3
-    kill %1; wait
+    kill $server; wait $server
   done
   exit 0
 fi
@@ -50,6 +51,7 @@ lora_part() {
     step "lora: server $mode"
     "$G/tandem" serve --model "$M" --port 8323 --batch 256 --max-batched-tokens 8192 "${extra[@]}" \
       > "$OUT/serve_lora_$mode.log" 2>&1 &
+    server=$!
     for i in $(seq 90); do curl -sf localhost:8323/health > /dev/null && break; sleep 1; done
     curl -s localhost:8323/v1/models | head -c 300; echo
     echo "-- $mode server, base-model requests"
@@ -61,7 +63,7 @@ lora_part() {
         --input-len 128 --output-len 256 --models "$(IFS=,; echo "${names[*]}")" \
         --json "$OUT/lora_spread.json" 2>> "$OUT/bench_lora.err" | tail -3
     fi
-    kill %1; wait
+    kill $server; wait $server
   done
 }
 if [ "${1:-all}" = lora ]; then lora_part; exit; fi
@@ -78,6 +80,7 @@ prefix_part() {
     step "prefix cache $mode"
     "$G/tandem" serve --model "$M" --port 8322 --batch 256 --max-batched-tokens 8192 $flag \
       > "$OUT/serve_prefix_$mode.log" 2>&1 &
+    server=$!
     for i in $(seq 60); do curl -sf localhost:8322/health > /dev/null && break; sleep 1; done
     timeout 120 "$G/tandem" bench --url http://127.0.0.1:8322 --shared-prefix-len 2000 \
       --input-len 64 --output-len 32 --concurrency 1,8 --num-requests 64 \
@@ -87,7 +90,7 @@ prefix_part() {
       --json "$OUT/prefix_turns_$mode.json" 2> "$OUT/prefix_turns_$mode.err"
     timeout 200 "$G/tandem" bench --url http://127.0.0.1:8322 --concurrency 1,8,32,64,128,256 \
       --input-len 128 --output-len 256 --json "$OUT/prefix_sweep_$mode.json" 2> "$OUT/prefix_sweep_$mode.err"
-    kill %1; wait
+    kill $server; wait $server
   done
 }
 if [ "${1:-all}" = prefix ]; then prefix_part; exit; fi
@@ -102,10 +105,11 @@ timeout 150 "$G/bench/offline_bench" "$M" --num 384 --batch 384 --input 2048 --o
   --kv-cache-dtype fp8 | tail -1
 step sweep
 "$G/tandem" serve --model "$M" --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve.log" 2>&1 &
+server=$!
 for i in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
 timeout 200 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 1,8,32,64,128,256 \
   --input-len 128 --output-len 256 --json "$OUT/sweep.json" --plot "$OUT/sweep.svg" 2> "$OUT/bench.err"
-kill %1; wait
+kill $server; wait $server
 # Structured output (issue 21): the sweep at 64 unconstrained, every row constrained (>= 80%
 # of unconstrained), and half constrained (the unconstrained rows' TPOT within 2%). The
 # schema is an unbounded array of records, so rows run to --output-len or take EOS after `]`;
@@ -113,6 +117,7 @@ kill %1; wait
 # tokens) compares rows of equal length.
 step structured
 "$G/tandem" serve --model "$M" --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve2.log" 2>&1 &
+server=$!
 for i in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
 S=${S:-bench/schemas/long_records.json}
 for f in none 1 0.5; do
@@ -121,7 +126,7 @@ for f in none 1 0.5; do
   timeout 120 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 64 --num-requests 256 \
     --input-len 128 --output-len 256 "${extra[@]}" 2>> "$OUT/bench_structured.err" | tail -3
 done
-kill %1; wait
+kill $server; wait $server
 step hf-generate-batch
 timeout 150 python3 bench/hf_generate_batch.py --model "$M" --num 256 --input-len 128 --output-len 128 2>&1 | tail -2
 prefix_part

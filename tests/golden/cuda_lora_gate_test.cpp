@@ -2,7 +2,8 @@
 // each adapter in its own slot of one bf16 model on CUDA, teacher-forced: mean KL(PEFT fp32
 // ‖ ours) ≤ 1e-3 over every position of every prompt; and through the engine (decode steps
 // as CUDA graphs reading the step's LoRA rows), all prompts × {base, each adapter} at once
-// give each row the tokens it gets alone. Skips without a GPU.
+// give each row the tokens it gets alone, up to a tie its solo run could not resolve in
+// bf16 (see kTie). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,6 +82,7 @@ struct Job {
   std::vector<int32_t> prompt;
   std::optional<std::string> lora;
   std::vector<int32_t> got;
+  std::vector<GeneratedToken> out;  // with the top 5 logprobs of each step
 };
 
 void run_jobs(Engine& engine, std::vector<Job>& jobs, int n) {
@@ -92,12 +94,42 @@ void run_jobs(Engine& engine, std::vector<Job>& jobs, int n) {
     req.sampling.temperature = 0;
     req.ignore_eos = true;
     req.lora = j.lora;
+    req.top_logprobs = 5;
     streams.push_back(engine.submit(req));
   }
   engine.run_until_idle();
   for (size_t i = 0; i < jobs.size(); i++)
     while (auto c = streams[i]->pop(std::chrono::milliseconds(0)))
-      for (auto& t : c->tokens) jobs[i].got.push_back(t.token);
+      for (auto& t : c->tokens) jobs[i].got.push_back(t.token), jobs[i].out.push_back(t);
+}
+
+// A step of 16 rows runs other GEMM kernels than a step of one (cuBLAS instead of the 1-2-row
+// weight stream), which sum in another order: the bf16 results differ in their last bits, and
+// where a row's two best tokens are closer than that (these random tiny models' distributions
+// are near-flat) either one is a faithful answer. The batched row may therefore leave its solo
+// tokens, but only at such a tie: at its first difference, the batched token must be among the
+// solo run's top 5 with a log-probability within kTie of the solo's pick (the per-logit error
+// of bf16 activations is ~1e-2). A row on the wrong adapter leaves at a decided token.
+constexpr float kTie = 0.05f;
+
+// "" when `batched` equals `solo` up to a tie, else what differs.
+std::string differs_beyond_a_tie(const Job& batched, const Job& solo) {
+  size_t k = 0;
+  while (k < batched.got.size() && k < solo.got.size() && batched.got[k] == solo.got[k]) k++;
+  if (k == batched.got.size() && k == solo.got.size()) return "";
+  if (k >= batched.got.size() || k >= solo.got.size()) return "lengths differ";
+  const GeneratedToken& s = solo.out[k];
+  for (const TokenLogprob& alt : s.top_logprobs)
+    if (alt.token == batched.got[k]) {
+      const float gap = s.logprob - alt.logprob;
+      std::printf("  tie at token %zu: solo %d (logprob %.4f), batched %d (%.4f), gap %.4f\n", k,
+                  s.token, s.logprob, alt.token, alt.logprob, gap);
+      if (gap <= kTie) return "";
+      return "token " + std::to_string(k) + ": the batched token is " + std::to_string(gap) +
+             " below the solo's pick";
+    }
+  return "token " + std::to_string(k) + ": the batched token " + std::to_string(batched.got[k]) +
+         " is not in the solo run's top 5";
 }
 
 TEST_P(CudaLoraGate, MixedBatchEqualsSoloWithGraphs) {
@@ -127,13 +159,14 @@ TEST_P(CudaLoraGate, MixedBatchEqualsSoloWithGraphs) {
       std::vector<Job> one{j};
       run_jobs(*engine, one, n);
       j.got = one[0].got;
+      j.out = one[0].out;
     }
   }
   auto engine = engine_with(16);
   run_jobs(*engine, jobs, n);
   for (size_t i = 0; i < jobs.size(); i++) {
     ASSERT_EQ(jobs[i].got.size(), size_t(n));
-    EXPECT_EQ(jobs[i].got, solo[i].got)
+    EXPECT_EQ(differs_beyond_a_tie(jobs[i], solo[i]), "")
         << "job " << i << " (" << jobs[i].lora.value_or("base") << ")";
   }
   // The adapters change the output: some row differs from its base row.

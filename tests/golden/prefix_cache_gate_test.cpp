@@ -106,6 +106,25 @@ std::vector<Reply> post_together(int port, const std::vector<Request>& reqs) {
   return replies;
 }
 
+// One request holding several prompts (seeded, at temperature 1): its choices in prompt order.
+std::vector<Reply> post_prompts(int port, const std::vector<std::vector<int32_t>>& prompts,
+                                int max_tokens, uint64_t seed) {
+  Json body = {{"prompt", prompts},      {"max_tokens", max_tokens}, {"ignore_eos", true},
+               {"return_token_ids", true}, {"temperature", 1.0},     {"seed", seed}};
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(120, 0);
+  auto res = client.Post("/v1/completions", body.dump(), "application/json");
+  if (!res || res->status != 200) {
+    ADD_FAILURE() << "HTTP " << (res ? res->status : 0) << " " << (res ? res->body : "");
+    return {};
+  }
+  Json j = Json::parse(res->body);
+  std::vector<Reply> out(prompts.size());
+  for (const Json& choice : j["choices"])
+    out.at(choice["index"].get<size_t>()).tokens = choice["token_ids"].get<std::vector<int32_t>>();
+  return out;
+}
+
 // Token ids the model knows: the oracle's prompts, cycled from `offset`.
 std::vector<int32_t> oracle_tokens(const std::vector<OraclePrompt>& prompts, int n, int offset) {
   std::vector<int32_t> pool;
@@ -161,14 +180,18 @@ TEST_P(PrefixCacheGate, HitsChangeNoTokenAndFreeEverything) {
     }
   }
 
-  // Eight short prompts (one shared block) growing to 84 tokens each, at once: under the
-  // tight budget they preempt each other, and the preempted recompute from their cache.
-  std::vector<Request> growers;
+  // Eight short prompts (one shared block) growing to 84 tokens each, in one request (the
+  // server submits its prompts together, so they run at once however the test's threads
+  // are scheduled): under the tight budget they preempt each other, and the preempted
+  // recompute from their cache. Sampled, so recomputation must also restore each row's
+  // random stream.
+  std::vector<std::vector<int32_t>> growers;
   for (int i = 0; i < 8; i++)
-    growers.push_back({concat(oracle_tokens(oracle, 16, 1), oracle_tokens(oracle, 4, 13 * i)),
-                       i % 2 ? std::optional<uint64_t>(7 + i) : std::nullopt, 64});
-  const std::vector<Reply> grown = post_together(cached.port(), growers);
-  const std::vector<Reply> grown_plain = post_together(plain.port(), growers);
+    growers.push_back(concat(oracle_tokens(oracle, 16, 1), oracle_tokens(oracle, 4, 13 * i)));
+  const std::vector<Reply> grown = post_prompts(cached.port(), growers, 64, 7);
+  const std::vector<Reply> grown_plain = post_prompts(plain.port(), growers, 64, 7);
+  ASSERT_EQ(grown.size(), growers.size());
+  ASSERT_EQ(grown_plain.size(), growers.size());
   for (size_t i = 0; i < growers.size(); i++)
     EXPECT_EQ(grown[i].tokens, grown_plain[i].tokens) << "grower " << i;
 
