@@ -10,6 +10,8 @@
 // O; a zero query row scores 0 everywhere).
 #pragma once
 
+#include <cuda.h>
+
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_attention_prefill_tiles.cuh"
 #include "backend/cuda/cuda_attention_sm90.cuh"
@@ -105,6 +107,49 @@ __device__ __forceinline__ void widen_tile_sw(uint32_t dst, uint32_t raw, int pt
     st_shared_16(dst + col + sw128(r, (2 * c) % 8), lo);
     st_shared_16(dst + col + sw128(r, (2 * c + 1) % 8), hi);
   }
+}
+
+// ---------------------------------------------------------------- TMA (bf16 cache)
+
+// One box of a K/V tensor map (cuda_tensor_map.h) at (column, kv head, slot) into dst,
+// completing on the mbarrier at bar (both shared-window addresses). Coordinates past the
+// tensor read as zeros, and those bytes count towards the barrier's transactions too.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int col, int head,
+                                            int slot, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(head), "r"(slot), "r"(bar)
+      : "memory");
+}
+
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// Keys [kt, kt + ROWS) of kv head kvh into the swizzled tile at dst by TMA, issued by the
+// 32 lanes of one warp: lane i takes box i (box = min(block size, ROWS) keys, one per
+// 64-column block), so the block-table reads of a tile are in flight together. Needs a
+// power-of-two block size and kt a multiple of the box (choose_sm90_loads and the
+// kernel's tile start see to both); every box then starts on a 1024-byte swizzle atom.
+// A table entry outside the table or the pool points the box past the tensor (zeros);
+// keys past the context in a filled box read whatever the pool holds there: zeros since
+// the pool was made (backend zeros) or K/V written earlier, finite either way, and the
+// softmax gives them P = 0.
+template <int D, int ROWS>
+__device__ __forceinline__ void load_tile_tma(uint32_t dst, const CUtensorMap* map,
+                                              const AttnArgs& a, const int32_t* bt_row, int kvh,
+                                              int kt, uint32_t bar, int lane) {
+  const int box = a.block_size < ROWS ? a.block_size : ROWS;
+  const int r = lane * box;
+  if (r >= ROWS) return;
+  const int j = kt + r, bi = j >> a.block_shift, off = j & (a.block_size - 1);
+  const int blk = bi < a.max_blocks ? __ldg(bt_row + bi) : -1;
+  const int slot =
+      blk >= 0 && blk < a.num_blocks ? blk * a.block_size + off : a.num_blocks * a.block_size;
+#pragma unroll
+  for (int cb = 0; cb < D / 64; cb++)
+    tma_load_3d(dst + uint32_t(cb * ROWS * 128 + r * 128), map, cb * 64, kvh, slot, bar);
 }
 
 }  // namespace tandem::attn::sm90
