@@ -24,8 +24,10 @@
 // head-dim padding; or TMA (issue 26, round 4): one producer warp issues a box per
 // (paged block piece, 64-column block) of a tile, completing on the stage's `full`
 // barrier by transaction bytes (cuda_attention_sm90_load.cuh, load_tile_tma). TMA cannot
-// zero a block's tail: those keys read the pool's (finite) contents and get P = 0, and
-// its tiles start on a box boundary (kmin rounded down; the rows' lo masks the extra keys).
+// zero part of a box, and its tiles start on a box boundary (kmin rounded down), so a
+// tile may hold keys outside the CTA's range [kmin, kmax]: in K the mask gives them
+// -inf, but V's first and last tiles, where they lie, are copied by cp.async with
+// zero-fill (P = 0 times a stale NaN would still be NaN).
 //
 // Phases: with S stages in its ring, tile t's K (or V) uses stage t mod S, for the
 // n = t / S-th time. Consumers wait for `full[s]` with parity n & 1; the producer, from
@@ -203,8 +205,12 @@ __device__ void produce_bf16(const AttnArgs& a, const TileRows<kBlockM>& rows, c
 }
 
 // The TMA producer (bf16): all 128 threads copy Q by cp.async (its own barrier), then
-// warp 0 issues every K/V tile in copy_of's order, one arrive.expect_tx per tile, as soon
-// as its stage is released; tiles start at kmin (a multiple of the box rows).
+// warp 0 issues every K/V tile in copy_of's order as soon as its stage is released: by
+// TMA with one arrive.expect_tx of the tile's bytes, or, for a V tile holding keys outside
+// [rows.kmin, rows.kmax], by cp.async with zero-fill, landed and fenced into the async
+// proxy before lane 0's arrival (at most the first and the last V tile: the warp waits
+// for those copies, the ring keeps the others in flight). Tiles start at kmin, a
+// multiple of the box rows.
 template <int D>
 __device__ void produce_tma(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
                             int row, int kvh, int kmin, const CUtensorMap* map_k,
@@ -227,11 +233,21 @@ __device__ void produce_tma(const AttnArgs& a, const TileRows<kBlockM>& rows, co
       if (n > 0)
         cuda::mbar_wait(&(cp.is_v ? ring.empty_v : ring.empty_k)[s], uint32_t((n - 1) & 1));
       uint64_t* bar = &(cp.is_v ? ring.full_v : ring.full_k)[s];
+      const uint32_t dst = (cp.is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
+      const int kt = kmin + t * C::kBlockN;
+      if (cp.is_v && (kt < rows.kmin || kt + C::kBlockN - 1 > rows.kmax)) {
+        sm90::load_tile_sw_warp<D, C::kBlockN>(dst, static_cast<const bf16*>(a.v), a, bt_row, kvh,
+                                               kt, rows.kmin, rows.kmax, ptid);
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        sm90::fence_proxy_async();
+        __syncwarp();
+        if (ptid == 0) cuda::mbar_arrive(bar);
+        continue;
+      }
       if (ptid == 0) cuda::mbar_arrive_expect(bar, uint32_t(C::kTileBytes));
       __syncwarp();
-      const uint32_t dst = (cp.is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
-      sm90::load_tile_tma<D, C::kBlockN>(dst, cp.is_v ? map_v : map_k, a, bt_row, kvh,
-                                         kmin + t * C::kBlockN, cuda::mbar_smem_addr(bar), ptid);
+      sm90::load_tile_tma<D, C::kBlockN>(dst, cp.is_v ? map_v : map_k, a, bt_row, kvh, kt,
+                                         cuda::mbar_smem_addr(bar), ptid);
     }
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");  // Q landed before the thread leaves

@@ -133,9 +133,10 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
 // power-of-two block size and kt a multiple of the box (choose_sm90_loads and the
 // kernel's tile start see to both); every box then starts on a 1024-byte swizzle atom.
 // A table entry outside the table or the pool points the box past the tensor (zeros);
-// keys past the context in a filled box read whatever the pool holds there: zeros since
-// the pool was made (backend zeros) or K/V written earlier, finite either way, and the
-// softmax gives them P = 0.
+// keys outside the CTA's range in a filled box read whatever the pool holds there (K/V
+// of another row, or zeros): the softmax masks them (P = 0), and the caller copies the
+// V tiles that hold such keys with load_tile_sw_warp instead, since 0 times a NaN left
+// there by a diverged earlier request would still poison O.
 template <int D, int ROWS>
 __device__ __forceinline__ void load_tile_tma(uint32_t dst, const CUtensorMap* map,
                                               const AttnArgs& a, const int32_t* bt_row, int kvh,
@@ -150,6 +151,28 @@ __device__ __forceinline__ void load_tile_tma(uint32_t dst, const CUtensorMap* m
 #pragma unroll
   for (int cb = 0; cb < D / 64; cb++)
     tma_load_3d(dst + uint32_t(cb * ROWS * 128 + r * 128), map, cb * 64, kvh, slot, bar);
+}
+
+// Keys [kt, kt + ROWS) of kv head kvh into the swizzled tile at dst by cp.async from one
+// warp (lane 0..31), a row at a time; keys outside [kbegin, kend] and table entries
+// outside the table or the pool read as zeros. The TMA producer's edge tiles: at most
+// two a CTA, so it is lean in registers rather than fast.
+template <int D, int ROWS>
+__device__ __forceinline__ void load_tile_sw_warp(uint32_t dst, const bf16* cache,
+                                                  const AttnArgs& a, const int32_t* bt_row, int kvh,
+                                                  int kt, int kbegin, int kend, int lane) {
+  constexpr int kChunks = D / 8, kRowStep = 32 / kChunks;
+  static_assert(32 % kChunks == 0, "whole rows per warp pass");
+  const int c = lane % kChunks;
+  const uint32_t col = uint32_t((c / 8) * ROWS * 128);
+  const bool col_ok = c * 8 < a.head_dim;
+#pragma unroll 2
+  for (int r = lane / kChunks; r < ROWS; r += kRowStep) {
+    const int j = kt + r;
+    const bf16* row =
+        col_ok && j >= kbegin && j <= kend ? kv_row(cache, bt_row, a, kvh, j) : nullptr;
+    cp_async_16(dst + col + sw128(r, c % 8), row ? row + c * 8 : cache, row ? 16 : 0);
+  }
 }
 
 }  // namespace tandem::attn::sm90
