@@ -10,7 +10,9 @@
 // rules that pick the kernel and the producer are checked on their own, without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -152,14 +154,44 @@ std::vector<int> variants_under_test() {
   return {0, 1, 2};
 }
 
+// d with NaN in every cache slot no prefill query can see: slots past a row's context
+// (the tail of its last block), before its window, and in blocks no row owns. Decode
+// rows' blocks stay as they are (the decode kernel is not under test here). A kernel that
+// multiplies such a slot by P = 0 (TMA fills whole boxes) would turn O into NaN.
+AttnData with_hidden_nan(const AttnCase& c, const HostAttnStep& s, AttnData d) {
+  std::vector<bool> keep(size_t(s.num_blocks) * size_t(c.block_size), false);
+  for (size_t b = 0; b < c.rows.size(); b++) {
+    const auto [ctx, n] = c.rows[b];
+    const int first = c.params.window > 0 ? std::max(0, ctx - n - c.params.window + 1) : 0;
+    const int32_t* table = s.h.block_table.data() + b * size_t(s.max_blocks);
+    for (int i = 0; i < s.max_blocks; i++) {
+      if (table[i] < 0) continue;
+      for (int o = 0; o < c.block_size; o++) {
+        const int p = i * c.block_size + o;
+        if (n < 2 || (p >= first && p < ctx)) keep[size_t(table[i]) * c.block_size + o] = true;
+      }
+    }
+  }
+  const size_t per_slot = size_t(c.Hkv) * size_t(c.Dh);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t slot = 0; slot < keep.size(); slot++)
+    if (!keep[slot])
+      for (auto* v : {&d.k_cache, &d.v_cache})
+        std::fill_n(v->begin() + long(slot * per_slot), per_slot, nan);
+  return d;
+}
+
 // The CPU twin, the sm90 kernel (each producer variant) and the mma.sync kernel on one
 // case's inputs: every GPU answer matches the twin, and the sm90 ones the mma.sync one.
-// With an e4m3 cache the twin runs on the e4m3-rounded values.
-void compare_kernels(test::Backends& be, const AttnCase& c, uint32_t seed, bool f8 = false) {
+// With an e4m3 cache the twin runs on the e4m3-rounded values; with hidden_nan the GPU
+// kernels get with_hidden_nan's cache, the twin the clean one (the same answer).
+void compare_kernels(test::Backends& be, const AttnCase& c, uint32_t seed, bool f8 = false,
+                     bool hidden_nan = false) {
   std::mt19937 rng(seed);
   const HostAttnStep s = make_host_step(c, rng);
-  const AttnData d = random_data(c, s, rng);
-  const std::vector<float> want = attend(*be.cpu, c, s, f8 ? through_f8(d) : d);
+  const AttnData clean = random_data(c, s, rng);
+  const std::vector<float> want = attend(*be.cpu, c, s, f8 ? through_f8(clean) : clean);
+  const AttnData d = hidden_nan ? with_hidden_nan(c, s, clean) : clean;
   std::vector<float> mma;
   {
     Sm90Prefill off(false);
@@ -244,6 +276,18 @@ TEST(CudaAttentionSm90, MatchesTheCpuTwinAndTheMmaKernel) {
       SCOPED_TRACE(testing::Message() << c.name << ", " << test::seed_trace(seed));
       compare_kernels(be, c, seed);
     }
+  }
+}
+
+// NaN in every cache slot no query sees (with_hidden_nan) leaves every kernel's answer
+// alone, one seed. (The CPU twin too: checked once, 0 NaN out on every case.)
+TEST(CudaAttentionSm90, HiddenNanSlotsStayOut) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  if (be.gpu->props().major != 9) GTEST_SKIP() << "the sm90 kernel runs on sm_90 devices only";
+  for (const AttnCase& c : sm90_cases()) {
+    SCOPED_TRACE(c.name);
+    compare_kernels(be, c, 5, false, true);
   }
 }
 
