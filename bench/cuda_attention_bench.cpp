@@ -184,11 +184,19 @@ void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls, bool only
     if (sm90 && (!saved || k != tandem::cuda::PrefillKernel::Sm90)) continue;
     if (!sm90 && only_sm90) continue;
     const Timing t = time_inputs(be, in, s, calls);
+    // The sm90 kernel names its variant and producer (TANDEM_SM90_VARIANT).
+    const int64_t slots = in.cache.k.dim(0) * in.cache.k.dim(1);
+    const std::string name =
+        k == tandem::cuda::PrefillKernel::Sm90
+            ? fmt::format("sm90 v{} {}", tandem::cuda::sm90_variant(),
+                          tandem::cuda::sm90_loads_name(tandem::cuda::choose_sm90_loads(
+                              s.f8, s.Dh, int(in.cache.k.dim(1)), slots)))
+            : tandem::cuda::prefill_kernel_name(k);
     fmt::print(
         "prefill{} B={:<4} tok={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
         "{:7.1f} TFLOP/s  {}\n",
         s.f8 ? "-f8" : "   ", s.rows, s.new_tokens, s.Hq, s.Hkv, s.Dh, t.event_s * 1e6,
-        t.host_s * 1e6, flops / t.event_s * 1e-12, tandem::cuda::prefill_kernel_name(k));
+        t.host_s * 1e6, flops / t.event_s * 1e-12, name);
   }
   tandem::cuda::set_sm90_prefill_enabled(saved);
 }

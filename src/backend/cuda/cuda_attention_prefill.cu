@@ -183,7 +183,36 @@ Switch& sm90_prefill_switch() {
   return s;
 }
 
+std::atomic<int>& sm90_variant_word() {
+  static std::atomic<int> v = [] {
+    const char* e = std::getenv("TANDEM_SM90_VARIANT");
+    const std::string_view v = e ? e : "";
+    return v == "1" ? 1 : v == "2" ? 2 : 0;
+  }();
+  return v;
+}
+
 }  // namespace
+
+int sm90_variant() {
+  return sm90_variant_word().load(std::memory_order_relaxed);
+}
+
+void set_sm90_variant(int variant) {
+  sm90_variant_word().store(variant, std::memory_order_relaxed);
+}
+
+// The producer rule (cuda_attention_prefill.h says it in words).
+Sm90Loads choose_sm90_loads(bool kv_f8, int head_dim, int block_size, int64_t num_slots) {
+  const bool pow2 = block_size > 0 && (block_size & (block_size - 1)) == 0;
+  const bool fits = !kv_f8 && pow2 && block_size >= 8 && head_dim >= 64 && head_dim % 8 == 0 &&
+                    num_slots < (int64_t(1) << 31);
+  return sm90_variant() >= 1 && fits ? Sm90Loads::Tma : Sm90Loads::CpAsync;
+}
+
+const char* sm90_loads_name(Sm90Loads l) {
+  return l == Sm90Loads::Tma ? "tma" : "cp.async";
+}
 
 bool sm90_prefill_enabled() {
   return sm90_prefill_switch().on();

@@ -8,10 +8,23 @@
 //     an H200's 227 KB);
 //   Mma (mma.sync, flash-attention-2: cuda_attention_prefill.cu) otherwise: head dims
 //     <= 32 or above 256 (Gemma 4's 512), e4m3 at d256, other GPUs.
-// Block size is no criterion: both kernels gather keys row by row through the table.
+// Block size is no criterion for the kernel: both can gather keys row by row.
+//
+// Inside the Sm90 kernel, how K/V tiles reach shared memory (choose_sm90_loads, same file):
+//   Tma (one producer warp issues cp.async.bulk.tensor boxes of paged blocks, tensor
+//     maps: cuda_tensor_map.h) when TANDEM_SM90_VARIANT is 1 or 2, the cache is bf16,
+//     the block size is a power of two >= 8 (a box is min(block size, key tile) rows, so
+//     tiles start on box rows and every box lands on a 1024-byte swizzle atom), the head
+//     dim is at least one 64-column box and whole 16-byte rows (% 8), and the pool's
+//     slots fit TMA's int32 coordinates;
+//   CpAsync (128 producer threads, 16-byte cp.async row by row through the table)
+//     otherwise: variant 0 (the default until the device run compares them), the e4m3
+//     cache (widened by the producer), block sizes such as 12 or below 8, head dims < 64.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 namespace tandem::cuda {
 
@@ -24,5 +37,17 @@ const char* prefill_kernel_name(PrefillKernel k);
 // and benches flip it to compare the kernels in one process.
 bool sm90_prefill_enabled();
 void set_sm90_prefill_enabled(bool on);
+
+enum class Sm90Loads { CpAsync, Tma };
+
+Sm90Loads choose_sm90_loads(bool kv_f8, int head_dim, int block_size, int64_t num_slots);
+const char* sm90_loads_name(Sm90Loads l);
+
+// The sm90 kernel's variant: 0 = the cp.async producer; 1 = TMA where choose_sm90_loads
+// allows it; 2 = TMA and the consumer warpgroups' ping-pong (where TMA runs; cp.async
+// alone elsewhere). Process-wide, TANDEM_SM90_VARIANT at start (read once, default 0);
+// tests and benches set it to compare the variants in one process.
+int sm90_variant();
+void set_sm90_variant(int variant);
 
 }  // namespace tandem::cuda

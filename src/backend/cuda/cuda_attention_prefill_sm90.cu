@@ -18,17 +18,23 @@
 //     a tile ahead of V's.
 // An e4m3 cache is copied raw into a staging buffer per ring and widened to bf16 by the
 // producer thread that copied it; the consumers' math is the bf16 kernel's.
-// Why cp.async rather than TMA: a key tile spans several pool blocks in any order, and
-// keys past the tile's last visible key, block-table entries outside the table or the
-// pool, and head-dim padding must read as zeros. cp.async's zero-fill does all of it per
-// 16-byte chunk for any block size; a tensor map would need one box per (block, head)
-// and cannot zero a block's tail.
+// Two producers for the bf16 cache (which one: choose_sm90_loads, cuda_attention_prefill.h):
+// cp.async from 128 threads, row by row through the block table, with zero-fill for
+// keys past the tile's last visible key, table entries outside the table or the pool and
+// head-dim padding; or TMA (issue 26, round 4): one producer warp issues a box per
+// (paged block piece, 64-column block) of a tile, completing on the stage's `full`
+// barrier by transaction bytes (cuda_attention_sm90_load.cuh, load_tile_tma). TMA cannot
+// zero part of a box, and its tiles start on a box boundary (kmin rounded down), so a
+// tile may hold keys outside the CTA's range [kmin, kmax]: in K the mask gives them
+// -inf, but V's first and last tiles, where they lie, are copied by cp.async with
+// zero-fill (P = 0 times a stale NaN would still be NaN).
 //
 // Phases: with S stages in its ring, tile t's K (or V) uses stage t mod S, for the
 // n = t / S-th time. Consumers wait for `full[s]` with parity n & 1; the producer, from
 // the second round on, waits for `empty[s]` with parity (n - 1) & 1 before overwriting
-// it. `full` counts the producer threads that copy into its ring (128; 64 when the
-// producer is split), `empty` the 256 consumer threads. No deadlock: every wait of the
+// it. `full` counts the producer threads that copy into its ring (128; with TMA one
+// arrival that also expects the tile's bytes, and Q has a barrier of its own), `empty`
+// the 256 consumer threads. No deadlock: every wait of the
 // producer is on a release the consumers give before they wait for anything later in
 // the copy order (K(t + 1) needs K(t + 1 - S_K)'s release, given in iteration t - S_K;
 // V(t) needs V(t - S_V)'s, given at the end of iteration t - S_V; both S >= 2).
@@ -45,20 +51,26 @@
 //
 // Tried (bench/RESULTS.md, H200): one release per warp and FA3's ping-pong between the two
 // consumer warpgroups (no gain: the producer was the limit), a producer split by ring and a
-// third K stage (both slower than the one producer issuing both rings).
+// third K stage (both slower than the one producer issuing both rings). With TMA the
+// producer is light, so variant 2 (TANDEM_SM90_VARIANT) runs the ping-pong again on top
+// of it: the consumer warpgroups take turns issuing their GEMMs (named barriers 1 and 2),
+// so one warpgroup's softmax runs under the other's products.
 //
 // Work split is the mma.sync kernel's: grid.x is an upper bound on the query tiles
 // (ceil(T·G/128) + B), each CTA finds its (row, tile) on the device; grid.y = kv head.
+#include <algorithm>
 #include <atomic>
 #include <climits>
 
 #include "backend/cuda/cuda_attention.cuh"
+#include "backend/cuda/cuda_attention_prefill.h"
 #include "backend/cuda/cuda_attention_prefill_tiles.cuh"
 #include "backend/cuda/cuda_attention_sm90.cuh"
 #include "backend/cuda/cuda_attention_sm90_load.cuh"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_mbarrier.cuh"
+#include "backend/cuda/cuda_tensor_map.h"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "cuda_attention_prefill_sm90.cu needs sm_90a (wgmma, setmaxnreg): see CMakeLists.txt"
@@ -92,6 +104,7 @@ struct Config {
 struct Ring {
   uint32_t q, k, v, raw;  // raw: two e4m3 staging tiles, by copy parity
   uint64_t *full_k, *empty_k, *full_v, *empty_v;
+  uint64_t* full_q;  // TMA producer only: Q's cp.async copies (K0's `full` otherwise)
 };
 
 // ---------------------------------------------------------------- producer
@@ -191,6 +204,55 @@ __device__ void produce_bf16(const AttnArgs& a, const TileRows<kBlockM>& rows, c
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
+// The TMA producer (bf16): all 128 threads copy Q by cp.async (its own barrier), then
+// warp 0 issues every K/V tile in copy_of's order as soon as its stage is released: by
+// TMA with one arrive.expect_tx of the tile's bytes, or, for a V tile holding keys outside
+// [rows.kmin, rows.kmax], by cp.async with zero-fill, landed and fenced into the async
+// proxy before lane 0's arrival (at most the first and the last V tile: the warp waits
+// for those copies, the ring keeps the others in flight). Tiles start at kmin, a
+// multiple of the box rows.
+template <int D>
+__device__ void produce_tma(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
+                            int row, int kvh, int kmin, const CUtensorMap* map_k,
+                            const CUtensorMap* map_v) {
+  using C = Config<D, false>;
+  const int ptid = int(threadIdx.x);  // 0..127
+  sm90::load_q_sw<D, kBlockM>(ring.q, rows, a, ptid);
+  sm90::cp_async_arrive_noinc(cuda::mbar_smem_addr(ring.full_q));
+  if (ptid < 32) {
+    if (ptid == 0) {
+      sm90::prefetch_tensor_map(map_k);
+      sm90::prefetch_tensor_map(map_v);
+    }
+    const int32_t* bt_row = a.block_table + int64_t(row) * a.max_blocks;
+    const int num_tiles = (rows.kmax - kmin) / C::kBlockN + 1;
+    for (int j = 0; j < 2 * num_tiles; j++) {
+      const Copy cp = copy_of(j, num_tiles);
+      const int stages = cp.is_v ? C::kStagesV : C::kStagesK;
+      const int t = cp.tile, s = t % stages, n = t / stages;
+      if (n > 0)
+        cuda::mbar_wait(&(cp.is_v ? ring.empty_v : ring.empty_k)[s], uint32_t((n - 1) & 1));
+      uint64_t* bar = &(cp.is_v ? ring.full_v : ring.full_k)[s];
+      const uint32_t dst = (cp.is_v ? ring.v : ring.k) + uint32_t(s * C::kTileBytes);
+      const int kt = kmin + t * C::kBlockN;
+      if (cp.is_v && (kt < rows.kmin || kt + C::kBlockN - 1 > rows.kmax)) {
+        sm90::load_tile_sw_warp<D, C::kBlockN>(dst, static_cast<const bf16*>(a.v), a, bt_row, kvh,
+                                               kt, rows.kmin, rows.kmax, ptid);
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        sm90::fence_proxy_async();
+        __syncwarp();
+        if (ptid == 0) cuda::mbar_arrive(bar);
+        continue;
+      }
+      if (ptid == 0) cuda::mbar_arrive_expect(bar, uint32_t(C::kTileBytes));
+      __syncwarp();
+      sm90::load_tile_tma<D, C::kBlockN>(dst, cp.is_v ? map_v : map_k, a, bt_row, kvh, kt,
+                                         cuda::mbar_smem_addr(bar), ptid);
+    }
+  }
+  asm volatile("cp.async.wait_all;\n" ::: "memory");  // Q landed before the thread leaves
+}
+
 // ---------------------------------------------------------------- consumers
 
 // Issues S = Q·Kᵀ for the warpgroup's 64 rows (Q rows at q_rows, K tile at k_tile) as
@@ -257,6 +319,20 @@ __device__ __forceinline__ void score_and_softmax(float (&s)[BN / 8][4], const A
   softmax_tile<BN>(s, m, l, alpha);
 }
 
+// Ping-pong: warpgroup cw issues its GEMMs between waiting on barrier 1 + cw and arriving
+// on the other's, 2 - cw. Warpgroup 1 opens with an arrival on 1 so warpgroup 0 goes
+// first, and skips its arrival after its last GEMMs, so each barrier sees as many
+// arrivals as waits. Both warpgroups walk the same key tiles, so they take equal turns.
+template <bool kPingPong>
+__device__ __forceinline__ void turn_begin(int cw) {
+  if constexpr (kPingPong) sm90::named_bar_sync(1 + cw, 256);
+}
+template <bool kPingPong>
+__device__ __forceinline__ void turn_end(int cw, bool last) {
+  if constexpr (kPingPong)
+    if (!(last && cw == 1)) sm90::named_bar_arrive(2 - cw, 256);
+}
+
 // Waits for a `full` phase; with the bf16 producer the landed cp.async writes are then
 // fenced into the async proxy here, by the reader, before its wgmma reads them.
 template <bool kFenceAfter>
@@ -265,21 +341,22 @@ __device__ __forceinline__ void wait_full(uint64_t* bar, uint32_t parity) {
   if constexpr (kFenceAfter) sm90::fence_proxy_async();
 }
 
-// A consumer warpgroup (cw = 0 or 1): rows 64·cw .. 64·cw + 63 of the CTA's tile.
-template <int D, typename KV>
-__device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
-                        int cw) {
-  constexpr bool kFence = sizeof(KV) == 2;  // the bf16 producer does not fence
+// A consumer warpgroup (cw = 0 or 1): rows 64·cw .. 64·cw + 63 of the CTA's tile; key
+// tiles from kmin.
+template <int D, typename KV, bool kTma, bool kPingPong>
+__device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring, int cw,
+                        int kmin) {
+  constexpr bool kFence = sizeof(KV) == 2 && !kTma;  // the cp.async bf16 producer does not fence
   using C = Config<D, sizeof(KV) == 1>;
   constexpr int kBlockN = C::kBlockN, NV = D / 8, SK = C::kStagesK, SV = C::kStagesV;
   const int wtid = int(threadIdx.x) - 128 * (cw + 1), lane = wtid & 31, warp = wtid >> 5;
   const int r0 = cw * 64 + warp * 16 + (lane >> 2);
   const ConsumerRows cr{{rows.lo[r0], rows.lo[r0 + 8]},
                         {rows.hi[r0], rows.hi[r0 + 8]},
-                        rows.kmin,
+                        kmin,
                         rows.hi_min,
                         rows.lo_max};
-  const int num_tiles = (rows.kmax - rows.kmin) / kBlockN + 1;
+  const int num_tiles = (rows.kmax - kmin) / kBlockN + 1;
   const uint32_t q_rows = ring.q + uint32_t(cw * 64 * 128);  // 64 rows = 8 swizzle atoms
   auto k_tile = [&](int t) { return ring.k + uint32_t((t % SK) * C::kTileBytes); };
   auto v_tile = [&](int t) { return ring.v + uint32_t((t % SV) * C::kTileBytes); };
@@ -293,8 +370,12 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
 #pragma unroll
   for (int nt = 0; nt < kBlockN / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
 
+  if constexpr (kTma) wait_full<true>(ring.full_q, 0);  // Q's cp.async writes
+  if (kPingPong && cw == 1) sm90::named_bar_arrive(1, 256);
+  turn_begin<kPingPong>(cw);
   full_k(0);
   issue_qk<D>(s, q_rows, k_tile(0));
+  turn_end<kPingPong>(cw, false);
   sm90::wgmma_wait<0>();
   sm90::fence_operands(s);
   cuda::mbar_arrive(&ring.empty_k[0]);
@@ -305,10 +386,12 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
   // Every tile but the last: S(t + 1) overlaps P(t)·V(t). No branch inside, so ptxas can
   // see that wait<1> retires S's group before its registers are read.
   for (int t = 0; t + 1 < num_tiles; t++) {
+    turn_begin<kPingPong>(cw);
     full_k(t + 1);
     issue_qk<D>(s, q_rows, k_tile(t + 1));
     full_v(t);
     issue_pv<D>(o, pa, v_tile(t));
+    turn_end<kPingPong>(cw, false);
     sm90::wgmma_wait<1>();  // S(t + 1) complete; P(t)·V(t) may still run
     sm90::fence_operands(s);
     cuda::mbar_arrive(&ring.empty_k[(t + 1) % SK]);
@@ -329,40 +412,53 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
     sm90::fence_operands(pa);
   }
   const int last = num_tiles - 1;
+  turn_begin<kPingPong>(cw);
   full_v(last);
   issue_pv<D>(o, pa, v_tile(last));
+  turn_end<kPingPong>(cw, true);
   sm90::wgmma_wait<0>();
   sm90::fence_operands(o);
   cuda::mbar_arrive(&ring.empty_v[last % SV]);
   store_rows<kBlockM, NV>(a, rows, r0, o, l, 0, lane);
 }
 
-// The producer warpgroup's part: e4m3, or bf16 (all 128 threads on both rings).
-template <int D, typename KV>
+// The producer warpgroup's part: e4m3, bf16 by TMA, or bf16 by cp.async (all 128
+// threads on both rings).
+template <int D, typename KV, bool kTma>
 __device__ __forceinline__ void produce(const AttnArgs& a, const TileRows<kBlockM>& rows,
-                                        const Ring& ring, int row, int kvh) {
+                                        const Ring& ring, int row, int kvh, int kmin,
+                                        const CUtensorMap* map_k, const CUtensorMap* map_v) {
   const int ptid = int(threadIdx.x);  // 0..127
-  if constexpr (sizeof(KV) == 1) {
+  if constexpr (kTma) {
+    produce_tma<D>(a, rows, ring, row, kvh, kmin, map_k, map_v);
+  } else if constexpr (sizeof(KV) == 1) {
     produce_f8<D>(a, rows, ring, row, kvh);
   } else {
     produce_bf16<D, 128>(a, rows, ring, row, kvh, ptid, Rings::kBoth);
   }
 }
 
-template <int D, typename KV>
-__global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs a) {
+// map_k / map_v: the cache's tensor maps with the TMA producer (kTma), unused otherwise.
+template <int D, typename KV, bool kTma, bool kPingPong>
+__global__ void __launch_bounds__(kSm90Threads, 1)
+    prefill_sm90_kernel(AttnArgs a, const __grid_constant__ CUtensorMap map_k,
+                        const __grid_constant__ CUtensorMap map_v) {
+  static_assert(!kTma || sizeof(KV) == 2, "TMA loads the bf16 cache only");
   using C = Config<D, sizeof(KV) == 1>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ TileRows<kBlockM> rows;
   __shared__ __align__(8) uint64_t bars[4][C::kStagesMax];  // full K, empty K, full V, empty V
+  __shared__ __align__(8) uint64_t full_q;                  // TMA producer only
 
   const int tile = int(gridDim.x) - 1 - int(blockIdx.x);  // last (longest) tiles first
   const int kvh = int(blockIdx.y);
   int row, row_tile;
   if (!find_tile<kBlockM, kSm90Threads>(a, tile, row, row_tile)) return;
   if (threadIdx.x == 0) {
-    // `full` counts the producer threads of its ring, `empty` every consumer thread.
-    const uint32_t fills = 128;
+    // `full` counts the producer threads of its ring (TMA: the one expect_tx arrival),
+    // `empty` every consumer thread.
+    const uint32_t fills = kTma ? 1 : 128;
+    cuda::mbar_init(&full_q, 128);
     for (int s = 0; s < C::kStagesK; s++) {
       cuda::mbar_init(&bars[0][s], fills);
       cuda::mbar_init(&bars[1][s], 256);
@@ -371,6 +467,7 @@ __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs 
       cuda::mbar_init(&bars[2][s], fills);
       cuda::mbar_init(&bars[3][s], 256);
     }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // for the async proxy
   }
   setup_rows<kBlockM>(rows, a, row, row_tile, kvh);  // its barriers publish the mbarriers
   Ring ring;
@@ -382,36 +479,51 @@ __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(AttnArgs 
   ring.empty_k = bars[1];
   ring.full_v = bars[2];
   ring.empty_v = bars[3];
+  ring.full_q = &full_q;
+  // TMA tiles start on a box boundary (box = min(block size, tile), a power of two).
+  const int box = a.block_size < C::kBlockN ? a.block_size : C::kBlockN;
+  const int kmin = kTma ? rows.kmin & -box : rows.kmin;
   const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     sm90::setmaxnreg_dec<kProducerRegs>();
-    produce<D, KV>(a, rows, ring, row, kvh);
+    produce<D, KV, kTma>(a, rows, ring, row, kvh, kmin, &map_k, &map_v);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegs>();
-    consume<D, KV>(a, rows, ring, wg - 1);
+    consume<D, KV, kTma, kPingPong>(a, rows, ring, wg - 1, kmin);
   }
 }
 
-template <int D, typename KV>
-void launch_kernel(const AttnArgs& a, cudaStream_t stream) {
+template <int D, typename KV, bool kTma, bool kPingPong = false>
+void launch_kernel(const AttnArgs& a, const CUtensorMap& map_k, const CUtensorMap& map_v,
+                   cudaStream_t stream) {
   constexpr int smem = Config<D, sizeof(KV) == 1>::kSmem;
-  auto kernel = prefill_sm90_kernel<D, KV>;
+  auto kernel = prefill_sm90_kernel<D, KV, kTma, kPingPong>;
   static std::atomic<uint64_t> smem_ready;
   cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, smem_ready,
                            "attention prefill (sm90)");
   const int64_t tiles = (int64_t(a.num_tokens) * a.group + kBlockM - 1) / kBlockM + a.num_rows;
   cuda_require(tiles < INT_MAX, "attention prefill (sm90): too many query tiles");
   const dim3 grid(unsigned(tiles), unsigned(a.num_kv_heads), 1);
-  kernel<<<grid, kSm90Threads, smem, stream>>>(a);
+  kernel<<<grid, kSm90Threads, smem, stream>>>(a, map_k, map_v);
   TANDEM_CUDA_LAUNCHED("attention prefill kernel (sm90)");
 }
 
 template <int D>
 void launch(const AttnArgs& a, cudaStream_t stream) {
-  if (a.kv_f8)
-    launch_kernel<D, uint8_t>(a, stream);
+  const CUtensorMap none{};
+  const int64_t num_slots = int64_t(a.num_blocks) * a.block_size;
+  if (a.kv_f8) return launch_kernel<D, uint8_t, false>(a, none, none, stream);
+  if (cuda::choose_sm90_loads(a.kv_f8, a.head_dim, a.block_size, num_slots) ==
+      cuda::Sm90Loads::CpAsync)
+    return launch_kernel<D, bf16, false>(a, none, none, stream);
+  const int box = std::min(a.block_size, Config<D>::kBlockN);
+  const auto map = [&](const void* base) {
+    return cuda::kv_tensor_map({base, a.head_dim, a.num_kv_heads, box, num_slots});
+  };
+  if (cuda::sm90_variant() == 2)
+    launch_kernel<D, bf16, true, true>(a, map(a.k), map(a.v), stream);
   else
-    launch_kernel<D, bf16>(a, stream);
+    launch_kernel<D, bf16, true>(a, map(a.k), map(a.v), stream);
 }
 
 }  // namespace

@@ -97,6 +97,15 @@ __device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
+// Named barriers (bar.sync / bar.arrive): `threads` counts both the waiting and the
+// arriving threads, a multiple of 32.
+__device__ __forceinline__ void named_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // Warp-specialized register budgets (whole warpgroup, PTX: setmaxnreg).
 template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {

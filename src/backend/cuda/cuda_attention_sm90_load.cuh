@@ -10,6 +10,8 @@
 // O; a zero query row scores 0 everywhere).
 #pragma once
 
+#include <cuda.h>
+
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_attention_prefill_tiles.cuh"
 #include "backend/cuda/cuda_attention_sm90.cuh"
@@ -104,6 +106,72 @@ __device__ __forceinline__ void widen_tile_sw(uint32_t dst, uint32_t raw, int pt
     cuda::bf16x16_from_f8x16(ld_shared_16(raw + uint32_t((r * kChunks + c) * 16)), lo, hi);
     st_shared_16(dst + col + sw128(r, (2 * c) % 8), lo);
     st_shared_16(dst + col + sw128(r, (2 * c + 1) % 8), hi);
+  }
+}
+
+// ---------------------------------------------------------------- TMA (bf16 cache)
+
+// One box of a K/V tensor map (cuda_tensor_map.h) at (column, kv head, slot) into dst,
+// completing on the mbarrier at bar (both shared-window addresses). Coordinates past the
+// tensor read as zeros, and those bytes count towards the barrier's transactions too.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int col, int head,
+                                            int slot, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(head), "r"(slot), "r"(bar)
+      : "memory");
+}
+
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// Keys [kt, kt + ROWS) of kv head kvh into the swizzled tile at dst by TMA, issued by the
+// 32 lanes of one warp: lane i takes box i (box = min(block size, ROWS) keys, one per
+// 64-column block), so the block-table reads of a tile are in flight together. Needs a
+// power-of-two block size and kt a multiple of the box (choose_sm90_loads and the
+// kernel's tile start see to both); every box then starts on a 1024-byte swizzle atom.
+// A table entry outside the table or the pool points the box past the tensor (zeros);
+// keys outside the CTA's range in a filled box read whatever the pool holds there (K/V
+// of another row, or zeros): the softmax masks them (P = 0), and the caller copies the
+// V tiles that hold such keys with load_tile_sw_warp instead, since 0 times a NaN left
+// there by a diverged earlier request would still poison O.
+template <int D, int ROWS>
+__device__ __forceinline__ void load_tile_tma(uint32_t dst, const CUtensorMap* map,
+                                              const AttnArgs& a, const int32_t* bt_row, int kvh,
+                                              int kt, uint32_t bar, int lane) {
+  const int box = a.block_size < ROWS ? a.block_size : ROWS;
+  const int r = lane * box;
+  if (r >= ROWS) return;
+  const int j = kt + r, bi = j >> a.block_shift, off = j & (a.block_size - 1);
+  const int blk = bi < a.max_blocks ? __ldg(bt_row + bi) : -1;
+  const int slot =
+      blk >= 0 && blk < a.num_blocks ? blk * a.block_size + off : a.num_blocks * a.block_size;
+#pragma unroll
+  for (int cb = 0; cb < D / 64; cb++)
+    tma_load_3d(dst + uint32_t(cb * ROWS * 128 + r * 128), map, cb * 64, kvh, slot, bar);
+}
+
+// Keys [kt, kt + ROWS) of kv head kvh into the swizzled tile at dst by cp.async from one
+// warp (lane 0..31), a row at a time; keys outside [kbegin, kend] and table entries
+// outside the table or the pool read as zeros. The TMA producer's edge tiles: at most
+// two a CTA, so it is lean in registers rather than fast.
+template <int D, int ROWS>
+__device__ __forceinline__ void load_tile_sw_warp(uint32_t dst, const bf16* cache,
+                                                  const AttnArgs& a, const int32_t* bt_row, int kvh,
+                                                  int kt, int kbegin, int kend, int lane) {
+  constexpr int kChunks = D / 8, kRowStep = 32 / kChunks;
+  static_assert(32 % kChunks == 0, "whole rows per warp pass");
+  const int c = lane % kChunks;
+  const uint32_t col = uint32_t((c / 8) * ROWS * 128);
+  const bool col_ok = c * 8 < a.head_dim;
+#pragma unroll 2
+  for (int r = lane / kChunks; r < ROWS; r += kRowStep) {
+    const int j = kt + r;
+    const bf16* row =
+        col_ok && j >= kbegin && j <= kend ? kv_row(cache, bt_row, a, kvh, j) : nullptr;
+    cp_async_16(dst + col + sw128(r, c % 8), row ? row + c * 8 : cache, row ? 16 : 0);
   }
 }
 

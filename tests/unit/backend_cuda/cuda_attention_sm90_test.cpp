@@ -3,11 +3,16 @@
 // prefill over a cached context next to decoding rows, ragged lengths and partially
 // filled blocks, windows that cut a block (with the blocks before the window freed to
 // -1), softcap, GQA 1..32, head dims 64 / 128 / 256 and padded ones (80, 96), block sizes
-// 12 (not a power of two), 16, 64 and 256 (one block wider than a key tile), many query
-// tiles per row, and a context of more than 32k keys. The rule that picks the kernel is
-// checked on its own, without a GPU.
+// 8 (one TMA box of 8 keys), 12 (not a power of two), 16, 64, 128 and 256 (blocks wider
+// than a key tile), many query tiles per row, and a context of more than 32k keys. Each
+// sm90 variant runs every case (TANDEM_SM90_VARIANT, when set, picks one): 0 = cp.async,
+// 1 = TMA where choose_sm90_loads allows it, 2 = TMA with the consumers' ping-pong. The
+// rules that pick the kernel and the producer are checked on their own, without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -75,6 +80,20 @@ const std::vector<AttnCase>& sm90_cases() {
        128,
        params(inv_sqrt(128)),
        {{2000, 2000}}},
+      {"G4, d128, block size 8, window 50 (tiles start mid-block)",
+       8,
+       2,
+       128,
+       params(inv_sqrt(128), 0.f, 50),
+       {{600, 200}, {9, 9}, {300, 1}},
+       8},
+      {"G2, d256, block size 128 (two key tiles a block), window 300",
+       4,
+       2,
+       256,
+       params(inv_sqrt(256), 0.f, 300),
+       {{1000, 400}, {129, 129}, {70, 3}},
+       128},
   };
   return all;
 }
@@ -117,33 +136,83 @@ AttnData through_f8(AttnData d) {
   return d;
 }
 
-// The CPU twin, the sm90 kernel and the mma.sync kernel on one case's inputs: both GPU
-// answers match the twin and each other. With an e4m3 cache the twin runs on the
-// e4m3-rounded values.
-void compare_kernels(test::Backends& be, const AttnCase& c, uint32_t seed, bool f8 = false) {
+// Sets the process-wide sm90 variant for a scope and restores it.
+class Sm90Variant {
+ public:
+  explicit Sm90Variant(int v) : saved_(cuda::sm90_variant()) { cuda::set_sm90_variant(v); }
+  ~Sm90Variant() { cuda::set_sm90_variant(saved_); }
+
+ private:
+  int saved_;
+};
+
+// The variants to run: the one TANDEM_SM90_VARIANT names (so a device run can
+// leash each on its own), else both.
+std::vector<int> variants_under_test() {
+  const char* e = std::getenv("TANDEM_SM90_VARIANT");
+  if (e && *e) return {cuda::sm90_variant()};
+  return {0, 1, 2};
+}
+
+// d with NaN in every cache slot no prefill query can see: slots past a row's context
+// (the tail of its last block), before its window, and in blocks no row owns. Decode
+// rows' blocks stay as they are (the decode kernel is not under test here). A kernel that
+// multiplies such a slot by P = 0 (TMA fills whole boxes) would turn O into NaN.
+AttnData with_hidden_nan(const AttnCase& c, const HostAttnStep& s, AttnData d) {
+  std::vector<bool> keep(size_t(s.num_blocks) * size_t(c.block_size), false);
+  for (size_t b = 0; b < c.rows.size(); b++) {
+    const auto [ctx, n] = c.rows[b];
+    const int first = c.params.window > 0 ? std::max(0, ctx - n - c.params.window + 1) : 0;
+    const int32_t* table = s.h.block_table.data() + b * size_t(s.max_blocks);
+    for (int i = 0; i < s.max_blocks; i++) {
+      if (table[i] < 0) continue;
+      for (int o = 0; o < c.block_size; o++) {
+        const int p = i * c.block_size + o;
+        if (n < 2 || (p >= first && p < ctx)) keep[size_t(table[i]) * c.block_size + o] = true;
+      }
+    }
+  }
+  const size_t per_slot = size_t(c.Hkv) * size_t(c.Dh);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t slot = 0; slot < keep.size(); slot++)
+    if (!keep[slot])
+      for (auto* v : {&d.k_cache, &d.v_cache})
+        std::fill_n(v->begin() + long(slot * per_slot), per_slot, nan);
+  return d;
+}
+
+// The CPU twin, the sm90 kernel (each producer variant) and the mma.sync kernel on one
+// case's inputs: every GPU answer matches the twin, and the sm90 ones the mma.sync one.
+// With an e4m3 cache the twin runs on the e4m3-rounded values; with hidden_nan the GPU
+// kernels get with_hidden_nan's cache, the twin the clean one (the same answer).
+void compare_kernels(test::Backends& be, const AttnCase& c, uint32_t seed, bool f8 = false,
+                     bool hidden_nan = false) {
   std::mt19937 rng(seed);
   const HostAttnStep s = make_host_step(c, rng);
-  const AttnData d = random_data(c, s, rng);
-  const std::vector<float> want = attend(*be.cpu, c, s, f8 ? through_f8(d) : d);
-  std::vector<float> sm90, mma;
-  {
-    Sm90Prefill on(true);
-    ASSERT_EQ(cuda::choose_prefill_kernel(c.Dh, f8, be.gpu->props()), PrefillKernel::Sm90);
-    sm90 = attend(*be.gpu, c, s, d, f8);
-  }
+  const AttnData clean = random_data(c, s, rng);
+  const std::vector<float> want = attend(*be.cpu, c, s, f8 ? through_f8(clean) : clean);
+  const AttnData d = hidden_nan ? with_hidden_nan(c, s, clean) : clean;
+  std::vector<float> mma;
   {
     Sm90Prefill off(false);
     mma = attend(*be.gpu, c, s, d, f8);
   }
   {
-    SCOPED_TRACE("sm90 kernel vs the CPU twin");
-    expect_output(sm90, want, c);
-  }
-  {
     SCOPED_TRACE("mma.sync kernel vs the CPU twin");
     expect_output(mma, want, c);
   }
-  EXPECT_LE(test::rel_err(sm90, mma), test::kBf16Tol) << "sm90 vs mma.sync kernel";
+  const int64_t num_slots = int64_t(s.num_blocks) * c.block_size;
+  for (int v : variants_under_test()) {
+    Sm90Prefill on(true);
+    Sm90Variant variant(v);
+    ASSERT_EQ(cuda::choose_prefill_kernel(c.Dh, f8, be.gpu->props()), PrefillKernel::Sm90);
+    const cuda::Sm90Loads loads = cuda::choose_sm90_loads(f8, c.Dh, c.block_size, num_slots);
+    SCOPED_TRACE(testing::Message() << "sm90 variant " << v << " (" << cuda::sm90_loads_name(loads)
+                                    << ") vs the CPU twin and the mma.sync kernel");
+    const std::vector<float> sm90 = attend(*be.gpu, c, s, d, f8);
+    expect_output(sm90, want, c);
+    EXPECT_LE(test::rel_err(sm90, mma), test::kBf16Tol) << "sm90 vs mma.sync kernel";
+  }
 }
 
 TEST(CudaAttentionSm90, TheRuleNamesTheKernel) {
@@ -172,6 +241,31 @@ TEST(CudaAttentionSm90, TheRuleNamesTheKernel) {
   EXPECT_EQ(cuda::choose_prefill_kernel(128, false, h200), PrefillKernel::Mma) << "switched off";
 }
 
+TEST(CudaAttentionSm90, TheRuleNamesTheProducer) {
+  using cuda::Sm90Loads;
+  constexpr int64_t kSlots = 1 << 20;
+  for (int v : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << "variant " << v);
+    Sm90Variant tma(v);
+    for (int bs : {8, 16, 64, 128, 256})
+      EXPECT_EQ(cuda::choose_sm90_loads(false, 128, bs, kSlots), Sm90Loads::Tma) << "block " << bs;
+    for (int d : {64, 80, 96, 256})
+      EXPECT_EQ(cuda::choose_sm90_loads(false, d, 16, kSlots), Sm90Loads::Tma) << "head dim " << d;
+    for (int bs : {1, 4, 12, 24})
+      EXPECT_EQ(cuda::choose_sm90_loads(false, 128, bs, kSlots), Sm90Loads::CpAsync)
+          << "block " << bs;
+    EXPECT_EQ(cuda::choose_sm90_loads(true, 128, 16, kSlots), Sm90Loads::CpAsync) << "e4m3";
+    EXPECT_EQ(cuda::choose_sm90_loads(false, 40, 16, kSlots), Sm90Loads::CpAsync)
+        << "head dim 40: narrower than one box";
+    EXPECT_EQ(cuda::choose_sm90_loads(false, 100, 16, kSlots), Sm90Loads::CpAsync)
+        << "rows of 200 bytes: not whole 16-byte chunks";
+    EXPECT_EQ(cuda::choose_sm90_loads(false, 128, 16, int64_t(1) << 31), Sm90Loads::CpAsync)
+        << "slots past int32 coordinates";
+  }
+  Sm90Variant cp_async(0);
+  EXPECT_EQ(cuda::choose_sm90_loads(false, 128, 16, kSlots), Sm90Loads::CpAsync) << "variant 0";
+}
+
 TEST(CudaAttentionSm90, MatchesTheCpuTwinAndTheMmaKernel) {
   TANDEM_SKIP_WITHOUT_CUDA();
   test::Backends be;
@@ -182,6 +276,18 @@ TEST(CudaAttentionSm90, MatchesTheCpuTwinAndTheMmaKernel) {
       SCOPED_TRACE(testing::Message() << c.name << ", " << test::seed_trace(seed));
       compare_kernels(be, c, seed);
     }
+  }
+}
+
+// NaN in every cache slot no query sees (with_hidden_nan) leaves every kernel's answer
+// alone, one seed. (The CPU twin too: checked once, 0 NaN out on every case.)
+TEST(CudaAttentionSm90, HiddenNanSlotsStayOut) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  if (be.gpu->props().major != 9) GTEST_SKIP() << "the sm90 kernel runs on sm_90 devices only";
+  for (const AttnCase& c : sm90_cases()) {
+    SCOPED_TRACE(c.name);
+    compare_kernels(be, c, 5, false, true);
   }
 }
 
