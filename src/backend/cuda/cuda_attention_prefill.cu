@@ -187,7 +187,7 @@ std::atomic<int>& sm90_variant_word() {
   static std::atomic<int> v = [] {
     const char* e = std::getenv("TANDEM_SM90_VARIANT");
     const std::string_view v = e ? e : "";
-    return v == "1" ? 1 : v == "2" ? 2 : 0;
+    return v == "0" ? 0 : v == "1" ? 1 : 2;
   }();
   return v;
 }
