@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -58,6 +59,10 @@ struct LinearQuant {
 struct LinearLora {
   Tensor a;  // [slots, R, K]
   Tensor b;  // [slots, N, R]
+  // The output row where each shard of a fused projection ends, in order (the last is N);
+  // empty: one shard. Shard j's rows of B are zero outside columns [j·R/n, (j+1)·R/n) for
+  // n shards, which a backend may skip (CUDA does: a fused q|k|v reads a third of B).
+  std::vector<int64_t> shard_ends;
 
   int num_slots() const { return int(a.dim(0)); }
   int64_t rank() const { return a.dim(1); }

@@ -17,7 +17,8 @@ StepTensors make_step_tensors(const StepShape& s, MakeI32 make) {
   t.context_lens = make(Shape{s.num_rows});
   t.sample_index = make(Shape{s.num_samples});
   if (s.lora)
-    t.lora = {make(Shape{s.num_tokens}), make(Shape{s.num_tokens}), make(Shape{1})};
+    t.lora = {make(Shape{s.num_tokens}), make(Shape{s.num_tokens}), make(Shape{s.num_tokens}),
+              make(Shape{1})};
   t.num_tokens = s.num_tokens;
   t.num_rows = s.num_rows;
   t.max_context_len = s.max_context_len;
@@ -55,6 +56,9 @@ void write_lora_rows(Backend& backend, LoraRows& rows, std::span<const int32_t> 
   const int32_t num_active = int32_t(order.size());
   backend.write_i32(rows.slots, slots.data(), int64_t(slots.size()));
   backend.write_i32(rows.order, order.data(), int64_t(order.size()));
+  std::vector<int32_t> order_slots(order.size());
+  for (size_t i = 0; i < order.size(); i++) order_slots[i] = slots[size_t(order[i])];
+  backend.write_i32(rows.order_slots, order_slots.data(), int64_t(order_slots.size()));
   backend.write_i32(rows.num_active, &num_active, 1);
 }
 

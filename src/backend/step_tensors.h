@@ -38,7 +38,9 @@ struct KvGroupTensors {
 struct LoraRows {
   Tensor slots;       // [T] i32: each token's slot; 0 = the base model
   Tensor order;       // [T] i32: the tokens of slot > 0, by slot, then by token; the entries
-                      // past num_active are unused
+                      // past num_active are unused (stale, not necessarily valid indices)
+  Tensor order_slots; // [T] i32: the slot of each entry of order (a kernel reads both at
+                      // once instead of the slot through the token)
   Tensor num_active;  // [1] i32: how many tokens have an adapter
 
   bool defined() const { return slots.defined(); }
@@ -81,7 +83,7 @@ StepTensors zeroed_step_tensors(Backend& backend, const StepShape& shape);
 
 // The tokens of `slots` with an adapter (slot > 0), grouped by slot (LoraRows::order).
 std::vector<int32_t> lora_row_order(std::span<const int32_t> slots);
-// Writes all three arrays of `rows` for the tokens' `slots` ([T], 0 = no adapter).
+// Writes every array of `rows` for the tokens' `slots` ([T], 0 = no adapter).
 void write_lora_rows(Backend& backend, LoraRows& rows, std::span<const int32_t> slots);
 
 }  // namespace tandem

@@ -174,6 +174,7 @@ void WeightLoader::add_lora_slots(Linear& l, const WeightRule& rule, int layer) 
   int64_t R = int64_t(c.max_rank) * int64_t(t.shards.size());
   t.bank.a = backend_.zeros(backend_.act_dtype(), {c.num_slots(), R, t.in_features});
   t.bank.b = backend_.zeros(backend_.act_dtype(), {c.num_slots(), t.out_features, R});
+  for (const LoraShard& shard : t.shards) t.bank.shard_ends.push_back(shard.row_offset + shard.num_rows);
   l.lora = t.bank;
   lora_->targets.push_back(std::move(t));
 }

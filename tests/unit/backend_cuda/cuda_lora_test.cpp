@@ -1,8 +1,9 @@
 // CudaBackend::lora_add (cuda_lora.cu) against its CPU twin (cpu_lora.cpp) on random bf16
 // inputs: tokens of mixed slots in any order (slot-0 rows must come back bit for bit), the
 // vector and scalar paths (K and R multiples of 8 or not), 1 to 300 tokens, ranks up to a
-// fused projection's; and a captured CUDA graph replayed with other slots, other adapters
-// written into the bank and more or fewer adapter rows than at capture.
+// fused projection's, K in several slices, fused projections read shard by shard (B
+// block-diagonal, as the loader writes it); and a captured CUDA graph replayed with other
+// slots, other adapters written into the bank and more or fewer adapter rows than at capture.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@ namespace {
 struct LoraCase {
   const char* name;
   int64_t S, R, K, N, T;
+  std::vector<int64_t> shard_ends = {};  // a fused projection's (LinearLora::shard_ends)
 };
 
 struct LoraData {
@@ -28,6 +30,14 @@ LoraData random_data(const LoraCase& c, std::mt19937& rng) {
   d.y = test::random_bf16(rng, size_t(c.T * c.N));
   d.a = test::random_bf16(rng, size_t(c.S * c.R * c.K), -0.1f, 0.1f);
   d.b = test::random_bf16(rng, size_t(c.S * c.N * c.R), -0.1f, 0.1f);
+  // A fused projection's B is block-diagonal: shard j's rows only in its columns of R.
+  const int64_t shards = int64_t(c.shard_ends.size()), rank = shards ? c.R / shards : c.R;
+  for (int64_t s = 0, j = 0; s < c.S; s++, j = 0)
+    for (int64_t n = 0; n < c.N; n++) {
+      while (shards && n >= c.shard_ends[size_t(j)]) j++;
+      for (int64_t r = 0; r < c.R; r++)
+        if (shards && r / rank != j) d.b[size_t((s * c.N + n) * c.R + r)] = 0.f;
+    }
   std::uniform_int_distribution<int32_t> slot(0, int32_t(c.S) - 1);
   for (int64_t t = 0; t < c.T; t++) d.slots.push_back(slot(rng));
   return d;
@@ -35,14 +45,16 @@ LoraData random_data(const LoraCase& c, std::mt19937& rng) {
 
 LoraRows rows_on(Backend& be, const std::vector<int32_t>& slots) {
   const int64_t T = int64_t(slots.size());
-  LoraRows rows{be.alloc(DType::I32, {T}), be.alloc(DType::I32, {T}), be.alloc(DType::I32, {1})};
+  LoraRows rows{be.alloc(DType::I32, {T}), be.alloc(DType::I32, {T}), be.alloc(DType::I32, {T}),
+                be.alloc(DType::I32, {1})};
   write_lora_rows(be, rows, slots);
   return rows;
 }
 
 // out after lora_add on `be` (its activation dtype), as floats.
 std::vector<float> run(Backend& be, const LoraCase& c, const LoraData& d) {
-  LinearLora lora{test::put(be, d.a, {c.S, c.R, c.K}), test::put(be, d.b, {c.S, c.N, c.R})};
+  LinearLora lora{test::put(be, d.a, {c.S, c.R, c.K}), test::put(be, d.b, {c.S, c.N, c.R}),
+                  c.shard_ends};
   Tensor out = test::put(be, d.y, {c.T, c.N});
   be.lora_add(out, test::put(be, d.x, {c.T, c.K}), lora, rows_on(be, d.slots));
   return test::to_vec(be, out);
@@ -64,10 +76,11 @@ void expect_matches(const std::vector<float>& gpu, const std::vector<float>& cpu
     if (std::fabs(gpu[i] - cpu[i]) > step + 1e-3f * std::fabs(dc[i]) + 1e-6f) far++;
   }
   EXPECT_EQ(far, 0) << "values more than one bf16 step from the CPU twin's";
-  for (int64_t t = 0; t < c.T; t++)
-    if (d.slots[size_t(t)] == 0)
-      for (int64_t n = 0; n < c.N; n++)
-        ASSERT_EQ(gpu[size_t(t * c.N + n)], d.y[size_t(t * c.N + n)]) << "base token " << t;
+  for (int64_t t = 0; t < c.T; t++) {
+    if (d.slots[size_t(t)] != 0) continue;
+    for (int64_t n = 0; n < c.N; n++)
+      ASSERT_EQ(gpu[size_t(t * c.N + n)], d.y[size_t(t * c.N + n)]) << "base token " << t;
+  }
 }
 
 TEST(CudaLora, MatchesTheCpuTwin) {
@@ -77,6 +90,9 @@ TEST(CudaLora, MatchesTheCpuTwin) {
       {"decode, rank 16", 9, 16, 256, 192, 64},
       {"one token", 3, 8, 128, 64, 1},
       {"fused qkv, rank 3x16", 5, 48, 512, 768, 37},
+      {"fused qkv read by shard", 5, 48, 512, 768, 37, {512, 640, 768}},
+      {"fused gate|up read by shard, K in 5 slices", 4, 32, 2304, 512, 70, {256, 512}},
+      {"shards on the scalar path", 3, 10, 40, 24, 9, {16, 24}},
       {"prefill", 3, 16, 256, 128, 300},
       {"scalar paths", 4, 6, 37, 29, 19},
       {"odd rank, even K", 4, 5, 64, 80, 12},
