@@ -11,6 +11,7 @@
 
 #include <latch>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "../unit/cli/local_server.h"
@@ -77,20 +78,26 @@ struct Reply {
   int cached_tokens = -1;
 };
 
-Reply post(int port, const Request& r) {
-  Json body = {{"prompt", r.prompt}, {"max_tokens", r.max_tokens}, {"ignore_eos", true},
-               {"return_token_ids", true}, {"temperature", r.seed ? 1.0 : 0.0}};
-  if (r.seed) body["seed"] = *r.seed;
+// The parsed answer of POST /v1/completions, or a test failure (and nullopt) when it is not a 200.
+std::optional<Json> post_completion(int port, const Json& body) {
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(120, 0);
   auto res = client.Post("/v1/completions", body.dump(), "application/json");
   if (!res || res->status != 200) {
     ADD_FAILURE() << "HTTP " << (res ? res->status : 0) << " " << (res ? res->body : "");
-    return {};
+    return std::nullopt;
   }
-  Json j = Json::parse(res->body);
-  return {j["choices"][0]["token_ids"].get<std::vector<int32_t>>(),
-          j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>()};
+  return Json::parse(res->body);
+}
+
+Reply post(int port, const Request& r) {
+  Json body = {{"prompt", r.prompt}, {"max_tokens", r.max_tokens}, {"ignore_eos", true},
+               {"return_token_ids", true}, {"temperature", r.seed ? 1.0 : 0.0}};
+  if (r.seed) body["seed"] = *r.seed;
+  const std::optional<Json> j = post_completion(port, body);
+  if (!j) return {};
+  return {(*j)["choices"][0]["token_ids"].get<std::vector<int32_t>>(),
+          (*j)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>()};
 }
 
 std::vector<Reply> post_together(int port, const std::vector<Request>& reqs) {
@@ -109,18 +116,12 @@ std::vector<Reply> post_together(int port, const std::vector<Request>& reqs) {
 // One request holding several prompts (seeded, at temperature 1): its choices in prompt order.
 std::vector<Reply> post_prompts(int port, const std::vector<std::vector<int32_t>>& prompts,
                                 int max_tokens, uint64_t seed) {
-  Json body = {{"prompt", prompts},      {"max_tokens", max_tokens}, {"ignore_eos", true},
-               {"return_token_ids", true}, {"temperature", 1.0},     {"seed", seed}};
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(120, 0);
-  auto res = client.Post("/v1/completions", body.dump(), "application/json");
-  if (!res || res->status != 200) {
-    ADD_FAILURE() << "HTTP " << (res ? res->status : 0) << " " << (res ? res->body : "");
-    return {};
-  }
-  Json j = Json::parse(res->body);
+  const std::optional<Json> j = post_completion(
+      port, {{"prompt", prompts}, {"max_tokens", max_tokens}, {"ignore_eos", true},
+             {"return_token_ids", true}, {"temperature", 1.0}, {"seed", seed}});
+  if (!j) return {};
   std::vector<Reply> out(prompts.size());
-  for (const Json& choice : j["choices"])
+  for (const Json& choice : (*j)["choices"])
     out.at(choice["index"].get<size_t>()).tokens = choice["token_ids"].get<std::vector<int32_t>>();
   return out;
 }

@@ -5,17 +5,14 @@
 // freed by an unload or a refused load takes the next adapter; an adapter with a live
 // request is refused with 409 until the request ends; bad folders are 400s naming the
 // cause; the server keeps serving and leaks no KV block.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "../unit/cli/local_server.h"
+#include "../unit/server/raw_http.h"
 #include "loader/safetensors.h"
 #include "oracle_fixture.h"
 
@@ -210,40 +207,22 @@ TEST_F(Runtime, BadFoldersAre400sNamingTheCause) {
 // generated `max_tokens` or the socket closes (the server then cancels it).
 class HeldStream {
  public:
-  HeldStream(int port, const Json& body) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(uint16_t(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    std::string text = body.dump();
-    std::string req =
-        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
-        "application/json\r\nContent-Length: " +
-        std::to_string(text.size()) + "\r\n\r\n" + text;
-    if (connected_) connected_ = ::send(fd_, req.data(), req.size(), 0) == ssize_t(req.size());
+  HeldStream(int port, const Json& body) : client_(std::make_unique<server::testing::RawClient>(port)) {
+    const std::string text = body.dump();
+    sent_ = client_->connected() &&
+            client_->send("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+                          "application/json\r\nContent-Length: " +
+                          std::to_string(text.size()) + "\r\n\r\n" + text);
   }
-  ~HeldStream() { close(); }
   // Reads until the first SSE event has arrived (the request is running).
   bool wait_first_event() {
-    std::string got;
-    char buf[4096];
-    while (connected_ && got.find("data:") == std::string::npos) {
-      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) return false;
-      got.append(buf, size_t(n));
-    }
-    return connected_;
+    return sent_ && client_ && client_->read_until("data:").find("data:") != std::string::npos;
   }
-  void close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
+  void close() { client_.reset(); }
 
  private:
-  int fd_ = -1;
-  bool connected_ = false;
+  std::unique_ptr<server::testing::RawClient> client_;
+  bool sent_ = false;
 };
 
 TEST_F(Runtime, AnAdapterWithALiveRequestIsNotUnloaded) {

@@ -3,7 +3,7 @@
 // adapter's rows are contiguous there, so the tokens of a block mostly share one adapter
 // and read the same rows of A and B, which come from L1 after the first (punica's
 // segmented idea, without a launch per adapter):
-//   shrink: p[z][i] = A[s] · x[t] over the z-th slice of K,  t = order[i], s = slots[t]
+//   shrink: p[z][i] = A[s] · x[t] over the z-th slice of K,  t = order[i], s = order_slots[i]
 //   expand: out[t] += B[s] · Σ_z p[z][i]      (only shard j's columns of R for rows of shard j)
 // Tokens of slot 0 are not in `order` and cost nothing but blocks that return at once. The
 // grids depend only on T, R, K and N, never on how many tokens have adapters (num_active
