@@ -6,7 +6,7 @@
 // calls cycle over copies of the banks and weights that add up to more than L2 holds, as the
 // 32 layers of a step do. GB/s counts the bytes of A and B the step's adapters need (the
 // nonzero blocks of a fused projection's B). Prints figures; never a gate.
-//   usage: cuda_lora_bench [calls_per_graph (default 20)]
+//   usage: cuda_lora_bench [calls_per_graph (default 20)] [tokens: only this count]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -46,7 +46,7 @@ Tensor filled(tandem::CudaBackend& be, tandem::Shape shape) {
   return t;
 }
 
-void bench_case(tandem::CudaBackend& be, const Case& c, int calls) {
+void bench_case(tandem::CudaBackend& be, const Case& c, int calls, int64_t only_T) {
   const int64_t shards = std::max<int64_t>(1, int64_t(c.shard_ends.size()));
   const int64_t R = kRank * shards, S = kAdapters + 1;
   const int64_t bank_bytes = S * (R * c.K + c.N * R) * 2, w_bytes = c.N * c.K * 2;
@@ -58,12 +58,14 @@ void bench_case(tandem::CudaBackend& be, const Case& c, int calls) {
     weights.push_back(filled(be, {c.N, c.K}));
   }
   for (int64_t T : {1, 8, 64, 256}) {
+    if (only_T > 0 && T != only_T) continue;
     Tensor x = filled(be, {T, c.K});
     Tensor out = filled(be, {T, c.N});
     std::vector<int32_t> slots;
     for (int64_t t = 0; t < T; t++) slots.push_back(int32_t(1 + t % kAdapters));
     tandem::LoraRows rows{be.alloc(DType::I32, {T}), be.alloc(DType::I32, {T}),
-                          be.alloc(DType::I32, {T}), be.alloc(DType::I32, {1})};
+                          be.alloc(DType::I32, {T}), be.alloc(DType::I32, {1}),
+                          be.alloc(DType::I32, {1 + tandem::kLoraTileInts * T})};
     tandem::write_lora_rows(be, rows, slots);
     const int64_t used = std::min<int64_t>(T, kAdapters);
     const double need = double(used * (R * c.K + c.N * kRank) * 2);
@@ -89,6 +91,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int calls = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
+  const int64_t only_T = argc > 2 ? std::atoll(argv[2]) : 0;  // one token count (a profiler run)
   tandem::CudaBackend be(0);
   fmt::print("LoRA per projection, {} adapters of rank {}, graph of {} calls\n", kAdapters, kRank,
              calls);
@@ -96,7 +99,7 @@ int main(int argc, char** argv) {
                         {"o", 4096, 4096, {}},
                         {"gate_up", 28672, 4096, {14336, 28672}},
                         {"down", 4096, 14336, {}}};
-  for (const Case& c : cases) bench_case(be, c, calls);
+  for (const Case& c : cases) bench_case(be, c, calls, only_T);
   return 0;
 }
 

@@ -18,7 +18,7 @@ StepTensors make_step_tensors(const StepShape& s, MakeI32 make) {
   t.sample_index = make(Shape{s.num_samples});
   if (s.lora)
     t.lora = {make(Shape{s.num_tokens}), make(Shape{s.num_tokens}), make(Shape{s.num_tokens}),
-              make(Shape{1})};
+              make(Shape{1}), make(Shape{1 + kLoraTileInts * s.num_tokens})};
   t.num_tokens = s.num_tokens;
   t.num_rows = s.num_rows;
   t.max_context_len = s.max_context_len;
@@ -60,6 +60,29 @@ void write_lora_rows(Backend& backend, LoraRows& rows, std::span<const int32_t> 
   for (size_t i = 0; i < order.size(); i++) order_slots[i] = slots[size_t(order[i])];
   backend.write_i32(rows.order_slots, order_slots.data(), int64_t(order_slots.size()));
   backend.write_i32(rows.num_active, &num_active, 1);
+  if (rows.tiles.defined()) {
+    const std::vector<int32_t> tiles = lora_tiles(order, order_slots);
+    backend.write_i32(rows.tiles, tiles.data(), int64_t(tiles.size()));
+  }
+}
+
+std::vector<int32_t> lora_tiles(std::span<const int32_t> order,
+                                std::span<const int32_t> order_slots) {
+  std::vector<int32_t> tiles{0};
+  const int32_t n = int32_t(order_slots.size());
+  for (int32_t begin = 0; begin < n;) {
+    int32_t end = begin + 1;  // the run of begin's slot
+    while (end < n && order_slots[size_t(end)] == order_slots[size_t(begin)]) end++;
+    for (int32_t t = begin; t < end; t += kLoraTile) {
+      const int32_t rows = std::min(kLoraTile, end - t);
+      tiles.push_back(t * kLoraTile + rows - 1);
+      tiles.push_back(order_slots[size_t(t)]);
+      for (int32_t i = 0; i < kLoraTile; i++) tiles.push_back(order[size_t(t + std::min(i, rows - 1))]);
+    }
+    begin = end;
+  }
+  tiles[0] = int32_t((tiles.size() - 1) / kLoraTileInts);
+  return tiles;
 }
 
 }  // namespace tandem

@@ -42,9 +42,18 @@ struct LoraRows {
   Tensor order_slots; // [T] i32: the slot of each entry of order (a kernel reads both at
                       // once instead of the slot through the token)
   Tensor num_active;  // [1] i32: how many tokens have an adapter
+  Tensor tiles;       // [1 + kLoraTileInts · T] i32: order cut into tiles of at most
+                      // kLoraTile entries that never hold two slots (lora_tiles): [0] the
+                      // count, then a record per tile (begin · kLoraTile + rows - 1, the
+                      // slot, the tile's kLoraTile tokens, the last repeated past rows)
 
   bool defined() const { return slots.defined(); }
 };
+
+// The tile of CUDA's tensor-core LoRA kernels: one block takes one tile, whose tokens share
+// one adapter (cuda_lora_mma.cu). At most ⌈T / kLoraTile⌉ + (adapters in the step - 1) tiles.
+constexpr int kLoraTile = 8;
+constexpr int kLoraTileInts = 2 + kLoraTile;
 
 struct StepTensors {
   Tensor tokens;        // [T] i32
@@ -83,6 +92,9 @@ StepTensors zeroed_step_tensors(Backend& backend, const StepShape& shape);
 
 // The tokens of `slots` with an adapter (slot > 0), grouped by slot (LoraRows::order).
 std::vector<int32_t> lora_row_order(std::span<const int32_t> slots);
+// LoraRows::tiles for order's entries and their slots (order_slots, grouped by slot).
+std::vector<int32_t> lora_tiles(std::span<const int32_t> order,
+                                std::span<const int32_t> order_slots);
 // Writes every array of `rows` for the tokens' `slots` ([T], 0 = no adapter).
 void write_lora_rows(Backend& backend, LoraRows& rows, std::span<const int32_t> slots);
 

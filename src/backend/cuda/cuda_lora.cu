@@ -12,11 +12,19 @@
 // slot is what the next replay reads). bf16 storage, f32 arithmetic; v stays f32 between
 // the two products, as on the CPU. A token's sums never depend on the tokens beside it:
 // the slices of K and the order of every sum are fixed by the shapes alone.
+//
+// Two pairs of kernels share that plan: the tensor-core ones (cuda_lora_mma.cu) for the
+// shapes of real projections (K a multiple of 32, N and the shard ends of 16, ranks of 4)
+// when the step carries its tiles (LoraRows::tiles), and the CUDA-core ones below for
+// every other shape. Either shrink feeds either expand
+// through p [parts, T, R] (cuda_lora.h).
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
+#include "backend/cuda/cuda_lora.h"
 #include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem {
@@ -30,7 +38,7 @@ constexpr int kRanksPerBlock = 8;    // shrink: one warp per rank
 constexpr int kSliceK = 256;         // shrink: K per block, one 8-element chunk per lane
 constexpr int kExpandThreads = 256;  // output columns per expand block, one per thread
 constexpr int kMaxRank = 1024;       // the expand block's v tile [kTokensPerBlock, R] f32
-constexpr int kMaxShards = 4;
+constexpr int kMaxShards = cuda::kLoraMaxShards;
 
 // These kernels move little data per token (a rank-16 adapter is ~1% of its projection's
 // weights), so what bounds them is how many loads are in flight and the chain of dependent
@@ -39,12 +47,7 @@ constexpr int kMaxShards = 4;
 // finely (the constants above won a sweep of tokens per block 2–8, K slices 256–1024 and
 // 128–256 expand threads on the H200, bench/RESULTS.md).
 
-// The shards of a fused projection (LinearLora::shard_ends), by value for the kernel.
-struct Shards {
-  int64_t ends[kMaxShards];
-  int count;
-  int rank;  // columns of R per shard: R / count
-};
+using Shards = cuda::LoraShards;
 
 // The block's sorted tokens and their slots, in registers (rows > 0 of them are the step's).
 // Entries past `rows` repeat the last one, so the unrolled loops load for every entry
@@ -177,6 +180,7 @@ void check_lora_args(const Tensor& out, const Tensor& x, const LinearLora& lora,
   cuda::check_tensor(rows.order, DType::I32, "lora_add", "order");
   cuda::check_tensor(rows.order_slots, DType::I32, "lora_add", "order_slots");
   cuda::check_tensor(rows.num_active, DType::I32, "lora_add", "num_active");
+  if (rows.tiles.defined()) cuda::check_tensor(rows.tiles, DType::I32, "lora_add", "tiles");
   TANDEM_CUDA_REQUIRE(lora.a.ndim() == 3 && lora.b.ndim() == 3,
                       "lora_add: a " + lora.a.shape.str() + " and b " + lora.b.shape.str() +
                           " must be [S, R, K] and [S, N, R]");
@@ -218,27 +222,41 @@ void CudaBackend::lora_add(Tensor& out, const Tensor& x, const LinearLora& lora,
     shards.rank = R / shards.count;
     for (int j = 0; j < shards.count; j++) shards.ends[j] = lora.shard_ends[size_t(j)];
   }
-  const int parts = int(cuda::ceil_div(K, kSliceK));
+  // Tiles of one adapter each: at most one per kLoraTile tokens plus one per adapter boundary.
+  const int64_t max_tiles = std::min(T, cuda::ceil_div(T, kLoraTile) + lora.a.dim(0) - 1);
+  const bool tiled = rows.tiles.defined() && rows.tiles.numel() >= 1 + kLoraTileInts * T;
+  const cuda::LoraTokens tokens{rows.order.ptr<int32_t>(), rows.order_slots.ptr<int32_t>(),
+                                rows.num_active.ptr<int32_t>(), int(T),
+                                tiled ? rows.tiles.ptr<int32_t>() : nullptr, int(max_tiles)};
+  const bool shrink_mma = tiled && cuda::lora_mma_shrink_fits(K, x.data, lora.a.data);
+  const int parts = int(cuda::ceil_div(K, shrink_mma ? cuda::kLoraMmaSliceK : kSliceK));
   Tensor p = alloc(DType::F32, {parts, T, R});
-  const unsigned token_blocks = unsigned(cuda::ceil_div(T, kTokensPerBlock));
-  const int32_t* order = rows.order.ptr<int32_t>();
-  const int32_t* order_slots = rows.order_slots.ptr<int32_t>();
-  const int32_t* active = rows.num_active.ptr<int32_t>();
-
-  const bool shrink_vec = K % 8 == 0 && cuda::aligned16(x.data) && cuda::aligned16(lora.a.data);
-  auto* shrink = shrink_vec ? &lora_shrink_kernel<8, true> : &lora_shrink_kernel<1, false>;
-  cuda::launch_pdl("lora_shrink kernel", shrink,
-                   dim3(token_blocks, unsigned(cuda::ceil_div(R, kRanksPerBlock)), unsigned(parts)),
-                   dim3(32 * kRanksPerBlock), 0, stream(), p.ptr<float>(), x.ptr<bf16>(),
-                   lora.a.ptr<bf16>(), order, order_slots, active, R, K, int(T));
-
-  const bool expand_vec = shards.rank % 8 == 0 && R % 8 == 0 && cuda::aligned16(lora.b.data);
-  auto* expand = expand_vec ? &lora_expand_kernel<8, true> : &lora_expand_kernel<1, false>;
-  cuda::launch_pdl(
-      "lora_expand kernel", expand, dim3(unsigned(cuda::ceil_div(N, kExpandThreads)), token_blocks),
-      dim3(kExpandThreads), size_t(kTokensPerBlock) * size_t(R) * sizeof(float), stream(),
-      out.ptr<bf16>(), p.ptr<float>(), parts, lora.b.ptr<bf16>(), order, order_slots, active, R,
-      N, int(T), shards);
+  if (shrink_mma) {
+    cuda::launch_lora_mma_shrink(stream(), p.ptr<float>(), x.ptr<bf16>(), lora.a.ptr<bf16>(),
+                                 tokens, R, K);
+  } else {
+    const bool vec = K % 8 == 0 && cuda::aligned16(x.data) && cuda::aligned16(lora.a.data);
+    auto* shrink = vec ? &lora_shrink_kernel<8, true> : &lora_shrink_kernel<1, false>;
+    cuda::launch_pdl(
+        "lora_shrink kernel", shrink,
+        dim3(unsigned(cuda::ceil_div(T, kTokensPerBlock)), unsigned(cuda::ceil_div(R, kRanksPerBlock)),
+             unsigned(parts)),
+        dim3(32 * kRanksPerBlock), 0, stream(), p.ptr<float>(), x.ptr<bf16>(), lora.a.ptr<bf16>(),
+        tokens.order, tokens.order_slots, tokens.num_active, R, K, int(T));
+  }
+  if (tiled && cuda::lora_mma_expand_fits(N, R, shards, lora.b.data)) {
+    cuda::launch_lora_mma_expand(stream(), out.ptr<bf16>(), p.ptr<float>(), parts,
+                                 lora.b.ptr<bf16>(), tokens, R, N, shards);
+    return;
+  }
+  const bool vec = shards.rank % 8 == 0 && R % 8 == 0 && cuda::aligned16(lora.b.data);
+  auto* expand = vec ? &lora_expand_kernel<8, true> : &lora_expand_kernel<1, false>;
+  cuda::launch_pdl("lora_expand kernel", expand,
+                   dim3(unsigned(cuda::ceil_div(N, kExpandThreads)),
+                        unsigned(cuda::ceil_div(T, kTokensPerBlock))),
+                   dim3(kExpandThreads), size_t(kTokensPerBlock) * size_t(R) * sizeof(float),
+                   stream(), out.ptr<bf16>(), p.ptr<float>(), parts, lora.b.ptr<bf16>(),
+                   tokens.order, tokens.order_slots, tokens.num_active, R, N, int(T), shards);
 }
 
 }  // namespace tandem

@@ -40,9 +40,10 @@ TEST(CpuLora, AddsEachTokensSlotAndLeavesBaseRows) {
                  LoraRows{.slots = device_i32(*be, slot, {T})});
     std::vector<float> got = to_vec(*be, out);
     EXPECT_LE(rel_err(got, reference(y, x, a, b, slot, R, K, N)), kTol);
-    for (int64_t t = 0; t < T; t++)
-      if (slot[size_t(t)] == 0)
-        for (int64_t n = 0; n < N; n++) EXPECT_EQ(got[size_t(t * N + n)], y[size_t(t * N + n)]);
+    for (int64_t t = 0; t < T; t++) {
+      if (slot[size_t(t)] != 0) continue;
+      for (int64_t n = 0; n < N; n++) EXPECT_EQ(got[size_t(t * N + n)], y[size_t(t * N + n)]);
+    }
     // Token 1 alone gives bit for bit what it gave among the others.
     Tensor one = device_f32(*be, std::vector<float>(y.begin() + N, y.begin() + 2 * N), {1, N});
     be->lora_add(one, device_f32(*be, std::vector<float>(x.begin() + K, x.begin() + 2 * K), {1, K}),
@@ -68,6 +69,34 @@ TEST(LoraRowOrder, GroupsTheAdapterTokensBySlot) {
             (std::vector<int32_t>{2, 7, 1, 3, 5, 6}));
   EXPECT_TRUE(lora_row_order(std::vector<int32_t>{0, 0}).empty());
   EXPECT_TRUE(lora_row_order(std::vector<int32_t>{}).empty());
+}
+
+// LoraRows::tiles: runs of one slot cut into tiles of at most kLoraTile, never two slots in
+// one tile; the count first, then per tile begin · kLoraTile + rows - 1, the slot and the
+// tile's tokens (the last repeated past rows).
+TEST(LoraTiles, CutEachAdaptersRunAndNeverMixTwo) {
+  static_assert(kLoraTile == 8 && kLoraTileInts == 10);
+  std::vector<int32_t> order_slots(11, 1);  // 11 tokens of slot 1, 2 of slot 3, 1 of 4
+  order_slots.insert(order_slots.end(), {3, 3, 4});
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < 14; i++) order.push_back(100 + i);
+  EXPECT_EQ(lora_tiles(order, order_slots),
+            (std::vector<int32_t>{4,
+                                  0 * 8 + 7, 1, 100, 101, 102, 103, 104, 105, 106, 107,
+                                  8 * 8 + 2, 1, 108, 109, 110, 110, 110, 110, 110, 110,
+                                  11 * 8 + 1, 3, 111, 112, 112, 112, 112, 112, 112, 112,
+                                  13 * 8 + 0, 4, 113, 113, 113, 113, 113, 113, 113, 113}));
+  EXPECT_EQ(lora_tiles({}, {}), (std::vector<int32_t>{0}));
+  // One token per adapter: a tile each.
+  const std::vector<int32_t> three = lora_tiles(std::vector<int32_t>{7, 3, 5},
+                                                std::vector<int32_t>{1, 2, 5});
+  ASSERT_EQ(three.size(), size_t(1 + 3 * kLoraTileInts));
+  EXPECT_EQ(three[0], 3);
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(three[size_t(1 + i * kLoraTileInts)], i * 8) << "tile " << i;
+    EXPECT_EQ(three[size_t(2 + i * kLoraTileInts)], (std::vector<int32_t>{1, 2, 5})[size_t(i)]);
+    EXPECT_EQ(three[size_t(3 + i * kLoraTileInts)], (std::vector<int32_t>{7, 3, 5})[size_t(i)]);
+  }
 }
 
 }  // namespace

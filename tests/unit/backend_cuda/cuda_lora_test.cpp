@@ -1,6 +1,7 @@
 // CudaBackend::lora_add (cuda_lora.cu) against its CPU twin (cpu_lora.cpp) on random bf16
 // inputs: tokens of mixed slots in any order (slot-0 rows must come back bit for bit), the
-// vector and scalar paths (K and R multiples of 8 or not), 1 to 300 tokens, ranks up to a
+// tensor-core, vector and scalar paths (K and R multiples of 32, 8 or not), 1 to 300 tokens,
+// tiles of 8 sorted tokens that straddle adapters, ranks up to a
 // fused projection's, K in several slices, fused projections read shard by shard (B
 // block-diagonal, as the loader writes it); and a captured CUDA graph replayed with other
 // slots, other adapters written into the bank and more or fewer adapter rows than at capture.
@@ -43,20 +44,22 @@ LoraData random_data(const LoraCase& c, std::mt19937& rng) {
   return d;
 }
 
-LoraRows rows_on(Backend& be, const std::vector<int32_t>& slots) {
+// tiled = false leaves LoraRows::tiles out, which keeps every shape on the CUDA-core kernels.
+LoraRows rows_on(Backend& be, const std::vector<int32_t>& slots, bool tiled = true) {
   const int64_t T = int64_t(slots.size());
   LoraRows rows{be.alloc(DType::I32, {T}), be.alloc(DType::I32, {T}), be.alloc(DType::I32, {T}),
                 be.alloc(DType::I32, {1})};
+  if (tiled) rows.tiles = be.alloc(DType::I32, {1 + tandem::kLoraTileInts * T});
   write_lora_rows(be, rows, slots);
   return rows;
 }
 
 // out after lora_add on `be` (its activation dtype), as floats.
-std::vector<float> run(Backend& be, const LoraCase& c, const LoraData& d) {
+std::vector<float> run(Backend& be, const LoraCase& c, const LoraData& d, bool tiled = true) {
   LinearLora lora{test::put(be, d.a, {c.S, c.R, c.K}), test::put(be, d.b, {c.S, c.N, c.R}),
                   c.shard_ends};
   Tensor out = test::put(be, d.y, {c.T, c.N});
-  be.lora_add(out, test::put(be, d.x, {c.T, c.K}), lora, rows_on(be, d.slots));
+  be.lora_add(out, test::put(be, d.x, {c.T, c.K}), lora, rows_on(be, d.slots, tiled));
   return test::to_vec(be, out);
 }
 
@@ -96,12 +99,22 @@ TEST(CudaLora, MatchesTheCpuTwin) {
       {"prefill", 3, 16, 256, 128, 300},
       {"scalar paths", 4, 6, 37, 29, 19},
       {"odd rank, even K", 4, 5, 64, 80, 12},
+      // The tensor-core kernels (cuda_lora_mma.cu) beside the CUDA-core ones: each shrink
+      // with each expand, a rank that is no multiple of 16, and two groups of 64 ranks.
+      {"tensor-core shrink, CUDA-core expand (N % 16 != 0)", 5, 16, 96, 200, 41},
+      {"CUDA-core shrink (K % 32 != 0), tensor-core expand", 5, 16, 40, 64, 41},
+      {"rank 12 on the tensor cores", 4, 12, 64, 48, 23},
+      {"fused, two shards of rank 48", 4, 96, 512, 256, 50, {128, 256}},
   };
   for (const LoraCase& c : cases) {
     SCOPED_TRACE(c.name);
     std::mt19937 rng(17);
     LoraData d = random_data(c, rng);
-    expect_matches(run(*be.gpu, c, d), run(*be.cpu, c, d), c, d);
+    const std::vector<float> cpu = run(*be.cpu, c, d);
+    for (bool tiled : {true, false}) {
+      SCOPED_TRACE(tiled ? "with the step's tiles" : "without tiles: CUDA cores");
+      expect_matches(run(*be.gpu, c, d, tiled), cpu, c, d);
+    }
     d.slots.assign(size_t(c.T), 0);  // no adapter row at all: out untouched
     EXPECT_EQ(run(*be.gpu, c, d), d.y);
   }
