@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kShrinkWarps * 32)
 }
 
 // grid (⌈N / 256⌉, tiles), dynamic shared memory 8·R floats. The block sums the shrink's
-// parts of its tile's v (in part order) into shared memory; warp w then takes output columns
+// parts of its tile's v (in part order, its shards' ranks) into shared memory; warp w then takes output columns
 // [256·bx + 64·w, +64) as four m-tiles of 16, each inside one shard (the shard ends are
 // multiples of 16), over that shard's ranks in steps of 16. Each (token, column) has one
 // writer.
@@ -180,13 +180,22 @@ __global__ void __launch_bounds__(kExpandWarps * 32)
     b0[mt][0] = in ? *reinterpret_cast<const uint2*>(brow[mt] + 4 * c) : zero;
     b0[mt][1] = in ? *reinterpret_cast<const uint2*>(brow[mt] + 8 * R + 4 * c) : zero;
   }
-  // v = Σ_z p[z], in part order. (All of down's 28 parts' loads in flight at once instead of
-  // 8 saved 1.8 µs there but cost gate_up, whose 112 column blocks each redo this, 7 µs.)
-  for (int e = int(threadIdx.x); e < rows * R; e += kExpandWarps * 32) {
+  // v = Σ_z p[z], in part order, for the ranks of the shards the block's columns lie in (one
+  // shard of a fused q|k|v or gate|up: a third or half of the sums to read). (All of down's
+  // 28 parts' loads in flight at once instead of 8 saved 1.8 µs there but cost gate_up, whose
+  // 112 column blocks each redo this, 7 µs.)
+  const int64_t n_first = int64_t(blockIdx.x) * kExpandCols;
+  const int64_t n_last = min(n_first + kExpandCols, N) - 1;
+  int shard_lo = 0, shard_hi = 0;
+  while (shard_lo + 1 < shards.count && n_first >= shards.ends[shard_lo]) shard_lo++;
+  while (shard_hi + 1 < shards.count && n_last >= shards.ends[shard_hi]) shard_hi++;
+  const int r_lo = shard_lo * shards.rank, width = (shard_hi + 1 - shard_lo) * shards.rank;
+  for (int e = int(threadIdx.x); e < rows * width; e += kExpandWarps * 32) {
+    const int idx = (e / width) * R + r_lo + e % width;
     float s = 0.f;
 #pragma unroll 8
-    for (int z = 0; z < parts; z++) s += p[(int64_t(z) * tk.T + begin) * R + e];
-    vs[e] = s;
+    for (int z = 0; z < parts; z++) s += p[(int64_t(z) * tk.T + begin) * R + idx];
+    vs[idx] = s;
   }
   __syncthreads();
   float d[kExpandTilesN][4] = {};
