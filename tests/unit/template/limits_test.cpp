@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <thread>
 
@@ -149,7 +150,9 @@ TEST(RenderLimits, ANamespaceHoldingItselfPrintsWithoutRecursingForever) {
 TEST(RenderLimits, ACancelFlagEndsARenderInProgress) {
   std::atomic<bool> cancel{false};
   RenderLimits l;
-  l.max_iterations = int64_t(1) << 40;  // only the flag can end this one
+  l.max_iterations = int64_t(1) << 40;  // only the flag can end this one: not the iterations,
+  l.max_memory_bytes = SIZE_MAX;         // nor the ranges' bytes counted in total (a fast core
+                                         // reached 128 MiB of them inside the 200 ms)
   l.cancel = &cancel;
   std::thread raiser([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
