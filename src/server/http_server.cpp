@@ -74,21 +74,28 @@ ApiError transport_error(int status, const std::string& message) {
 }  // namespace
 
 // Counts a request as in flight for as long as something holds it (a streaming response
-// holds it until its last byte).
+// holds it until its last byte). Admission and stop() decide under one lock: a request is
+// either counted before the drain began, and then served to its end, or refused uncounted
+// (checking draining_ after counting let stop() start between the two, and a request the
+// drain was waiting for came back 503).
 class HttpServer::InFlight {
  public:
   explicit InFlight(HttpServer& server) : server_(server) {
     std::lock_guard<std::mutex> lock(server_.flight_mu_);
-    ++server_.in_flight_;
+    admitted_ = !server_.draining_;
+    if (admitted_) ++server_.in_flight_;
   }
   ~InFlight() {
+    if (!admitted_) return;
     std::lock_guard<std::mutex> lock(server_.flight_mu_);
     --server_.in_flight_;
     server_.flight_cv_.notify_all();
   }
+  bool admitted() const { return admitted_; }
 
  private:
   HttpServer& server_;
+  bool admitted_ = false;
 };
 
 namespace {
@@ -197,7 +204,7 @@ void HttpServer::serve(ApiStyle style, Handler handler, const httplib::Request& 
                        httplib::Response& res) {
   auto guard = std::make_shared<InFlight>(*this);
   try {
-    if (draining_) throw shutting_down_error();
+    if (!guard->admitted()) throw shutting_down_error();
     std::shared_ptr<const ServedModel> served = model();
     if (!served) throw not_ready_error();
     ClientWatch watch;
@@ -256,8 +263,8 @@ size_t HttpServer::num_in_flight() const {
 
 void HttpServer::stop() {
   std::call_once(stop_once_, [this] {
-    draining_ = true;
     std::unique_lock<std::mutex> lock(flight_mu_);
+    draining_ = true;  // under the lock: InFlight admits or refuses on one side of it
     flight_cv_.wait_for(lock, options_.drain_timeout, [this] { return in_flight_ == 0; });
     aborting_ = true;  // the rest are cancelled; they notice within one poll interval
     flight_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return in_flight_ == 0; });
