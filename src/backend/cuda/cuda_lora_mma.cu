@@ -7,7 +7,9 @@
 // an 8B layer's four projections spent 60 µs in them, 1.9 ms a step (Nsight Compute: the
 // shrink issue-bound at 64% of its slots, the expand latency-bound at one eligible warp).
 // Here a block takes 8 sorted adapter tokens, the mma's 8 columns, and one mma covers 16
-// ranks (shrink) or 16 output columns (expand) of all of them: 50.5 µs (bench/RESULTS.md).
+// ranks (shrink) or 16 output columns (expand) of all of them: 49.2 µs. Both kernels then
+// load what needs no earlier kernel (the tile record, their rows of A or B) before the PDL
+// wait, under the tail of the kernel before: 37.2 µs (bench/RESULTS.md).
 //
 // A tile never holds two adapters (LoraRows::tiles cuts each adapter's run of order into
 // tiles of at most 8, on the host), so a block reads one A and one B, and one token per
@@ -91,15 +93,32 @@ __global__ void __launch_bounds__(kShrinkWarps * 32)
                            const bf16* __restrict__ a, LoraTokens tk, int R, int64_t K) {
   __shared__ float red[kShrinkWarps][kTile][kRankGroup];
   pdl_launch_next();
-  pdl_wait();
+  // The tile (step metadata) and the warp's rows of A (weights) need nothing an earlier
+  // kernel writes: they are loaded before the wait, under the kernel before this one.
   const Tile tile = block_tile(tk, int(blockIdx.x));
   const int begin = tile.begin, rows = tile.rows;
-  if (rows == 0) return;  // the whole block leaves together, before the barrier
+  if (rows == 0) {  // the whole block leaves together, before the barrier
+    pdl_wait();
+    return;
+  }
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, g = lane >> 2, c = lane & 3;
   const int token = tile.tokens[g];
   const int r_base = int(blockIdx.y) * kRankGroup;
   const int64_t k_warp = int64_t(blockIdx.z) * kLoraMmaSliceK + warp * 2 * kChunk;
   const uint4 zero = make_uint4(0, 0, 0, 0);
+  uint4 ua[2][4], ub[2][4];
+#pragma unroll
+  for (int h = 0; h < 2; h++)
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++) {
+      const int r = r_base + mt * 16 + g;
+      const int64_t kc = k_warp + h * kChunk;
+      const bool live = kc < K && r_base + mt * 16 < R;  // warp-uniform: K % 32 == 0
+      const bf16* row = a + (int64_t(tile.slot) * R + r) * K + kc + 8 * c;
+      ua[h][mt] = live && r < R ? *reinterpret_cast<const uint4*>(row) : zero;
+      ub[h][mt] = live && r + 8 < R ? *reinterpret_cast<const uint4*>(row + 8 * K) : zero;
+    }
+  pdl_wait();
   uint4 xv[2];
 #pragma unroll
   for (int h = 0; h < 2; h++) {
@@ -109,17 +128,12 @@ __global__ void __launch_bounds__(kShrinkWarps * 32)
   float d[4][4] = {};
 #pragma unroll
   for (int h = 0; h < 2; h++) {
-    const int64_t kc = k_warp + h * kChunk;
-    if (kc >= K) continue;  // warp-uniform: K % 32 == 0
+    if (k_warp + h * kChunk >= K) continue;  // warp-uniform
 #pragma unroll
     for (int mt = 0; mt < 4; mt++) {
-      const int r = r_base + mt * 16 + g;
       if (r_base + mt * 16 >= R) continue;  // warp-uniform
-      const bf16* row = a + (int64_t(tile.slot) * R + r) * K + kc + 8 * c;
-      const uint4 ua = r < R ? *reinterpret_cast<const uint4*>(row) : zero;
-      const uint4 ub = r + 8 < R ? *reinterpret_cast<const uint4*>(row + 8 * K) : zero;
-      mma_bf16(d[mt], ua.x, ub.x, ua.y, ub.y, xv[h].x, xv[h].y);
-      mma_bf16(d[mt], ua.z, ub.z, ua.w, ub.w, xv[h].z, xv[h].w);
+      mma_bf16(d[mt], ua[h][mt].x, ub[h][mt].x, ua[h][mt].y, ub[h][mt].y, xv[h].x, xv[h].y);
+      mma_bf16(d[mt], ua[h][mt].z, ub[h][mt].z, ua[h][mt].w, ub[h][mt].w, xv[h].z, xv[h].w);
     }
   }
   // d[mt]: ranks mt·16 + g (j < 2) and + 8 (j >= 2), positions 2c and 2c + 1.
@@ -149,28 +163,25 @@ __global__ void __launch_bounds__(kExpandWarps * 32)
                            LoraShards shards) {
   extern __shared__ __align__(16) float vs[];  // [kTile, R]
   pdl_launch_next();
-  pdl_wait();
+  // The tile (step metadata) and each m-tile's rows of B for its shard's first 16 ranks
+  // (weights; rows n0 + g and n0 + g + 8) are loaded before the wait, under the kernel
+  // before this one; the outputs this lane adds to (the base GEMM's) after it.
   const Tile tile = block_tile(tk, int(blockIdx.y));
   const int begin = tile.begin, rows = tile.rows;
-  if (rows == 0) return;  // the whole block leaves together, before the barrier
+  if (rows == 0) {  // the whole block leaves together, before the barrier
+    pdl_wait();
+    return;
+  }
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31, g = lane >> 2, c = lane & 3;
   // The tokens of positions 2c and 2c + 1, whose outputs this lane holds.
   const int tok[2] = {tile.tokens[2 * c], tile.tokens[2 * c + 1]};
   const int64_t n_warp = int64_t(blockIdx.x) * kExpandCols + warp * kExpandTilesN * 16;
-  // First what needs nothing of v: the outputs this lane adds to, and each m-tile's rows of
-  // B for its shard's first 16 ranks (rows n0 + g and n0 + g + 8).
   const uint2 zero = make_uint2(0, 0);
-  float y[kExpandTilesN][4];
   const bf16* brow[kExpandTilesN];
   int r0[kExpandTilesN];
   uint2 b0[kExpandTilesN][2];
 #pragma unroll
   for (int mt = 0; mt < kExpandTilesN; mt++) {
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-      const int64_t n = min(n_warp + mt * 16 + g + (j >> 1) * 8, N - 1);
-      y[mt][j] = to_f32(out[int64_t(tok[j & 1]) * N + n]);
-    }
     const int64_t n0 = min(n_warp + mt * 16, N - 16);
     int shard = 0;
     while (shard + 1 < shards.count && n0 >= shards.ends[shard]) shard++;
@@ -180,6 +191,15 @@ __global__ void __launch_bounds__(kExpandWarps * 32)
     b0[mt][0] = in ? *reinterpret_cast<const uint2*>(brow[mt] + 4 * c) : zero;
     b0[mt][1] = in ? *reinterpret_cast<const uint2*>(brow[mt] + 8 * R + 4 * c) : zero;
   }
+  pdl_wait();
+  float y[kExpandTilesN][4];
+#pragma unroll
+  for (int mt = 0; mt < kExpandTilesN; mt++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int64_t n = min(n_warp + mt * 16 + g + (j >> 1) * 8, N - 1);
+      y[mt][j] = to_f32(out[int64_t(tok[j & 1]) * N + n]);
+    }
   // v = Σ_z p[z], in part order, for the ranks of the shards the block's columns lie in (one
   // shard of a fused q|k|v or gate|up: a third or half of the sums to read). (All of down's
   // 28 parts' loads in flight at once instead of 8 saved 1.8 µs there but cost gate_up, whose
