@@ -19,7 +19,7 @@ DecodeGraphs::DecodeGraphs(Model& model, Backend& backend, std::span<PagedKv> kv
   for (int b : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256})
     if (b < max_rows) buckets_.push_back(b);
   if (max_rows <= 256) buckets_.push_back(max_rows);
-  graphs_.resize(buckets_.size());
+  graphs_.resize(buckets_.size() * (model_.lora_targets().capacity.enabled() ? 2 : 1));
 }
 
 bool DecodeGraphs::fits(const StepPlan& plan) const {
@@ -31,7 +31,7 @@ bool DecodeGraphs::fits(const StepPlan& plan) const {
   return true;
 }
 
-DecodeGraphs::Graph DecodeGraphs::record(int rows) {
+DecodeGraphs::Graph DecodeGraphs::record(int rows, bool lora) {
   // Arrays at capacity: every replay reads the same addresses, whatever its rows hold.
   const StepShape capacity{.num_tokens = rows,
                            .num_rows = rows,
@@ -39,9 +39,9 @@ DecodeGraphs::Graph DecodeGraphs::record(int rows) {
                            .block_size = block_size_,
                            .max_context_len = max_blocks_ * block_size_,
                            .max_blocks = std::vector<int>(size_t(num_groups_), max_blocks_),
-                           // A model with adapters reads its slots in every graph (zeros
-                           // when no row has one): the graph cannot branch per replay.
-                           .lora = model_.lora_targets().capacity.enabled()};
+                           // The adapters' graph reads the slots whatever they hold (zeros
+                           // for rows without one): a graph cannot branch per replay.
+                           .lora = lora};
   Graph g;
   g.rows = rows;
   g.step = zeroed_step_tensors(backend_, capacity);
@@ -92,8 +92,10 @@ void DecodeGraphs::write_inputs(Graph& g, const StepPlan& plan) {
 Tensor DecodeGraphs::run(const StepPlan& plan, const PendingSample* prev) {
   TANDEM_CHECK(fits(plan), "DecodeGraphs::run: not a decode step of <= {} rows", buckets_.back());
   int B = plan.num_rows();
-  size_t i = size_t(std::lower_bound(buckets_.begin(), buckets_.end(), B) - buckets_.begin());
-  if (graphs_[i].rows == 0) graphs_[i] = record(buckets_[i]);
+  const size_t bucket = size_t(std::lower_bound(buckets_.begin(), buckets_.end(), B) - buckets_.begin());
+  const bool lora = !plan.lora_slots.empty();  // some row uses an adapter
+  const size_t i = bucket + (lora ? buckets_.size() : 0);
+  if (graphs_[i].rows == 0) graphs_[i] = record(buckets_[bucket], lora);
   Graph& g = graphs_[i];
   write_inputs(g, plan);
   feed_plan_tokens(backend_, g.step.tokens, plan, prev);

@@ -4,7 +4,9 @@
 // no KV (slot −1) and reads only the null block. Each graph reads its inputs from device
 // arrays of fixed address and capacity (block tables of `max_blocks` columns, context
 // bounds of max_blocks × block_size), which the runner rewrites before each replay (of
-// the block tables only the columns the step's rows use).
+// the block tables only the columns the step's rows use). A model with LoRA adapters has
+// two graphs per bucket: one with the adapters' kernels, for steps where a row uses one,
+// and one without, so steps of base-model rows pay nothing for adapters they do not use.
 #pragma once
 
 #include <memory>
@@ -36,7 +38,7 @@ class DecodeGraphs {
     Tensor logits;     // [rows, vocab], written by every replay
     std::shared_ptr<void> exec;
   };
-  Graph record(int rows);
+  Graph record(int rows, bool lora);
   void write_inputs(Graph& g, const StepPlan& plan);
 
   Model& model_;
@@ -46,7 +48,9 @@ class DecodeGraphs {
   int block_size_;
   int max_blocks_;
   std::vector<int> buckets_;
-  std::vector<Graph> graphs_;  // [buckets_.size()], rows == 0 until recorded
+  // [bucket] without adapters, then [buckets_.size() + bucket] with them (LoRA models only);
+  // rows == 0 until recorded
+  std::vector<Graph> graphs_;
 };
 
 }  // namespace tandem
