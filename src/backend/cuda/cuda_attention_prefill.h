@@ -46,8 +46,8 @@ const char* sm90_loads_name(Sm90Loads l);
 // The sm90 kernel's variant: 0 = the cp.async producer; 1 = TMA where choose_sm90_loads
 // allows it; 2 = TMA and the consumer warpgroups' ping-pong (where TMA runs; cp.async
 // alone elsewhere). Process-wide, TANDEM_SM90_VARIANT at start (read once, default 2: on
-// the H200, 394 / 439 TFLOP/s at 8k / 32k tokens against 300 / 342 for 1 and 221 / 234 for 0);
-// tests and benches set it to compare the variants in one process.
+// the H200, 461 / 512 / 524 TFLOP/s at 8k / 32k / 128k tokens); tests and benches set it to
+// compare the variants in one process.
 int sm90_variant();
 void set_sm90_variant(int variant);
 
