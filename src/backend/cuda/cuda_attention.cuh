@@ -321,16 +321,21 @@ __device__ __forceinline__ void score_tile(float (&s)[BN / 8][4], const AttnArgs
 // Online softmax of one tile's scores without touching O: updates the running max m and
 // (thread-partial) sum l, turns s into probabilities, and returns in alpha the factor O
 // must be scaled by before this tile's P·V is added.
+// The running max m of the thread's row r (0 or 1) after a tile, over the 4 lanes of its quad.
+template <int BN>
+__device__ __forceinline__ float tile_row_max(const float (&s)[BN / 8][4], float m, int r) {
+#pragma unroll
+  for (int nt = 0; nt < BN / 8; nt++) m = fmaxf(m, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+  return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+}
+
 template <int BN>
 __device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&m)[2], float (&l)[2],
                                              float (&alpha)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    float mx = m[r];
-#pragma unroll
-    for (int nt = 0; nt < BN / 8; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mx = tile_row_max<BN>(s, m[r], r);
     const float base = mx == -INFINITY ? 0.f : mx;  // no visible key yet: P = 0, not NaN
     alpha[r] = fast_exp2(m[r] - base);
     m[r] = mx;

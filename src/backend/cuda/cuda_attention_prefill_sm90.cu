@@ -341,11 +341,7 @@ __device__ __forceinline__ void softmax_tile_raw(float (&s)[BN / 8][4], float mu
                                                  float (&l)[2], float (&alpha)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    float mx = m[r];
-#pragma unroll
-    for (int nt = 0; nt < BN / 8; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mx = tile_row_max<BN>(s, m[r], r);
     const float base = mx == -INFINITY ? 0.f : mx * mul;  // no visible key yet: P = 0
     // An unchanged max gives alpha = 1 exactly (the FFMA would leave m·mul's rounding in it).
     alpha[r] = mx == m[r] ? 1.f : fast_exp2(fmaf(m[r], mul, -base));
