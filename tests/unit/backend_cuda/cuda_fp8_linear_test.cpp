@@ -2,12 +2,14 @@
 // random inputs: every scale layout (per tensor, per channel, 128x128 blocks, the 1x128
 // rows of fused shards, partial blocks), dynamic and static inputs, bias, bf16 and f32
 // outputs, 1-256 rows, and each GEMM path (the weight stream, cuBLASLt with its scales,
-// cuBLASLt + the scale kernel). Both sides quantize x themselves with the same f64
+// cuBLASLt + the scale kernel, the wgmma GEMM); then the wgmma GEMM on the edges of its
+// tiles (9-512 rows, N and K off the tiles, split and unsplit K) and its determinism. Both sides quantize x themselves with the same f64
 // arithmetic, so they give every element the same e4m3 value and differ by summation
 // order and the bf16 rounding of the output (a quotient on an exact e4m3 midpoint, common
 // with bf16 inputs, once made the two disagree by a whole e4m3 step of one term).
 #include <gtest/gtest.h>
 
+#include "backend/cuda/cuda_gemm_fp8.h"
 #include "backend/cuda/cuda_linear_fp8.h"
 #include "core/error.h"
 #include "cuda_test_util.h"
@@ -17,7 +19,11 @@ namespace {
 
 struct PathGuard {
   Fp8GemmPath saved = fp8_gemm_path();
-  ~PathGuard() { set_fp8_gemm_path(saved); }
+  int saved_splits = fp8_wgmma_splits();
+  ~PathGuard() {
+    set_fp8_gemm_path(saved);
+    set_fp8_wgmma_splits(saved_splits);
+  }
 };
 
 struct Layout {
@@ -60,6 +66,10 @@ Fp8Case make_case(test::Backends& be, std::mt19937& rng, int64_t N, int64_t K, L
   return c;
 }
 
+bool is_sm90(const test::Backends& be) {
+  return be.gpu->props().major == 9 && be.gpu->props().minor == 0;
+}
+
 struct Shape2 {
   int64_t N, K;
 };
@@ -77,7 +87,8 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
   // Whole blocks; partial blocks in both dims; K not a multiple of 16 (element loads);
   // the weight stream's several chunks per row with a partial last one, rows past N.
   const Shape2 shapes[] = {{384, 256}, {200, 328}, {130, 40}, {200, 4160}};
-  const Fp8GemmPath paths[] = {Fp8GemmPath::Auto, Fp8GemmPath::Stream, Fp8GemmPath::Epilogue};
+  const Fp8GemmPath paths[] = {Fp8GemmPath::Auto, Fp8GemmPath::Stream, Fp8GemmPath::Epilogue,
+                               Fp8GemmPath::Lt, Fp8GemmPath::Wgmma};
   for (const Fp8GemmPath path : paths)
     for (const Layout& layout : layouts)
       for (const Shape2& shape : shapes)
@@ -100,6 +111,70 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
             EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref), out_f32 ? 1e-3 : 5e-3);
           }
         }
+}
+
+// The wgmma GEMM (cuda_gemm_fp8_sm90.cu) where its tiles are ragged: 9-512 rows (one and
+// two token tiles, tiles of 16 to 256 tokens), N off 128 and off 4 (the scalar stores), K
+// off 128 and below it, K split by the rule, not split, and split in 3; per tensor and per
+// channel; dynamic and static inputs, bias, f32 out. The rule's split output is computed
+// twice and must not change by a bit.
+TEST(CudaFp8Linear, WgmmaEdgesMatchTheCpuTwin) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  PathGuard guard;
+  test::Backends be;
+  if (!is_sm90(be)) GTEST_SKIP() << "the wgmma GEMM needs an sm_90 GPU";
+  set_fp8_gemm_path(Fp8GemmPath::Wgmma);
+  std::mt19937 rng(21);
+  const Layout layouts[] = {{ScaleGranularity::PerTensor}, {ScaleGranularity::PerChannel}};
+  const Shape2 shapes[] = {{200, 4160}, {130, 416}, {96, 208}, {640, 1024}};
+  for (const Layout& layout : layouts)
+    for (const Shape2& shape : shapes)
+      for (int variant = 0; variant < 3; variant++) {  // dynamic; static + bias; f32 out
+        const bool static_input = variant == 1, with_bias = variant == 1, out_f32 = variant == 2;
+        Fp8Case c = make_case(be, rng, shape.N, shape.K, layout, static_input, with_bias);
+        for (int64_t T : {9, 17, 64, 100, 256, 300, 512}) {
+          auto x = test::random_bf16(rng, size_t(T * shape.K), -2.f, 2.f);
+          Tensor ref = be.cpu->alloc(DType::F32, {T, shape.N});
+          be.cpu->linear(ref, test::put(*be.cpu, x, {T, shape.K}), c.cpu);
+          const Tensor xg = test::put(*be.gpu, x, {T, shape.K});
+          for (int splits : {1, 0, 3}) {  // 0: the rule
+            SCOPED_TRACE(testing::Message() << "granularity " << int(layout.granularity) << " N "
+                                            << shape.N << " K " << shape.K << " variant " << variant
+                                            << " T " << T << " splits " << splits);
+            set_fp8_wgmma_splits(splits);
+            Tensor out = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
+            be.gpu->linear(out, xg, c.gpu);
+            EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref), out_f32 ? 1e-3 : 5e-3);
+            if (splits != 0) continue;
+            Tensor again = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
+            be.gpu->linear(again, xg, c.gpu);
+            EXPECT_EQ(test::to_vec(*be.gpu, out), test::to_vec(*be.gpu, again)) << "not deterministic";
+          }
+        }
+      }
+}
+
+// Llama-3.1-8B's o projection at a decode step's row counts, where the rule splits K over
+// several CTAs per tile: the same call twice gives the same bits, under Auto.
+TEST(CudaFp8Linear, WgmmaSplitsAreDeterministic) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  PathGuard guard;
+  set_fp8_gemm_path(Fp8GemmPath::Auto);
+  test::Backends be;
+  if (!is_sm90(be)) GTEST_SKIP() << "the wgmma GEMM needs an sm_90 GPU";
+  std::mt19937 rng(22);
+  Fp8Case c = make_case(be, rng, 4096, 4096, {ScaleGranularity::PerChannel}, false, false);
+  for (int64_t T : {16, 64, 256}) {
+    const Fp8WgmmaPlan plan = plan_fp8_wgmma(T, 4096, 4096, be.gpu->props().multiProcessorCount,
+                                             int(be.gpu->props().sharedMemPerBlockOptin));
+    SCOPED_TRACE(testing::Message() << "T " << T << " splits " << plan.splits << " tile "
+                                    << plan.token_tile << " x" << plan.token_tiles);
+    const Tensor x = test::put(*be.gpu, test::random_bf16(rng, size_t(T * 4096), -2.f, 2.f), {T, 4096});
+    Tensor a = be.gpu->alloc(DType::BF16, {T, 4096}), b = be.gpu->alloc(DType::BF16, {T, 4096});
+    be.gpu->linear(a, x, c.gpu);
+    be.gpu->linear(b, x, c.gpu);
+    EXPECT_EQ(test::to_vec(*be.gpu, a), test::to_vec(*be.gpu, b));
+  }
 }
 
 TEST(CudaFp8Linear, RefusesWhatItCannotCompute) {
