@@ -4,10 +4,13 @@
 //      past 2 rows), per linear in a CUDA graph of `calls` linears cycling over weight
 //      copies larger than L2 (so each reads HBM, as decode does); GB/s and % of 4.3 TB/s
 //      of the weight bytes.
-//   2. Prefill / batches (64, 256, 2048, 8192 rows): TFLOP/s of cuBLASLt bf16, of the FP8 path
-//      (activation quantize kernel + cuBLASLt e4m3 with outer-vector scales) and of the
-//      FP8 epilogue path (unscaled e4m3 GEMM to f32 + the scale kernel), eager calls.
-//   3. Both again with 128 x 128 block scales (DeepSeek-style checkpoints).
+//   2. Batches and prefill (16–512, 2048, 8192 rows), timed the same way (graphs over
+//      weight copies larger than L2): cuBLASLt bf16, the FP8 cuBLASLt path (activation
+//      quantize kernel + cuBLASLt e4m3 with outer-vector scales: Fp8GemmPath::Lt) and the
+//      wgmma GEMM (quantize + cuda_gemm_fp8_sm90.cu, up to 512 rows) with its plan (token
+//      tile x tiles, K splits, CTAs, the rule's estimate); µs per call, TFLOP/s, ratio to bf16.
+//   3. With 128 x 128 block scales (DeepSeek-style checkpoints): decode as 1., and the
+//      many-row path (the plain stream) against bf16 in eager calls.
 //   usage: cuda_fp8_bench [calls_per_graph (default 20)]
 #include <fmt/format.h>
 
@@ -23,6 +26,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_gemm_fp8.h"
 #include "backend/cuda/cuda_linear_fp8.h"
 #include "cuda_timing.h"
 
@@ -87,7 +91,59 @@ void decode_case(tandem::CudaBackend& be, const Case& c, int calls) {
   fmt::print("{}\n", line);
 }
 
-void gemm_case(tandem::CudaBackend& be, const Case& c) {
+// `copies` Linears of one shape (bf16, or FP8 per channel), together larger than L2.
+std::vector<Linear> weight_copies(tandem::CudaBackend& be, const Case& c, bool fp8) {
+  const int64_t bytes = c.N * c.K * (fp8 ? 1 : 2);
+  const int64_t copies = std::max<int64_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
+  std::vector<Linear> ws;
+  for (int64_t i = 0; i < copies; i++)
+    ws.push_back(fp8 ? fp8_linear(be, c.N, c.K) : Linear{filled(be, DType::BF16, {c.N, c.K}, 0x3c)});
+  return ws;
+}
+
+// Seconds per call of out = x · wᵀ in a graph of `calls`, cycling over the weight copies.
+double graph_call_s(tandem::CudaBackend& be, int calls, Tensor& out, const Tensor& x,
+                    const std::vector<Linear>& ws, tandem::Fp8GemmPath path) {
+  tandem::set_fp8_gemm_path(path);
+  size_t next = 0;
+  const double s = tandem::bench::time_graph(be, calls, [&] {
+                     be.linear(out, x, ws[next++ % ws.size()]);
+                   }).event_s;
+  tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
+  return s;
+}
+
+void gemm_case(tandem::CudaBackend& be, const Case& c, int calls) {
+  const std::vector<Linear> bf16 = weight_copies(be, c, false), fp8 = weight_copies(be, c, true);
+  const cudaDeviceProp& props = be.props();
+  for (int64_t M : {16, 64, 128, 256, 512, 2048, 8192}) {
+    Tensor x = filled(be, DType::BF16, {M, c.K}, 0x3c);
+    Tensor out = be.alloc(DType::BF16, {M, c.N});
+    const double flops = 2.0 * double(M) * double(c.N) * double(c.K);
+    auto column = [&](const char* name, double s, double base_s) {
+      std::string col = fmt::format("  {} {:7.1f} µs {:6.1f} TF", name, s * 1e6, flops / s / 1e12);
+      if (base_s > 0) col += fmt::format(" ({:.2f}x)", base_s / s);
+      return col;
+    };
+    using tandem::Fp8GemmPath;
+    const double b = graph_call_s(be, calls, out, x, bf16, Fp8GemmPath::Auto);
+    std::string line = fmt::format("{:<8} M={:<5}", c.name, M) + column("bf16", b, 0);
+    line += column("| fp8 lt", graph_call_s(be, calls, out, x, fp8, Fp8GemmPath::Lt), b);
+    // The wgmma GEMM where it takes the shape (the Wgmma path falls back to Lt elsewhere).
+    if (M <= tandem::kFp8WgmmaMaxRows && tandem::fp8_wgmma_fits(props, M, c.N, c.K, fp8[0].weight.data, x.data)) {
+      line += column("| fp8 wgmma", graph_call_s(be, calls, out, x, fp8, Fp8GemmPath::Wgmma), b);
+      const tandem::Fp8WgmmaPlan p =
+          tandem::plan_fp8_wgmma(M, c.N, c.K, props.multiProcessorCount, int(props.sharedMemPerBlockOptin));
+      line += fmt::format("  [{}x{} s{} {} CTAs {} st, est {:.1f} µs]", p.token_tile, p.token_tiles,
+                          p.splits, p.ctas(), p.stages, p.estimate_us);
+    }
+    fmt::print("{}\n", line);
+  }
+}
+
+// Block scales: the many-row path against bf16, eager calls on one weight (as before the
+// wgmma GEMM; it does not take block scales).
+void block_gemm_case(tandem::CudaBackend& be, const Case& c) {
   Linear bf16{filled(be, DType::BF16, {c.N, c.K}, 0x3c)};
   Linear fp8 = fp8_linear(be, c.N, c.K);
   for (int64_t M : {64, 256, 2048, 8192}) {
@@ -97,14 +153,8 @@ void gemm_case(tandem::CudaBackend& be, const Case& c) {
     auto tflops = [&](const Linear& l) {
       return flops / tandem::bench::time_calls(be, 5, [&] { be.linear(out, x, l); }).event_s / 1e12;
     };
-    const double b = tflops(bf16);
-    tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
-    const double f = tflops(fp8);
-    tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Epilogue);
-    const double e = g_block ? 0.0 : tflops(fp8);  // blocks have no epilogue path
-    tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
-    fmt::print("{:<8} M={:<5} bf16 {:6.1f}  fp8 {:6.1f} ({:.2f}x)  fp8 epilogue {:6.1f} TFLOP/s\n",
-               c.name, M, b, f, f / b, e);
+    const double b = tflops(bf16), f = tflops(fp8);
+    fmt::print("{:<8} M={:<5} bf16 {:6.1f}  fp8 {:6.1f} ({:.2f}x) TFLOP/s\n", c.name, M, b, f, f / b);
   }
 }
 
@@ -120,12 +170,13 @@ int main(int argc, char** argv) {
   const Case cases[] = {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
   fmt::print("decode linears, graph of {} calls, % of {:.1f} TB/s\n", calls, kMeasuredHbm / 1e12);
   for (const Case& c : cases) decode_case(be, c, calls);
-  fmt::print("many-row linears (fp8 includes quantizing x)\n");
-  for (const Case& c : cases) gemm_case(be, c);
+  fmt::print("many-row linears, graph of {} calls over weights > L2 (fp8 includes quantizing x)\n",
+             calls);
+  for (const Case& c : cases) gemm_case(be, c, calls);
   g_block = true;
   fmt::print("the same with 128 x 128 block scales (fp8 columns)\n");
   for (const Case& c : cases) decode_case(be, c, calls);
-  for (const Case& c : cases) gemm_case(be, c);
+  for (const Case& c : cases) block_gemm_case(be, c);
   return 0;
 }
 
