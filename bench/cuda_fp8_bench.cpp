@@ -97,7 +97,8 @@ std::vector<Linear> weight_copies(tandem::CudaBackend& be, const Case& c, bool f
   const int64_t copies = std::max<int64_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
   std::vector<Linear> ws;
   for (int64_t i = 0; i < copies; i++)
-    ws.push_back(fp8 ? fp8_linear(be, c.N, c.K) : Linear{filled(be, DType::BF16, {c.N, c.K}, 0x3c)});
+    ws.push_back(fp8 ? fp8_linear(be, c.N, c.K)
+                     : Linear{filled(be, DType::BF16, {c.N, c.K}, 0x3c)});
   return ws;
 }
 
@@ -130,7 +131,8 @@ void gemm_case(tandem::CudaBackend& be, const Case& c, int calls) {
     std::string line = fmt::format("{:<8} M={:<5}", c.name, M) + column("bf16", b, 0);
     line += column("| fp8 lt", graph_call_s(be, calls, out, x, fp8, Fp8GemmPath::Lt), b);
     // The wgmma GEMM where it takes the shape (the Wgmma path falls back to Lt elsewhere).
-    if (M <= tandem::kFp8WgmmaMaxRows && tandem::fp8_wgmma_fits(props, M, c.N, c.K, fp8[0].weight.data, x.data)) {
+    if (M <= tandem::kFp8WgmmaMaxRows &&
+        tandem::fp8_wgmma_fits(props, M, c.N, c.K, fp8[0].weight.data, x.data)) {
       line += column("| fp8 wgmma", graph_call_s(be, calls, out, x, fp8, Fp8GemmPath::Wgmma), b);
       const tandem::Fp8WgmmaPlan p =
           tandem::plan_fp8_wgmma(M, c.N, c.K, props.multiProcessorCount, int(props.sharedMemPerBlockOptin));

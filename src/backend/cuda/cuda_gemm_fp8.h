@@ -31,15 +31,18 @@ inline constexpr int kFp8WgmmaChannelTile = 128;
 inline constexpr int kFp8WgmmaBlockK = 128;
 inline constexpr int kFp8WgmmaMaxStages = 12;
 inline constexpr int kFp8WgmmaMaxSplits = 16;
+// Token-tile widths (wgmma N) the kernel is built for: every decode graph bucket above 8
+// rows (12 → 16, 24 → 32, ...) lands on one with little padding.
+inline constexpr int kFp8WgmmaTokenTiles[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256};
 
 // How one call is cut into CTAs (plan_fp8_wgmma).
 struct Fp8WgmmaPlan {
-  int token_tile = 0;     // tokens per CTA tile: the wgmma's N (16, 32, 48, ..., 256)
-  int token_tiles = 0;    // ⌈T / token_tile⌉
-  int channel_tiles = 0;  // ⌈N / 128⌉
-  int splits = 0;         // CTAs per output tile, each a slice of K's 128-column blocks
-  int stages = 0;         // ring stages of (128 + token_tile) x 128 bytes
-  int smem_bytes = 0;     // dynamic shared memory per CTA
+  int token_tile = 0;      // tokens per CTA tile: the wgmma's N (16, 32, 48, ..., 256)
+  int token_tiles = 0;     // ⌈T / token_tile⌉
+  int channel_tiles = 0;   // ⌈N / 128⌉
+  int splits = 0;          // CTAs per output tile, each a slice of K's 128-column blocks
+  int stages = 0;          // ring stages of (128 + token_tile) x 128 bytes
+  int smem_bytes = 0;      // dynamic shared memory per CTA
   double estimate_us = 0;  // the rule's estimate of the GEMM's time (for the bench)
   int64_t ctas() const { return int64_t(channel_tiles) * token_tiles * splits; }
 };
@@ -70,7 +73,7 @@ struct Fp8WgmmaArgs {
   const Tensor* w;         // [N, K] e4m3
   const float* w_scales;   // [N] (per_channel) or [1] f32, on the device
   bool per_channel;
-  const Tensor* bias;      // [N] bf16, or undefined (always with an f32 out)
+  const Tensor* bias;  // [N] bf16, or undefined (always with an f32 out)
 };
 
 // Launches the GEMM (and the split reduction when the plan splits K) on the backend's

@@ -27,17 +27,13 @@ namespace tandem {
 
 namespace {
 
-// Token-tile widths the kernel is built for (wgmma N; cuda_wgmma_e4m3.cuh): every decode
-// graph bucket above 8 rows (12 → 16, 24 → 32, ...) lands on one with little padding.
-constexpr int kTokenTiles[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256};
-
-constexpr double kHbmBytesPerNs = 4300;      // the H200's measured 4.3 TB/s
-constexpr double kSmHbmBytesPerNs = 100;     // what one SM's ring pulls at most
-constexpr double kL2BytesPerNsPerSm = 80;    // L2 -> SM, per SM (~10.6 TB/s on 132 SMs)
-constexpr double kMmaFlopsPerNsPerSm = 11e3; // e4m3 dense: ~75% of 1979 TFLOP/s / 132
-constexpr double kCtaFixedNs = 1000;         // first stage's latency, epilogue
-constexpr double kReduceFixedNs = 1500;      // the reduce kernel's launch and tail
-constexpr double kMinGain = 0.03;            // a costlier plan must win by this much
+constexpr double kHbmBytesPerNs = 4300;       // the H200's measured 4.3 TB/s
+constexpr double kSmHbmBytesPerNs = 100;      // what one SM's ring pulls at most
+constexpr double kL2BytesPerNsPerSm = 80;     // L2 -> SM, per SM (~10.6 TB/s on 132 SMs)
+constexpr double kMmaFlopsPerNsPerSm = 11e3;  // e4m3 dense: ~75% of 1979 TFLOP/s / 132
+constexpr double kCtaFixedNs = 1000;          // first stage's latency, epilogue
+constexpr double kReduceFixedNs = 1500;       // the reduce kernel's launch and tail
+constexpr double kMinGain = 0.03;             // a costlier plan must win by this much
 
 // A warpgroup's staged f32 output: token_tile rows of 64 channels + 4 floats of padding.
 constexpr int kStagePitchFloats = 64 + 4;
@@ -45,11 +41,13 @@ constexpr int kStaticSmemReserve = 1024 + 1024;  // barriers; aligning the ring 
 
 std::atomic<int> g_splits{0};
 
-int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div64(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // The narrowest supported tile width >= tokens, or 0 when none is.
 int tile_for(int64_t tokens) {
-  for (int w : kTokenTiles)
+  for (int w : kFp8WgmmaTokenTiles)
     if (w >= tokens) return w;
   return 0;
 }
@@ -63,16 +61,17 @@ double estimate_ns(int64_t T, int64_t N, int64_t K, int tile, int token_tiles, i
   const int64_t concurrent = std::min<int64_t>(ctas, num_sms);
   const double hbm_per_cta = std::min(kHbmBytesPerNs / double(concurrent), kSmHbmBytesPerNs);
   const double a_bytes = double(kFp8WgmmaChannelTile) * kFp8WgmmaBlockK;
-  const double step = std::max({a_bytes / token_tiles / hbm_per_cta,
-                                (a_bytes + double(tile) * kFp8WgmmaBlockK) / kL2BytesPerNsPerSm,
-                                2.0 * kFp8WgmmaChannelTile * tile * kFp8WgmmaBlockK / kMmaFlopsPerNsPerSm});
+  const double step =
+      std::max({a_bytes / token_tiles / hbm_per_cta,
+                (a_bytes + double(tile) * kFp8WgmmaBlockK) / kL2BytesPerNsPerSm,
+                2.0 * kFp8WgmmaChannelTile * tile * kFp8WgmmaBlockK / kMmaFlopsPerNsPerSm});
   const double partial_tile =
       splits > 1 ? 4.0 * kFp8WgmmaChannelTile * tile / kL2BytesPerNsPerSm : 0.0;
   const double cta = double(ceil_div64(k_blocks, splits)) * step + kCtaFixedNs + partial_tile;
   double ns = double(waves) * cta;
   if (splits > 1)
-    ns += kReduceFixedNs + (4.0 * splits + 2.0) * double(T) * double(N) /
-                               (kL2BytesPerNsPerSm * num_sms);
+    ns += kReduceFixedNs +
+          (4.0 * splits + 2.0) * double(T) * double(N) / (kL2BytesPerNsPerSm * num_sms);
   return ns;
 }
 
@@ -91,8 +90,12 @@ void size_ring(Fp8WgmmaPlan& plan, int smem_per_block) {
 
 }  // namespace
 
-void set_fp8_wgmma_splits(int splits) { g_splits.store(std::max(0, splits)); }
-int fp8_wgmma_splits() { return g_splits.load(); }
+void set_fp8_wgmma_splits(int splits) {
+  g_splits.store(std::max(0, splits));
+}
+int fp8_wgmma_splits() {
+  return g_splits.load();
+}
 
 Fp8WgmmaPlan plan_fp8_wgmma(int64_t T, int64_t N, int64_t K, int num_sms, int smem_per_block,
                             int forced_splits) {

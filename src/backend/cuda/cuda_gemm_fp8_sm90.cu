@@ -30,6 +30,7 @@
 // written by a step), and x's boxes after; the consumers wait before reading anything.
 #include <atomic>
 #include <climits>
+#include <utility>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
@@ -56,8 +57,8 @@ constexpr int kThreads = 384;  // producer warpgroup + 2 consumer warpgroups
 constexpr int kConsumerThreads = 256;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "one CTA's registers");
-constexpr int kBlockK = kFp8WgmmaBlockK;                      // bytes of K per stage
-constexpr int kATileBytes = kFp8WgmmaChannelTile * kBlockK;   // 16 KB of weights per stage
+constexpr int kBlockK = kFp8WgmmaBlockK;                     // bytes of K per stage
+constexpr int kATileBytes = kFp8WgmmaChannelTile * kBlockK;  // 16 KB of weights per stage
 constexpr int kStagePitch = 64 + 4;  // floats per staged token row (cuda_gemm_fp8_plan.cpp)
 // Named barriers (0 is __syncthreads): both consumer warpgroups; then one per warpgroup.
 constexpr int kBarConsumers = 1, kBarWarpgroup0 = 2;
@@ -67,10 +68,10 @@ struct Epilogue {
   void* out;              // [T, N] bf16, or f32 when out_f32
   const float* x_scales;  // [T]
   cuda::Fp8WeightScales ws;
-  const bf16* bias;       // [N] or null
+  const bf16* bias;  // [N] or null
   int T, N;
   bool out_f32;
-  bool vec_out;           // N % 4 == 0 and out 16-byte aligned: 4 channels per store
+  bool vec_out;  // N % 4 == 0 and out 16-byte aligned: 4 channels per store
 };
 
 struct GemmParams {
@@ -90,7 +91,8 @@ __device__ __forceinline__ void finish4(const Epilogue& e, int t, int n, float (
       if (e.bias) v[j] += cuda::to_f32(e.bias[n + j]);
     }
     if (e.out_f32) {
-      *reinterpret_cast<float4*>(static_cast<float*>(e.out) + at) = make_float4(v[0], v[1], v[2], v[3]);
+      *reinterpret_cast<float4*>(static_cast<float*>(e.out) + at) =
+          make_float4(v[0], v[1], v[2], v[3]);
     } else {
       __nv_bfloat162 lo = __floats2bfloat162_rn(v[0], v[1]), hi = __floats2bfloat162_rn(v[2], v[3]);
       uint2 packed;
@@ -105,8 +107,10 @@ __device__ __forceinline__ void finish4(const Epilogue& e, int t, int n, float (
     if (n + j >= e.N) break;
     float r = v[j] * sx * e.ws.at(n + j, 0);
     if (e.bias) r += cuda::to_f32(e.bias[n + j]);
-    if (e.out_f32) static_cast<float*>(e.out)[at + j] = r;
-    else static_cast<bf16*>(e.out)[at + j] = __float2bfloat16_rn(r);
+    if (e.out_f32)
+      static_cast<float*>(e.out)[at + j] = r;
+    else
+      static_cast<bf16*>(e.out)[at + j] = __float2bfloat16_rn(r);
   }
 }
 
@@ -194,7 +198,7 @@ __device__ __forceinline__ void consume(float (&acc)[BN / 8][4], uint64_t* full,
 // kStagePitch floats), then out to `e` (unsplit) or to split `split`'s partial sums.
 template <int BN>
 __device__ __forceinline__ void store_tile(const float (&acc)[BN / 8][4], float* stage,
-                                          const GemmParams& p, int cw, int n0, int t0, int split) {
+                                           const GemmParams& p, int cw, int n0, int t0, int split) {
   const int wtid = int(threadIdx.x) - 128 * (cw + 1), lane = wtid & 31, warp = wtid >> 5;
   const int g = lane >> 2, q = lane & 3;
   const int n = 16 * warp + g;  // the fragment's row: a channel of the warpgroup's 64
@@ -320,6 +324,27 @@ void launch_gemm(const Fp8WgmmaPlan& plan, const CUtensorMap& map_w, const CUten
                    size_t(plan.smem_bytes), stream, map_w, map_x, p);
 }
 
+// The kernels built: one per token tile of the plan's list (cuda_gemm_fp8.h).
+using TokenTiles = std::integer_sequence<int, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256>;
+template <int... BNs>
+constexpr bool same_tiles(std::integer_sequence<int, BNs...>) {
+  constexpr int built[] = {BNs...};
+  if (sizeof(built) != sizeof(kFp8WgmmaTokenTiles)) return false;
+  for (size_t i = 0; i < sizeof(built) / sizeof(int); i++)
+    if (built[i] != kFp8WgmmaTokenTiles[i]) return false;
+  return true;
+}
+static_assert(same_tiles(TokenTiles{}), "a kernel for every token tile the plan may pick");
+
+using LaunchGemm = void (*)(const Fp8WgmmaPlan&, const CUtensorMap&, const CUtensorMap&,
+                            const GemmParams&, cudaStream_t);
+template <int... BNs>
+LaunchGemm gemm_launcher(int token_tile, std::integer_sequence<int, BNs...>) {
+  LaunchGemm launch = nullptr;
+  ((token_tile == BNs ? (launch = &launch_gemm<BNs>) : nullptr), ...);
+  return launch;
+}
+
 }  // namespace
 
 void launch_fp8_wgmma(CudaBackend& be, const Fp8WgmmaArgs& a) {
@@ -350,26 +375,13 @@ void launch_fp8_wgmma(CudaBackend& be, const Fp8WgmmaArgs& a) {
     partials = be.alloc(DType::F32, {plan.splits, T, N});
     p.partials = partials.ptr<float>();
   }
-  cudaStream_t stream = be.stream();
-  switch (plan.token_tile) {
-    case 16: launch_gemm<16>(plan, map_w, map_x, p, stream); break;
-    case 32: launch_gemm<32>(plan, map_w, map_x, p, stream); break;
-    case 48: launch_gemm<48>(plan, map_w, map_x, p, stream); break;
-    case 64: launch_gemm<64>(plan, map_w, map_x, p, stream); break;
-    case 80: launch_gemm<80>(plan, map_w, map_x, p, stream); break;
-    case 96: launch_gemm<96>(plan, map_w, map_x, p, stream); break;
-    case 112: launch_gemm<112>(plan, map_w, map_x, p, stream); break;
-    case 128: launch_gemm<128>(plan, map_w, map_x, p, stream); break;
-    case 160: launch_gemm<160>(plan, map_w, map_x, p, stream); break;
-    case 192: launch_gemm<192>(plan, map_w, map_x, p, stream); break;
-    case 224: launch_gemm<224>(plan, map_w, map_x, p, stream); break;
-    case 256: launch_gemm<256>(plan, map_w, map_x, p, stream); break;
-    default: cuda_fail("linear fp8 (wgmma): no kernel for token tile " + std::to_string(plan.token_tile));
-  }
+  const LaunchGemm launch = gemm_launcher(plan.token_tile, TokenTiles{});
+  cuda_require(launch != nullptr, "linear fp8 (wgmma): no kernel for the plan's token tile");
+  launch(plan, map_w, map_x, p, be.stream());
   if (plan.splits > 1) {
     const int64_t quads = T * cuda::ceil_div(N, 4);
     cuda::launch_pdl("fp8_gemm_reduce_kernel", &fp8_gemm_reduce_kernel,
-                     dim3(cuda::grid_stride_blocks(quads, 256)), dim3(256), 0, stream,
+                     dim3(cuda::grid_stride_blocks(quads, 256)), dim3(256), 0, be.stream(),
                      static_cast<const float*>(p.partials), plan.splits, p.e);
   }
 }

@@ -2,23 +2,26 @@
 // code only, so these run on every machine, GPU or not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "backend/cuda/cuda_gemm_fp8.h"
 
 namespace tandem {
 namespace {
 
-constexpr int kSms = 132;            // an H200
-constexpr int kSmemOptin = 232448;   // its opt-in shared memory per block (227 KB)
-constexpr int kStaticSmem = 1024;    // the kernel's barriers (aligned)
+constexpr int kSms = 132;           // an H200
+constexpr int kSmemOptin = 232448;  // its opt-in shared memory per block (227 KB)
+constexpr int kStaticSmem = 1024;   // the kernel's barriers (aligned)
 
 struct Shape {
   int64_t N, K;
 };
 // Llama-3.1-8B's linears, and edges: N and K off every tile, K below one 128-column block.
-constexpr Shape kShapes[] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336},
-                             {128256, 4096}, {200, 4160}, {130, 416}, {96, 208}, {64, 16}};
+constexpr Shape kShapes[] = {{6144, 4096},  {4096, 4096},   {28672, 4096},
+                             {4096, 14336}, {128256, 4096}, {200, 4160},
+                             {130, 416},    {96, 208},      {64, 16}};
 
 TEST(Fp8WgmmaPlan, CoversEveryTokenAndFitsTheSharedMemory) {
   for (const Shape& s : kShapes)
@@ -29,6 +32,10 @@ TEST(Fp8WgmmaPlan, CoversEveryTokenAndFitsTheSharedMemory) {
       ASSERT_GT(p.token_tile, 0);
       ASSERT_LE(p.token_tile, 256);
       ASSERT_EQ(p.token_tile % 16, 0) << "wgmma N and 1024-byte stage alignment";
+      ASSERT_NE(
+          std::find(std::begin(kFp8WgmmaTokenTiles), std::end(kFp8WgmmaTokenTiles), p.token_tile),
+          std::end(kFp8WgmmaTokenTiles))
+          << "a token tile without a kernel";
       ASSERT_GE(int64_t(p.token_tile) * p.token_tiles, T);
       ASSERT_LT(int64_t(p.token_tile) * (p.token_tiles - 1), T) << "an empty token tile";
       ASSERT_EQ(p.channel_tiles, (s.N + 127) / 128);
