@@ -3,27 +3,36 @@
 // m64nNk32 e4m3 x e4m3 -> f32, the weights as the M side (64 output channels per
 // consumer warpgroup), the tokens as the N side (the plan's token tile, up to 256).
 //
-// A CTA is three warpgroups and owns 128 output channels x token_tile tokens and a slice
-// of K (the plan's splits):
-//   - warpgroup 0, the producer: one thread issues TMA boxes of 128 K-columns (bytes) of
-//     the weight tile (128 rows) and of the token tile into a ring of stages in wgmma's
-//     128-byte-swizzled layout (cuda_sm90.cuh), each stage completing on its `full`
-//     mbarrier by transaction bytes (a box's bytes past the matrix are zeros and count
-//     too, so N, T and K need not be multiples of the tile); its other threads leave;
-//   - warpgroups 1 and 2, the consumers: each multiplies its 64 weight rows of a stage by
-//     the stage's token tile (four k32 wgmmas into a fresh accumulator, added to the f32
-//     total on the CUDA cores: see consume), and releases the stage (`empty`, all 256
-//     consumer threads); one warpgroup's adds run under the other's wgmmas.
-// Phases: k-block i of the slice uses stage i mod S for the n = i / S-th time; consumers
-// wait for full[s] with parity n & 1, the producer (from the second round on) for
-// empty[s] with parity (n - 1) & 1 before refilling it.
+// A CTA is three warpgroups and takes a run of (tile, k-block) units (Fp8WgmmaWork): one
+// slice of one tile (Split), or an equal share of all of them, across tile boundaries
+// (Stream):
+//   - warpgroup 0, the producer: one thread walks the run and issues TMA boxes of 128
+//     K-columns (bytes) of the tile's weight rows (128) and token rows into a ring of
+//     stages in wgmma's 128-byte-swizzled layout (cuda_sm90.cuh), each stage completing
+//     on its `full` mbarrier by transaction bytes (a box's bytes past the matrix are zeros
+//     and count too, so N, T and K need not be multiples of the tile); it refills a stage
+//     once the eight consumer warps have released it (`empty`); its other threads leave;
+//   - warpgroups 1 and 2, the consumers: each takes 64 weight rows of every stage and
+//     runs one of the main loops of cuda_gemm_fp8_consume.cuh over each segment of the
+//     run (the k-blocks of one tile), then finishes the segment while the producer
+//     already fills the ring with the next one's stages.
 //
-// Epilogue: both warpgroups meet at a named barrier (the ring is then free), stage their
-// accumulators through shared memory as [token][64 channels] f32 rows (68 floats apart:
-// conflict-free fragment stores), and write whole rows of 64 channels: unsplit, the
-// output out[t, n] = acc · s_x[t] · s_w(n) (+ bias[n]) in bf16 or f32; split, the f32
-// partial sums to a workspace [splits, T, N], which fp8_gemm_reduce_kernel adds in split
-// order before applying the same epilogue (deterministic: a fixed order and no atomics).
+// Finishing a segment (each consumer warpgroup on its own 64 channels):
+//   - a whole tile: out = acc · s_x · s_w (+ bias), staged through the warpgroup's own
+//     shared rows ([token][64 channels] f32, 68 floats apart: conflict-free fragment
+//     stores) in chunks of 32 tokens, written as whole rows of 64 channels, bf16 or f32;
+//   - a part of a cut tile (parts in CTA order; part 0 ends the first CTA's run, the others
+//     start the following runs, so part 0 usually comes last): part 0 checks the tile's
+//     arrival counter and, if every other part has arrived, adds their f32 partial sums
+//     (fragment order in a workspace slot per CTA, read through L2) to its own in part
+//     order and writes the output. Otherwise, and for the other parts, the part writes its
+//     sums to its slot and counts itself in; the last to arrive adds all of them in part
+//     order and writes the output. The sum is the same bits whoever finishes (no float
+//     atomics, a fixed order), and the finisher sets the counter back to 0, so the
+//     counters (the backend's zeroed buffer, two per CTA) are zero between launches.
+//     Ordering as in the decode attention's split merge (cuda_attention_decode.cuh):
+//     stores, named barrier, one thread's acq_rel atomic; the finisher's acquire, barrier,
+//     ld.cg reads.
 //
 // Launched with programmatic dependent launch (cuda_pdl.cuh): the producer issues the
 // first stages' weight boxes before it waits for the kernel before (weights are never
@@ -36,12 +45,12 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_gemm_fp8.h"
+#include "backend/cuda/cuda_gemm_fp8_consume.cuh"
 #include "backend/cuda/cuda_linear_fp8.cuh"
 #include "backend/cuda/cuda_mbarrier.cuh"
 #include "backend/cuda/cuda_pdl.cuh"
 #include "backend/cuda/cuda_sm90.cuh"
 #include "backend/cuda/cuda_tensor_map.h"
-#include "backend/cuda/cuda_wgmma_e4m3.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "cuda_gemm_fp8_sm90.cu needs sm_90a (wgmma, setmaxnreg): see CMakeLists.txt"
@@ -52,16 +61,14 @@ namespace tandem {
 namespace {
 
 using cuda::bf16;
+using namespace fp8gemm;
 
 constexpr int kThreads = 384;  // producer warpgroup + 2 consumer warpgroups
-constexpr int kConsumerThreads = 256;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "one CTA's registers");
-constexpr int kBlockK = kFp8WgmmaBlockK;                     // bytes of K per stage
-constexpr int kATileBytes = kFp8WgmmaChannelTile * kBlockK;  // 16 KB of weights per stage
 constexpr int kStagePitch = 64 + 4;  // floats per staged token row (cuda_gemm_fp8_plan.cpp)
-// Named barriers (0 is __syncthreads): both consumer warpgroups; then one per warpgroup.
-constexpr int kBarConsumers = 1, kBarWarpgroup0 = 2;
+constexpr int kStageRows = 32;       // token rows per warpgroup's staging
+constexpr int kCounterCapacity = 2 * kFp8WgmmaMaxCutCtas;
 
 // What the epilogue needs: the scales, the bias and where the result goes.
 struct Epilogue {
@@ -76,8 +83,10 @@ struct Epilogue {
 
 struct GemmParams {
   Epilogue e;
-  float* partials;  // [splits, T, N] f32 when splits > 1
-  int num_k_blocks, splits, token_tiles, stages;
+  Fp8WgmmaWork work;
+  int token_tiles, stages;
+  float* partials;  // [2·ctas slots][2 warpgroups][64·BN] f32 when tiles are cut
+  int* counters;    // [2·ctas]: zero between launches, when tiles are cut
 };
 
 // out[t, n..n+3] = v · s_x[t] · s_w(n..) (+ bias), channels past N skipped.
@@ -116,215 +125,256 @@ __device__ __forceinline__ void finish4(const Epilogue& e, int t, int n, float (
 
 // ---------------------------------------------------------------- producer
 
-// The thread that issues every TMA box of the CTA's K slice: k-blocks [kb0, kb0 + nk) of
-// weight rows from n0 and tokens from t0. stage_bytes: the weight box, then the token box.
+// The position of a unit in the output: k-block, channel tile, token tile.
+struct UnitCursor {
+  int kb, ct, tt;
+  __device__ __forceinline__ UnitCursor(int u, int k_blocks, int token_tiles) {
+    const int tile = u / k_blocks;
+    kb = u - tile * k_blocks;
+    ct = tile / token_tiles;
+    tt = tile - ct * token_tiles;
+  }
+  __device__ __forceinline__ void next(int k_blocks, int token_tiles) {
+    if (++kb < k_blocks) return;
+    kb = 0;
+    if (++tt < token_tiles) return;
+    tt = 0;
+    ct++;
+  }
+};
+
+// The thread that issues every TMA box of the CTA's run [u0, u1) into the ring at `base`.
+template <int BN>
 __device__ __forceinline__ void produce(const CUtensorMap* map_w, const CUtensorMap* map_x,
-                                        uint64_t* full, uint64_t* empty, uint32_t ring,
-                                        uint32_t stage_bytes, int stages, int kb0, int nk, int n0,
-                                        int t0) {
+                                        uint64_t* full, uint64_t* empty, uint32_t base,
+                                        const GemmParams& p, int u0, int u1) {
+  constexpr uint32_t kStageBytes = Ring<BN>::kStageBytes;
   sm90::prefetch_tensor_map(map_w);
   sm90::prefetch_tensor_map(map_x);
-  const int first = nk < stages ? nk : stages;
+  const int kb_n = p.work.k_blocks, tt_n = p.token_tiles, stages = p.stages;
+  const int n = u1 - u0, first = n < stages ? n : stages;
+  auto stage = [&](int s) { return base + uint32_t(s) * kStageBytes; };
+  auto bar = [&](int s) { return cuda::mbar_smem_addr(&full[s]); };
   // The first round's weights before waiting for the kernel before: a step never writes them.
-  for (int i = 0; i < first; i++) {
-    const uint32_t stage = ring + uint32_t(i) * stage_bytes;
-    cuda::mbar_arrive_expect(&full[i], stage_bytes);
-    sm90::tma_load_2d(stage, map_w, (kb0 + i) * kBlockK, n0, cuda::mbar_smem_addr(&full[i]));
+  UnitCursor at(u0, kb_n, tt_n);
+  for (int i = 0; i < first; i++, at.next(kb_n, tt_n)) {
+    cuda::mbar_arrive_expect(&full[i], kStageBytes);
+    sm90::tma_load_2d(stage(i), map_w, at.kb * kBlockK, at.ct * kFp8WgmmaChannelTile, bar(i));
   }
   cuda::pdl_wait();  // xq is the quantize kernel's output
-  for (int i = 0; i < first; i++) {
-    const uint32_t stage = ring + uint32_t(i) * stage_bytes;
-    sm90::tma_load_2d(stage + kATileBytes, map_x, (kb0 + i) * kBlockK, t0,
-                      cuda::mbar_smem_addr(&full[i]));
-  }
-  for (int i = first; i < nk; i++) {
-    const int s = i % stages, n = i / stages;
-    cuda::mbar_wait(&empty[s], uint32_t((n - 1) & 1));
-    const uint32_t stage = ring + uint32_t(s) * stage_bytes, bar = cuda::mbar_smem_addr(&full[s]);
-    cuda::mbar_arrive_expect(&full[s], stage_bytes);
-    sm90::tma_load_2d(stage, map_w, (kb0 + i) * kBlockK, n0, bar);
-    sm90::tma_load_2d(stage + kATileBytes, map_x, (kb0 + i) * kBlockK, t0, bar);
+  at = UnitCursor(u0, kb_n, tt_n);
+  for (int i = 0; i < first; i++, at.next(kb_n, tt_n))
+    sm90::tma_load_2d(stage(i) + kATileBytes, map_x, at.kb * kBlockK, at.tt * BN, bar(i));
+  for (int i = first; i < n; i++, at.next(kb_n, tt_n)) {
+    const int s = i % stages, use = i / stages;
+    cuda::mbar_wait(&empty[s], uint32_t((use - 1) & 1));
+    cuda::mbar_arrive_expect(&full[s], kStageBytes);
+    sm90::tma_load_2d(stage(s), map_w, at.kb * kBlockK, at.ct * kFp8WgmmaChannelTile, bar(s));
+    sm90::tma_load_2d(stage(s) + kATileBytes, map_x, at.kb * kBlockK, at.tt * BN, bar(s));
   }
 }
 
-// ---------------------------------------------------------------- consumers
+// ---------------------------------------------------------------- finishing a segment
 
-// acc = Σ over the slice's nk k-blocks of the warpgroup's 64 weight rows (cw = 0 or 1)
-// times the token tile. Each k-block's four k32 wgmmas sum into a fresh accumulator that is
-// then added to acc in f32 on the CUDA cores ("promotion", as cuBLASLt and CUTLASS do by
-// default): Hopper's e4m3 wgmma keeps only ~14 significant bits in its own running sum,
-// so chaining all of K in it would cost ~1e-3 of relative error at K = 4096. Tiles over
-// 128 tokens run as two halves one after the other, so the fresh accumulator is half as
-// wide (acc + part: 192 floats at 256 tokens).
+// The warpgroup's finished 64 channels x BN tokens out to `e`, through its staging rows
+// (kStageRows rows of kStagePitch floats) in chunks of 32 tokens (16 where BN is not a
+// multiple of 32).
 template <int BN>
-__device__ __forceinline__ void consume(float (&acc)[BN / 8][4], uint64_t* full, uint64_t* empty,
-                                        uint32_t ring, uint32_t stage_bytes, int stages, int nk,
-                                        int cw) {
-  constexpr int kHalves = BN > 128 ? 2 : 1, SN = BN / kHalves;
-  static_assert(SN % 8 == 0, "a half is whole 8-token groups (1024-byte aligned in the stage)");
-  float part[SN / 8][4];
-#pragma unroll
-  for (int i = 0; i < BN / 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
-#pragma unroll
-  for (int i = 0; i < SN / 8; i++) part[i][0] = part[i][1] = part[i][2] = part[i][3] = 0.f;
-  const uint32_t rows = uint32_t(cw * 64 * 128);  // 64 rows = 8 swizzle atoms
-  for (int i = 0; i < nk; i++) {
-    const int s = i % stages;
-    cuda::mbar_wait(&full[s], uint32_t((i / stages) & 1));
-    const uint32_t a = ring + uint32_t(s) * stage_bytes + rows;
-    const uint32_t b = ring + uint32_t(s) * stage_bytes + kATileBytes;
-#pragma unroll
-    for (int h = 0; h < kHalves; h++) {
-      const uint32_t bh = b + uint32_t(h * SN * 128);
-      sm90::fence_operands(part);
-      sm90::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBlockK / 32; kk++)  // 32 bytes of K per wgmma
-        sm90::wgmma_e4m3<SN>(part, sm90::sw128_desc(a + uint32_t(kk * 32), 16),
-                             sm90::sw128_desc(bh + uint32_t(kk * 32), 16), kk > 0 ? 1 : 0);
-      sm90::wgmma_commit();
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(part);
-#pragma unroll
-      for (int r = 0; r < SN / 8; r++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) acc[h * (SN / 8) + r][e] += part[r][e];
-    }
-    cuda::mbar_arrive(&empty[s]);  // this warpgroup is done with the stage
-  }
-}
-
-// The warpgroup's 64 channels x BN tokens through shared memory (stage: BN rows of
-// kStagePitch floats), then out to `e` (unsplit) or to split `split`'s partial sums.
-template <int BN>
-__device__ __forceinline__ void store_tile(const float (&acc)[BN / 8][4], float* stage,
-                                           const GemmParams& p, int cw, int n0, int t0, int split) {
-  const int wtid = int(threadIdx.x) - 128 * (cw + 1), lane = wtid & 31, warp = wtid >> 5;
-  const int g = lane >> 2, q = lane & 3;
+__device__ __forceinline__ void store_out(const float (&acc)[BN / 8][4], float* stage,
+                                          const Epilogue& e, int cw, int wtid, int n0, int t0) {
+  constexpr int kChunkNt = (BN / 8) % 4 == 0 ? 4 : 2;  // 8-token column groups per chunk
+  constexpr int kChunk = 8 * kChunkNt;
+  static_assert(kChunk <= kStageRows, "a chunk fits the staging rows");
+  const int lane = wtid & 31, warp = wtid >> 5, g = lane >> 2, q = lane & 3;
   const int n = 16 * warp + g;  // the fragment's row: a channel of the warpgroup's 64
+  const int j = (wtid % 16) * 4, nc = n0 + cw * 64 + j;  // 16 threads a token row
 #pragma unroll
-  for (int nt = 0; nt < BN / 8; nt++) {
-    const int t = 8 * nt + 2 * q;  // the fragment's columns t, t + 1: tokens
-    stage[t * kStagePitch + n] = acc[nt][0];
-    stage[(t + 1) * kStagePitch + n] = acc[nt][1];
-    stage[t * kStagePitch + n + 8] = acc[nt][2];
-    stage[(t + 1) * kStagePitch + n + 8] = acc[nt][3];
-  }
-  sm90::named_bar_sync(kBarWarpgroup0 + cw, 128);
-  // 16 threads a token row, 4 channels each; 8 rows per pass of the warpgroup.
-  const int j = (wtid % 16) * 4, nc = n0 + cw * 64 + j;
-  if (nc >= p.e.N) return;  // nothing of this thread's channels exists
-  for (int r = wtid / 16; r < BN; r += 8) {
-    const int t = t0 + r;
-    if (t >= p.e.T) break;
-    const float4 v4 = *reinterpret_cast<const float4*>(stage + r * kStagePitch + j);
-    float v[4] = {v4.x, v4.y, v4.z, v4.w};
-    if (p.splits == 1) {
-      finish4(p.e, t, nc, v);
-      continue;
-    }
-    float* dst = p.partials + (int64_t(split) * p.e.T + t) * p.e.N + nc;
-    if (p.e.N % 4 == 0) {
-      *reinterpret_cast<float4*>(dst) = v4;  // the workspace is 16-byte aligned
-    } else {
+  for (int c0 = 0; c0 < BN / 8; c0 += kChunkNt) {
 #pragma unroll
-      for (int k = 0; k < 4; k++)
-        if (nc + k < p.e.N) dst[k] = v[k];
+    for (int u = 0; u < kChunkNt; u++) {
+      const int t = 8 * u + 2 * q;  // the fragment's columns t, t + 1: tokens
+      stage[t * kStagePitch + n] = acc[c0 + u][0];
+      stage[(t + 1) * kStagePitch + n] = acc[c0 + u][1];
+      stage[t * kStagePitch + n + 8] = acc[c0 + u][2];
+      stage[(t + 1) * kStagePitch + n + 8] = acc[c0 + u][3];
     }
+    sm90::named_bar_sync(kBarWarpgroup0 + cw, 128);
+    if (nc < e.N) {
+      for (int r = wtid / 16; r < kChunk; r += 8) {
+        const int t = t0 + 8 * c0 + r;
+        if (t >= e.T) break;
+        const float4 v4 = *reinterpret_cast<const float4*>(stage + r * kStagePitch + j);
+        float v[4] = {v4.x, v4.y, v4.z, v4.w};
+        finish4(e, t, nc, v);
+      }
+    }
+    sm90::named_bar_sync(kBarWarpgroup0 + cw, 128);  // read before the next chunk lands
   }
 }
 
-// One CTA: blockIdx.x = (channel tile, split, token tile), token tile fastest, so the CTAs
-// sharing a weight tile run side by side (the later ones read it from L2).
+// A warpgroup's partial sums in a workspace slot, in fragment order: float4 nt of thread
+// wtid at [nt · 128 + wtid] (coalesced; only this kernel reads them back).
 template <int BN>
+__device__ __forceinline__ void write_part(const float (&acc)[BN / 8][4], float* slot, int wtid) {
+  float4* dst = reinterpret_cast<float4*>(slot);
+#pragma unroll
+  for (int nt = 0; nt < BN / 8; nt++)
+    dst[nt * 128 + wtid] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
+}
+
+// acc += a slot's sums, 8 float4 loads in flight at a time (all of them at once would
+// need another BN/2 registers beside acc).
+template <int BN>
+__device__ __forceinline__ void add_part(float (&acc)[BN / 8][4], const float* slot, int wtid) {
+  const float4* src = reinterpret_cast<const float4*>(slot);
+#pragma unroll
+  for (int nt0 = 0; nt0 < BN / 8; nt0 += 8) {
+#pragma unroll
+    for (int nt = nt0; nt < nt0 + 8 && nt < BN / 8; nt++) {
+      const float4 v = __ldcg(src + nt * 128 + wtid);  // L2: never a stale L1 line
+      acc[nt][0] += v.x;
+      acc[nt][1] += v.y;
+      acc[nt][2] += v.z;
+      acc[nt][3] += v.w;
+    }
+    asm volatile("" ::: "memory");  // the next loads stay behind these adds
+  }
+}
+
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ int atomic_add_acq_rel(int* p, int v) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n"
+               : "=r"(old)
+               : "l"(p), "r"(v)
+               : "memory");
+  return old;
+}
+
+// CTA c's part of a cut tile (the header above has the protocol): true when this warpgroup
+// finishes the tile, acc then holding the whole sum; false when another CTA will.
+template <int BN>
+__device__ __forceinline__ bool fix_up(float (&acc)[BN / 8][4], const GemmParams& p, int cw,
+                                       int wtid, int c, int tile, int* flag) {
+  const Fp8WgmmaWork& w = p.work;
+  const int first = w.first_cta(tile, c), parts = w.last_cta(tile, c) - first + 1;
+  int* counter = p.counters + 2 * first + cw;
+  const int bar = kBarWarpgroup0 + cw;
+  auto slot = [&](int cta) {
+    return p.partials + (int64_t(w.slot(cta, tile)) * 2 + cw) * (64 * BN);
+  };
+  sm90::named_bar_sync(bar, 128);  // every thread has read the flag's last value
+  if (c == first) {
+    if (wtid == 0) *flag = load_acquire(counter) == parts - 1;
+    sm90::named_bar_sync(bar, 128);
+    if (*flag) {  // every other part is in: add them to this one, in part order
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[nt][e] = 0.f + acc[nt][e];  // as the other branch's 0 + p0
+      for (int j = 1; j < parts; j++) add_part<BN>(acc, slot(first + j), wtid);
+      if (wtid == 0) atomicExch(counter, 0);
+      return true;
+    }
+    sm90::named_bar_sync(bar, 128);  // the flag read before it is written again
+  }
+  write_part<BN>(acc, slot(c), wtid);
+  sm90::named_bar_sync(bar, 128);  // every thread's stores before the count
+  if (wtid == 0) *flag = atomic_add_acq_rel(counter, 1) == parts - 1;
+  sm90::named_bar_sync(bar, 128);
+  if (!*flag) return false;
+  zero<BN>(acc);  // the last to arrive: every part, its own too, is in the workspace
+  for (int j = 0; j < parts; j++) add_part<BN>(acc, slot(first + j), wtid);
+  if (wtid == 0) atomicExch(counter, 0);
+  return true;
+}
+
+// ---------------------------------------------------------------- the kernel
+
+// One CTA: the run [begin(c), begin(c + 1)) of p.work. C: the consumers' main loop.
+template <int BN, Fp8WgmmaConsumer C>
 __global__ void __launch_bounds__(kThreads, 1)
     fp8_gemm_kernel(const __grid_constant__ CUtensorMap map_w,
                     const __grid_constant__ CUtensorMap map_x, const GemmParams p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full[kFp8WgmmaMaxStages], empty[kFp8WgmmaMaxStages];
+  __shared__ int flags[2];  // per consumer warpgroup: whether it finishes a cut tile
   cuda::pdl_launch_next();
 
-  const int b = int(blockIdx.x);
-  const int tt = b % p.token_tiles, split = (b / p.token_tiles) % p.splits;
-  const int ct = b / (p.token_tiles * p.splits);
-  const int n0 = ct * kFp8WgmmaChannelTile, t0 = tt * BN;
-  const int kb0 = int(int64_t(split) * p.num_k_blocks / p.splits);
-  const int nk = int(int64_t(split + 1) * p.num_k_blocks / p.splits) - kb0;  // >= 1
-  constexpr uint32_t kStageBytes = uint32_t(kATileBytes + BN * kBlockK);
+  const int c = int(blockIdx.x);
+  const int u0 = p.work.begin(c), u1 = p.work.begin(c + 1);
+  constexpr uint32_t kStageBytes = Ring<BN>::kStageBytes;
   const uint32_t raw = cuda::mbar_smem_addr(smem_raw);
-  const uint32_t ring = (raw + 1023u) & ~1023u;  // stages start on swizzle atoms
+  const uint32_t ring_base = (raw + 1023u) & ~1023u;  // stages start on swizzle atoms
+  const int wg = int(threadIdx.x) / 128;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; s++) {
       cuda::mbar_init(&full[s], 1);  // the producer's arrive.expect_tx
-      cuda::mbar_init(&empty[s], kConsumerThreads);
+      cuda::mbar_init(&empty[s], kConsumerWarps);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // for the async proxy
   }
   __syncthreads();
 
-  const int wg = int(threadIdx.x) / 128;
   if (wg == 0) {
     sm90::setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x == 0)
-      produce(&map_w, &map_x, full, empty, ring, kStageBytes, p.stages, kb0, nk, n0, t0);
+    if (threadIdx.x == 0) produce<BN>(&map_w, &map_x, full, empty, ring_base, p, u0, u1);
     cuda::pdl_wait();  // every thread waits before it leaves (cuda_pdl.cuh)
     return;
   }
   sm90::setmaxnreg_inc<kConsumerRegs>();
   cuda::pdl_wait();
-  const int cw = wg - 1;
+  const int cw = wg - 1, wtid = int(threadIdx.x) - 128 * wg;
+  const Ring<BN> ring{cuda::mbar_smem_addr(full),
+                      cuda::mbar_smem_addr(empty),
+                      ring_base,
+                      uint32_t(cw * 64 * kBlockK),
+                      p.stages,
+                      cw,
+                      wtid & 31};
+  float* stage =
+      reinterpret_cast<float*>(smem_raw + (ring_base - raw) + size_t(p.stages) * kStageBytes) +
+      cw * kStageRows * kStagePitch;
+  if constexpr (C == Fp8WgmmaConsumer::PingPong) {
+    if (cw == 1) sm90::named_bar_arrive(kBarTurn0, 256);  // warpgroup 0 issues first
+  }
+  const int kb_n = p.work.k_blocks;
+  RingPos pos;
   float acc[BN / 8][4];
-  consume<BN>(acc, full, empty, ring, kStageBytes, p.stages, nk, cw);
-  sm90::named_bar_sync(kBarConsumers, kConsumerThreads);  // no wgmma reads the ring any more
-  float* stage = reinterpret_cast<float*>(smem_raw + (ring - raw)) + cw * BN * kStagePitch;
-  store_tile<BN>(acc, stage, p, cw, n0, t0, split);
-}
-
-// out = Σ_s partials[s] (in split order) · s_x · s_w (+ bias): 4 channels per thread.
-__global__ void fp8_gemm_reduce_kernel(const float* __restrict__ partials, int splits, Epilogue e) {
-  cuda::pdl_launch_next();
-  cuda::pdl_wait();
-  const int quads = (e.N + 3) / 4;
-  const int64_t total = int64_t(e.T) * quads, plane = int64_t(e.T) * e.N;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int t = int(i / quads), n = int(i % quads) * 4;
-    const float* src = partials + int64_t(t) * e.N + n;
-    float v[4] = {0.f, 0.f, 0.f, 0.f};
-    if (e.N % 4 == 0) {
-      for (int s = 0; s < splits; s++) {
-        const float4 p = *reinterpret_cast<const float4*>(src + s * plane);
-        v[0] += p.x;
-        v[1] += p.y;
-        v[2] += p.z;
-        v[3] += p.w;
-      }
-    } else {
-      for (int s = 0; s < splits; s++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-          if (n + j < e.N) v[j] += src[s * plane + j];
+  for (int u = u0; u < u1;) {  // segments: the run's k-blocks of one tile each
+    const int tile = u / kb_n, tile_end = (tile + 1) * kb_n;
+    const int seg_end = tile_end < u1 ? tile_end : u1;
+    mma<BN, C>(acc, ring, pos, seg_end - u, seg_end == u1);
+    const bool whole = u == tile * kb_n && seg_end == tile_end;
+    if (whole || fix_up<BN>(acc, p, cw, wtid, c, tile, &flags[cw])) {
+      const int ct = tile / p.token_tiles, tt = tile - ct * p.token_tiles;
+      store_out<BN>(acc, stage, p.e, cw, wtid, ct * kFp8WgmmaChannelTile, tt * BN);
     }
-    finish4(e, t, n, v);
+    u = seg_end;
   }
 }
 
 // ---------------------------------------------------------------- launch
 
-template <int BN>
+template <int BN, Fp8WgmmaConsumer C>
 void launch_gemm(const Fp8WgmmaPlan& plan, const CUtensorMap& map_w, const CUtensorMap& map_x,
                  const GemmParams& p, cudaStream_t stream) {
-  auto kernel = fp8_gemm_kernel<BN>;
+  auto kernel = fp8_gemm_kernel<BN, C>;
   static std::atomic<uint64_t> smem_ready;
   cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes, smem_ready,
                            "linear fp8 (wgmma)");
-  cuda_require(plan.ctas() < INT_MAX, "linear fp8 (wgmma): too many CTAs");
-  cuda::launch_pdl("fp8_gemm_kernel", kernel, dim3(unsigned(plan.ctas())), dim3(kThreads),
+  cuda::launch_pdl("fp8_gemm_kernel", kernel, dim3(unsigned(plan.ctas)), dim3(kThreads),
                    size_t(plan.smem_bytes), stream, map_w, map_x, p);
 }
 
-// The kernels built: one per token tile of the plan's list (cuda_gemm_fp8.h).
+// The kernels built: one per token tile of the plan's list (cuda_gemm_fp8.h) and consumer
+// loop; Dual's tiles over 128 tokens are Serial's (cuda_gemm_fp8_consume.cuh).
 using TokenTiles = std::integer_sequence<int, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256>;
 template <int... BNs>
 constexpr bool same_tiles(std::integer_sequence<int, BNs...>) {
@@ -336,27 +386,68 @@ constexpr bool same_tiles(std::integer_sequence<int, BNs...>) {
 }
 static_assert(same_tiles(TokenTiles{}), "a kernel for every token tile the plan may pick");
 
+constexpr Fp8WgmmaConsumer built_consumer(int bn, Fp8WgmmaConsumer c) {
+  return c == Fp8WgmmaConsumer::Dual && bn > 128 ? Fp8WgmmaConsumer::Serial : c;
+}
+
 using LaunchGemm = void (*)(const Fp8WgmmaPlan&, const CUtensorMap&, const CUtensorMap&,
                             const GemmParams&, cudaStream_t);
-template <int... BNs>
+template <Fp8WgmmaConsumer C, int... BNs>
 LaunchGemm gemm_launcher(int token_tile, std::integer_sequence<int, BNs...>) {
   LaunchGemm launch = nullptr;
-  ((token_tile == BNs ? (launch = &launch_gemm<BNs>) : nullptr), ...);
+  ((token_tile == BNs ? (launch = &launch_gemm<BNs, built_consumer(BNs, C)>) : nullptr), ...);
   return launch;
+}
+
+LaunchGemm gemm_launcher(int token_tile, Fp8WgmmaConsumer c) {
+  switch (c) {
+    case Fp8WgmmaConsumer::Serial:
+      return gemm_launcher<Fp8WgmmaConsumer::Serial>(token_tile, TokenTiles{});
+    case Fp8WgmmaConsumer::PingPong:
+      return gemm_launcher<Fp8WgmmaConsumer::PingPong>(token_tile, TokenTiles{});
+    case Fp8WgmmaConsumer::Dual:
+      return gemm_launcher<Fp8WgmmaConsumer::Dual>(token_tile, TokenTiles{});
+  }
+  return nullptr;
 }
 
 }  // namespace
 
+// Created outside graph capture only, as split_counters (cuda_attention.cu): zeroing it
+// inside a capture would become a graph node, and eager launches before the first replay
+// would see garbage. Every decode graph runs its step eagerly first.
+int* CudaBackend::fp8_gemm_counters() {
+  if (fp8_gemm_counters_) return fp8_gemm_counters_.get();
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cuda_check(cudaStreamIsCapturing(stream_, &capture), "linear fp8: cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone)
+    cuda_fail(
+        "linear fp8 (wgmma): the arrival counters must be created outside CUDA graph capture; "
+        "run the captured step once eagerly first");
+  const size_t bytes = size_t(kCounterCapacity) * sizeof(int);
+  cuda_check(cudaSetDevice(device_), "linear fp8: cudaSetDevice");
+  void* p = nullptr;
+  cuda_check(cudaMalloc(&p, bytes), "linear fp8: cudaMalloc (arrival counters)");
+  std::shared_ptr<int> counters(static_cast<int*>(p), [](int* q) { cudaFree(q); });
+  cuda_check(cudaMemsetAsync(p, 0, bytes, stream_), "linear fp8: cudaMemsetAsync");
+  fp8_gemm_counters_ = std::move(counters);
+  return fp8_gemm_counters_.get();
+}
+
 void launch_fp8_wgmma(CudaBackend& be, const Fp8WgmmaArgs& a) {
   const int64_t T = a.xq->rows(), K = a.xq->cols(), N = a.w->dim(0);
   const cudaDeviceProp& props = be.props();
-  const Fp8WgmmaPlan plan = plan_fp8_wgmma(T, N, K, props.multiProcessorCount,
-                                           int(props.sharedMemPerBlockOptin), fp8_wgmma_splits());
+  const Fp8WgmmaPlan plan =
+      plan_fp8_wgmma(T, N, K, props.multiProcessorCount, int(props.sharedMemPerBlockOptin),
+                     fp8_wgmma_variant(), fp8_wgmma_splits());
   cuda_require(plan.token_tile > 0 && plan.stages >= 2,
                "linear fp8 (wgmma): no plan for this shape (fp8_wgmma_fits was not checked?)");
+  const Fp8WgmmaWork work = plan.work();
+  cuda_require(plan.tiles() * plan.k_blocks < (int64_t(1) << 31) && work.ctas >= 1 &&
+                   work.ctas <= kFp8WgmmaMaxCtas && work.ctas <= work.units,
+               "linear fp8 (wgmma): too much work for one launch (Fp8WgmmaWork's integers)");
   const CUtensorMap map_w = cuda::byte_matrix_tensor_map(a.w->data, N, K, kFp8WgmmaChannelTile);
   const CUtensorMap map_x = cuda::byte_matrix_tensor_map(a.xq->data, T, K, plan.token_tile);
-  const bool out_f32 = a.out->dtype == DType::F32;
   GemmParams p{};
   p.e.out = a.out->data;
   p.e.x_scales = a.x_scales->ptr<float>();
@@ -364,26 +455,23 @@ void launch_fp8_wgmma(CudaBackend& be, const Fp8WgmmaArgs& a) {
   p.e.bias = a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr;
   p.e.T = int(T);
   p.e.N = int(N);
-  p.e.out_f32 = out_f32;
+  p.e.out_f32 = a.out->dtype == DType::F32;
   p.e.vec_out = N % 4 == 0 && cuda::aligned16(a.out->data);
-  p.num_k_blocks = int(cuda::ceil_div(K, kBlockK));
-  p.splits = plan.splits;
+  p.work = work;
   p.token_tiles = plan.token_tiles;
   p.stages = plan.stages;
   Tensor partials;  // freed at once: the allocator reuses it only for work queued later
-  if (plan.splits > 1) {
-    partials = be.alloc(DType::F32, {plan.splits, T, N});
+  if (work.cuts_tiles()) {
+    cuda_require(work.ctas <= kFp8WgmmaMaxCutCtas,
+                 "linear fp8 (wgmma): more CTAs than arrival counters for cut tiles");
+    partials = be.alloc(DType::F32, {2 * int64_t(work.ctas), 2, 64 * int64_t(plan.token_tile)});
     p.partials = partials.ptr<float>();
+    p.counters = be.fp8_gemm_counters();
   }
-  const LaunchGemm launch = gemm_launcher(plan.token_tile, TokenTiles{});
+  const Fp8WgmmaConsumer consumer = kFp8WgmmaVariants[plan.variant].consumer;
+  const LaunchGemm launch = gemm_launcher(plan.token_tile, consumer);
   cuda_require(launch != nullptr, "linear fp8 (wgmma): no kernel for the plan's token tile");
   launch(plan, map_w, map_x, p, be.stream());
-  if (plan.splits > 1) {
-    const int64_t quads = T * cuda::ceil_div(N, 4);
-    cuda::launch_pdl("fp8_gemm_reduce_kernel", &fp8_gemm_reduce_kernel,
-                     dim3(cuda::grid_stride_blocks(quads, 256)), dim3(256), 0, be.stream(),
-                     static_cast<const float*>(p.partials), plan.splits, p.e);
-  }
 }
 
 }  // namespace tandem

@@ -465,8 +465,10 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
                    dim3(unsigned(T)), dim3(256), 0, stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(),
                    x.ptr<bf16>(), K, group, num_groups, static_scale);
 
-  // 2. The product: the wgmma GEMM where it fits, else cuBLASLt, else the plain stream.
-  const bool wgmma_path = path == Fp8GemmPath::Auto || path == Fp8GemmPath::Wgmma;
+  // 2. The product: the wgmma GEMM where it fits (and, under Auto, where it is measured to
+  // be faster: fp8_wgmma_preferred), else cuBLASLt, else the plain stream.
+  const bool wgmma_path = path == Fp8GemmPath::Wgmma ||
+                          (path == Fp8GemmPath::Auto && fp8_wgmma_preferred(T, N, K));
   if (wgmma_path && !block && fp8_wgmma_fits(props_, T, N, K, w.data, xq.data)) {
     launch_fp8_wgmma(*this, {&out, &xq, &x_scales, &w, ws.s, ws.kind == 1, &bias});
     return;

@@ -1,19 +1,22 @@
-// The FP8 wgmma GEMM's plan and fit rules (cuda_gemm_fp8.h, cuda_gemm_fp8_plan.cpp): host
-// code only, so these run on every machine, GPU or not.
+// The FP8 wgmma GEMM's plan, work split, fit and Auto rules (cuda_gemm_fp8.h,
+// cuda_gemm_fp8_plan.cpp): host code only, so these run on every machine, GPU or not.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <set>
+#include <utility>
 
 #include "backend/cuda/cuda_gemm_fp8.h"
 
 namespace tandem {
 namespace {
 
-constexpr int kSms = 132;           // an H200
-constexpr int kSmemOptin = 232448;  // its opt-in shared memory per block (227 KB)
-constexpr int kStaticSmem = 1024;   // the kernel's barriers (aligned)
+constexpr int kSms = 132;                       // an H200
+constexpr int kSmemOptin = 232448;              // its opt-in shared memory per block (227 KB)
+constexpr int kStaticSmem = 1024;               // the kernel's barriers (aligned)
+constexpr int kStagingBytes = 2 * 32 * 68 * 4;  // the two warpgroups' epilogue rows
 
 struct Shape {
   int64_t N, K;
@@ -22,55 +25,181 @@ struct Shape {
 constexpr Shape kShapes[] = {{6144, 4096},  {4096, 4096},   {28672, 4096},
                              {4096, 14336}, {128256, 4096}, {200, 4160},
                              {130, 416},    {96, 208},      {64, 16}};
+constexpr Shape kLlama[] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}};
+
+bool stream(int variant) {
+  return kFp8WgmmaVariants[variant].schedule == Fp8WgmmaSchedule::Stream;
+}
 
 TEST(Fp8WgmmaPlan, CoversEveryTokenAndFitsTheSharedMemory) {
-  for (const Shape& s : kShapes)
-    for (int64_t T = 1; T <= kFp8WgmmaMaxRows; T += 7) {
-      SCOPED_TRACE(testing::Message() << "N " << s.N << " K " << s.K << " T " << T);
-      const Fp8WgmmaPlan p = plan_fp8_wgmma(T, s.N, s.K, kSms, kSmemOptin);
-      const int64_t k_blocks = (s.K + kFp8WgmmaBlockK - 1) / kFp8WgmmaBlockK;
-      ASSERT_GT(p.token_tile, 0);
-      ASSERT_LE(p.token_tile, 256);
-      ASSERT_EQ(p.token_tile % 16, 0) << "wgmma N and 1024-byte stage alignment";
-      ASSERT_NE(
-          std::find(std::begin(kFp8WgmmaTokenTiles), std::end(kFp8WgmmaTokenTiles), p.token_tile),
-          std::end(kFp8WgmmaTokenTiles))
-          << "a token tile without a kernel";
-      ASSERT_GE(int64_t(p.token_tile) * p.token_tiles, T);
-      ASSERT_LT(int64_t(p.token_tile) * (p.token_tiles - 1), T) << "an empty token tile";
-      ASSERT_EQ(p.channel_tiles, (s.N + 127) / 128);
-      ASSERT_GE(p.splits, 1);
-      ASSERT_LE(p.splits, std::min<int64_t>(kFp8WgmmaMaxSplits, k_blocks)) << "a split without K";
-      ASSERT_GE(p.stages, 2);
-      ASSERT_LE(p.stages, kFp8WgmmaMaxStages);
-      const int stage = (128 + p.token_tile) * kFp8WgmmaBlockK;
-      ASSERT_GE(p.smem_bytes, p.stages * stage + 1024) << "the ring and its alignment";
-      ASSERT_GE(p.smem_bytes, 2 * p.token_tile * 68 * 4 + 1024) << "the epilogue's staging";
-      ASSERT_LE(p.smem_bytes + kStaticSmem, kSmemOptin);
+  for (int v = 0; v < kFp8WgmmaNumVariants; v++)
+    for (const Shape& s : kShapes)
+      for (int64_t T = 1; T <= kFp8WgmmaMaxRows; T += 7) {
+        SCOPED_TRACE(testing::Message()
+                     << "variant " << v << " N " << s.N << " K " << s.K << " T " << T);
+        const Fp8WgmmaPlan p = plan_fp8_wgmma(T, s.N, s.K, kSms, kSmemOptin, v);
+        const int64_t k_blocks = (s.K + kFp8WgmmaBlockK - 1) / kFp8WgmmaBlockK;
+        ASSERT_EQ(p.variant, v);
+        ASSERT_GT(p.token_tile, 0);
+        ASSERT_LE(p.token_tile, kFp8WgmmaVariants[v].max_token_tile);
+        ASSERT_EQ(p.token_tile % 16, 0) << "wgmma N and 1024-byte stage alignment";
+        ASSERT_NE(
+            std::find(std::begin(kFp8WgmmaTokenTiles), std::end(kFp8WgmmaTokenTiles), p.token_tile),
+            std::end(kFp8WgmmaTokenTiles))
+            << "a token tile without a kernel";
+        ASSERT_GE(int64_t(p.token_tile) * p.token_tiles, T);
+        ASSERT_LT(int64_t(p.token_tile) * (p.token_tiles - 1), T) << "an empty token tile";
+        ASSERT_EQ(p.channel_tiles, (s.N + 127) / 128);
+        ASSERT_EQ(p.k_blocks, k_blocks);
+        const int64_t units = p.tiles() * k_blocks;
+        ASSERT_GE(p.ctas, 1);
+        ASSERT_LE(p.ctas, units) << "a CTA without work";
+        ASSERT_LE(p.ctas, kFp8WgmmaMaxCtas);
+        if (stream(v)) {
+          ASSERT_LE(p.ctas, kSms) << "Stream runs one wave";
+        } else {
+          ASSERT_GE(p.splits, 1);
+          ASSERT_LE(p.splits, std::min<int64_t>(kFp8WgmmaMaxSplits, k_blocks))
+              << "a split without K";
+          ASSERT_EQ(p.ctas, p.tiles() * p.splits);
+        }
+        if (p.work().cuts_tiles()) {
+          ASSERT_LE(p.ctas, kFp8WgmmaMaxCutCtas) << "arrival counters";
+        }
+        ASSERT_GE(p.stages, 2);
+        ASSERT_LE(p.stages, kFp8WgmmaMaxStages);
+        const int stage = (128 + p.token_tile) * kFp8WgmmaBlockK;
+        ASSERT_GE(p.smem_bytes, p.stages * stage + kStagingBytes + 1024)
+            << "the ring, its alignment and the staging";
+        ASSERT_LE(p.smem_bytes + kStaticSmem, kSmemOptin);
+        ASSERT_GT(p.estimate_us, 0.0);
+      }
+}
+
+// Every unit in exactly one run; a cut tile's parts found alike from each of its CTAs;
+// where the parts leave their sums never collides; one arrival counter per cut tile.
+TEST(Fp8WgmmaPlan, WorkRunsCoverEveryUnitOnceAndCutTilesDoNotCollide) {
+  const std::pair<int64_t, int> cases[] = {{32 * 32, 132},  {48 * 32, 132}, {224 * 32, 132},
+                                           {32 * 112, 132}, {5 * 33, 41},   {2, 2},
+                                           {7, 3},          {96 * 32, 96},  {10, 10}};
+  for (const auto& [units, ctas] : cases)
+    for (int k_blocks : {1, 2, 32, 33, 112}) {
+      if (units % k_blocks != 0) continue;
+      SCOPED_TRACE(testing::Message()
+                   << "units " << units << " ctas " << ctas << " k_blocks " << k_blocks);
+      const Fp8WgmmaWork w = Fp8WgmmaWork::make(units, ctas, k_blocks);
+      ASSERT_EQ(w.begin(0), 0);
+      ASSERT_EQ(w.begin(ctas), units);
+      bool cut = false;
+      std::set<int> slots, counters;
+      for (int c = 0; c < ctas; c++) {
+        ASSERT_LT(w.begin(c), w.begin(c + 1)) << "CTA " << c << " has no work";
+        ASSERT_EQ(w.begin(c), int64_t(c) * units / ctas);
+        for (int u = w.begin(c); u < w.begin(c + 1);) {  // the run's segments
+          const int tile = u / k_blocks, end = std::min(w.begin(c + 1), (tile + 1) * k_blocks);
+          const bool whole = u == tile * k_blocks && end == (tile + 1) * k_blocks;
+          const int first = w.first_cta(tile, c), last = w.last_cta(tile, c);
+          ASSERT_LE(first, c);
+          ASSERT_GE(last, c);
+          ASSERT_LE(w.begin(first), tile * k_blocks);
+          ASSERT_GT(w.begin(first + 1), tile * k_blocks);
+          ASSERT_LT(w.begin(last), (tile + 1) * k_blocks);
+          ASSERT_GE(w.begin(last + 1), (tile + 1) * k_blocks);
+          ASSERT_EQ(whole, first == last);
+          if (!whole) {
+            cut = true;
+            ASSERT_TRUE(slots.insert(w.slot(c, tile)).second)
+                << "slot of CTA " << c << " tile " << tile;
+            ASSERT_LT(w.slot(c, tile), 2 * ctas);
+            if (c == first) {
+              ASSERT_TRUE(counters.insert(first).second) << "counter " << first;
+            }
+          }
+          u = end;
+        }
+      }
+      ASSERT_EQ(cut, w.cuts_tiles());
     }
 }
 
+TEST(Fp8WgmmaPlan, StreamGivesEverySmTheSameShare) {
+  for (int v = 0; v < kFp8WgmmaNumVariants; v++) {
+    if (!stream(v)) continue;
+    for (const Shape& s : kLlama)
+      for (int64_t T : {16, 64, 128, 256, 512}) {
+        const Fp8WgmmaPlan p = plan_fp8_wgmma(T, s.N, s.K, kSms, kSmemOptin, v);
+        const Fp8WgmmaWork w = p.work();
+        EXPECT_EQ(p.ctas, kSms) << "variant " << v << " N " << s.N << " T " << T;
+        for (int c = 0; c < w.ctas; c++) {
+          const int n = w.begin(c + 1) - w.begin(c);
+          EXPECT_TRUE(n == w.per || n == w.per + 1) << c;
+        }
+      }
+    // Small work: fewer CTAs, each at least a few k-blocks.
+    const Fp8WgmmaPlan small = plan_fp8_wgmma(64, 96, 208, kSms, kSmemOptin, v);
+    EXPECT_EQ(small.ctas, 1) << "2 k-blocks";
+  }
+}
+
 TEST(Fp8WgmmaPlan, SplitsOnlyWhereTheTilesLeaveSmsIdle) {
+  constexpr int kSplit = 0;
+  ASSERT_EQ(kFp8WgmmaVariants[kSplit].schedule, Fp8WgmmaSchedule::Split);
   // 64 rows: o and down have 32 output tiles for 132 SMs, so K is split; gate_up's 224
   // tiles fill the GPU unsplit.
-  EXPECT_GT(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin).ctas(), 64);
-  EXPECT_GT(plan_fp8_wgmma(64, 4096, 14336, kSms, kSmemOptin).splits, 1);
-  EXPECT_EQ(plan_fp8_wgmma(64, 28672, 4096, kSms, kSmemOptin).splits, 1);
+  EXPECT_GT(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, kSplit).ctas, 64);
+  EXPECT_GT(plan_fp8_wgmma(64, 4096, 14336, kSms, kSmemOptin, kSplit).splits, 1);
+  EXPECT_EQ(plan_fp8_wgmma(64, 28672, 4096, kSms, kSmemOptin, kSplit).splits, 1);
   // A plan never runs more than one wave short of the GPU when it could fill it.
   for (int64_t T : {16, 64, 128, 256, 512}) {
-    const Fp8WgmmaPlan p = plan_fp8_wgmma(T, 4096, 4096, kSms, kSmemOptin);
-    EXPECT_LE(p.ctas(), 2 * kSms) << T;
+    const Fp8WgmmaPlan p = plan_fp8_wgmma(T, 4096, 4096, kSms, kSmemOptin, kSplit);
+    EXPECT_LE(p.ctas, 2 * kSms) << T;
   }
   // Fewer SMs, fewer splits.
-  EXPECT_LE(plan_fp8_wgmma(64, 4096, 4096, 16, kSmemOptin).ctas(),
-            plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin).ctas());
+  EXPECT_LE(plan_fp8_wgmma(64, 4096, 4096, 16, kSmemOptin, kSplit).ctas,
+            plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, kSplit).ctas);
 }
 
 TEST(Fp8WgmmaPlan, ForcedSplitsAreHonouredUpToKsBlocks) {
-  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 1).splits, 1);
-  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 3).splits, 3);
-  EXPECT_EQ(plan_fp8_wgmma(64, 96, 208, kSms, kSmemOptin, 5).splits, 2);  // 2 blocks of K
-  EXPECT_EQ(plan_fp8_wgmma(64, 96, 16, kSms, kSmemOptin, 4).splits, 1);
+  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 0, 1).splits, 1);
+  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 0, 3).splits, 3);
+  EXPECT_EQ(plan_fp8_wgmma(64, 96, 208, kSms, kSmemOptin, 0, 5).splits, 2);  // 2 blocks of K
+  EXPECT_EQ(plan_fp8_wgmma(64, 96, 16, kSms, kSmemOptin, 0, 4).splits, 1);
+  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 1, 3).ctas, kSms)
+      << "Stream ignores the split override";
+}
+
+TEST(Fp8WgmmaPlan, VariantsCapTheTokenTile) {
+  for (int v = 0; v < kFp8WgmmaNumVariants; v++) {
+    const int cap = kFp8WgmmaVariants[v].max_token_tile;
+    const Fp8WgmmaPlan p = plan_fp8_wgmma(256, 4096, 4096, kSms, kSmemOptin, v);
+    EXPECT_LE(p.token_tile, cap) << v;
+    if (stream(v)) {
+      EXPECT_EQ(p.token_tiles, 256 / cap) << v;
+    }
+  }
+}
+
+TEST(Fp8WgmmaPlan, TheVariantIsSetAndReset) {
+  const int from_env = fp8_wgmma_variant();
+  EXPECT_GE(from_env, 0);
+  EXPECT_LT(from_env, kFp8WgmmaNumVariants);
+  set_fp8_wgmma_variant(kFp8WgmmaNumVariants - 1);
+  EXPECT_EQ(fp8_wgmma_variant(), kFp8WgmmaNumVariants - 1);
+  set_fp8_wgmma_variant(-1);
+  EXPECT_EQ(fp8_wgmma_variant(), from_env);
+}
+
+// Auto's rule as measured (cuda_gemm_fp8_plan.cpp): down (K >= 2N) to 256 rows, the other
+// Llama shapes to 64.
+TEST(Fp8WgmmaPlan, AutoPrefersTheKernelWhereItWasMeasuredFaster) {
+  for (const Shape& s : kLlama) {
+    const bool wide_k = s.K >= 2 * s.N;
+    EXPECT_TRUE(fp8_wgmma_preferred(16, s.N, s.K));
+    EXPECT_TRUE(fp8_wgmma_preferred(64, s.N, s.K));
+    EXPECT_EQ(fp8_wgmma_preferred(128, s.N, s.K), wide_k);
+    EXPECT_EQ(fp8_wgmma_preferred(256, s.N, s.K), wide_k);
+    EXPECT_FALSE(fp8_wgmma_preferred(512, s.N, s.K));
+  }
 }
 
 TEST(Fp8WgmmaPlan, FitsOnlySm90AlignedWholeRowShapes) {
