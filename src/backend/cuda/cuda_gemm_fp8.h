@@ -32,7 +32,7 @@ inline constexpr int kFp8WgmmaMaxSplits = 16;
 // Token-tile widths (wgmma N) the kernel is built for: every decode graph bucket above 8
 // rows (12 → 16, 24 → 32, ...) lands on one with little padding.
 inline constexpr int kFp8WgmmaTokenTiles[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256};
-// CTAs of a launch whose tiles are cut over several CTAs: two arrival counters each (one
+// CTAs of a launch whose tiles are cut over several runs: two arrival counters each (one
 // per consumer warpgroup) in the backend's zeroed buffer (CudaBackend::fp8_gemm_counters).
 inline constexpr int kFp8WgmmaMaxCutCtas = 4096;
 
@@ -60,14 +60,19 @@ struct Fp8WgmmaVariant {
   Fp8WgmmaSchedule schedule;
   Fp8WgmmaConsumer consumer;
   int max_token_tile;  // the widest token tile the plan takes (more rows: more token tiles)
+  // CTAs per cluster (Stream only): 2 = pairs of CTAs on neighbouring channel tiles share
+  // each token tile, each loading half of it by TMA multicast into both (half the token
+  // bytes from L2 per CTA); a run then covers both tiles of a pair.
+  int cluster;
   const char* name;
 };
 inline constexpr Fp8WgmmaVariant kFp8WgmmaVariants[] = {
-    {Fp8WgmmaSchedule::Split, Fp8WgmmaConsumer::Serial, 256, "split"},
-    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Serial, 256, "stream"},
-    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::PingPong, 256, "stream+pingpong"},
-    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Dual, 256, "stream+dual"},
-    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Dual, 128, "stream+dual<=128"},
+    {Fp8WgmmaSchedule::Split, Fp8WgmmaConsumer::Serial, 256, 1, "split"},
+    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Serial, 256, 1, "stream"},
+    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::PingPong, 256, 1, "stream+pingpong"},
+    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Dual, 256, 1, "stream+dual"},
+    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Dual, 128, 1, "stream+dual<=128"},
+    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Serial, 256, 2, "stream+multicast"},
 };
 inline constexpr int kFp8WgmmaNumVariants =
     int(sizeof(kFp8WgmmaVariants) / sizeof(Fp8WgmmaVariant));
@@ -81,6 +86,7 @@ void set_fp8_wgmma_variant(int variant);
 // One launch's work: units are (output tile, k-block) pairs, tile-major (a tile's k-blocks
 // consecutive; tile = channel_tile · token_tiles + token_tile, so the token tiles sharing a
 // weight tile are neighbours), and CTA c takes the run [begin(c), begin(c + 1)) with
+// (clusters: a tile is a pair of channel tiles, and c a cluster, whose CTAs share the run)
 // begin(c) = ⌊c · units / ctas⌋. A tile whose units span several CTAs has "parts", one
 // per CTA in CTA order; part 0 is the end of the first CTA's run, the others the starts
 // of the following runs. Integers only (32-bit on the device: units < 2^31, ctas <=
@@ -132,12 +138,16 @@ struct Fp8WgmmaPlan {
   int channel_tiles = 0;   // ⌈N / 128⌉
   int k_blocks = 0;        // ⌈K / 128⌉
   int splits = 0;          // Split: CTAs per tile; Stream: 0
-  int ctas = 0;            // G
+  int cluster = 1;         // CTAs per cluster (the variant's)
+  int ctas = 0;            // CTAs launched (a multiple of cluster)
   int stages = 0;          // ring stages of (128 + token_tile) x 128 bytes
   int smem_bytes = 0;      // dynamic shared memory per CTA
   double estimate_us = 0;  // the rule's estimate of the GEMM's time, without quantizing x
-  int64_t tiles() const { return int64_t(channel_tiles) * token_tiles; }
-  Fp8WgmmaWork work() const { return Fp8WgmmaWork::make(tiles() * k_blocks, ctas, k_blocks); }
+  // The work's tiles: output tiles, or pairs of them (a cluster's) when cluster = 2.
+  int64_t tiles() const { return int64_t((channel_tiles + cluster - 1) / cluster) * token_tiles; }
+  Fp8WgmmaWork work() const {
+    return Fp8WgmmaWork::make(tiles() * k_blocks, ctas / cluster, k_blocks);
+  }
 };
 
 // The plan for out [T, N] = xq [T, K] · wᵀ in `variant` on a GPU of `num_sms` SMs with

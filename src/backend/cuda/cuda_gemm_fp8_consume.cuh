@@ -13,7 +13,8 @@
 // Ring protocol: k-block i of a CTA's run sits in stage i mod S for the (i / S)-th time;
 // consumers wait for full[s] with the parity of that use and, once their wgmmas on it
 // have completed, release it with one arrival per consumer warp (lane 0 after the warp's
-// wgmma.wait_group: eight per use, not one per thread).
+// wgmma.wait_group: eight per use, not one per thread), in a cluster on both CTAs' empty
+// barriers.
 //
 // The loops (Fp8WgmmaConsumer, cuda_gemm_fp8.h):
 //   - mma_serial: issue a group, wait for it (wait_group 0), add it; the two warpgroups
@@ -55,6 +56,9 @@ struct Ring {
   uint32_t base;   // stage 0 (1024-byte aligned)
   uint32_t a_off;  // this warpgroup's 64 weight rows in a stage: cw · 8 KB
   int stages, cw, lane;
+  // Clusters of 2 (TMA multicast): the peer CTA's empty[0] (shared::cluster), whose
+  // producer writes half of each token tile into this CTA's stages too; else 0.
+  uint32_t peer_empty;
   __device__ __forceinline__ uint32_t a(int s) const {
     return base + uint32_t(s) * kStageBytes + a_off;
   }
@@ -73,13 +77,16 @@ struct Ring {
           : "r"(bar), "r"(phase)
           : "memory");
   }
-  // Lane 0's arrival, predicated rather than branched on: a divergent branch between a
-  // wgmma and its wait makes ptxas serialize the wgmmas.
+  // Lane 0's arrival (and, in a cluster, on the peer's barrier too: its producer refills
+  // this CTA's stage as well), predicated rather than branched on: a divergent branch
+  // between a wgmma and its wait makes ptxas serialize the wgmmas.
   __device__ __forceinline__ void release(int s) const {
+    const uint32_t off = 8u * uint32_t(s);
     asm volatile(
-        "{\n .reg .pred p;\n setp.eq.u32 p, %1, 0;\n"
-        " @p mbarrier.arrive.shared::cta.b64 _, [%0];\n}" ::"r"(empty + 8u * uint32_t(s)),
-        "r"(lane)
+        "{\n .reg .pred p, q;\n setp.eq.u32 p, %1, 0;\n setp.ne.and.u32 q, %2, 0, p;\n"
+        " @p mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+        " @q mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%3];\n}" ::"r"(empty + off),
+        "r"(lane), "r"(peer_empty), "r"(peer_empty + off)
         : "memory");
   }
 };

@@ -4,16 +4,17 @@
 // (tests/unit/backend_cuda/fp8_gemm_plan_test.cpp).
 //
 // Token tile: the fewest tiles of at most the variant's widest (256, or 128), each the
-// narrowest built width that covers its share of the rows. CTAs: Stream variants take one per SM
-// (fewer when the work has under kMinStreamUnits k-blocks per SM); the Split variant tries 1 to 4
-// token tiles and 1 to 16 splits per tile and keeps the least estimated time, preferring fewer
-// tiles and splits unless the gain is over kMinGain.
+// narrowest built width that covers its share of the rows. CTAs: Stream variants take one
+// per SM (clusters of 2: one pair per two SMs; fewer when the work has under
+// kMinStreamUnits k-blocks per run); the Split variant tries 1 to 4 token tiles and 1 to
+// 16 splits per tile and keeps the least estimated time, preferring fewer tiles and
+// splits unless the gain is over kMinGain.
 //
 // The estimate, per CTA and k-block, is the longer of
 //   - its consumers' step: kStepNs + ns_per_token · token_tile,
 //   - its memory: the 16 KB weight tile at the CTA's share of HBM (at most what one SM
 //     pulls) for a channel tile's first token tile and from L2 for the others, plus the
-//     token tile from L2,
+//     token tile from L2 (half of it with multicast),
 // times the k-blocks of its run, plus a fixed cost per CTA and, where tiles are cut over
 // CTAs, the partial sums' fix-up; Split CTAs run in waves of num_sms (one CTA per SM).
 // The constants are a least-squares fit (log time, grid search) to the first H200 run's
@@ -75,23 +76,26 @@ int tile_for(int64_t tokens, const Fp8WgmmaVariant& v) {
 }
 
 double estimate_ns(int64_t N, int64_t K, int tile, int token_tiles, int64_t ctas, int num_sms,
-                   Fp8WgmmaConsumer consumer, bool cut) {
+                   Fp8WgmmaConsumer consumer, int cluster, bool cut) {
   const int64_t k_blocks = ceil_div64(K, kFp8WgmmaBlockK);
-  const int64_t units = ceil_div64(N, kFp8WgmmaChannelTile) * token_tiles * k_blocks;
-  const int64_t per_cta = ceil_div64(units, ctas);
+  const int64_t units =
+      ceil_div64(ceil_div64(N, kFp8WgmmaChannelTile), cluster) * token_tiles * k_blocks;
+  const int64_t runs = ctas / cluster;  // a cluster's CTAs share their run
+  const int64_t per_run = ceil_div64(units, runs);
   const bool overlaps = consumer == Fp8WgmmaConsumer::PingPong ||
                         (consumer == Fp8WgmmaConsumer::Dual && tile <= 128);  // else Serial's loop
   const double per_token = overlaps ? kOverlapNsPerToken : kSerialNsPerToken;
   const double step = kStepNs + per_token * tile;
   const double w_bytes = double(kFp8WgmmaChannelTile) * kFp8WgmmaBlockK;
+  const double x_bytes = double(tile) * kFp8WgmmaBlockK / cluster;  // multicast: half each
+  const int64_t slots = std::max(1, num_sms / cluster);
   double ns = 0;
-  for (int64_t done = 0; done < ctas; done += num_sms) {  // waves
-    const int64_t active = std::min<int64_t>(num_sms, ctas - done);
+  for (int64_t done = 0; done < runs; done += slots) {  // waves
+    const int64_t active = cluster * std::min<int64_t>(slots, runs - done);
     const double hbm = std::min(kSmBytesPerNs, kHbmBytesPerNs / double(active));
-    const double mem =
-        w_bytes / token_tiles / hbm +
-        (w_bytes * (1.0 - 1.0 / token_tiles) + double(tile) * kFp8WgmmaBlockK) / kSmBytesPerNs;
-    ns += double(per_cta) * std::max(step, mem) + kCtaFixedNs;
+    const double mem = w_bytes / token_tiles / hbm +
+                       (w_bytes * (1.0 - 1.0 / token_tiles) + x_bytes) / kSmBytesPerNs;
+    ns += double(per_run) * std::max(step, mem) + kCtaFixedNs;
   }
   if (cut)  // one CTA's partial tile written, and read back by the one finishing it
     ns += kFixupNs + 2.0 * 4.0 * kFp8WgmmaChannelTile * tile / kSmBytesPerNs;
@@ -110,17 +114,13 @@ void size_ring(Fp8WgmmaPlan& plan, int smem_per_block) {
   plan.smem_bytes = plan.stages * stage + kStagingBytes + 1024;
 }
 
-// The CTAs of a cut run: whether any tile spans several.
-bool cuts(int64_t tiles, int64_t k_blocks, int64_t ctas) {
-  return Fp8WgmmaWork::make(tiles * k_blocks, int(ctas), int(k_blocks)).cuts_tiles();
-}
-
 void plan_stream(Fp8WgmmaPlan& p, int64_t T, int num_sms, const Fp8WgmmaVariant& v) {
   const int64_t rows = std::max<int64_t>(T, 1);
   p.token_tiles = int(ceil_div64(rows, v.max_token_tile));
   p.token_tile = tile_for(ceil_div64(rows, p.token_tiles), v);
   const int64_t units = p.tiles() * p.k_blocks;
-  p.ctas = int(std::clamp<int64_t>(units / kMinStreamUnits, 1, num_sms));
+  const int runs = std::max(1, num_sms / p.cluster);
+  p.ctas = p.cluster * int(std::clamp<int64_t>(units / kMinStreamUnits, 1, runs));
   p.splits = 0;
 }
 
@@ -140,8 +140,8 @@ void plan_split(Fp8WgmmaPlan& p, int64_t T, int64_t N, int64_t K, int num_sms,
     const int64_t all_tiles = int64_t(p.channel_tiles) * token_tiles;
     for (int splits = lo; splits <= hi; splits++) {
       if (splits > lo && all_tiles * splits > kFp8WgmmaMaxCutCtas) break;
-      const double ns =
-          estimate_ns(N, K, tile, token_tiles, all_tiles * splits, num_sms, v.consumer, splits > 1);
+      const double ns = estimate_ns(N, K, tile, token_tiles, all_tiles * splits, num_sms,
+                                    v.consumer, 1, splits > 1);
       if (p.token_tile != 0 && ns >= best_ns * (1.0 - kMinGain)) continue;
       p.token_tile = tile;
       p.token_tiles = token_tiles;
@@ -175,6 +175,7 @@ Fp8WgmmaPlan plan_fp8_wgmma(int64_t T, int64_t N, int64_t K, int num_sms, int sm
   Fp8WgmmaPlan p;
   p.variant = std::clamp(variant, 0, kFp8WgmmaNumVariants - 1);
   const Fp8WgmmaVariant& v = kFp8WgmmaVariants[p.variant];
+  p.cluster = v.schedule == Fp8WgmmaSchedule::Stream ? v.cluster : 1;
   p.channel_tiles = int(ceil_div64(std::max<int64_t>(N, 1), kFp8WgmmaChannelTile));
   p.k_blocks = int(std::max<int64_t>(1, ceil_div64(K, kFp8WgmmaBlockK)));
   if (v.schedule == Fp8WgmmaSchedule::Stream)
@@ -183,7 +184,7 @@ Fp8WgmmaPlan plan_fp8_wgmma(int64_t T, int64_t N, int64_t K, int num_sms, int sm
     plan_split(p, T, N, K, num_sms, v, forced_splits);
   if (p.token_tile == 0) return p;
   p.estimate_us = 1e-3 * estimate_ns(N, K, p.token_tile, p.token_tiles, p.ctas, num_sms, v.consumer,
-                                     cuts(p.tiles(), p.k_blocks, p.ctas));
+                                     p.cluster, p.work().cuts_tiles());
   size_ring(p, smem_per_block);
   return p;
 }

@@ -154,8 +154,9 @@ std::string where_off(const std::vector<float>& got, const std::vector<float>& w
 struct WgmmaConfig {
   int variant, splits;  // splits: the Split override, 0 = the rule
 };
-constexpr WgmmaConfig kWgmmaConfigs[] = {{0, 1}, {0, 0}, {0, 3}, {1, 0}, {2, 0}, {3, 0}, {4, 0}};
-static_assert(kFp8WgmmaNumVariants == 5, "a config per variant");
+constexpr WgmmaConfig kWgmmaConfigs[] = {{0, 1}, {0, 0}, {0, 3}, {1, 0},
+                                         {2, 0}, {3, 0}, {4, 0}, {5, 0}};
+static_assert(kFp8WgmmaNumVariants == 6, "a config per variant");
 
 // The variants the sweeps cover: all, or those listed in TANDEM_FP8_WGMMA_TEST_VARIANTS
 // ("0,2,3": the device script leaves out one that failed its quick check, which could
@@ -168,10 +169,10 @@ bool tested_variant(int v) {
   return false;
 }
 
-// The process's variant (TANDEM_FP8_WGMMA_VARIANT) alone on the o projection at 64 and 256
-// rows, and on a small shape whose tiles are cut into many parts, each call twice: the
-// device script's first check of a variant, in a process of its own, so that a hang names
-// its variant.
+// The process's variant (TANDEM_FP8_WGMMA_VARIANT) alone on the o projection at 17-300
+// rows, on a small shape whose tiles are cut into many parts and on one of a single
+// channel tile (a cluster's second tile lies past N), each call twice: the device
+// script's first check of a variant, in a process of its own, so that a hang names it.
 TEST(CudaFp8Linear, WgmmaQuick) {
   TANDEM_SKIP_WITHOUT_CUDA();
   PathGuard guard;
@@ -180,7 +181,7 @@ TEST(CudaFp8Linear, WgmmaQuick) {
   set_fp8_gemm_path(Fp8GemmPath::Wgmma);
   std::mt19937 rng(23);
   const cudaDeviceProp& props = be.gpu->props();
-  const Shape2 shapes[] = {{4096, 4096}, {200, 4160}};
+  const Shape2 shapes[] = {{4096, 4096}, {200, 4160}, {96, 208}};
   for (const Shape2& shape : shapes) {
     Fp8Case c = make_case(be, rng, shape.N, shape.K, {ScaleGranularity::PerChannel}, false, false);
     for (int64_t T : {17, 64, 256, 300}) {

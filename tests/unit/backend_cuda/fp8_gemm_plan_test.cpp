@@ -52,8 +52,11 @@ TEST(Fp8WgmmaPlan, CoversEveryTokenAndFitsTheSharedMemory) {
         ASSERT_EQ(p.channel_tiles, (s.N + 127) / 128);
         ASSERT_EQ(p.k_blocks, k_blocks);
         const int64_t units = p.tiles() * k_blocks;
-        ASSERT_GE(p.ctas, 1);
-        ASSERT_LE(p.ctas, units) << "a CTA without work";
+        ASSERT_EQ(p.cluster, stream(v) ? kFp8WgmmaVariants[v].cluster : 1);
+        ASSERT_EQ(p.tiles(), (p.channel_tiles + p.cluster - 1) / p.cluster * p.token_tiles);
+        ASSERT_GE(p.ctas, p.cluster);
+        ASSERT_EQ(p.ctas % p.cluster, 0) << "whole clusters";
+        ASSERT_LE(p.work().ctas, units) << "a run without work";
         ASSERT_LE(p.ctas, kFp8WgmmaMaxCtas);
         if (stream(v)) {
           ASSERT_LE(p.ctas, kSms) << "Stream runs one wave";
@@ -137,7 +140,10 @@ TEST(Fp8WgmmaPlan, StreamGivesEverySmTheSameShare) {
       }
     // Small work: fewer CTAs, each at least a few k-blocks.
     const Fp8WgmmaPlan small = plan_fp8_wgmma(64, 96, 208, kSms, kSmemOptin, v);
-    EXPECT_EQ(small.ctas, 1) << "2 k-blocks";
+    EXPECT_EQ(small.ctas, small.cluster) << "2 k-blocks";
+    // Clusters that do not all fit at once: fewer runs (the launcher plans for the SMs
+    // that can hold them).
+    EXPECT_EQ(plan_fp8_wgmma(64, 28672, 4096, 128, kSmemOptin, v).ctas, 128);
   }
 }
 
@@ -166,6 +172,20 @@ TEST(Fp8WgmmaPlan, ForcedSplitsAreHonouredUpToKsBlocks) {
   EXPECT_EQ(plan_fp8_wgmma(64, 96, 16, kSms, kSmemOptin, 0, 4).splits, 1);
   EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 1, 3).ctas, kSms)
       << "Stream ignores the split override";
+}
+
+TEST(Fp8WgmmaPlan, ClustersArePairsOfChannelTiles) {
+  for (int v = 0; v < kFp8WgmmaNumVariants; v++) {
+    if (kFp8WgmmaVariants[v].cluster == 1) continue;
+    EXPECT_EQ(kFp8WgmmaVariants[v].cluster, 2);
+    const Fp8WgmmaPlan p = plan_fp8_wgmma(256, 6144, 4096, kSms, kSmemOptin, v);
+    EXPECT_EQ(p.cluster, 2);
+    EXPECT_EQ(p.tiles(), 24) << "48 channel tiles in pairs";
+    EXPECT_EQ(p.work().ctas * 2, p.ctas);
+    EXPECT_EQ(p.token_tile % 16, 0) << "each CTA loads whole 8-row swizzle atoms of a half";
+    const Fp8WgmmaPlan odd = plan_fp8_wgmma(64, 640, 1024, kSms, kSmemOptin, v);
+    EXPECT_EQ(odd.tiles(), 3) << "5 channel tiles: the last pair's second lies past N";
+  }
 }
 
 TEST(Fp8WgmmaPlan, VariantsCapTheTokenTile) {
