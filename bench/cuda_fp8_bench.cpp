@@ -7,16 +7,15 @@
 //   2. Batches and prefill (16–512, 2048, 8192 rows), timed the same way (graphs over
 //      weight copies larger than L2): cuBLASLt bf16, the FP8 cuBLASLt path (activation
 //      quantize kernel + cuBLASLt e4m3 with outer-vector scales: Fp8GemmPath::Lt) and, up
-//      to 512 rows, the wgmma GEMM (quantize + cuda_gemm_fp8_sm90.cu) in every variant
-//      (kFp8WgmmaVariants) with its plan (token tile x tiles, CTAs, ring stages, the rule's
-//      estimate of the GEMM alone); µs per call, the ratios to bf16 and to cuBLASLt, and
-//      which path Auto takes. Then, per variant, the rows up to which it keeps up with
-//      cuBLASLt on each shape (the figures for fp8_wgmma_preferred) and its mean speedups.
+//      to 512 rows, the wgmma GEMM (quantize + cuda_gemm_fp8_sm90.cu) with its plan (token
+//      tile x tiles, splits, CTAs, ring stages, the rule's estimate of the GEMM alone); µs
+//      per call, the ratios to bf16 and to cuBLASLt, and which path Auto takes. Then the
+//      rows up to which the wgmma GEMM keeps up with cuBLASLt on each shape (the figures
+//      for fp8_wgmma_preferred) and its mean speedups.
 //   3. With 128 x 128 block scales (DeepSeek-style checkpoints): decode as 1., and the
 //      many-row path (the plain stream) against bf16 in eager calls.
-//   usage: cuda_fp8_bench [calls_per_graph (default 20)] [gemm [variants]]
-//     gemm: section 2 alone, at 16, 32, 64, 96, 128, 192, 256, 384 and 512 rows;
-//     variants: which wgmma variants to time, e.g. "0,1,3" (default: all).
+//   usage: cuda_fp8_bench [calls_per_graph (default 20)] [gemm]
+//     gemm: section 2 alone, at 16, 32, 64, 96, 128, 192, 256, 384 and 512 rows.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -58,7 +57,6 @@ Tensor filled(tandem::CudaBackend& be, DType dtype, tandem::Shape shape, int byt
 }
 
 bool g_block = false;  // the cases run with 128 x 128 block scales (the "block" pass)
-bool g_variants[tandem::kFp8WgmmaNumVariants];  // the wgmma variants timed
 
 // An FP8 Linear of cheap values (1.0 weights, scales 1/448): per channel, or 128 x 128
 // blocks when g_block.
@@ -125,8 +123,7 @@ double graph_call_s(tandem::CudaBackend& be, int calls, Tensor& out, const Tenso
 // One row of section 2: µs per call of each path (0: not run).
 struct GemmRow {
   int64_t M = 0;
-  double bf16_us = 0, lt_us = 0;
-  double wgmma_us[tandem::kFp8WgmmaNumVariants] = {};
+  double bf16_us = 0, lt_us = 0, wgmma_us = 0;
 };
 
 std::vector<GemmRow> gemm_case(tandem::CudaBackend& be, const Case& c, int calls,
@@ -143,27 +140,21 @@ std::vector<GemmRow> gemm_case(tandem::CudaBackend& be, const Case& c, int calls
     r.M = M;
     r.bf16_us = 1e6 * graph_call_s(be, calls, y, x, bf16, Fp8GemmPath::Auto);
     r.lt_us = 1e6 * graph_call_s(be, calls, y, x, fp8, Fp8GemmPath::Lt);
-    std::string line = fmt::format("{:<8} M={:<5} bf16 {:6.1f} µs {:6.1f} TF | lt {:6.1f} ({:.2f}x)",
-                                   c.name, M, r.bf16_us, flops / r.bf16_us / 1e6, r.lt_us,
-                                   r.bf16_us / r.lt_us);
+    std::string line =
+        fmt::format("{:<8} M={:<5} bf16 {:6.1f} µs {:6.1f} TF | lt {:6.1f} ({:.2f}x)", c.name, M,
+                    r.bf16_us, flops / r.bf16_us / 1e6, r.lt_us, r.bf16_us / r.lt_us);
     const bool fits = M <= tandem::kFp8WgmmaMaxRows &&
                       tandem::fp8_wgmma_fits(props, M, c.N, c.K, fp8[0].weight.data, x.data);
-    for (int v = 0; fits && v < tandem::kFp8WgmmaNumVariants; v++) {
-      if (!g_variants[v]) continue;
-      tandem::set_fp8_wgmma_variant(v);
+    if (fits) {
       const double us = 1e6 * graph_call_s(be, calls, y, x, fp8, Fp8GemmPath::Wgmma);
-      r.wgmma_us[v] = us;
-      const tandem::Fp8WgmmaPlan p = tandem::plan_fp8_wgmma(
-          M, c.N, c.K, props.multiProcessorCount, int(props.sharedMemPerBlockOptin), v);
-      line += fmt::format(" | v{} {:6.1f} ({:.2f}x, {:.2f}x lt) [{}x{} g{} {}st e{:.1f}]", v, us,
-                          r.bf16_us / us, r.lt_us / us, p.token_tile, p.token_tiles, p.ctas,
-                          p.stages, p.estimate_us);
+      r.wgmma_us = us;
+      const tandem::Fp8WgmmaPlan p = tandem::plan_fp8_wgmma(M, c.N, c.K, props.multiProcessorCount,
+                                                            int(props.sharedMemPerBlockOptin));
+      line += fmt::format(" | wgmma {:6.1f} ({:.2f}x, {:.2f}x lt) [{}x{} s{} g{} {}st e{:.1f}]", us,
+                          r.bf16_us / us, r.lt_us / us, p.token_tile, p.token_tiles, p.splits,
+                          p.ctas, p.stages, p.estimate_us);
+      line += fmt::format(" | auto: {}", tandem::fp8_wgmma_preferred(M, c.N, c.K) ? "wgmma" : "lt");
     }
-    tandem::set_fp8_wgmma_variant(-1);
-    if (fits)
-      line += fmt::format(" | auto: {}", tandem::fp8_wgmma_preferred(M, c.N, c.K)
-                                             ? fmt::format("v{}", tandem::fp8_wgmma_variant())
-                                             : std::string("lt"));
     fmt::print("{}\n", line);
     std::fflush(stdout);
     out.push_back(r);
@@ -171,37 +162,34 @@ std::vector<GemmRow> gemm_case(tandem::CudaBackend& be, const Case& c, int calls
   return out;
 }
 
-// Per variant: on each shape the most rows up to which it is at least as fast as cuBLASLt
-// at every measured count, and its geometric-mean speedup over cuBLASLt (16-512 rows)
-// and over bf16 (64-256 rows).
+// On each shape the most rows up to which the wgmma GEMM is at least as fast as cuBLASLt
+// at every measured count, and its geometric-mean speedup over cuBLASLt (16-512 rows) and
+// over bf16 (64-256 rows).
 void gemm_summary(const std::vector<Case>& cases, const std::vector<std::vector<GemmRow>>& rows) {
-  fmt::print("wgmma variants: rows up to which each keeps up with cuBLASLt (all measured counts), "
-             "geomean speedups\n");
-  for (int v = 0; v < tandem::kFp8WgmmaNumVariants; v++) {
-    std::string line = fmt::format("v{} {:<18}", v, tandem::kFp8WgmmaVariants[v].name);
-    double log_lt = 0, log_bf16 = 0;
-    int n_lt = 0, n_bf16 = 0;
-    for (size_t i = 0; i < cases.size(); i++) {
-      int64_t keeps_up = 0;
-      bool broken = false;
-      for (const GemmRow& r : rows[i]) {
-        const double us = r.wgmma_us[v];
-        if (us <= 0) continue;
-        if (!broken && us <= r.lt_us) keeps_up = r.M;
-        if (us > r.lt_us) broken = true;
-        log_lt += std::log(r.lt_us / us);
-        n_lt++;
-        if (r.M >= 64 && r.M <= 256) {
-          log_bf16 += std::log(r.bf16_us / us);
-          n_bf16++;
-        }
+  std::string line = "wgmma keeps up with cuBLASLt (all measured counts) to rows:";
+  double log_lt = 0, log_bf16 = 0;
+  int n_lt = 0, n_bf16 = 0;
+  for (size_t i = 0; i < cases.size(); i++) {
+    int64_t keeps_up = 0;
+    bool broken = false;
+    for (const GemmRow& r : rows[i]) {
+      const double us = r.wgmma_us;
+      if (us <= 0) continue;
+      if (!broken && us <= r.lt_us) keeps_up = r.M;
+      if (us > r.lt_us) broken = true;
+      log_lt += std::log(r.lt_us / us);
+      n_lt++;
+      if (r.M >= 64 && r.M <= 256) {
+        log_bf16 += std::log(r.bf16_us / us);
+        n_bf16++;
       }
-      line += fmt::format("  {} {}", cases[i].name, keeps_up);
     }
-    line += fmt::format("  | vs lt {:.2f}x | vs bf16 (64-256) {:.2f}x",
-                        n_lt ? std::exp(log_lt / n_lt) : 0.0, n_bf16 ? std::exp(log_bf16 / n_bf16) : 0.0);
-    fmt::print("{}\n", line);
+    line += fmt::format("  {} {}", cases[i].name, keeps_up);
   }
+  line +=
+      fmt::format("  | geomean vs lt {:.2f}x | vs bf16 (64-256) {:.2f}x",
+                  n_lt ? std::exp(log_lt / n_lt) : 0.0, n_bf16 ? std::exp(log_bf16 / n_bf16) : 0.0);
+  fmt::print("{}\n", line);
 }
 
 // Block scales: the many-row path against bf16, eager calls on one weight (as before the
@@ -230,9 +218,6 @@ int main(int argc, char** argv) {
   }
   const int calls = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
   const bool gemm_only = argc > 2 && std::string(argv[2]) == "gemm";
-  for (int v = 0; v < tandem::kFp8WgmmaNumVariants; v++) g_variants[v] = argc <= 3;
-  for (const char* p = argc > 3 ? argv[3] : ""; *p; p++)  // "0,1,3"
-    if (*p >= '0' && *p < '0' + tandem::kFp8WgmmaNumVariants) g_variants[*p - '0'] = true;
   tandem::CudaBackend be(0);
   const std::vector<Case> cases = {
       {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
@@ -240,9 +225,8 @@ int main(int argc, char** argv) {
     fmt::print("decode linears, graph of {} calls, % of {:.1f} TB/s\n", calls, kMeasuredHbm / 1e12);
     for (const Case& c : cases) decode_case(be, c, calls);
   }
-  fmt::print("many-row linears, graph of {} calls over weights > L2 (fp8 includes quantizing x); "
-             "wgmma variant default v{}\n",
-             calls, tandem::fp8_wgmma_variant());
+  fmt::print("many-row linears, graph of {} calls over weights > L2 (fp8 includes quantizing x)\n",
+             calls);
   const std::vector<int64_t> rows = gemm_only
                                         ? std::vector<int64_t>{16, 32, 64, 96, 128, 192, 256, 384, 512}
                                         : std::vector<int64_t>{16, 64, 128, 256, 512, 2048, 8192};

@@ -6,9 +6,10 @@
 // already quantized x (xq [T, K] e4m3, one scale per token) and a weight [N, K] e4m3 with
 // one scale per tensor or per output channel; bf16 or f32 out. The output is cut into tiles
 // of 128 channels x `token_tile` tokens (the wgmma's M and N sides) and K into 128-column
-// k-blocks; a launch's CTAs share the (tile, k-block) units in equal runs (Fp8WgmmaWork).
-// A tile whose k-blocks span several CTAs is finished by one of them, which adds the
-// others' f32 partial sums in CTA order (deterministic: the same bits whatever the timing).
+// k-blocks; each tile's k-blocks are cut into `splits` equal slices (to a block), one CTA
+// each (split-K: at small row counts the tiles alone would leave most SMs idle). A tile cut over
+// several CTAs is finished by one of them, which adds the others' f32 partial sums in CTA
+// order (deterministic: the same bits whatever the timing).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,65 +33,19 @@ inline constexpr int kFp8WgmmaMaxSplits = 16;
 // Token-tile widths (wgmma N) the kernel is built for: every decode graph bucket above 8
 // rows (12 → 16, 24 → 32, ...) lands on one with little padding.
 inline constexpr int kFp8WgmmaTokenTiles[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256};
-// CTAs of a launch whose tiles are cut over several runs: two arrival counters each (one
+// CTAs of a launch whose tiles are cut over several CTAs: two arrival counters each (one
 // per consumer warpgroup) in the backend's zeroed buffer (CudaBackend::fp8_gemm_counters).
 inline constexpr int kFp8WgmmaMaxCutCtas = 4096;
-
-// How a launch's CTAs share the units (Fp8WgmmaWork).
-enum class Fp8WgmmaSchedule : uint8_t {
-  Split,   // G = tiles · splits: each tile's K in `splits` equal slices (1: a CTA per tile)
-  Stream,  // G = the SMs (fewer for small work): every CTA the same number of k-blocks
-           // whatever the tile count ("stream-K"; at most one wave)
-};
-
-// How a consumer warpgroup overlaps its wgmmas with adding each k-block's fresh
-// accumulator into its f32 total (the promotion every 128 columns of K).
-enum class Fp8WgmmaConsumer : uint8_t {
-  Serial,    // waits for a k-block's wgmmas, then adds: the two warpgroups overlap by chance
-  PingPong,  // Serial, the two warpgroups issuing in turn (named barriers), so one's adds
-             // run under the other's wgmmas by construction
-  Dual,      // two fresh accumulators: the next k-block's wgmmas are issued before the
-             // last one's are added (wgmma.wait_group 1); tiles up to 128 tokens (registers),
-             // wider ones run as Serial
-};
-
-// The kernel variants built: one is the process's default (fp8_wgmma_variant), the tests
-// run every one and the bench times every one.
-struct Fp8WgmmaVariant {
-  Fp8WgmmaSchedule schedule;
-  Fp8WgmmaConsumer consumer;
-  int max_token_tile;  // the widest token tile the plan takes (more rows: more token tiles)
-  // CTAs per cluster (Stream only): 2 = pairs of CTAs on neighbouring channel tiles share
-  // each token tile, each loading half of it by TMA multicast into both (half the token
-  // bytes from L2 per CTA); a run then covers both tiles of a pair.
-  int cluster;
-  const char* name;
-};
-inline constexpr Fp8WgmmaVariant kFp8WgmmaVariants[] = {
-    {Fp8WgmmaSchedule::Split, Fp8WgmmaConsumer::Serial, 256, 1, "split"},
-    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Serial, 256, 1, "stream"},
-    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::PingPong, 256, 1, "stream+pingpong"},
-    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Dual, 256, 1, "stream+dual"},
-    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Dual, 128, 1, "stream+dual<=128"},
-    {Fp8WgmmaSchedule::Stream, Fp8WgmmaConsumer::Serial, 256, 2, "stream+multicast"},
-};
-inline constexpr int kFp8WgmmaNumVariants =
-    int(sizeof(kFp8WgmmaVariants) / sizeof(Fp8WgmmaVariant));
-
-// The process's variant: TANDEM_FP8_WGMMA_VARIANT (0..kFp8WgmmaNumVariants-1) read at first
-// use, default 0; set_fp8_wgmma_variant overrides it (tests, benchmarks), a negative value
-// goes back to the environment's.
-int fp8_wgmma_variant();
-void set_fp8_wgmma_variant(int variant);
 
 // One launch's work: units are (output tile, k-block) pairs, tile-major (a tile's k-blocks
 // consecutive; tile = channel_tile · token_tiles + token_tile, so the token tiles sharing a
 // weight tile are neighbours), and CTA c takes the run [begin(c), begin(c + 1)) with
-// (clusters: a tile is a pair of channel tiles, and c a cluster, whose CTAs share the run)
-// begin(c) = ⌊c · units / ctas⌋. A tile whose units span several CTAs has "parts", one
-// per CTA in CTA order; part 0 is the end of the first CTA's run, the others the starts
-// of the following runs. Integers only (32-bit on the device: units < 2^31, ctas <=
-// kFp8WgmmaMaxCtas, so c · (units mod ctas) < 2^31).
+// begin(c) = ⌊c · units / ctas⌋. With ctas = tiles · splits (the plan's), CTA c takes
+// slice c mod splits of tile ⌊c / splits⌋; the formula and the kernel also take runs that
+// cross tiles. A tile whose units span several CTAs has "parts", one per CTA in CTA order;
+// part 0 is the end of the first CTA's run, the others the starts of the following runs.
+// Integers only (32-bit on the device: units < 2^31, ctas <= kFp8WgmmaMaxCtas, so
+// c · (units mod ctas) < 2^31).
 inline constexpr int kFp8WgmmaMaxCtas = 32768;
 struct Fp8WgmmaWork {
   int units = 0;         // tiles · k_blocks
@@ -132,33 +87,27 @@ struct Fp8WgmmaWork {
 
 // How one call is cut into CTAs (plan_fp8_wgmma).
 struct Fp8WgmmaPlan {
-  int variant = 0;         // the kFp8WgmmaVariants entry planned for
   int token_tile = 0;      // tokens per tile: the wgmma's N (16, 32, 48, ..., 256)
   int token_tiles = 0;     // ⌈T / token_tile⌉
   int channel_tiles = 0;   // ⌈N / 128⌉
   int k_blocks = 0;        // ⌈K / 128⌉
-  int splits = 0;          // Split: CTAs per tile; Stream: 0
-  int cluster = 1;         // CTAs per cluster (the variant's)
-  int ctas = 0;            // CTAs launched (a multiple of cluster)
+  int splits = 0;          // CTAs per tile, each an equal slice of K's blocks
+  int ctas = 0;            // CTAs launched: tiles · splits
   int stages = 0;          // ring stages of (128 + token_tile) x 128 bytes
   int smem_bytes = 0;      // dynamic shared memory per CTA
   double estimate_us = 0;  // the rule's estimate of the GEMM's time, without quantizing x
-  // The work's tiles: output tiles, or pairs of them (a cluster's) when cluster = 2.
-  int64_t tiles() const { return int64_t((channel_tiles + cluster - 1) / cluster) * token_tiles; }
-  Fp8WgmmaWork work() const {
-    return Fp8WgmmaWork::make(tiles() * k_blocks, ctas / cluster, k_blocks);
-  }
+  int64_t tiles() const { return int64_t(channel_tiles) * token_tiles; }
+  Fp8WgmmaWork work() const { return Fp8WgmmaWork::make(tiles() * k_blocks, ctas, k_blocks); }
 };
 
-// The plan for out [T, N] = xq [T, K] · wᵀ in `variant` on a GPU of `num_sms` SMs with
-// `smem_per_block` bytes of opt-in shared memory per block (the rule and its constants,
-// fitted to the H200's measurements, are in cuda_gemm_fp8_plan.cpp). forced_splits > 0
-// fixes a Split variant's split count (clamped to K's blocks); tests use it to cover both
-// the cut and the uncut epilogue. Stream variants ignore it.
+// The plan for out [T, N] = xq [T, K] · wᵀ on a GPU of `num_sms` SMs with `smem_per_block`
+// bytes of opt-in shared memory per block (the rule and its constants, fitted to the
+// H200's measurements, are in cuda_gemm_fp8_plan.cpp). forced_splits > 0 fixes the split
+// count (clamped to K's blocks); tests use it to cover both the cut and the uncut epilogue.
 Fp8WgmmaPlan plan_fp8_wgmma(int64_t T, int64_t N, int64_t K, int num_sms, int smem_per_block,
-                            int variant, int forced_splits = 0);
+                            int forced_splits = 0);
 
-// Process-wide split override for tests and benchmarks (Split variants): 0 = the rule.
+// Process-wide split override for tests and benchmarks: 0 = the rule.
 void set_fp8_wgmma_splits(int splits);
 int fp8_wgmma_splits();
 
@@ -182,9 +131,9 @@ struct Fp8WgmmaArgs {
   const Tensor* bias;  // [N] bf16, or undefined (always with an f32 out)
 };
 
-// Launches the GEMM in the process's variant on the backend's stream with programmatic
-// dependent launch. The caller validated the tensors and fp8_wgmma_fits. Cut tiles take
-// their partial sums' workspace from the backend (capture-safe) and its arrival counters.
+// Launches the GEMM on the backend's stream with programmatic dependent launch. The
+// caller validated the tensors and fp8_wgmma_fits. Cut tiles take their partial sums'
+// workspace from the backend (capture-safe) and its arrival counters.
 void launch_fp8_wgmma(CudaBackend& be, const Fp8WgmmaArgs& args);
 
 }  // namespace tandem

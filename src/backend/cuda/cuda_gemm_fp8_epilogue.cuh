@@ -33,7 +33,7 @@ struct Epilogue {
 struct GemmParams {
   Epilogue e;
   Fp8WgmmaWork work;
-  int channel_tiles, token_tiles, stages;
+  int token_tiles, stages;
   float* partials;  // [2·ctas slots][2 warpgroups][64·BN] f32 when tiles are cut
   int* counters;    // [2·ctas]: zero between launches, when tiles are cut
 };
@@ -152,19 +152,18 @@ __device__ __forceinline__ int atomic_add_acq_rel(int* p, int v) {
   return old;
 }
 
-// CTA c's part of a cut tile (the header above has the protocol): true when this warpgroup
-// finishes the tile, acc then holding the whole sum; false when another CTA will.
-// Clusters: c is the cluster's run and rank the CTA's tile of each pair; counters and
-// slots are per CTA.
-template <int BN, int kCluster>
+// CTA c's part of a cut tile (cuda_gemm_fp8_sm90.cu's header has the protocol): true when
+// this warpgroup finishes the tile, acc then holding the whole sum; false when another CTA
+// will.
+template <int BN>
 __device__ __forceinline__ bool fix_up(float (&acc)[BN / 8][4], const GemmParams& p, int cw,
-                                       int wtid, int c, int rank, int tile, int* flag) {
+                                       int wtid, int c, int tile, int* flag) {
   const Fp8WgmmaWork& w = p.work;
   const int first = w.first_cta(tile, c), parts = w.last_cta(tile, c) - first + 1;
-  int* counter = p.counters + 2 * (first * kCluster + rank) + cw;
+  int* counter = p.counters + 2 * first + cw;
   const int bar = kBarWarpgroup0 + cw;
-  auto slot = [&](int run) {
-    return p.partials + ((int64_t(w.slot(run, tile)) * kCluster + rank) * 2 + cw) * (64 * BN);
+  auto slot = [&](int cta) {
+    return p.partials + (int64_t(w.slot(cta, tile)) * 2 + cw) * (64 * BN);
   };
   sm90::named_bar_sync(bar, 128);  // every thread has read the flag's last value
   if (c == first) {

@@ -1,31 +1,29 @@
-// The FP8 wgmma GEMM's plan (cuda_gemm_fp8.h): the token tile, the CTAs and the ring's
-// depth for a call in a variant; Auto's choice between the kernel and cuBLASLt; the
-// process's variant. Host code only, so the rules are tested without a GPU
-// (tests/unit/backend_cuda/fp8_gemm_plan_test.cpp).
+// The FP8 wgmma GEMM's plan (cuda_gemm_fp8.h): the token tile, the splits of K and the
+// ring's depth for a call; Auto's choice between the kernel and cuBLASLt. Host code only,
+// so the rules are tested without a GPU (tests/unit/backend_cuda/fp8_gemm_plan_test.cpp).
 //
-// Token tile: the fewest tiles of at most the variant's widest (256, or 128), each the
-// narrowest built width that covers its share of the rows. CTAs: Stream variants take one
-// per SM (clusters of 2: one pair per two SMs; fewer when the work has under
-// kMinStreamUnits k-blocks per run); the Split variant tries 1 to 4 token tiles and 1 to
-// 16 splits per tile and keeps the least estimated time, preferring fewer tiles and
-// splits unless the gain is over kMinGain.
+// The plan tries 1 to 4 token tiles (each the narrowest built width that covers its share
+// of the rows) and 1 to 16 splits per tile, and keeps the least estimated time, preferring
+// fewer tiles and splits unless the gain is over kMinGain.
 //
 // The estimate, per CTA and k-block, is the longer of
-//   - its consumers' step: kStepNs + ns_per_token · token_tile,
+//   - its consumers' step: kStepNs + kNsPerToken · token_tile,
 //   - its memory: the 16 KB weight tile at the CTA's share of HBM (at most what one SM
 //     pulls) for a channel tile's first token tile and from L2 for the others, plus the
-//     token tile from L2 (half of it with multicast),
-// times the k-blocks of its run, plus a fixed cost per CTA and, where tiles are cut over
-// CTAs, the partial sums' fix-up; Split CTAs run in waves of num_sms (one CTA per SM).
-// The constants are a least-squares fit (log time, grid search) to the first H200 run's
-// table (run1: the Split variant with the Serial consumer and a separate reduce kernel;
-// 20 points of 16-512 rows on the four Llama-3.1-8B shapes, 7% rms error, quantizing x
-// and launching taken as a constant 3 µs). The overlapping consumers' rate is a guess
-// until they are measured.
+//     token tile from L2,
+// times the k-blocks of its slice, plus a fixed cost per CTA and, where tiles are cut over
+// CTAs, the partial sums' fix-up; CTAs run in waves of num_sms (one CTA per SM). The
+// constants are a least-squares fit (log time, grid search) to the first H200 run's table
+// (run1: this schedule with a separate reduce kernel for the cut tiles; 20 points of 16-512
+// rows on the four Llama-3.1-8B shapes, 7% rms error, quantizing x and launching taken as
+// a constant 3 µs). kFixupNs, the in-kernel fix-up that replaced the reduce kernel, is a
+// guess. Against run2 (this kernel; its plans are this rule's on 132 SMs) the estimate +
+// 3 µs holds for plans that split nothing (gate_up to 256 rows: within 5%) but every split
+// plan ran 1.3-1.85x longer (o and down at 16-256 rows, 4 splits on 128 CTAs; at 16 rows
+// 1.7 and 2.2 TB/s of weights where the model has HBM's 4.3). The constants stand:
+// refitting them would change the plans Auto's row limits were measured with.
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <cstdlib>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemm_fp8.h"
@@ -34,68 +32,48 @@ namespace tandem {
 
 namespace {
 
-constexpr double kHbmBytesPerNs = 4300;     // the H200's measured 4.3 TB/s
-constexpr double kSmBytesPerNs = 55;        // what one SM's ring pulls, from HBM or L2 (fit)
-constexpr double kStepNs = 160;             // a consumer step's fixed part (fit)
-constexpr double kSerialNsPerToken = 3.8;   // Serial, per token of the tile (fit: 58% of the
-                                            // tensor cores' rate at 256 tokens)
-constexpr double kOverlapNsPerToken = 2.6;  // PingPong, Dual: a guess (~85% of it)
-constexpr double kCtaFixedNs = 1000;        // ring fill, epilogue (fit)
-constexpr double kFixupNs = 500;    // a cut tile's in-kernel fix-up (run1's reduce kernel: ~4 µs)
-constexpr double kMinGain = 0.03;   // a costlier Split plan must win by this much
-constexpr int kMinStreamUnits = 4;  // Stream: k-blocks per CTA at least
+constexpr double kHbmBytesPerNs = 4300;  // the H200's measured 4.3 TB/s
+constexpr double kSmBytesPerNs = 55;     // what one SM's ring pulls, from HBM or L2 (fit)
+constexpr double kStepNs = 160;          // a consumer step's fixed part (fit)
+constexpr double kNsPerToken = 3.8;      // per token of the tile (fit: 58% of the tensor
+                                         // cores' rate at 256 tokens)
+constexpr double kCtaFixedNs = 1000;     // ring fill, epilogue (fit)
+constexpr double kFixupNs = 500;   // a cut tile's in-kernel fix-up (run1's reduce kernel: ~4 µs)
+constexpr double kMinGain = 0.03;  // a costlier plan must win by this much
 
 // A warpgroup's epilogue staging: 32 token rows of 64 channels + 4 floats of padding, two
-// warpgroups (cuda_gemm_fp8_sm90.cu); the ring aligned to 1024 B; the barriers.
+// warpgroups (cuda_gemm_fp8_epilogue.cuh); the ring aligned to 1024 B; the barriers.
 constexpr int kStagingBytes = 2 * 32 * (64 + 4) * 4;
 constexpr int kStaticSmemReserve = 1024 + 1024;
 
 std::atomic<int> g_splits{0};
-std::atomic<int> g_variant{-1};  // -1: TANDEM_FP8_WGMMA_VARIANT
 
 int64_t ceil_div64(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-int env_variant() {
-  static const int v = [] {
-    const char* s = std::getenv("TANDEM_FP8_WGMMA_VARIANT");
-    const int parsed = s && *s ? std::atoi(s) : 0;
-    return parsed >= 0 && parsed < kFp8WgmmaNumVariants ? parsed : 0;
-  }();
-  return v;
-}
-
-// The narrowest built tile width >= tokens that the variant takes, or 0 when none is.
-int tile_for(int64_t tokens, const Fp8WgmmaVariant& v) {
-  for (int w : kFp8WgmmaTokenTiles) {
-    if (w > v.max_token_tile) break;
+// The narrowest built tile width >= tokens, or 0 when none is.
+int tile_for(int64_t tokens) {
+  for (int w : kFp8WgmmaTokenTiles)
     if (w >= tokens) return w;
-  }
   return 0;
 }
 
 double estimate_ns(int64_t N, int64_t K, int tile, int token_tiles, int64_t ctas, int num_sms,
-                   Fp8WgmmaConsumer consumer, int cluster, bool cut) {
+                   bool cut) {
   const int64_t k_blocks = ceil_div64(K, kFp8WgmmaBlockK);
-  const int64_t units =
-      ceil_div64(ceil_div64(N, kFp8WgmmaChannelTile), cluster) * token_tiles * k_blocks;
-  const int64_t runs = ctas / cluster;  // a cluster's CTAs share their run
-  const int64_t per_run = ceil_div64(units, runs);
-  const bool overlaps = consumer == Fp8WgmmaConsumer::PingPong ||
-                        (consumer == Fp8WgmmaConsumer::Dual && tile <= 128);  // else Serial's loop
-  const double per_token = overlaps ? kOverlapNsPerToken : kSerialNsPerToken;
-  const double step = kStepNs + per_token * tile;
+  const int64_t units = ceil_div64(N, kFp8WgmmaChannelTile) * token_tiles * k_blocks;
+  const int64_t per_cta = ceil_div64(units, ctas);
+  const double step = kStepNs + kNsPerToken * tile;
   const double w_bytes = double(kFp8WgmmaChannelTile) * kFp8WgmmaBlockK;
-  const double x_bytes = double(tile) * kFp8WgmmaBlockK / cluster;  // multicast: half each
-  const int64_t slots = std::max(1, num_sms / cluster);
+  const double x_bytes = double(tile) * kFp8WgmmaBlockK;
   double ns = 0;
-  for (int64_t done = 0; done < runs; done += slots) {  // waves
-    const int64_t active = cluster * std::min<int64_t>(slots, runs - done);
+  for (int64_t done = 0; done < ctas; done += num_sms) {  // waves
+    const int64_t active = std::min<int64_t>(num_sms, ctas - done);
     const double hbm = std::min(kSmBytesPerNs, kHbmBytesPerNs / double(active));
     const double mem = w_bytes / token_tiles / hbm +
                        (w_bytes * (1.0 - 1.0 / token_tiles) + x_bytes) / kSmBytesPerNs;
-    ns += double(per_run) * std::max(step, mem) + kCtaFixedNs;
+    ns += double(per_cta) * std::max(step, mem) + kCtaFixedNs;
   }
   if (cut)  // one CTA's partial tile written, and read back by the one finishing it
     ns += kFixupNs + 2.0 * 4.0 * kFp8WgmmaChannelTile * tile / kSmBytesPerNs;
@@ -114,53 +92,7 @@ void size_ring(Fp8WgmmaPlan& plan, int smem_per_block) {
   plan.smem_bytes = plan.stages * stage + kStagingBytes + 1024;
 }
 
-void plan_stream(Fp8WgmmaPlan& p, int64_t T, int num_sms, const Fp8WgmmaVariant& v) {
-  const int64_t rows = std::max<int64_t>(T, 1);
-  p.token_tiles = int(ceil_div64(rows, v.max_token_tile));
-  p.token_tile = tile_for(ceil_div64(rows, p.token_tiles), v);
-  const int64_t units = p.tiles() * p.k_blocks;
-  const int runs = std::max(1, num_sms / p.cluster);
-  p.ctas = p.cluster * int(std::clamp<int64_t>(units / kMinStreamUnits, 1, runs));
-  p.splits = 0;
-}
-
-void plan_split(Fp8WgmmaPlan& p, int64_t T, int64_t N, int64_t K, int num_sms,
-                const Fp8WgmmaVariant& v, int forced_splits) {
-  const int max_splits = int(std::min<int64_t>(kFp8WgmmaMaxSplits, p.k_blocks));
-  const int lo = forced_splits > 0 ? std::min(forced_splits, max_splits) : 1;
-  const int hi = forced_splits > 0 ? lo : max_splits;
-  const int64_t rows = std::max<int64_t>(T, 1);
-  double best_ns = 0;
-  int last_tile = 0;
-  for (int tiles = 1; tiles <= 4; tiles++) {
-    const int tile = tile_for(ceil_div64(rows, tiles), v);
-    if (tile == 0 || tile == last_tile) continue;  // too wide, or no narrower than before
-    last_tile = tile;
-    const int token_tiles = int(ceil_div64(rows, tile));
-    const int64_t all_tiles = int64_t(p.channel_tiles) * token_tiles;
-    for (int splits = lo; splits <= hi; splits++) {
-      if (splits > lo && all_tiles * splits > kFp8WgmmaMaxCutCtas) break;
-      const double ns = estimate_ns(N, K, tile, token_tiles, all_tiles * splits, num_sms,
-                                    v.consumer, 1, splits > 1);
-      if (p.token_tile != 0 && ns >= best_ns * (1.0 - kMinGain)) continue;
-      p.token_tile = tile;
-      p.token_tiles = token_tiles;
-      p.splits = splits;
-      best_ns = ns;
-    }
-  }
-  p.ctas = int(p.tiles() * p.splits);
-}
-
 }  // namespace
-
-int fp8_wgmma_variant() {
-  const int v = g_variant.load();
-  return v >= 0 ? v : env_variant();
-}
-void set_fp8_wgmma_variant(int variant) {
-  g_variant.store(variant < kFp8WgmmaNumVariants ? variant : -1);
-}
 
 void set_fp8_wgmma_splits(int splits) {
   g_splits.store(std::max(0, splits));
@@ -170,21 +102,37 @@ int fp8_wgmma_splits() {
 }
 
 Fp8WgmmaPlan plan_fp8_wgmma(int64_t T, int64_t N, int64_t K, int num_sms, int smem_per_block,
-                            int variant, int forced_splits) {
+                            int forced_splits) {
   num_sms = std::max(1, num_sms);
   Fp8WgmmaPlan p;
-  p.variant = std::clamp(variant, 0, kFp8WgmmaNumVariants - 1);
-  const Fp8WgmmaVariant& v = kFp8WgmmaVariants[p.variant];
-  p.cluster = v.schedule == Fp8WgmmaSchedule::Stream ? v.cluster : 1;
   p.channel_tiles = int(ceil_div64(std::max<int64_t>(N, 1), kFp8WgmmaChannelTile));
   p.k_blocks = int(std::max<int64_t>(1, ceil_div64(K, kFp8WgmmaBlockK)));
-  if (v.schedule == Fp8WgmmaSchedule::Stream)
-    plan_stream(p, T, num_sms, v);
-  else
-    plan_split(p, T, N, K, num_sms, v, forced_splits);
+  const int max_splits = int(std::min<int64_t>(kFp8WgmmaMaxSplits, p.k_blocks));
+  const int lo = forced_splits > 0 ? std::min(forced_splits, max_splits) : 1;
+  const int hi = forced_splits > 0 ? lo : max_splits;
+  const int64_t rows = std::max<int64_t>(T, 1);
+  double best_ns = 0;
+  int last_tile = 0;
+  for (int tiles = 1; tiles <= 4; tiles++) {
+    const int tile = tile_for(ceil_div64(rows, tiles));
+    if (tile == 0 || tile == last_tile) continue;  // too wide, or no narrower than before
+    last_tile = tile;
+    const int token_tiles = int(ceil_div64(rows, tile));
+    const int64_t all_tiles = int64_t(p.channel_tiles) * token_tiles;
+    for (int splits = lo; splits <= hi; splits++) {
+      if (splits > lo && all_tiles * splits > kFp8WgmmaMaxCutCtas) break;
+      const double ns =
+          estimate_ns(N, K, tile, token_tiles, all_tiles * splits, num_sms, splits > 1);
+      if (p.token_tile != 0 && ns >= best_ns * (1.0 - kMinGain)) continue;
+      p.token_tile = tile;
+      p.token_tiles = token_tiles;
+      p.splits = splits;
+      best_ns = ns;
+    }
+  }
   if (p.token_tile == 0) return p;
-  p.estimate_us = 1e-3 * estimate_ns(N, K, p.token_tile, p.token_tiles, p.ctas, num_sms, v.consumer,
-                                     p.cluster, p.work().cuts_tiles());
+  p.ctas = int(p.tiles() * p.splits);
+  p.estimate_us = 1e-3 * best_ns;
   size_ring(p, smem_per_block);
   return p;
 }
@@ -209,9 +157,8 @@ bool fp8_wgmma_fits(const cudaDeviceProp& props, int64_t T, int64_t N, int64_t K
 //     (71.1 vs 51.1);
 //   other shapes (qkv, o, gate_up): faster at 16 and 64 rows (at 64: 15.1, 15.3, 40.7 vs
 //     17.3, 17.7, 47.8 µs), slower from 128 (18.0, 17.7, 50.6 vs 16.9, 17.3, 40.2).
-// Rows between two measured counts take the smaller limit. The bench prints, per variant
-// and shape, the rows up to which the kernel keeps up with cuBLASLt: the figures to put
-// here once a variant is the default.
+// Rows between two measured counts take the smaller limit. The bench prints, per shape,
+// the rows up to which the kernel keeps up with cuBLASLt: the figures to put here.
 constexpr int64_t kWideKMaxRows = 256, kOtherMaxRows = 64;
 
 bool fp8_wgmma_preferred(int64_t T, int64_t N, int64_t K) {

@@ -8,8 +8,8 @@
 // columns, s_x = amax / 448, or the static input scale) to e4m3 plus its f32 scales; then
 //   - per-tensor or per-channel weights, K % 16 == 0, an sm_90 GPU, and up to the rows
 //     where it was measured faster than cuBLASLt (fp8_wgmma_preferred: 64 rows, 256 where
-//     K >= 2N): tandem's own GEMM on wgmma + TMA (cuda_gemm_fp8.h: its CTAs share the
-//     tiles' k-blocks evenly, cut tiles summed deterministically), scales and bias in its
+//     K >= 2N): tandem's own GEMM on wgmma + TMA (cuda_gemm_fp8.h: split-K over the
+//     tiles' k-blocks, cut tiles summed deterministically), scales and bias in its
 //     epilogue;
 //   - otherwise per-channel weights: cuBLASLt's e4m3 GEMM with OUTER_VEC_32F scales
 //     (s_w per output channel on A, s_x per token on B), bf16 or f32 out, no epilogue;
@@ -30,8 +30,7 @@ enum class Fp8GemmPath : uint8_t {
   Stream,    // the plain stream for every shape (the simplest kernel, for comparisons)
   Epilogue,  // cuBLASLt unscaled + the scale kernel where cuBLASLt takes the shape
   Lt,        // Auto as it was before the wgmma GEMM: the weight stream, then cuBLASLt
-  Wgmma,     // the wgmma GEMM for 1–512 rows where it fits (in the process's variant,
-             // fp8_wgmma_variant), else as Lt
+  Wgmma,     // the wgmma GEMM for 1–512 rows where it fits, else as Lt
 };
 
 // Process-wide, for tests and benchmarks that compare the paths in one process.

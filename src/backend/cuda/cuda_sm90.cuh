@@ -1,8 +1,7 @@
 // Hopper (sm_90a) building blocks shared by the warp-specialized kernels (the prefill
 // attention, cuda_attention_prefill_sm90.cu, and the FP8 GEMM, cuda_gemm_fp8_sm90.cu):
 // the 128-byte-swizzled shared-memory layout and its wgmma descriptors, the wgmma group
-// fences and waits, named barriers, setmaxnreg, TMA tensor loads (multicast too) and the
-// cluster basics (rank, mapa, the cluster barrier). Included only by
+// fences and waits, named barriers, setmaxnreg and TMA tensor loads. Included only by
 // *_sm90.cu files (compiled for sm_90a alone: the `a` features; see CMakeLists.txt).
 //
 // Layout (PTX ISA 9.7.15.5.1.2, "Shared Memory Matrix Layout", 128-byte swizzle): a tile
@@ -117,41 +116,6 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
       " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
-}
-
-// The same box multicast to the CTAs of `cta_mask` in the cluster: it lands at dst in each,
-// and each one's mbarrier at the same offset as bar receives the bytes.
-__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, int c0,
-                                                      int c1, uint32_t bar, uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
-      : "memory");
-}
-
-// ---------------------------------------------------------------- clusters
-
-__device__ __forceinline__ uint32_t cluster_cta_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-
-// The shared::cluster address of CTA `rank`'s copy of this CTA's shared address `addr`.
-__device__ __forceinline__ uint32_t map_to_cta(uint32_t addr, uint32_t rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-  return r;
-}
-
-// Every thread of every CTA of the cluster (release / acquire: shared-memory writes and
-// mbarrier inits before it are visible cluster-wide after it).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile(
-      "barrier.cluster.arrive.release.aligned;\n"
-      "barrier.cluster.wait.acquire.aligned;\n" ::
-          : "memory");
 }
 
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {

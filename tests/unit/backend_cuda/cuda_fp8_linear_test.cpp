@@ -3,8 +3,8 @@
 // rows of fused shards, partial blocks), dynamic and static inputs, bias, bf16 and f32
 // outputs, 1-256 rows, and each GEMM path (the weight stream, cuBLASLt with its scales,
 // cuBLASLt + the scale kernel, the wgmma GEMM); then the wgmma GEMM on the edges of its
-// tiles (9-512 rows, N and K off the tiles, tiles cut over CTAs or not) in every variant,
-// and its determinism.
+// tiles (9-512 rows, N and K off the tiles, tiles cut over CTAs or not) and its
+// determinism.
 // Both sides quantize x themselves with the same f64 arithmetic, so they give every
 // element the same e4m3 value and differ by summation order and the bf16 rounding of the
 // output (a quotient on an exact e4m3 midpoint, common with bf16 inputs, once made the two
@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -32,7 +31,6 @@ struct PathGuard {
   ~PathGuard() {
     set_fp8_gemm_path(saved);
     set_fp8_wgmma_splits(saved_splits);
-    set_fp8_wgmma_variant(-1);
   }
 };
 
@@ -146,33 +144,15 @@ std::string where_off(const std::vector<float>& got, const std::vector<float>& w
 
 // The wgmma GEMM (cuda_gemm_fp8_sm90.cu) where its tiles are ragged: 9-512 rows (one to
 // four token tiles of 16 to 256 tokens), N off 128 and off 4 (the scalar stores), K off 128
-// and below it; per tensor and per channel; dynamic and static inputs, bias, f32 out; in
-// every variant (kFp8WgmmaVariants), the Split one with K not split, split by the rule and
-// split in 3. The small shapes give Stream runs of one or two k-blocks, so a tile has up to
-// ~30 parts: the cut-tile fix-up at its most contended. Every output computed by a rule is
-// computed twice and must not change by a bit.
-struct WgmmaConfig {
-  int variant, splits;  // splits: the Split override, 0 = the rule
-};
-constexpr WgmmaConfig kWgmmaConfigs[] = {{0, 1}, {0, 0}, {0, 3}, {1, 0},
-                                         {2, 0}, {3, 0}, {4, 0}, {5, 0}};
-static_assert(kFp8WgmmaNumVariants == 6, "a config per variant");
+// and below it; per tensor and per channel; dynamic and static inputs, bias, f32 out; with
+// K not split, split by the rule and split in 3 (on the small shapes, tiles cut into
+// parts of one or two k-blocks: the fix-up at its most contended). Every output computed
+// by the rule is computed twice and must not change by a bit.
+constexpr int kWgmmaSplits[] = {1, 0, 3};  // the split override, 0 = the rule
 
-// The variants the sweeps cover: all, or those listed in TANDEM_FP8_WGMMA_TEST_VARIANTS
-// ("0,2,3": the device script leaves out one that failed its quick check, which could
-// hang the sweep).
-bool tested_variant(int v) {
-  const char* list = std::getenv("TANDEM_FP8_WGMMA_TEST_VARIANTS");
-  if (list == nullptr || *list == 0) return true;
-  for (const char* p = list; *p; p++)
-    if (*p >= '0' && *p <= '9' && std::atoi(p) == v && (p == list || p[-1] == ',')) return true;
-  return false;
-}
-
-// The process's variant (TANDEM_FP8_WGMMA_VARIANT) alone on the o projection at 17-300
-// rows, on a small shape whose tiles are cut into many parts and on one of a single
-// channel tile (a cluster's second tile lies past N), each call twice: the device
-// script's first check of a variant, in a process of its own, so that a hang names it.
+// The o projection at 17-300 rows, a small shape whose tiles are cut into many parts and
+// one of a single channel tile, each call twice: a quick first check of the kernel
+// (--gtest_filter=CudaFp8Linear.WgmmaQuick) before the sweep below.
 TEST(CudaFp8Linear, WgmmaQuick) {
   TANDEM_SKIP_WITHOUT_CUDA();
   PathGuard guard;
@@ -186,10 +166,10 @@ TEST(CudaFp8Linear, WgmmaQuick) {
     Fp8Case c = make_case(be, rng, shape.N, shape.K, {ScaleGranularity::PerChannel}, false, false);
     for (int64_t T : {17, 64, 256, 300}) {
       const Fp8WgmmaPlan plan = plan_fp8_wgmma(T, shape.N, shape.K, props.multiProcessorCount,
-                                               int(props.sharedMemPerBlockOptin), fp8_wgmma_variant());
-      SCOPED_TRACE(testing::Message() << kFp8WgmmaVariants[fp8_wgmma_variant()].name << " N "
-                                      << shape.N << " T " << T << " plan " << plan.token_tile << "x"
-                                      << plan.token_tiles << " ctas " << plan.ctas);
+                                               int(props.sharedMemPerBlockOptin));
+      SCOPED_TRACE(testing::Message()
+                   << "N " << shape.N << " T " << T << " plan " << plan.token_tile << "x"
+                   << plan.token_tiles << " ctas " << plan.ctas);
       const std::vector<float> xs = test::random_bf16(rng, size_t(T * shape.K), -2.f, 2.f);
       Tensor ref = be.cpu->alloc(DType::F32, {T, shape.N});
       be.cpu->linear(ref, test::put(*be.cpu, xs, {T, shape.K}), c.cpu);
@@ -225,25 +205,24 @@ TEST(CudaFp8Linear, WgmmaEdgesMatchTheCpuTwin) {
           be.cpu->linear(ref, test::put(*be.cpu, x, {T, shape.K}), c.cpu);
           const std::vector<float> want = test::to_vec(*be.cpu, ref);
           const Tensor xg = test::put(*be.gpu, x, {T, shape.K});
-          for (const WgmmaConfig& cfg : kWgmmaConfigs) {
-            if (!tested_variant(cfg.variant)) continue;
+          for (const int splits : kWgmmaSplits) {
             const Fp8WgmmaPlan plan =
                 plan_fp8_wgmma(T, shape.N, shape.K, be.gpu->props().multiProcessorCount,
-                               int(be.gpu->props().sharedMemPerBlockOptin), cfg.variant, cfg.splits);
+                               int(be.gpu->props().sharedMemPerBlockOptin), splits);
             SCOPED_TRACE(testing::Message()
-                         << kFp8WgmmaVariants[cfg.variant].name << " splits " << cfg.splits
-                         << " granularity " << int(layout.granularity) << " N " << shape.N << " K "
-                         << shape.K << " variant " << variant << " T " << T << " plan "
-                         << plan.token_tile << "x" << plan.token_tiles << " ctas " << plan.ctas);
-            set_fp8_wgmma_variant(cfg.variant);
-            set_fp8_wgmma_splits(cfg.splits);
+                         << "splits " << splits << " granularity " << int(layout.granularity)
+                         << " N " << shape.N << " K " << shape.K << " variant " << variant << " T "
+                         << T << " plan " << plan.token_tile << "x" << plan.token_tiles << " ctas "
+                         << plan.ctas);
+            set_fp8_wgmma_splits(splits);
             Tensor out = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
             be.gpu->linear(out, xg, c.gpu);
             const std::vector<float> got = test::to_vec(*be.gpu, out);
             const double err = test::rel_err(got, want);
             EXPECT_LE(err, out_f32 ? 1e-3 : 5e-3) << where_off(got, want, shape.N);
-            if (cfg.splits != 0) continue;
-            Tensor again = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
+            if (splits != 0) continue;
+            Tensor again =
+                test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
             be.gpu->linear(again, xg, c.gpu);
             EXPECT_EQ(got, test::to_vec(*be.gpu, again)) << "not deterministic";
           }
@@ -251,9 +230,10 @@ TEST(CudaFp8Linear, WgmmaEdgesMatchTheCpuTwin) {
       }
 }
 
-// Llama-3.1-8B's o projection at a decode step's row counts, where every variant cuts
-// tiles over several CTAs: the same call twice gives the same bits (the cut tiles' sums
-// are added in a fixed order whoever finishes them), and Auto too.
+// Llama-3.1-8B's o projection at a decode step's row counts, where the plan cuts tiles
+// over several CTAs (four each on an H200): the same call twice gives the same bits (the
+// cut tiles' sums are added in a fixed order whoever finishes them), through the Wgmma
+// path and Auto.
 TEST(CudaFp8Linear, WgmmaSplitsAreDeterministic) {
   TANDEM_SKIP_WITHOUT_CUDA();
   PathGuard guard;
@@ -267,14 +247,13 @@ TEST(CudaFp8Linear, WgmmaSplitsAreDeterministic) {
     const Tensor x = test::put(*be.gpu, xs, {T, 4096});
     Tensor ref = be.cpu->alloc(DType::F32, {T, 4096});
     be.cpu->linear(ref, test::put(*be.cpu, xs, {T, 4096}), c.cpu);
-    for (int v = -1; v < kFp8WgmmaNumVariants; v++) {  // -1: Auto in the default variant
-      if (v >= 0 && !tested_variant(v)) continue;
-      set_fp8_gemm_path(v < 0 ? Fp8GemmPath::Auto : Fp8GemmPath::Wgmma);
-      set_fp8_wgmma_variant(v);
-      const Fp8WgmmaPlan plan = plan_fp8_wgmma(T, 4096, 4096, props.multiProcessorCount,
-                                               int(props.sharedMemPerBlockOptin), fp8_wgmma_variant());
-      SCOPED_TRACE(testing::Message() << "T " << T << " variant " << v << " tile " << plan.token_tile
-                                      << " x" << plan.token_tiles << " ctas " << plan.ctas);
+    const Fp8WgmmaPlan plan =
+        plan_fp8_wgmma(T, 4096, 4096, props.multiProcessorCount, int(props.sharedMemPerBlockOptin));
+    for (const Fp8GemmPath path : {Fp8GemmPath::Wgmma, Fp8GemmPath::Auto}) {
+      SCOPED_TRACE(testing::Message()
+                   << "T " << T << " path " << int(path) << " tile " << plan.token_tile << " x"
+                   << plan.token_tiles << " ctas " << plan.ctas);
+      set_fp8_gemm_path(path);
       Tensor a = be.gpu->alloc(DType::BF16, {T, 4096}), b = be.gpu->alloc(DType::BF16, {T, 4096});
       be.gpu->linear(a, x, c.gpu);
       be.gpu->linear(b, x, c.gpu);

@@ -27,56 +27,44 @@ constexpr Shape kShapes[] = {{6144, 4096},  {4096, 4096},   {28672, 4096},
                              {130, 416},    {96, 208},      {64, 16}};
 constexpr Shape kLlama[] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}};
 
-bool stream(int variant) {
-  return kFp8WgmmaVariants[variant].schedule == Fp8WgmmaSchedule::Stream;
-}
-
 TEST(Fp8WgmmaPlan, CoversEveryTokenAndFitsTheSharedMemory) {
-  for (int v = 0; v < kFp8WgmmaNumVariants; v++)
-    for (const Shape& s : kShapes)
-      for (int64_t T = 1; T <= kFp8WgmmaMaxRows; T += 7) {
-        SCOPED_TRACE(testing::Message()
-                     << "variant " << v << " N " << s.N << " K " << s.K << " T " << T);
-        const Fp8WgmmaPlan p = plan_fp8_wgmma(T, s.N, s.K, kSms, kSmemOptin, v);
-        const int64_t k_blocks = (s.K + kFp8WgmmaBlockK - 1) / kFp8WgmmaBlockK;
-        ASSERT_EQ(p.variant, v);
-        ASSERT_GT(p.token_tile, 0);
-        ASSERT_LE(p.token_tile, kFp8WgmmaVariants[v].max_token_tile);
-        ASSERT_EQ(p.token_tile % 16, 0) << "wgmma N and 1024-byte stage alignment";
-        ASSERT_NE(
-            std::find(std::begin(kFp8WgmmaTokenTiles), std::end(kFp8WgmmaTokenTiles), p.token_tile),
-            std::end(kFp8WgmmaTokenTiles))
-            << "a token tile without a kernel";
-        ASSERT_GE(int64_t(p.token_tile) * p.token_tiles, T);
-        ASSERT_LT(int64_t(p.token_tile) * (p.token_tiles - 1), T) << "an empty token tile";
-        ASSERT_EQ(p.channel_tiles, (s.N + 127) / 128);
-        ASSERT_EQ(p.k_blocks, k_blocks);
-        const int64_t units = p.tiles() * k_blocks;
-        ASSERT_EQ(p.cluster, stream(v) ? kFp8WgmmaVariants[v].cluster : 1);
-        ASSERT_EQ(p.tiles(), (p.channel_tiles + p.cluster - 1) / p.cluster * p.token_tiles);
-        ASSERT_GE(p.ctas, p.cluster);
-        ASSERT_EQ(p.ctas % p.cluster, 0) << "whole clusters";
-        ASSERT_LE(p.work().ctas, units) << "a run without work";
-        ASSERT_LE(p.ctas, kFp8WgmmaMaxCtas);
-        if (stream(v)) {
-          ASSERT_LE(p.ctas, kSms) << "Stream runs one wave";
-        } else {
-          ASSERT_GE(p.splits, 1);
-          ASSERT_LE(p.splits, std::min<int64_t>(kFp8WgmmaMaxSplits, k_blocks))
-              << "a split without K";
-          ASSERT_EQ(p.ctas, p.tiles() * p.splits);
-        }
-        if (p.work().cuts_tiles()) {
-          ASSERT_LE(p.ctas, kFp8WgmmaMaxCutCtas) << "arrival counters";
-        }
-        ASSERT_GE(p.stages, 2);
-        ASSERT_LE(p.stages, kFp8WgmmaMaxStages);
-        const int stage = (128 + p.token_tile) * kFp8WgmmaBlockK;
-        ASSERT_GE(p.smem_bytes, p.stages * stage + kStagingBytes + 1024)
-            << "the ring, its alignment and the staging";
-        ASSERT_LE(p.smem_bytes + kStaticSmem, kSmemOptin);
-        ASSERT_GT(p.estimate_us, 0.0);
+  for (const Shape& s : kShapes)
+    for (int64_t T = 1; T <= kFp8WgmmaMaxRows; T += 7) {
+      SCOPED_TRACE(testing::Message() << "N " << s.N << " K " << s.K << " T " << T);
+      const Fp8WgmmaPlan p = plan_fp8_wgmma(T, s.N, s.K, kSms, kSmemOptin);
+      const int64_t k_blocks = (s.K + kFp8WgmmaBlockK - 1) / kFp8WgmmaBlockK;
+      ASSERT_GT(p.token_tile, 0);
+      ASSERT_EQ(p.token_tile % 16, 0) << "wgmma N and 1024-byte stage alignment";
+      ASSERT_NE(
+          std::find(std::begin(kFp8WgmmaTokenTiles), std::end(kFp8WgmmaTokenTiles), p.token_tile),
+          std::end(kFp8WgmmaTokenTiles))
+          << "a token tile without a kernel";
+      ASSERT_GE(int64_t(p.token_tile) * p.token_tiles, T);
+      ASSERT_LT(int64_t(p.token_tile) * (p.token_tiles - 1), T) << "an empty token tile";
+      ASSERT_EQ(p.channel_tiles, (s.N + 127) / 128);
+      ASSERT_EQ(p.k_blocks, k_blocks);
+      ASSERT_EQ(p.tiles(), int64_t(p.channel_tiles) * p.token_tiles);
+      ASSERT_GE(p.splits, 1);
+      ASSERT_LE(p.splits, std::min<int64_t>(kFp8WgmmaMaxSplits, k_blocks)) << "a split without K";
+      ASSERT_EQ(p.ctas, p.tiles() * p.splits);
+      ASSERT_LE(p.ctas, kFp8WgmmaMaxCtas);
+      const Fp8WgmmaWork w = p.work();
+      ASSERT_LE(w.ctas, w.units) << "a run without work";
+      for (int c = 0; c < w.ctas; c++)  // CTA c: slice c mod splits of tile c / splits
+        ASSERT_EQ(w.begin(c) / p.k_blocks, (w.begin(c + 1) - 1) / p.k_blocks)
+            << "CTA " << c << "'s run crosses a tile";
+      ASSERT_EQ(w.cuts_tiles(), p.splits > 1);
+      if (w.cuts_tiles()) {
+        ASSERT_LE(p.ctas, kFp8WgmmaMaxCutCtas) << "arrival counters";
       }
+      ASSERT_GE(p.stages, 2);
+      ASSERT_LE(p.stages, kFp8WgmmaMaxStages);
+      const int stage = (128 + p.token_tile) * kFp8WgmmaBlockK;
+      ASSERT_GE(p.smem_bytes, p.stages * stage + kStagingBytes + 1024)
+          << "the ring, its alignment and the staging";
+      ASSERT_LE(p.smem_bytes + kStaticSmem, kSmemOptin);
+      ASSERT_GT(p.estimate_us, 0.0);
+    }
 }
 
 // Every unit in exactly one run; a cut tile's parts found alike from each of its CTAs;
@@ -125,88 +113,36 @@ TEST(Fp8WgmmaPlan, WorkRunsCoverEveryUnitOnceAndCutTilesDoNotCollide) {
     }
 }
 
-TEST(Fp8WgmmaPlan, StreamGivesEverySmTheSameShare) {
-  for (int v = 0; v < kFp8WgmmaNumVariants; v++) {
-    if (!stream(v)) continue;
-    for (const Shape& s : kLlama)
-      for (int64_t T : {16, 64, 128, 256, 512}) {
-        const Fp8WgmmaPlan p = plan_fp8_wgmma(T, s.N, s.K, kSms, kSmemOptin, v);
-        const Fp8WgmmaWork w = p.work();
-        EXPECT_EQ(p.ctas, kSms) << "variant " << v << " N " << s.N << " T " << T;
-        for (int c = 0; c < w.ctas; c++) {
-          const int n = w.begin(c + 1) - w.begin(c);
-          EXPECT_TRUE(n == w.per || n == w.per + 1) << c;
-        }
-      }
-    // Small work: fewer CTAs, each at least a few k-blocks.
-    const Fp8WgmmaPlan small = plan_fp8_wgmma(64, 96, 208, kSms, kSmemOptin, v);
-    EXPECT_EQ(small.ctas, small.cluster) << "2 k-blocks";
-    // Clusters that do not all fit at once: fewer runs (the launcher plans for the SMs
-    // that can hold them).
-    EXPECT_EQ(plan_fp8_wgmma(64, 28672, 4096, 128, kSmemOptin, v).ctas, 128);
-  }
-}
-
 TEST(Fp8WgmmaPlan, SplitsOnlyWhereTheTilesLeaveSmsIdle) {
-  constexpr int kSplit = 0;
-  ASSERT_EQ(kFp8WgmmaVariants[kSplit].schedule, Fp8WgmmaSchedule::Split);
   // 64 rows: o and down have 32 output tiles for 132 SMs, so K is split; gate_up's 224
   // tiles fill the GPU unsplit.
-  EXPECT_GT(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, kSplit).ctas, 64);
-  EXPECT_GT(plan_fp8_wgmma(64, 4096, 14336, kSms, kSmemOptin, kSplit).splits, 1);
-  EXPECT_EQ(plan_fp8_wgmma(64, 28672, 4096, kSms, kSmemOptin, kSplit).splits, 1);
+  EXPECT_GT(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin).ctas, 64);
+  EXPECT_GT(plan_fp8_wgmma(64, 4096, 14336, kSms, kSmemOptin).splits, 1);
+  EXPECT_EQ(plan_fp8_wgmma(64, 28672, 4096, kSms, kSmemOptin).splits, 1);
   // A plan never runs more than one wave short of the GPU when it could fill it.
   for (int64_t T : {16, 64, 128, 256, 512}) {
-    const Fp8WgmmaPlan p = plan_fp8_wgmma(T, 4096, 4096, kSms, kSmemOptin, kSplit);
+    const Fp8WgmmaPlan p = plan_fp8_wgmma(T, 4096, 4096, kSms, kSmemOptin);
     EXPECT_LE(p.ctas, 2 * kSms) << T;
   }
   // Fewer SMs, fewer splits.
-  EXPECT_LE(plan_fp8_wgmma(64, 4096, 4096, 16, kSmemOptin, kSplit).ctas,
-            plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, kSplit).ctas);
+  EXPECT_LE(plan_fp8_wgmma(64, 4096, 4096, 16, kSmemOptin).ctas,
+            plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin).ctas);
 }
 
 TEST(Fp8WgmmaPlan, ForcedSplitsAreHonouredUpToKsBlocks) {
-  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 0, 1).splits, 1);
-  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 0, 3).splits, 3);
-  EXPECT_EQ(plan_fp8_wgmma(64, 96, 208, kSms, kSmemOptin, 0, 5).splits, 2);  // 2 blocks of K
-  EXPECT_EQ(plan_fp8_wgmma(64, 96, 16, kSms, kSmemOptin, 0, 4).splits, 1);
-  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 1, 3).ctas, kSms)
-      << "Stream ignores the split override";
+  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 1).splits, 1);
+  EXPECT_EQ(plan_fp8_wgmma(64, 4096, 4096, kSms, kSmemOptin, 3).splits, 3);
+  EXPECT_EQ(plan_fp8_wgmma(64, 96, 208, kSms, kSmemOptin, 5).splits, 2);  // 2 blocks of K
+  EXPECT_EQ(plan_fp8_wgmma(64, 96, 16, kSms, kSmemOptin, 4).splits, 1);
 }
 
-TEST(Fp8WgmmaPlan, ClustersArePairsOfChannelTiles) {
-  for (int v = 0; v < kFp8WgmmaNumVariants; v++) {
-    if (kFp8WgmmaVariants[v].cluster == 1) continue;
-    EXPECT_EQ(kFp8WgmmaVariants[v].cluster, 2);
-    const Fp8WgmmaPlan p = plan_fp8_wgmma(256, 6144, 4096, kSms, kSmemOptin, v);
-    EXPECT_EQ(p.cluster, 2);
-    EXPECT_EQ(p.tiles(), 24) << "48 channel tiles in pairs";
-    EXPECT_EQ(p.work().ctas * 2, p.ctas);
-    EXPECT_EQ(p.token_tile % 16, 0) << "each CTA loads whole 8-row swizzle atoms of a half";
-    const Fp8WgmmaPlan odd = plan_fp8_wgmma(64, 640, 1024, kSms, kSmemOptin, v);
-    EXPECT_EQ(odd.tiles(), 3) << "5 channel tiles: the last pair's second lies past N";
-  }
-}
-
-TEST(Fp8WgmmaPlan, VariantsCapTheTokenTile) {
-  for (int v = 0; v < kFp8WgmmaNumVariants; v++) {
-    const int cap = kFp8WgmmaVariants[v].max_token_tile;
-    const Fp8WgmmaPlan p = plan_fp8_wgmma(256, 4096, 4096, kSms, kSmemOptin, v);
-    EXPECT_LE(p.token_tile, cap) << v;
-    if (stream(v)) {
-      EXPECT_EQ(p.token_tiles, 256 / cap) << v;
-    }
-  }
-}
-
-TEST(Fp8WgmmaPlan, TheVariantIsSetAndReset) {
-  const int from_env = fp8_wgmma_variant();
-  EXPECT_GE(from_env, 0);
-  EXPECT_LT(from_env, kFp8WgmmaNumVariants);
-  set_fp8_wgmma_variant(kFp8WgmmaNumVariants - 1);
-  EXPECT_EQ(fp8_wgmma_variant(), kFp8WgmmaNumVariants - 1);
-  set_fp8_wgmma_variant(-1);
-  EXPECT_EQ(fp8_wgmma_variant(), from_env);
+TEST(Fp8WgmmaPlan, TheSplitOverrideIsSetAndReset) {
+  const int saved = fp8_wgmma_splits();
+  set_fp8_wgmma_splits(3);
+  EXPECT_EQ(fp8_wgmma_splits(), 3);
+  set_fp8_wgmma_splits(-2);
+  EXPECT_EQ(fp8_wgmma_splits(), 0) << "negative: the rule";
+  set_fp8_wgmma_splits(saved);
 }
 
 // Auto's rule as measured (cuda_gemm_fp8_plan.cpp): down (K >= 2N) to 256 rows, the other
