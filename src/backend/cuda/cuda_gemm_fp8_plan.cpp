@@ -151,15 +151,15 @@ bool fp8_wgmma_fits(const cudaDeviceProp& props, int64_t T, int64_t N, int64_t K
 
 // Auto's row limits: the kernel where the measured table has it at least as fast as
 // cuBLASLt's e4m3 GEMM (each with the quantize kernel in front), cuBLASLt beyond. From
-// run1 (H200; the Split variant with the Serial consumer, before the in-kernel fix-up;
-// bench/cuda_fp8_bench.cpp's many-row table):
-//   K >= 2N (down, 4096 x 14336): faster to 256 rows (43.6 vs 46.3 µs), slower at 512
-//     (71.1 vs 51.1);
-//   other shapes (qkv, o, gate_up): faster at 16 and 64 rows (at 64: 15.1, 15.3, 40.7 vs
-//     17.3, 17.7, 47.8 µs), slower from 128 (18.0, 17.7, 50.6 vs 16.9, 17.3, 40.2).
-// Rows between two measured counts take the smaller limit. The bench prints, per shape,
-// the rows up to which the kernel keeps up with cuBLASLt: the figures to put here.
-constexpr int64_t kWideKMaxRows = 256, kOtherMaxRows = 64;
+// run2 (H200, this kernel; bench/cuda_fp8_bench.cpp's many-row table, µs, kernel vs
+// cuBLASLt; bench/RESULTS.md, 2026-12-02):
+//   K >= 2N (down, 4096 x 14336): faster to 128 rows (64: 34.9 vs 45.1, 128: 40.9 vs
+//     44.7), slower from 192 (47.3 vs 45.2);
+//   other shapes: faster or even to 64 rows (64: gate_up 39.7 vs 47.2, o 16.8 vs 16.5,
+//     qkv 15.1 vs 17.3 in run1, whose qkv rows run2 lost), slower from 96 (gate_up 44.8
+//     vs 41.3, o 19.0 vs 16.7).
+// Rows between two measured counts take the smaller limit.
+constexpr int64_t kWideKMaxRows = 128, kOtherMaxRows = 64;
 
 bool fp8_wgmma_preferred(int64_t T, int64_t N, int64_t K) {
   return T <= (K >= 2 * N ? kWideKMaxRows : kOtherMaxRows);

@@ -7,7 +7,8 @@
 // µs). Measured on the H200 (bench/RESULTS.md, 2026-12-02; µs with x's quantize kernel,
 // Llama-3.1-8B shapes, this kernel vs cuBLASLt e4m3): faster at 16-64 rows (gate_up 64:
 // 39.7 vs 47.2, down 64: 34.9 vs 45.1, qkv 64 in run1: 15.1 vs 17.3; o even, 16.8 vs 16.5)
-// and for down to 128 (40.9 vs 44.7); slower from 96-192 rows on.
+// and for down to 128 (40.9 vs 44.7); slower from 96-192 rows on, so Auto gives it only
+// those steps.
 //
 // A CTA is three warpgroups and takes a run of (tile, k-block) units (Fp8WgmmaWork): one
 // slice of K of one tile (the plan's splits):

@@ -7,10 +7,10 @@
 // Otherwise x is first quantized (one small kernel: per token, or per token and block_k
 // columns, s_x = amax / 448, or the static input scale) to e4m3 plus its f32 scales; then
 //   - per-tensor or per-channel weights, K % 16 == 0, an sm_90 GPU, and up to the rows
-//     where it was measured faster than cuBLASLt (fp8_wgmma_preferred: 64 rows, 256 where
-//     K >= 2N): tandem's own GEMM on wgmma + TMA (cuda_gemm_fp8.h: split-K over the
-//     tiles' k-blocks, cut tiles summed deterministically), scales and bias in its
-//     epilogue;
+//     where it was measured at least as fast as cuBLASLt (fp8_wgmma_preferred: 64 rows,
+//     128 where K >= 2N): tandem's own GEMM on wgmma + TMA (cuda_gemm_fp8.h: split-K
+//     over the tiles' k-blocks, cut tiles summed deterministically), scales and bias in
+//     its epilogue;
 //   - otherwise per-channel weights: cuBLASLt's e4m3 GEMM with OUTER_VEC_32F scales
 //     (s_w per output channel on A, s_x per token on B), bf16 or f32 out, no epilogue;
 //   - if cuBLASLt refuses that, or per-tensor weights: its unscaled e4m3 GEMM to f32 and

@@ -145,15 +145,19 @@ TEST(Fp8WgmmaPlan, TheSplitOverrideIsSetAndReset) {
   set_fp8_wgmma_splits(saved);
 }
 
-// Auto's rule as measured (cuda_gemm_fp8_plan.cpp): down (K >= 2N) to 256 rows, the other
-// Llama shapes to 64.
-TEST(Fp8WgmmaPlan, AutoPrefersTheKernelWhereItWasMeasuredFaster) {
+// Auto's rule as measured (cuda_gemm_fp8_plan.cpp): down (K >= 2N) to 128 rows, the other
+// Llama shapes to 64; rows between two limits take the smaller.
+TEST(Fp8WgmmaPlan, AutoPrefersTheKernelWhereItKeptUpWithCublasLt) {
   for (const Shape& s : kLlama) {
+    SCOPED_TRACE(testing::Message() << "N " << s.N << " K " << s.K);
     const bool wide_k = s.K >= 2 * s.N;
+    EXPECT_TRUE(fp8_wgmma_preferred(9, s.N, s.K));
     EXPECT_TRUE(fp8_wgmma_preferred(16, s.N, s.K));
     EXPECT_TRUE(fp8_wgmma_preferred(64, s.N, s.K));
+    EXPECT_EQ(fp8_wgmma_preferred(65, s.N, s.K), wide_k);
     EXPECT_EQ(fp8_wgmma_preferred(128, s.N, s.K), wide_k);
-    EXPECT_EQ(fp8_wgmma_preferred(256, s.N, s.K), wide_k);
+    EXPECT_FALSE(fp8_wgmma_preferred(129, s.N, s.K));
+    EXPECT_FALSE(fp8_wgmma_preferred(256, s.N, s.K));
     EXPECT_FALSE(fp8_wgmma_preferred(512, s.N, s.K));
   }
 }
