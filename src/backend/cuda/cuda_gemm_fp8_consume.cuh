@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_gemm_fp8.h"
+#include "backend/cuda/cuda_mbarrier.cuh"
 #include "backend/cuda/cuda_sm90.cuh"
 #include "backend/cuda/cuda_wgmma_e4m3.cuh"
 
@@ -53,16 +54,7 @@ struct Ring {
     return base + uint32_t(s) * kStageBytes + kATileBytes;
   }
   __device__ __forceinline__ void wait_full(int s, uint32_t phase) const {
-    const uint32_t bar = full + 8u * uint32_t(s);
-    uint32_t done = 0;
-    while (!done)
-      asm volatile(
-          "{\n .reg .pred p;\n"
-          " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-          " selp.u32 %0, 1, 0, p;\n}"
-          : "=r"(done)
-          : "r"(bar), "r"(phase)
-          : "memory");
+    cuda::mbar_wait(full + 8u * uint32_t(s), phase);
   }
   // Lane 0's arrival, predicated rather than branched on: a divergent branch between a
   // wgmma and its wait makes ptxas serialize the wgmmas.

@@ -137,21 +137,6 @@ __device__ __forceinline__ void add_part(float (&acc)[BN / 8][4], const float* s
   }
 }
 
-__device__ __forceinline__ int load_acquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ int atomic_add_acq_rel(int* p, int v) {
-  int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n"
-               : "=r"(old)
-               : "l"(p), "r"(v)
-               : "memory");
-  return old;
-}
-
 // CTA c's part of a cut tile (cuda_gemm_fp8_sm90.cu's header has the protocol): true when
 // this warpgroup finishes the tile, acc then holding the whole sum; false when another CTA
 // will.
@@ -167,7 +152,7 @@ __device__ __forceinline__ bool fix_up(float (&acc)[BN / 8][4], const GemmParams
   };
   sm90::named_bar_sync(bar, 128);  // every thread has read the flag's last value
   if (c == first) {
-    if (wtid == 0) *flag = load_acquire(counter) == parts - 1;
+    if (wtid == 0) *flag = cuda::load_acquire(counter) == parts - 1;
     sm90::named_bar_sync(bar, 128);
     if (*flag) {  // every other part is in: add them to this one, in part order
 #pragma unroll
@@ -182,7 +167,7 @@ __device__ __forceinline__ bool fix_up(float (&acc)[BN / 8][4], const GemmParams
   }
   write_part<BN>(acc, slot(c), wtid);
   sm90::named_bar_sync(bar, 128);  // every thread's stores before the count
-  if (wtid == 0) *flag = atomic_add_acq_rel(counter, 1) == parts - 1;
+  if (wtid == 0) *flag = cuda::atomic_add_acq_rel(counter, 1) == parts - 1;
   sm90::named_bar_sync(bar, 128);
   if (!*flag) return false;
   zero<BN>(acc);  // the last to arrive: every part, its own too, is in the workspace
