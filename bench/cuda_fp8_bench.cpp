@@ -4,15 +4,24 @@
 //      past 2 rows), per linear in a CUDA graph of `calls` linears cycling over weight
 //      copies larger than L2 (so each reads HBM, as decode does); GB/s and % of 4.3 TB/s
 //      of the weight bytes.
-//   2. Prefill / batches (64, 256, 2048, 8192 rows): TFLOP/s of cuBLASLt bf16, of the FP8 path
-//      (activation quantize kernel + cuBLASLt e4m3 with outer-vector scales) and of the
-//      FP8 epilogue path (unscaled e4m3 GEMM to f32 + the scale kernel), eager calls.
-//   3. Both again with 128 x 128 block scales (DeepSeek-style checkpoints).
-//   usage: cuda_fp8_bench [calls_per_graph (default 20)]
+//   2. Batches and prefill (16–512, 2048, 8192 rows), timed the same way (graphs over
+//      weight copies larger than L2): cuBLASLt bf16, the FP8 cuBLASLt path (activation
+//      quantize kernel + cuBLASLt e4m3 with outer-vector scales: Fp8GemmPath::Lt) and, up
+//      to 512 rows, the wgmma GEMM (quantize + cuda_gemm_fp8_sm90.cu) with its plan (token
+//      tile x tiles, splits, CTAs, ring stages, the rule's estimate of the GEMM alone); µs
+//      per call, the ratios to bf16 and to cuBLASLt, and which path Auto takes. Then the
+//      rows up to which the wgmma GEMM keeps up with cuBLASLt on each shape (the figures
+//      for fp8_wgmma_preferred) and its mean speedups.
+//   3. With 128 x 128 block scales (DeepSeek-style checkpoints): decode as 1., and the
+//      many-row path (the plain stream) against bf16 in eager calls.
+//   usage: cuda_fp8_bench [calls_per_graph (default 20)] [gemm]
+//     gemm: section 2 alone, at 16, 32, 64, 96, 128, 192, 256, 384 and 512 rows.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #ifdef TANDEM_HAS_CUDA
 #include <cuda_runtime.h>
@@ -23,6 +32,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_gemm_fp8.h"
 #include "backend/cuda/cuda_linear_fp8.h"
 #include "cuda_timing.h"
 
@@ -87,7 +97,104 @@ void decode_case(tandem::CudaBackend& be, const Case& c, int calls) {
   fmt::print("{}\n", line);
 }
 
-void gemm_case(tandem::CudaBackend& be, const Case& c) {
+// `copies` Linears of one shape (bf16, or FP8 per channel), together larger than L2.
+std::vector<Linear> weight_copies(tandem::CudaBackend& be, const Case& c, bool fp8) {
+  const int64_t bytes = c.N * c.K * (fp8 ? 1 : 2);
+  const int64_t copies = std::max<int64_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
+  std::vector<Linear> ws;
+  for (int64_t i = 0; i < copies; i++)
+    ws.push_back(fp8 ? fp8_linear(be, c.N, c.K)
+                     : Linear{filled(be, DType::BF16, {c.N, c.K}, 0x3c)});
+  return ws;
+}
+
+// Seconds per call of out = x · wᵀ in a graph of `calls`, cycling over the weight copies.
+double graph_call_s(tandem::CudaBackend& be, int calls, Tensor& out, const Tensor& x,
+                    const std::vector<Linear>& ws, tandem::Fp8GemmPath path) {
+  tandem::set_fp8_gemm_path(path);
+  size_t next = 0;
+  const double s = tandem::bench::time_graph(be, calls, [&] {
+                     be.linear(out, x, ws[next++ % ws.size()]);
+                   }).event_s;
+  tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
+  return s;
+}
+
+// One row of section 2: µs per call of each path (0: not run).
+struct GemmRow {
+  int64_t M = 0;
+  double bf16_us = 0, lt_us = 0, wgmma_us = 0;
+};
+
+std::vector<GemmRow> gemm_case(tandem::CudaBackend& be, const Case& c, int calls,
+                               const std::vector<int64_t>& rows) {
+  using tandem::Fp8GemmPath;
+  const std::vector<Linear> bf16 = weight_copies(be, c, false), fp8 = weight_copies(be, c, true);
+  const cudaDeviceProp& props = be.props();
+  std::vector<GemmRow> out;
+  for (int64_t M : rows) {
+    Tensor x = filled(be, DType::BF16, {M, c.K}, 0x3c);
+    Tensor y = be.alloc(DType::BF16, {M, c.N});
+    const double flops = 2.0 * double(M) * double(c.N) * double(c.K);
+    GemmRow r;
+    r.M = M;
+    r.bf16_us = 1e6 * graph_call_s(be, calls, y, x, bf16, Fp8GemmPath::Auto);
+    r.lt_us = 1e6 * graph_call_s(be, calls, y, x, fp8, Fp8GemmPath::Lt);
+    std::string line =
+        fmt::format("{:<8} M={:<5} bf16 {:6.1f} µs {:6.1f} TF | lt {:6.1f} ({:.2f}x)", c.name, M,
+                    r.bf16_us, flops / r.bf16_us / 1e6, r.lt_us, r.bf16_us / r.lt_us);
+    const bool fits = M <= tandem::kFp8WgmmaMaxRows &&
+                      tandem::fp8_wgmma_fits(props, M, c.N, c.K, fp8[0].weight.data, x.data);
+    if (fits) {
+      const double us = 1e6 * graph_call_s(be, calls, y, x, fp8, Fp8GemmPath::Wgmma);
+      r.wgmma_us = us;
+      const tandem::Fp8WgmmaPlan p = tandem::plan_fp8_wgmma(M, c.N, c.K, props.multiProcessorCount,
+                                                            int(props.sharedMemPerBlockOptin));
+      line += fmt::format(" | wgmma {:6.1f} ({:.2f}x, {:.2f}x lt) [{}x{} s{} g{} {}st e{:.1f}]", us,
+                          r.bf16_us / us, r.lt_us / us, p.token_tile, p.token_tiles, p.splits,
+                          p.ctas, p.stages, p.estimate_us);
+      line += fmt::format(" | auto: {}", tandem::fp8_wgmma_preferred(M, c.N, c.K) ? "wgmma" : "lt");
+    }
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+    out.push_back(r);
+  }
+  return out;
+}
+
+// On each shape the most rows up to which the wgmma GEMM is at least as fast as cuBLASLt
+// at every measured count, and its geometric-mean speedup over cuBLASLt (16-512 rows) and
+// over bf16 (64-256 rows).
+void gemm_summary(const std::vector<Case>& cases, const std::vector<std::vector<GemmRow>>& rows) {
+  std::string line = "wgmma keeps up with cuBLASLt (all measured counts) to rows:";
+  double log_lt = 0, log_bf16 = 0;
+  int n_lt = 0, n_bf16 = 0;
+  for (size_t i = 0; i < cases.size(); i++) {
+    int64_t keeps_up = 0;
+    bool broken = false;
+    for (const GemmRow& r : rows[i]) {
+      const double us = r.wgmma_us;
+      if (us <= 0) continue;
+      if (!broken && us <= r.lt_us) keeps_up = r.M;
+      if (us > r.lt_us) broken = true;
+      log_lt += std::log(r.lt_us / us);
+      n_lt++;
+      if (r.M >= 64 && r.M <= 256) {
+        log_bf16 += std::log(r.bf16_us / us);
+        n_bf16++;
+      }
+    }
+    line += fmt::format("  {} {}", cases[i].name, keeps_up);
+  }
+  line +=
+      fmt::format("  | geomean vs lt {:.2f}x | vs bf16 (64-256) {:.2f}x",
+                  n_lt ? std::exp(log_lt / n_lt) : 0.0, n_bf16 ? std::exp(log_bf16 / n_bf16) : 0.0);
+  fmt::print("{}\n", line);
+}
+
+// Block scales: the many-row path against bf16, eager calls on one weight (as before the
+// wgmma GEMM; it does not take block scales).
+void block_gemm_case(tandem::CudaBackend& be, const Case& c) {
   Linear bf16{filled(be, DType::BF16, {c.N, c.K}, 0x3c)};
   Linear fp8 = fp8_linear(be, c.N, c.K);
   for (int64_t M : {64, 256, 2048, 8192}) {
@@ -97,14 +204,8 @@ void gemm_case(tandem::CudaBackend& be, const Case& c) {
     auto tflops = [&](const Linear& l) {
       return flops / tandem::bench::time_calls(be, 5, [&] { be.linear(out, x, l); }).event_s / 1e12;
     };
-    const double b = tflops(bf16);
-    tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
-    const double f = tflops(fp8);
-    tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Epilogue);
-    const double e = g_block ? 0.0 : tflops(fp8);  // blocks have no epilogue path
-    tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
-    fmt::print("{:<8} M={:<5} bf16 {:6.1f}  fp8 {:6.1f} ({:.2f}x)  fp8 epilogue {:6.1f} TFLOP/s\n",
-               c.name, M, b, f, f / b, e);
+    const double b = tflops(bf16), f = tflops(fp8);
+    fmt::print("{:<8} M={:<5} bf16 {:6.1f}  fp8 {:6.1f} ({:.2f}x) TFLOP/s\n", c.name, M, b, f, f / b);
   }
 }
 
@@ -116,16 +217,27 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int calls = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
+  const bool gemm_only = argc > 2 && std::string(argv[2]) == "gemm";
   tandem::CudaBackend be(0);
-  const Case cases[] = {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
-  fmt::print("decode linears, graph of {} calls, % of {:.1f} TB/s\n", calls, kMeasuredHbm / 1e12);
-  for (const Case& c : cases) decode_case(be, c, calls);
-  fmt::print("many-row linears (fp8 includes quantizing x)\n");
-  for (const Case& c : cases) gemm_case(be, c);
+  const std::vector<Case> cases = {
+      {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
+  if (!gemm_only) {
+    fmt::print("decode linears, graph of {} calls, % of {:.1f} TB/s\n", calls, kMeasuredHbm / 1e12);
+    for (const Case& c : cases) decode_case(be, c, calls);
+  }
+  fmt::print("many-row linears, graph of {} calls over weights > L2 (fp8 includes quantizing x)\n",
+             calls);
+  const std::vector<int64_t> rows = gemm_only
+                                        ? std::vector<int64_t>{16, 32, 64, 96, 128, 192, 256, 384, 512}
+                                        : std::vector<int64_t>{16, 64, 128, 256, 512, 2048, 8192};
+  std::vector<std::vector<GemmRow>> table;
+  for (const Case& c : cases) table.push_back(gemm_case(be, c, calls, rows));
+  gemm_summary(cases, table);
+  if (gemm_only) return 0;
   g_block = true;
   fmt::print("the same with 128 x 128 block scales (fp8 columns)\n");
   for (const Case& c : cases) decode_case(be, c, calls);
-  for (const Case& c : cases) gemm_case(be, c);
+  for (const Case& c : cases) block_gemm_case(be, c);
   return 0;
 }
 

@@ -267,16 +267,6 @@ struct KvRing {
   }
 };
 
-// atomicAdd with acquire-release semantics at GPU scope; returns the old value.
-__device__ __forceinline__ int atomic_add_acq_rel(int* p, int v) {
-  int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n"
-               : "=r"(old)
-               : "l"(p), "r"(v)
-               : "memory");
-  return old;
-}
-
 // Counts this CTA's split in on its item's counter; true for the last of the item's
 // `live` splits to arrive. Ordering (the pattern of cooperative groups' grid sync, with
 // the fences folded into the atomic): the barrier orders every thread's partial stores
@@ -290,7 +280,7 @@ __device__ __forceinline__ bool arrive_last(const SplitArgs& sp, int live) {
   __syncthreads();
   if (threadIdx.x == 0) {
     int* counter = sp.counters + (blockIdx.x * gridDim.y + blockIdx.y);
-    const bool last = atomic_add_acq_rel(counter, 1) == live - 1;
+    const bool last = cuda::atomic_add_acq_rel(counter, 1) == live - 1;
     if (last) atomicExch(counter, 0);
     s_last = last;
   }

@@ -1,22 +1,12 @@
-// Private to cuda_attention_prefill_sm90.cu: Hopper's warpgroup MMA (wgmma) and the
-// shared-memory layout its descriptors read. Compiled for sm_90a only (the `a` features:
-// wgmma, setmaxnreg); see CMakeLists.txt.
+// Private to cuda_attention_prefill_sm90.cu: Hopper's warpgroup MMA (wgmma) on bf16, on
+// the 128-byte-swizzled layout of cuda_sm90.cuh. Compiled for sm_90a only (the `a`
+// features: wgmma, setmaxnreg); see CMakeLists.txt.
 //
-// Layout (PTX ISA 9.7.15.5.1.2, "Shared Memory Matrix Layout", 128-byte swizzle): a tile
-// of R rows x D bf16 columns is stored as D/64 column blocks of R rows x 128 bytes; block
-// cb starts at cb·R·128 bytes. Within a block, row r starts at r·128 and its 16-byte chunk
-// c (columns 8c..8c+7 of the block) sits at chunk position c ^ (r mod 8). The swizzle is a
-// function of the absolute shared address (bits 4-6 XOR bits 7-9), so every tile and
-// column block starts on a 1024-byte boundary (8 rows x 128 bytes, one swizzle atom) and
-// descriptors leave the matrix base offset (bits 49-51) at 0.
-//
-// Descriptors (PTX ISA 9.7.15.5.1.2.2, "Matrix Descriptor Format"): start address >> 4
-// in bits 0-13, leading byte offset (LBO) >> 4 in 16-29, stride byte offset (SBO) >> 4
-// in 32-45, swizzle mode in 62-63 (1 = 128-byte). Strides (9.7.15.5.1.2.1):
-//   K-major (Q as A, K as B of S = Q·Kᵀ; rows = M or N, columns = K): SBO = 1024, the
-//     step between 8-row groups; LBO unused for swizzled K-major (set to 1). A k-step of
-//     16 columns inside a 64-column block adds 32 bytes to the start address; the next
-//     column block adds R·128.
+// Tiles of R rows x D bf16 columns are D/64 column blocks of R rows x 128 bytes
+// (cuda_sm90.cuh). Strides (PTX ISA 9.7.15.5.1.2.1):
+//   K-major (Q as A, K as B of S = Q·Kᵀ; rows = M or N, columns = K): SBO = 1024, LBO
+//     unused; a k-step of 16 columns inside a 64-column block adds 32 bytes to the start
+//     address; the next column block adds R·128.
 //   MN-major (V as B of O = P·V, imm-trans-b = 1; rows = K = keys, columns = N = head
 //     dim): SBO = 1024, the step between 8-key groups; LBO = R·128, the step between
 //     64-column blocks along N. A k-step of 16 keys adds 16·128 bytes.
@@ -31,18 +21,11 @@
 
 #include <cstdint>
 
+#include "backend/cuda/cuda_sm90.cuh"
+
 namespace tandem::attn::sm90 {
 
-// Byte offset of chunk c (0..7) of row r inside a 128-byte-swizzled column block.
-__device__ __forceinline__ uint32_t sw128(int r, int c) {
-  return uint32_t(r * 128 + ((c ^ (r & 7)) << 4));
-}
-
-// A shared-memory matrix descriptor with 128-byte swizzle, SBO 1024 bytes.
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo_bytes) {
-  return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t((lbo_bytes >> 4) & 0x3FFFu) << 16) |
-         (uint64_t(1024u >> 4) << 32) | (uint64_t(1) << 62);
-}
+using namespace ::tandem::sm90;  // the shared layout, fences, barriers and TMA loads
 
 __device__ __forceinline__ uint4 ld_shared_16(uint32_t addr) {
   uint4 v;
@@ -52,68 +35,12 @@ __device__ __forceinline__ uint4 ld_shared_16(uint32_t addr) {
   return v;
 }
 
-// Orders this thread's register accesses before the next wgmma (PTX: wgmma.fence).
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
-// Keeps the compiler from moving reads or writes of an accumulator across a wgmma wait
-// or fence: the asm statements above name no registers, so without this it could read
-// an accumulator before the wgmma that writes it has completed.
-template <int ROWS>
-__device__ __forceinline__ void fence_operands(float (&d)[ROWS][4]) {
-#pragma unroll
-  for (int i = 0; i < ROWS; i++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) asm volatile("" : "+f"(d[i][e])::"memory");
-}
-template <int ROWS>
-__device__ __forceinline__ void fence_operands(uint32_t (&d)[ROWS][4]) {
-#pragma unroll
-  for (int i = 0; i < ROWS; i++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) asm volatile("" : "+r"(d[i][e])::"memory");
-}
-
-// Generic-proxy writes (st.shared, cp.async) of this thread become visible to the async
-// proxy (wgmma's operand reads); issued by the writer after its writes completed and
-// before it signals the readers.
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 // Arrives on the mbarrier at bar (shared-window address) once all of this thread's earlier
 // cp.async copies have landed, without blocking the thread (PTX ISA 9.7.9.25.4,
 // cp.async.mbarrier.arrive; .noinc: the arrival is one of the count the barrier was
 // initialized with).
 __device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-
-// Named barriers (bar.sync / bar.arrive): `threads` counts both the waiting and the
-// arriving threads, a multiple of 32.
-__device__ __forceinline__ void named_bar_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-// Warp-specialized register budgets (whole warpgroup, PTX: setmaxnreg).
-template <int N>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
 // ---------------------------------------------------------------- wgmma (bf16 -> f32)

@@ -111,22 +111,6 @@ __device__ __forceinline__ void widen_tile_sw(uint32_t dst, uint32_t raw, int pt
 
 // ---------------------------------------------------------------- TMA (bf16 cache)
 
-// One box of a K/V tensor map (cuda_tensor_map.h) at (column, kv head, slot) into dst,
-// completing on the mbarrier at bar (both shared-window addresses). Coordinates past the
-// tensor read as zeros, and those bytes count towards the barrier's transactions too.
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int col, int head,
-                                            int slot, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(head), "r"(slot), "r"(bar)
-      : "memory");
-}
-
-__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-}
-
 // Keys [kt, kt + ROWS) of kv head kvh into the swizzled tile at dst by TMA, issued by the
 // 32 lanes of one warp: lane i takes box i (box = min(block size, ROWS) keys, one per
 // 64-column block), so the block-table reads of a tile are in flight together. Needs a

@@ -117,6 +117,10 @@ class CudaBackend final : public Backend {
   // Bytes the caching allocator holds from the driver, and the GPU's free memory.
   int64_t reserved_bytes() const;
   int64_t free_device_bytes() const;
+  // The FP8 wgmma GEMM's arrival counters for tiles cut over several CTAs (2 ints per CTA
+  // of a launch, kFp8WgmmaMaxCutCtas CTAs), zero between launches like split_counters_;
+  // created on first use, outside graph capture (cuda_gemm_fp8_sm90.cu).
+  int* fp8_gemm_counters();
 
  private:
   // linear() of an FP8 Linear (cuda_linear_fp8.cu).
@@ -133,6 +137,7 @@ class CudaBackend final : public Backend {
   // captured graph's temporary, which a replay would overwrite). Created on first use.
   std::shared_ptr<int> split_counters_;
   int* split_counters();
+  std::shared_ptr<int> fp8_gemm_counters_;
 };
 
 }  // namespace tandem

@@ -1,5 +1,6 @@
 // Device-side helpers shared by the CUDA kernels: f32 <-> storage conversions, 16-byte
-// packs (8 bf16 or 4 f32 per load), warp and block reductions, the MLP activations.
+// packs (8 bf16 or 4 f32 per load), warp and block reductions, GPU-scope acquire /
+// release counters, the MLP activations.
 // Arithmetic is always f32.
 #pragma once
 
@@ -118,6 +119,23 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   const int num_warps = int(blockDim.x) >> 5;
   v = lane < num_warps ? scratch[lane] : 0.f;
   return warp_sum(v);
+}
+
+// GPU-scope acquire / release on an int in global memory, for the counters with which the
+// CTAs of a split merge their parts (the decode attention, the FP8 wgmma GEMM): the old
+// value of an acq_rel add, and an acquiring load.
+__device__ __forceinline__ int atomic_add_acq_rel(int* p, int v) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n"
+               : "=r"(old)
+               : "l"(p), "r"(v)
+               : "memory");
+  return old;
+}
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // torch.nn.functional.silu, as the CPU twin computes it: x / (1 + e^-x).

@@ -18,7 +18,9 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_fp8.cuh"
+#include "backend/cuda/cuda_gemm_fp8.h"
 #include "backend/cuda/cuda_gemv_fp8.h"
+#include "backend/cuda/cuda_linear_fp8.cuh"
 #include "backend/cuda/cuda_linear_fp8.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_pdl.cuh"
@@ -100,15 +102,7 @@ __global__ void quantize_rows_kernel(uint8_t* __restrict__ xq, float* __restrict
   }
 }
 
-// How the weight's scales cover it, for the kernels.
-struct WeightScales {
-  const float* s = nullptr;
-  int kind = 0;  // 0 per tensor, 1 per channel, 2 block
-  int64_t block_n = 1, num_k_blocks = 1;
-  __device__ __forceinline__ float at(int64_t n, int64_t g) const {
-    return kind == 0 ? s[0] : kind == 1 ? s[n] : s[(n / block_n) * num_k_blocks + g];
-  }
-};
+using WeightScales = cuda::Fp8WeightScales;
 
 // Two e4m3 bytes → two floats, exactly.
 __device__ __forceinline__ float2 f8x2_to_float2(uint16_t pair) {
@@ -455,7 +449,8 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
   const bf16* bias_ptr = bias.defined() ? bias.ptr<bf16>() : nullptr;
   const Fp8GemmPath path = fp8_gemm_path();
   // 1–8 rows: the weight stream, which quantizes x itself.
-  if (path == Fp8GemmPath::Auto && fp8_gemv_fits(T, N, K, block ? q.block_k : 0, x.data, w.data)) {
+  if ((path == Fp8GemmPath::Auto || path == Fp8GemmPath::Lt) &&
+      fp8_gemv_fits(T, N, K, block ? q.block_k : 0, x.data, w.data)) {
     launch_fp8_gemv(*this, out, {&x, static_scale ? &q.input_scale : nullptr, &w, &q.weight_scale,
                                  ws.kind == 1, block ? int(q.block_n) : 0, &bias});
     return;
@@ -470,12 +465,19 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
                    dim3(unsigned(T)), dim3(256), 0, stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(),
                    x.ptr<bf16>(), K, group, num_groups, static_scale);
 
-  // 2. The product.
+  // 2. The product: the wgmma GEMM where it fits (and, under Auto, where it is measured to
+  // be faster: fp8_wgmma_preferred), else cuBLASLt, else the plain stream.
+  const bool wgmma_path = path == Fp8GemmPath::Wgmma ||
+                          (path == Fp8GemmPath::Auto && fp8_wgmma_preferred(T, N, K));
+  if (wgmma_path && !block && fp8_wgmma_fits(props_, T, N, K, w.data, xq.data)) {
+    launch_fp8_wgmma(*this, {&out, &xq, &x_scales, &w, ws.s, ws.kind == 1, &bias});
+    return;
+  }
   const bool lt_shape = !block && K % 16 == 0 && N % 16 == 0 && cuda::aligned16(w.data) &&
                         cuda::aligned16(out.data);
   if (path != Fp8GemmPath::Stream && lt_shape && T > 2) {
     const Fp8GemmKey scaled{device_, N, T, K, true, out_f32};
-    if (path == Fp8GemmPath::Auto && ws.kind == 1 &&
+    if (path != Fp8GemmPath::Epilogue && ws.kind == 1 &&
         run_fp8_gemm(cublas_lt_, stream_, allocator_->workspace(), scaled, w.data, xq.data,
                      out.data, ws.s, x_scales.ptr<float>())) {
       if (bias_ptr) {

@@ -1,17 +1,24 @@
 // The FP8 (e4m3) linears on CUDA: cuda_linear_fp8.cu. Host header, safe for nvcc and g++.
 //
-// A step's x is first quantized (one small kernel: per token, or per token and block_k
+// Which path takes a call (Auto):
+//   - 1–8 rows, per-tensor, per-channel or 128-column block weights, x small enough to
+//     stage in a CTA: the FP8 weight stream (cuda_gemv_fp8.cu: cuda_gemv.cu's bulk-copy
+//     ring at half the bytes per weight, mma.sync e4m3), which quantizes x itself.
+// Otherwise x is first quantized (one small kernel: per token, or per token and block_k
 // columns, s_x = amax / 448, or the static input scale) to e4m3 plus its f32 scales; then
-//   - many rows, per-channel weights: cuBLASLt's e4m3 GEMM with OUTER_VEC_32F scales
+//   - per-tensor or per-channel weights, K % 16 == 0, an sm_90 GPU, and up to the rows
+//     where it was measured at least as fast as cuBLASLt (fp8_wgmma_preferred: 64 rows,
+//     128 where K >= 2N): tandem's own GEMM on wgmma + TMA (cuda_gemm_fp8.h: split-K
+//     over the tiles' k-blocks, cut tiles summed deterministically), scales and bias in
+//     its epilogue;
+//   - otherwise per-channel weights: cuBLASLt's e4m3 GEMM with OUTER_VEC_32F scales
 //     (s_w per output channel on A, s_x per token on B), bf16 or f32 out, no epilogue;
-//   - if cuBLASLt refuses that: its unscaled e4m3 GEMM to f32 and a scale kernel (one
-//     extra f32 write and read of the output: T·N·8 bytes);
-//   - 1–2 rows, per-tensor or per-channel weights: the FP8 weight stream
-//     (cuda_gemv_fp8.cu: cuda_gemv.cu's bulk-copy ring at half the bytes per weight);
-//   - what none of those takes (block weights at any row count; per-tensor weights on
-//     many rows when cuBLASLt refuses; odd shapes): the plain stream, a warp per output
-//     row reading 16 weight bytes per lane per load, the scales applied per 16-column
-//     chunk (correct for every layout; for many rows it rereads the weights per 2 rows).
+//   - if cuBLASLt refuses that, or per-tensor weights: its unscaled e4m3 GEMM to f32 and
+//     a scale kernel (one extra f32 write and read of the output: T·N·8 bytes);
+//   - what none of those takes (block weights past 8 rows; odd shapes): the plain stream,
+//     a warp per output row reading 16 weight bytes per lane per load, the scales applied
+//     per 16-column chunk (correct for every layout; for many rows it rereads the weights
+//     per 2 rows).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +29,8 @@ enum class Fp8GemmPath : uint8_t {
   Auto,      // as above
   Stream,    // the plain stream for every shape (the simplest kernel, for comparisons)
   Epilogue,  // cuBLASLt unscaled + the scale kernel where cuBLASLt takes the shape
+  Lt,        // Auto as it was before the wgmma GEMM: the weight stream, then cuBLASLt
+  Wgmma,     // the wgmma GEMM for 1–512 rows where it fits, else as Lt
 };
 
 // Process-wide, for tests and benchmarks that compare the paths in one process.

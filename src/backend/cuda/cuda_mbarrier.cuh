@@ -16,9 +16,9 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mbar_smem_addr(bar)), "r"(arrivals));
 }
 
-// Until the phase of `bar` with parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = mbar_smem_addr(bar);
+// Until the phase of the mbarrier at shared-window address `addr` with parity `parity`
+// has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t addr, uint32_t parity) {
   uint32_t done = 0;
   while (!done)
     asm volatile(
@@ -28,6 +28,9 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
         : "=r"(done)
         : "r"(addr), "r"(parity)
         : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  mbar_wait(mbar_smem_addr(bar), parity);
 }
 
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {

@@ -50,6 +50,26 @@ CUtensorMap encode(const KvMapShape& s) {
 
 }  // namespace
 
+CUtensorMap byte_matrix_tensor_map(const void* base, int64_t rows, int64_t cols, int box_rows) {
+  cuda_require(aligned16(base) && cols % 16 == 0 && cols > 0 && rows > 0 && box_rows >= 1 &&
+                   box_rows <= 256,
+               "TMA: a byte matrix map needs a 16-byte aligned base, whole 16-byte rows and "
+               "1-256 box rows");
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(cols)};  // dim 1, bytes
+  const cuuint32_t box[2] = {128, cuuint32_t(box_rows)};  // 128 bytes = the 128-byte swizzle
+  const cuuint32_t unit[2] = {1, 1};
+  CUtensorMap map{};
+  const CUresult r =
+      encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides,
+                     box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    cuda_fail("TMA: cuTensorMapEncodeTiled refused a byte matrix map [" + std::to_string(rows) +
+              ", " + std::to_string(cols) + "] (CUresult " + std::to_string(int(r)) + ")");
+  return map;
+}
+
 CUtensorMap kv_tensor_map(const KvMapShape& shape) {
   struct Entry {
     KvMapShape shape;

@@ -2,12 +2,22 @@
 // random inputs: every scale layout (per tensor, per channel, 128x128 blocks, the 1x128
 // rows of fused shards, partial blocks), dynamic and static inputs, bias, bf16 and f32
 // outputs, 1-256 rows, and each GEMM path (the weight stream, cuBLASLt with its scales,
-// cuBLASLt + the scale kernel). Both sides quantize x themselves with the same f64
-// arithmetic, so they give every element the same e4m3 value and differ by summation
-// order and the bf16 rounding of the output (a quotient on an exact e4m3 midpoint, common
-// with bf16 inputs, once made the two disagree by a whole e4m3 step of one term).
+// cuBLASLt + the scale kernel, the wgmma GEMM); then the wgmma GEMM on the edges of its
+// tiles (9-512 rows, N and K off the tiles, tiles cut over CTAs or not) and its
+// determinism.
+// Both sides quantize x themselves with the same f64 arithmetic, so they give every
+// element the same e4m3 value and differ by summation order and the bf16 rounding of the
+// output (a quotient on an exact e4m3 midpoint, common with bf16 inputs, once made the two
+// disagree by a whole e4m3 step of one term).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_gemm_fp8.h"
 #include "backend/cuda/cuda_linear_fp8.h"
 #include "core/error.h"
 #include "cuda_test_util.h"
@@ -17,7 +27,11 @@ namespace {
 
 struct PathGuard {
   Fp8GemmPath saved = fp8_gemm_path();
-  ~PathGuard() { set_fp8_gemm_path(saved); }
+  int saved_splits = fp8_wgmma_splits();
+  ~PathGuard() {
+    set_fp8_gemm_path(saved);
+    set_fp8_wgmma_splits(saved_splits);
+  }
 };
 
 struct Layout {
@@ -60,6 +74,10 @@ Fp8Case make_case(test::Backends& be, std::mt19937& rng, int64_t N, int64_t K, L
   return c;
 }
 
+bool is_sm90(const test::Backends& be) {
+  return be.gpu->props().major == 9 && be.gpu->props().minor == 0;
+}
+
 struct Shape2 {
   int64_t N, K;
 };
@@ -77,7 +95,8 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
   // Whole blocks; partial blocks in both dims; K not a multiple of 16 (element loads);
   // the weight stream's several chunks per row with a partial last one, rows past N.
   const Shape2 shapes[] = {{384, 256}, {200, 328}, {130, 40}, {200, 4160}};
-  const Fp8GemmPath paths[] = {Fp8GemmPath::Auto, Fp8GemmPath::Stream, Fp8GemmPath::Epilogue};
+  const Fp8GemmPath paths[] = {Fp8GemmPath::Auto, Fp8GemmPath::Stream, Fp8GemmPath::Epilogue,
+                               Fp8GemmPath::Lt, Fp8GemmPath::Wgmma};
   for (const Fp8GemmPath path : paths)
     for (const Layout& layout : layouts)
       for (const Shape2& shape : shapes)
@@ -100,6 +119,148 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
             EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref), out_f32 ? 1e-3 : 5e-3);
           }
         }
+}
+
+// Where a [T, N] result is off (for a first run on new hardware): how many elements differ
+// from the reference by more than 2% of its largest magnitude, the token and channel
+// ranges they span, and the first few.
+std::string where_off(const std::vector<float>& got, const std::vector<float>& want, int64_t N) {
+  float peak = 0.f;
+  for (float v : want) peak = std::max(peak, std::fabs(v));
+  int64_t bad = 0, t_lo = INT64_MAX, t_hi = -1, n_lo = INT64_MAX, n_hi = -1;
+  std::string first;
+  for (size_t i = 0; i < want.size(); i++) {
+    if (std::fabs(got[i] - want[i]) <= 0.02f * peak) continue;  // NaN lands below
+    const int64_t t = int64_t(i) / N, n = int64_t(i) % N;
+    if (bad++ < 6) first += " [" + std::to_string(t) + "," + std::to_string(n) + "] " +
+                            std::to_string(got[i]) + " vs " + std::to_string(want[i]);
+    t_lo = std::min(t_lo, t), t_hi = std::max(t_hi, t), n_lo = std::min(n_lo, n), n_hi = std::max(n_hi, n);
+  }
+  if (bad == 0) return "no element off by 2% of the peak";
+  return std::to_string(bad) + " of " + std::to_string(want.size()) + " off, tokens " +
+         std::to_string(t_lo) + ".." + std::to_string(t_hi) + ", channels " + std::to_string(n_lo) +
+         ".." + std::to_string(n_hi) + ":" + first;
+}
+
+// The wgmma GEMM (cuda_gemm_fp8_sm90.cu) where its tiles are ragged: 9-512 rows (one to
+// four token tiles of 16 to 256 tokens), N off 128 and off 4 (the scalar stores), K off 128
+// and below it; per tensor and per channel; dynamic and static inputs, bias, f32 out; with
+// K not split, split by the rule and split in 3 (on the small shapes, tiles cut into
+// parts of one or two k-blocks: the fix-up at its most contended). Every output computed
+// by the rule is computed twice and must not change by a bit.
+constexpr int kWgmmaSplits[] = {1, 0, 3};  // the split override, 0 = the rule
+
+// The o projection at 17-300 rows, a small shape whose tiles are cut into many parts and
+// one of a single channel tile, each call twice: a quick first check of the kernel
+// (--gtest_filter=CudaFp8Linear.WgmmaQuick) before the sweep below.
+TEST(CudaFp8Linear, WgmmaQuick) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  PathGuard guard;
+  test::Backends be;
+  if (!is_sm90(be)) GTEST_SKIP() << "the wgmma GEMM needs an sm_90 GPU";
+  set_fp8_gemm_path(Fp8GemmPath::Wgmma);
+  std::mt19937 rng(23);
+  const cudaDeviceProp& props = be.gpu->props();
+  const Shape2 shapes[] = {{4096, 4096}, {200, 4160}, {96, 208}};
+  for (const Shape2& shape : shapes) {
+    Fp8Case c = make_case(be, rng, shape.N, shape.K, {ScaleGranularity::PerChannel}, false, false);
+    for (int64_t T : {17, 64, 256, 300}) {
+      const Fp8WgmmaPlan plan = plan_fp8_wgmma(T, shape.N, shape.K, props.multiProcessorCount,
+                                               int(props.sharedMemPerBlockOptin));
+      SCOPED_TRACE(testing::Message()
+                   << "N " << shape.N << " T " << T << " plan " << plan.token_tile << "x"
+                   << plan.token_tiles << " ctas " << plan.ctas);
+      const std::vector<float> xs = test::random_bf16(rng, size_t(T * shape.K), -2.f, 2.f);
+      Tensor ref = be.cpu->alloc(DType::F32, {T, shape.N});
+      be.cpu->linear(ref, test::put(*be.cpu, xs, {T, shape.K}), c.cpu);
+      const Tensor x = test::put(*be.gpu, xs, {T, shape.K});
+      Tensor a = test::poisoned(*be.gpu, DType::BF16, {T, shape.N});
+      Tensor b = test::poisoned(*be.gpu, DType::BF16, {T, shape.N});
+      be.gpu->linear(a, x, c.gpu);
+      be.gpu->linear(b, x, c.gpu);
+      const std::vector<float> got = test::to_vec(*be.gpu, a), want = test::to_vec(*be.cpu, ref);
+      EXPECT_LE(test::rel_err(got, want), 5e-3) << where_off(got, want, shape.N);
+      EXPECT_EQ(got, test::to_vec(*be.gpu, b)) << "not deterministic";
+    }
+  }
+}
+
+TEST(CudaFp8Linear, WgmmaEdgesMatchTheCpuTwin) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  PathGuard guard;
+  test::Backends be;
+  if (!is_sm90(be)) GTEST_SKIP() << "the wgmma GEMM needs an sm_90 GPU";
+  set_fp8_gemm_path(Fp8GemmPath::Wgmma);
+  std::mt19937 rng(21);
+  const Layout layouts[] = {{ScaleGranularity::PerTensor}, {ScaleGranularity::PerChannel}};
+  const Shape2 shapes[] = {{200, 4160}, {130, 416}, {96, 208}, {640, 1024}};
+  for (const Layout& layout : layouts)
+    for (const Shape2& shape : shapes)
+      for (int variant = 0; variant < 3; variant++) {  // dynamic; static + bias; f32 out
+        const bool static_input = variant == 1, with_bias = variant == 1, out_f32 = variant == 2;
+        Fp8Case c = make_case(be, rng, shape.N, shape.K, layout, static_input, with_bias);
+        for (int64_t T : {9, 17, 64, 100, 256, 300, 512}) {
+          auto x = test::random_bf16(rng, size_t(T * shape.K), -2.f, 2.f);
+          Tensor ref = be.cpu->alloc(DType::F32, {T, shape.N});
+          be.cpu->linear(ref, test::put(*be.cpu, x, {T, shape.K}), c.cpu);
+          const std::vector<float> want = test::to_vec(*be.cpu, ref);
+          const Tensor xg = test::put(*be.gpu, x, {T, shape.K});
+          for (const int splits : kWgmmaSplits) {
+            const Fp8WgmmaPlan plan =
+                plan_fp8_wgmma(T, shape.N, shape.K, be.gpu->props().multiProcessorCount,
+                               int(be.gpu->props().sharedMemPerBlockOptin), splits);
+            SCOPED_TRACE(testing::Message()
+                         << "splits " << splits << " granularity " << int(layout.granularity)
+                         << " N " << shape.N << " K " << shape.K << " variant " << variant << " T "
+                         << T << " plan " << plan.token_tile << "x" << plan.token_tiles << " ctas "
+                         << plan.ctas);
+            set_fp8_wgmma_splits(splits);
+            Tensor out = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
+            be.gpu->linear(out, xg, c.gpu);
+            const std::vector<float> got = test::to_vec(*be.gpu, out);
+            const double err = test::rel_err(got, want);
+            EXPECT_LE(err, out_f32 ? 1e-3 : 5e-3) << where_off(got, want, shape.N);
+            if (splits != 0) continue;
+            Tensor again =
+                test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
+            be.gpu->linear(again, xg, c.gpu);
+            EXPECT_EQ(got, test::to_vec(*be.gpu, again)) << "not deterministic";
+          }
+        }
+      }
+}
+
+// Llama-3.1-8B's o projection at a decode step's row counts, where the plan cuts tiles
+// over several CTAs (four each on an H200): the same call twice gives the same bits (the
+// cut tiles' sums are added in a fixed order whoever finishes them), through the Wgmma
+// path and Auto.
+TEST(CudaFp8Linear, WgmmaSplitsAreDeterministic) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  PathGuard guard;
+  test::Backends be;
+  if (!is_sm90(be)) GTEST_SKIP() << "the wgmma GEMM needs an sm_90 GPU";
+  std::mt19937 rng(22);
+  Fp8Case c = make_case(be, rng, 4096, 4096, {ScaleGranularity::PerChannel}, false, false);
+  const cudaDeviceProp& props = be.gpu->props();
+  for (int64_t T : {16, 64, 256}) {
+    const std::vector<float> xs = test::random_bf16(rng, size_t(T * 4096), -2.f, 2.f);
+    const Tensor x = test::put(*be.gpu, xs, {T, 4096});
+    Tensor ref = be.cpu->alloc(DType::F32, {T, 4096});
+    be.cpu->linear(ref, test::put(*be.cpu, xs, {T, 4096}), c.cpu);
+    const Fp8WgmmaPlan plan =
+        plan_fp8_wgmma(T, 4096, 4096, props.multiProcessorCount, int(props.sharedMemPerBlockOptin));
+    for (const Fp8GemmPath path : {Fp8GemmPath::Wgmma, Fp8GemmPath::Auto}) {
+      SCOPED_TRACE(testing::Message()
+                   << "T " << T << " path " << int(path) << " tile " << plan.token_tile << " x"
+                   << plan.token_tiles << " ctas " << plan.ctas);
+      set_fp8_gemm_path(path);
+      Tensor a = be.gpu->alloc(DType::BF16, {T, 4096}), b = be.gpu->alloc(DType::BF16, {T, 4096});
+      be.gpu->linear(a, x, c.gpu);
+      be.gpu->linear(b, x, c.gpu);
+      EXPECT_EQ(test::to_vec(*be.gpu, a), test::to_vec(*be.gpu, b));
+      EXPECT_LE(test::rel_err_between(*be.gpu, a, *be.cpu, ref), 5e-3);
+    }
+  }
 }
 
 TEST(CudaFp8Linear, RefusesWhatItCannotCompute) {
