@@ -115,8 +115,9 @@ void expect_person(const Outcome& o) {
   EXPECT_GE(j["age"].get<int>(), 0);
   EXPECT_LE(j["age"].get<int>(), 120);
   for (auto& [k, v] : j.items()) EXPECT_TRUE(k == "name" || k == "age" || k == "tags") << k;
-  if (j.contains("tags"))
+  if (j.contains("tags")) {
     for (auto& t : j["tags"]) EXPECT_TRUE(t == "red" || t == "blue") << t;
+  }
 }
 
 TEST(GrammarEngine, ConstrainedRowsFollowTheirSchemaGreedyAndSampled) {
@@ -188,7 +189,9 @@ TEST(GrammarEngine, MixedBatchesOverlapAsTheSerialLoopDoes) {
       EXPECT_EQ(serial[i].tokens, overlapped[i].tokens) << "request " << i;
       EXPECT_EQ(serial[i].finish, overlapped[i].finish) << "request " << i;
       if (i % 3 == 0) expect_person(overlapped[i]);
-      if (i % 3 == 2) EXPECT_EQ(overlapped[i].tokens.size(), size_t(14 + i));
+      if (i % 3 == 2) {
+        EXPECT_EQ(overlapped[i].tokens.size(), size_t(14 + i));
+      }
     }
   }
 }
