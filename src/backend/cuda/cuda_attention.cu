@@ -131,25 +131,9 @@ attn::SplitArgs plan_splits(int64_t num_items, int max_keys, int num_sms, int ct
 
 }  // namespace
 
-// Created outside graph capture only: zeroing it inside a capture would become a graph
-// node, and eager launches before the first replay would see garbage. The decode graphs
-// run every captured step eagerly first, so the first split launch is always eager.
 int* CudaBackend::split_counters() {
-  if (split_counters_) return split_counters_.get();
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cuda_check(cudaStreamIsCapturing(stream_, &capture), "attention: cudaStreamIsCapturing");
-  if (capture != cudaStreamCaptureStatusNone)
-    cuda_fail(
-        "attention: the split-merge counters must be created outside CUDA graph capture; "
-        "run the captured step once eagerly first");
-  const int64_t bytes = split_counter_capacity(props_) * int64_t(sizeof(int));
-  cuda_check(cudaSetDevice(device_), "attention: cudaSetDevice");
-  void* p = nullptr;
-  cuda_check(cudaMalloc(&p, size_t(bytes)), "attention: cudaMalloc (split counters)");
-  std::shared_ptr<int> counters(static_cast<int*>(p), [](int* q) { cudaFree(q); });
-  cuda_check(cudaMemsetAsync(p, 0, size_t(bytes), stream_), "attention: cudaMemsetAsync");
-  split_counters_ = std::move(counters);
-  return split_counters_.get();
+  return zeroed_counters(split_counters_, split_counter_capacity(props_),
+                         "attention (split-merge counters)");
 }
 
 // Writes the step's new K and V into their slots.   k, v [T, Hkv, Dh]

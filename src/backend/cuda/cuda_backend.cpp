@@ -4,6 +4,7 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
@@ -210,6 +211,23 @@ void CudaBackend::split_columns(const Tensor& x, std::initializer_list<Tensor*> 
 
 void CudaBackend::synchronize() {
   cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+int* CudaBackend::zeroed_counters(std::shared_ptr<int>& slot, int64_t count, const char* what) {
+  if (slot) return slot.get();
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cuda_check(cudaStreamIsCapturing(stream_, &capture), what);
+  if (capture != cudaStreamCaptureStatusNone)
+    cuda_fail(std::string(what) +
+              ": must be created outside CUDA graph capture; run the captured step once eagerly first");
+  const size_t bytes = size_t(count) * sizeof(int);
+  cuda_check(cudaSetDevice(device_), what);
+  void* p = nullptr;
+  cuda_check(cudaMalloc(&p, bytes), what);
+  std::shared_ptr<int> counters(static_cast<int*>(p), [](int* q) { cudaFree(q); });
+  cuda_check(cudaMemsetAsync(p, 0, bytes, stream_), what);
+  slot = std::move(counters);
+  return slot.get();
 }
 
 }  // namespace tandem

@@ -133,11 +133,17 @@ class CudaBackend final : public Backend {
   std::shared_ptr<CudaAllocator> allocator_;
   std::shared_ptr<SamplePool> sample_pool_;
   // cuda_attention.cu: the decode kernel's split-merge arrival counters, zero between
-  // launches (persistent state, so its own cudaMalloc: a caching-allocator block may be a
-  // captured graph's temporary, which a replay would overwrite). Created on first use.
+  // launches. Created on first use.
   std::shared_ptr<int> split_counters_;
   int* split_counters();
   std::shared_ptr<int> fp8_gemm_counters_;
+  // `count` zeroed ints in `slot`, allocated on first use for kernels whose CTAs count
+  // arrivals and leave them at zero (persistent state, so its own cudaMalloc: a
+  // caching-allocator block may be a captured graph's temporary, which a replay would
+  // overwrite). Outside graph capture only (a memset inside a capture would be a graph node
+  // and eager launches before the first replay would see garbage): the decode graphs run
+  // every captured step eagerly first. `what` names the caller in errors.
+  int* zeroed_counters(std::shared_ptr<int>& slot, int64_t count, const char* what);
 };
 
 }  // namespace tandem

@@ -243,25 +243,8 @@ LaunchGemm gemm_launcher(int token_tile, std::integer_sequence<int, BNs...>) {
 
 }  // namespace
 
-// Created outside graph capture only, as split_counters (cuda_attention.cu): zeroing it
-// inside a capture would become a graph node, and eager launches before the first replay
-// would see garbage. Every decode graph runs its step eagerly first.
 int* CudaBackend::fp8_gemm_counters() {
-  if (fp8_gemm_counters_) return fp8_gemm_counters_.get();
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cuda_check(cudaStreamIsCapturing(stream_, &capture), "linear fp8: cudaStreamIsCapturing");
-  if (capture != cudaStreamCaptureStatusNone)
-    cuda_fail(
-        "linear fp8 (wgmma): the arrival counters must be created outside CUDA graph capture; "
-        "run the captured step once eagerly first");
-  const size_t bytes = size_t(kCounterCapacity) * sizeof(int);
-  cuda_check(cudaSetDevice(device_), "linear fp8: cudaSetDevice");
-  void* p = nullptr;
-  cuda_check(cudaMalloc(&p, bytes), "linear fp8: cudaMalloc (arrival counters)");
-  std::shared_ptr<int> counters(static_cast<int*>(p), [](int* q) { cudaFree(q); });
-  cuda_check(cudaMemsetAsync(p, 0, bytes, stream_), "linear fp8: cudaMemsetAsync");
-  fp8_gemm_counters_ = std::move(counters);
-  return fp8_gemm_counters_.get();
+  return zeroed_counters(fp8_gemm_counters_, kCounterCapacity, "linear fp8 (wgmma arrival counters)");
 }
 
 void launch_fp8_wgmma(CudaBackend& be, const Fp8WgmmaArgs& a) {
