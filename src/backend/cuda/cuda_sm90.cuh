@@ -25,6 +25,17 @@
 
 #include <cstdint>
 
+// The accumulator operands of the wgmma wrappers (cuda_attention_sm90.cuh,
+// cuda_wgmma_e4m3.cuh): TANDEM_WGMMA_ACC<n>(i) lists d[i..i+n-1][0..3] as "+f" operands, in
+// the order of the instruction's registers (d[nt][e] is register 4·nt + e of the list).
+// Macros because an asm statement's operands must be written out.
+#define TANDEM_WGMMA_ACC1(i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
+#define TANDEM_WGMMA_ACC2(i) TANDEM_WGMMA_ACC1(i), TANDEM_WGMMA_ACC1((i) + 1)
+#define TANDEM_WGMMA_ACC4(i) TANDEM_WGMMA_ACC2(i), TANDEM_WGMMA_ACC2((i) + 2)
+#define TANDEM_WGMMA_ACC8(i) TANDEM_WGMMA_ACC4(i), TANDEM_WGMMA_ACC4((i) + 4)
+#define TANDEM_WGMMA_ACC16(i) TANDEM_WGMMA_ACC8(i), TANDEM_WGMMA_ACC8((i) + 8)
+#define TANDEM_WGMMA_ACC32(i) TANDEM_WGMMA_ACC16(i), TANDEM_WGMMA_ACC16((i) + 16)
+
 namespace tandem::sm90 {
 
 // Byte offset of chunk c (0..7) of row r inside a 128-byte-swizzled column block.
