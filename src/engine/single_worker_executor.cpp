@@ -18,8 +18,9 @@ namespace {
 // the CPU, which the rest of the machine shares; on a GPU most of its free memory, less
 // headroom for a step's activations and its logits (each decode graph keeps its own; a
 // model with adapters records two graphs per batch size, DecodeGraphs).
-int64_t spare_kv_bytes(const Backend& backend, const ModelConfig& c, const KvSizing& s,
-                       bool lora) {
+int64_t spare_kv_bytes(const Backend& backend, const Model& model, const KvSizing& s) {
+  const ModelConfig& c = model.config();
+  const bool lora = model.lora_targets().capacity.enabled();
   const int64_t free = backend.available_memory();
   if (backend.device() == Device::CPU) return free / 4;
   const int64_t activations = int64_t(s.max_batched_tokens) *
@@ -89,8 +90,7 @@ class SingleWorkerExecutor final : public Executor {
 KvRoom SingleWorkerExecutor::kv_room(const KvSizing& sizing) const {
   const DType dtype = config_.kv_dtype.value_or(backend_->act_dtype());
   const int64_t per_block = kv_bytes_per_block(model_->kv_specs(), sizing.block_size, dtype);
-  return {.bytes_available = spare_kv_bytes(*backend_, info_.model, sizing,
-                                            model_->lora_targets().capacity.enabled()),
+  return {.bytes_available = spare_kv_bytes(*backend_, *model_, sizing),
           .bytes_per_token = per_block / sizing.block_size};
 }
 
@@ -105,7 +105,7 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
   KvSizing s = sizing;
   if (!s.budget_bytes) {  // every row at full length, if the device can spare that much
     const int64_t want = kv_bytes(plan_group_blocks(layout.groups, block_bytes, s), block_bytes);
-    const int64_t spare = spare_kv_bytes(*backend_, info_.model, s, model_->lora_targets().capacity.enabled());
+    const int64_t spare = spare_kv_bytes(*backend_, *model_, s);
     const int64_t two_blocks = 2 * kv_bytes_per_block(specs, s.block_size, layout.dtype);
     if (spare < want) s.budget_bytes = std::max(spare, two_blocks);
   }

@@ -318,9 +318,6 @@ __device__ __forceinline__ void score_tile(float (&s)[BN / 8][4], const AttnArgs
   }
 }
 
-// Online softmax of one tile's scores without touching O: updates the running max m and
-// (thread-partial) sum l, turns s into probabilities, and returns in alpha the factor O
-// must be scaled by before this tile's P·V is added.
 // The running max m of the thread's row r (0 or 1) after a tile, over the 4 lanes of its quad.
 template <int BN>
 __device__ __forceinline__ float tile_row_max(const float (&s)[BN / 8][4], float m, int r) {
@@ -330,6 +327,9 @@ __device__ __forceinline__ float tile_row_max(const float (&s)[BN / 8][4], float
   return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
 }
 
+// Online softmax of one tile's scores without touching O: updates the running max m and
+// (thread-partial) sum l, turns s into probabilities, and returns in alpha the factor O
+// must be scaled by before this tile's P·V is added.
 template <int BN>
 __device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&m)[2], float (&l)[2],
                                              float (&alpha)[2]) {
