@@ -76,15 +76,16 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     r.ignore_eos = true;
     streams.push_back(engine.submit(r));
   }
-  int64_t before = engine.stats().generation_tokens_total;
+  const int64_t before = engine.stats().generation_tokens_total;
   const int64_t prompt_before = engine.stats().prompt_tokens_total;
-  engine.step();
-  auto first = Clock::now();
-  const double cpu_first = cpu_seconds();
-  int64_t after_first = engine.stats().generation_tokens_total;
+  // The first output token: when a step() call first returns with more generated tokens
+  // (with the overlapped loop a call issues step n+1 and waits for step n, so this is
+  // when the step that produced it completed, not when it was issued).
+  Clock::time_point first{};
+  double cpu_first = 0;
+  int64_t after_first = before, prompt_at_first = prompt_before;
   // Step by step, so the run splits into steps that prefilled prompt tokens and pure
-  // decode steps. With the overlapped loop a step() call issues step n+1 and waits for
-  // step n, so a call's time is the device time of about one step.
+  // decode steps; a call's time is the device time of about one step.
   double prefill_s = 0, decode_s = 0, decode_cpu = 0;
   int64_t prefill_steps = 0, decode_steps = 0, decode_rows = 0;
   for (;;) {
@@ -94,6 +95,12 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     const bool worked = engine.step();
     const double dt = seconds_since(t0), dc = cpu_seconds() - c0;
     const EngineStats s1 = engine.stats();
+    if (first == Clock::time_point{} && s1.generation_tokens_total > before) {
+      first = Clock::now();
+      cpu_first = cpu_seconds();
+      after_first = s1.generation_tokens_total;
+      prompt_at_first = s1.prompt_tokens_total;
+    }
     if (s1.prompt_tokens_total > s0.prompt_tokens_total) {
       prefill_s += dt, prefill_steps++;
     } else if (worked) {
@@ -109,15 +116,18 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     while (auto c = s->pop(std::chrono::milliseconds(0)))
       if (c->finish && *c->finish == FinishReason::Error) throw std::runtime_error(c->error);
   if (print) {
-    double decode = double(engine.stats().generation_tokens_total - after_first) /
-                    seconds_since(first);
+    if (first == Clock::time_point{}) first = Clock::now();  // no token generated
+    const double after_s = seconds_since(first);
+    const double decode =
+        after_s > 0 ? double(engine.stats().generation_tokens_total - after_first) / after_s : 0.0;
     fmt::print("  {} requests x {}/{}: {} output tokens in {:.3f} s = {:.0f} output tok/s"
-               " (after the first step: {:.0f} tok/s); cpu time {:.3f} s\n",
+               " (after the first token: {:.0f} tok/s); cpu time {:.3f} s\n",
                o.num, o.input, o.output, tokens, total, double(tokens) / total, decode, cpu_total);
     const double first_s = std::chrono::duration<double>(first - start).count();
-    fmt::print("  first step (every prompt that fits, and its first token): {:.3f} s = {:.0f} "
-               "prompt tok/s; cpu time {:.3f} s\n",
-               first_s, double(engine.stats().prompt_tokens_total - prompt_before) / first_s,
+    fmt::print("  first token after {:.3f} s, {} prompt tokens done by then = {:.0f} prompt "
+               "tok/s; cpu time {:.3f} s\n",
+               first_s, prompt_at_first - prompt_before,
+               first_s > 0 ? double(prompt_at_first - prompt_before) / first_s : 0.0,
                cpu_first - cpu_start);
     fmt::print("  steps with prompt tokens: {} in {:.2f} s; decode-only steps: {} in {:.2f} s"
                " ({:.2f} ms each, cpu {:.2f} ms, {:.0f} rows on average)\n",
