@@ -192,17 +192,30 @@ test('web: the conversation survives a reload; regenerate and edit re-ask the mo
 });
 
 test('web: Stop ends a long answer and keeps what came', async () => {
-  await page.fill('#max-tokens', '900');
-  await page.click('#new-chat');
-  await page.fill('#input', 'And it came to pass');  // greedy, it runs past 300 tokens
-  await page.click('#send');
-  await page.waitForSelector('.message.assistant.streaming');
-  await until(async () => (await page.textContent('.message.assistant .content')).length > 0, 'the first text');
-  // Forced: while tokens stream in, the layout moves under the button every frame and
-  // playwright's wait for a stable target can outlast the answer (900 tokens of the
-  // embedded model take ~3 s on the CPU backend now).
-  await page.click('#stop', { force: true });
-  await idle();
+  // The answer must still be arriving when Stop is clicked, however fast this CPU
+  // generates it (900 tokens of the embedded model take under a second on some
+  // machines): the page's downloads are throttled to 4 KB/s for this test, ~20 streamed
+  // tokens a second, so the stream lasts well past the click.
+  const cdp = await context.newCDPSession(page);
+  const throttle = (bytes_per_s) => cdp.send('Network.emulateNetworkConditions',
+    { offline: false, latency: 0, downloadThroughput: bytes_per_s, uploadThroughput: -1 });
+  await cdp.send('Network.enable');
+  await throttle(4096);
+  try {
+    await page.fill('#max-tokens', '900');
+    await page.click('#new-chat');
+    await page.fill('#input', 'And it came to pass');  // greedy, it runs past 300 tokens
+    await page.click('#send');
+    await page.waitForSelector('.message.assistant.streaming');
+    await until(async () => (await page.textContent('.message.assistant .content')).length > 0, 'the first text');
+    // Forced: while tokens stream in, the layout moves under the button every frame and
+    // playwright's wait for a stable target could outlast the answer.
+    await page.click('#stop', { force: true });
+    await idle();
+  } finally {
+    await throttle(-1);
+    await cdp.detach();
+  }
   const conv = await stored();
   assert.equal(conv.messages[1].stats.finish_reason, 'stopped');
   assert.ok(conv.messages[1].content.length > 0);
