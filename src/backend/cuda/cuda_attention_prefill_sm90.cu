@@ -96,7 +96,9 @@ struct Config {
   static constexpr int kTileBytes = kBlockN * D * 2;      // one K or V tile
   static constexpr int kRawBytes = F8 ? kBlockN * D : 0;  // one staged e4m3 tile
   // Q, the K ring, the V ring, two raw tiles; +1024: the window is aligned up to a
-  // swizzle atom inside the kernel.
+  // swizzle atom inside the kernel. With d128 and a bf16 cache the CTA holds 167,056 B,
+  // just under the 164 KiB carve-out: the two variants measured past it (a third V stage,
+  // a second 2 KB rows buffer) lost 4-8% at every length (bench/RESULTS.md, 2026-12-02).
   static constexpr int kSmem = 1024 + kQBytes + (kStagesK + kStagesV) * kTileBytes + 2 * kRawBytes;
   static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles start on swizzle atoms");
 };
