@@ -291,9 +291,9 @@ test('web: the dashboard shows the running rows move under a tandem bench run', 
   // bench exits. Keeps the last screenshot taken while rows ran together (one a second).
   let running_max = 0;
   let shot = null;
-  const bench_round = async () => {
+  const bench_round = async (output_len) => {
     const bench = spawn(bin, ['bench', '--url', origin, '--api-key', key, '--concurrency', '6',
-      '--num-requests', '12', '--input-len', '16', '--output-len', '96'], { stdio: 'ignore' });
+      '--num-requests', '12', '--input-len', '16', '--output-len', String(output_len)], { stdio: 'ignore' });
     let code = null;
     const exited = new Promise((r) => bench.once('exit', (c) => r(code = c)));
     let shot_at = 0;
@@ -310,8 +310,10 @@ test('web: the dashboard shows the running rows move under a tandem bench run', 
     assert.equal(await exited, 0, 'tandem bench succeeded');
   };
   // The page samples once a second: on a machine fast enough to finish a round between two
-  // samples, run another (what is checked is that the figure moves, not how fast).
-  for (let round = 0; round < 5 && running_max < 2; round++) await bench_round();
+  // samples, run another with answers twice as long (what is checked is that the figure
+  // moves, not how fast; 12 answers of 96 tokens take well under a second on some CPUs).
+  const lens = [96, 192, 384, 768, 960];  // 16 + 960 tokens fit the model's 1024
+  for (let round = 0; round < lens.length && running_max < 2; round++) await bench_round(lens[round]);
   assert.ok(running_max >= 2, `running rows peaked at ${running_max}`);
   fs.writeFileSync(path.join(shots, 'web-dashboard.png'), shot);
   await until(async () => (await page.textContent('#running-value')) === '0', 'the rows to drain', 10_000);
