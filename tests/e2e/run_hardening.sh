@@ -141,8 +141,16 @@ if ! grep -q 'data: \[DONE\]' "$work/hup.txt" || ! kill -0 "$PID_drain" 2>/dev/n
 else
   echo "hardening: a stream ran to [DONE] across SIGHUP"
 fi
-curl -s -N "http://127.0.0.1:$PORT_drain/v1/completions" -H 'Content-Type: application/json' \
-  -d '{"prompt":[1,2,3],"max_tokens":1000,"n":16,"ignore_eos":true,"stream":true}' >/dev/null &
+# Eight streams of 16 x 1000 tokens, so the drain outlasts the checks below on a fast CPU
+# too (the oracle model finishes one such stream in under a second; a slow reader does not
+# help: the kernel's socket buffers take a whole stream).
+slow_pids=()
+for _ in 1 2 3 4 5 6 7 8; do
+  curl -s -N "http://127.0.0.1:$PORT_drain/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"prompt":[1,2,3],"max_tokens":1000,"n":16,"ignore_eos":true,"stream":true}' \
+    >/dev/null 2>&1 &
+  slow_pids+=($!)
+done
 sleep 0.5
 kill -INT "$PID_drain"
 sleep 0.5
@@ -157,6 +165,8 @@ else
   echo "hardening: a second SIGINT did not force the exit (code ${EXIT_CODE:-none})" >&2
   status=1
 fi
+kill "${slow_pids[@]}" 2>/dev/null || true
+wait "${slow_pids[@]}" 2>/dev/null || true
 
 if [ "$status" != 0 ]; then
   for name in open keyed endless drain; do
