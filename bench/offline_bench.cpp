@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <optional>
 #include <random>
 
 #include "cli/env_switches.h"
@@ -81,7 +82,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
   // The first output token: when a step() call first returns with more generated tokens
   // (with the overlapped loop a call issues step n+1 and waits for step n, so this is
   // when the step that produced it completed, not when it was issued).
-  Clock::time_point first{};
+  std::optional<Clock::time_point> first;
   double cpu_first = 0;
   int64_t after_first = before, prompt_at_first = prompt_before;
   // Step by step, so the run splits into steps that prefilled prompt tokens and pure
@@ -95,7 +96,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     const bool worked = engine.step();
     const double dt = seconds_since(t0), dc = cpu_seconds() - c0;
     const EngineStats s1 = engine.stats();
-    if (first == Clock::time_point{} && s1.generation_tokens_total > before) {
+    if (!first && s1.generation_tokens_total > before) {
       first = Clock::now();
       cpu_first = cpu_seconds();
       after_first = s1.generation_tokens_total;
@@ -116,14 +117,14 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     while (auto c = s->pop(std::chrono::milliseconds(0)))
       if (c->finish && *c->finish == FinishReason::Error) throw std::runtime_error(c->error);
   if (print) {
-    if (first == Clock::time_point{}) first = Clock::now();  // no token generated
-    const double after_s = seconds_since(first);
+    if (!first) first = Clock::now();  // no token generated
+    const double after_s = seconds_since(*first);
     const double decode =
         after_s > 0 ? double(engine.stats().generation_tokens_total - after_first) / after_s : 0.0;
     fmt::print("  {} requests x {}/{}: {} output tokens in {:.3f} s = {:.0f} output tok/s"
                " (after the first token: {:.0f} tok/s); cpu time {:.3f} s\n",
                o.num, o.input, o.output, tokens, total, double(tokens) / total, decode, cpu_total);
-    const double first_s = std::chrono::duration<double>(first - start).count();
+    const double first_s = std::chrono::duration<double>(*first - start).count();
     fmt::print("  first token after {:.3f} s, {} prompt tokens done by then = {:.0f} prompt "
                "tok/s; cpu time {:.3f} s\n",
                first_s, prompt_at_first - prompt_before,
