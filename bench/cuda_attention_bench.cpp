@@ -12,7 +12,7 @@
 //   usage: cuda_attention_bench [calls_per_repetition (default 20)] [f8 | prefill-long]
 //   prefill-long: issue 26's shapes alone (8k, 32k, 128k tokens, one sequence, 32/8 heads)
 //   prefill-short: its 8k and 32k shapes; prefill-short-sm90: those, the sm90 kernel alone
-//     (scripts/gpu_attn.sh short)
+//     (scripts/gpu_attn.sh short); prefill-long-sm90: all three, the sm90 kernel alone
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -224,8 +224,9 @@ int main(int argc, char** argv) {
     auto& be = dynamic_cast<tandem::CudaBackend&>(*backend);
     fmt::print("{}: {} SMs\n", be.props().name, be.props().multiProcessorCount);
     fmt::print("kind     shape                                        events/call  host/call\n");
-    if (mode == "prefill-long" || mode == "prefill-short" || mode == "prefill-short-sm90") {
-      bench_prefill_long(be, mode != "prefill-long", mode == "prefill-short-sm90");
+    if (mode.rfind("prefill-", 0) == 0) {
+      const bool up_to_32k = mode.rfind("prefill-short", 0) == 0;
+      bench_prefill_long(be, up_to_32k, mode.size() > 5 && mode.substr(mode.size() - 5) == "-sm90");
       return 0;
     }
     for (const Shape& s :

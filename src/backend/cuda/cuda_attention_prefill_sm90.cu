@@ -61,6 +61,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_attention_prefill.h"
@@ -98,7 +99,9 @@ struct Config {
   // Q, the K ring, the V ring, two raw tiles; +1024: the window is aligned up to a
   // swizzle atom inside the kernel. With d128 and a bf16 cache the CTA holds 167,056 B,
   // just under the 164 KiB carve-out: the two variants measured past it (a third V stage,
-  // a second 2 KB rows buffer) lost 4-8% at every length (bench/RESULTS.md, 2026-12-02).
+  // a second 2 KB rows buffer) lost 4-8% at every length (bench/RESULTS.md, 2026-12-02),
+  // of which the carve-out itself explains ~2% (this kernel under TANDEM_SM90_CARVEOUT=100,
+  // the 228 KiB one: 458 / 510 / 520 -> 449 / 501 / 511 TFLOP/s at 8k / 32k / 128k).
   static constexpr int kSmem = 1024 + kQBytes + (kStagesK + kStagesV) * kTileBytes + 2 * kRawBytes;
   static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles start on swizzle atoms");
 };
@@ -470,6 +473,16 @@ void launch_kernel(const AttnArgs& a, const CUtensorMap& map_k, const CUtensorMa
   static std::atomic<uint64_t> smem_ready;
   cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, smem_ready,
                            "attention prefill (sm90)");
+  // For measurements: TANDEM_SM90_CARVEOUT=P asks for a shared-memory carve-out of P% of
+  // the SM's maximum (100: all of it, leaving L1 its least), instead of the driver's pick.
+  static const int carveout = [] {
+    const char* e = std::getenv("TANDEM_SM90_CARVEOUT");
+    return e != nullptr ? std::atoi(e) : -1;
+  }();
+  if (carveout >= 0)
+    cuda_check(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                    cudaFuncAttributePreferredSharedMemoryCarveout, carveout),
+               "attention prefill (sm90): the carve-out");
   const int64_t tiles = (int64_t(a.num_tokens) * a.group + kBlockM - 1) / kBlockM + a.num_rows;
   cuda_require(tiles < INT_MAX, "attention prefill (sm90): too many query tiles");
   const dim3 grid(unsigned(tiles), unsigned(a.num_kv_heads), 1);

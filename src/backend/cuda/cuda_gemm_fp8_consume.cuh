@@ -15,6 +15,10 @@
 // have completed, release it with one arrival per consumer warp (lane 0 after the warp's
 // wgmma.wait_group: eight per use, not one per thread).
 //
+// Two loops, chosen per launch by fp8_fast_accum (cuda_linear_fp8.h):
+// mma_fast (the default) chains all of K in one accumulator and keeps a k-block's group in
+// flight while the next is issued; the H200 timed it level with mma or up to 12% faster
+// (gate_up at 256-512 rows), so the promotion's waits are not what limits this kernel.
 // The loop (mma): issue a group, wait for it (wgmma.wait_group 0), add it; the two
 // warpgroups overlap only as the scheduler lets them (one's adds under the other's
 // wgmmas). Two loops that overlap by construction were measured and removed: the
@@ -76,15 +80,16 @@ struct RingPos {
   }
 };
 
-// part = the warpgroup's 64 rows at `a` times the SN token rows at `b`, over 128 bytes of K.
-template <int SN>
+// part = (or, kChain, +=) the warpgroup's 64 rows at `a` times the SN token rows at `b`,
+// over 128 bytes of K.
+template <int SN, bool kChain = false>
 __device__ __forceinline__ void issue_group(float (&part)[SN / 8][4], uint32_t a, uint32_t b) {
   sm90::fence_operands(part);
   sm90::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kBlockK / 32; kk++)  // 32 bytes of K per wgmma
     sm90::wgmma_e4m3<SN>(part, sm90::sw128_desc(a + uint32_t(kk * 32), 16),
-                         sm90::sw128_desc(b + uint32_t(kk * 32), 16), kk > 0 ? 1 : 0);
+                         sm90::sw128_desc(b + uint32_t(kk * 32), 16), kChain || kk > 0 ? 1 : 0);
   sm90::wgmma_commit();
 }
 
@@ -127,6 +132,32 @@ __device__ __forceinline__ void mma(float (&acc)[BN / 8][4], const Ring<BN>& rin
     }
     pos = pos.next(ring.stages);
   }
+}
+
+// acc = Σ over nk >= 1 k-blocks from `pos` (advanced past them), chained in wgmma's own
+// accumulator (fp8_fast_accum): k-block k's group is issued before k - 1's has completed,
+// and a stage is released once the group after it is in flight (wait_group 1), so the
+// tensor cores never wait for the CUDA cores. One group of all BN tokens (at most 128
+// floats of accumulator).
+template <int BN>
+__device__ __forceinline__ void mma_fast(float (&acc)[BN / 8][4], const Ring<BN>& ring,
+                                         RingPos& pos, int nk) {
+  zero<BN>(acc);
+  ring.wait_full(pos.s, pos.phase);
+  issue_group<BN, true>(acc, ring.a(pos.s), ring.b(pos.s));
+  RingPos prev = pos;
+  pos = pos.next(ring.stages);
+  for (int k = 1; k < nk; k++) {
+    ring.wait_full(pos.s, pos.phase);
+    issue_group<BN, true>(acc, ring.a(pos.s), ring.b(pos.s));
+    sm90::wgmma_wait<1>();
+    ring.release(prev.s);
+    prev = pos;
+    pos = pos.next(ring.stages);
+  }
+  sm90::wgmma_wait<0>();
+  sm90::fence_operands(acc);
+  ring.release(prev.s);
 }
 
 }  // namespace tandem::fp8gemm

@@ -36,6 +36,7 @@ struct GemmParams {
   int token_tiles, stages;
   float* partials;  // [2·ctas slots][2 warpgroups][64·BN] f32 when tiles are cut
   int* counters;    // [2·ctas]: zero between launches, when tiles are cut
+  int fast_accum;   // 1: mma_fast (all of K in wgmma's accumulator), 0: mma (promoted)
 };
 
 // out[t, n..n+3] = v · s_x[t] · s_w(n..) (+ bias), channels past N skipped.

@@ -197,7 +197,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int u = u0; u < u1;) {  // segments: the run's k-blocks of one tile each
     const int tile = u / kb_n, tile_end = (tile + 1) * kb_n;
     const int seg_end = tile_end < u1 ? tile_end : u1;
-    mma<BN>(acc, ring, pos, seg_end - u);
+    if (p.fast_accum)
+      mma_fast<BN>(acc, ring, pos, seg_end - u);
+    else
+      mma<BN>(acc, ring, pos, seg_end - u);
     const bool whole = u == tile * kb_n && seg_end == tile_end;
     if (whole || fix_up<BN>(acc, p, cw, wtid, c, tile, &flags[cw])) {
       const int ct = tile / p.token_tiles, tt = tile - ct * p.token_tiles;
@@ -274,6 +277,7 @@ void launch_fp8_wgmma(CudaBackend& be, const Fp8WgmmaArgs& a) {
   p.work = work;
   p.token_tiles = plan.token_tiles;
   p.stages = plan.stages;
+  p.fast_accum = a.fast_accum ? 1 : 0;
   Tensor partials;  // freed at once: the allocator reuses it only for work queued later
   if (work.cuts_tiles()) {
     cuda_require(plan.ctas <= kFp8WgmmaMaxCutCtas,

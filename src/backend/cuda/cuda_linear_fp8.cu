@@ -9,6 +9,7 @@
 #include <cuda_fp8.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <type_traits>
 #include <map>
 #include <mutex>
@@ -32,6 +33,9 @@ namespace {
 using cuda::bf16;
 
 std::atomic<Fp8GemmPath> g_path{Fp8GemmPath::Auto};
+
+// -1: not yet read from the environment.
+std::atomic<int> g_fast_accum{-1};
 
 // ---------------------------------------------------------------- kernels
 
@@ -219,9 +223,10 @@ struct Fp8GemmKey {
   int64_t m, n, k;
   bool scaled;   // OUTER_VEC_32F scales (else unscaled, f32 out)
   bool out_f32;
+  bool fast;     // CUBLASLT_MATMUL_DESC_FAST_ACCUM
   bool operator<(const Fp8GemmKey& o) const {
-    return std::tie(device, m, n, k, scaled, out_f32) <
-           std::tie(o.device, o.m, o.n, o.k, o.scaled, o.out_f32);
+    return std::tie(device, m, n, k, scaled, out_f32, fast) <
+           std::tie(o.device, o.m, o.n, o.k, o.scaled, o.out_f32, o.fast);
   }
 };
 
@@ -235,6 +240,10 @@ struct Fp8LtGemm {
     const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
     set(CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans));
     set(CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans));
+    if (key.fast) {
+      const int8_t fast = 1;
+      set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast));
+    }
     if (key.scaled) {
       const cublasLtMatmulMatrixScale_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
       set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode));
@@ -402,6 +411,18 @@ std::string dims(int64_t a, int64_t b) {
 void set_fp8_gemm_path(Fp8GemmPath path) { g_path.store(path); }
 Fp8GemmPath fp8_gemm_path() { return g_path.load(); }
 
+void set_fp8_fast_accum(bool fast) { g_fast_accum.store(fast ? 1 : 0); }
+bool fp8_fast_accum() {
+  int v = g_fast_accum.load();
+  if (v < 0) {
+    const char* e = std::getenv("TANDEM_FP8_FAST_ACCUM");
+    int want = e != nullptr && e[0] == '0' ? 0 : 1;
+    g_fast_accum.compare_exchange_strong(v, want);
+    v = g_fast_accum.load();
+  }
+  return v == 1;
+}
+
 // out [T, N] = x [T, K] · (scaled Wq)ᵀ (+ bias), the declared W8A8 arithmetic.
 void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
   const Tensor &w = l.weight, &bias = l.bias;
@@ -470,13 +491,14 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
   const bool wgmma_path = path == Fp8GemmPath::Wgmma ||
                           (path == Fp8GemmPath::Auto && fp8_wgmma_preferred(T, N, K));
   if (wgmma_path && !block && fp8_wgmma_fits(props_, T, N, K, w.data, xq.data)) {
-    launch_fp8_wgmma(*this, {&out, &xq, &x_scales, &w, ws.s, ws.kind == 1, &bias});
+    launch_fp8_wgmma(*this, {&out, &xq, &x_scales, &w, ws.s, ws.kind == 1, &bias, fp8_fast_accum()});
     return;
   }
   const bool lt_shape = !block && K % 16 == 0 && N % 16 == 0 && cuda::aligned16(w.data) &&
                         cuda::aligned16(out.data);
   if (path != Fp8GemmPath::Stream && lt_shape && T > 2) {
-    const Fp8GemmKey scaled{device_, N, T, K, true, out_f32};
+    const bool fast = fp8_fast_accum();
+    const Fp8GemmKey scaled{device_, N, T, K, true, out_f32, fast};
     if (path != Fp8GemmPath::Epilogue && ws.kind == 1 &&
         run_fp8_gemm(cublas_lt_, stream_, allocator_->workspace(), scaled, w.data, xq.data,
                      out.data, ws.s, x_scales.ptr<float>())) {
@@ -488,7 +510,7 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
       return;
     }
     Tensor acc = alloc(DType::F32, {T, N});
-    const Fp8GemmKey unscaled{device_, N, T, K, false, true};
+    const Fp8GemmKey unscaled{device_, N, T, K, false, true, fast};
     if (run_fp8_gemm(cublas_lt_, stream_, allocator_->workspace(), unscaled, w.data, xq.data,
                      acc.data, nullptr, nullptr)) {
       const unsigned blocks = cuda::grid_stride_blocks(T * N, 256);
