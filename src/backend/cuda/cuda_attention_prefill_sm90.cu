@@ -84,7 +84,15 @@ namespace {
 
 constexpr int kBlockM = 128;       // packed query rows per CTA, 64 per consumer warpgroup
 constexpr int kSm90Threads = 384;  // producer warpgroup + 2 consumer warpgroups
-constexpr int kProducerRegs = 56, kConsumerRegs = 224;
+// Registers per producer / consumer thread (setmaxnreg); build knobs for measurements.
+#ifndef TANDEM_SM90_PRODUCER_REGS
+#define TANDEM_SM90_PRODUCER_REGS 56
+#endif
+#ifndef TANDEM_SM90_CONSUMER_REGS
+#define TANDEM_SM90_CONSUMER_REGS 224
+#endif
+constexpr int kProducerRegs = TANDEM_SM90_PRODUCER_REGS;
+constexpr int kConsumerRegs = TANDEM_SM90_CONSUMER_REGS;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "one CTA's registers");
 
 template <int D, bool F8 = false>
