@@ -120,6 +120,27 @@ void Backend::feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
 // Defaults for backends that do not implement them yet: a clear error, never a wrong result.
 namespace tandem {
 
+void Backend::rms_norm_fp8(Tensor& out, Fp8Input& q, const Tensor& x, const Tensor& w, float eps,
+                           float weight_offset) {
+  q = Fp8Input{};
+  rms_norm(out, x, w, eps, weight_offset);
+}
+
+void Backend::add_rms_norm_fp8(Tensor& out, Fp8Input& q, Tensor& residual, const Tensor& x,
+                               const Tensor& w, float eps, float weight_offset) {
+  q = Fp8Input{};
+  add_rms_norm(out, residual, x, w, eps, weight_offset);
+}
+
+void Backend::gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up, Activation act) {
+  q = Fp8Input{};
+  gated_act(out, gate_up, act);
+}
+
+void Backend::linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input&, const Linear& l) {
+  linear(out, x, l);
+}
+
 void Backend::lora_add(Tensor&, const Tensor&, const LinearLora&, const LoraRows&) {
   fail("{}: op 'lora_add' is not implemented", name());
 }

@@ -139,6 +139,17 @@ class Backend {
   virtual void rope(Tensor& x, const StepTensors& step, const RopeSpec& spec) = 0;
   // out = act(gate) * up, where gate_up = [gate | up].   out [T, F], gate_up [T, 2F]
   virtual void gated_act(Tensor& out, const Tensor& gate_up, Activation act) = 0;
+  // FP8 inputs made where they are written (optional; linear.h, Fp8Input): rms_norm,
+  // add_rms_norm and gated_act that also set `q` to out's e4m3 copy where the backend fuses
+  // it into the op (CUDA), and the linear that reads such a copy instead of quantizing x.
+  // The defaults run the plain ops and leave q undefined; linear_fp8_input with an undefined
+  // q (or a Linear that does not take one) is linear.
+  virtual void rms_norm_fp8(Tensor& out, Fp8Input& q, const Tensor& x, const Tensor& w, float eps,
+                            float weight_offset);
+  virtual void add_rms_norm_fp8(Tensor& out, Fp8Input& q, Tensor& residual, const Tensor& x,
+                                const Tensor& w, float eps, float weight_offset);
+  virtual void gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up, Activation act);
+  virtual void linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& q, const Linear& l);
   // Writes the step's new K and V into their slots, step.kv(cache).slot_map.
   //   k, v [T, Hkv, Dh]
   virtual void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,

@@ -79,6 +79,23 @@ struct Linear {
   int64_t in_features() const { return weight.dim(1); }
   // Only W and b: what every backend's linear takes today (adapters are lora_add's).
   bool plain() const { return !quant; }
+  // FP8 weights whose input is quantized per token on the fly (dynamic scales, per-tensor or
+  // per-channel weights): the linears an Fp8Input (below) can feed.
+  bool takes_fp8_input() const {
+    return quant && quant->input == InputScaling::Dynamic &&
+           quant->granularity != ScaleGranularity::Block;
+  }
+};
+
+// An activation's e4m3 copy for the FP8 linears that read it (Linear::takes_fp8_input):
+// q [T, K] e4m3 = e4m3(x / s), scales [T] f32 = s = max(|x[t]|, 1e-12) / 448 per token, byte
+// for byte what the linear would make of x itself. A backend that can writes it in the op
+// that writes x (Backend::add_rms_norm_fp8 and friends), so the linear does not read x
+// again to quantize it; undefined where it cannot (the linear then quantizes x as always).
+struct Fp8Input {
+  Tensor q;       // [T, K] F8E4M3
+  Tensor scales;  // [T] f32
+  bool defined() const { return q.defined(); }
 };
 
 }  // namespace tandem

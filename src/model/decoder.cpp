@@ -97,15 +97,16 @@ std::vector<LayerKvSpec> DecoderModel::kv_specs() const {
   return specs;
 }
 
-Tensor DecoderModel::attention_block(const DecoderLayer& l, const Tensor& h,
+Tensor DecoderModel::attention_block(const DecoderLayer& l, const Tensor& h, const Fp8Input& hq,
                                      const StepTensors& step, PagedKv& kv) {
-  Tensor out = attention(backend_, h, step, kv, l.attention);
+  Tensor out = attention(backend_, h, step, kv, l.attention, hq);
   if (l.post_attn_norm.defined()) rms_norm_in_place(backend_, out, l.post_attn_norm);
   return out;
 }
 
-Tensor DecoderModel::mlp_block(const DecoderLayer& l, const Tensor& h, const StepTensors& step) {
-  Tensor out = l.sparse() ? moe(backend_, h, h, l.moe) : gated_mlp(backend_, h, step, l.mlp);
+Tensor DecoderModel::mlp_block(const DecoderLayer& l, const Tensor& h, const Fp8Input& hq,
+                               const StepTensors& step) {
+  Tensor out = l.sparse() ? moe(backend_, h, h, l.moe) : gated_mlp(backend_, h, step, l.mlp, hq);
   if (l.post_ffn_norm.defined()) rms_norm_in_place(backend_, out, l.post_ffn_norm);
   return out;
 }
@@ -114,21 +115,37 @@ Tensor DecoderModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
   const ModelConfig& c = config_;
   float embed_scale = traits_.scale_embeddings ? float(std::sqrt(double(c.hidden_size))) : 1.f;
   // x is the residual stream; h the normed input of the next block. Each block's output
-  // joins x and the next norm runs in the same pass (add_rms_norm).
+  // joins x and the next norm runs in the same pass (add_rms_norm). Where the block's input
+  // projection is FP8 (Linear::takes_fp8_input), the norm also writes h's e4m3 copy hq
+  // (Backend::add_rms_norm_fp8), which the projection reads instead of quantizing h.
   Tensor x = embedding(backend_, embed_, step.tokens, embed_scale * traits_.embedding_multiplier);
   auto scaled = [&](Tensor out) {
     if (traits_.residual_multiplier != 1.f) backend_.scale(out, traits_.residual_multiplier);
     return out;
   };
-  Tensor h = rms_norm(backend_, x, layers_[0].attn_norm);
+  Fp8Input hq;
+  auto add_norm = [&](Tensor& h, const Tensor& block_out, const RmsNorm& n, bool fp8) {
+    if (fp8) {
+      backend_.add_rms_norm_fp8(h, hq, x, block_out, n.weight, n.eps, n.weight_offset);
+    } else {
+      backend_.add_rms_norm(h, x, block_out, n.weight, n.eps, n.weight_offset);
+      hq = Fp8Input{};
+    }
+  };
+  const RmsNorm& first = layers_[0].attn_norm;
+  Tensor h = backend_.alloc(x.dtype, x.shape);
+  if (layers_[0].attention.qkv.takes_fp8_input())
+    backend_.rms_norm_fp8(h, hq, x, first.weight, first.eps, first.weight_offset);
+  else
+    backend_.rms_norm(h, x, first.weight, first.eps, first.weight_offset);
   for (size_t i = 0; i < layers_.size(); i++) {
     const DecoderLayer& l = layers_[i];
-    Tensor attn = scaled(attention_block(l, h, step, kv[i]));
-    backend_.add_rms_norm(h, x, attn, l.ffn_norm.weight, l.ffn_norm.eps, l.ffn_norm.weight_offset);
-    Tensor mlp = scaled(mlp_block(l, h, step));
+    Tensor attn = scaled(attention_block(l, h, hq, step, kv[i]));
+    add_norm(h, attn, l.ffn_norm, !l.sparse() && l.mlp.gate_up.takes_fp8_input());
+    Tensor mlp = scaled(mlp_block(l, h, hq, step));
     if (i + 1 < layers_.size()) {
-      const RmsNorm& next = layers_[i + 1].attn_norm;
-      backend_.add_rms_norm(h, x, mlp, next.weight, next.eps, next.weight_offset);
+      const DecoderLayer& next = layers_[i + 1];
+      add_norm(h, mlp, next.attn_norm, next.attention.qkv.takes_fp8_input());
     } else {
       backend_.add(x, x, mlp);
     }

@@ -47,9 +47,11 @@ class DecoderModel : public Model {
  protected:
   void load_layer(WeightLoader& w, int i);
   RmsNorm load_norm(WeightLoader& w, const std::string& name, int layer, bool must_exist = true);
-  Tensor attention_block(const DecoderLayer& layer, const Tensor& h, const StepTensors& step,
-                         PagedKv& kv);
-  Tensor mlp_block(const DecoderLayer& layer, const Tensor& h, const StepTensors& step);
+  // hq: h's e4m3 copy for the block's FP8 input projection, where the norm made one.
+  Tensor attention_block(const DecoderLayer& layer, const Tensor& h, const Fp8Input& hq,
+                         const StepTensors& step, PagedKv& kv);
+  Tensor mlp_block(const DecoderLayer& layer, const Tensor& h, const Fp8Input& hq,
+                   const StepTensors& step);
 
   DecoderTraits traits_;
   Backend& backend_;

@@ -21,6 +21,15 @@ Tensor linear(Backend& be, const Tensor& x, const Linear& l, const StepTensors& 
   return out;
 }
 
+Tensor linear(Backend& be, const Tensor& x, const Fp8Input& xq, const Linear& l,
+              const StepTensors& step) {
+  if (!xq.defined()) return linear(be, x, l, step);
+  Tensor out = be.alloc(be.act_dtype(), {x.rows(), l.out_features()});
+  be.linear_fp8_input(out, x, xq, l);
+  if (l.lora && step.lora.defined()) be.lora_add(out, x, *l.lora, step.lora);
+  return out;
+}
+
 Tensor linear_f32(Backend& be, const Tensor& x, const Linear& l) {
   Tensor out = be.alloc(DType::F32, {x.rows(), l.out_features()});
   be.linear(out, x, l);
@@ -62,9 +71,9 @@ Tensor ones(Backend& be, int64_t n) {
 }
 
 Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,
-                 const Attention& a) {
+                 const Attention& a, const Fp8Input& hq) {
   const int64_t T = h.dim(0), Hq = a.num_heads, Dh = a.head_dim;
-  Tensor proj = linear(be, h, a.qkv, step);
+  Tensor proj = linear(be, h, hq, a.qkv, step);
   Tensor q;
   if (a.reads_shared_kv) {  // the cache was written earlier in this step by its owner
     q = proj.reshape({T, Hq, Dh});
@@ -82,11 +91,17 @@ Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv&
   return linear(be, attn.reshape({T, Hq * Dh}), a.o, step);
 }
 
-Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const GatedMlp& mlp) {
-  Tensor gate_up = linear(be, h, mlp.gate_up, step);  // [T, 2F]
+Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const GatedMlp& mlp,
+                 const Fp8Input& hq) {
+  Tensor gate_up = linear(be, h, hq, mlp.gate_up, step);  // [T, 2F]
   Tensor act = be.alloc(be.act_dtype(), {h.rows(), mlp.down.in_features()});
-  be.gated_act(act, gate_up, mlp.act);
-  return linear(be, act, mlp.down, step);
+  if (!mlp.down.takes_fp8_input()) {
+    be.gated_act(act, gate_up, mlp.act);
+    return linear(be, act, mlp.down, step);
+  }
+  Fp8Input actq;
+  be.gated_act_fp8(act, actq, gate_up, mlp.act);
+  return linear(be, act, actq, mlp.down, step);
 }
 
 Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock& m) {

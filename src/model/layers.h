@@ -74,6 +74,10 @@ Tensor linear(Backend& be, const Tensor& x, const Linear& l);
 // (step.lora): the base product is one GEMM for every row, the adapters are added
 // after it (Backend::lora_add).   x [T, K] → [T, N]
 Tensor linear(Backend& be, const Tensor& x, const Linear& l, const StepTensors& step);
+// The same, with x's e4m3 copy `xq` for an FP8 linear (Backend::linear_fp8_input; undefined:
+// as above).
+Tensor linear(Backend& be, const Tensor& x, const Fp8Input& xq, const Linear& l,
+              const StepTensors& step);
 // x · Wᵀ in f32, unrounded (router scores, logits).   x [T, K] → [T, N] f32
 Tensor linear_f32(Backend& be, const Tensor& x, const Linear& l);
 // A new tensor: rms_norm(x).   x [R, C]
@@ -90,11 +94,14 @@ Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index);
 Tensor ones(Backend& be, int64_t n);
 
 // qkv projection → per-head norms → RoPE → K/V to `cache` (unless reads_shared_kv) →
-// attention over `cache` → output projection.   h [T, D] → [T, D]
+// attention over `cache` → output projection.   h [T, D] → [T, D]; hq: h's e4m3 copy for
+// an FP8 qkv (Fp8Input; undefined: none).
 Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,
-                 const Attention& a);
-// h [T, D] → [T, D]
-Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const GatedMlp& mlp);
+                 const Attention& a, const Fp8Input& hq = {});
+// h [T, D] → [T, D]; hq as in attention(). With an FP8 down projection the gated
+// activation writes its input's e4m3 copy too (Backend::gated_act_fp8).
+Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const GatedMlp& mlp,
+                 const Fp8Input& hq = {});
 // Routes each token on route_in's f32 router scores, runs the experts on x.
 //   route_in, x [T, D] → [T, D]
 Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock& m);

@@ -83,6 +83,15 @@ class CudaBackend final : public Backend {
   void softcap(Tensor& x, float cap) override;
   void rope(Tensor& x, const StepTensors& step, const RopeSpec& spec) override;
   void gated_act(Tensor& out, const Tensor& gate_up, Activation act) override;
+  // The FP8 linears' input quantization fused into the op that writes their input
+  // (cuda_norm.cu; TANDEM_FP8_FUSED_QUANT=0 turns it off), read by linear_fp8_input
+  // (cuda_linear_fp8.cu).
+  void rms_norm_fp8(Tensor& out, Fp8Input& q, const Tensor& x, const Tensor& w, float eps,
+                    float weight_offset) override;
+  void add_rms_norm_fp8(Tensor& out, Fp8Input& q, Tensor& residual, const Tensor& x,
+                        const Tensor& w, float eps, float weight_offset) override;
+  void gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up, Activation act) override;
+  void linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& q, const Linear& l) override;
   void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v, const StepTensors& step) override;
   void qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache, const StepTensors& step,
                     const RopeSpec& rope_spec, const QkNorm& norm) override;  // cuda_rope.cu
@@ -123,8 +132,17 @@ class CudaBackend final : public Backend {
   int* fp8_gemm_counters();
 
  private:
-  // linear() of an FP8 Linear (cuda_linear_fp8.cu).
-  void linear_fp8(Tensor& out, const Tensor& x, const Linear& l);
+  // linear() of an FP8 Linear (cuda_linear_fp8.cu); xq: x's e4m3 copy, or null (quantized
+  // here).
+  void linear_fp8(Tensor& out, const Tensor& x, const Linear& l, const Fp8Input* xq = nullptr);
+  // cuda_norm.cu: the ops behind rms_norm / add_rms_norm / gated_act and their _fp8 forms
+  // (q null: no e4m3 copy), and the copy's buffers (undefined when fusion is off).
+  void norm(Tensor& out, const Tensor& x, const Tensor& w, float eps, float weight_offset,
+            Fp8Input* q);
+  void add_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w, float eps,
+                float weight_offset, Fp8Input* q);
+  void act(Tensor& out, const Tensor& gate_up, Activation act, Fp8Input* q);
+  Fp8Input alloc_fp8_input(int64_t R, int64_t C);
   int device_;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;

@@ -121,6 +121,18 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return warp_sum(v);
 }
 
+// Block-wide max of v (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_max(v);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  const int num_warps = int(blockDim.x) >> 5;
+  v = lane < num_warps ? scratch[lane] : 0.f;
+  return warp_max(v);
+}
+
 // GPU-scope acquire / release on an int in global memory, for the counters with which the
 // CTAs of a split merge their parts (the decode attention, the FP8 wgmma GEMM): the old
 // value of an acq_rel add, and an acquiring load.

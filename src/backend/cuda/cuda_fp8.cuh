@@ -45,6 +45,36 @@ __device__ __forceinline__ uint8_t f8_quotient(float x, double s64, float inv32)
   return near_e4m3_midpoint(q) ? f8_from_f64(double(x) / s64) : f8_from_f32(q);
 }
 
+// The FP8 linears' dynamic per-token scale of a row whose largest |value| is amax, as the
+// quantize kernel (cuda_linear_fp8.cu) and the CPU twin compute it: in f64.
+__device__ __forceinline__ double f8_row_scale(float amax) {
+  return fmax(double(amax), 1e-12) / 448.0;
+}
+
+// q[c, c + N) = e4m3(row[c, c + N) / s) for the columns c = g·N, g·N + G·N, ... of a row of C
+// bf16 values that this thread wrote itself (so it reads them back without a barrier): the
+// e4m3 copy of the row that the FP8 linears would make (Fp8Input, backend/linear.h).
+// kVec: C % 8 == 0, N == 8, row 16- and q 8-byte aligned.
+template <int N, bool kVec>
+__device__ __forceinline__ void quantize_own_row(uint8_t* q, const __nv_bfloat16* row, int64_t C,
+                                                 int g, int G, double s) {
+  const float inv = float(1.0 / s);
+  for (int64_t c = int64_t(g) * N; c < C; c += int64_t(G) * N) {
+    if constexpr (kVec) {
+      static_assert(N == 8, "8 columns per vector load");
+      const uint4 u = *reinterpret_cast<const uint4*>(row + c);
+      const __nv_bfloat16* e = reinterpret_cast<const __nv_bfloat16*>(&u);
+      uint32_t b[2] = {0, 0};
+#pragma unroll
+      for (int i = 0; i < 8; i++)
+        b[i / 4] |= uint32_t(f8_quotient(__bfloat162float(e[i]), s, inv)) << (8 * (i % 4));
+      *reinterpret_cast<uint2*>(q + c) = make_uint2(b[0], b[1]);
+    } else {
+      for (int i = 0; i < N && c + i < C; i++) q[c + i] = f8_quotient(__bfloat162float(row[c + i]), s, inv);
+    }
+  }
+}
+
 // The cache byte of a value the bf16 path would have stored as bf16(x).
 __device__ __forceinline__ uint8_t f8_from_bf16(__nv_bfloat16 x) {
   return f8_from_f32(__bfloat162float(x));

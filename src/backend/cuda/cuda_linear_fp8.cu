@@ -41,17 +41,6 @@ std::atomic<int> g_fast_accum{-1};
 
 __device__ __forceinline__ float to_float(bf16 v) { return __bfloat162float(v); }
 
-// Block-wide max of v (blockDim.x a multiple of 32, at most 1024); every thread gets it.
-__device__ float block_max(float v, float* scratch) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();  // scratch may still be read from the previous call
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < int(blockDim.x / 32) ? scratch[lane] : 0.f;
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
 
 // xq[t, k] = e4m3(x[t, k] / s[t, g]), s[t, g] = max(|x[t, g-th group]|, 1e-12) / 448, or the
 // static scale when `static_scale` is set.   x [T, K] bf16, xq [T, K], scales [T, G].
@@ -87,7 +76,7 @@ __global__ void quantize_rows_kernel(uint8_t* __restrict__ xq, float* __restrict
           amax = fmaxf(amax, fabsf(to_float(row[k])));
         }
       }
-      s = fmax(double(block_max(amax, scratch)), 1e-12) / 448.0;
+      s = cuda::f8_row_scale(cuda::block_max(amax, scratch));
     }
     const float inv = float(1.0 / s);
     for (int64_t k = k0 + threadIdx.x * kStep; k < k1; k += blockDim.x * kStep) {
@@ -424,7 +413,21 @@ bool fp8_fast_accum() {
 }
 
 // out [T, N] = x [T, K] · (scaled Wq)ᵀ (+ bias), the declared W8A8 arithmetic.
-void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
+// linear() with x's e4m3 copy from the op that wrote x (Fp8Input): where the Linear takes it,
+// the copy replaces the quantize kernel. (The weight stream, 1-8 rows, quantizes x in each
+// CTA all the same; the ops make no copy for so few rows: alloc_fp8_input.)
+void CudaBackend::linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& xq,
+                                  const Linear& l) {
+  if (!xq.defined() || !l.takes_fp8_input()) return linear(out, x, l);
+  cuda::check_tensor(xq.q, DType::F8E4M3, "linear fp8", "x's e4m3 copy");
+  cuda::check_tensor(xq.scales, DType::F32, "linear fp8", "x's scales");
+  TANDEM_CUDA_REQUIRE(xq.q.shape == x.shape && xq.scales.numel() == x.rows(),
+                      "linear fp8: x's e4m3 copy " + xq.q.shape.str() + " / scales " +
+                          xq.scales.shape.str() + " do not match x " + x.shape.str());
+  linear_fp8(out, x, l, &xq);
+}
+
+void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, const Fp8Input* pre) {
   const Tensor &w = l.weight, &bias = l.bias;
   const LinearQuant& q = *l.quant;
   const bool out_f32 = out.dtype == DType::F32;
@@ -477,14 +480,20 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
     return;
   }
 
-  // 1. x → e4m3 and its scales.
+  // 1. x → e4m3 and its scales (or the copy the op that wrote x made: pre).
   const int64_t group = block ? q.block_k : K, num_groups = cuda::ceil_div(K, group);
-  Tensor xq = alloc(DType::F8E4M3, {T, K});
-  Tensor x_scales = alloc(DType::F32, {T, num_groups});
-  const bool vec_x = K % 8 == 0 && group % 8 == 0 && cuda::aligned16(x.data) && cuda::aligned16(xq.data);
-  cuda::launch_pdl("quantize_rows_kernel", vec_x ? &quantize_rows_kernel<true> : &quantize_rows_kernel<false>,
-                   dim3(unsigned(T)), dim3(256), 0, stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(),
-                   x.ptr<bf16>(), K, group, num_groups, static_scale);
+  Tensor xq, x_scales;
+  if (pre != nullptr) {
+    xq = pre->q;
+    x_scales = pre->scales;
+  } else {
+    xq = alloc(DType::F8E4M3, {T, K});
+    x_scales = alloc(DType::F32, {T, num_groups});
+    const bool vec_x = K % 8 == 0 && group % 8 == 0 && cuda::aligned16(x.data) && cuda::aligned16(xq.data);
+    cuda::launch_pdl("quantize_rows_kernel", vec_x ? &quantize_rows_kernel<true> : &quantize_rows_kernel<false>,
+                     dim3(unsigned(T)), dim3(256), 0, stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(),
+                     x.ptr<bf16>(), K, group, num_groups, static_scale);
+  }
 
   // 2. The product: the wgmma GEMM where it fits (and, under Auto, where it is measured to
   // be faster: fp8_wgmma_preferred), else cuBLASLt, else the plain stream.

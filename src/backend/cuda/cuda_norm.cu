@@ -2,10 +2,13 @@
 // softcap, gated_act. Storage bf16 (the elementwise ops also take f32), arithmetic f32.
 // Rows whose length and pointers allow it move 16 bytes per load.
 #include <cstdint>
+#include <cstdlib>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_fp8.cuh"
+#include "backend/cuda/cuda_gemv_fp8.h"
 #include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem {
@@ -21,10 +24,13 @@ using cuda::bf16;
 // reads back only what it wrote itself (in place and residual updates need no barrier).
 // With kResidual: res = bf16(res + x), and the norm is of the stored (rounded) res.
 // Then out = res / rms(res) * (w + offset), HF order: normalize, then weigh.
-template <int N, bool kVec, bool kResidual, typename W, typename Reduce>
+// With kQuant (Fp8Input, backend/linear.h): also q = out's e4m3 copy and *scale its per-token
+// scale, from the stored (rounded) out, as the FP8 linears' quantize kernel would make them;
+// `max` is the group's max reduction.
+template <int N, bool kVec, bool kResidual, bool kQuant, typename W, typename Reduce, typename Max>
 __device__ __forceinline__ void rms_norm_row(bf16* out, bf16* res, const bf16* x, const W* w,
                                              int64_t C, float eps, float offset, int g, int G,
-                                             Reduce reduce) {
+                                             Reduce reduce, uint8_t* q, float* scale, Max max) {
   const bf16* in = kResidual ? res : x;
   float sum_sq = 0.f;
   for (int64_t c = int64_t(g) * N; c < C; c += int64_t(G) * N) {
@@ -41,42 +47,55 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, bf16* res, const bf16* x
     for (int i = 0; i < N; i++) sum_sq += v[i] * v[i];
   }
   const float r = 1.f / sqrtf(reduce(sum_sq) / float(C) + eps);
+  float amax = 0.f;
   for (int64_t c = int64_t(g) * N; c < C; c += int64_t(G) * N) {
     float v[N], wv[N];
     cuda::load_n<N, kVec>(in + c, v);
     cuda::load_n<N, kVec>(w + c, wv);
 #pragma unroll
     for (int i = 0; i < N; i++) v[i] = (v[i] * r) * (wv[i] + offset);
+    if constexpr (kQuant)
+#pragma unroll
+      for (int i = 0; i < N; i++) amax = fmaxf(amax, fabsf(cuda::to_f32(__float2bfloat16_rn(v[i]))));
     cuda::store_n<N, kVec>(out + c, v);
+  }
+  if constexpr (kQuant) {
+    const double s = cuda::f8_row_scale(max(amax));
+    cuda::quantize_own_row<N, kVec>(q, out, C, g, G, s);
+    if (g == 0) *scale = float(s);
   }
 }
 
 // One warp per row (short rows: per-head q/k norms, small hidden sizes).
-//   out, x, res [R, C], w [C]
-template <int N, bool kVec, bool kResidual, typename W>
+//   out, x, res [R, C], w [C]; with kQuant q [R, C], scales [R]
+template <int N, bool kVec, bool kResidual, typename W, bool kQuant = false>
 __global__ void rms_norm_warp_kernel(bf16* out, bf16* res, const bf16* x, const W* w, int64_t R,
-                                     int64_t C, float eps, float offset) {
+                                     int64_t C, float eps, float offset, uint8_t* q,
+                                     float* scales) {
   cuda::pdl_launch_next();
   cuda::pdl_wait();
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= R) return;  // the whole warp leaves together
   const int64_t o = row * C;
-  rms_norm_row<N, kVec, kResidual>(out + o, kResidual ? res + o : nullptr, x + o, w, C, eps, offset,
-                                   int(threadIdx.x & 31), 32,
-                                   [](float v) { return cuda::warp_sum(v); });
+  rms_norm_row<N, kVec, kResidual, kQuant>(
+      out + o, kResidual ? res + o : nullptr, x + o, w, C, eps, offset, int(threadIdx.x & 31), 32,
+      [](float v) { return cuda::warp_sum(v); }, kQuant ? q + o : nullptr,
+      kQuant ? scales + row : nullptr, [](float v) { return cuda::warp_max(v); });
 }
 
 // One block per row (long rows: the hidden state).
-template <int N, bool kVec, bool kResidual, typename W>
+template <int N, bool kVec, bool kResidual, typename W, bool kQuant = false>
 __global__ void rms_norm_block_kernel(bf16* out, bf16* res, const bf16* x, const W* w, int64_t C,
-                                      float eps, float offset) {
+                                      float eps, float offset, uint8_t* q, float* scales) {
   __shared__ float scratch[32];
   cuda::pdl_launch_next();
   cuda::pdl_wait();
   const int64_t o = int64_t(blockIdx.x) * C;
-  rms_norm_row<N, kVec, kResidual>(out + o, kResidual ? res + o : nullptr, x + o, w, C, eps, offset,
-                                   int(threadIdx.x), int(blockDim.x),
-                                   [&](float v) { return cuda::block_sum(v, scratch); });
+  rms_norm_row<N, kVec, kResidual, kQuant>(
+      out + o, kResidual ? res + o : nullptr, x + o, w, C, eps, offset, int(threadIdx.x),
+      int(blockDim.x), [&](float v) { return cuda::block_sum(v, scratch); },
+      kQuant ? q + o : nullptr, kQuant ? scales + blockIdx.x : nullptr,
+      [&](float v) { return cuda::block_max(v, scratch); });
 }
 
 // Elementwise maps over n elements; `fn(a, b)` gives the output (b is ignored by unary maps).
@@ -127,39 +146,77 @@ __global__ void gated_act_kernel(bf16* __restrict__ out, const bf16* __restrict_
   }
 }
 
+// gated_act_kernel's rows with their e4m3 copy (Fp8Input): one block per row t, which
+// writes out[t] and then q[t] = e4m3(out[t] / s[t]) from the stored (rounded) values, the
+// FP8 linears' own per-token quantization of out.   out [T, F], gate_up [T, 2F], q [T, F],
+// scales [T]
+template <Activation A, int N, bool kVec>
+__global__ void gated_act_fp8_kernel(bf16* __restrict__ out, const bf16* __restrict__ gate_up,
+                                     int64_t F, uint8_t* __restrict__ q, float* __restrict__ scales) {
+  __shared__ float scratch[32];
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
+  const int64_t t = blockIdx.x;
+  const bf16* gu = gate_up + t * 2 * F;
+  bf16* row = out + t * F;
+  float amax = 0.f;
+  for (int64_t c = int64_t(threadIdx.x) * N; c < F; c += int64_t(blockDim.x) * N) {
+    float g[N], u[N];
+    cuda::load_n<N, kVec>(gu + c, g);
+    cuda::load_n<N, kVec>(gu + F + c, u);
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+      g[j] = cuda::activate<A>(g[j]) * u[j];
+      amax = fmaxf(amax, fabsf(cuda::to_f32(__float2bfloat16_rn(g[j]))));
+    }
+    cuda::store_n<N, kVec>(row + c, g);
+  }
+  const double s = cuda::f8_row_scale(cuda::block_max(amax, scratch));
+  cuda::quantize_own_row<N, kVec>(q + t * F, row, F, int(threadIdx.x), int(blockDim.x), s);
+  if (threadIdx.x == 0) scales[t] = float(s);
+}
+
 // ---------------------------------------------------------------- launch helpers
 
 constexpr int kWarpRowsMaxC = 1024;  // rows up to this long get one warp each
 
+// q / scales: out's e4m3 copy and its scales (Fp8Input), or null.
 template <bool kResidual, typename W>
 void launch_rms_norm(cudaStream_t stream, bf16* out, bf16* res, const bf16* x, const W* w,
-                     int64_t R, int64_t C, float eps, float offset, bool vec) {
+                     int64_t R, int64_t C, float eps, float offset, bool vec, uint8_t* q,
+                     float* scales) {
   constexpr const char* kName = kResidual ? "add_rms_norm kernel" : "rms_norm kernel";
+  const bool quant = q != nullptr;
   if (C <= kWarpRowsMaxC) {
     const int rows_per_block = 4;
     const unsigned grid = unsigned(cuda::ceil_div(R, rows_per_block));
-    auto* kernel = vec ? &rms_norm_warp_kernel<8, true, kResidual, W>
-                       : &rms_norm_warp_kernel<1, false, kResidual, W>;
+    auto* kernel = vec ? (quant ? &rms_norm_warp_kernel<8, true, kResidual, W, true>
+                                : &rms_norm_warp_kernel<8, true, kResidual, W>)
+                       : (quant ? &rms_norm_warp_kernel<1, false, kResidual, W, true>
+                                : &rms_norm_warp_kernel<1, false, kResidual, W>);
     cuda::launch_pdl(kName, kernel, dim3(grid), dim3(32 * rows_per_block), 0, stream, out, res,
-                     x, w, R, C, eps, offset);
+                     x, w, R, C, eps, offset, q, scales);
   } else {
     const int threads = C >= 8 * 512 ? 512 : 256;
-    auto* kernel = vec ? &rms_norm_block_kernel<8, true, kResidual, W>
-                       : &rms_norm_block_kernel<1, false, kResidual, W>;
+    auto* kernel = vec ? (quant ? &rms_norm_block_kernel<8, true, kResidual, W, true>
+                                : &rms_norm_block_kernel<8, true, kResidual, W>)
+                       : (quant ? &rms_norm_block_kernel<1, false, kResidual, W, true>
+                                : &rms_norm_block_kernel<1, false, kResidual, W>);
     cuda::launch_pdl(kName, kernel, dim3(unsigned(R)), dim3(threads), 0, stream, out, res, x, w,
-                     C, eps, offset);
+                     C, eps, offset, q, scales);
   }
 }
 
 // Dispatches on w's dtype (bf16 weights as loaded, or f32).
 template <bool kResidual>
 void rms_norm_any_w(cudaStream_t stream, bf16* out, bf16* res, const bf16* x, const Tensor& w,
-                    int64_t R, int64_t C, float eps, float offset, bool vec) {
+                    int64_t R, int64_t C, float eps, float offset, bool vec,
+                    uint8_t* q = nullptr, float* scales = nullptr) {
   vec = vec && cuda::aligned16(w.data);
   if (w.dtype == DType::BF16)
-    launch_rms_norm<kResidual>(stream, out, res, x, w.ptr<bf16>(), R, C, eps, offset, vec);
+    launch_rms_norm<kResidual>(stream, out, res, x, w.ptr<bf16>(), R, C, eps, offset, vec, q, scales);
   else
-    launch_rms_norm<kResidual>(stream, out, res, x, w.ptr<float>(), R, C, eps, offset, vec);
+    launch_rms_norm<kResidual>(stream, out, res, x, w.ptr<float>(), R, C, eps, offset, vec, q, scales);
 }
 
 // Runs fn over the n elements of out (= fn(a, b)) in a's dtype.
@@ -202,24 +259,47 @@ void check_norm_weight(const Tensor& w, int64_t C, const char* op) {
 
 // ---------------------------------------------------------------- launchers
 
+// Whether the *_fp8 ops write their output's e4m3 copy (Fp8Input): on, unless
+// TANDEM_FP8_FUSED_QUANT=0 (for comparisons; the linears then quantize x themselves).
+bool fused_fp8_input_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("TANDEM_FP8_FUSED_QUANT");
+    return !(e != nullptr && e[0] == '0');
+  }();
+  return on;
+}
+
+// The e4m3 copy of an [R, C] output and its scales, or an undefined one when fusion is off or
+// for at most kFp8GemvMaxRows rows: the FP8 weight stream that takes those quantizes x in
+// each of its CTAs, under the weights' first bytes, and a copy made before it only lengthens
+// the step (decode-b1 on the H200's 8B shape: 306 -> 292 tok/s with one).
+Fp8Input CudaBackend::alloc_fp8_input(int64_t R, int64_t C) {
+  if (!fused_fp8_input_enabled() || R <= kFp8GemvMaxRows) return Fp8Input{};
+  return Fp8Input{alloc(DType::F8E4M3, {R, C}), alloc(DType::F32, {R})};
+}
+
 // Per row: out = x / rms(x) * (w + weight_offset).   x, out [R, C], w [C]. In place allowed.
-void CudaBackend::rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
-                           float weight_offset) {
+// q: out's e4m3 copy (Fp8Input), or null.
+void CudaBackend::norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
+                       float weight_offset, Fp8Input* q) {
   cuda::check_tensor(out, DType::BF16, "rms_norm", "out");
   cuda::check_tensor(x, DType::BF16, "rms_norm", "x");
   const int64_t R = x.rows(), C = x.cols();
   check_norm_weight(w, C, "rms_norm");
   TANDEM_CUDA_REQUIRE(out.rows() == R && out.cols() == C,
                       "rms_norm: out " + out.shape.str() + " must match x " + x.shape.str());
+  if (q != nullptr) *q = alloc_fp8_input(R, C);
   if (R == 0) return;
   const bool vec = C % 8 == 0 && cuda::aligned16(out.data) && cuda::aligned16(x.data);
+  const bool quant = q != nullptr && q->defined();
   rms_norm_any_w<false>(stream_, out.ptr<bf16>(), nullptr, x.ptr<bf16>(), w, R, C, eps,
-                        weight_offset, vec);
+                        weight_offset, vec, quant ? q->q.ptr<uint8_t>() : nullptr,
+                        quant ? q->scales.ptr<float>() : nullptr);
 }
 
-// residual += x; out = rms_norm(residual).   residual, x, out [R, C], w [C].
-void CudaBackend::add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w,
-                               float eps, float weight_offset) {
+// residual += x; out = rms_norm(residual).   residual, x, out [R, C], w [C]; q as norm().
+void CudaBackend::add_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w,
+                           float eps, float weight_offset, Fp8Input* q) {
   cuda::check_tensor(out, DType::BF16, "add_rms_norm", "out");
   cuda::check_tensor(residual, DType::BF16, "add_rms_norm", "residual");
   cuda::check_tensor(x, DType::BF16, "add_rms_norm", "x");
@@ -229,11 +309,34 @@ void CudaBackend::add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, c
                       "add_rms_norm: x " + x.shape.str() + " and out " + out.shape.str() +
                           " must match residual " + residual.shape.str());
   TANDEM_CUDA_REQUIRE(out.data != residual.data, "add_rms_norm: out may not alias residual");
+  if (q != nullptr) *q = alloc_fp8_input(R, C);
   if (R == 0) return;
   const bool vec = C % 8 == 0 && cuda::aligned16(out.data) && cuda::aligned16(x.data) &&
                    cuda::aligned16(residual.data);
+  const bool quant = q != nullptr && q->defined();
   rms_norm_any_w<true>(stream_, out.ptr<bf16>(), residual.ptr<bf16>(), x.ptr<bf16>(), w, R, C, eps,
-                       weight_offset, vec);
+                       weight_offset, vec, quant ? q->q.ptr<uint8_t>() : nullptr,
+                       quant ? q->scales.ptr<float>() : nullptr);
+}
+
+void CudaBackend::rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
+                           float weight_offset) {
+  norm(out, x, w, eps, weight_offset, nullptr);
+}
+
+void CudaBackend::rms_norm_fp8(Tensor& out, Fp8Input& q, const Tensor& x, const Tensor& w,
+                               float eps, float weight_offset) {
+  norm(out, x, w, eps, weight_offset, &q);
+}
+
+void CudaBackend::add_rms_norm(Tensor& out, Tensor& residual, const Tensor& x, const Tensor& w,
+                               float eps, float weight_offset) {
+  add_norm(out, residual, x, w, eps, weight_offset, nullptr);
+}
+
+void CudaBackend::add_rms_norm_fp8(Tensor& out, Fp8Input& q, Tensor& residual, const Tensor& x,
+                                   const Tensor& w, float eps, float weight_offset) {
+  add_norm(out, residual, x, w, eps, weight_offset, &q);
 }
 
 // out = a + b (same number of elements, same dtype). In place allowed.
@@ -260,8 +363,9 @@ void CudaBackend::softcap(Tensor& x, float cap) {
   launch_map(stream_, x, x, x, SoftcapFn{cap});
 }
 
-// out = act(gate) * up, where gate_up = [gate | up].   out [T, F], gate_up [T, 2F]
-void CudaBackend::gated_act(Tensor& out, const Tensor& gate_up, Activation act) {
+// out = act(gate) * up, where gate_up = [gate | up].   out [T, F], gate_up [T, 2F]; q: out's
+// e4m3 copy (Fp8Input), or null.
+void CudaBackend::act(Tensor& out, const Tensor& gate_up, Activation act, Fp8Input* q) {
   cuda::check_tensor(out, DType::BF16, "gated_act", "out");
   cuda::check_tensor(gate_up, DType::BF16, "gated_act", "gate_up");
   const int64_t T = gate_up.rows(), F = out.cols();
@@ -269,13 +373,36 @@ void CudaBackend::gated_act(Tensor& out, const Tensor& gate_up, Activation act) 
                       "gated_act: gate_up " + gate_up.shape.str() + " must be [T, 2F] for out " +
                           out.shape.str() + " = [T, F]");
   TANDEM_CUDA_REQUIRE(out.data != gate_up.data, "gated_act: out may not alias gate_up");
+  if (q != nullptr) *q = alloc_fp8_input(T, F);
   if (T * F == 0) return;
   const bool vec = F % 8 == 0 && cuda::aligned16(out.data) && cuda::aligned16(gate_up.data);
-  if (act == Activation::SiLU)
-    launch_gated_act<Activation::SiLU>(stream_, out.ptr<bf16>(), gate_up.ptr<bf16>(), T, F, vec);
-  else
-    launch_gated_act<Activation::GeluTanh>(stream_, out.ptr<bf16>(), gate_up.ptr<bf16>(), T, F,
-                                           vec);
+  const bool silu = act == Activation::SiLU;
+  if (q == nullptr || !q->defined()) {
+    if (silu)
+      launch_gated_act<Activation::SiLU>(stream_, out.ptr<bf16>(), gate_up.ptr<bf16>(), T, F, vec);
+    else
+      launch_gated_act<Activation::GeluTanh>(stream_, out.ptr<bf16>(), gate_up.ptr<bf16>(), T, F,
+                                             vec);
+    return;
+  }
+  // One block a row: the row's amax is a block reduction.
+  auto* kernel = silu ? (vec ? &gated_act_fp8_kernel<Activation::SiLU, 8, true>
+                             : &gated_act_fp8_kernel<Activation::SiLU, 1, false>)
+                      : (vec ? &gated_act_fp8_kernel<Activation::GeluTanh, 8, true>
+                             : &gated_act_fp8_kernel<Activation::GeluTanh, 1, false>);
+  const int threads = F >= 8 * 512 ? 512 : 256;
+  cuda::launch_pdl("gated_act fp8 kernel", kernel, dim3(unsigned(T)), dim3(threads), 0, stream_,
+                   out.ptr<bf16>(), gate_up.ptr<bf16>(), F, q->q.ptr<uint8_t>(),
+                   q->scales.ptr<float>());
+}
+
+void CudaBackend::gated_act(Tensor& out, const Tensor& gate_up, Activation act_kind) {
+  act(out, gate_up, act_kind, nullptr);
+}
+
+void CudaBackend::gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up,
+                                Activation act_kind) {
+  act(out, gate_up, act_kind, &q);
 }
 
 }  // namespace tandem

@@ -16,9 +16,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/cuda_gemm_fp8.h"
+#include "backend/cuda/cuda_gemv_fp8.h"
 #include "backend/cuda/cuda_linear_fp8.h"
 #include "core/error.h"
 #include "cuda_test_util.h"
@@ -308,6 +310,64 @@ TEST(CudaFp8Linear, FastAccumulationStaysCloseToTheCpuTwin) {
             EXPECT_LE(err, fast || dtype == DType::BF16 ? 5e-3 : 1e-3)
                 << "K " << shape.K << " T " << T << " path " << int(path) << " fast " << fast;
           }
+    }
+  }
+}
+
+// The FP8 linears' input quantized by the op that writes the input (Fp8Input: rms_norm_fp8,
+// add_rms_norm_fp8, gated_act_fp8): the ops' outputs are bit for bit the plain ops', they
+// make the copy for more rows than the weight stream takes (none for 1-8), and a linear
+// reading the e4m3 copy (linear_fp8_input) gives bit for bit what it gives quantizing x
+// itself, on each path Auto takes (the wgmma GEMM at 9 and 17 rows, cuBLASLt at 300), for the
+// block-per-row norm (4,096 columns), the warp-per-row one (512) and rows that take no
+// 16-byte loads (100 columns: the plain stream then).
+TEST(CudaFp8Linear, InputsQuantizedWhereTheyAreWrittenAreTheLinearsOwn) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  PathGuard guard;
+  test::Backends be;
+  Backend& gpu = *be.gpu;
+  std::mt19937 rng(25);
+  auto same = [&](const Tensor& a, const Tensor& b) {
+    return test::to_vec(gpu, a) == test::to_vec(gpu, b);
+  };
+  for (const int64_t C : {4096, 512, 100}) {
+    Fp8Case c = make_case(be, rng, 256, C, {ScaleGranularity::PerChannel}, false, false);
+    const Tensor w = test::put(gpu, test::random_bf16(rng, size_t(C), 0.5f, 1.5f), {C});
+    for (const int64_t T : {1, 8, 9, 17, 300}) {
+      SCOPED_TRACE(testing::Message() << "C " << C << " T " << T);
+      const bool copies = T > kFp8GemvMaxRows;
+      const std::vector<float> res0 = test::random_bf16(rng, size_t(T * C), -3.f, 3.f);
+      const Tensor x = test::put(gpu, test::random_bf16(rng, size_t(T * C), -3.f, 3.f), {T, C});
+      // add_rms_norm and rms_norm, plain and with the e4m3 copy.
+      Tensor res_a = test::put(gpu, res0, {T, C}), res_b = test::put(gpu, res0, {T, C});
+      Tensor h_a = gpu.alloc(DType::BF16, {T, C}), h_b = gpu.alloc(DType::BF16, {T, C});
+      gpu.add_rms_norm(h_a, res_a, x, w, 1e-5f, 0.f);
+      Fp8Input hq;
+      gpu.add_rms_norm_fp8(h_b, hq, res_b, x, w, 1e-5f, 0.f);
+      ASSERT_EQ(hq.defined(), copies);
+      EXPECT_TRUE(same(h_a, h_b) && same(res_a, res_b)) << "add_rms_norm_fp8 changed its outputs";
+      Tensor n_a = gpu.alloc(DType::BF16, {T, C}), n_b = gpu.alloc(DType::BF16, {T, C});
+      gpu.rms_norm(n_a, x, w, 1e-5f, 1.f);
+      Fp8Input nq;
+      gpu.rms_norm_fp8(n_b, nq, x, w, 1e-5f, 1.f);
+      ASSERT_EQ(nq.defined(), copies);
+      EXPECT_TRUE(same(n_a, n_b)) << "rms_norm_fp8 changed its output";
+      // gated_act over [T, 2C].
+      const Tensor gu = test::put(gpu, test::random_bf16(rng, size_t(T * 2 * C), -4.f, 4.f), {T, 2 * C});
+      Tensor act_a = gpu.alloc(DType::BF16, {T, C}), act_b = gpu.alloc(DType::BF16, {T, C});
+      gpu.gated_act(act_a, gu, Activation::SiLU);
+      Fp8Input aq;
+      gpu.gated_act_fp8(act_b, aq, gu, Activation::SiLU);
+      ASSERT_EQ(aq.defined(), copies);
+      EXPECT_TRUE(same(act_a, act_b)) << "gated_act_fp8 changed its output";
+      // Each copy through the linear, against the linear quantizing the same input itself.
+      for (const auto& [input, q] : {std::pair{&h_b, &hq}, {&n_b, &nq}, {&act_b, &aq}}) {
+        Tensor own = test::poisoned(gpu, DType::BF16, {T, 256});
+        Tensor copied = test::poisoned(gpu, DType::BF16, {T, 256});
+        gpu.linear(own, *input, c.gpu);
+        gpu.linear_fp8_input(copied, *input, *q, c.gpu);
+        EXPECT_TRUE(same(own, copied)) << "the linear read a different e4m3 copy";
+      }
     }
   }
 }
