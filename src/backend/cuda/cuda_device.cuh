@@ -108,29 +108,28 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// Sum over the block (blockDim.x a multiple of 32, <= 1024); every thread gets it.
-// `scratch` holds 32 floats of shared memory; the call ends with a barrier-safe read.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+// Reduces v over the block with the warp reduction `warp_op` (warp_sum, warp_max; blockDim.x
+// a multiple of 32, <= 1024); every thread gets the result. `scratch` holds 32 floats of
+// shared memory; the call ends with a barrier-safe read.
+template <typename WarpOp>
+__device__ __forceinline__ float block_reduce(float v, float* scratch, WarpOp warp_op) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warp_sum(v);
+  v = warp_op(v);
   __syncthreads();  // scratch may still be read by a previous call
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   const int num_warps = int(blockDim.x) >> 5;
   v = lane < num_warps ? scratch[lane] : 0.f;
-  return warp_sum(v);
+  return warp_op(v);
 }
 
-// Block-wide max of v (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  return block_reduce(v, scratch, [](float x) { return warp_sum(x); });
+}
+
+// Of values >= 0 (|x|, amax): a block of fewer than 32 warps fills the rest with 0.
 __device__ __forceinline__ float block_max(float v, float* scratch) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warp_max(v);
-  __syncthreads();  // scratch may still be read by a previous call
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  const int num_warps = int(blockDim.x) >> 5;
-  v = lane < num_warps ? scratch[lane] : 0.f;
-  return warp_max(v);
+  return block_reduce(v, scratch, [](float x) { return warp_max(x); });
 }
 
 // GPU-scope acquire / release on an int in global memory, for the counters with which the

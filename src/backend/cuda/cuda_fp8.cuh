@@ -52,12 +52,13 @@ __device__ __forceinline__ double f8_row_scale(float amax) {
 }
 
 // q[c, c + N) = e4m3(row[c, c + N) / s) for the columns c = g·N, g·N + G·N, ... of a row of C
-// bf16 values that this thread wrote itself (so it reads them back without a barrier): the
-// e4m3 copy of the row that the FP8 linears would make (Fp8Input, backend/linear.h).
-// kVec: C % 8 == 0, N == 8, row 16- and q 8-byte aligned.
+// bf16 values: thread g of a group of G's share of the FP8 linears' input quantization (the
+// quantize kernel's, and the Fp8Input copies of backend/linear.h, where the thread reads back
+// what it wrote itself, so without a barrier). kVec: C % 8 == 0, N == 8, row 16- and q
+// 8-byte aligned.
 template <int N, bool kVec>
-__device__ __forceinline__ void quantize_own_row(uint8_t* q, const __nv_bfloat16* row, int64_t C,
-                                                 int g, int G, double s) {
+__device__ __forceinline__ void quantize_row(uint8_t* q, const __nv_bfloat16* row, int64_t C,
+                                             int g, int G, double s) {
   const float inv = float(1.0 / s);
   for (int64_t c = int64_t(g) * N; c < C; c += int64_t(G) * N) {
     if constexpr (kVec) {

@@ -78,19 +78,8 @@ __global__ void quantize_rows_kernel(uint8_t* __restrict__ xq, float* __restrict
       }
       s = cuda::f8_row_scale(cuda::block_max(amax, scratch));
     }
-    const float inv = float(1.0 / s);
-    for (int64_t k = k0 + threadIdx.x * kStep; k < k1; k += blockDim.x * kStep) {
-      if constexpr (kVec) {
-        const uint4 v = *reinterpret_cast<const uint4*>(row + k);
-        const bf16* e = reinterpret_cast<const bf16*>(&v);
-        uint32_t q[2] = {0, 0};
-#pragma unroll
-        for (int i = 0; i < 8; i++) q[i / 4] |= uint32_t(cuda::f8_quotient(to_float(e[i]), s, inv)) << (8 * (i % 4));
-        *reinterpret_cast<uint2*>(xq + t * K + k) = make_uint2(q[0], q[1]);
-      } else {
-        xq[t * K + k] = cuda::f8_quotient(to_float(row[k]), s, inv);
-      }
-    }
+    cuda::quantize_row<kStep, kVec>(xq + t * K + k0, row + k0, k1 - k0, int(threadIdx.x),
+                                    int(blockDim.x), s);
     if (threadIdx.x == 0) scales[t * num_groups + g] = float(s);
   }
 }

@@ -61,7 +61,7 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, bf16* res, const bf16* x
   }
   if constexpr (kQuant) {
     const double s = cuda::f8_row_scale(max(amax));
-    cuda::quantize_own_row<N, kVec>(q, out, C, g, G, s);
+    cuda::quantize_row<N, kVec>(q, out, C, g, G, s);
     if (g == 0) *scale = float(s);
   }
 }
@@ -172,7 +172,7 @@ __global__ void gated_act_fp8_kernel(bf16* __restrict__ out, const bf16* __restr
     cuda::store_n<N, kVec>(row + c, g);
   }
   const double s = cuda::f8_row_scale(cuda::block_max(amax, scratch));
-  cuda::quantize_own_row<N, kVec>(q + t * F, row, F, int(threadIdx.x), int(blockDim.x), s);
+  cuda::quantize_row<N, kVec>(q + t * F, row, F, int(threadIdx.x), int(blockDim.x), s);
   if (threadIdx.x == 0) scales[t] = float(s);
 }
 
