@@ -10,6 +10,7 @@
 // one kernel (one launch per layer instead of six in a decode step).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
@@ -206,6 +207,101 @@ __global__ void qkv_cache_kernel(const QkvArgs a, const RopeArgs args) {
   }
 }
 
+// The same op for the common shapes (head dim 64, 128 or 256, rotary_dim a multiple of
+// 16, 16-byte aligned tensors), at the speed of its bytes: a head is Dh / 8 lanes holding
+// 8 consecutive elements each (one 16-byte load, one 16- or 8-byte store), so a warp takes
+// 32 / (Dh / 8) heads at once; the norm's sum of squares is a shuffle reduction inside
+// the head's lanes, and RoPE's partner elements (i and i + half) sit half / 8 lanes apart,
+// exchanged as packed bf16 pairs (every value is bf16 by then: the raw projection, or
+// the norm's bf16 rounding). The one-warp-per-head kernel above moved these bytes 2 at a
+// time and, at a prefill step of 8,192 tokens, ran ~5x longer than its bytes' HBM time.
+// Block (t, y): token t, heads [y·H, y·H + H) with H = 8 warps' worth.
+template <int DH>
+__global__ void __launch_bounds__(256) qkv_cache_vec_kernel(const QkvArgs a, const RopeArgs args) {
+  constexpr int kLanes = DH / 8;  // lanes per head
+  constexpr int kHeadsPerWarp = 32 / kLanes;
+  __shared__ float cs[2 * kMaxHalf];
+  cuda::pdl_launch_next();
+  const bool dynamic = args.dynamic_factor > 0.f;
+  if (dynamic) cuda::pdl_wait();
+  const int64_t t = blockIdx.x;
+  const int half = args.half;
+  fill_cos_sin(cs, args, a.positions[t], dynamic ? a.row_len[t] : 0);
+  const int64_t slot = a.slot_map[t];
+  if (!dynamic) cuda::pdl_wait();
+  __syncthreads();
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int l = lane % kLanes, heads = a.Hq + 2 * a.Hkv;
+  const int h = (int(blockIdx.y) * 8 + warp) * kHeadsPerWarp + lane / kLanes;
+  const bool valid = h < heads;
+  const bool is_q = h < a.Hq, is_v = h >= a.Hq + a.Hkv;
+  const int d0 = 8 * l;
+  // Load the lane's 8 elements (zeros past the last head: every lane takes part in the
+  // shuffles below).
+  float x[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  if (valid) cuda::load_pack(a.qkv + (t * heads + h) * int64_t(DH) + d0, x);
+  const void* w = is_v ? nullptr : (is_q ? a.q_norm : a.k_norm);
+  if (a.q_norm != nullptr) {  // uniform: both norms or none; v heads reduce and ignore it
+    float sum_sq = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; j++) sum_sq += x[j] * x[j];
+#pragma unroll
+    for (int o = kLanes / 2; o > 0; o >>= 1) sum_sq += __shfl_xor_sync(0xffffffffu, sum_sq, o);
+    if (w != nullptr) {
+      const float r = 1.f / sqrtf(sum_sq / float(DH) + a.eps);
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+        x[j] = __bfloat162float(
+            __float2bfloat16_rn((x[j] * r) * (norm_weight(w, a.norm_f32, d0 + j) + a.offset)));
+    }
+  }
+  // RoPE: the partner of element e < half is e + half, half / 8 lanes up; of e in
+  // [half, 2·half), e - half, half / 8 lanes down. Values travel as bf16 pairs (exact).
+  const int shift = half / 8;
+  uint32_t mine[4], other[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(x[2 * j], x[2 * j + 1]);
+    mine[j] = *reinterpret_cast<const uint32_t*>(&v);
+  }
+  const bool low = l < shift, rotated = !is_v && l < 2 * shift;
+  const int src = low ? lane + shift : lane - shift;
+#pragma unroll
+  for (int j = 0; j < 4; j++) other[j] = __shfl_sync(0xffffffffu, mine[j], src & 31);
+  float y[8];
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    const float p = __bfloat162float(reinterpret_cast<const bf16*>(other)[j]);
+    if (!rotated) {
+      y[j] = x[j];
+    } else if (low) {
+      const int i = d0 + j;
+      y[j] = x[j] * cs[i] - p * cs[half + i];
+    } else {
+      const int i = d0 + j - half;
+      y[j] = x[j] * cs[i] + p * cs[half + i];
+    }
+  }
+  if (!valid) return;
+  if (is_q) {
+    cuda::store_pack(a.q + (t * a.Hq + h) * int64_t(DH) + d0, y);
+    return;
+  }
+  if (slot < 0 || slot >= a.num_slots) return;
+  const int kvh = is_v ? h - a.Hq - a.Hkv : h - a.Hq;
+  const int64_t off = (slot * a.Hkv + kvh) * int64_t(DH) + d0;
+  void* base = is_v ? a.v_cache : a.k_cache;
+  if (a.cache_f8) {
+    uint32_t q[2] = {0, 0};
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+      q[j / 4] |= uint32_t(cuda::f8_from_bf16(__float2bfloat16_rn(y[j]))) << (8 * (j % 4));
+    *reinterpret_cast<uint2*>(static_cast<uint8_t*>(base) + off) = make_uint2(q[0], q[1]);
+  } else {
+    cuda::store_pack(static_cast<bf16*>(base) + off, y);
+  }
+}
+
 // ---------------------------------------------------------------- launch helpers
 
 void check_rope_spec(const RopeSpec& spec, int64_t head_dim) {
@@ -339,6 +435,24 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   a.eps = norm.eps;
   a.offset = norm.weight_offset;
   const int64_t heads = Hq + 2 * Hkv;
+  // The vectorized kernel where it applies (TANDEM_QKV_VEC=0: the one-warp-per-head one,
+  // for measurements).
+  static const bool vec_enabled = [] {
+    const char* e = std::getenv("TANDEM_QKV_VEC");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  const bool vec = vec_enabled && (Dh == 64 || Dh == 128 || Dh == 256) &&
+                   spec.rotary_dim % 16 == 0 && cuda::aligned16(a.qkv) && cuda::aligned16(a.q) &&
+                   cuda::aligned16(a.k_cache) && cuda::aligned16(a.v_cache);
+  if (vec) {
+    const int64_t per_block = 8 * (32 / (Dh / 8));  // 8 warps' heads
+    const dim3 grid(unsigned(T), unsigned((heads + per_block - 1) / per_block));
+    const auto kernel = Dh == 64 ? &qkv_cache_vec_kernel<64>
+                        : Dh == 128 ? &qkv_cache_vec_kernel<128>
+                                    : &qkv_cache_vec_kernel<256>;
+    cuda::launch_pdl("qkv_cache_vec_kernel", kernel, grid, dim3(256), 0, stream_, a, args);
+    return;
+  }
   const int warps = int(std::min<int64_t>(4, heads));
   const size_t smem = size_t(2 * args.half + warps * Dh) * sizeof(float);
   TANDEM_CUDA_REQUIRE(smem <= 48 * 1024, "qkv_to_cache: head dim too large for one block");

@@ -84,7 +84,9 @@ TEST(CudaQkvToCache, MatchesTheCpuCompositionWithAndWithoutQkNorms) {
   };
   for (Case c : {Case{4, 2, 64, 64, false, false, 0.f}, {8, 2, 128, 128, true, false, 0.f},
                  {3, 1, 96, 48, true, true, 0.f}, {2, 2, 40, 24, false, false, 0.f},
-                 {4, 4, 32, 32, true, false, 2.f}, {16, 8, 256, 128, true, false, 0.f}}) {
+                 {4, 4, 32, 32, true, false, 2.f}, {16, 8, 256, 128, true, false, 0.f},
+                 // the vectorized kernel's other shapes: dynamic NTK, partial rotary at 128
+                 {8, 2, 128, 128, true, true, 2.f}, {6, 2, 128, 64, false, false, 0.f}}) {
     SCOPED_TRACE(testing::Message() << "Hq " << c.Hq << " Hkv " << c.Hkv << " Dh " << c.Dh
                                     << " rd " << c.rotary_dim << " norm " << c.norm);
     RopeSpec spec = test::rope_spec(c.rotary_dim, 1.05f);
