@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   serve->add_option("--quantization", so.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   serve->add_option("--host", so.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", so.port, "Port (0: any free port)")->capture_default_str();
-  serve->add_option("--batch,--decode-concurrency", so.batch, "Rows per step: auto (CUDA: as many as the KV cache holds at 2048 tokens each, up to 256; CPU: 16) or a number (1 = the serial path)")->capture_default_str();
+  serve->add_option("--batch,--decode-concurrency", so.batch, "Rows per step: auto (CUDA: as many as the KV cache holds at 2048 tokens each, up to 1024; CPU: 16) or a number (1 = the serial path)")->capture_default_str();
   serve->add_option("--max-batched-tokens", so.max_batched_tokens, "Token budget of one step, long prompts are chunked: auto (CUDA: 8192; CPU: 512) or a number")->capture_default_str();
   serve->add_option("--prompt-concurrency", so.prompt_concurrency, "Rows that may prefill in one step")->capture_default_str();
   serve->add_option("--max-model-len", so.max_model_len, "Context length (default: the model's)");

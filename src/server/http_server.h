@@ -89,6 +89,8 @@ class HttpServer {
 
   const ServerMetrics& metrics() const { return metrics_; }
   size_t num_in_flight() const;
+  // HTTP worker threads made so far (the pool grows on demand to --http-threads).
+  int http_workers() const { return http_.num_workers(); }
 
  private:
   class InFlight;

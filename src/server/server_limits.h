@@ -44,8 +44,10 @@ struct RequestLimits {
 struct HttpLimits {
   size_t max_body_bytes = size_t(16) << 20;    // --max-body-bytes: decoded, however it is sent
   size_t max_header_bytes = size_t(64) << 10;  // --max-header-bytes: request line + headers
-  int max_connections = 1024;                  // --max-connections: open client connections at once
-  int num_threads = 256;  // --http-threads: requests handled at once (a stream holds one)
+  int max_connections = 2048;                  // --max-connections: open client connections at once
+  // --http-threads: requests handled at once (a stream holds one), as many as `--batch
+  // auto` may batch (kMaxAutoRows); made on demand, so an idle server holds a few.
+  int num_threads = 1024;
   std::chrono::seconds header_timeout{10};  // --header-timeout: first byte → end of headers
   std::chrono::seconds body_timeout{60};    // --body-timeout: end of headers → end of body
   std::chrono::seconds idle_timeout{30};    // --idle-timeout: a connection with no request

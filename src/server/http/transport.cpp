@@ -16,6 +16,8 @@
 namespace tandem::server::http {
 namespace {
 
+constexpr int kInitialWorkers = 8;  // workers made at start; the rest on demand
+
 using Next = ConnectionPoller::Next;
 
 thread_local const Connection* t_connection = nullptr;
@@ -104,9 +106,15 @@ void HttpTransport::start() {
   TANDEM_CHECK(listen_fd_.has_value(), "HttpTransport::start before bind");
   ConnectionPoller::Callbacks callbacks;
   callbacks.dispatch = [this](std::unique_ptr<Connection> conn, RequestHead head) {
-    std::lock_guard<std::mutex> lock(jobs_mu_);
-    jobs_.push_back(Job{std::move(conn), std::move(head)});
-    jobs_cv_.notify_one();
+    bool grow = false;
+    {
+      std::lock_guard<std::mutex> lock(jobs_mu_);
+      jobs_.push_back(Job{std::move(conn), std::move(head)});
+      jobs_cv_.notify_one();
+      // More queued requests than idle workers: one would wait for a busy worker.
+      grow = jobs_.size() > size_t(idle_workers_) && num_workers_.load() < max_workers();
+    }
+    if (grow) add_worker();
   };
   callbacks.probe = [this](RequestHead& head) { return answer_probe(head); };
   callbacks.refuse = [this](const httplib::Request* head, int status, const std::string& msg) {
@@ -114,9 +122,18 @@ void HttpTransport::start() {
   };
   poller_ = std::make_unique<ConnectionPoller>(*listen_fd_, limits_, std::move(callbacks));
   running_ = true;
+  // A few workers from the start (before the poller, which adds the rest on demand).
+  for (int i = 0; i < std::min(kInitialWorkers, max_workers()); ++i) add_worker();
   poller_thread_ = std::thread([this] { poller_->run(); });
-  for (int i = 0; i < std::max(limits_.num_threads, 1); ++i)
-    workers_.emplace_back([this] { worker_loop(); });
+}
+
+int HttpTransport::max_workers() const {
+  return std::max(limits_.num_threads, 1);
+}
+
+void HttpTransport::add_worker() {
+  workers_.emplace_back([this] { worker_loop(); });
+  num_workers_.fetch_add(1);
 }
 
 void HttpTransport::stop() {
@@ -131,6 +148,7 @@ void HttpTransport::stop() {
   }
   for (std::thread& t : workers_) t.join();
   workers_.clear();
+  num_workers_ = 0;
   poller_.reset();
   ::close(*listen_fd_);
   listen_fd_.reset();
@@ -145,7 +163,9 @@ void HttpTransport::worker_loop() {
     Job job;
     {
       std::unique_lock<std::mutex> lock(jobs_mu_);
+      ++idle_workers_;
       jobs_cv_.wait(lock, [this] { return stopping_.load() || !jobs_.empty(); });
+      --idle_workers_;
       if (stopping_) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();

@@ -2,7 +2,9 @@
 // connections and reads request heads, and a pool of worker threads that serve one
 // request each: check it before its body is read, read and decode the body under the
 // limit, run the route's handler, write the response (a stream holds its worker until
-// its last byte).
+// its last byte). The pool starts small and grows by a thread whenever a request would
+// wait with every worker busy, up to --http-threads: a server that batches 1,024 streams
+// needs that many workers under load, and a test server or an idle one never makes them.
 //
 // Why not httplib::Server (0.11, Debian's): it reads the whole body before any handler
 // can look at the request (so the API key is checked after a gzip body was inflated
@@ -75,6 +77,8 @@ class HttpTransport {
 
   const HttpLimits& limits() const { return limits_; }
   int num_connections() const;
+  // Worker threads made so far (at most limits().num_threads).
+  int num_workers() const { return num_workers_.load(); }
 
  private:
   struct Job {
@@ -83,6 +87,8 @@ class HttpTransport {
   };
 
   void worker_loop();
+  void add_worker();  // start(), or the poller thread (dispatch): never concurrently
+  int max_workers() const;
   ConnectionPoller::Next serve(Connection& conn, RequestHead& head);
   ConnectionPoller::Next read_request_body(Connection& conn, RequestHead& head,
                                            const ResponseContext& ctx);
@@ -106,9 +112,12 @@ class HttpTransport {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> running_{false};
 
+  std::atomic<int> num_workers_{0};
+
   std::mutex jobs_mu_;
   std::condition_variable jobs_cv_;
   std::deque<Job> jobs_;
+  int idle_workers_ = 0;  // workers waiting for a job (jobs_mu_)
 };
 
 // Whether the client of the request this thread is serving is still connected; true

@@ -1,6 +1,9 @@
 // What `--batch auto` and `--max-batched-tokens auto` resolve to (engine/batch_defaults.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "core/error.h"
 #include "engine/batch_defaults.h"
 
@@ -15,12 +18,18 @@ BatchFacts gpu(int64_t available, int max_model_len = 131072) {
           .kv_bytes_per_token = kLlama8bTokenBytes, .max_model_len = max_model_len};
 }
 
-TEST(BatchDefaults, AnH200RunsTheCappedRowCount) {
-  // ~110 GB left after the weights: 409 rows of 2,048 tokens fit; auto takes 256.
+TEST(BatchDefaults, AnH200RunsWhatItsCacheHoldsUpToTheCap) {
+  // ~110 GB left after the weights: 409 rows of 2,048 tokens fit (bf16 KV).
   BatchChoice c = choose_batch({}, gpu(int64_t(110e9)));
-  EXPECT_EQ(c.rows, 256);
+  EXPECT_EQ(c.rows, 409);
   EXPECT_EQ(c.tokens, 8192);
-  EXPECT_NE(c.reason.find("capped at 256"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.reason.find("capped"), std::string::npos) << c.reason;
+  // Twice the room (an fp8 cache is half the bytes a token) and more: the cap.
+  BatchChoice capped = choose_batch({}, gpu(int64_t(600e9)));
+  EXPECT_EQ(capped.rows, kMaxAutoRows);
+  EXPECT_EQ(capped.tokens, std::max(kCudaAutoTokens, kMaxAutoRows));
+  EXPECT_NE(capped.reason.find("capped at " + std::to_string(kMaxAutoRows)), std::string::npos)
+      << capped.reason;
 }
 
 TEST(BatchDefaults, ASmallGpuRunsWhatItsCacheHolds) {

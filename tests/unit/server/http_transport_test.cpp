@@ -233,6 +233,31 @@ TEST(HttpTransport, SlowClientsAndBusyWorkersNeverStarveHealth) {
   expect_still_serving(s);  // a queued request is served once a worker is free
 }
 
+TEST(HttpTransport, TheWorkerPoolGrowsWithTheStreamsUpToItsLimit) {
+  ServerOptions o;
+  o.limits.http.num_threads = 24;
+  TestServer s(o);
+  const int at_start = s.server().http_workers();
+  EXPECT_GE(at_start, 1);
+  EXPECT_LT(at_start, 24);  // made on demand, not all at start
+  s.engine.pace = 100ms;
+  s.engine.script = paced_chunks(12);
+  // 40 streams of ~1.2 s: 24 are served at once, the other 16 wait for a free worker.
+  std::string body = chat_body("hi", {{"stream", true}}).dump();
+  std::vector<std::thread> streams;
+  std::vector<int> status(40, 0);
+  for (int i = 0; i < 40; ++i)
+    streams.emplace_back([&, i] {
+      status[size_t(i)] = raw_exchange(s.port(), post_request("/v1/chat/completions", body), 20000ms).status;
+    });
+  for (int i = 0; i < 100 && s.server().http_workers() < 24; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(s.server().http_workers(), 24);
+  for (std::thread& t : streams) t.join();
+  EXPECT_EQ(s.server().http_workers(), 24);  // never past the limit
+  for (int st : status) EXPECT_EQ(st, 200);
+  expect_still_serving(s);
+}
+
 TEST(HttpTransport, PastTheConnectionLimitTheIdlestGoesNotTheNewcomer) {
   ServerOptions o;
   o.limits.http.max_connections = 8;
