@@ -2,6 +2,8 @@
 
 #include <bit>
 #include <cstring>
+#include <unordered_set>
+#include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "core/error.h"
@@ -73,24 +75,66 @@ CudaAllocator::Block CudaAllocator::take_block(size_t size) {
   if (it != free_.end() && it->first <= largest_acceptable(size)) {
     const Block b{it->second, it->first};
     free_.erase(it);
+    if (capturing_) graph_blocks_.insert(b.ptr);
     return b;
   }
-  // cudaMalloc uses the calling thread's current device.
-  cuda_check(cudaSetDevice(device_), "cudaSetDevice (allocator)");
-  void* p = nullptr;
-  const cudaError_t err = cudaMalloc(&p, size);
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the sticky-free error state of the failed call
+  void* p = driver_malloc(size);
+  if (p == nullptr && !capturing_ && !free_.empty()) {
+    // Full, but some of it is cached: wait for the kernels that may still read freed
+    // blocks, give the cache back and try once more.
+    cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (allocator)");
+    release_cached();
+    p = driver_malloc(size);
+  }
+  if (p == nullptr) {
     size_t free_bytes = 0, total = 0;
     cudaMemGetInfo(&free_bytes, &total);
     fail(
         "CUDA out of memory allocating {} bytes on device {} ({} reserved by tandem, {} free "
-        "of {}): {}",
-        size, device_, reserved_, free_bytes, total, cudaGetErrorString(err));
+        "of {})",
+        size, device_, reserved_, free_bytes, total);
   }
   driver_blocks_.push_back(p);
   reserved_ += int64_t(size);
+  if (capturing_) graph_blocks_.insert(p);
   return {p, size};
+}
+
+void* CudaAllocator::driver_malloc(size_t size) {
+  if (reserve_limit_ > 0 && reserved_ + int64_t(size) > reserve_limit_) return nullptr;
+  // cudaMalloc uses the calling thread's current device.
+  cuda_check(cudaSetDevice(device_), "cudaSetDevice (allocator)");
+  void* p = nullptr;
+  if (cudaMalloc(&p, size) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the error state of the failed call
+    return nullptr;
+  }
+  return p;
+}
+
+void CudaAllocator::release_cached() {
+  std::unordered_set<void*> released;
+  for (auto it = free_.begin(); it != free_.end();) {
+    if (graph_blocks_.count(it->second) != 0) {
+      ++it;
+      continue;
+    }
+    cudaFree(it->second);
+    released.insert(it->second);
+    reserved_ -= int64_t(it->first);
+    it = free_.erase(it);
+  }
+  std::erase_if(driver_blocks_, [&](void* p) { return released.count(p) != 0; });
+}
+
+void CudaAllocator::set_capturing(bool capturing) {
+  std::lock_guard lock(mutex_);
+  capturing_ = capturing;
+}
+
+void CudaAllocator::set_reserve_limit_for_tests(int64_t bytes) {
+  std::lock_guard lock(mutex_);
+  reserve_limit_ = bytes;
 }
 
 void CudaAllocator::give_back(void* ptr, size_t size) {

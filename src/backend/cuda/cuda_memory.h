@@ -1,9 +1,13 @@
 // CudaAllocator: the CUDA backend's memory. Three things live here because they share one
 // lifetime (the backend's, or longer while tensors survive it) and one stream:
 //   - a caching allocator of device blocks: a freed block goes back to a free list and is
-//     handed out again; nothing is returned to the driver until the allocator dies, so a
-//     steady state (the same sequence of sizes each step) never calls cudaMalloc and
-//     addresses captured by CUDA graphs stay valid memory;
+//     handed out again, so a steady state (the same sequence of sizes each step) never
+//     calls cudaMalloc. Cached blocks go back to the driver only when cudaMalloc fails:
+//     after the stream drains, every free block that no CUDA graph may use is freed and
+//     the call is retried once (steps whose sizes keep changing, like eager steps of
+//     hundreds of rows beside prefill chunks of every length, would otherwise cache a
+//     block per size until the device is full). Blocks handed out while a graph is being
+//     captured are the graph's (its addresses stay valid memory) and are never freed;
 //   - a ring of pinned host buffers through which host -> device writes travel, so a write
 //     returns without waiting for the GPU and the caller's buffer is free at once (small
 //     writes, like a step's index arrays, share a buffer);
@@ -22,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 namespace tandem {
@@ -53,9 +58,16 @@ class CudaAllocator : public std::enable_shared_from_this<CudaAllocator> {
 
   void* workspace() const { return workspace_; }
 
-  // Bytes held from the driver (blocks in use and cached), and cudaMalloc calls made.
+  // Bytes held from the driver (blocks in use and cached), and the blocks they are.
   int64_t reserved_bytes() const;
   int64_t num_driver_allocations() const;
+
+  // Between capture_begin and capture_end (CudaBackend): blocks handed out meanwhile
+  // belong to the graph and stay with the allocator for good.
+  void set_capturing(bool capturing);
+  // For tests: a cudaMalloc that would take reserved_bytes() past `bytes` fails as if the
+  // device were full (0: no limit).
+  void set_reserve_limit_for_tests(int64_t bytes);
 
   // The size a request of `bytes` is served with: small requests round up to one of four
   // classes per power of two (at least 512 B), large ones to a multiple of 2 MiB so that
@@ -79,6 +91,8 @@ class CudaAllocator : public std::enable_shared_from_this<CudaAllocator> {
   };
   StagingSlot& slot_with_room(size_t bytes);  // the current slot, or the next when full
   Block take_block(size_t size);  // from the free lists or the driver
+  void* driver_malloc(size_t size);  // nullptr when the driver (or the test limit) refuses
+  void release_cached();  // free blocks no graph may use, back to the driver (mutex_ held)
   void give_back(void* ptr, size_t size);
   void release_all() noexcept;  // frees everything (constructor failure, destructor)
 
@@ -86,8 +100,11 @@ class CudaAllocator : public std::enable_shared_from_this<CudaAllocator> {
   cudaStream_t stream_;
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> free_;  // block size -> free blocks of that size
-  std::vector<void*> driver_blocks_;   // every block cudaMalloc returned
+  std::vector<void*> driver_blocks_;   // every block cudaMalloc returned and still held
+  std::unordered_set<void*> graph_blocks_;  // handed out during a capture: never freed
+  bool capturing_ = false;
   int64_t reserved_ = 0;
+  int64_t reserve_limit_ = 0;  // tests only
   void* workspace_ = nullptr;
   std::mutex staging_mutex_;
   std::array<StagingSlot, kNumSlots> slots_{};

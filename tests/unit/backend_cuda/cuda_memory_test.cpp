@@ -179,6 +179,40 @@ TEST(CudaAllocator, FreedBlocksAreReusedWithoutNewDriverMemory) {
   EXPECT_EQ(gpu.alloc(DType::BF16, {1000, 64}).data, first);
 }
 
+// A device "full" of cached blocks of other sizes: the allocator gives them back to the
+// driver and retries, but never a block handed out while a graph was being captured.
+TEST(CudaAllocator, WhenTheDeviceIsFullCachedBlocksGoBackExceptTheGraphs) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  constexpr size_t MiB = size_t(1) << 20;
+  auto alloc = std::make_shared<CudaAllocator>(0, cudaStream_t{});
+  const int64_t base = alloc->reserved_bytes();  // the cuBLAS workspace
+  alloc->set_reserve_limit_for_tests(base + int64_t(64 * MiB));
+  alloc->allocate(40 * MiB);  // freed at once: cached
+  EXPECT_EQ(alloc->reserved_bytes(), base + int64_t(40 * MiB));
+  {
+    // 50 MiB is too large for the cached 40 MiB block, and both do not fit: the cached
+    // one goes back to the driver.
+    std::shared_ptr<void> b = alloc->allocate(50 * MiB);
+    EXPECT_NE(b, nullptr);
+    EXPECT_EQ(alloc->reserved_bytes(), base + int64_t(50 * MiB));
+    // A live block is never given back: no room for another 40 MiB.
+    EXPECT_THROW(alloc->allocate(40 * MiB), Error);
+  }
+  // The cached 50 MiB block, handed out again during a capture, is the graph's for good.
+  alloc->set_capturing(true);
+  alloc->allocate(50 * MiB);
+  alloc->set_capturing(false);
+  alloc->allocate(10 * MiB);  // a new block beside it (50 MiB is too large to serve 10)
+  EXPECT_EQ(alloc->reserved_bytes(), base + int64_t(60 * MiB));
+  // 12 MiB does not fit beside both: only the 10 MiB block goes back.
+  alloc->allocate(12 * MiB);
+  EXPECT_EQ(alloc->reserved_bytes(), base + int64_t(62 * MiB));
+  // 20 MiB fits only if the graph's block went too: it does not.
+  EXPECT_THROW(alloc->allocate(20 * MiB), Error);
+  EXPECT_EQ(alloc->reserved_bytes(), base + int64_t(50 * MiB));
+  EXPECT_NE(alloc->allocate(50 * MiB), nullptr);  // the graph's block serves its size
+}
+
 TEST(CudaAllocator, TensorsMayOutliveTheBackend) {
   TANDEM_SKIP_WITHOUT_CUDA();
   Tensor survivor;
