@@ -133,6 +133,22 @@ __device__ __forceinline__ float norm_weight(const void* w, bool f32, int d) {
   return f32 ? static_cast<const float*>(w)[d] : __bfloat162float(static_cast<const bf16*>(w)[d]);
 }
 
+// Both qkv_to_cache kernels' start: token t's angles into cs ([cos | sin]) and its KV
+// slot. Positions and slots are the step's metadata, which no kernel of the step writes,
+// so the angles are computed before the wait for the qkv linear; row_len (dynamic NTK)
+// is a kernel's. Ends with a block barrier.
+__device__ __forceinline__ int64_t begin_token(float* cs, const QkvArgs& a, const RopeArgs& args,
+                                               int64_t t) {
+  cuda::pdl_launch_next();
+  const bool dynamic = args.dynamic_factor > 0.f;
+  if (dynamic) cuda::pdl_wait();
+  fill_cos_sin(cs, args, a.positions[t], dynamic ? a.row_len[t] : 0);
+  const int64_t slot = a.slot_map[t];
+  if (!dynamic) cuda::pdl_wait();
+  __syncthreads();
+  return slot;
+}
+
 // Block (t, y): token t, heads [y·W, y·W + W) of its Hq + 2·Hkv (W warps, one head
 // each, so a one-token step still spreads over many SMs). A warp loads its head into
 // shared memory (f32), applies the optional RMSNorm (rounded to bf16, as the separate op
@@ -141,18 +157,10 @@ __device__ __forceinline__ float norm_weight(const void* w, bool f32, int d) {
 //   dynamic shared memory: [cos | sin] (2·half floats), then Dh floats per warp
 __global__ void qkv_cache_kernel(const QkvArgs a, const RopeArgs args) {
   extern __shared__ float smem[];
-  cuda::pdl_launch_next();
-  // Positions and slots are the step's metadata, which no kernel of the step writes, so
-  // the angles are ready before the qkv linear ends; row_len (dynamic NTK) is a kernel's.
-  const bool dynamic = args.dynamic_factor > 0.f;
-  if (dynamic) cuda::pdl_wait();
   float* cs = smem;
   const int64_t t = blockIdx.x;
   const int half = args.half;
-  fill_cos_sin(cs, args, a.positions[t], dynamic ? a.row_len[t] : 0);
-  const int64_t slot = a.slot_map[t];
-  if (!dynamic) cuda::pdl_wait();
-  __syncthreads();
+  const int64_t slot = begin_token(cs, a, args, t);
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int num_warps = int(blockDim.x) / 32, Dh = a.Dh;
   float* buf = smem + 2 * half + warp * Dh;
@@ -221,15 +229,9 @@ __global__ void __launch_bounds__(256) qkv_cache_vec_kernel(const QkvArgs a, con
   constexpr int kLanes = DH / 8;  // lanes per head
   constexpr int kHeadsPerWarp = 32 / kLanes;
   __shared__ float cs[2 * kMaxHalf];
-  cuda::pdl_launch_next();
-  const bool dynamic = args.dynamic_factor > 0.f;
-  if (dynamic) cuda::pdl_wait();
   const int64_t t = blockIdx.x;
   const int half = args.half;
-  fill_cos_sin(cs, args, a.positions[t], dynamic ? a.row_len[t] : 0);
-  const int64_t slot = a.slot_map[t];
-  if (!dynamic) cuda::pdl_wait();
-  __syncthreads();
+  const int64_t slot = begin_token(cs, a, args, t);
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int l = lane % kLanes, heads = a.Hq + 2 * a.Hkv;
   const int h = (int(blockIdx.y) * 8 + warp) * kHeadsPerWarp + lane / kLanes;
