@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "core/error.h"
 
@@ -114,7 +115,14 @@ void HttpTransport::start() {
       // More queued requests than idle workers: one would wait for a busy worker.
       grow = jobs_.size() > size_t(idle_workers_) && num_workers_.load() < max_workers();
     }
-    if (grow) add_worker();
+    if (grow) {
+      try {
+        add_worker();
+      } catch (const std::system_error&) {
+        // No thread to be had (a process or memory limit): the request waits for a busy
+        // worker, as it would at --http-threads.
+      }
+    }
   };
   callbacks.probe = [this](RequestHead& head) { return answer_probe(head); };
   callbacks.refuse = [this](const httplib::Request* head, int status, const std::string& msg) {
@@ -140,7 +148,7 @@ void HttpTransport::stop() {
   if (!running_.exchange(false)) return;
   stopping_ = true;
   poller_->stop();
-  poller_thread_.join();
+  if (poller_thread_.joinable()) poller_thread_.join();  // not started if start() threw
   {
     std::lock_guard<std::mutex> lock(jobs_mu_);
     jobs_.clear();  // queued requests are closed unanswered
