@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "backend/backend.h"
@@ -55,6 +56,13 @@ inline std::string shape_of(const char* name, const Tensor& t) {
 
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
+}
+
+// A measurement switch of the environment that is on unless set to 0 (TANDEM_QKV_VEC=0,
+// TANDEM_FP8_FUSED_QUANT=0, ...: the path before an optimization, for comparisons).
+inline bool env_on_unless_zero(const char* name) {
+  const char* e = std::getenv(name);
+  return !(e != nullptr && e[0] == '0');
 }
 
 // True when `p` may be read with 16-byte vector loads.

@@ -393,8 +393,7 @@ void set_fp8_fast_accum(bool fast) { g_fast_accum.store(fast ? 1 : 0); }
 bool fp8_fast_accum() {
   int v = g_fast_accum.load();
   if (v < 0) {
-    const char* e = std::getenv("TANDEM_FP8_FAST_ACCUM");
-    int want = e != nullptr && e[0] == '0' ? 0 : 1;
+    const int want = cuda::env_on_unless_zero("TANDEM_FP8_FAST_ACCUM") ? 1 : 0;
     g_fast_accum.compare_exchange_strong(v, want);
     v = g_fast_accum.load();
   }

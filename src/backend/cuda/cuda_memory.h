@@ -58,7 +58,7 @@ class CudaAllocator : public std::enable_shared_from_this<CudaAllocator> {
 
   void* workspace() const { return workspace_; }
 
-  // Bytes held from the driver (blocks in use and cached), and the blocks they are.
+  // Bytes held from the driver (blocks in use and cached), and how many blocks that is.
   int64_t reserved_bytes() const;
   int64_t num_driver_allocations() const;
 

@@ -262,10 +262,7 @@ void check_norm_weight(const Tensor& w, int64_t C, const char* op) {
 // Whether the *_fp8 ops write their output's e4m3 copy (Fp8Input): on, unless
 // TANDEM_FP8_FUSED_QUANT=0 (for comparisons; the linears then quantize x themselves).
 bool fused_fp8_input_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("TANDEM_FP8_FUSED_QUANT");
-    return !(e != nullptr && e[0] == '0');
-  }();
+  static const bool on = cuda::env_on_unless_zero("TANDEM_FP8_FUSED_QUANT");
   return on;
 }
 

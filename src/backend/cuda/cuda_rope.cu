@@ -10,7 +10,6 @@
 // one kernel (one launch per layer instead of six in a decode step).
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
@@ -439,10 +438,7 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   const int64_t heads = Hq + 2 * Hkv;
   // The vectorized kernel where it applies (TANDEM_QKV_VEC=0: the one-warp-per-head one,
   // for measurements).
-  static const bool vec_enabled = [] {
-    const char* e = std::getenv("TANDEM_QKV_VEC");
-    return e == nullptr || std::string(e) != "0";
-  }();
+  static const bool vec_enabled = cuda::env_on_unless_zero("TANDEM_QKV_VEC");
   const bool vec = vec_enabled && (Dh == 64 || Dh == 128 || Dh == 256) &&
                    spec.rotary_dim % 16 == 0 && cuda::aligned16(a.qkv) && cuda::aligned16(a.q) &&
                    cuda::aligned16(a.k_cache) && cuda::aligned16(a.v_cache);
