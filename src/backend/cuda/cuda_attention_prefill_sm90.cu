@@ -358,8 +358,8 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
 
   if constexpr (kTma) wait_full<true>(ring.full_q, 0);  // Q's cp.async writes
   if (kPingPong && cw == 1) sm90::named_bar_arrive(1, 256);
-  turn_begin<kPingPong>(cw);
   full_k(0);
+  turn_begin<kPingPong>(cw);
   issue_qk<D>(s, q_rows, k_tile(0));
   turn_end<kPingPong>(cw, false);
   sm90::wgmma_wait<0>();
@@ -370,10 +370,14 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
   sm90::fence_operands(o);
   sm90::fence_operands(pa);
   // Every tile but the last: S(t + 1) overlaps P(t)·V(t). No branch inside, so ptxas can
-  // see that wait<1> retires S's group before its registers are read.
+  // see that wait<1> retires S's group before its registers are read. K(t + 1) is waited
+  // for before the warpgroup takes its turn (FlashAttention-3's order), so a late K tile
+  // never holds the other warpgroup's products back; V is still waited for inside. On the
+  // H200 that is worth ~0.5% at 8k and the noise at 32k and 128k (bench/RESULTS.md,
+  // 2026-12-02, fifth session).
   for (int t = 0; t + 1 < num_tiles; t++) {
-    turn_begin<kPingPong>(cw);
     full_k(t + 1);
+    turn_begin<kPingPong>(cw);
     issue_qk<D>(s, q_rows, k_tile(t + 1));
     full_v(t);
     issue_pv<D>(o, pa, v_tile(t));
