@@ -14,8 +14,9 @@
 //      for fp8_wgmma_preferred) and its mean speedups.
 //   3. With 128 x 128 block scales (DeepSeek-style checkpoints): decode as 1., and the
 //      many-row path (the plain stream) against bf16 in eager calls.
-//   usage: cuda_fp8_bench [calls_per_graph (default 20)] [gemm]
+//   usage: cuda_fp8_bench [calls_per_graph (default 20)] [gemm | decode]
 //     gemm: section 2 alone, at 16, 32, 64, 96, 128, 192, 256, 384 and 512 rows.
+//     decode: section 1 alone.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -218,12 +219,14 @@ int main(int argc, char** argv) {
   }
   const int calls = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
   const bool gemm_only = argc > 2 && std::string(argv[2]) == "gemm";
+  const bool decode_only = argc > 2 && std::string(argv[2]) == "decode";
   tandem::CudaBackend be(0);
   const std::vector<Case> cases = {
       {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
   if (!gemm_only) {
     fmt::print("decode linears, graph of {} calls, % of {:.1f} TB/s\n", calls, kMeasuredHbm / 1e12);
     for (const Case& c : cases) decode_case(be, c, calls);
+    if (decode_only) return 0;
   }
   fmt::print("many-row linears, graph of {} calls over weights > L2 (fp8 includes quantizing x)\n",
              calls);
