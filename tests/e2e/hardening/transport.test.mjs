@@ -70,8 +70,12 @@ test('transport: a 300 MB chunked body is refused at the limit, not buffered', a
       sock.write('POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n'
         + 'Transfer-Encoding: chunked\r\n\r\n');
       const chunk = `${(MiB).toString(16)}\r\n${'x'.repeat(MiB)}\r\n`;
+      // The server reads on past its refusal for a moment (a lingering close, so that the
+      // 413 is not lost to a reset) and loopback takes a MiB at once, so a write may never
+      // block: yield every chunk, or the reply that is already here goes unseen.
       while (sent < 300 * MiB && !sock.destroyed && got.length === 0) {
         if (!sock.write(chunk)) await new Promise((r) => { sock.once('drain', r); setTimeout(r, 200); });
+        else await new Promise((r) => setImmediate(r));
         sent += MiB;
       }
       setTimeout(() => sock.destroy(), 2000);
