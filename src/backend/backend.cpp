@@ -8,6 +8,29 @@
 
 namespace tandem {
 
+Linear expert_linear(const Linear& stacked, int64_t e) {
+  TANDEM_CHECK(stacked.weight.ndim() == 3 && e >= 0 && e < stacked.weight.dim(0),
+               "expert {} of a stacked projection {}", e, stacked.weight.shape.str());
+  TANDEM_CHECK(!stacked.bias.defined() && !stacked.lora, "expert projections take no bias or LoRA");
+  auto one = [e](const Tensor& t) {
+    Tensor v = t.slice_rows(e, 1);
+    Shape s;
+    s.ndim = std::max(1, t.ndim() - 1);
+    for (int i = 1; i < t.ndim(); i++) s.dims[i - 1] = t.dim(i);
+    if (t.ndim() == 1) s.dims[0] = 1;
+    return v.reshape(s);
+  };
+  Linear l;
+  l.weight = one(stacked.weight);
+  if (stacked.quant) {
+    LinearQuant q = *stacked.quant;
+    q.weight_scale = one(q.weight_scale);
+    if (q.input_scale.defined()) q.input_scale = one(q.input_scale);
+    l.quant = std::move(q);
+  }
+  return l;
+}
+
 int64_t Backend::available_memory() const {
   std::ifstream in("/proc/meminfo");
   std::string key;

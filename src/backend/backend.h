@@ -178,10 +178,14 @@ class Backend {
   //   weights [T, k] f32, ids [T, k] i32, logits [T, E]
   virtual void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                           bool renormalize) = 0;
-  // out[t] = Σ_j weights[t, j] · down_e(act(gate_e x) * up_e x), e = ids[t, j].
-  //   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]
+  // out[t] = Σ_j weights[t, j] · down_e(act(gate_e x) * up_e x), e = ids[t, j]; gate_up
+  // and down are stacked expert projections (linear.h), FP8 ones only where
+  // fp8_experts().   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]
   virtual void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
-                           const Tensor& gate_up, const Tensor& down, Activation act) = 0;
+                           const Linear& gate_up, const Linear& down, Activation act) = 0;
+  // Whether moe_experts takes FP8 experts (the loader refuses an FP8 expert checkpoint
+  // where it does not).
+  virtual bool fp8_experts() const { return false; }
 
   // --- sampling (backend/sampling.h) ---
   // Picks one token per row of `logits` under that row's parameters; only the results

@@ -11,6 +11,11 @@
 //     base product, so the base GEMM is shared by every row of the step.
 // A backend refuses (fails, never ignores) a Linear whose quantization it does not
 // implement; Backend::linear computes W and b only, whatever `lora` holds.
+//
+// A MoE block's experts are one stacked Linear per projection (MoeBlock): weight
+// [E, N, K], and with FP8 every LinearQuant tensor gains the same leading E — weight_scale
+// [E, 1], [E, N] or [E, ⌈N / block_n⌉, ⌈K / block_k⌉], input_scale [E, 1] — so that
+// expert_linear(l, e) is expert e's own [N, K] Linear, as a view.
 #pragma once
 
 #include <cstdint>
@@ -86,6 +91,10 @@ struct Linear {
            quant->granularity != ScaleGranularity::Block;
   }
 };
+
+// Expert e of a stacked expert projection (see the top of this file): views of its weight
+// and scales, sharing their storage.
+Linear expert_linear(const Linear& stacked, int64_t e);
 
 // An activation's e4m3 copy for the FP8 linears that read it (Linear::takes_fp8_input):
 // q [T, K] e4m3 = e4m3(x / s), scales [T] f32 = s = max(|x[t]|, 1e-12) / 448 per token, byte

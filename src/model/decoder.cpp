@@ -78,8 +78,8 @@ void DecoderModel::load_layer(WeightLoader& w, int i) {
   if (sparse) {
     int64_t E = c.num_experts, Fe = c.moe_intermediate_size;
     l.moe.router = w.load_linear("layers.{i}.router", i, {E, D});
-    l.moe.experts_gate_up = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
-    l.moe.experts_down = w.load("layers.{i}.experts_down", i, {E, D, Fe});
+    l.moe.experts_gate_up = w.load_experts("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
+    l.moe.experts_down = w.load_experts("layers.{i}.experts_down", i, {E, D, Fe});
     l.moe.top_k = c.num_experts_per_tok;
     l.moe.renormalize = traits_.moe_renormalize;
     l.moe.act = c.activation;

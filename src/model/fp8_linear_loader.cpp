@@ -1,5 +1,6 @@
 // The FP8 half of WeightLoader::load_linear: an FP8 checkpoint's weights with their scales,
-// or a 16-bit checkpoint's projections quantized per channel while loading.
+// or a 16-bit checkpoint's projections quantized per channel while loading; and a MoE
+// block's FP8 experts, each expert fused as below and then stacked (linear.h).
 //
 // Fused projections (q|k|v, gate|up) are concatenated shards, each with its own scales:
 //   - per-tensor shards become one per-channel vector (each shard's scale repeated over
@@ -48,25 +49,78 @@ bool is_float16(DType t) { return t == DType::BF16 || t == DType::F16 || t == DT
 bool WeightLoader::loads_as_fp8(const WeightRule& rule, int layer) const {
   const QuantScheme& q = checkpoint_.quant();
   if (!q.fp8()) return false;
-  const std::string first = expand_name(rule.sources[0], layer);
+  const bool stacked = rule.sources[0].find("{e}") != std::string::npos;
+  const std::string first = expand_name(rule.sources[0], layer, stacked ? 0 : -1);
   if (!checkpoint_.has(first)) return false;  // optional and absent, or an error in read()
   const DType dtype = checkpoint_.get(first).dtype;
   if (q.source == QuantScheme::Source::Checkpoint) return dtype == DType::F8E4M3;
   return is_float16(dtype) &&
          std::all_of(rule.sources.begin(), rule.sources.end(),
-                     [&](const std::string& s) { return quantizable_weight_name(expand_name(s, layer)); });
+                     [&](const std::string& s) {
+                       return quantizable_weight_name(expand_name(s, layer, stacked ? 0 : -1));
+                     });
 }
 
 Linear WeightLoader::load_fp8_linear(const WeightRule& rule, int layer, Shape expected) {
+  if (backend_.weight_dtype(DType::F8E4M3) != DType::F8E4M3)
+    fail("{}: the {} backend has no FP8 linears", checkpoint_.dir().string(), backend_.name());
+  Fp8Host h = read_fp8(rule, layer, -1, expected);
+  h.quant.weight_scale = backend_.upload(h.quant.weight_scale, DType::F32);
+  if (h.quant.input_scale.defined())
+    h.quant.input_scale = backend_.upload(h.quant.input_scale, DType::F32);
+  Linear l;
+  l.weight = upload(h.weight);
+  l.quant = std::move(h.quant);
+  return l;
+}
+
+Linear WeightLoader::load_experts(const std::string& name, int layer, Shape expected) {
+  const WeightRule* rule = find(name);
+  if (!rule || !loads_as_fp8(*rule, layer)) return Linear{.weight = load(name, layer, expected)};
+  const std::string dir = checkpoint_.dir().string(), label = expand_name(name, layer);
+  if (!backend_.fp8_experts())
+    fail("{}: '{}' holds FP8 MoE experts, which the {} backend does not run yet (the cpu "
+         "backend does)", dir, label, backend_.name());
+  const int64_t E = expected[0], N = expected[1], K = expected[2];
+  std::vector<Fp8Host> experts;
+  for (int64_t e = 0; e < E; e++) experts.push_back(read_fp8(*rule, layer, int(e), {N, K}));
+  // Every expert has the same shards, so the same granularity and scale shapes.
+  const LinearQuant& q0 = experts[0].quant;
+  auto stack = [&](auto member) {
+    const Tensor& first = experts[0].quant.*member;
+    Shape s;
+    s.ndim = first.ndim() + 1;
+    s.dims[0] = E;
+    for (int i = 0; i < first.ndim(); i++) s.dims[i + 1] = first.dim(i);
+    Tensor out = Tensor::empty_host(DType::F32, s);
+    for (int64_t e = 0; e < E; e++) {
+      const Tensor& t = experts[size_t(e)].quant.*member;
+      TANDEM_CHECK(t.shape == first.shape && experts[size_t(e)].quant.granularity == q0.granularity,
+                   "{}: expert {}'s scales differ in shape from expert 0's", label, e);
+      std::memcpy(out.ptr<float>() + e * first.numel(), t.data, t.nbytes());
+    }
+    return backend_.upload(out, DType::F32);
+  };
+  Linear l;
+  l.quant = q0;
+  l.quant->weight_scale = stack(&LinearQuant::weight_scale);
+  if (q0.input_scale.defined()) l.quant->input_scale = stack(&LinearQuant::input_scale);
+  Tensor weight = Tensor::empty_host(DType::F8E4M3, expected);
+  for (int64_t e = 0; e < E; e++)
+    std::memcpy(weight.ptr<uint8_t>() + e * N * K, experts[size_t(e)].weight.data, size_t(N * K));
+  l.weight = upload(weight);
+  return l;
+}
+
+WeightLoader::Fp8Host WeightLoader::read_fp8(const WeightRule& rule, int layer, int expert,
+                                             Shape expected) {
   const QuantScheme& q = checkpoint_.quant();
   const std::string dir = checkpoint_.dir().string(), label = expand_name(rule.name, layer);
-  if (backend_.weight_dtype(DType::F8E4M3) != DType::F8E4M3)
-    fail("{}: the {} backend has no FP8 linears", dir, backend_.name());
   const int64_t K = expected[1];
   const int bn = q.block_n, bk = q.block_k;
   std::vector<Shard> shards;
   for (const std::string& pattern : rule.sources) {
-    Shard s{.name = expand_name(pattern, layer)};
+    Shard s{.name = expand_name(pattern, layer, expert)};
     const Tensor stored = checkpoint_.get(s.name);
     if (stored.ndim() != 2 || stored.cols() != K)
       fail("{}: '{}' has shape {}, want [rows, {}]", dir, s.name, stored.shape.str(), K);
@@ -147,21 +201,17 @@ Linear WeightLoader::load_fp8_linear(const WeightRule& rule, int layer, Shape ex
       }
     }
   }
-  quant.weight_scale = backend_.upload(scale, DType::F32);
+  quant.weight_scale = scale;
   if (q.inputs == Fp8Inputs::Static) {
     quant.input = InputScaling::Static;
-    Tensor in = Tensor::empty_host(DType::F32, {1});
+    quant.input_scale = Tensor::empty_host(DType::F32, {1});
     float m = 0.f;
     for (auto& s : shards) m = std::max(m, s.input_scale);
-    in.ptr<float>()[0] = m;
-    quant.input_scale = backend_.upload(in, DType::F32);
+    quant.input_scale.ptr<float>()[0] = m;
   } else {
     quant.input = InputScaling::Dynamic;
   }
-  Linear l;
-  l.weight = upload(weight);
-  l.quant = std::move(quant);
-  return l;
+  return {weight, std::move(quant)};
 }
 
 }  // namespace tandem

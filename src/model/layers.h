@@ -51,8 +51,8 @@ struct GatedMlp {
 // Mixture of experts: route on f32 router scores (softmax, top k), run the chosen experts.
 struct MoeBlock {
   Linear router;          // [E, D]
-  Tensor experts_gate_up; // [E, 2F, D]
-  Tensor experts_down;    // [E, D, F]
+  Linear experts_gate_up; // stacked [E, 2F, D] (linear.h)
+  Linear experts_down;    // stacked [E, D, F]
   int top_k = 0;
   bool renormalize = true;  // the kept routing weights sum to 1
   Activation act = Activation::SiLU;

@@ -136,8 +136,9 @@ Tensor WeightLoader::upload(const Tensor& host) {
 Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bool must_exist) {
   std::optional<Tensor> host = read(name, layer, expected, must_exist);
   if (host && host->dtype == DType::F8E4M3)
-    fail("{}: weight '{}' is stored in FP8, which tandem reads for linear projections only "
-         "(FP8 MoE experts, embeddings and norms are not supported)",
+    fail("{}: weight '{}' is stored in FP8, which tandem reads for linear projections and "
+         "Mixtral / Qwen3-MoE experts only (FP8 embeddings, norms and Gemma 4 experts are not "
+         "supported)",
          checkpoint_.dir().string(), expand_name(name, layer));
   return host ? upload(*host) : Tensor{};
 }

@@ -47,6 +47,10 @@ class WeightLoader {
   // (fp8_linear_loader.cpp). With LoRA capacity, a projection lora_projection() names
   // also gets its slots (whatever its weight format: the adapter adds to its output).
   Linear load_linear(const std::string& name, int layer, Shape expected, bool must_exist = true);
+  // A MoE block's stacked expert projection `name` [E, N, K] (a rule whose sources hold
+  // "{e}"): 16-bit as load() reads it, or FP8 experts with their scales stacked as
+  // linear.h describes (a backend without fp8_experts() refuses those).
+  Linear load_experts(const std::string& name, int layer, Shape expected);
   // The output projection "lm_head" [V, D]; when the checkpoint has none, `embed` if the
   // config ties them, else an error naming the checkpoint.
   Linear load_lm_head(const Tensor& embed, Shape expected, bool tied);
@@ -62,7 +66,14 @@ class WeightLoader {
   // On the backend, in the dtype it holds a weight of the host's dtype in (weight_dtype).
   Tensor upload(const Tensor& host);
   // FP8 (fp8_linear_loader.cpp): whether the rule's projection loads as FP8, and loading it.
+  // An FP8 projection's weight and scales on the host (expert: -1, or the "{e}" of a
+  // stacked rule), its shards fused.
+  struct Fp8Host {
+    Tensor weight;      // F8E4M3 [N, K]
+    LinearQuant quant;  // weight_scale, input_scale: host f32
+  };
   bool loads_as_fp8(const WeightRule& rule, int layer) const;
+  Fp8Host read_fp8(const WeightRule& rule, int layer, int expert, Shape expected);
   Linear load_fp8_linear(const WeightRule& rule, int layer, Shape expected);
   void report_progress(int64_t bytes);
   // Allocates l's LoRA bank and records the target (its shards from the rule's sources).

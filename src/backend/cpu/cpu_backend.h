@@ -67,7 +67,8 @@ class CpuBackend final : public Backend {
   void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                   bool renormalize) override;
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
-                   const Tensor& gate_up, const Tensor& down, Activation act) override;
+                   const Linear& gate_up, const Linear& down, Activation act) override;
+  bool fp8_experts() const override { return true; }
   void sample(Tensor& logits, std::span<const SampleRow> rows,
               std::span<SampledToken> out) override;
 

@@ -4,6 +4,7 @@
 // does not depend on threads.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -58,33 +59,28 @@ std::vector<std::vector<Route>> group_by_expert(const float* w, const int32_t* i
   return groups;
 }
 
-// One expert's weights, each of its own dtype.   gate_up [2F, D], down [D, F]
-struct ExpertWeights {
-  const void* gate_up;
-  const void* down;
-  DType gate_up_dtype, down_dtype;
-  int64_t D, F;
-};
-
 // Buffers reused across experts: xe [n, D], h [n, 2F], a [n, F], y [n, D].
 struct ExpertScratch {
   std::vector<float> xe, h, a, y;
 };
 
+// dst [n, N] = src [n, K] · Wᵀ for one expert's projection [N, K].
+using Project = std::function<void(float* dst, const float* src, int64_t n, const Linear& w)>;
+
 // out[t] += w · down(act(gate x_t) * up x_t) for the expert's routes, in route order.
-void accumulate_expert(ThreadPool& pool, float* out, const float* x,
-                       const std::vector<Route>& routes, const ExpertWeights& ew, Activation act,
-                       ExpertScratch& s) {
-  const int64_t n = int64_t(routes.size()), D = ew.D, F = ew.F;
+void accumulate_expert(float* out, const float* x, const std::vector<Route>& routes,
+                       const Linear& gate_up, const Linear& down, Activation act,
+                       const Project& project, ExpertScratch& s) {
+  const int64_t n = int64_t(routes.size()), D = down.out_features(), F = down.in_features();
   s.xe.resize(size_t(n * D));
   s.h.resize(size_t(n * 2 * F));
   s.a.resize(size_t(n * F));
   s.y.resize(size_t(n * D));
   for (int64_t i = 0; i < n; i++)
     std::copy_n(x + routes[size_t(i)].token * D, D, s.xe.data() + i * D);
-  cpu::gemm_xwt(pool, s.h.data(), s.xe.data(), ew.gate_up, ew.gate_up_dtype, n, 2 * F, D);
+  project(s.h.data(), s.xe.data(), n, gate_up);
   cpu::gated_act_rows(s.a.data(), s.h.data(), n, F, act);
-  cpu::gemm_xwt(pool, s.y.data(), s.a.data(), ew.down, ew.down_dtype, n, D, F);
+  project(s.y.data(), s.a.data(), n, down);
   for (int64_t i = 0; i < n; i++) {
     float* dst = out + routes[size_t(i)].token * D;
     const float w = routes[size_t(i)].weight;
@@ -124,24 +120,31 @@ void CpuBackend::topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, 
 }
 
 // out[t] = Σ_j weights[t, j] · down_e(act(gate_e x) * up_e x), e = ids[t, j].
-//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F] (each f32, bf16 or f16)
+//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]: each f32, bf16 or f16, or FP8 with
+//   its scales (an expert then runs the FP8 linear's W8A8 arithmetic: its rows' inputs
+//   quantized per token, before gate|up and again before down)
 void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
-                             const Tensor& gate_up, const Tensor& down, Activation act) {
+                             const Linear& gate_up, const Linear& down, Activation act) {
   const char* op = "moe_experts";
   cpu::check_tensor(out, DType::F32, op, "out");
   cpu::check_tensor(x, DType::F32, op, "x");
   cpu::check_tensor(weights, DType::F32, op, "weights");
   cpu::check_tensor(ids, DType::I32, op, "ids");
-  const DType gate_up_dtype = cpu::check_weight(gate_up, op, "gate_up");
-  const DType down_dtype = cpu::check_weight(down, op, "down");
-  cpu::check_ndim(gate_up, 3, op, "gate_up");
-  cpu::check_ndim(down, 3, op, "down");
-  const int64_t T = x.rows(), D = x.cols(), E = gate_up.dim(0), F = gate_up.dim(1) / 2;
+  TANDEM_CHECK(bool(gate_up.quant) == bool(down.quant),
+               "moe_experts: gate_up and down must both be FP8 or both not");
+  if (!gate_up.quant) {
+    cpu::check_weight(gate_up.weight, op, "gate_up");
+    cpu::check_weight(down.weight, op, "down");
+  }
+  cpu::check_ndim(gate_up.weight, 3, op, "gate_up");
+  cpu::check_ndim(down.weight, 3, op, "down");
+  const Shape gu = gate_up.weight.shape, dn = down.weight.shape;
+  const int64_t T = x.rows(), D = x.cols(), E = gu[0], F = gu[1] / 2;
   const int64_t k = T > 0 ? ids.numel() / T : 0;
-  TANDEM_CHECK(F > 0 && D > 0 && gate_up.dim(1) == 2 * F && gate_up.dim(2) == D,
-               "moe_experts: gate_up {} must be [E, 2F, {}]", gate_up.shape.str(), D);
-  TANDEM_CHECK(down.dim(0) == E && down.dim(1) == D && down.dim(2) == F,
-               "moe_experts: down {} must be [{}, {}, {}]", down.shape.str(), E, D, F);
+  TANDEM_CHECK(F > 0 && D > 0 && gu[1] == 2 * F && gu[2] == D,
+               "moe_experts: gate_up {} must be [E, 2F, {}]", gu.str(), D);
+  TANDEM_CHECK(dn[0] == E && dn[1] == D && dn[2] == F,
+               "moe_experts: down {} must be [{}, {}, {}]", dn.str(), E, D, F);
   TANDEM_CHECK(out.rows() == T && out.cols() == D && out.data != x.data,
                "moe_experts: out {} must be a separate [{}, {}] tensor", out.shape.str(), T, D);
   TANDEM_CHECK(ids.numel() == T * k && weights.numel() == T * k,
@@ -150,14 +153,17 @@ void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights
   const auto groups = group_by_expert(weights.ptr<float>(), ids.ptr<int32_t>(), T, k, E);
   float* o = out.ptr<float>();
   std::fill(o, o + T * D, 0.f);
+  const Project project = [&](float* dst, const float* src, int64_t n, const Linear& w) {
+    const int64_t N = w.out_features(), K = w.in_features();
+    if (!w.quant) return cpu::gemm_xwt(*pool_, dst, src, w.weight.data, w.weight.dtype, n, N, K);
+    Tensor y = Tensor::borrow(dst, DType::F32, {n, N});
+    linear_fp8(y, Tensor::borrow(const_cast<float*>(src), DType::F32, {n, K}), w);
+  };
   ExpertScratch scratch;
   for (int64_t e = 0; e < E; e++) {
     if (groups[size_t(e)].empty()) continue;
-    const ExpertWeights ew{
-        static_cast<const char*>(gate_up.data) + size_t(e * 2 * F * D) * dtype_size(gate_up_dtype),
-        static_cast<const char*>(down.data) + size_t(e * D * F) * dtype_size(down_dtype),
-        gate_up_dtype, down_dtype, D, F};
-    accumulate_expert(*pool_, o, x.ptr<float>(), groups[size_t(e)], ew, act, scratch);
+    accumulate_expert(o, x.ptr<float>(), groups[size_t(e)], expert_linear(gate_up, e),
+                      expert_linear(down, e), act, project, scratch);
   }
 }
 

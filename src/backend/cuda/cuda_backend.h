@@ -101,7 +101,7 @@ class CudaBackend final : public Backend {
   void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                   bool renormalize) override;
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
-                   const Tensor& gate_up, const Tensor& down, Activation act) override;
+                   const Linear& gate_up, const Linear& down, Activation act) override;
   void sample(Tensor& logits, std::span<const SampleRow> rows,
               std::span<SampledToken> out) override;
   PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows) override;

@@ -218,8 +218,12 @@ void CudaBackend::topk_route(Tensor& weights, Tensor& ids, const Tensor& logits,
 // out[t] = Σ_j weights[t, j] · down_e(act(gate_e x) * up_e x), e = ids[t, j].
 //   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]
 void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights,
-                              const Tensor& ids, const Tensor& gate_up, const Tensor& down,
-                              Activation act) {
+                              const Tensor& ids, const Linear& gate_up_linear,
+                              const Linear& down_linear, Activation act) {
+  TANDEM_CUDA_REQUIRE(!gate_up_linear.quant && !down_linear.quant,
+                      "moe_experts: FP8 experts are not implemented on CUDA (fp8_experts())");
+  const Tensor& gate_up = gate_up_linear.weight;
+  const Tensor& down = down_linear.weight;
   check_moe_shapes(out, x, weights, ids, gate_up, down);
   const int64_t T = x.rows(), D = x.cols(), E = gate_up.dim(0), F = gate_up.dim(1) / 2;
   if (T == 0) return;

@@ -160,7 +160,7 @@ void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4
   l.post_ffn_norm_2 = load_norm(w, "layers.{i}.post_ffn_norm_2", i);
   l.router_norm = load_norm(w, "layers.{i}.router_scale", i);
   l.moe.router = w.load_linear("layers.{i}.router", i, {E, D});
-  l.moe.experts_gate_up = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
+  l.moe.experts_gate_up.weight = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
   l.moe.top_k = gemma_.top_k_experts;
   l.moe.renormalize = true;
   l.moe.act = config_.activation;
@@ -170,7 +170,7 @@ void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4
   float* d = down.ptr<float>();
   for (int64_t e = 0; e < E; e++)
     for (int64_t j = 0; j < D * Fe; j++) d[e * D * Fe + j] *= scale.ptr<float>()[e];
-  l.moe.experts_down = backend_.upload(down, backend_.act_dtype());
+  l.moe.experts_down.weight = backend_.upload(down, backend_.act_dtype());
   num_parameters_ += down.numel() + scale.numel();
 }
 

@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <numeric>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend_test_util.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace tandem {
@@ -131,22 +134,140 @@ TEST(CpuMoeExperts, MatchesNaivePerTokenLoop) {
         const Routing r = route(*be, logits, T, E, k, true);
         Tensor out = be->alloc(DType::F32, {T, D});
         be->moe_experts(out, device_f32(*be, x, {T, D}), device_f32(*be, r.weights, {T, k}),
-                        device_i32(*be, r.ids, {T, k}), gu_d, down_d, act);
+                        device_i32(*be, r.ids, {T, k}), {.weight = gu_d}, {.weight = down_d}, act);
         EXPECT_LE(rel_err(to_vec(*be, out), moe_ref(x, r, gate_up, down, T, D, F, k, act)), kTol);
       }
     }
   }
 }
 
+// FP8 experts: every expert's two projections in the declared W8A8 arithmetic (as in
+// cpu_linear_fp8_test.cpp), written out in double per token — its input scaled per token
+// (per block_k columns for block weights) or by the expert's static scale, rounded to
+// e4m3, multiplied by the e4m3 weight and both scales — with act(g) · u held in f32
+// between the two, as the backend holds it.
+struct Fp8Expert {
+  ScaleGranularity granularity;
+  int block_n = 0, block_k = 0;
+  bool static_input = false;
+};
+
+struct Fp8Stack {
+  std::vector<uint8_t> w;         // [E, N, K]
+  std::vector<float> scale;       // [E, per expert]
+  std::vector<float> input_scale; // [E] (static only)
+  int64_t per_expert = 0;         // scales per expert
+};
+
+Fp8Stack random_fp8_stack(std::mt19937& rng, const Fp8Expert& c, int64_t E, int64_t N, int64_t K) {
+  Fp8Stack st;
+  std::uniform_real_distribution<float> v(-400.f, 400.f), sv(2e-4f, 6e-4f), iv(0.01f, 0.03f);
+  st.w.resize(size_t(E * N * K));
+  for (auto& b : st.w) b = f32_to_f8e4m3(v(rng));
+  st.per_expert = c.granularity == ScaleGranularity::PerTensor    ? 1
+                  : c.granularity == ScaleGranularity::PerChannel ? N
+                                                                  : ((N + c.block_n - 1) / c.block_n) *
+                                                                        ((K + c.block_k - 1) / c.block_k);
+  st.scale.resize(size_t(E * st.per_expert));
+  for (float& f : st.scale) f = sv(rng);
+  if (c.static_input) {
+    st.input_scale.resize(size_t(E));
+    for (float& f : st.input_scale) f = iv(rng);
+  }
+  return st;
+}
+
+// Stacked as linear.h describes: weight [E, N, K], weight_scale [E, 1] / [E, N] /
+// [E, NB, KB], input_scale [E, 1].
+Linear upload_stack(Backend& be, const Fp8Stack& st, const Fp8Expert& c, int64_t E, int64_t N,
+                    int64_t K) {
+  Tensor wh = Tensor::empty_host(DType::F8E4M3, {E, N, K});
+  std::copy(st.w.begin(), st.w.end(), wh.ptr<uint8_t>());
+  LinearQuant q{.granularity = c.granularity, .block_n = c.block_n, .block_k = c.block_k};
+  Shape scale_shape = c.granularity == ScaleGranularity::PerTensor    ? Shape{E, 1}
+                      : c.granularity == ScaleGranularity::PerChannel ? Shape{E, N}
+                                                                      : Shape{E, (N + c.block_n - 1) / c.block_n,
+                                                                              (K + c.block_k - 1) / c.block_k};
+  q.weight_scale = device_f32(be, st.scale, scale_shape);
+  q.input = c.static_input ? InputScaling::Static : InputScaling::Dynamic;
+  if (c.static_input) q.input_scale = device_f32(be, st.input_scale, {E, 1});
+  return Linear{.weight = be.upload(wh, DType::F8E4M3), .quant = q};
+}
+
+// y = expert e's projection of one row x [K] → [N], in double.
+std::vector<double> fp8_project(const std::vector<float>& x, const Fp8Stack& st, const Fp8Expert& c,
+                                int64_t e, int64_t N, int64_t K) {
+  const bool block = c.granularity == ScaleGranularity::Block;
+  const int64_t group = block ? c.block_k : K, KB = (K + group - 1) / group;
+  const uint8_t* w = st.w.data() + e * N * K;
+  const float* s = st.scale.data() + e * st.per_expert;
+  std::vector<double> y(size_t(N), 0.0);
+  for (int64_t g = 0; g < KB; g++) {
+    const int64_t k0 = g * group, k1 = std::min(K, k0 + group);
+    double amax = 0;
+    for (int64_t k = k0; k < k1; k++) amax = std::max(amax, std::fabs(double(x[size_t(k)])));
+    const double sx = c.static_input ? st.input_scale[size_t(e)] : std::max(amax, 1e-12) / 448.0;
+    for (int64_t n = 0; n < N; n++) {
+      double sum = 0;
+      for (int64_t k = k0; k < k1; k++)
+        sum += double(f8e4m3_to_f32(f32_to_f8e4m3(float(x[size_t(k)] / sx)))) * f8e4m3_to_f32(w[n * K + k]);
+      const double sw = c.granularity == ScaleGranularity::PerTensor    ? s[0]
+                        : c.granularity == ScaleGranularity::PerChannel ? s[n]
+                                                                        : s[(n / c.block_n) * KB + g];
+      y[size_t(n)] += sum * sx * sw;
+    }
+  }
+  return y;
+}
+
+TEST(CpuMoeExperts, Fp8ExpertsComputeTheDeclaredScheme) {
+  auto be = make_cpu_backend();
+  std::mt19937 rng(23);
+  const int64_t E = 5, D = 64, F = 40, T = 11, k = 2;
+  const Fp8Expert cases[] = {{ScaleGranularity::PerTensor, 0, 0, true},
+                             {ScaleGranularity::PerTensor, 0, 0, false},
+                             {ScaleGranularity::PerChannel, 0, 0, false},
+                             {ScaleGranularity::Block, 16, 32, false},
+                             {ScaleGranularity::Block, 1, 128, false}};
+  for (const Fp8Expert& c : cases) {
+    SCOPED_TRACE(testing::Message() << "granularity " << int(c.granularity) << " block "
+                                    << c.block_n << "x" << c.block_k << " static " << c.static_input);
+    const Fp8Stack gu = random_fp8_stack(rng, c, E, 2 * F, D), dn = random_fp8_stack(rng, c, E, D, F);
+    const auto x = test::random_vec(rng, size_t(T * D), -2.f, 2.f);
+    auto logits = test::random_vec(rng, size_t(T * E), -3.f, 3.f);
+    for (int64_t t = 0; t < T; t++) logits[size_t(t * E + 3)] = -100.f;  // expert 3 idle
+    const Routing r = route(*be, logits, int(T), int(E), int(k), true);
+    std::vector<double> ref(size_t(T * D), 0.0);
+    for (int64_t t = 0; t < T; t++)
+      for (int64_t j = 0; j < k; j++) {
+        const int64_t e = r.ids[size_t(t * k + j)];
+        const std::vector<float> xt(x.begin() + t * D, x.begin() + (t + 1) * D);
+        const std::vector<double> h = fp8_project(xt, gu, c, e, 2 * F, D);
+        std::vector<float> a(static_cast<size_t>(F));
+        for (int64_t f = 0; f < F; f++) a[size_t(f)] = float(act_ref(h[size_t(f)], Activation::SiLU) * h[size_t(F + f)]);
+        const std::vector<double> y = fp8_project(a, dn, c, e, D, F);
+        for (int64_t d = 0; d < D; d++) ref[size_t(t * D + d)] += r.weights[size_t(t * k + j)] * y[size_t(d)];
+      }
+    Tensor out = be->alloc(DType::F32, {T, D});
+    be->moe_experts(out, device_f32(*be, x, {T, D}), device_f32(*be, r.weights, {T, k}),
+                    device_i32(*be, r.ids, {T, k}), upload_stack(*be, gu, c, E, 2 * F, D),
+                    upload_stack(*be, dn, c, E, D, F), Activation::SiLU);
+    // f32 sums against double ones; an e4m3 rounding of act(g)·u may rarely land on the
+    // other side of a tie, which moves its term by one e4m3 step.
+    EXPECT_LE(rel_err(to_vec(*be, out), ref), 1e-4);
+  }
+}
+
 TEST(CpuMoeExperts, RejectsBadIdsAndShapes) {
   auto be = make_cpu_backend();
   const int E = 2, D = 8, F = 4;
-  Tensor gu = be->zeros(DType::F32, {E, 2 * F, D}), down = be->zeros(DType::F32, {E, D, F});
+  Linear gu{.weight = be->zeros(DType::F32, {E, 2 * F, D})};
+  Linear down{.weight = be->zeros(DType::F32, {E, D, F})};
   Tensor x = be->zeros(DType::F32, {1, D}), out = be->alloc(DType::F32, {1, D});
   Tensor w = device_f32(*be, {1.f}, {1, 1});
   EXPECT_THROW(be->moe_experts(out, x, w, device_i32(*be, {2}, {1, 1}), gu, down, Activation::SiLU),
                Error);
-  Tensor bad_down = be->zeros(DType::F32, {E, F, D});
+  Linear bad_down{.weight = be->zeros(DType::F32, {E, F, D})};
   EXPECT_THROW(
       be->moe_experts(out, x, w, device_i32(*be, {0}, {1, 1}), gu, bad_down, Activation::SiLU),
       Error);

@@ -244,8 +244,9 @@ TEST(CudaMoeExperts, MatchesCpuAcrossShapesAndActivations) {
         random_routing(rng, c.T, c.E, c.k, ids, w);
         auto run = [&](Backend& b, Tensor out) {
           b.moe_experts(out, put(b, x, {c.T, c.D}), test::put_as(b, w, {c.T, c.k}, DType::F32),
-                        test::put_i32(b, ids, {c.T, c.k}), put(b, gu, {c.E, 2 * c.F, c.D}),
-                        put(b, down, {c.E, c.D, c.F}), act);
+                        test::put_i32(b, ids, {c.T, c.k}),
+                        Linear{.weight = put(b, gu, {c.E, 2 * c.F, c.D})},
+                        Linear{.weight = put(b, down, {c.E, c.D, c.F})}, act);
           return out;
         };
         Tensor ref = run(*be.cpu, be.cpu->alloc(DType::F32, {c.T, c.D}));
@@ -272,7 +273,7 @@ TEST(CudaMoeExperts, SteadyStateAllocatesNothingNew) {
     Tensor w = gpu.alloc(DType::F32, {T, k}), ids = gpu.alloc(DType::I32, {T, k});
     gpu.topk_route(w, ids, logits, int(k), true);
     Tensor out = gpu.alloc(DType::BF16, {T, D});
-    gpu.moe_experts(out, x, w, ids, gu, down, Activation::SiLU);
+    gpu.moe_experts(out, x, w, ids, Linear{gu}, Linear{down}, Activation::SiLU);
     return test::to_vec(gpu, out);
   };
   const auto first = step();

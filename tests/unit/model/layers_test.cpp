@@ -65,8 +65,8 @@ TEST(Layers, MoeRunsTheExpertTheRouterPicks) {
   std::vector<float> router(size_t(E * D), 0.f);
   for (int64_t e = 0; e < E; e++) router[size_t(e * D + e)] = 10.f;
   MoeBlock m{.router = {.weight = put(*be, router, {E, D})},
-             .experts_gate_up = put(*be, gate_up, {E, 2 * F, D}),
-             .experts_down = put(*be, down, {E, D, F}),
+             .experts_gate_up = {.weight = put(*be, gate_up, {E, 2 * F, D})},
+             .experts_down = {.weight = put(*be, down, {E, D, F})},
              .top_k = 1};
   Tensor xd = put(*be, x, {T, D});
   Tensor got = be->to_host_f32(moe(*be, xd, xd, m));
