@@ -156,24 +156,34 @@ void bench_attention(Backend& be, int rows, int context, int tokens, double band
 }
 
 // M rows through every weight of a llama-100m decode step in order (12 x qkv, o, gate_up,
-// down, then lm_head: 200 MB, far past the caches), the weights uploaded by the backend
-// (so on the huge pages it gives them): what one decode step's GEMMs cost.
-void bench_decode_stream(ThreadPool& pool, Backend& be, CpuIsa isa, int64_t M, double bandwidth,
-                         double min_s, std::mt19937& rng) {
+// down, then lm_head: 200 MB in bf16, far past the caches), the weights uploaded by the
+// backend (so on the huge pages it gives them): what one decode step's GEMMs cost. With
+// e4m3 the layers' weights are FP8 (their bytes, unscaled: what the FP8 linear streams)
+// and the lm_head stays bf16, as in an FP8 checkpoint.
+void bench_decode_stream(ThreadPool& pool, Backend& be, CpuIsa isa, int64_t M, DType dtype,
+                         double bandwidth, double min_s, std::mt19937& rng) {
   struct Matrix {
     int64_t N, K;
     Tensor w;
+    DType dtype = DType::BF16;
   };
   std::vector<Matrix> step;
   for (int layer = 0; layer < 12; layer++)
     for (auto [N, K] : {std::pair{1280, 768}, {768, 768}, {4096, 768}, {768, 2048}})
       step.push_back({N, K, {}});
+  for (Matrix& m : step) m.dtype = dtype;
   step.push_back({32000, 768, {}});
   size_t bytes = 0;
   for (Matrix& m : step) {
     const auto host = random_bf16(size_t(m.N * m.K), rng);
-    m.w = be.upload(Tensor::borrow(const_cast<uint16_t*>(host.data()), DType::BF16, {m.N, m.K}),
-                    DType::BF16);
+    Tensor t = Tensor::borrow(const_cast<uint16_t*>(host.data()), DType::BF16, {m.N, m.K});
+    if (m.dtype == DType::F8E4M3) {  // the bf16 values · 1000, a typical e4m3 range
+      Tensor q = Tensor::empty_host(DType::F8E4M3, {m.N, m.K});
+      for (int64_t i = 0; i < m.N * m.K; i++)
+        q.ptr<uint8_t>()[i] = f32_to_f8e4m3(bf16_to_f32(host[size_t(i)]) * 1000.f);
+      t = q;
+    }
+    m.w = be.upload(t, m.dtype);
     bytes += m.w.nbytes();
   }
   std::vector<float> x(size_t(M) * 4096, 0.5f), out(size_t(M) * 32000);
@@ -181,13 +191,14 @@ void bench_decode_stream(ThreadPool& pool, Backend& be, CpuIsa isa, int64_t M, d
   const double s = time_per_call(
       [&] {
         for (const Matrix& m : step)
-          cpu::gemm_xwt(pool, out.data(), x.data(), m.w.data, DType::BF16, M, m.N, m.K, opt);
+          cpu::gemm_xwt(pool, out.data(), x.data(), m.w.data, m.dtype, M, m.N, m.K, opt);
       },
       min_s);
   const double gbs = double(bytes) / s * 1e-9;
-  fmt::print("decode stream {:<7} M={:<2} {:.0f} MB of weights {:9.1f} us {:7.1f} GB/s ({:3.0f}% of "
-             "bw) {:6.1f} GFLOP/s\n",
-             cpu_isa_name(isa), M, double(bytes) * 1e-6, s * 1e6, gbs, 100 * gbs / bandwidth,
+  fmt::print("decode stream {:<7} {:<4} M={:<2} {:.0f} MB of weights {:9.1f} us {:7.1f} GB/s ({:3.0f}% "
+             "of bw) {:6.1f} GFLOP/s\n",
+             cpu_isa_name(isa), dtype == DType::F8E4M3 ? "e4m3" : "bf16", M,
+             double(bytes) * 1e-6, s * 1e6, gbs, 100 * gbs / bandwidth,
              double(M) * double(bytes) / s * 1e-9);
 }
 
@@ -235,7 +246,9 @@ int main(int argc, char** argv) {
   if (wanted("stream")) {
     CpuBackend be(&pool);
     for (int64_t M : {1, 4, 16})
-      for (CpuIsa isa : isas) bench_decode_stream(pool, be, isa, M, bw, min_s, rng);
+      for (CpuIsa isa : isas)
+        for (DType d : {DType::BF16, DType::F8E4M3})
+          bench_decode_stream(pool, be, isa, M, d, bw, min_s, rng);
   }
   if (wanted("attention"))
     for (CpuIsa isa : isas) {

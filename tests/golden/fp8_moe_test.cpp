@@ -1,7 +1,8 @@
 // FP8 MoE experts on the CPU backend, through the loader, on the two MoE oracle models
 // (mixtral, qwen3_moe). Their experts are quantized here into checkpoint folders of each
 // layout (the dense projections stay 16-bit, so only the experts change), and:
-//   - layouts that declare the same arithmetic give the same logits: per-tensor scales
+//   - layouts that declare the same arithmetic give the same logits (up to f32 rounding
+//     where they take different paths): per-tensor scales
 //     ("fp8", one scale per gate / up / down tensor, fused into per-channel vectors by the
 //     loader), the same bytes with those scales written per channel (compressed-tensors),
 //     and as [1, ≥K] blocks ("fp8" weight_block_size);
@@ -227,8 +228,10 @@ TEST_P(Fp8Moe, CpuExpertsLoadInEveryLayout) {
   std::printf("%s: per-channel vs per-tensor %.1e, [1, K] blocks vs per-tensor %.1e, renumbered %.1e\n",
               arch.c_str(), e_channel, e_rows, e_perm);
   EXPECT_LE(e_channel, 1e-6);
-  EXPECT_LE(e_rows, 1e-6);
-  EXPECT_LE(e_perm, 1e-3);  // summed in another order, which may flip an e4m3 rounding
+  // Block weights fold the scales into the factors (cpu_linear_fp8.cpp) and renumbered
+  // experts are summed in another order: f32 roundings that may flip an e4m3 rounding.
+  EXPECT_LE(e_rows, 1e-3);
+  EXPECT_LE(e_perm, 1e-3);
   for (auto [name, got] : {std::pair{"per-tensor", &tensor}, {"[16, 32] blocks", &blocks},
                            {"static inputs", &static_in}}) {
     const double err = worst_error(*got, oracle);

@@ -1,7 +1,7 @@
 // The CPU backend's matrix products, out = x · wᵀ, with x and out in f32 and the weight
-// w in its stored dtype (bf16, f16 or f32). A 16-bit weight is widened to f32 in
-// registers and never copied: the products and sums are f32, so the result is what an
-// f32 GEMM over the widened weight gives, up to summation order.
+// w in its stored dtype (bf16, f16, f32, or e4m3 without its scales). A narrower weight is
+// widened to f32 in registers and never copied: the products and sums are f32, so the
+// result is what an f32 GEMM over the widened weight gives, up to summation order.
 //
 // The kernels (cpu_gemm_avx2.cpp, cpu_gemm_avx512.cpp; one tile template in
 // cpu_gemm_tile.h) take weight rows in blocks that fit the L2 cache and, for each block,
@@ -33,7 +33,7 @@ struct GemmOptions {
   std::optional<GemmPath> path;
 };
 
-// out [M, N] = x [M, K] · w [N, K]ᵀ; w of dtype w_dtype (bf16, f16 or f32), all
+// out [M, N] = x [M, K] · w [N, K]ᵀ; w of dtype w_dtype (bf16, f16, f32 or f8e4m3), all
 // row-major and contiguous.
 void gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w, DType w_dtype,
               int64_t M, int64_t N, int64_t K, const GemmOptions& options = {});

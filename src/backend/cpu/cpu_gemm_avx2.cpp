@@ -15,4 +15,8 @@ void gemm_rows_avx2(const GemmOperands& g, int64_t n0, int64_t n1) {
   gemm_rows_for<Avx2, 2, 4, 2>(g, n0, n1);
 }
 
+void widen_e4m3_to_bf16_avx2(const uint8_t* src, uint16_t* dst, int64_t n) {
+  widen_e4m3_to_bf16<Avx2>(src, dst, n);
+}
+
 }  // namespace tandem::cpu

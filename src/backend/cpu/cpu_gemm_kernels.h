@@ -7,7 +7,12 @@
 
 namespace tandem::cpu {
 
-enum class WeightType : uint8_t { BF16, F16, F32 };
+// E4M3: FP8 weights, widened to their exact values (the caller applies their scales).
+enum class WeightType : uint8_t { BF16, F16, F32, E4M3 };
+
+constexpr int64_t weight_bytes(WeightType wt) {
+  return wt == WeightType::F32 ? 4 : wt == WeightType::E4M3 ? 1 : 2;
+}
 
 // One product's operands, with x already padded with zeros to kp (a whole number of
 // kernel chunks of 2 · lanes k values; pack_rows in cpu_gemm.cpp). Every weight dtype is
@@ -25,6 +30,9 @@ struct GemmOperands {
 // out[m, n] for every m < M and n in [n0, n1).
 void gemm_rows_avx2(const GemmOperands& g, int64_t n0, int64_t n1);
 void gemm_rows_avx512(const GemmOperands& g, int64_t n0, int64_t n1);
+// dst[i] = the bf16 of e4m3 src[i] (exact: every e4m3 value is a bf16 one), i < n.
+void widen_e4m3_to_bf16_avx2(const uint8_t* src, uint16_t* dst, int64_t n);
+void widen_e4m3_to_bf16_avx512(const uint8_t* src, uint16_t* dst, int64_t n);
 
 // k values per kernel step: 2 · the vector's f32 lanes.
 constexpr int64_t kChunkAvx2 = 16;

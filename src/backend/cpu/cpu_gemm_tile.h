@@ -21,7 +21,7 @@ namespace tandem::cpu {
 namespace {
 
 template <WeightType WT>
-constexpr int64_t kWeightBytes = WT == WeightType::F32 ? 4 : 2;
+constexpr int64_t kWeightBytes = weight_bytes(WT);
 
 // A tile of NR > 1 weight rows prefetches each row's chunk into L2 from the row this many
 // rows further on, which a later tile reads: NR interleaved row streams defeat the
@@ -119,6 +119,29 @@ void rows_of(const GemmOperands& g, int64_t n0, int64_t n1) {
   }
 }
 
+// dst[i] = bf16(e4m3 src[i]), through V::widen (exact f32, whose top half is the bf16).
+template <class V>
+void widen_e4m3_to_bf16(const uint8_t* src, uint16_t* dst, int64_t n) {
+  constexpr int64_t C = 2 * V::kLanes;
+  int64_t i = 0;
+  for (; i + C <= n; i += C) {
+    typename V::Reg a, b;
+    V::template widen<WeightType::E4M3>(reinterpret_cast<const char*>(src + i), a, b);
+    V::store_bf16(dst + i, a);
+    V::store_bf16(dst + i + V::kLanes, b);
+  }
+  if (i < n) {
+    alignas(64) uint8_t pad[C] = {};
+    alignas(64) uint16_t out[C];
+    std::memcpy(pad, src + i, size_t(n - i));
+    typename V::Reg a, b;
+    V::template widen<WeightType::E4M3>(reinterpret_cast<const char*>(pad), a, b);
+    V::store_bf16(out, a);
+    V::store_bf16(out + V::kLanes, b);
+    std::memcpy(dst + i, out, size_t(n - i) * 2);
+  }
+}
+
 // gemm_rows for V, dispatched on the weight type once per call.
 template <class V, int MR, int NR, int NR1>
 void gemm_rows_for(const GemmOperands& g, int64_t n0, int64_t n1) {
@@ -126,6 +149,7 @@ void gemm_rows_for(const GemmOperands& g, int64_t n0, int64_t n1) {
     case WeightType::BF16: return rows_of<V, WeightType::BF16, MR, NR, NR1>(g, n0, n1);
     case WeightType::F16: return rows_of<V, WeightType::F16, MR, NR, NR1>(g, n0, n1);
     case WeightType::F32: return rows_of<V, WeightType::F32, MR, NR, NR1>(g, n0, n1);
+    case WeightType::E4M3: return rows_of<V, WeightType::E4M3, MR, NR, NR1>(g, n0, n1);
   }
 }
 

@@ -1,5 +1,5 @@
 // The CPU twin of the FP8 linears: the reference the CUDA kernels are checked against, op
-// by op, and what `tandem logits --device cpu` computes on an FP8 checkpoint.
+// by op, and what the CPU backend serves an FP8 checkpoint (or --quantization fp8) with.
 //
 // The declared W8A8 arithmetic, for x [T, K] and an e4m3 weight Wq [N, K] with scales s_w:
 //   x is scaled per token — per group of block_k columns for block weights, over the whole
@@ -7,11 +7,13 @@
 //   input_scale (Static), and rounded to e4m3 (nearest even, saturating at ±448): xq;
 //   y[t, n] = Σ_groups (Σ_k xq[t, k] · Wq[n, k]) · s_x[t, g] · s_w[n, g],
 // with s_w one value, one per row n, or one per [block_n, block_k] block.
-// Computed as an f32 GEMM of x' = xq · s_x against W' = Wq · s_w: every product of two
-// e4m3 values is exact in f32, and folding the two scales into the factors changes each
-// term by at most one f32 rounding (2^-24 relative), so the sums are the declared ones up
-// to f32 summation order (the oracle fixtures agree to ~1e-6). W' is expanded a bounded
-// slice of rows at a time, never whole.
+// Per-tensor and per-channel weights (one group): the GEMM kernels take Wq as stored, one
+// byte a weight, widened in registers (cpu_gemm.h), and sum xq · Wq in f32 — every product
+// of two e4m3 values is exact in f32, so only the summation order is the kernels' — then
+// each sum is scaled by s_x · s_w in double. Block weights: an f32 GEMM of x' = xq · s_x
+// against W' = Wq · s_w, expanded a bounded slice of rows at a time, never whole (folding
+// the scales into the factors moves each term by at most one f32 rounding, 2^-24). The
+// oracle fixtures agree with either to ~1e-6.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -57,11 +59,12 @@ int64_t input_group(const LinearQuant& q, int64_t K) {
   return q.granularity == ScaleGranularity::Block ? q.block_k : K;
 }
 
-// x' = e4m3(x / s) · s per row and column group, x rounded to bf16 first when
-// `bf16_inputs` (CpuBackend::set_fp8_inputs_bf16).   dst, x [T, K]
-void quantize_inputs(ThreadPool& pool, float* dst, const float* x, int64_t T, int64_t K,
+// xq = the e4m3 value of x / s and s, per row and column group, x rounded to bf16 first
+// when `bf16_inputs` (CpuBackend::set_fp8_inputs_bf16).   xq, x [T, K], s [T, ⌈K / group⌉]
+void quantize_inputs(ThreadPool& pool, float* xq, double* s, const float* x, int64_t T, int64_t K,
                      int64_t group, const std::optional<float>& static_scale, bool bf16_inputs) {
   const float* values = e4m3_values();
+  const int64_t G = (K + group - 1) / group;
   cpu::parallel_for(pool, T, K * 4, [&](int64_t begin, int64_t end) {
     std::vector<float> row(bf16_inputs ? size_t(K) : 0);
     for (int64_t t = begin; t < end; t++) {
@@ -70,47 +73,37 @@ void quantize_inputs(ThreadPool& pool, float* dst, const float* x, int64_t T, in
         for (int64_t k = 0; k < K; k++) row[size_t(k)] = bf16_to_f32(f32_to_bf16(in[k]));
         in = row.data();
       }
-      for (int64_t g0 = 0; g0 < K; g0 += group) {
-        const int64_t g1 = std::min(K, g0 + group);
-        double s = 0.0;
+      for (int64_t g = 0; g < G; g++) {
+        const int64_t g0 = g * group, g1 = std::min(K, g0 + group);
+        double sg = 0.0;
         if (static_scale) {
-          s = *static_scale;
+          sg = *static_scale;
         } else {
           float amax = 0.f;
           for (int64_t k = g0; k < g1; k++) amax = std::max(amax, std::fabs(in[k]));
-          s = std::max(double(amax), 1e-12) / 448.0;
+          sg = std::max(double(amax), 1e-12) / 448.0;
         }
-        for (int64_t k = g0; k < g1; k++)
-          dst[t * K + k] = float(double(values[f64_to_f8e4m3(double(in[k]) / s)]) * s);
+        s[t * G + g] = sg;
+        for (int64_t k = g0; k < g1; k++) xq[t * K + k] = values[f64_to_f8e4m3(double(in[k]) / sg)];
       }
     }
   });
 }
 
-// W'[n - n0] = Wq[n] · s_w for rows [n0, n1).   dst [n1 - n0, K], w [N, K]
+// W'[n - n0] = Wq[n] · s_w for rows [n0, n1) of a block-scaled weight.
+//   dst [n1 - n0, K], w [N, K]
 void expand_weight_rows(ThreadPool& pool, float* dst, const uint8_t* w, const LinearQuant& q,
                         int64_t n0, int64_t n1, int64_t K) {
   const float* values = e4m3_values();
   const float* scale = q.weight_scale.ptr<float>();
-  const int64_t KB = q.granularity == ScaleGranularity::Block ? (K + q.block_k - 1) / q.block_k : 1;
+  const int64_t KB = (K + q.block_k - 1) / q.block_k;
   cpu::parallel_for(pool, n1 - n0, K, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; r++) {
       const int64_t n = n0 + r;
       const uint8_t* row = w + n * K;
+      const float* srow = scale + (n / q.block_n) * KB;
       float* out = dst + r * K;
-      switch (q.granularity) {
-        case ScaleGranularity::PerTensor:
-        case ScaleGranularity::PerChannel: {
-          const float s = q.granularity == ScaleGranularity::PerTensor ? scale[0] : scale[n];
-          for (int64_t k = 0; k < K; k++) out[k] = values[row[k]] * s;
-          break;
-        }
-        case ScaleGranularity::Block: {
-          const float* srow = scale + (n / q.block_n) * KB;
-          for (int64_t k = 0; k < K; k++) out[k] = values[row[k]] * srow[k / q.block_k];
-          break;
-        }
-      }
+      for (int64_t k = 0; k < K; k++) out[k] = values[row[k]] * srow[k / q.block_k];
     }
   });
 }
@@ -154,24 +147,39 @@ void CpuBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l) {
   TANDEM_CHECK(out.data != x.data, "linear: out may not alias x");
   TANDEM_CHECK(K > 0, "linear: empty reduction dim in w {}", w.shape.str());
   if (T == 0) return;
+  const int64_t group = input_group(q, K), G = (K + group - 1) / group;
   std::vector<float> xq(size_t(T * K));
+  std::vector<double> sx(size_t(T * G));
   std::optional<float> static_scale;
   if (q.input == InputScaling::Static) static_scale = q.input_scale.ptr<float>()[0];
-  quantize_inputs(*pool_, xq.data(), x.ptr<float>(), T, K, input_group(q, K), static_scale,
+  quantize_inputs(*pool_, xq.data(), sx.data(), x.ptr<float>(), T, K, group, static_scale,
                   fp8_inputs_bf16_);
-
-  // Slices of at most ~16 MB of expanded weight rows.
-  const int64_t slice = std::clamp<int64_t>((int64_t(4) << 20) / K, 1, N);
-  std::vector<float> wq(size_t(slice * K));
-  std::vector<float> part(slice == N ? 0 : size_t(T * slice));
   float* o = out.ptr<float>();
-  for (int64_t n0 = 0; n0 < N; n0 += slice) {
-    const int64_t n1 = std::min(N, n0 + slice), rows = n1 - n0;
-    expand_weight_rows(*pool_, wq.data(), w.ptr<uint8_t>(), q, n0, n1, K);
-    float* dst = slice == N ? o : part.data();
-    cpu::gemm_xwt(*pool_, dst, xq.data(), wq.data(), DType::F32, T, rows, K);
-    if (slice != N)
-      for (int64_t t = 0; t < T; t++) std::copy_n(dst + t * rows, rows, o + t * N + n0);
+  const float* sw = q.weight_scale.ptr<float>();
+  if (q.granularity != ScaleGranularity::Block) {
+    cpu::gemm_xwt(*pool_, o, xq.data(), w.data, DType::F8E4M3, T, N, K);
+    const bool per_channel = q.granularity == ScaleGranularity::PerChannel;
+    cpu::parallel_for(*pool_, T, N, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; t++)
+        for (int64_t n = 0; n < N; n++)
+          o[t * N + n] = float(double(o[t * N + n]) * sx[size_t(t)] * sw[per_channel ? n : 0]);
+    });
+  } else {
+    for (int64_t t = 0; t < T; t++)
+      for (int64_t k = 0; k < K; k++)
+        xq[size_t(t * K + k)] = float(double(xq[size_t(t * K + k)]) * sx[size_t(t * G + k / group)]);
+    // Slices of at most ~16 MB of expanded weight rows.
+    const int64_t slice = std::clamp<int64_t>((int64_t(4) << 20) / K, 1, N);
+    std::vector<float> wq(size_t(slice * K));
+    std::vector<float> part(slice == N ? 0 : size_t(T * slice));
+    for (int64_t n0 = 0; n0 < N; n0 += slice) {
+      const int64_t n1 = std::min(N, n0 + slice), rows = n1 - n0;
+      expand_weight_rows(*pool_, wq.data(), w.ptr<uint8_t>(), q, n0, n1, K);
+      float* dst = slice == N ? o : part.data();
+      cpu::gemm_xwt(*pool_, dst, xq.data(), wq.data(), DType::F32, T, rows, K);
+      if (slice != N)
+        for (int64_t t = 0; t < T; t++) std::copy_n(dst + t * rows, rows, o + t * N + n0);
+    }
   }
   if (!l.bias.defined()) return;
   const cpu::F32Weights bias(l.bias, "linear", "bias");

@@ -25,6 +25,12 @@ struct Avx2 {
   static Reg set1(float v) { return _mm256_set1_ps(v); }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+  // The top halves of v's lanes (the bf16 of a value that is one exactly) at p.
+  static void store_bf16(uint16_t* p, Reg v) {
+    const __m256i h = _mm256_srli_epi32(_mm256_castps_si256(v), 16);
+    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
+  }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
   static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
   static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
@@ -85,6 +91,18 @@ struct Avx2 {
     } else if constexpr (WT == WeightType::F16) {
       a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
       b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16)));
+    } else if constexpr (WT == WeightType::E4M3) {
+      // An e4m3 byte's exponent and mantissa shifted left 7 are an f16's, with the f16's
+      // exponent bias 8 larger: that f16 is the value / 256, subnormals included, and
+      // F16C widens it exactly. The NaN codes (0x7f, 0xff) become an f16 NaN.
+      const __m256i u = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+      const __m256i mag = _mm256_and_si256(u, _mm256_set1_epi16(0x7f));
+      __m256i h = _mm256_or_si256(_mm256_slli_epi16(mag, 7),
+                                  _mm256_and_si256(_mm256_slli_epi16(u, 8), _mm256_set1_epi16(int16_t(0x8000))));
+      h = _mm256_blendv_epi8(h, _mm256_set1_epi16(0x7e00), _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f)));
+      const __m256 k = _mm256_set1_ps(256.f);
+      a = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), k);
+      b = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), k);
     } else {
       a = _mm256_loadu_ps(reinterpret_cast<const float*>(w));
       b = _mm256_loadu_ps(reinterpret_cast<const float*>(w) + 8);

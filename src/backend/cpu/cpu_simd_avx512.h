@@ -22,6 +22,11 @@ struct Avx512 {
   static Reg set1(float v) { return _mm512_set1_ps(v); }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  // The top halves of v's lanes (the bf16 of a value that is one exactly) at p.
+  static void store_bf16(uint16_t* p, Reg v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
+  }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
   static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
   static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
@@ -108,6 +113,17 @@ struct Avx512 {
       const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32));
       a = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(lo), 16));
       b = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+    } else if constexpr (WT == WeightType::E4M3) {
+      // As in Avx2::widen: the e4m3 bits shifted into an f16 are the value / 256.
+      const __m512i u = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+      const __m512i mag = _mm512_and_si512(u, _mm512_set1_epi16(0x7f));
+      __m512i h = _mm512_or_si512(_mm512_slli_epi16(mag, 7),
+                                  _mm512_and_si512(_mm512_slli_epi16(u, 8), _mm512_set1_epi16(int16_t(0x8000))));
+      h = _mm512_mask_mov_epi16(h, _mm512_cmpeq_epi16_mask(mag, _mm512_set1_epi16(0x7f)),
+                                _mm512_set1_epi16(0x7e00));
+      const __m512 k = _mm512_set1_ps(256.f);
+      a = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(h)), k);
+      b = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)), k);
     } else if constexpr (WT == WeightType::F16) {
       a = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
       b = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32)));

@@ -1,12 +1,13 @@
 // The GEMM kernels (cpu_gemm.h) against a naive double loop over the widened weights, on
 // every instruction set this machine runs (AVX2 always, AVX-512 where present), every
-// weight dtype and both paths, over shapes that hit every tile and tail; plus the
-// promises the engine relies on: a row's result does not depend on the other rows or
-// on the thread count, and no weight is read past the tensor's end.
+// weight dtype (e4m3 too: its values, unscaled) and both paths, over shapes that hit every
+// tile and tail; plus the promises the engine relies on: a row's result does not depend
+// on the other rows or on the thread count, and no weight is read past the tensor's end.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -67,8 +68,8 @@ std::string trace(CpuIsa isa, DType d, GemmPath p, Shape3 s) {
 
 TEST(CpuGemm, MatchesNaiveOnEveryIsaDtypeAndPath) {
   ThreadPool pool(3);
-  const std::vector<Shape3> shapes = {{1, 1, 1},    {1, 9, 7},    {2, 5, 16},   {3, 17, 31},
-                                      {4, 8, 32},   {5, 13, 33},  {7, 70, 100}, {16, 64, 768},
+  const std::vector<Shape3> shapes = {{1, 1, 1},     {1, 9, 7},    {2, 5, 16},   {3, 17, 31},
+                                      {4, 8, 32},    {5, 13, 33},  {7, 70, 100}, {16, 64, 768},
                                       {17, 130, 48}, {33, 40, 65}, {1, 300, 257}};
   for (uint32_t seed : test::test_seeds()) {
     SCOPED_TRACE(test::seed_trace(seed));
@@ -76,7 +77,7 @@ TEST(CpuGemm, MatchesNaiveOnEveryIsaDtypeAndPath) {
     for (Shape3 s : shapes) {
       const auto x = test::random_vec(rng, size_t(s.M * s.K));
       const auto w = test::random_vec(rng, size_t(s.N * s.K));
-      for (DType d : {DType::BF16, DType::F16, DType::F32}) {
+      for (DType d : {DType::BF16, DType::F16, DType::F32, DType::F8E4M3}) {
         const Weights wd = make_weights(w, d);
         const auto ref = gemm_ref(x, wd.values, s.M, s.N, s.K);
         for (CpuIsa isa : isas_here())
@@ -133,18 +134,54 @@ TEST(CpuGemm, StorageDtypeDoesNotChangeTheBits) {
   }
 }
 
+// e4m3 weights widen to their exact values — every one of the 256 codes, subnormals, ±0
+// and NaN included — so an FP8 product has the bits of the f32 product over the decoded
+// values (the FP8 linear's sum of exact products rests on this); in registers for few x
+// rows and through a bf16 copy of each block for many (cpu_gemm.cpp).
+TEST(CpuGemm, E4m3WeightsWidenToTheirExactValues) {
+  ThreadPool pool(2);
+  const int64_t N = 256, K = 37;  // code n at column n % K of row n, zeros elsewhere
+  std::vector<uint8_t> w(size_t(N * K), 0);
+  for (int64_t n = 0; n < N; n++) w[size_t(n * K + n % K)] = uint8_t(n);
+  std::vector<float> wf(w.size());
+  convert_to_f32(w.data(), DType::F8E4M3, wf.data(), w.size());
+  std::mt19937 rng(3);
+  for (int64_t M : {3, 40}) {
+    for (CpuIsa isa : isas_here()) {
+      SCOPED_TRACE(std::string(cpu_isa_name(isa)) + " M=" + std::to_string(M));
+      auto x = test::random_vec(rng, size_t(M * K));
+      for (int64_t k = 0; k < K; k++) x[size_t(k)] = 1.f;  // row 0 reads each value alone
+      std::vector<float> got(size_t(M * N)), want(size_t(M * N));
+      cpu::gemm_xwt(pool, got.data(), x.data(), w.data(), DType::F8E4M3, M, N, K, {isa});
+      cpu::gemm_xwt(pool, want.data(), x.data(), wf.data(), DType::F32, M, N, K, {isa});
+      for (int64_t i = 0; i < M * N; i++) {
+        if (std::isnan(want[size_t(i)])) {
+          EXPECT_TRUE(std::isnan(got[size_t(i)])) << "row " << i / N << " code " << i % N;
+        } else {
+          EXPECT_EQ(got[size_t(i)], want[size_t(i)]) << "row " << i / N << " code " << i % N;
+        }
+      }
+      for (int64_t n = 0; n < N; n++) {
+        if (n == 0x7f || n == 0xff) continue;
+        EXPECT_EQ(got[size_t(n)], f8e4m3_to_f32(uint8_t(n))) << "code " << n;
+      }
+    }
+  }
+}
+
 // Weights that end where an unreadable page begins: a kernel reading past the last
 // row's end would fault. K is odd so every row ends inside a chunk.
 TEST(CpuGemm, NeverReadsPastTheWeights) {
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  void* region = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* region =
+      mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(region, MAP_FAILED);
   ASSERT_EQ(mprotect(static_cast<char*>(region) + page, page, PROT_NONE), 0);
   ThreadPool pool(2);
   std::mt19937 rng(5);
   const int64_t M = 3, N = 5, K = 37;
   const auto x = test::random_vec(rng, size_t(M * K));
-  for (DType d : {DType::BF16, DType::F16, DType::F32}) {
+  for (DType d : {DType::BF16, DType::F16, DType::F32, DType::F8E4M3}) {
     const Weights wd = make_weights(test::random_vec(rng, size_t(N * K)), d);
     char* w = static_cast<char*>(region) + page - wd.bytes.size();
     std::memcpy(w, wd.bytes.data(), wd.bytes.size());
