@@ -56,7 +56,7 @@ void pack_rows(float* xp, const float* x, int64_t r0, int64_t r1, int64_t K, int
 }
 
 void gemm_kernels(ThreadPool& pool, float* out, const float* x, const void* w, WeightType wt,
-                  int64_t M, int64_t N, int64_t K, CpuIsa isa) {
+                  int64_t M, int64_t N, int64_t K, CpuIsa isa, const BlockScales& scales = {}) {
   const int64_t C = isa == CpuIsa::Avx512 ? kChunkAvx512 : kChunkAvx2;
   const int64_t kp = ceil_div(K, C) * C;
   thread_local std::vector<float> packed;
@@ -75,6 +75,7 @@ void gemm_kernels(ThreadPool& pool, float* out, const float* x, const void* w, W
   g.kp = kp;
   g.ldo = N;
   g.wt = wt;
+  g.blocks = scales;
   const bool widen_once = wt == WeightType::E4M3 && M >= widen_e4m3_rows(isa);
   g.block_rows = block_rows(N, K, widen_once ? 2 : weight_bytes(wt), pool.num_threads());
   const auto rows = isa == CpuIsa::Avx512 ? gemm_rows_avx512 : gemm_rows_avx2;
@@ -152,6 +153,18 @@ void gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w, DType
     gemm_blas(pool, out, x, w, wt, M, N, K);
   else
     gemm_kernels(pool, out, x, w, wt, M, N, K, options.isa);
+}
+
+void gemm_xwt_e4m3_blocks(ThreadPool& pool, float* out, const float* x, const uint8_t* w,
+                          const float* scales, int64_t block_n, int64_t block_k, int64_t M,
+                          int64_t N, int64_t K, CpuIsa isa) {
+  if (M == 0 || N == 0) return;
+  TANDEM_CHECK(K > 0 && block_n > 0 && block_k > 0 && block_k % kChunkAvx512 == 0,
+               "gemm: block scales of {}x{} (block_k must be a multiple of {})", block_n, block_k,
+               kChunkAvx512);
+  TANDEM_CHECK(isa <= cpu_max_isa(), "gemm: {} kernels asked of a cpu without them", cpu_isa_name(isa));
+  gemm_kernels(pool, out, x, w, WeightType::E4M3_BLOCKS, M, N, K, isa,
+               BlockScales{scales, ceil_div(K, block_k), block_n, block_k});
 }
 
 }  // namespace tandem::cpu

@@ -38,6 +38,14 @@ struct GemmOptions {
 void gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w, DType w_dtype,
               int64_t M, int64_t N, int64_t K, const GemmOptions& options = {});
 
+// out [M, N] = x [M, K] · W'ᵀ with W' = Wq · s in f32: Wq [N, K] e4m3, s
+// [⌈N / block_n⌉, ⌈K / block_k⌉] one scale per block, block_k a multiple of 32. The kernels
+// multiply each widened chunk by its scale, so the result has the bits of gemm_xwt over W'
+// stored in f32, without W' ever being written.
+void gemm_xwt_e4m3_blocks(ThreadPool& pool, float* out, const float* x, const uint8_t* w,
+                          const float* scales, int64_t block_n, int64_t block_k, int64_t M,
+                          int64_t N, int64_t K, CpuIsa isa = cpu_isa());
+
 // The path gemm_xwt takes for M rows when the options leave it open.
 GemmPath gemm_path_for(int64_t M, DType w_dtype);
 

@@ -8,11 +8,20 @@
 namespace tandem::cpu {
 
 // E4M3: FP8 weights, widened to their exact values (the caller applies their scales).
-enum class WeightType : uint8_t { BF16, F16, F32, E4M3 };
+// E4M3_BLOCKS: FP8 weights widened and multiplied in f32 by their [block_n, block_k]
+// block's scale (GemmOperands::blocks), i.e. the f32 weights Wq · s_w.
+enum class WeightType : uint8_t { BF16, F16, F32, E4M3, E4M3_BLOCKS };
 
 constexpr int64_t weight_bytes(WeightType wt) {
-  return wt == WeightType::F32 ? 4 : wt == WeightType::E4M3 ? 1 : 2;
+  return wt == WeightType::F32 ? 4 : wt == WeightType::E4M3 || wt == WeightType::E4M3_BLOCKS ? 1 : 2;
 }
+
+// The block scales of E4M3_BLOCKS weights: s [⌈N / block_n⌉, ld]; block_k is a whole number
+// of kernel chunks.
+struct BlockScales {
+  const float* s = nullptr;
+  int64_t ld = 0, block_n = 0, block_k = 0;
+};
 
 // One product's operands, with x already padded with zeros to kp (a whole number of
 // kernel chunks of 2 · lanes k values; pack_rows in cpu_gemm.cpp). Every weight dtype is
@@ -25,6 +34,7 @@ struct GemmOperands {
   int64_t block_rows = 64;  // weight rows per block: a block stays in L2 while every
                             // group of x rows passes over it
   WeightType wt = WeightType::BF16;
+  BlockScales blocks;  // E4M3_BLOCKS only
 };
 
 // out[m, n] for every m < M and n in [n0, n1).

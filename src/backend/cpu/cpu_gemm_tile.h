@@ -29,10 +29,11 @@ constexpr int64_t kWeightBytes = weight_bytes(WT);
 // single-row tile is one sequential stream and prefetches nothing.
 constexpr int64_t kPrefetchRows = 8;
 
-// One chunk: acc[i][j] += x_i · w_j over the chunk's 2 · V::kLanes k values.
+// One chunk: acc[i][j] += x_i · w_j over the chunk's 2 · V::kLanes k values (w_j times
+// s[j] for E4M3_BLOCKS).
 template <class V, WeightType WT, int MR, int NR>
 inline void chunk_step(typename V::Reg (&acc)[MR][NR], const float* const (&x)[MR],
-                       const char* const (&w)[NR]) {
+                       const char* const (&w)[NR], const float (&s)[NR]) {
   typename V::Reg xa[MR], xb[MR];
   for (int i = 0; i < MR; i++) {
     xa[i] = V::load(x[i]);
@@ -40,7 +41,14 @@ inline void chunk_step(typename V::Reg (&acc)[MR][NR], const float* const (&x)[M
   }
   for (int j = 0; j < NR; j++) {
     typename V::Reg wa, wb;
-    V::template widen<WT>(w[j], wa, wb);
+    if constexpr (WT == WeightType::E4M3_BLOCKS) {
+      V::template widen<WeightType::E4M3>(w[j], wa, wb);
+      const typename V::Reg sj = V::set1(s[j]);
+      wa = V::mul(wa, sj);
+      wb = V::mul(wb, sj);
+    } else {
+      V::template widen<WT>(w[j], wa, wb);
+    }
     for (int i = 0; i < MR; i++) {
       acc[i][j] = V::fma(xa[i], wa, acc[i][j]);
       acc[i][j] = V::fma(xb[i], wb, acc[i][j]);
@@ -59,11 +67,21 @@ void tile(const GemmOperands& g, int64_t m0, int64_t n0) {
   const char* w[NR];
   for (int i = 0; i < MR; i++) x[i] = g.xp + (m0 + i) * g.kp;
   for (int j = 0; j < NR; j++) w[j] = static_cast<const char*>(g.w) + (n0 + j) * g.K * EB;
+  // E4M3_BLOCKS: each row's scales, and the chunk's (block_k is a whole number of chunks).
+  const float* srow[NR] = {};
+  float s[NR] = {};
+  if constexpr (WT == WeightType::E4M3_BLOCKS)
+    for (int j = 0; j < NR; j++) srow[j] = g.blocks.s + (n0 + j) / g.blocks.block_n * g.blocks.ld;
+  auto chunk_scales = [&](int64_t c) {
+    if constexpr (WT == WeightType::E4M3_BLOCKS)
+      for (int j = 0; j < NR; j++) s[j] = srow[j][c * C / g.blocks.block_k];
+  };
   const int64_t full = g.K / C, ahead = kPrefetchRows * g.K * EB;
   for (int64_t c = 0; c < full; c++) {
     if constexpr (NR > 1)
       for (int j = 0; j < NR; j++) _mm_prefetch(w[j] + ahead, _MM_HINT_T1);
-    chunk_step<V, WT, MR, NR>(acc, x, w);
+    chunk_scales(c);
+    chunk_step<V, WT, MR, NR>(acc, x, w, s);
     for (int i = 0; i < MR; i++) x[i] += C;
     for (int j = 0; j < NR; j++) w[j] += C * EB;
   }
@@ -77,7 +95,8 @@ void tile(const GemmOperands& g, int64_t m0, int64_t n0) {
       std::memcpy(pad[j], w[j], size_t(tail * EB));
       pw[j] = pad[j];
     }
-    chunk_step<V, WT, MR, NR>(acc, x, pw);
+    chunk_scales(full);
+    chunk_step<V, WT, MR, NR>(acc, x, pw, s);
   }
   for (int i = 0; i < MR; i++)
     for (int j = 0; j < NR; j++) g.out[(m0 + i) * g.ldo + n0 + j] = V::reduce(acc[i][j]);
@@ -150,6 +169,7 @@ void gemm_rows_for(const GemmOperands& g, int64_t n0, int64_t n1) {
     case WeightType::F16: return rows_of<V, WeightType::F16, MR, NR, NR1>(g, n0, n1);
     case WeightType::F32: return rows_of<V, WeightType::F32, MR, NR, NR1>(g, n0, n1);
     case WeightType::E4M3: return rows_of<V, WeightType::E4M3, MR, NR, NR1>(g, n0, n1);
+    case WeightType::E4M3_BLOCKS: return rows_of<V, WeightType::E4M3_BLOCKS, MR, NR, NR1>(g, n0, n1);
   }
 }
 

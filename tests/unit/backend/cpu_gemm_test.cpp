@@ -169,6 +169,36 @@ TEST(CpuGemm, E4m3WeightsWidenToTheirExactValues) {
   }
 }
 
+// Block-scaled e4m3 (gemm_xwt_e4m3_blocks) has the bits of the f32 GEMM over W' = Wq · s
+// written out, for any block shape, ragged edges included.
+TEST(CpuGemm, E4m3BlocksEqualTheExpandedWeights) {
+  ThreadPool pool(2);
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> v(-400.f, 400.f), sv(1e-3f, 3e-3f);
+  for (auto [bn, bk] : {std::pair<int64_t, int64_t>{128, 128}, {1, 32}, {16, 64}})
+    for (Shape3 sh : std::vector<Shape3>{{1, 130, 300}, {3, 17, 64}, {5, 200, 100}}) {
+      const int64_t NB = (sh.N + bn - 1) / bn, KB = (sh.K + bk - 1) / bk;
+      std::vector<uint8_t> w(size_t(sh.N * sh.K));
+      for (auto& b : w) b = f32_to_f8e4m3(v(rng));
+      std::vector<float> s(size_t(NB * KB)), wide(w.size());
+      for (float& f : s) f = sv(rng);
+      for (int64_t n = 0; n < sh.N; n++)
+        for (int64_t k = 0; k < sh.K; k++)
+          wide[size_t(n * sh.K + k)] = f8e4m3_to_f32(w[size_t(n * sh.K + k)]) * s[size_t(n / bn * KB + k / bk)];
+      const auto x = test::random_vec(rng, size_t(sh.M * sh.K));
+      for (CpuIsa isa : isas_here()) {
+        SCOPED_TRACE(std::string(cpu_isa_name(isa)) + " block " + std::to_string(bn) + "x" +
+                     std::to_string(bk) + " M=" + std::to_string(sh.M) + " N=" + std::to_string(sh.N) +
+                     " K=" + std::to_string(sh.K));
+        std::vector<float> got(size_t(sh.M * sh.N)), want(size_t(sh.M * sh.N));
+        cpu::gemm_xwt_e4m3_blocks(pool, got.data(), x.data(), w.data(), s.data(), bn, bk, sh.M, sh.N,
+                                  sh.K, isa);
+        cpu::gemm_xwt(pool, want.data(), x.data(), wide.data(), DType::F32, sh.M, sh.N, sh.K, {isa});
+        EXPECT_EQ(got, want);
+      }
+    }
+}
+
 // Weights that end where an unreadable page begins: a kernel reading past the last
 // row's end would fault. K is odd so every row ends inside a chunk.
 TEST(CpuGemm, NeverReadsPastTheWeights) {

@@ -60,7 +60,8 @@ TEST(CpuLinearFp8, ComputesTheDeclaredScheme) {
                         {ScaleGranularity::Block, 1, 128, false},
                         {ScaleGranularity::Block, 16, 32, false}};
   for (const Case& c : cases)
-    for (auto [T, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 130, 200}, {5, 64, 256}, {3, 7, 40}}) {
+    for (auto [T, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 130, 200}, {5, 64, 256}, {3, 7, 40},
+                           {130, 70, 300}}) {
       SCOPED_TRACE(testing::Message() << "granularity " << int(c.granularity) << " static "
                                       << c.static_input << " T " << T << " N " << N << " K " << K);
       std::vector<float> x = test::random_vec(rng, size_t(T * K), -3.f, 3.f);
@@ -88,6 +89,48 @@ TEST(CpuLinearFp8, ComputesTheDeclaredScheme) {
       be->linear(out, be->upload(test::host_f32(x, {T, K}), DType::F32), l);
       EXPECT_LE(test::rel_err(test::to_vec(*be, out), naive(x, w, s, bias, T, N, K, c, 0.01f)), 1e-5);
     }
+}
+
+// A row's result does not depend on the rows beside it, though few rows and many take
+// different paths (the bytes widened in registers, or widened / expanded once per call):
+// the batch gate rests on this.
+TEST(CpuLinearFp8, RowsDoNotDependOnTheBatch) {
+  auto be = make_cpu_backend();
+  std::mt19937 rng(17);
+  const int64_t T = 140, N = 150, K = 320;
+  const std::vector<float> x = test::random_vec(rng, size_t(T * K), -3.f, 3.f);
+  Tensor wh = Tensor::empty_host(DType::F8E4M3, {N, K});
+  std::uniform_real_distribution<float> v(-400.f, 400.f), sv(1e-3f, 3e-3f);
+  for (int64_t i = 0; i < N * K; i++) wh.ptr<uint8_t>()[i] = f32_to_f8e4m3(v(rng));
+  const Case cases[] = {{ScaleGranularity::PerChannel, 0, 0, false},
+                        {ScaleGranularity::Block, 128, 128, false},
+                        {ScaleGranularity::Block, 16, 32, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << "granularity " << int(c.granularity) << " block " << c.block_n);
+    const bool block = c.granularity == ScaleGranularity::Block;
+    const int64_t ns = !block ? N : ((N + c.block_n - 1) / c.block_n) * ((K + c.block_k - 1) / c.block_k);
+    std::vector<float> s(static_cast<size_t>(ns));
+    for (float& f : s) f = sv(rng);
+    Linear l{.weight = be->upload(wh, DType::F8E4M3)};
+    l.quant = LinearQuant{.granularity = c.granularity,
+                          .weight_scale = be->upload(test::host_f32(s, {ns}), DType::F32),
+                          .block_n = c.block_n,
+                          .block_k = c.block_k,
+                          .input = InputScaling::Dynamic};
+    auto run = [&](int64_t t0, int64_t rows) {
+      Tensor out = be->alloc(DType::F32, {rows, N});
+      std::vector<float> part(x.begin() + t0 * K, x.begin() + (t0 + rows) * K);
+      be->linear(out, be->upload(test::host_f32(part, {rows, K}), DType::F32), l);
+      return test::to_vec(*be, out);
+    };
+    const std::vector<float> all = run(0, T);
+    for (int64_t t : {int64_t(0), int64_t(7), T - 1}) {
+      const std::vector<float> alone = run(t, 1);
+      EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin() + t * N)) << "row " << t;
+    }
+    const std::vector<float> four = run(8, 4);
+    EXPECT_TRUE(std::equal(four.begin(), four.end(), all.begin() + 8 * N)) << "rows 8-11";
+  }
 }
 
 // set_fp8_inputs_bf16 (the CUDA gate's yardstick): the twin then computes on bf16(x),
