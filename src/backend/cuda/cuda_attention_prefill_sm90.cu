@@ -21,7 +21,7 @@
 // Two producers for the bf16 cache (which one: choose_sm90_loads, cuda_attention_prefill.h):
 // cp.async from 128 threads, row by row through the block table, with zero-fill for
 // keys past the tile's last visible key, table entries outside the table or the pool and
-// head-dim padding; or TMA (issue 26, round 4): one producer warp issues a box per
+// head-dim padding; or TMA (issue 26, round 4): a producer warp per ring issues a box per
 // (paged block piece, 64-column block) of a tile, completing on the stage's `full`
 // barrier by transaction bytes (cuda_attention_sm90_load.cuh, load_tile_tma). TMA cannot
 // zero part of a box, and its tiles start on a box boundary (kmin rounded down), so a
@@ -51,10 +51,16 @@
 //
 // Tried (bench/RESULTS.md, H200): one release per warp and FA3's ping-pong between the two
 // consumer warpgroups (no gain: the producer was the limit), a producer split by ring and a
-// third K stage (both slower than the one producer issuing both rings). With TMA the
-// producer is light, so variant 2 (TANDEM_SM90_VARIANT) runs the ping-pong again on top
-// of it: the consumer warpgroups take turns issuing their GEMMs (named barriers 1 and 2),
-// so one warpgroup's softmax runs under the other's products.
+// third K stage (both slower than the one producer issuing both rings, with cp.async).
+// With TMA the producer is light, so variant 2 (TANDEM_SM90_VARIANT) runs the ping-pong
+// again on top of it: the consumer warpgroups take turns issuing their GEMMs (named
+// barriers 1 and 2), so one warpgroup's softmax runs under the other's products; and its
+// producer is split by ring after all (one warp a ring: produce_tma). Measured and not
+// kept on top of that (2026-12-03): one `empty` arrival per consumer warpgroup instead of
+// per thread, warpgroup 1 skipping the `full` waits warpgroup 0 made before its turn
+// (FA3's), block-table lines prefetched into L1, the tile's key bounds reduced per warp
+// before the shared atomics (all within noise or slower), and a quarter of the softmax's
+// exponentials on the FMA pipe by a polynomial (FlashAttention-4's split): 11% slower.
 //
 // Work split is the mma.sync kernel's: grid.x is an upper bound on the query tiles
 // (ceil(T·G/128) + B), each CTA finds its (row, tile) on the device; grid.y = kv head.
@@ -219,12 +225,16 @@ __device__ void produce_bf16(const AttnArgs& a, const TileRows<kBlockM>& rows, c
 }
 
 // The TMA producer (bf16): all 128 threads copy Q by cp.async (its own barrier), then
-// warp 0 issues every K/V tile in copy_of's order as soon as its stage is released: by
-// TMA with one arrive.expect_tx of the tile's bytes, or, for a V tile holding keys outside
-// [rows.kmin, rows.kmax], by cp.async with zero-fill, landed and fenced into the async
-// proxy before lane 0's arrival (at most the first and the last V tile: the warp waits
-// for those copies, the ring keeps the others in flight). Tiles start at kmin, a
-// multiple of the box rows.
+// warp 0 issues the K tiles and warp 1 the V tiles, each as soon as its stage is released
+// and whatever the other ring's progress: by TMA with one arrive.expect_tx of the tile's
+// bytes, or, for a V tile holding keys outside [rows.kmin, rows.kmax], by cp.async with
+// zero-fill, landed and fenced into the async proxy before lane 0's arrival (at most the
+// first and the last V tile: the V warp waits for those copies, the ring keeps the others
+// in flight). Tiles start at kmin, a multiple of the box rows. One warp issuing both rings
+// in copy_of's order ran 15-18% slower (466 / 512 / 522 against 548 / 589 / 614 TFLOP/s
+// at 8k / 32k / 128k on the H200, bench/RESULTS.md, 2026-12-03): a V tile then waited
+// behind the next K tile's release and block-table reads, and behind a V edge tile's
+// synchronous copy the K ring waited too.
 template <int D>
 __device__ void produce_tma(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
                             int row, int kvh, int kmin, const CUtensorMap* map_k,
@@ -233,15 +243,15 @@ __device__ void produce_tma(const AttnArgs& a, const TileRows<kBlockM>& rows, co
   const int ptid = int(threadIdx.x);  // 0..127
   sm90::load_q_sw<D, kBlockM>(ring.q, rows, a, ptid);
   sm90::cp_async_arrive_noinc(cuda::mbar_smem_addr(ring.full_q));
-  if (ptid < 32) {
-    if (ptid == 0) {
-      sm90::prefetch_tensor_map(map_k);
-      sm90::prefetch_tensor_map(map_v);
-    }
+  const int lane = ptid & 31, warp = ptid >> 5;
+  if (warp < 2) {
+    const bool v_warp = warp == 1;
+    if (lane == 0) sm90::prefetch_tensor_map(v_warp ? map_v : map_k);
     const int32_t* bt_row = a.block_table + int64_t(row) * a.max_blocks;
     const int num_tiles = (rows.kmax - kmin) / C::kBlockN + 1;
     for (int j = 0; j < 2 * num_tiles; j++) {
       const Copy cp = copy_of(j, num_tiles);
+      if (cp.is_v != v_warp) continue;  // the other warp's ring
       const int stages = cp.is_v ? C::kStagesV : C::kStagesK;
       const int t = cp.tile, s = t % stages, n = t / stages;
       if (n > 0)
@@ -251,17 +261,17 @@ __device__ void produce_tma(const AttnArgs& a, const TileRows<kBlockM>& rows, co
       const int kt = kmin + t * C::kBlockN;
       if (cp.is_v && (kt < rows.kmin || kt + C::kBlockN - 1 > rows.kmax)) {
         sm90::load_tile_sw_warp<D, C::kBlockN>(dst, static_cast<const bf16*>(a.v), a, bt_row, kvh,
-                                               kt, rows.kmin, rows.kmax, ptid);
+                                               kt, rows.kmin, rows.kmax, lane);
         asm volatile("cp.async.wait_all;\n" ::: "memory");
         sm90::fence_proxy_async();
         __syncwarp();
-        if (ptid == 0) cuda::mbar_arrive(bar);
+        if (lane == 0) cuda::mbar_arrive(bar);
         continue;
       }
-      if (ptid == 0) cuda::mbar_arrive_expect(bar, uint32_t(C::kTileBytes));
+      if (lane == 0) cuda::mbar_arrive_expect(bar, uint32_t(C::kTileBytes));
       __syncwarp();
       sm90::load_tile_tma<D, C::kBlockN>(dst, cp.is_v ? map_v : map_k, a, bt_row, kvh, kt,
-                                         cuda::mbar_smem_addr(bar), ptid);
+                                         cuda::mbar_smem_addr(bar), lane);
     }
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");  // Q landed before the thread leaves
