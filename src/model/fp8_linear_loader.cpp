@@ -79,8 +79,8 @@ Linear WeightLoader::load_experts(const std::string& name, int layer, Shape expe
   if (!rule || !loads_as_fp8(*rule, layer)) return Linear{.weight = load(name, layer, expected)};
   const std::string dir = checkpoint_.dir().string(), label = expand_name(name, layer);
   if (!backend_.fp8_experts())
-    fail("{}: '{}' holds FP8 MoE experts, which the {} backend does not run yet (the cpu "
-         "backend does)", dir, label, backend_.name());
+    fail("{}: '{}' holds FP8 MoE experts, which the {} backend does not run (the cpu and "
+         "cuda backends do)", dir, label, backend_.name());
   const int64_t E = expected[0], N = expected[1], K = expected[2];
   std::vector<Fp8Host> experts;
   for (int64_t e = 0; e < E; e++) experts.push_back(read_fp8(*rule, layer, int(e), {N, K}));

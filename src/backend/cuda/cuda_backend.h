@@ -100,8 +100,10 @@ class CudaBackend final : public Backend {
   void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
   void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                   bool renormalize) override;
+  // bf16 or FP8 (e4m3) experts (cuda_moe.cu).
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                    const Linear& gate_up, const Linear& down, Activation act) override;
+  bool fp8_experts() const override { return true; }
   void sample(Tensor& logits, std::span<const SampleRow> rows,
               std::span<SampledToken> out) override;
   PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows) override;

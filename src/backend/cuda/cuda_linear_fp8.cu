@@ -386,6 +386,21 @@ std::string dims(int64_t a, int64_t b) {
 
 }  // namespace
 
+namespace cuda {
+
+// The one launch site of quantize_rows_kernel: the FP8 linears and the FP8 experts
+// (cuda_moe.cu) quantize their inputs through it.
+void launch_quantize_rows(cudaStream_t stream, uint8_t* xq, float* scales, const bf16* x, int64_t T,
+                          int64_t K, int64_t group, const float* static_scale) {
+  if (T == 0) return;
+  const bool vec = K % 8 == 0 && group % 8 == 0 && aligned16(x) && aligned16(xq);
+  launch_pdl("quantize_rows_kernel", vec ? &quantize_rows_kernel<true> : &quantize_rows_kernel<false>,
+             dim3(unsigned(T)), dim3(256), 0, stream, xq, scales, x, K, group, ceil_div(K, group),
+             static_scale);
+}
+
+}  // namespace cuda
+
 void set_fp8_gemm_path(Fp8GemmPath path) { g_path.store(path); }
 Fp8GemmPath fp8_gemm_path() { return g_path.load(); }
 
@@ -477,10 +492,8 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
   } else {
     xq = alloc(DType::F8E4M3, {T, K});
     x_scales = alloc(DType::F32, {T, num_groups});
-    const bool vec_x = K % 8 == 0 && group % 8 == 0 && cuda::aligned16(x.data) && cuda::aligned16(xq.data);
-    cuda::launch_pdl("quantize_rows_kernel", vec_x ? &quantize_rows_kernel<true> : &quantize_rows_kernel<false>,
-                     dim3(unsigned(T)), dim3(256), 0, stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(),
-                     x.ptr<bf16>(), K, group, num_groups, static_scale);
+    cuda::launch_quantize_rows(stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(), x.ptr<bf16>(), T,
+                               K, group, static_scale);
   }
 
   // 2. The product: the wgmma GEMM where it fits (and, under Auto, where it is measured to

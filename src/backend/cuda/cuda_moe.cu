@@ -11,12 +11,18 @@
 // values depend only on its token and expert, and the combine order is fixed: the result
 // is deterministic. A pair whose expert id is outside [0, E) contributes nothing (the CPU
 // twin throws; a kernel cannot).
+// FP8 (e4m3) experts run the same steps in the FP8 linears' W8A8 arithmetic, as the CPU
+// twin does: with dynamic input scales, x is quantized once per token before gate_up and
+// a once per slot before down (launch_quantize_rows, the dense FP8 linears' kernel), and
+// the grouped GEMMs read the e4m3 rows; with a static scale (one per expert) the GEMMs
+// quantize the rows they load themselves.
 #include <cstdint>
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_linear_fp8.cuh"
 #include "backend/cuda/cuda_moe_gemm.h"
 
 namespace tandem {
@@ -156,15 +162,16 @@ __global__ void moe_combine_kernel(bf16* __restrict__ out, const bf16* __restric
 
 // ---------------------------------------------------------------- launch helpers
 
+// The experts' weights are `weight_dtype`: bf16, or F8E4M3 for FP8 experts.
 void check_moe_shapes(const Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
-                      const Tensor& gate_up, const Tensor& down) {
+                      const Tensor& gate_up, const Tensor& down, DType weight_dtype) {
   const char* op = "moe_experts";
   cuda::check_tensor(out, DType::BF16, op, "out");
   cuda::check_tensor(x, DType::BF16, op, "x");
   cuda::check_tensor(weights, DType::F32, op, "weights");
   cuda::check_tensor(ids, DType::I32, op, "ids");
-  cuda::check_tensor(gate_up, DType::BF16, op, "gate_up");
-  cuda::check_tensor(down, DType::BF16, op, "down");
+  cuda::check_tensor(gate_up, weight_dtype, op, "gate_up");
+  cuda::check_tensor(down, weight_dtype, op, "down");
   TANDEM_CUDA_REQUIRE(gate_up.ndim() == 3 && down.ndim() == 3,
                       "moe_experts: gate_up " + gate_up.shape.str() + " and down " +
                           down.shape.str() + " must be 3-d");
@@ -185,6 +192,76 @@ void check_moe_shapes(const Tensor& out, const Tensor& x, const Tensor& weights,
   TANDEM_CUDA_REQUIRE(ids.numel() == T * k && weights.numel() == T * k,
                       "moe_experts: ids " + ids.shape.str() + " and weights " +
                           weights.shape.str() + " must both be [" + std::to_string(T) + ", k]");
+}
+
+// FP8 expert stack `name` (its weight's shape already checked: [E, N, K]) as the expert
+// GEMMs take it, once its scales are checked against linear.h's layout: weight_scale [E, 1]
+// / [E, N] / [E, ⌈N / block_n⌉, ⌈K / block_k⌉], input_scale [E, 1] with static inputs.
+cuda::Fp8ExpertWeights fp8_experts_of(const Linear& l, const std::string& name) {
+  const char* op = "moe_experts";
+  const LinearQuant& q = *l.quant;
+  const int64_t E = l.weight.dim(0), N = l.weight.dim(1), K = l.weight.dim(2);
+  const bool block = q.granularity == ScaleGranularity::Block;
+  cuda::check_tensor(q.weight_scale, DType::F32, op, (name + " weight_scale").c_str());
+  // The GEMMs sum one K step of 32 columns at a time and scale at block boundaries.
+  TANDEM_CUDA_REQUIRE(!block || (q.block_n > 0 && q.block_k > 0 && q.block_k % cuda::kMoeTileK == 0),
+                      "moe_experts: " + name + "'s FP8 blocks of " + std::to_string(q.block_n) +
+                          "x" + std::to_string(q.block_k) + ": the CUDA expert GEMMs need block_k a "
+                          "positive multiple of " + std::to_string(cuda::kMoeTileK));
+  const Shape want = q.granularity == ScaleGranularity::PerTensor    ? Shape{E, 1}
+                     : q.granularity == ScaleGranularity::PerChannel ? Shape{E, N}
+                                                                     : Shape{E, cuda::ceil_div(N, q.block_n),
+                                                                             cuda::ceil_div(K, q.block_k)};
+  TANDEM_CUDA_REQUIRE(q.weight_scale.shape == want,
+                      "moe_experts: " + name + " weight_scale " + q.weight_scale.shape.str() +
+                          " must be " + want.str() + " for " + name + " " + l.weight.shape.str());
+  TANDEM_CUDA_REQUIRE(q.input != InputScaling::None,
+                      "moe_experts: " + name + ": FP8 experts need quantized inputs (W8A8)");
+  if (q.input == InputScaling::Static) {
+    cuda::check_tensor(q.input_scale, DType::F32, op, (name + " input_scale").c_str());
+    TANDEM_CUDA_REQUIRE(q.input_scale.shape == (Shape{E, 1}),
+                        "moe_experts: " + name + " input_scale " + q.input_scale.shape.str() +
+                            " must be [" + std::to_string(E) + ", 1]");
+  }
+  cuda::Fp8ExpertWeights w;
+  w.w = l.weight.ptr<uint8_t>();
+  w.scale = q.weight_scale.ptr<float>();
+  w.kind = q.granularity == ScaleGranularity::PerTensor ? 0 : block ? 2 : 1;
+  if (block) {
+    w.block_n = q.block_n;
+    w.block_k = q.block_k;
+  }
+  return w;
+}
+
+// An FP8 expert GEMM's input made of the bf16 rows x [R, K] (cuda::Fp8ExpertInput), and the
+// buffers it points into (held until the GEMM is launched; stream order does the rest).
+struct Fp8Rows {
+  Tensor q, scales;
+  cuda::Fp8ExpertInput in;
+};
+
+// Static input scale: the rows as they are (the GEMM quantizes them by each expert's
+// scale). Dynamic: their e4m3 copy and scales, per row and group of block_k columns (block
+// weights) or of all K, made once here for every expert that reads a row. (Where some
+// expert ids lie outside [0, E), the last rows of `a` are never written; they are
+// quantized all the same, and no GEMM reads them.)
+Fp8Rows fp8_rows(CudaBackend& be, const bf16* x, int64_t R, int64_t K, const Linear& l) {
+  const LinearQuant& q = *l.quant;
+  Fp8Rows r;
+  if (q.input == InputScaling::Static) {
+    r.in.x = x;
+    r.in.input_scale = q.input_scale.ptr<float>();
+    return r;
+  }
+  const int64_t group = q.granularity == ScaleGranularity::Block ? q.block_k : K;
+  r.q = be.alloc(DType::F8E4M3, {R, K});
+  r.scales = be.alloc(DType::F32, {R, cuda::ceil_div(K, group)});
+  cuda::launch_quantize_rows(be.stream(), r.q.ptr<uint8_t>(), r.scales.ptr<float>(), x, R, K, group,
+                             nullptr);
+  r.in.q = r.q.ptr<uint8_t>();
+  r.in.scales = r.scales.ptr<float>();
+  return r;
 }
 
 }  // namespace
@@ -216,15 +293,22 @@ void CudaBackend::topk_route(Tensor& weights, Tensor& ids, const Tensor& logits,
 }
 
 // out[t] = Σ_j weights[t, j] · down_e(act(gate_e x) * up_e x), e = ids[t, j].
-//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]
+//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]: bf16, or e4m3 with their scales
+//   (each projection its own layout, linear.h)
 void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights,
                               const Tensor& ids, const Linear& gate_up_linear,
                               const Linear& down_linear, Activation act) {
-  TANDEM_CUDA_REQUIRE(!gate_up_linear.quant && !down_linear.quant,
-                      "moe_experts: FP8 experts are not implemented on CUDA (fp8_experts())");
+  const bool fp8 = bool(gate_up_linear.quant);
+  TANDEM_CUDA_REQUIRE(fp8 == bool(down_linear.quant),
+                      "moe_experts: gate_up and down must both be FP8 or both not");
   const Tensor& gate_up = gate_up_linear.weight;
   const Tensor& down = down_linear.weight;
-  check_moe_shapes(out, x, weights, ids, gate_up, down);
+  check_moe_shapes(out, x, weights, ids, gate_up, down, fp8 ? DType::F8E4M3 : DType::BF16);
+  cuda::Fp8ExpertWeights gate_up_fp8, down_fp8;
+  if (fp8) {
+    gate_up_fp8 = fp8_experts_of(gate_up_linear, "gate_up");
+    down_fp8 = fp8_experts_of(down_linear, "down");
+  }
   const int64_t T = x.rows(), D = x.cols(), E = gate_up.dim(0), F = gate_up.dim(1) / 2;
   if (T == 0) return;
   const int64_t k = ids.numel() / T, P = T * k;
@@ -242,9 +326,17 @@ void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weight
   const int64_t max_tiles = std::min(P, cuda::ceil_div(P, cuda::kMoeTileRows) + std::min(E, P));
   const cuda::ExpertRows rows{offsets.ptr<int32_t>(), tile_offsets.ptr<int32_t>(), int(E),
                               max_tiles};
-  cuda::launch_moe_gate_up(stream_, a.ptr<bf16>(), x.ptr<bf16>(), token.ptr<int32_t>(),
-                           gate_up.ptr<bf16>(), rows, D, F, act);
-  cuda::launch_moe_down(stream_, y.ptr<bf16>(), a.ptr<bf16>(), down.ptr<bf16>(), rows, D, F);
+  if (fp8) {
+    const Fp8Rows xq = fp8_rows(*this, x.ptr<bf16>(), T, D, gate_up_linear);
+    cuda::launch_moe_gate_up_fp8(stream_, a.ptr<bf16>(), xq.in, token.ptr<int32_t>(), gate_up_fp8,
+                                 rows, D, F, act);
+    const Fp8Rows aq = fp8_rows(*this, a.ptr<bf16>(), P, F, down_linear);
+    cuda::launch_moe_down_fp8(stream_, y.ptr<bf16>(), aq.in, down_fp8, rows, D, F);
+  } else {
+    cuda::launch_moe_gate_up(stream_, a.ptr<bf16>(), x.ptr<bf16>(), token.ptr<int32_t>(),
+                             gate_up.ptr<bf16>(), rows, D, F, act);
+    cuda::launch_moe_down(stream_, y.ptr<bf16>(), a.ptr<bf16>(), down.ptr<bf16>(), rows, D, F);
+  }
 
   const int threads = int(std::min<int64_t>(256, std::max<int64_t>(32, D / 8)));
   if (D % 8 == 0 && cuda::aligned16(out.data) && cuda::aligned16(y.data))

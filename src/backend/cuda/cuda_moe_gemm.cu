@@ -4,12 +4,15 @@
 // computes the gate and up tiles of the same columns together and fuses the activation:
 // accumulator fragments of one type map element i to the same (row, col), so
 // act(gate.x[i]) * up.x[i] is the output element-wise.
+//
+// The FP8 variant (expert_gemm_fp8_kernel, below) runs the same tiles on e4m3 experts.
 #include <mma.h>
 
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_device.cuh"
+#include "backend/cuda/cuda_fp8.cuh"
 #include "backend/cuda/cuda_moe_gemm.h"
 
 namespace tandem::cuda {
@@ -18,7 +21,7 @@ namespace {
 
 namespace wmma = nvcuda::wmma;
 
-constexpr int kBM = kMoeTileRows, kBN = 64, kBK = 32;
+constexpr int kBM = kMoeTileRows, kBN = 64, kBK = kMoeTileK;
 constexpr int kLds = kBK + 8;     // bf16 row stride in shared memory (a multiple of 8, and
                                   // 80 bytes: consecutive rows start in different banks)
 constexpr int kLdc = kBN + 4;     // f32 row stride of the output staging tile
@@ -131,14 +134,225 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---------------------------------------------------------------- FP8 (e4m3) experts
+// Correctness first: the reference for a faster kernel, not tuned (it widens both operands
+// to bf16 in shared memory, a static-scale input is quantized again for every 64 columns,
+// and it folds through shared memory once per column group).
+// e4m3 values are exact in bf16 and the product of two is exact in f32, so the bf16 MMA
+// over e4m3 values widened to bf16 sums exactly the e4m3 products, in f32: the W8A8
+// arithmetic of the FP8 linears. The columns that share one pair of scales (a block_k
+// block of block weights, else all of K) are summed in the fragments; at the group's end
+// the fragments are "folded": staged through Cs, scaled by s_x(row) · s_w(column), added
+// to f32 totals that each thread keeps in registers for the kOwned output elements it
+// owns (idx = threadIdx.x + i · kThreads), and restarted from zero.
+
+constexpr int kOwned = kBM * kBN / kThreads;
+
+// One e4m3 byte as bf16, exactly.
+__device__ __forceinline__ bf16 bf16_from_f8(uint8_t b) {
+  return __ushort_as_bfloat16(uint16_t(bf16x2_from_f8x2(b) & 0xffffu));
+}
+
+// dst[0, 8) = the e4m3 bytes src[0, min(8, avail)) as bf16, zeros elsewhere (src null: all
+// zeros). With kVec, avail is a multiple of 8 and src 8-byte aligned.
+template <bool kVec>
+__device__ __forceinline__ void widen_chunk(bf16* dst, const uint8_t* src, int64_t avail) {
+  if (src == nullptr || avail <= 0) {
+    *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+  } else if constexpr (kVec) {
+    const uint2 u = *reinterpret_cast<const uint2*>(src);
+    *reinterpret_cast<uint4*>(dst) =
+        make_uint4(bf16x2_from_f8x2(uint16_t(u.x & 0xffffu)), bf16x2_from_f8x2(uint16_t(u.x >> 16)),
+                   bf16x2_from_f8x2(uint16_t(u.y & 0xffffu)), bf16x2_from_f8x2(uint16_t(u.y >> 16)));
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; i++) dst[i] = i < avail ? bf16_from_f8(src[i]) : __float2bfloat16_rn(0.f);
+  }
+}
+
+// dst[0, 8) = e4m3(src[i] / s) as bf16 for i < min(8, avail), zeros elsewhere (src null: all
+// zeros): a static input scale's quantization, with quantize_row's arithmetic (s in f64,
+// inv = 1 / (float)s, f8_quotient). With kVec, avail is a multiple of 8 and src 16-byte
+// aligned.
+template <bool kVec>
+__device__ __forceinline__ void quantize_chunk(bf16* dst, const bf16* src, int64_t avail, double s,
+                                               float inv) {
+  if (src == nullptr || avail <= 0) {
+    *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    return;
+  }
+  uint4 in, out;
+  bf16* v = reinterpret_cast<bf16*>(&in);
+  bf16* q = reinterpret_cast<bf16*>(&out);
+  if constexpr (kVec) {
+    in = *reinterpret_cast<const uint4*>(src);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; i++) v[i] = i < avail ? src[i] : __float2bfloat16_rn(0.f);
+  }
+#pragma unroll
+  for (int i = 0; i < 8; i++) q[i] = bf16_from_f8(f8_quotient(__bfloat162float(v[i]), s, inv));
+  *reinterpret_cast<uint4*>(dst) = out;
+}
+
+// s_w of row `row` (of Nw) of expert e's weight for column group kb (block weights; 0
+// otherwise), looked up per row, so a block may straddle the tile's columns.
+__device__ __forceinline__ float weight_scale(const Fp8ExpertWeights& w, int e, int64_t row,
+                                              int64_t kb, int64_t Nw, int64_t K) {
+  if (w.kind == 0) return w.scale[e];
+  if (w.kind == 1) return w.scale[int64_t(e) * Nw + row];
+  const int64_t NB = (Nw + w.block_n - 1) / w.block_n, KB = (K + w.block_k - 1) / w.block_k;
+  return w.scale[(int64_t(e) * NB + row / w.block_n) * KB + kb];
+}
+
+// total[i] += C[r][c] · s_x[r] · s_w[c] for the thread's own elements (idx = threadIdx.x +
+// i · kThreads, r = idx / 64, c = idx % 64), C the fragments' sums of one column group,
+// staged through Cs; then the fragments restart from zero. Every thread of the block calls
+// it (two barriers).
+template <typename Frag>
+__device__ __forceinline__ void fold(Frag (&acc)[2][2], float (*Cs)[kLdc], const float* s_x,
+                                     const float* s_w, float (&total)[kOwned], int wr, int wc) {
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+      wmma::store_matrix_sync(&Cs[wr + 16 * i][wc + 16 * j], acc[i][j], kLdc, wmma::mem_row_major);
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kOwned; i++) {
+    const int idx = int(threadIdx.x) + i * kThreads, r = idx / kBN, c = idx % kBN;
+    total[i] += Cs[r][c] * (s_x[r] * s_w[c]);
+  }
+  __syncthreads();  // Cs and the scales are rewritten by the next fold
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
+}
+
+// expert_gemm_kernel's output on e4m3 weights w.w [E, kB·N, K] (gate rows then up rows when
+// gated) and the input `in` (Fp8ExpertInput: e4m3 rows and their scales, or bf16 rows
+// quantized here by the expert's static scale when kStatic), row src(s) of `in` for slot s.
+// kVec: K % 8 == 0, w.w and in.q 8-byte aligned, in.x 16-byte aligned.
+// grid: (ceil(N / 64), rows.max_row_tiles)
+template <bool kGated, bool kVec, bool kStatic, Activation A>
+__global__ void __launch_bounds__(kThreads)
+    expert_gemm_fp8_kernel(bf16* __restrict__ out, const Fp8ExpertInput in,
+                           const int32_t* __restrict__ in_row, const Fp8ExpertWeights w,
+                           const ExpertRows rows, int64_t N, int64_t K) {
+  constexpr int kB = kGated ? 2 : 1;
+  __shared__ __align__(32) bf16 As[kBM][kLds];
+  __shared__ __align__(32) bf16 Bs[kB][kBN][kLds];
+  __shared__ __align__(32) float Cs[kBM][kLdc];
+  __shared__ int64_t a_row[kBM];        // row of `in` of each tile row, -1 past the rows
+  __shared__ float s_x[kBM];            // the folded group's input scale of each tile row
+  __shared__ float s_w[kB][kBN];        // ... and weight scale of each tile column, per half
+
+  const int tile = int(blockIdx.y);
+  if (tile >= rows.tile_offsets[rows.num_experts]) return;  // the whole block leaves
+  const int e = cuda::last_at_most(rows.tile_offsets, rows.num_experts, tile);
+  const int64_t row0 = rows.offsets[e] + int64_t(tile - rows.tile_offsets[e]) * kBM;
+  const int64_t num_rows = min(int64_t(kBM), int64_t(rows.offsets[e + 1]) - row0);
+  const int64_t n0 = int64_t(blockIdx.x) * kBN, Nw = kB * N;
+  const uint8_t* we = w.w + int64_t(e) * Nw * K;
+  for (int r = threadIdx.x; r < kBM; r += kThreads)
+    a_row[r] = r < num_rows ? int64_t(in_row ? in_row[row0 + r] : row0 + r) : -1;
+  __syncthreads();
+
+  // The column groups: block_k columns of block weights (a multiple of kBK, so each K step
+  // lies in one group), else all of K; dynamic inputs have one scale per row and group.
+  const int64_t group = w.kind == 2 ? w.block_k : K;
+  const int64_t groups = w.kind == 2 ? (K + w.block_k - 1) / w.block_k : 1;
+  double s_static = 1.0;  // as quantize_rows_kernel takes a static scale: in f64
+  if constexpr (kStatic) s_static = double(in.input_scale[e]);
+  const float inv_static = float(1.0 / s_static);
+
+  const int warp = int(threadIdx.x) / 32;
+  const int wr = (warp / 2) * 32, wc = (warp % 2) * 32;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2], acc_up[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      wmma::fill_fragment(acc[i][j], 0.f);
+      if constexpr (kGated) wmma::fill_fragment(acc_up[i][j], 0.f);
+    }
+  float total[kOwned] = {}, total_up[kOwned] = {};
+
+  for (int64_t k0 = 0; k0 < K; k0 += kBK) {
+    for (int c = threadIdx.x; c < kBM * kChunks; c += kThreads) {
+      const int r = c / kChunks, kc = (c % kChunks) * 8;
+      const int64_t src = a_row[r];
+      if constexpr (kStatic)
+        quantize_chunk<kVec>(&As[r][kc], src < 0 ? nullptr : in.x + src * K + k0 + kc,
+                             K - k0 - kc, s_static, inv_static);
+      else
+        widen_chunk<kVec>(&As[r][kc], src < 0 ? nullptr : in.q + src * K + k0 + kc, K - k0 - kc);
+    }
+    for (int c = threadIdx.x; c < kB * kBN * kChunks; c += kThreads) {
+      const int b = c / (kBN * kChunks), r = (c / kChunks) % kBN, kc = (c % kChunks) * 8;
+      const int64_t n = n0 + r;
+      widen_chunk<kVec>(&Bs[b][r][kc], n < N ? we + (b * N + n) * K + k0 + kc : nullptr,
+                        K - k0 - kc);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kBK; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa[2];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
+#pragma unroll
+      for (int i = 0; i < 2; i++) wmma::load_matrix_sync(fa[i], &As[wr + 16 * i][kk], kLds);
+#pragma unroll
+      for (int j = 0; j < 2; j++) {
+        wmma::load_matrix_sync(fb, &Bs[0][wc + 16 * j][kk], kLds);
+#pragma unroll
+        for (int i = 0; i < 2; i++) wmma::mma_sync(acc[i][j], fa[i], fb, acc[i][j]);
+        if constexpr (kGated) {
+          wmma::load_matrix_sync(fb, &Bs[1][wc + 16 * j][kk], kLds);
+#pragma unroll
+          for (int i = 0; i < 2; i++) wmma::mma_sync(acc_up[i][j], fa[i], fb, acc_up[i][j]);
+        }
+      }
+    }
+    __syncthreads();  // the next chunk overwrites As / Bs
+
+    if ((k0 + kBK) % group != 0 && k0 + kBK < K) continue;  // the group goes on
+    const int64_t kb = k0 / group;  // the group that ends here
+    for (int r = threadIdx.x; r < kBM; r += kThreads) {
+      const int64_t src = a_row[r];
+      s_x[r] = src < 0 ? 0.f : kStatic ? float(s_static) : in.scales[src * groups + kb];
+    }
+    for (int c = threadIdx.x; c < kB * kBN; c += kThreads) {
+      const int b = c / kBN;
+      const int64_t n = n0 + c % kBN;
+      s_w[b][c % kBN] = n < N ? weight_scale(w, e, b * N + n, kb, Nw, K) : 0.f;
+    }
+    // (fold's first barrier orders these writes before the reads.)
+    fold(acc, Cs, s_x, s_w[0], total, wr, wc);
+    if constexpr (kGated) fold(acc_up, Cs, s_x, s_w[1], total_up, wr, wc);
+  }
+
+#pragma unroll
+  for (int i = 0; i < kOwned; i++) {
+    const int idx = int(threadIdx.x) + i * kThreads, r = idx / kBN, c = idx % kBN;
+    const float v = kGated ? activate<A>(total[i]) * total_up[i] : total[i];
+    if (r < num_rows && n0 + c < N) out[(row0 + r) * N + n0 + c] = __float2bfloat16_rn(v);
+  }
+}
+
+// The launch grid of a grouped GEMM with N output columns: (column tiles, row tiles).
+dim3 expert_grid(const ExpertRows& rows, int64_t N) {
+  if (rows.max_row_tiles > 65535)
+    cuda_fail("moe_experts: " + std::to_string(rows.max_row_tiles) +
+              " row tiles exceed the grid limit (too many tokens in one step)");
+  return dim3(unsigned((N + kBN - 1) / kBN), unsigned(rows.max_row_tiles));
+}
+
 template <bool kGated, Activation A>
 void launch(cudaStream_t stream, bf16* out, const bf16* in, const int32_t* in_row, const bf16* w,
             const ExpertRows& rows, int64_t N, int64_t K, bool vec) {
   if (rows.max_row_tiles <= 0 || N <= 0) return;
-  if (rows.max_row_tiles > 65535)
-    cuda_fail("moe_experts: " + std::to_string(rows.max_row_tiles) +
-              " row tiles exceed the grid limit (too many tokens in one step)");
-  const dim3 grid(unsigned((N + kBN - 1) / kBN), unsigned(rows.max_row_tiles));
+  const dim3 grid = expert_grid(rows, N);
   if (vec)
     expert_gemm_kernel<kGated, true, A>
         <<<grid, kThreads, 0, stream>>>(out, in, in_row, w, rows, N, K);
@@ -150,6 +364,28 @@ void launch(cudaStream_t stream, bf16* out, const bf16* in, const int32_t* in_ro
 
 bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+bool aligned8(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 7u) == 0;
+}
+
+template <bool kGated, Activation A>
+void launch_fp8(cudaStream_t stream, bf16* out, const Fp8ExpertInput& in, const int32_t* in_row,
+                const Fp8ExpertWeights& w, const ExpertRows& rows, int64_t N, int64_t K) {
+  if (rows.max_row_tiles <= 0 || N <= 0) return;
+  if (w.kind == 2 && (w.block_n <= 0 || w.block_k <= 0 || w.block_k % kBK != 0))
+    cuda_fail("moe_experts: FP8 block scales of " + std::to_string(w.block_n) + "x" +
+              std::to_string(w.block_k) + ": the CUDA expert GEMM needs block_k a multiple of " +
+              std::to_string(kBK));
+  const dim3 grid = expert_grid(rows, N);
+  const bool vec = K % 8 == 0 && aligned8(w.w) && (in.is_static() ? aligned16(in.x) : aligned8(in.q));
+  auto kernel = in.is_static() ? (vec ? &expert_gemm_fp8_kernel<kGated, true, true, A>
+                                      : &expert_gemm_fp8_kernel<kGated, false, true, A>)
+                               : (vec ? &expert_gemm_fp8_kernel<kGated, true, false, A>
+                                      : &expert_gemm_fp8_kernel<kGated, false, false, A>);
+  kernel<<<grid, kThreads, 0, stream>>>(out, in, in_row, w, rows, N, K);
+  TANDEM_CUDA_LAUNCHED(kGated ? "expert_gemm_fp8_kernel (gate_up)" : "expert_gemm_fp8_kernel (down)");
 }
 
 }  // namespace
@@ -169,6 +405,21 @@ void launch_moe_down(cudaStream_t stream, bf16* y, const bf16* a, const bf16* do
   const bool vec = F % 8 == 0 && aligned16(a) && aligned16(down);
   // The activation parameter is unused by the plain variant.
   launch<false, Activation::SiLU>(stream, y, a, nullptr, down, rows, D, F, vec);
+}
+
+void launch_moe_gate_up_fp8(cudaStream_t stream, bf16* a, const Fp8ExpertInput& x,
+                            const int32_t* token, const Fp8ExpertWeights& gate_up,
+                            const ExpertRows& rows, int64_t D, int64_t F, Activation act) {
+  if (act == Activation::SiLU)
+    launch_fp8<true, Activation::SiLU>(stream, a, x, token, gate_up, rows, F, D);
+  else
+    launch_fp8<true, Activation::GeluTanh>(stream, a, x, token, gate_up, rows, F, D);
+}
+
+void launch_moe_down_fp8(cudaStream_t stream, bf16* y, const Fp8ExpertInput& a,
+                         const Fp8ExpertWeights& down, const ExpertRows& rows, int64_t D,
+                         int64_t F) {
+  launch_fp8<false, Activation::SiLU>(stream, y, a, nullptr, down, rows, D, F);
 }
 
 }  // namespace tandem::cuda

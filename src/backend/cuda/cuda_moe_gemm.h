@@ -16,6 +16,7 @@
 namespace tandem::cuda {
 
 constexpr int kMoeTileRows = 64;
+constexpr int kMoeTileK = 32;  // the K step of the expert GEMMs
 
 // Where each expert's rows lie (device arrays filled by the routing kernel).
 struct ExpertRows {
@@ -35,5 +36,45 @@ void launch_moe_gate_up(cudaStream_t stream, __nv_bfloat16* a, const __nv_bfloat
 //   y [slots, D], a [slots, F], down [E, D, F]
 void launch_moe_down(cudaStream_t stream, __nv_bfloat16* y, const __nv_bfloat16* a,
                      const __nv_bfloat16* down, const ExpertRows& rows, int64_t D, int64_t F);
+
+// ---------------------------------------------------------------- FP8 (e4m3) experts
+// The same grouped GEMMs on e4m3 experts in the W8A8 arithmetic of the FP8 linears (and of
+// the CPU twin, cpu_moe.cpp): the input rows quantized to e4m3 (per row, and per block_k
+// columns for block weights; or by the expert's static input scale), the e4m3 products
+// summed in f32, and each column group's sum scaled by s_x · s_w.
+
+// A stacked e4m3 expert projection (linear.h): every tensor with a leading E.
+struct Fp8ExpertWeights {
+  const uint8_t* w = nullptr;      // [E, Nw, K] e4m3
+  const float* scale = nullptr;    // [E, 1], [E, Nw] or [E, ⌈Nw / block_n⌉, ⌈K / block_k⌉]
+  int kind = 0;                    // 0 per tensor, 1 per channel, 2 block
+  int block_n = 1, block_k = 1;    // block only; block_k a multiple of kMoeTileK
+};
+
+// The input of an FP8 expert GEMM, one of:
+//   dynamic: q [rows, K] e4m3 and scales [rows, groups] f32, quantized beforehand by
+//     launch_quantize_rows (cuda_linear_fp8.cuh) with group = block_k (block weights; groups
+//     = ⌈K / block_k⌉) or K (groups = 1);
+//   static: x [rows, K] bf16, quantized by the GEMM as it loads it with the tile's expert's
+//     input_scale [E] (one token meets a different scale in each of its experts, so there is
+//     no single e4m3 copy of it to make beforehand).
+struct Fp8ExpertInput {
+  const uint8_t* q = nullptr;
+  const float* scales = nullptr;
+  const __nv_bfloat16* x = nullptr;
+  const float* input_scale = nullptr;
+  bool is_static() const { return x != nullptr; }
+};
+
+// launch_moe_gate_up on e4m3 experts.   a [slots, F], x: [T, D] rows (see Fp8ExpertInput),
+// token [slots], gate_up [E, 2F, D]
+void launch_moe_gate_up_fp8(cudaStream_t stream, __nv_bfloat16* a, const Fp8ExpertInput& x,
+                            const int32_t* token, const Fp8ExpertWeights& gate_up,
+                            const ExpertRows& rows, int64_t D, int64_t F, Activation act);
+
+// launch_moe_down on e4m3 experts.   y [slots, D], a: [slots, F] rows, down [E, D, F]
+void launch_moe_down_fp8(cudaStream_t stream, __nv_bfloat16* y, const Fp8ExpertInput& a,
+                         const Fp8ExpertWeights& down, const ExpertRows& rows, int64_t D,
+                         int64_t F);
 
 }  // namespace tandem::cuda

@@ -1,12 +1,14 @@
-// CUDA rope, topk_route and moe_experts against their CPU twins on fresh random inputs,
-// plus the allocator's steady state over a whole MoE block.
+// CUDA rope, topk_route and moe_experts (bf16 and FP8 experts) against their CPU twins on
+// fresh random inputs, plus the allocator's steady state over a whole MoE block.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "../backend/step_builder.h"
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "cuda_test_util.h"
 
@@ -254,6 +256,162 @@ TEST(CudaMoeExperts, MatchesCpuAcrossShapesAndActivations) {
         EXPECT_LE(rel_err_between(*be.gpu, got, *be.cpu, ref), kBf16Tol);
       }
   }
+}
+
+// FP8 (e4m3) experts: one scale layout of a stacked projection (linear.h).
+struct Fp8Layout {
+  ScaleGranularity granularity;
+  int block_n = 0, block_k = 0;
+  bool static_input = false;
+};
+
+// A random e4m3 expert stack [E, N, K] and its scales, on the host: weight_scale shaped
+// [E, 1] / [E, N] / [E, ⌈N / block_n⌉, ⌈K / block_k⌉], input_scale [E, 1] when static.
+struct Fp8Stack {
+  Tensor w;  // host, F8E4M3
+  std::vector<float> scale, input_scale;
+  Shape scale_shape;
+};
+
+Fp8Stack random_fp8_stack(std::mt19937& rng, const Fp8Layout& l, int64_t E, int64_t N, int64_t K) {
+  std::uniform_real_distribution<float> value(-400.f, 400.f), sw(2e-4f, 6e-4f), sx(0.01f, 0.03f);
+  Fp8Stack st;
+  st.w = Tensor::empty_host(DType::F8E4M3, {E, N, K});
+  for (int64_t i = 0; i < E * N * K; i++) st.w.ptr<uint8_t>()[i] = f32_to_f8e4m3(value(rng));
+  st.scale_shape = l.granularity == ScaleGranularity::PerTensor    ? Shape{E, 1}
+                   : l.granularity == ScaleGranularity::PerChannel ? Shape{E, N}
+                                                                   : Shape{E, (N + l.block_n - 1) / l.block_n,
+                                                                           (K + l.block_k - 1) / l.block_k};
+  st.scale.resize(size_t(st.scale_shape.numel()));
+  for (float& v : st.scale) v = sw(rng);
+  if (l.static_input) {
+    st.input_scale.resize(size_t(E));
+    for (float& v : st.input_scale) v = sx(rng);
+  }
+  return st;
+}
+
+// The stack as a Linear on `be` (the same bytes and scales on each backend), its weight
+// scales multiplied by `scale_factor`.
+Linear upload_fp8_stack(Backend& be, const Fp8Stack& st, const Fp8Layout& l, float scale_factor = 1.f) {
+  std::vector<float> scale = st.scale;
+  for (float& v : scale) v *= scale_factor;
+  LinearQuant q{.granularity = l.granularity, .block_n = l.block_n, .block_k = l.block_k};
+  q.weight_scale = test::put_as(be, scale, st.scale_shape, DType::F32);
+  q.input = l.static_input ? InputScaling::Static : InputScaling::Dynamic;
+  if (l.static_input)
+    q.input_scale = test::put_as(be, st.input_scale, {int64_t(st.input_scale.size()), 1}, DType::F32);
+  return Linear{.weight = be.upload(st.w, DType::F8E4M3), .quant = q};
+}
+
+// Every scale layout, dynamic and static inputs, against the CPU twin. The twin is told to
+// round its FP8 linears' inputs to bf16 first (set_fp8_inputs_bf16, the CUDA FP8 gate's
+// yardstick): CUDA holds act(gate)·up in bf16 before down quantizes it, and a bf16 rounding
+// ahead of the e4m3 one moves some quotients a whole e4m3 step — on its own up to ~3e-2
+// here (printed), which would hide what this test looks for. With it, both sides quantize
+// the same values (but for the rare act(gate)·up that rounds differently after sums in
+// another order) and differ by summation order and the bf16 output: ~3e-3 on an H200
+// (2026-12-03), while a wrong scale, block or row costs orders more.
+TEST(CudaMoeExperts, Fp8ExpertsMatchTheCpuTwin) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  CpuBackend twin, plain;  // plain: the twin on f32 inputs, for the printed comparison only
+  twin.set_fp8_inputs_bf16(true);
+  double worst = 0, worst_plain = 0, least_doubled = INFINITY;
+  const Fp8Layout layouts[] = {
+      {ScaleGranularity::PerTensor, 0, 0, true},  {ScaleGranularity::PerTensor, 0, 0, false},
+      {ScaleGranularity::PerChannel, 0, 0, false}, {ScaleGranularity::Block, 128, 128, false},
+      // blocks that straddle the GEMM's 64-column tiles (and, for up, start mid-block)
+      {ScaleGranularity::Block, 64, 32, false},   {ScaleGranularity::Block, 48, 64, false},
+      // the loader's layout for fused shards that do not align with block_n
+      {ScaleGranularity::Block, 1, 128, false},   {ScaleGranularity::Block, 128, 128, true}};
+  struct Case {
+    int64_t T, E, k, D, F;
+    int idle;  // an expert no token is routed to, or -1
+  };
+  // D = 33 / F = 20 take the scalar loads; T = 300 over 4 experts gives several row tiles
+  // per expert; D = 200 and F = 160 end in partial blocks of every block_k above.
+  const Case cases[] = {{7, 6, 2, 33, 20, -1}, {300, 4, 2, 128, 72, -1}, {11, 5, 2, 64, 40, 3},
+                        {40, 8, 2, 200, 160, 0}};
+  for (uint32_t seed : test::test_seeds()) {
+    SCOPED_TRACE(test::seed_trace(seed));
+    std::mt19937 rng(seed);
+    for (const Fp8Layout& l : layouts)
+      for (const Case& c : cases)
+        for (Activation act : {Activation::SiLU, Activation::GeluTanh}) {
+          SCOPED_TRACE(testing::Message()
+                       << "granularity " << int(l.granularity) << " block " << l.block_n << "x"
+                       << l.block_k << " static " << l.static_input << " T " << c.T << " E "
+                       << c.E << " D " << c.D << " F " << c.F << " act " << int(act));
+          const Fp8Stack gu = random_fp8_stack(rng, l, c.E, 2 * c.F, c.D);
+          const Fp8Stack dn = random_fp8_stack(rng, l, c.E, c.D, c.F);
+          const auto x = test::random_bf16(rng, size_t(c.T * c.D), -2.f, 2.f);
+          std::vector<int32_t> ids;
+          std::vector<float> w;
+          random_routing(rng, c.T, c.idle < 0 ? c.E : c.E - 1, c.k, ids, w);
+          if (c.idle >= 0)
+            for (int32_t& id : ids) id += id >= c.idle ? 1 : 0;
+          auto run = [&](Backend& b, Tensor out, float scale_factor) {
+            b.moe_experts(out, put(b, x, {c.T, c.D}), test::put_as(b, w, {c.T, c.k}, DType::F32),
+                          test::put_i32(b, ids, {c.T, c.k}), upload_fp8_stack(b, gu, l, scale_factor),
+                          upload_fp8_stack(b, dn, l), act);
+            return out;
+          };
+          Tensor ref = run(twin, twin.alloc(DType::F32, {c.T, c.D}), 1.f);
+          Tensor got = run(gpu, test::poisoned(gpu, DType::BF16, {c.T, c.D}), 1.f);
+          const double err = rel_err_between(gpu, got, twin, ref);
+          EXPECT_LE(err, 1e-2);
+          // Not vacuous: with gate_up's weight scales doubled the output moves far past
+          // the tolerance (the scales are applied, and where the twin applies them).
+          Tensor doubled = run(gpu, test::poisoned(gpu, DType::BF16, {c.T, c.D}), 2.f);
+          const double moved = rel_err_between(gpu, doubled, twin, ref);
+          EXPECT_GT(moved, 0.1);
+          Tensor ref_plain = run(plain, plain.alloc(DType::F32, {c.T, c.D}), 1.f);
+          worst = std::max(worst, err);
+          worst_plain = std::max(worst_plain, rel_err_between(gpu, got, plain, ref_plain));
+          least_doubled = std::min(least_doubled, moved);
+        }
+  }
+  std::printf("fp8 experts: rel err against the twin on bf16 inputs <= %.2e (on f32 inputs "
+              "<= %.2e); doubled gate_up scales >= %.2e\n", worst, worst_plain, least_doubled);
+}
+
+// FP8 layouts the CUDA experts cannot take fail with tandem's Error, naming the tensor.
+TEST(CudaMoeExperts, Fp8RejectsBadLayouts) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  std::mt19937 rng(43);
+  const int64_t T = 3, E = 4, k = 2, D = 64, F = 32;
+  const Fp8Layout per_channel{ScaleGranularity::PerChannel};
+  const Fp8Stack gu = random_fp8_stack(rng, per_channel, E, 2 * F, D);
+  const Fp8Stack dn = random_fp8_stack(rng, per_channel, E, D, F);
+  Tensor x = put(gpu, test::random_bf16(rng, size_t(T * D)), {T, D});
+  Tensor w = test::put_as(gpu, {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f}, {T, k}, DType::F32);
+  Tensor ids = test::put_i32(gpu, {0, 1, 2, 3, 1, 2}, {T, k});
+  Tensor out = gpu.alloc(DType::BF16, {T, D});
+  auto run = [&](const Linear& g, const Linear& d) {
+    gpu.moe_experts(out, x, w, ids, g, d, Activation::SiLU);
+  };
+  const Linear good_gu = upload_fp8_stack(gpu, gu, per_channel), good_dn = upload_fp8_stack(gpu, dn, per_channel);
+  EXPECT_NO_THROW(run(good_gu, good_dn));
+  // weight_scale with the wrong leading dimension ([E - 1, N]).
+  Linear bad = good_gu;
+  bad.quant->weight_scale = test::put_as(gpu, std::vector<float>(size_t((E - 1) * 2 * F), 1e-3f),
+                                         {E - 1, 2 * F}, DType::F32);
+  EXPECT_THROW(run(bad, good_dn), Error);
+  // Block scales whose block_k is not a multiple of the GEMM's K step (32).
+  const Fp8Layout block16{ScaleGranularity::Block, 16, 16};
+  const Fp8Stack gu16 = random_fp8_stack(rng, block16, E, 2 * F, D);
+  EXPECT_THROW(run(upload_fp8_stack(gpu, gu16, block16), good_dn), Error);
+  // A static input without its input_scale, and inputs left unquantized (weight-only FP8).
+  bad = good_gu;
+  bad.quant->input = InputScaling::Static;
+  EXPECT_THROW(run(bad, good_dn), Error);
+  bad.quant->input = InputScaling::None;
+  EXPECT_THROW(run(bad, good_dn), Error);
+  // One projection FP8, the other bf16.
+  Linear bf16_down{.weight = put(gpu, test::random_bf16(rng, size_t(E * D * F)), {E, D, F})};
+  EXPECT_THROW(run(good_gu, bf16_down), Error);
 }
 
 // Route then run the experts twice with the same sizes: the second pass allocates nothing
