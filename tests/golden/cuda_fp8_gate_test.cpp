@@ -18,10 +18,14 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 #include "backend/cpu/cpu_backend.h"
 #include "engine/teacher_forcing.h"
 #include "loader/safetensors.h"
 #include "model/model.h"
+
+#include "fp8_moe_fixture.h"
 #include "oracle_fixture.h"
 
 namespace tandem::test {
@@ -108,6 +112,38 @@ TEST(CudaFp8Gate, OnlineQuantizationAgreesWithTheCpuTwin) {
     }
     expect_within_gate(gate_kl(oracle_dir(arch), prompts, online_quantization("fp8")),
                        std::string(arch) + " --quantization fp8");
+  }
+}
+
+// FP8 MoE experts (the mixtral and qwen3_moe oracles with their experts written in each FP8
+// layout, fp8_moe_fixture.h; the dense projections stay 16-bit). Here the CUDA path also
+// runs its 16-bit parts in bf16 where the twin runs f32, which the FP8 yardstick does not
+// see, so the gate adds what the same model costs with 16-bit experts (its own KL between
+// the backends) to the yardstick.
+TEST(CudaFp8Gate, MoeExpertsAgreeWithTheCpuTwin) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
+  using fp8_moe::Layout;
+  for (const char* arch : {"mixtral", "qwen3_moe"}) {
+    std::vector<std::vector<int32_t>> prompts;
+    for (auto& p : load_oracle(arch)) {
+      prompts.push_back(p.prompt);
+      prompts.back().insert(prompts.back().end(), p.greedy.begin(), p.greedy.end());
+    }
+    const GateKl bf16 = gate_kl(oracle_dir(arch), prompts, std::nullopt);
+    std::printf("%s, 16-bit experts: mean KL(cpu || cuda) %.2e\n", arch, bf16.cuda);
+    const auto tmp = std::filesystem::temp_directory_path() /
+                     ("tandem-cuda-fp8-moe-" + std::string(arch) + "-" + std::to_string(::getpid()));
+    for (auto [layout, name] : {std::pair{Layout::PerTensor, "per-tensor"},
+                                {Layout::PerTensorStatic, "per-tensor, static inputs"},
+                                {Layout::ChannelOfTensor, "per-channel"},
+                                {Layout::Block, "[16, 32] blocks"},
+                                {Layout::BlockOfRow, "[1, 4096] blocks"}}) {
+      const auto dir = fp8_moe::write_fp8_moe(oracle_dir(arch), tmp / std::to_string(int(layout)), layout);
+      GateKl kl = gate_kl(dir, prompts, std::nullopt);
+      kl.yardstick += bf16.cuda;
+      expect_within_gate(kl, std::string(arch) + " FP8 experts, " + name);
+    }
+    std::filesystem::remove_all(tmp);
   }
 }
 
