@@ -42,6 +42,34 @@ __device__ __forceinline__ void copy_chunk(bf16* dst, const bf16* src, int64_t a
   }
 }
 
+using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+// One K step of a warp's 32 x 32 corner (rows wr, columns wc) of the 64 x 64 tile:
+// acc += As · Bs[0]ᵀ, and acc_up += As · Bs[1]ᵀ when gated. Both kernels' inner loop.
+template <bool kGated, int kB>
+__device__ __forceinline__ void mma_chunk(Acc (&acc)[2][2], Acc (&acc_up)[2][2],
+                                          const bf16 (&As)[kBM][kLds],
+                                          const bf16 (&Bs)[kB][kBN][kLds], int wr, int wc) {
+#pragma unroll
+  for (int kk = 0; kk < kBK; kk += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa[2];
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
+#pragma unroll
+    for (int i = 0; i < 2; i++) wmma::load_matrix_sync(fa[i], &As[wr + 16 * i][kk], kLds);
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      wmma::load_matrix_sync(fb, &Bs[0][wc + 16 * j][kk], kLds);
+#pragma unroll
+      for (int i = 0; i < 2; i++) wmma::mma_sync(acc[i][j], fa[i], fb, acc[i][j]);
+      if constexpr (kGated) {
+        wmma::load_matrix_sync(fb, &Bs[1][wc + 16 * j][kk], kLds);
+#pragma unroll
+        for (int i = 0; i < 2; i++) wmma::mma_sync(acc_up[i][j], fa[i], fb, acc_up[i][j]);
+      }
+    }
+  }
+}
+
 // out[s, n] for the slots s of one expert row tile and columns [n0, n0 + 64):
 //   plain: out[s, n] = in[src(s)] · w_e[n]
 //   gated: out[s, n] = act(in[src(s)] · w_e[n]) * (in[src(s)] · w_e[N + n])
@@ -73,7 +101,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int warp = int(threadIdx.x) / 32;
   const int wr = (warp / 2) * 32, wc = (warp % 2) * 32;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2], acc_up[2][2];
+  Acc acc[2][2], acc_up[2][2];
 #pragma unroll
   for (int i = 0; i < 2; i++)
 #pragma unroll
@@ -95,24 +123,7 @@ __global__ void __launch_bounds__(kThreads)
       copy_chunk<kVec>(&Bs[b][r][kc], src, K - k0 - kc);
     }
     __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < kBK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa[2];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
-#pragma unroll
-      for (int i = 0; i < 2; i++) wmma::load_matrix_sync(fa[i], &As[wr + 16 * i][kk], kLds);
-#pragma unroll
-      for (int j = 0; j < 2; j++) {
-        wmma::load_matrix_sync(fb, &Bs[0][wc + 16 * j][kk], kLds);
-#pragma unroll
-        for (int i = 0; i < 2; i++) wmma::mma_sync(acc[i][j], fa[i], fb, acc[i][j]);
-        if constexpr (kGated) {
-          wmma::load_matrix_sync(fb, &Bs[1][wc + 16 * j][kk], kLds);
-#pragma unroll
-          for (int i = 0; i < 2; i++) wmma::mma_sync(acc_up[i][j], fa[i], fb, acc_up[i][j]);
-        }
-      }
-    }
+    mma_chunk<kGated>(acc, acc_up, As, Bs, wr, wc);
     __syncthreads();  // the next chunk overwrites As / Bs
   }
 
@@ -269,7 +280,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int warp = int(threadIdx.x) / 32;
   const int wr = (warp / 2) * 32, wc = (warp % 2) * 32;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2], acc_up[2][2];
+  Acc acc[2][2], acc_up[2][2];
 #pragma unroll
   for (int i = 0; i < 2; i++)
 #pragma unroll
@@ -296,24 +307,7 @@ __global__ void __launch_bounds__(kThreads)
                         K - k0 - kc);
     }
     __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < kBK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa[2];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
-#pragma unroll
-      for (int i = 0; i < 2; i++) wmma::load_matrix_sync(fa[i], &As[wr + 16 * i][kk], kLds);
-#pragma unroll
-      for (int j = 0; j < 2; j++) {
-        wmma::load_matrix_sync(fb, &Bs[0][wc + 16 * j][kk], kLds);
-#pragma unroll
-        for (int i = 0; i < 2; i++) wmma::mma_sync(acc[i][j], fa[i], fb, acc[i][j]);
-        if constexpr (kGated) {
-          wmma::load_matrix_sync(fb, &Bs[1][wc + 16 * j][kk], kLds);
-#pragma unroll
-          for (int i = 0; i < 2; i++) wmma::mma_sync(acc_up[i][j], fa[i], fb, acc_up[i][j]);
-        }
-      }
-    }
+    mma_chunk<kGated>(acc, acc_up, As, Bs, wr, wc);
     __syncthreads();  // the next chunk overwrites As / Bs
 
     if ((k0 + kBK) % group != 0 && k0 + kBK < K) continue;  // the group goes on
