@@ -44,6 +44,18 @@ __device__ __forceinline__ void copy_chunk(bf16* dst, const bf16* src, int64_t a
 
 using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
+// Both kernels' accumulators from zero (acc_up only when gated).
+template <bool kGated>
+__device__ __forceinline__ void zero(Acc (&acc)[2][2], Acc (&acc_up)[2][2]) {
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      wmma::fill_fragment(acc[i][j], 0.f);
+      if constexpr (kGated) wmma::fill_fragment(acc_up[i][j], 0.f);
+    }
+}
+
 // One K step of a warp's 32 x 32 corner (rows wr, columns wc) of the 64 x 64 tile:
 // acc += As · Bs[0]ᵀ, and acc_up += As · Bs[1]ᵀ when gated. Both kernels' inner loop.
 template <bool kGated, int kB>
@@ -102,13 +114,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = int(threadIdx.x) / 32;
   const int wr = (warp / 2) * 32, wc = (warp % 2) * 32;
   Acc acc[2][2], acc_up[2][2];
-#pragma unroll
-  for (int i = 0; i < 2; i++)
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-      wmma::fill_fragment(acc[i][j], 0.f);
-      if constexpr (kGated) wmma::fill_fragment(acc_up[i][j], 0.f);
-    }
+  zero<kGated>(acc, acc_up);
 
   for (int64_t k0 = 0; k0 < K; k0 += kBK) {
     for (int c = threadIdx.x; c < kBM * kChunks; c += kThreads) {
@@ -281,13 +287,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = int(threadIdx.x) / 32;
   const int wr = (warp / 2) * 32, wc = (warp % 2) * 32;
   Acc acc[2][2], acc_up[2][2];
-#pragma unroll
-  for (int i = 0; i < 2; i++)
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-      wmma::fill_fragment(acc[i][j], 0.f);
-      if constexpr (kGated) wmma::fill_fragment(acc_up[i][j], 0.f);
-    }
+  zero<kGated>(acc, acc_up);
   float total[kOwned] = {}, total_up[kOwned] = {};
 
   for (int64_t k0 = 0; k0 < K; k0 += kBK) {
