@@ -42,6 +42,21 @@ __device__ __forceinline__ void copy_chunk(bf16* dst, const bf16* src, int64_t a
   }
 }
 
+// The row tile of block blockIdx.y: its expert, the last e with tile_offsets[e] <= tile
+// (experts without rows have empty tile ranges and lose to the next one), its first slot
+// and how many of its 64 rows are slots; expert -1 past the real tile count.
+struct RowTile {
+  int expert;
+  int64_t row0, num_rows;
+};
+__device__ __forceinline__ RowTile row_tile(const ExpertRows& rows) {
+  const int tile = int(blockIdx.y);
+  if (tile >= rows.tile_offsets[rows.num_experts]) return {-1, 0, 0};
+  const int e = cuda::last_at_most(rows.tile_offsets, rows.num_experts, tile);
+  const int64_t row0 = rows.offsets[e] + int64_t(tile - rows.tile_offsets[e]) * kBM;
+  return {e, row0, min(int64_t(kBM), int64_t(rows.offsets[e + 1]) - row0)};
+}
+
 using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
 // Both kernels' accumulators from zero (acc_up only when gated).
@@ -98,13 +113,10 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ __align__(32) float Cs[kBM][kLdc];
   __shared__ int64_t a_src[kBM];  // element offset of each tile row in `in`, -1 past the rows
 
-  const int tile = int(blockIdx.y);
-  if (tile >= rows.tile_offsets[rows.num_experts]) return;  // the whole block leaves
-  // The expert owning the tile: the last e with tile_offsets[e] <= tile (experts without
-  // rows have empty tile ranges and lose to the next one).
-  const int e = cuda::last_at_most(rows.tile_offsets, rows.num_experts, tile);
-  const int64_t row0 = rows.offsets[e] + int64_t(tile - rows.tile_offsets[e]) * kBM;
-  const int64_t num_rows = min(int64_t(kBM), int64_t(rows.offsets[e + 1]) - row0);
+  const RowTile rt = row_tile(rows);
+  if (rt.expert < 0) return;  // the whole block leaves
+  const int e = rt.expert;
+  const int64_t row0 = rt.row0, num_rows = rt.num_rows;
   const int64_t n0 = int64_t(blockIdx.x) * kBN;
   const bf16* we = w + int64_t(e) * kB * N * K;
   for (int r = threadIdx.x; r < kBM; r += kThreads)
@@ -212,16 +224,6 @@ __device__ __forceinline__ void quantize_chunk(bf16* dst, const bf16* src, int64
   *reinterpret_cast<uint4*>(dst) = out;
 }
 
-// s_w of row `row` (of Nw) of expert e's weight for column group kb (block weights; 0
-// otherwise), looked up per row, so a block may straddle the tile's columns.
-__device__ __forceinline__ float weight_scale(const Fp8ExpertWeights& w, int e, int64_t row,
-                                              int64_t kb, int64_t Nw, int64_t K) {
-  if (w.kind == 0) return w.scale[e];
-  if (w.kind == 1) return w.scale[int64_t(e) * Nw + row];
-  const int64_t NB = (Nw + w.block_n - 1) / w.block_n, KB = (K + w.block_k - 1) / w.block_k;
-  return w.scale[(int64_t(e) * NB + row / w.block_n) * KB + kb];
-}
-
 // total[i] += C[r][c] · s_x[r] · s_w[c] for the thread's own elements (idx = threadIdx.x +
 // i · kThreads, r = idx / 64, c = idx % 64), C the fragments' sums of one column group,
 // staged through Cs; then the fragments restart from zero. Every thread of the block calls
@@ -265,11 +267,10 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float s_x[kBM];            // the folded group's input scale of each tile row
   __shared__ float s_w[kB][kBN];        // ... and weight scale of each tile column, per half
 
-  const int tile = int(blockIdx.y);
-  if (tile >= rows.tile_offsets[rows.num_experts]) return;  // the whole block leaves
-  const int e = cuda::last_at_most(rows.tile_offsets, rows.num_experts, tile);
-  const int64_t row0 = rows.offsets[e] + int64_t(tile - rows.tile_offsets[e]) * kBM;
-  const int64_t num_rows = min(int64_t(kBM), int64_t(rows.offsets[e + 1]) - row0);
+  const RowTile rt = row_tile(rows);
+  if (rt.expert < 0) return;  // the whole block leaves
+  const int e = rt.expert;
+  const int64_t row0 = rt.row0, num_rows = rt.num_rows;
   const int64_t n0 = int64_t(blockIdx.x) * kBN, Nw = kB * N;
   const uint8_t* we = w.w + int64_t(e) * Nw * K;
   for (int r = threadIdx.x; r < kBM; r += kThreads)
@@ -278,8 +279,10 @@ __global__ void __launch_bounds__(kThreads)
 
   // The column groups: block_k columns of block weights (a multiple of kBK, so each K step
   // lies in one group), else all of K; dynamic inputs have one scale per row and group.
-  const int64_t group = w.kind == 2 ? w.block_k : K;
-  const int64_t groups = w.kind == 2 ? (K + w.block_k - 1) / w.block_k : 1;
+  // (Scales are looked up per weight row, so a block may straddle the tile's columns.)
+  Fp8WeightScales ws = w.scales;
+  ws.s += int64_t(e) * w.scales_per_expert;
+  const int64_t group = ws.kind == 2 ? w.block_k : K, groups = ws.num_k_blocks;
   double s_static = 1.0;  // as quantize_rows_kernel takes a static scale: in f64
   if constexpr (kStatic) s_static = double(in.input_scale[e]);
   const float inv_static = float(1.0 / s_static);
@@ -319,7 +322,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int c = threadIdx.x; c < kB * kBN; c += kThreads) {
       const int b = c / kBN;
       const int64_t n = n0 + c % kBN;
-      s_w[b][c % kBN] = n < N ? weight_scale(w, e, b * N + n, kb, Nw, K) : 0.f;
+      s_w[b][c % kBN] = n < N ? ws.at(b * N + n, kb) : 0.f;
     }
     // (fold's first barrier orders these writes before the reads.)
     fold(acc, Cs, s_x, s_w[0], total, wr, wc);
@@ -368,10 +371,6 @@ template <bool kGated, Activation A>
 void launch_fp8(cudaStream_t stream, bf16* out, const Fp8ExpertInput& in, const int32_t* in_row,
                 const Fp8ExpertWeights& w, const ExpertRows& rows, int64_t N, int64_t K) {
   if (rows.max_row_tiles <= 0 || N <= 0) return;
-  if (w.kind == 2 && (w.block_n <= 0 || w.block_k <= 0 || w.block_k % kBK != 0))
-    cuda_fail("moe_experts: FP8 block scales of " + std::to_string(w.block_n) + "x" +
-              std::to_string(w.block_k) + ": the CUDA expert GEMM needs block_k a multiple of " +
-              std::to_string(kBK));
   const dim3 grid = expert_grid(rows, N);
   const bool vec = K % 8 == 0 && aligned8(w.w) && (in.is_static() ? aligned16(in.x) : aligned8(in.q));
   auto kernel = in.is_static() ? (vec ? &expert_gemm_fp8_kernel<kGated, true, true, A>

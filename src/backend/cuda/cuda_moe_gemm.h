@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_linear_fp8.cuh"
 
 namespace tandem::cuda {
 
@@ -43,12 +44,14 @@ void launch_moe_down(cudaStream_t stream, __nv_bfloat16* y, const __nv_bfloat16*
 // columns for block weights; or by the expert's static input scale), the e4m3 products
 // summed in f32, and each column group's sum scaled by s_x · s_w.
 
-// A stacked e4m3 expert projection (linear.h): every tensor with a leading E.
+// A stacked e4m3 expert projection (linear.h): every tensor with a leading E. Expert e's
+// scales are `scales` (laid out as one dense FP8 linear's, cuda_linear_fp8.cuh) moved by
+// e · scales_per_expert.
 struct Fp8ExpertWeights {
-  const uint8_t* w = nullptr;      // [E, Nw, K] e4m3
-  const float* scale = nullptr;    // [E, 1], [E, Nw] or [E, ⌈Nw / block_n⌉, ⌈K / block_k⌉]
-  int kind = 0;                    // 0 per tensor, 1 per channel, 2 block
-  int block_n = 1, block_k = 1;    // block only; block_k a multiple of kMoeTileK
+  const uint8_t* w = nullptr;  // [E, Nw, K] e4m3
+  Fp8WeightScales scales;      // expert 0's: [1], [Nw] or [⌈Nw / block_n⌉, ⌈K / block_k⌉]
+  int64_t scales_per_expert = 1;
+  int64_t block_k = 0;         // block weights only; a multiple of kMoeTileK (the caller checks)
 };
 
 // The input of an FP8 expert GEMM, one of:
