@@ -22,8 +22,8 @@ std::string_view dtype_safetensors_name(DType t) {
     case DType::F16: return "F16";
     case DType::I32: return "I32";
     case DType::F8E4M3: return "F8_E4M3";
+    default: return "?";  // ggml block types have no safetensors name
   }
-  return "?";
 }
 
 float f16_to_f32(uint16_t h) {
@@ -126,6 +126,8 @@ void convert_to_f32(const void* src, DType from, float* dst, size_t n) {
       for (size_t i = 0; i < n; i++) dst[i] = f8e4m3_to_f32(s[i]);
       return;
     }
+    default:
+      fail("convert_to_f32: {} is a block type, not an element type", dtype_name(from));
   }
 }
 
@@ -151,6 +153,8 @@ void convert_from_f32(const float* src, void* dst, DType to, size_t n) {
     }
     case DType::I32:
       fail("convert_from_f32: cannot convert to i32");
+    default:
+      fail("convert_from_f32: cannot convert to the block type {}", dtype_name(to));
   }
 }
 

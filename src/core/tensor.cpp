@@ -44,7 +44,7 @@ Tensor Tensor::slice_rows(int64_t start, int64_t count) const {
   Tensor t = *this;
   int64_t row = numel() / shape[0];
   t.shape.dims[0] = count;
-  t.data = static_cast<char*>(data) + size_t(start * row) * dtype_size(dtype);
+  t.data = static_cast<char*>(data) + dtype_row_bytes(dtype, start * row);
   return t;
 }
 

@@ -41,7 +41,8 @@ struct Tensor {
   int ndim() const { return shape.ndim; }
   int64_t dim(int i) const { return shape[i]; }
   int64_t numel() const { return shape.numel(); }
-  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype); }
+  // Block types: rows of whole blocks (the last dim a multiple of the block).
+  size_t nbytes() const { return size_t(rows()) * dtype_row_bytes(dtype, cols()); }
   // Product of all dims but the last: the number of rows an op iterates over.
   int64_t rows() const { return ndim() == 0 ? 1 : numel() / shape[-1]; }
   int64_t cols() const { return ndim() == 0 ? 1 : shape[-1]; }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "media/image_input.h"
+
 namespace tandem {
 
 namespace grammar {
@@ -37,6 +39,8 @@ struct PromptLogprobs {
 
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, already templated and tokenized
+  // The prompt's images, in order, not overlapping (media/image_input.h); empty for text.
+  std::vector<MediaSpan> media;
   SamplingParams sampling;
   int max_tokens = 16;          // generated tokens at most; 0 only with prompt_logprobs
   int min_tokens = 0;           // EOS and stop strings are ignored before this many
