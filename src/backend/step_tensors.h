@@ -1,6 +1,6 @@
 // The step as the ops read it: the StepPlan's arrays on the device (engine/step_plan.h),
 // and where each layer's K/V lives. One representation for every step and every model:
-// the step-wide arrays, then one KvGroupTensors per KV group (DESIGN.md §3: full-attention
+// the step-wide arrays, then one KvGroupTensors per KV group (docs/DESIGN.md §3: full-attention
 // layers and each sliding window index their own block space). A layer's storage carries
 // its group (PagedKv::group), and the ops address it through step.kv(cache), so no model
 // selects a view and none can address the wrong group's blocks.

@@ -1,5 +1,5 @@
 // Engine: the loop that owns the KV block tables, the scheduler and every sequence
-// (DESIGN.md §1); the device is behind its Executor (engine/executor.h). Each step: take
+// (docs/DESIGN.md §1); the device is behind its Executor (engine/executor.h). Each step: take
 // new requests, drop cancelled ones, plan (Scheduler), issue one batched forward and one
 // sampling op (Executor), then per sampled row detokenize, apply stop rules, emit, and
 // free the blocks of rows that finished. `--batch 1` is the same loop with one row per step.

@@ -1,4 +1,4 @@
-// Executor: the engine's one way to the device (DESIGN.md §3). It owns the worker(s) —
+// Executor: the engine's one way to the device (docs/DESIGN.md §4). It owns the worker(s) —
 // backend, model, model runner, decode graphs — takes each step as plain data (the
 // StepPlan and the step's sampling rows) and hands back sampled tokens. The engine never
 // sees a backend, a tensor or a model object.

@@ -1,5 +1,5 @@
 // Scheduler: decides, each step, which sequences advance and by how many tokens.
-// Two separate decisions (DESIGN.md §2): admission — may a waiting sequence hold KV
+// Two separate decisions (docs/DESIGN.md §2): admission — may a waiting sequence hold KV
 // blocks? — and packing — what fits in this step under the token budget and the row cap?
 // Running sequences go first, oldest first; when one cannot get a block, the newest
 // running sequence is preempted (its blocks freed, recomputed later). Waiting sequences

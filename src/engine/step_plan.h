@@ -1,4 +1,4 @@
-// StepPlan: the scheduler → runner contract (DESIGN.md §2), a plain struct of host
+// StepPlan: the scheduler → runner contract (docs/DESIGN.md §2), a plain struct of host
 // arrays. There is no prefill or decode mode: a row is some tokens of one sequence
 // whose K/V are not yet in the cache, a whole prompt, a chunk of one, or one new token.
 // Where K/V live is per KV group (kv/kv_groups.h): each group has its own block ids, so

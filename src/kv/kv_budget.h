@@ -1,4 +1,4 @@
-// KV budget: how many blocks each KV group gets (DESIGN.md §3). A sliding-window group
+// KV budget: how many blocks each KV group gets (docs/DESIGN.md §3). A sliding-window group
 // never needs more blocks than its rows' windows plus one step's new tokens cover (blocks
 // that leave the window are released before every step), so it gets exactly that; the
 // full-attention group takes the rest of the byte budget.

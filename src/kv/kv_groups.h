@@ -1,4 +1,4 @@
-// KV groups (DESIGN.md §3): which layers index the same block-id space. Layers are
+// KV groups (docs/DESIGN.md §3): which layers index the same block-id space. Layers are
 // grouped by attention kind, not by geometry: group 0 holds the full-attention layers,
 // then one group per distinct sliding window, smallest window first. Each layer keeps
 // its own storage shaped by its own heads × head_dim, indexed by its group's block ids,

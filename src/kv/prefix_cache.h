@@ -1,4 +1,4 @@
-// Prefix-cache keys (DESIGN.md §3). Every full block of final tokens is named by a 64-bit
+// Prefix-cache keys (docs/DESIGN.md §3). Every full block of final tokens is named by a 64-bit
 // hash chained on its parent's: hash(parent hash, the block's token ids), where the first
 // block's parent is the root, a hash of the request's extra keys (its `cache_salt`, and
 // the LoRA adapter once adapters exist). Two requests share a block only when their whole

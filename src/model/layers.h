@@ -1,4 +1,4 @@
-// The layers every model composes (DESIGN.md §5): value-returning helpers over Backend
+// The layers every model composes (docs/DESIGN.md §5): value-returning helpers over Backend
 // ops, in the spirit of gpt-fast's model.py — `h = rms_norm(be, x, l.attn_norm)`,
 // `out = gated_mlp(be, h, l.mlp)`. DecoderModel, Gemma4Model and Gemma3nModel all go
 // through these, so how a projection, a norm, an MLP, an MoE block or the LM head is

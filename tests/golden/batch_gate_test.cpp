@@ -1,4 +1,4 @@
-// The batch gate (issue 5, DESIGN.md §6): all oracle prompts submitted at once to an
+// The batch gate (issue 5, docs/DESIGN.md §6): all oracle prompts submitted at once to an
 // engine with --batch 8 produce exactly the oracle's batched greedy continuations, also
 // when a small token budget chunks the prompts and mixes them with decoding rows, and
 // every KV block is free at the end.

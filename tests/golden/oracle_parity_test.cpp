@@ -1,4 +1,4 @@
-// Gate 1 (DESIGN.md §6): on every oracle architecture, teacher-forced logits match
+// Gate 1 (docs/DESIGN.md §6): on every oracle architecture, teacher-forced logits match
 // transformers' fp32 logits within 1e-4 relative, and greedy decoding through the
 // engine's serial path reproduces the oracle's continuation token for token.
 #include <gtest/gtest.h>

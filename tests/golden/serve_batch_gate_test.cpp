@@ -1,4 +1,4 @@
-// The batch gate through `tandem serve` (issue 5, DESIGN.md §6): for every oracle
+// The batch gate through `tandem serve` (issue 5, docs/DESIGN.md §6): for every oracle
 // architecture, all prompts sent at once over HTTP to a server with --batch 8
 // (/v1/completions, token-id prompts, temperature 0, 24 tokens, return_token_ids) come
 // back as exactly the oracle's batched greedy continuations (batch_greedy.i); the same

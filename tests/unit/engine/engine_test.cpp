@@ -1,6 +1,6 @@
 // The engine on a real (tiny, oracle) model: preemption keeps outputs identical,
 // cancellation frees blocks, impossible requests are refused, and a row's logits do not
-// depend on which other rows share its steps (gate 2 of DESIGN.md §6).
+// depend on which other rows share its steps (gate 2 of docs/DESIGN.md §6).
 #include <gtest/gtest.h>
 
 #include <filesystem>
