@@ -1,5 +1,5 @@
-// offline_bench: the offline workloads of BENCHMARKS.md on either backend — every request
-// submitted at once, the engine runs until all finish; output tok/s over the whole run
+// offline_bench: the offline workloads of docs/benchmarking.md on either backend — every
+// request submitted at once, the engine runs until all finish; output tok/s over the whole run
 // (prefill included, as TensorRT-LLM's tables count it).
 //   offline_bench MODEL_DIR [--device cuda|cpu] [--input 128] [--output 128] [--num 256]
 //                 [--batch 256] [--max-batched-tokens 8192] [--repeat 1]

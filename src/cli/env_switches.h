@@ -1,6 +1,6 @@
 // The environment switches that turn pieces of the fast path off, to compare against them
-// (README "On a GPU"). This is the only place tandem reads them; they travel on as config
-// (EngineConfig, ExecutorConfig, CudaOptions). "0" turns a switch off:
+// (docs/cuda.md, "Switches for comparisons"). This is the only place tandem reads them; they
+// travel on as config (EngineConfig, ExecutorConfig, CudaOptions). "0" turns a switch off:
 //   TANDEM_CUDA_GRAPHS  decode steps as recorded CUDA graphs
 //   TANDEM_OVERLAP      the engine issues step n+1 before reading step n's tokens ("1"
 //                       forces it on; unset: where the device runs asynchronously)

@@ -1,5 +1,5 @@
 // Every limit the server enforces, in one place. Each field is a `tandem serve` flag
-// (src/cli/limit_flags.cpp registers them; the README's "Limits" section lists them), and
+// (src/cli/limit_flags.cpp registers them; docs/limits.md lists them), and
 // every refusal names the flag that set it, so an operator who meets one knows what to raise.
 //
 // The defaults are sized so that no real client meets them, while one request can cost the

@@ -6,7 +6,7 @@
 // show the running rows move while `tandem bench` loads the server. Every request the
 // browser makes is recorded: one to any other origin fails the run, as does an uncaught
 // script error or a CSP violation. Screenshots of both pages (and of the chat on a phone)
-// go to build/screenshots/ (WEB_SCREENSHOTS_DIR=docs refreshes the README's copies).
+// go to build/screenshots/ (WEB_SCREENSHOTS_DIR=docs refreshes the copies docs/web.md shows).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
