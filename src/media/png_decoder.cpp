@@ -21,6 +21,8 @@ struct PngContext {
   size_t cursor = 0;
   png_structp png = nullptr;
   png_infop info = nullptr;
+  int bit_depth = 0;   // as the file stores them (libpng reports the transformed ones
+  int color_type = 0;  // after png_read_update_info)
   std::string error;
   std::vector<uint8_t> rows;  // one native row, or the whole image when interlaced
   DecodedFrame frame;
@@ -59,8 +61,8 @@ void read_header(PngContext& ctx, const MediaLimits& limits) {
   png_read_info(ctx.png, ctx.info);
   check_image_size("PNG", png_get_image_width(ctx.png, ctx.info),
                    png_get_image_height(ctx.png, ctx.info), limits);
-  const int depth = png_get_bit_depth(ctx.png, ctx.info);
-  const int color = png_get_color_type(ctx.png, ctx.info);
+  const int depth = ctx.bit_depth = png_get_bit_depth(ctx.png, ctx.info);
+  const int color = ctx.color_type = png_get_color_type(ctx.png, ctx.info);
   if (depth < 8) png_set_packing(ctx.png);
   // PIL keeps the high byte of 16-bit RGB(A) and gray+alpha (libpng's strip_16 "chops"
   // the same way); 16-bit gray it clips instead, so that one stays 16-bit.
@@ -78,8 +80,8 @@ uint8_t gray_scale(int depth) {
 }
 
 void convert_row(const PngContext& ctx, const uint8_t* in, uint8_t* out, int width) {
-  const int color = png_get_color_type(ctx.png, ctx.info);
-  const int depth = png_get_bit_depth(ctx.png, ctx.info);
+  const int color = ctx.color_type;
+  const int depth = ctx.bit_depth;
   if (color == PNG_COLOR_TYPE_PALETTE) {
     png_colorp palette = nullptr;
     int num_palette = 0;

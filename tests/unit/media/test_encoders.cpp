@@ -278,4 +278,42 @@ Bytes encode_gif(const GifSpec& spec) {
   return out;
 }
 
+Bytes encode_gif_8bit_codes(int width, int height, const std::vector<uint8_t>& palette,
+                            const Bytes& indices) {
+  int bits = 1;
+  while ((3 << bits) < int(palette.size())) ++bits;
+  Bytes out = {'G', 'I', 'F', '8', '9', 'a'};
+  auto u16 = [&](int v) { out.push_back(uint8_t(v)), out.push_back(uint8_t(v >> 8)); };
+  u16(width), u16(height);
+  out.insert(out.end(), {uint8_t(0x80 | 0x70 | (bits - 1)), 0, 0});
+  out.insert(out.end(), palette.begin(), palette.end());
+  out.push_back(',');
+  u16(0), u16(0), u16(width), u16(height);
+  out.push_back(0);
+  out.push_back(8);  // LZW minimum code size
+  // "Uncompressed" LZW: 9-bit literal codes, with a clear code before the table would grow
+  // past 511 entries (so the code width never changes).
+  Bytes lzw;
+  uint32_t acc = 0;
+  int nbits = 0;
+  auto put = [&](int code) {
+    acc |= uint32_t(code) << nbits, nbits += 9;
+    while (nbits >= 8) lzw.push_back(uint8_t(acc)), acc >>= 8, nbits -= 8;
+  };
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (i % 250 == 0) put(256);
+    put(indices[i]);
+  }
+  put(257);
+  if (nbits > 0) lzw.push_back(uint8_t(acc));
+  for (size_t i = 0; i < lzw.size(); i += 255) {
+    const size_t n = std::min<size_t>(255, lzw.size() - i);
+    out.push_back(uint8_t(n));
+    out.insert(out.end(), lzw.begin() + int64_t(i), lzw.begin() + int64_t(i + n));
+  }
+  out.push_back(0);
+  out.push_back(';');
+  return out;
+}
+
 }  // namespace tandem::test

@@ -64,5 +64,10 @@ struct GifSpec {
   std::vector<GifFrame> frames;
 };
 Bytes encode_gif(const GifSpec& spec);
+// A one-frame GIF whose LZW stream uses 8-bit codes whatever the palette's size (giflib's
+// encoder masks indices to the palette's bits; this one can store indices past the table).
+// `palette` must hold 2^n RGB triplets.
+Bytes encode_gif_8bit_codes(int width, int height, const std::vector<uint8_t>& palette,
+                            const Bytes& indices);
 
 }  // namespace tandem::test
