@@ -137,9 +137,22 @@ void read_pixels(PngContext& ctx) {
   }
 }
 
+// The IHDR's size, read before libpng sees the file: png_read_info goes on to read every
+// chunk up to the first IDAT, so the bound must be checked from the header's bytes first.
+// (A file whose first chunk is not IHDR is left to libpng to refuse.)
+void check_ihdr_size(std::span<const uint8_t> bytes, const MediaLimits& limits) {
+  if (bytes.size() < 24 || std::memcmp(bytes.data() + 12, "IHDR", 4) != 0) return;
+  auto be32 = [&](size_t at) {
+    return uint32_t(bytes[at]) << 24 | uint32_t(bytes[at + 1]) << 16 |
+           uint32_t(bytes[at + 2]) << 8 | uint32_t(bytes[at + 3]);
+  };
+  check_image_size("PNG", be32(16), be32(20), limits);
+}
+
 }  // namespace
 
 DecodedFrame decode_png(std::span<const uint8_t> bytes, const MediaLimits& limits) {
+  check_ihdr_size(bytes, limits);
   PngContext ctx(bytes);
   ctx.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, on_error, on_warning);
   if (ctx.png) ctx.info = png_create_info_struct(ctx.png);

@@ -126,7 +126,10 @@ Bytes encode_jpeg(const JpegSpec& s) {
   cinfo.image_width = JDIMENSION(s.width);
   cinfo.image_height = JDIMENSION(s.height);
   cinfo.input_components = s.components;
-  cinfo.in_color_space = s.components == 1 ? JCS_GRAYSCALE : s.components == 3 ? JCS_RGB : JCS_CMYK;
+  cinfo.in_color_space = s.components == 1   ? JCS_GRAYSCALE
+                         : s.components == 3 ? JCS_RGB
+                         : s.components == 4 ? JCS_CMYK
+                                             : JCS_UNKNOWN;
   jpeg_set_defaults(&cinfo);
   jpeg_set_quality(&cinfo, s.quality, TRUE);
   if (s.progressive) jpeg_simple_progression(&cinfo);

@@ -33,7 +33,8 @@ Bytes encode_png_rgb(const RgbImage& image, bool interlace = false);
 
 struct JpegSpec {
   int width = 0, height = 0;
-  int components = 3;  // 1 gray, 3 RGB (stored YCbCr), 4 CMYK (values written as given)
+  int components = 3;  // 1 gray, 3 RGB (stored YCbCr), 4 CMYK (values written as given),
+                       // others written as components of an unknown color space
   Bytes samples;       // [height, width, components]
   int quality = 95;
   bool progressive = false;
