@@ -19,7 +19,8 @@ std::string named_token(const nlohmann::json& tokenizer, const char* name,
   if (tokenizer.contains(name)) {
     if (auto s = token_string(tokenizer[name])) return *s;
   }
-  const nlohmann::json extra = tokenizer.value("extra_special_tokens", nlohmann::json());
+  if (!tokenizer.is_object() || !tokenizer.contains("extra_special_tokens")) return fallback;
+  const nlohmann::json& extra = tokenizer["extra_special_tokens"];
   if (extra.is_object() && extra.contains(name)) {
     if (auto s = token_string(extra[name])) return *s;
   }

@@ -19,7 +19,9 @@ class Fields {
  public:
   Fields(const nlohmann::json& j, const std::string& source) : j_(j), source_(source) {}
 
-  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+  bool has(const char* key) const {
+    return j_.is_object() && j_.contains(key) && !j_[key].is_null();
+  }
 
   void get(const char* key, bool& out) const {
     if (!has(key)) return;
@@ -65,11 +67,16 @@ class Fields {
   const std::string& source_;
 };
 
+// A string field of an object, or "" (for a null, absent or non-string value).
+std::string string_field(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
 ImageProcessorKind detect_kind(const nlohmann::json& image_processor,
                                const nlohmann::json& processor, const std::string& source) {
-  std::string type = image_processor.value("image_processor_type", "");
-  if (type.empty()) type = image_processor.value("processor_class", "");
-  if (type.empty()) type = processor.value("processor_class", "");
+  std::string type = string_field(image_processor, "image_processor_type");
+  if (type.empty()) type = string_field(image_processor, "processor_class");
+  if (type.empty()) type = string_field(processor, "processor_class");
   if (type.starts_with("Gemma3ImageProcessor") || type == "Gemma3Processor") {
     return ImageProcessorKind::kGemma3;
   }
