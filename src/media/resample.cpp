@@ -1,5 +1,6 @@
 #include "media/resample.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -52,23 +53,40 @@ uint8_t clip8(int32_t v) {
 }
 
 // Rows [row0, row0 + num_rows) of `in`, resampled to `taps.first.size()` columns.
+//
+// Integer sums do not depend on the order of their terms, so instead of Pillow's loop (per
+// pixel, per tap, three channels) this runs kBlockRows rows at once: the block is stored
+// column-major ([in.width][kBlockRows][3]), making each tap one contiguous multiply-add over
+// 48 lanes that the compiler vectorizes. Same results, a few times faster.
+constexpr int kBlockRows = 16;
+constexpr int kBlockLanes = kBlockRows * 3;
+
 RgbImage horizontal_pass(const RgbImage& in, const ResampleTaps& taps, int row0, int num_rows) {
   const int out_width = int(taps.first.size());
   const std::vector<int32_t> k = fixed_point_weights(taps.weights);
   RgbImage out(out_width, num_rows);
-  for (int y = 0; y < num_rows; ++y) {
-    const uint8_t* src = in.row(row0 + y);
-    uint8_t* dst = out.row(y);
-    for (int x = 0; x < out_width; ++x, dst += 3) {
-      const int32_t* kx = k.data() + size_t(x) * size_t(taps.ksize);
-      const uint8_t* s = src + size_t(taps.first[x]) * 3;
-      int32_t r = 1 << (kPrecisionBits - 1), g = r, b = r;
-      for (int t = 0; t < taps.count[x]; ++t, s += 3) {
-        r += s[0] * kx[t];
-        g += s[1] * kx[t];
-        b += s[2] * kx[t];
+  std::vector<uint8_t> block(size_t(in.width) * kBlockLanes);  // [in.width][kBlockRows][3]
+  for (int r0 = 0; r0 < num_rows; r0 += kBlockRows) {
+    const int n = std::min(kBlockRows, num_rows - r0);
+    for (int r = 0; r < n; ++r) {
+      const uint8_t* src = in.row(row0 + r0 + r);
+      for (int j = 0; j < in.width; ++j) {
+        std::memcpy(&block[size_t(j) * kBlockLanes + size_t(r) * 3], src + size_t(j) * 3, 3);
       }
-      dst[0] = clip8(r), dst[1] = clip8(g), dst[2] = clip8(b);
+    }
+    for (int x = 0; x < out_width; ++x) {
+      const int32_t* kx = k.data() + size_t(x) * size_t(taps.ksize);
+      const uint8_t* column = &block[size_t(taps.first[x]) * kBlockLanes];
+      int32_t acc[kBlockLanes];
+      std::fill(acc, acc + kBlockLanes, 1 << (kPrecisionBits - 1));
+      for (int t = 0; t < taps.count[x]; ++t, column += kBlockLanes) {
+        const int32_t w = kx[t];
+        for (int i = 0; i < kBlockLanes; ++i) acc[i] += column[i] * w;
+      }
+      for (int r = 0; r < n; ++r) {
+        uint8_t* dst = out.row(r0 + r) + size_t(x) * 3;
+        dst[0] = clip8(acc[3 * r]), dst[1] = clip8(acc[3 * r + 1]), dst[2] = clip8(acc[3 * r + 2]);
+      }
     }
   }
   return out;
