@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh --tests
 scripts/build.sh
+scripts/test_count.sh build
 (cd build && ctest --output-on-failure -j "${TANDEM_JOBS:-$(nproc)}")
 for step in tests/e2e/run_*.sh; do
   [ -e "$step" ] && bash "$step"
