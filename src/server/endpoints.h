@@ -7,12 +7,12 @@
 #include <memory>
 #include <string>
 
-#include "server/generation_run.h"
+#include "server/common/generation_run.h"
+#include "server/common/logprobs_format.h"
+#include "server/common/served_model.h"
+#include "server/common/server_limits.h"
+#include "server/common/server_metrics.h"
 #include "server/http/httplib_types.h"
-#include "server/logprobs_format.h"
-#include "server/served_model.h"
-#include "server/server_limits.h"
-#include "server/server_metrics.h"
 
 namespace tandem::server {
 

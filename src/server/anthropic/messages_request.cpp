@@ -1,0 +1,71 @@
+#include "server/anthropic/messages_request.h"
+
+#include <limits>
+
+#include "server/common/api_error.h"
+#include "server/common/sampling_fields.h"
+#include "server/openai/chat_messages.h"
+#include "server/openai/chat_request.h"
+
+namespace tandem::server {
+namespace {
+
+constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
+
+// {"type": "auto" | "any" | "tool" | "none", "name"?}; false for "none".
+bool anthropic_tool_choice_allows_calls(const FieldReader& f) {
+  const Json* choice = f.object_field("tool_choice");
+  if (!choice) return true;
+  FieldReader c(*choice, "tool_choice");
+  std::string type = c.require_string("type");
+  if (type == "tool") c.require_string("name");
+  if (type == "none") return false;
+  if (type != "auto" && type != "any" && type != "tool")
+    invalid_request(c.name("type"), "'{}' must be auto, any, tool or none; got '{}'",
+                    c.name("type"), type);
+  return true;
+}
+
+ToolForcing anthropic_tool_forcing(const FieldReader& f) {
+  const Json* choice = f.object_field("tool_choice");
+  if (!choice) return {};
+  FieldReader c(*choice, "tool_choice");
+  std::string type = c.require_string("type");
+  if (type == "any") return {.forced = true, .name = std::nullopt};
+  if (type == "tool") return {.forced = true, .name = c.require_string("name")};
+  return {};
+}
+
+}  // namespace
+
+ChatPromptInput read_anthropic_prompt(const FieldReader& f, bool& parse_tool_calls) {
+  ChatPromptInput prompt;
+  const Json* system = f.has("system") ? &f.object()["system"] : nullptr;
+  prompt.messages = anthropic_to_chat_messages(system, f.require("messages"));
+  Json tools = anthropic_tools_to_chat(f.array_field("tools"));
+  bool allowed = anthropic_tool_choice_allows_calls(f);
+  if (allowed) prompt.tools = std::move(tools);
+  parse_tool_calls = allowed && !prompt.tools.is_null();
+  prompt.template_kwargs = read_template_kwargs(f);
+  return prompt;
+}
+
+MessagesRequest parse_messages_request(const Json& body, const GenerationRequest& defaults,
+                                       int vocab_size, const RequestLimits& limits) {
+  FieldReader f(body);
+  MessagesRequest out;
+  out.generation = defaults;
+  out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
+  out.prompt = read_anthropic_prompt(f, out.parse_tool_calls);
+  out.forced_tools = anthropic_tool_forcing(f);
+  f.require("max_tokens");
+  out.max_tokens = *f.integer("max_tokens", 1, kMaxTokensLimit);
+  out.stream = f.boolean("stream").value_or(false);
+  f.object_field("metadata");
+  SamplingFieldSpec spec = sampling_spec(limits, "stop_sequences");
+  spec.max_temperature = 1.0;
+  read_sampling_fields(f, spec, vocab_size, out.generation);
+  return out;
+}
+
+}  // namespace tandem::server
