@@ -1,7 +1,8 @@
-// Anthropic conversation input → chat-template messages (declared in chat_messages.h).
+#include "server/anthropic/anthropic_messages.h"
+
 #include "server/common/api_error.h"
+#include "server/common/content_parts.h"
 #include "server/common/request_fields.h"
-#include "server/openai/chat_messages.h"
 
 namespace tandem::server {
 namespace {

@@ -2,10 +2,10 @@
 
 #include <limits>
 
+#include "server/anthropic/anthropic_messages.h"
 #include "server/common/api_error.h"
+#include "server/common/generation_fields.h"
 #include "server/common/sampling_fields.h"
-#include "server/openai/chat_messages.h"
-#include "server/openai/chat_request.h"
 
 namespace tandem::server {
 namespace {

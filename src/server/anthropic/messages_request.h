@@ -1,6 +1,6 @@
 // POST /v1/messages (Anthropic): the body, validated. `max_tokens` is required, as in
 // Anthropic's API; `system`, content blocks, `stop_sequences`, `tools` and `tool_choice`
-// become the chat-template conversation (chat_messages.h).
+// become the chat-template conversation (anthropic_messages.h).
 #pragma once
 
 #include "engine/request.h"

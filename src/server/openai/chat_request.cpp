@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "server/common/api_error.h"
+#include "server/common/generation_fields.h"
 #include "server/common/request_fields.h"
 #include "server/common/sampling_fields.h"
 #include "server/openai/chat_messages.h"
@@ -43,14 +44,6 @@ void read_prompt_flags(const FieldReader& f, ChatCompletionRequest& out) {
 }
 
 }  // namespace
-
-Json read_template_kwargs(const FieldReader& f) {
-  Json kwargs = Json::object();
-  if (auto thinking = f.boolean("enable_thinking")) kwargs["enable_thinking"] = *thinking;
-  if (const Json* extra = f.object_field("chat_template_kwargs"))
-    for (auto it = extra->begin(); it != extra->end(); ++it) kwargs[it.key()] = it.value();
-  return kwargs;
-}
 
 ChatCompletionRequest parse_chat_request(const Json& body, const GenerationRequest& defaults,
                                          int vocab_size, const RequestLimits& limits) {

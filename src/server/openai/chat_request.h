@@ -31,7 +31,4 @@ struct ChatCompletionRequest {
 ChatCompletionRequest parse_chat_request(const Json& body, const GenerationRequest& defaults,
                                          int vocab_size, const RequestLimits& limits = {});
 
-// Template variables from chat_template_kwargs (and a top-level enable_thinking).
-Json read_template_kwargs(const FieldReader& fields);
-
 }  // namespace tandem::server

@@ -1,12 +1,11 @@
-// GET /v1/models[/{id}], POST /tokenize and /detokenize (vLLM's shapes), and the helpers
-// the generation endpoints share.
+// GET /v1/models[/{id}], POST /tokenize and /detokenize (vLLM's shapes).
 #include "server/common/api_error.h"
+#include "server/common/generation_fields.h"
 #include "server/common/ids.h"
 #include "server/common/prompt_limits.h"
 #include "server/common/request_fields.h"
 #include "server/endpoints.h"
 #include "server/openai/chat_messages.h"
-#include "server/openai/chat_request.h"
 
 namespace tandem::server {
 namespace {
@@ -32,11 +31,6 @@ Json model_cards(const EndpointContext& ctx) {
   return cards;
 }
 
-ApiError model_not_found(const std::string& name) {
-  return ApiError(404, "invalid_request_error", fmt::format("The model '{}' does not exist", name),
-                  "model", "model_not_found");
-}
-
 std::vector<int32_t> tokenize_body(const EndpointContext& ctx, const FieldReader& f) {
   if (f.has("messages")) {
     ChatPromptInput prompt;
@@ -51,43 +45,6 @@ std::vector<int32_t> tokenize_body(const EndpointContext& ctx, const FieldReader
 }
 
 }  // namespace
-
-TokenText token_text_of(const ServedModel& model) {
-  std::shared_ptr<const Tokenizer> tok = model.tokenizer;
-  return [tok](int32_t id) { return tok->decode(std::span<const int32_t>(&id, 1), false); };
-}
-
-const ChatPromptBuilder& chat_builder(const ServedModel& model) {
-  if (!model.chat)
-    invalid_request("messages",
-                    "This model has no chat template; use /v1/completions with a "
-                    "text or token-id prompt");
-  return *model.chat;
-}
-
-jinja::RenderLimits request_render_limits(const EndpointContext& ctx) {
-  return render_limits(ctx.limits.chat_template, ctx.cancel);
-}
-
-std::vector<int32_t> chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
-                                        const char* field) {
-  const ChatPromptBuilder& builder = chat_builder(ctx.model);
-  std::string text = builder.render(prompt, request_render_limits(ctx));
-  check_prompt_length(text.size(), ctx.model.prompt_bound, ctx.model.engine->model_info(), field);
-  return builder.tokenize(text);
-}
-
-void require_served_model(const EndpointContext& ctx, const Json& body) {
-  auto it = body.find("model");
-  if (it == body.end() || !it->is_string()) return;  // absent (or a 400 from the field reader)
-  const std::string& name = it->get_ref<const std::string&>();
-  if (!accepts_model_name(ctx.model, ctx.model_name, name)) throw model_not_found(name);
-}
-
-void reply_json(httplib::Response& res, const Json& body, int status) {
-  res.status = status;
-  res.set_content(dump_json(body), "application/json");
-}
 
 void handle_models(const EndpointContext& ctx, const httplib::Request& req,
                    httplib::Response& res) {

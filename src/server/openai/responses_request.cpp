@@ -3,9 +3,10 @@
 #include <limits>
 
 #include "server/common/api_error.h"
+#include "server/common/content_parts.h"
+#include "server/common/generation_fields.h"
 #include "server/common/sampling_fields.h"
 #include "server/openai/chat_messages.h"
-#include "server/openai/chat_request.h"
 #include "server/openai/openai_fields.h"
 
 namespace tandem::server {
