@@ -7,10 +7,6 @@
 namespace tandem::server {
 namespace {
 
-std::string item_path(const std::string& base, size_t i) {
-  return fmt::format("{}[{}]", base, i);
-}
-
 // One turn's blocks, sorted into what the template needs.
 struct TurnParts {
   std::string text;

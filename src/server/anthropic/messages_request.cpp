@@ -1,7 +1,5 @@
 #include "server/anthropic/messages_request.h"
 
-#include <limits>
-
 #include "server/anthropic/anthropic_messages.h"
 #include "server/common/api_error.h"
 #include "server/common/generation_fields.h"
@@ -9,8 +7,6 @@
 
 namespace tandem::server {
 namespace {
-
-constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
 
 // {"type": "auto" | "any" | "tool" | "none", "name"?}; false for "none".
 bool anthropic_tool_choice_allows_calls(const FieldReader& f) {
@@ -38,28 +34,23 @@ ToolForcing anthropic_tool_forcing(const FieldReader& f) {
 
 }  // namespace
 
-ChatPromptInput read_anthropic_prompt(const FieldReader& f, bool& parse_tool_calls) {
-  ChatPromptInput prompt;
+void read_anthropic_conversation(const FieldReader& f, ChatGeneration& out) {
   const Json* system = f.has("system") ? &f.object()["system"] : nullptr;
-  prompt.messages = anthropic_to_chat_messages(system, f.require("messages"));
+  out.prompt.messages = anthropic_to_chat_messages(system, f.require("messages"));
   Json tools = anthropic_tools_to_chat(f.array_field("tools"));
   bool allowed = anthropic_tool_choice_allows_calls(f);
-  if (allowed) prompt.tools = std::move(tools);
-  parse_tool_calls = allowed && !prompt.tools.is_null();
-  prompt.template_kwargs = read_template_kwargs(f);
-  return prompt;
+  offer_tools(std::move(tools), allowed, anthropic_tool_forcing(f), out);
+  out.prompt.template_kwargs = read_template_kwargs(f);
 }
 
 MessagesRequest parse_messages_request(const Json& body, const GenerationRequest& defaults,
                                        int vocab_size, const RequestLimits& limits) {
   FieldReader f(body);
   MessagesRequest out;
-  out.generation = defaults;
-  out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
-  out.prompt = read_anthropic_prompt(f, out.parse_tool_calls);
-  out.forced_tools = anthropic_tool_forcing(f);
+  start_generation(f, defaults, out);
+  read_anthropic_conversation(f, out);
   f.require("max_tokens");
-  out.max_tokens = *f.integer("max_tokens", 1, kMaxTokensLimit);
+  out.max_tokens = read_max_tokens(f, "max_tokens");
   out.stream = f.boolean("stream").value_or(false);
   f.object_field("metadata");
   SamplingFieldSpec spec = sampling_spec(limits, "stop_sequences");

@@ -21,7 +21,7 @@
 namespace tandem::server {
 
 struct ChatPromptInput {
-  Json messages = Json::array();          // normalized (chat_messages.h)
+  Json messages = Json::array();  // normalized (openai/chat_messages.h, anthropic_messages.h)
   Json tools;                             // null, or OpenAI-style tools
   Json template_kwargs = Json::object();  // extra template variables; override the rest
   bool add_generation_prompt = true;

@@ -23,7 +23,7 @@ std::string content_text(const Json& content, const std::string& path,
                     json_type_name(content));
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
-    FieldReader part(content[i], fmt::format("{}[{}]", path, i));
+    FieldReader part(content[i], item_path(path, i));
     std::string type = part.require_string("type");
     if (!is_one_of(type, text_types))
       invalid_request(part.name("type"), "'{}' is '{}': only text content is supported",

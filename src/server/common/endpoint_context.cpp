@@ -6,6 +6,12 @@
 
 namespace tandem::server {
 
+Json read_request_body(const EndpointContext& ctx, const httplib::Request& req) {
+  Json body = parse_request_body(req.body, ctx.limits.json);
+  require_served_model(ctx, body);
+  return body;
+}
+
 void require_served_model(const EndpointContext& ctx, const Json& body) {
   auto it = body.find("model");
   if (it == body.end() || !it->is_string()) return;  // absent (or a 400 from the field reader)

@@ -1,6 +1,6 @@
 // What every route handler is given (EndpointContext), and the steps of a handler that
-// every API shares: checking the `model` a body names, the chat template's prompt under the
-// request's limits, replying with JSON. Handlers throw ApiError for
+// every API shares: reading the body and checking the `model` it names, the chat
+// template's prompt under the request's limits, replying with JSON. Handlers throw ApiError for
 // anything the client got wrong; HttpServer's route wrapper turns that into the API's
 // error shape.
 #pragma once
@@ -31,6 +31,9 @@ struct EndpointContext {
   const std::atomic<bool>* cancel = nullptr;  // raised when the server stops: ends renders
 };
 
+// The request's body, parsed within the JSON limits (a 400 otherwise), whose `model` (when
+// given) is one the server serves (a 404 model_not_found otherwise).
+Json read_request_body(const EndpointContext& ctx, const httplib::Request& req);
 // 404 model_not_found unless the body's `model` (when given) is one the server serves.
 void require_served_model(const EndpointContext& ctx, const Json& body);
 

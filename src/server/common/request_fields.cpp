@@ -33,6 +33,10 @@ std::string json_type_name(const Json& value) {
   return value.type_name();
 }
 
+std::string item_path(std::string_view base, size_t i) {
+  return fmt::format("{}[{}]", base, i);
+}
+
 FieldReader::FieldReader(const Json& object, std::string path)
     : object_(object), path_(std::move(path)) {
   if (!object_.is_object())

@@ -21,6 +21,9 @@ Json parse_request_body(std::string_view body, const JsonLimits& limits = {});
 // JSON type name for messages: "string", "number", "array"...
 std::string json_type_name(const Json& value);
 
+// "base[i]": a list item's path, as errors name it.
+std::string item_path(std::string_view base, size_t i);
+
 struct StringListBounds {
   size_t max_items = 16;
   size_t max_bytes = 1024;           // of one string

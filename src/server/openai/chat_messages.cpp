@@ -11,10 +11,6 @@
 namespace tandem::server {
 namespace {
 
-std::string item_path(const std::string& base, size_t i) {
-  return fmt::format("{}[{}]", base, i);
-}
-
 bool is_one_of(std::string_view s, std::initializer_list<const char*> options) {
   return std::any_of(options.begin(), options.end(), [&](const char* o) { return s == o; });
 }

@@ -1,7 +1,5 @@
 #include "server/openai/chat_request.h"
 
-#include <limits>
-
 #include "server/common/api_error.h"
 #include "server/common/generation_fields.h"
 #include "server/common/request_fields.h"
@@ -12,19 +10,13 @@
 namespace tandem::server {
 namespace {
 
-constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxTopLogprobs = 20;
 
 void read_tools(const FieldReader& f, ChatCompletionRequest& out) {
   Json tools = normalize_openai_tools(f.array_field("tools"));
   const Json* choice = f.has("tool_choice") ? &f.object()["tool_choice"] : nullptr;
-  bool allowed = tool_choice_allows_calls(choice);
-  // "none": the model is not told about the tools, and nothing is parsed as a call.
-  if (allowed) out.prompt.tools = std::move(tools);
-  out.parse_tool_calls = allowed && !out.prompt.tools.is_null();
-  out.forced_tools = openai_tool_forcing(choice);
+  offer_tools(std::move(tools), tool_choice_allows_calls(choice), openai_tool_forcing(choice), out);
 }
-
 
 void read_logprobs(const FieldReader& f, ChatCompletionRequest& out) {
   bool logprobs = f.boolean("logprobs").value_or(false);
@@ -49,13 +41,12 @@ ChatCompletionRequest parse_chat_request(const Json& body, const GenerationReque
                                          int vocab_size, const RequestLimits& limits) {
   FieldReader f(body);
   ChatCompletionRequest out;
-  out.generation = defaults;
-  out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
+  start_generation(f, defaults, out);
   out.prompt.messages = normalize_openai_messages(f.require("messages"), limits.json);
   read_tools(f, out);
   read_prompt_flags(f, out);
-  out.max_tokens = f.integer("max_completion_tokens", 1, kMaxTokensLimit);
-  if (!out.max_tokens) out.max_tokens = f.integer("max_tokens", 1, kMaxTokensLimit);
+  out.max_tokens = read_max_tokens(f, "max_completion_tokens");
+  if (!out.max_tokens) out.max_tokens = read_max_tokens(f, "max_tokens");
   out.n = read_num_choices(f, limits.max_choices);
   StreamOptions stream = read_stream_options(f);
   out.stream = stream.stream;

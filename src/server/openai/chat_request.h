@@ -3,28 +3,18 @@
 // template) and max_tokens (which needs the prompt's length): see chat_endpoint.
 #pragma once
 
-#include <optional>
-
 #include "engine/request.h"
-#include "server/common/chat_prompt.h"
+#include "server/common/generation_fields.h"
 #include "server/common/json_text.h"
-#include "server/common/request_fields.h"
 #include "server/common/server_limits.h"
-#include "server/common/structured_output.h"
 
 namespace tandem::server {
 
-struct ChatCompletionRequest {
-  ChatPromptInput prompt;
-  GenerationRequest generation;       // sampling, stops, logprobs; prompt empty
-  std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens
+// max_tokens: max_completion_tokens, else max_tokens.
+struct ChatCompletionRequest : ChatGeneration {
   int n = 1;
-  bool stream = false;
   bool include_usage = false;
-  int top_logprobs = -1;          // -1: no logprobs; else the alternatives per token
-  bool parse_tool_calls = false;  // tools were given and tool_choice is not "none"
-  OutputConstraint constraint;    // response_format, structured_outputs
-  ToolForcing forced_tools;       // tool_choice "required" or a named function
+  int top_logprobs = -1;  // -1: no logprobs; else the alternatives per token
 };
 
 // `defaults` carries the model's sampling defaults; `vocab_size` bounds token ids.

@@ -1,9 +1,8 @@
-// POST /v1/completions.
-#include "server/common/api_error.h"
-#include "server/common/ids.h"
+// POST /v1/completions: completion_request's parser and completion_response's format in
+// the generation pipeline (common/generation_endpoint.h). Its prompts are texts or token
+// ids, several at once, so it does steps 4 to 7 itself, for each prompt.
+#include "server/common/generation_endpoint.h"
 #include "server/common/prompt_limits.h"
-#include "server/common/request_fields.h"
-#include "server/common/response_writer.h"
 #include "server/common/sampling_fields.h"
 #include "server/endpoints.h"
 #include "server/openai/completion_request.h"
@@ -47,28 +46,19 @@ std::vector<GenerationRequest> build_requests(const EndpointContext& ctx,
 
 void handle_completions(const EndpointContext& ctx, const httplib::Request& req,
                         httplib::Response& res) {
-  const ModelInfo& info = ctx.model.engine->model_info();
-  Json body = parse_request_body(req.body, ctx.limits.json);
-  require_served_model(ctx, body);
-  CompletionRequest r =
-      parse_completion_request(body, ctx.model.defaults, info.vocab_size, ctx.limits);
-  CompletionFormat format;
-  format.logprobs = r.logprobs;
-  format.echo_logprobs = r.echo && r.logprobs >= 0;
-  format.return_token_ids = r.return_token_ids;
-  format.token_text = token_text_of(ctx.model);
-  std::vector<GenerationRequest> requests = build_requests(ctx, r, format);
-
-  ResponseMeta meta{random_id("cmpl-"), unix_time_now(), ctx.model_name};
-  auto run = std::make_unique<GenerationRun>(*ctx.model.engine, std::move(requests), &ctx.metrics);
-  if (r.stream) {
-    auto encoder = std::make_unique<CompletionStreamEncoder>(meta, format, r.include_usage);
-    respond_streaming(res, std::move(run), ctx.watch, std::move(encoder), ctx.guard);
-  } else {
-    respond_when_done(res, *run, ctx.watch, [&](const std::vector<ChoiceResult>& results) {
-      return format_completion(meta, format, results);
-    });
-  }
+  serve_generation(ctx, req, res, [&](const Json& body) {
+    CompletionRequest r = parse_completion_request(
+        body, ctx.model.defaults, ctx.model.engine->model_info().vocab_size, ctx.limits);
+    CompletionFormat format;
+    format.logprobs = r.logprobs;
+    format.echo_logprobs = r.echo && r.logprobs >= 0;
+    format.return_token_ids = r.return_token_ids;
+    format.token_text = token_text_of(ctx.model);
+    GenerationPlan plan{"cmpl-", build_requests(ctx, r, format)};
+    answer_with<CompletionStreamEncoder>(plan, r.stream, std::move(format), format_completion,
+                                         r.include_usage);
+    return plan;
+  });
 }
 
 }  // namespace tandem::server

@@ -1,8 +1,7 @@
 #include "server/openai/completion_request.h"
 
-#include <limits>
-
 #include "server/common/api_error.h"
+#include "server/common/generation_fields.h"
 #include "server/common/request_fields.h"
 #include "server/common/sampling_fields.h"
 #include "server/openai/openai_fields.h"
@@ -10,7 +9,6 @@
 namespace tandem::server {
 namespace {
 
-constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxLogprobs = 20;
 
 std::vector<int32_t> id_list(const Json& list, const std::string& path, int vocab_size) {
@@ -48,7 +46,7 @@ std::vector<CompletionPrompt> read_prompts(const Json& prompt, int vocab_size) {
     return out;
   }
   for (size_t i = 0; i < prompt.size(); ++i) {
-    std::string path = fmt::format("prompt[{}]", i);
+    std::string path = item_path("prompt", i);
     if (prompt[i].is_string() && prompt[0].is_string()) {
       out.push_back({prompt[i].get<std::string>(), {}});
     } else if (prompt[i].is_array() && prompt[0].is_array()) {
@@ -69,10 +67,9 @@ CompletionRequest parse_completion_request(const Json& body, const GenerationReq
                                            int vocab_size, const RequestLimits& limits) {
   FieldReader f(body);
   CompletionRequest out;
-  out.generation = defaults;
-  out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
+  start_generation(f, defaults, out);
   out.prompts = read_prompts(f.require("prompt"), vocab_size);
-  out.max_tokens = f.integer("max_tokens", 0, kMaxTokensLimit);
+  out.max_tokens = read_max_tokens(f, "max_tokens", /*min=*/0);
   out.n = read_num_choices(f, limits.max_choices);
   if (out.prompts.size() * size_t(out.n) > limits.max_sequences)
     invalid_request("n",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "server/common/generation_fields.h"
 #include "server/common/json_text.h"
 #include "server/common/server_limits.h"
 #include "server/common/structured_output.h"
@@ -19,12 +20,10 @@ struct CompletionPrompt {
   std::vector<int32_t> ids;         // a token-id prompt, checked against the vocabulary
 };
 
-struct CompletionRequest {
+// max_tokens: default 16 (OpenAI's and vLLM's).
+struct CompletionRequest : GenerationFields {
   std::vector<CompletionPrompt> prompts;
-  GenerationRequest generation;       // prompt empty
-  std::optional<int64_t> max_tokens;  // default 16 (OpenAI's and vLLM's)
   int n = 1;
-  bool stream = false;
   bool include_usage = false;
   bool echo = false;
   int logprobs = -1;               // -1: none; k: the chosen token and k alternatives

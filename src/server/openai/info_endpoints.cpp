@@ -60,8 +60,7 @@ void handle_models(const EndpointContext& ctx, const httplib::Request& req,
 
 void handle_tokenize(const EndpointContext& ctx, const httplib::Request& req,
                      httplib::Response& res) {
-  Json body = parse_request_body(req.body, ctx.limits.json);
-  require_served_model(ctx, body);
+  Json body = read_request_body(ctx, req);
   std::vector<int32_t> ids = tokenize_body(ctx, FieldReader(body));
   reply_json(res, {{"tokens", ids},
                    {"count", ids.size()},
@@ -70,8 +69,7 @@ void handle_tokenize(const EndpointContext& ctx, const httplib::Request& req,
 
 void handle_detokenize(const EndpointContext& ctx, const httplib::Request& req,
                        httplib::Response& res) {
-  Json body = parse_request_body(req.body, ctx.limits.json);
-  require_served_model(ctx, body);
+  Json body = read_request_body(ctx, req);
   FieldReader f(body);
   f.require("tokens");
   std::vector<int32_t> ids;

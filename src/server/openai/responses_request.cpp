@@ -1,7 +1,5 @@
 #include "server/openai/responses_request.h"
 
-#include <limits>
-
 #include "server/common/api_error.h"
 #include "server/common/content_parts.h"
 #include "server/common/generation_fields.h"
@@ -11,8 +9,6 @@
 
 namespace tandem::server {
 namespace {
-
-constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
 
 Json message_item(const FieldReader& f) {
   std::string role = f.require_string("role");
@@ -73,7 +69,7 @@ Json read_input(const FieldReader& f, const JsonLimits& limits) {
   } else if (input.is_array()) {
     if (input.empty()) invalid_request("input", "'input' must not be empty");
     for (size_t i = 0; i < input.size(); ++i)
-      add_input_item(input[i], fmt::format("input[{}]", i), messages);
+      add_input_item(input[i], item_path("input", i), messages);
   } else {
     invalid_request("input", "'input' must be a string or a list of items, got {}",
                     json_type_name(input));
@@ -88,7 +84,7 @@ Json read_tools(const FieldReader& f) {
   if (tools == nullptr || tools->empty()) return Json();
   Json chat = Json::array();
   for (size_t i = 0; i < tools->size(); ++i) {
-    FieldReader t((*tools)[i], fmt::format("tools[{}]", i));
+    FieldReader t((*tools)[i], item_path("tools", i));
     std::string type = t.require_string("type");
     if (type != "function")
       invalid_request(t.name("type"), "'{}' tool type '{}' is not supported (only function tools)",
@@ -118,11 +114,10 @@ void read_tool_fields(const FieldReader& f, ResponsesRequest& out) {
   Json tools = read_tools(f);
   Json choice = read_tool_choice(f);
   const Json* choice_ptr = choice.is_null() ? nullptr : &choice;
-  const bool allowed = tool_choice_allows_calls(choice_ptr);
-  if (allowed) out.prompt.tools = tools;
-  out.parse_tool_calls = allowed && !out.prompt.tools.is_null();
-  out.forced_tools = openai_tool_forcing(choice_ptr);
-  if (out.forced_tools.forced && tools.is_null())
+  const bool no_tools = tools.is_null();
+  offer_tools(std::move(tools), tool_choice_allows_calls(choice_ptr),
+              openai_tool_forcing(choice_ptr), out);
+  if (out.forced_tools.forced && no_tools)
     invalid_request("tool_choice", "'tool_choice' forces a tool call, but 'tools' is empty");
   f.boolean("parallel_tool_calls");
 }
@@ -139,13 +134,12 @@ ResponsesRequest parse_responses_request(const Json& body, const GenerationReque
                                          int vocab_size, const RequestLimits& limits) {
   FieldReader f(body);
   ResponsesRequest out;
-  out.generation = defaults;
-  out.generation.lora = f.string("model");  // an adapter or not: select_model() decides
+  start_generation(f, defaults, out);
   refuse_unsupported(f);
   out.prompt.messages = read_input(f, limits.json);
   read_tool_fields(f, out);
   out.prompt.template_kwargs = read_template_kwargs(f);
-  out.max_output_tokens = f.integer("max_output_tokens", 1, kMaxTokensLimit);
+  out.max_tokens = read_max_tokens(f, "max_output_tokens");
   out.stream = f.boolean("stream").value_or(false);
   if (const Json* text = f.object_field("text"))
     out.constraint = {read_text_format(FieldReader(*text, "text")), "text.format"};

@@ -8,24 +8,15 @@
 // conversations (previous_response_id) are refused with a 400 that says so.
 #pragma once
 
-#include <optional>
-
 #include "engine/request.h"
-#include "server/common/chat_prompt.h"
+#include "server/common/generation_fields.h"
 #include "server/common/server_limits.h"
-#include "server/common/structured_output.h"
 
 namespace tandem::server {
 
-struct ResponsesRequest {
-  ChatPromptInput prompt;
-  GenerationRequest generation;  // prompt empty
-  std::optional<int64_t> max_output_tokens;
-  bool stream = false;
+// max_tokens: max_output_tokens; constraint: text.format.
+struct ResponsesRequest : ChatGeneration {
   Json echo = Json::object();  // request fields the response object repeats
-  OutputConstraint constraint;  // text.format
-  bool parse_tool_calls = false;  // tools were given and tool_choice is not "none"
-  ToolForcing forced_tools;       // tool_choice "required" or a named function
 };
 
 ResponsesRequest parse_responses_request(const Json& body, const GenerationRequest& defaults,
