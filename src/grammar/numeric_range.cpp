@@ -395,7 +395,7 @@ ExprId any_json_number(GrammarIr& ir) {
   ExprId sign = ir.optional(ir.alt({ir.literal("+"), ir.literal("-")}));
   ExprId exponent =
       ir.optional(ir.seq({ir.alt({ir.literal("e"), ir.literal("E")}), sign,
-                          ir.repeat(digit, 1, uint32_t(kMaxExponentDigits))}));
+                          nonneg_range(ir, "0", std::to_string(kMaxExponent))}));
   return ir.seq({ir.optional(ir.literal("-")), magnitude, fraction, exponent});
 }
 

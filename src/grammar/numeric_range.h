@@ -15,7 +15,8 @@
 //   wider (then numerals as long as that bound);
 // - a number's integer part has at most 19 digits (int64's width; again unless the other
 //   bound is wider), its fraction at most 16 digits (more only where a bound of the schema
-//   has that many), its exponent at most 3 digits.
+//   has that many), its exponent 3 digits at most 288 (no leading zeros), so the value is
+//   a finite double (< 1e19 · 1e288): parsers that refuse an overflow (nlohmann's) read it.
 #pragma once
 
 #include <compare>
@@ -62,7 +63,7 @@ struct Bound {
 
 constexpr size_t kMaxIntegerDigits = 19;   // a number's integer part, without a bound
 constexpr size_t kMaxFractionDigits = 16;  // a number's fraction
-constexpr size_t kMaxExponentDigits = 3;   // a number's exponent (unbounded numbers only)
+constexpr uint32_t kMaxExponent = 288;      // a number's exponent's magnitude (unbounded numbers)
 
 Decimal int64_min();
 Decimal int64_max();
@@ -77,7 +78,7 @@ ExprId integer_range(GrammarIr& ir, const std::optional<Decimal>& lo,
 ExprId number_range(GrammarIr& ir, const std::optional<Bound>& lo, const std::optional<Bound>& hi);
 
 // Any JSON number within the limits above: -?(0|[1-9][0-9]{0,18})(.[0-9]{1,16})?
-// ([eE][+-]?[0-9]{1,3})?
+// ([eE][+-]?(0..288))?
 ExprId any_json_number(GrammarIr& ir);
 
 }  // namespace tandem::grammar
