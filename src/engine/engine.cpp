@@ -31,6 +31,31 @@ GrammarVerdict follow_grammar(grammar::Matcher& m, int32_t token, std::string* w
   }
 }
 
+// Where a constrained row stands once its matcher has taken a token's answer part.
+GrammarVerdict verdict_after(grammar::Matcher& m) {
+  if (m.is_finished()) return GrammarVerdict::Ended;
+  return m.must_end() ? GrammarVerdict::Complete : GrammarVerdict::Continue;
+}
+
+// A thinking row's token, before it answers: its thinking decides what the grammar sees.
+GrammarVerdict follow_thinking(Sequence& seq, int32_t token, std::string* why) {
+  grammar::Matcher* m = seq.matcher ? &*seq.matcher : nullptr;
+  try {
+    switch (seq.reasoning->accept(token, m)) {
+      case ReasoningState::Role::Thinking:
+        return GrammarVerdict::Continue;
+      case ReasoningState::Role::Answer:
+        return m ? verdict_after(*m) : GrammarVerdict::Continue;
+      case ReasoningState::Role::Rejected:
+        break;
+    }
+    *why = fmt::format("token {} begins an answer the grammar does not allow", token);
+  } catch (const grammar::GrammarError& e) {
+    *why = e.what();
+  }
+  return GrammarVerdict::Rejected;
+}
+
 }  // namespace
 
 KvSizing kv_sizing(const ModelConfig& model, const EngineConfig& config) {
@@ -100,6 +125,14 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
   if (request.grammar && request.grammar->vocab().num_tokens() != info_.vocab_size)
     return refuse(fmt::format("the grammar was compiled for {} tokens, the model has {}",
                               request.grammar->vocab().num_tokens(), info_.vocab_size));
+  if (const auto& t = request.thinking) {
+    if (!t->vocab) return refuse("a thinking request needs the model's thinking vocabulary");
+    if (t->vocab->num_tokens() != info_.vocab_size)
+      return refuse(fmt::format("the thinking vocabulary has {} tokens, the model {}",
+                                t->vocab->num_tokens(), info_.vocab_size));
+    if (t->budget && *t->budget < 0)
+      return refuse(fmt::format("the thinking budget must be >= 0 (got {})", *t->budget));
+  }
   if (int64_t(n) + request.max_tokens > info_.max_model_len)
     return refuse(fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the context length ({})",
                               n, request.max_tokens, info_.max_model_len));
@@ -166,7 +199,10 @@ void Engine::emit_token(Sequence& seq, const GeneratedToken& token) {
   if (seq.grammar_failure) return fail_row(seq, *seq.grammar_failure);
   GrammarVerdict verdict = GrammarVerdict::Continue;
   std::string why;
-  if (seq.matcher) verdict = follow_grammar(*seq.matcher, token.token, &why);
+  if (seq.reasoning && !seq.reasoning->answering())
+    verdict = follow_thinking(seq, token.token, &why);
+  else if (seq.matcher)
+    verdict = follow_grammar(*seq.matcher, token.token, &why);
   if (verdict == GrammarVerdict::Rejected) return fail_row(seq, why);
   seq.receive(token.token);
   const int generated = int(seq.tokens.size()) - seq.num_prompt;
@@ -266,14 +302,22 @@ std::vector<SampleRow> Engine::sample_rows(const std::vector<ScheduledRow>& rows
   return out;
 }
 
-// The constrained row's mask for its next token. Its previous token must be on the host
-// (the overlap rule, engine.h), so the matcher is where the row is.
+// The constrained or thinking row's mask for its next token. Its previous token must be on
+// the host (the overlap rule, engine.h), so the matcher and the thinking are where the row
+// is. Until a thinking row answers, its thinking decides the mask (reasoning_state.h).
 void Engine::fill_grammar_mask(Sequence& seq, SampleRow& row) {
-  if (!seq.matcher || seq.grammar_failure || seq.matcher->is_finished()) return;
+  const bool thinking = seq.reasoning && seq.reasoning->decides_mask();
+  if (seq.grammar_failure) return;
+  if (!thinking && (!seq.matcher || seq.matcher->is_finished() ||
+                    (seq.reasoning && !seq.reasoning->answering())))
+    return;
   TANDEM_CHECK(seq.num_in_flight == 0, "sequence {}: a grammar mask with a token in flight", seq.id);
-  seq.mask.resize(seq.matcher->grammar().vocab().num_mask_words());
+  seq.mask.resize((size_t(info_.vocab_size) + 31) / 32);
   try {
-    seq.matcher->fill_mask(seq.mask);
+    if (thinking)
+      seq.reasoning->fill_mask(seq.matcher ? &*seq.matcher : nullptr, seq.mask);
+    else
+      seq.matcher->fill_mask(seq.mask);
     row.allowed = seq.mask;
   } catch (const grammar::GrammarError& e) {
     seq.grammar_failure = e.what();  // sampled unconstrained; the row fails on arrival
@@ -285,7 +329,8 @@ void Engine::fill_grammar_mask(Sequence& seq, SampleRow& row) {
 bool Engine::reads_tokens_in_flight(const std::vector<ScheduledRow>& rows) const {
   for (const ScheduledRow& r : rows)
     if (r.sample && r.seq->num_in_flight > 0 &&
-        (r.seq->matcher || r.seq->sampler.needs_history()))
+        (r.seq->matcher || r.seq->sampler.needs_history() ||
+         (r.seq->reasoning && r.seq->reasoning->reads_last_token())))
       return true;
   return false;
 }

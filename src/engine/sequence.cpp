@@ -17,6 +17,7 @@ Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStr
       stop(request.stop),
       lora(lora_use) {
   if (request.grammar) matcher.emplace(request.grammar);
+  if (request.thinking) reasoning.emplace(*request.thinking, request.grammar);
 }
 
 Sequence::~Sequence() = default;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/lora_adapters.h"
+#include "engine/reasoning_state.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
@@ -59,6 +60,9 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   // A constrained request's place in its grammar: advanced on every token received. The
   // mask of its next token is filled into `mask`, which the step's SampleRow points at.
   std::optional<grammar::Matcher> matcher;
+  // A thinking row's place in its thinking (GenerationRequest::thinking): until it
+  // answers, it decides the row's mask and what of each token the matcher sees.
+  std::optional<ReasoningState> reasoning;
   std::vector<uint32_t> mask;
   // Why the grammar could not give this row's next mask (it outgrew its limits): the row
   // fails when that token arrives, its output so far still a valid prefix.
