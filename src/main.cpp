@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   logits->add_option("--ids", lo.ids, "Token ids, comma-separated (e.g. 1,2,3)")->required();
   logits->add_option("--out", lo.out, "Output .npy file: float32 [len(ids), vocab]")->required();
   logits->add_option("--lora", lo.lora, "A PEFT LoRA adapter folder to apply");
+  logits->add_option("--pixel-values", lo.pixel_values, "The ids' images, preprocessed: pixel_values.J (and image_position_ids.J) per image, in order (safetensors)");
 
   GenerateOptions go;
   auto* gen = app.add_subcommand("generate", "Generate text for one prompt (the serial path)");
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   gen->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", go.enable_prefix_caching,
                 "Reuse the KV blocks of cached prompt prefixes (default: on)");
   gen->add_flag("--json", go.json, "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
+  gen->add_option("--pixel-values", go.pixel_values, "With --ids: their images, preprocessed (as for logits)");
 
   PerplexityOptions po;
   auto* ppl = app.add_subcommand("perplexity", "Mean negative log-likelihood and perplexity over a text file");
