@@ -69,7 +69,8 @@ Gemma4Model::Gemma4Model(ModelConfig config, const Checkpoint& checkpoint, Backe
   if (pad_token_id_ < 0 || pad_token_id_ >= config_.vocab_size)
     fail("{}: pad_token_id {} is outside the vocabulary (0..{})", checkpoint.dir().string(),
          pad_token_id_, config_.vocab_size - 1);
-  WeightLoader w(checkpoint, backend, gemma4_weight_map(prefix_), gemma_.num_experts, &lora_);
+  WeightLoader w(checkpoint, backend, rebase_text_map(gemma4_weight_map("model."), prefix_, checkpoint),
+                 gemma_.num_experts, &lora_);
   load_globals(w);
   layers_.resize(size_t(config_.num_layers));
   for (int i = 0; i < config_.num_layers; i++) load_layer(w, checkpoint, i);

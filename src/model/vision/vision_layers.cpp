@@ -106,11 +106,18 @@ Tensor clipped_linear(Backend& be, const Tensor& x, const ClippedLinear& l) {
 }
 
 Tensor activation(Backend& be, const Tensor& x, Activation act, Tensor& ones_cache) {
-  if (!ones_cache.defined() || ones_cache.numel() < x.numel()) ones_cache = ones(be, x.numel());
-  Tensor one = ones_cache.slice_rows(0, x.numel()).reshape(x.shape);
-  Tensor out = be.alloc(x.dtype, x.shape);
-  be.act_mul(out, x, one, act);
-  return out;
+  // Row slices of at most kRows rows, so the ones stay small whatever the batch.
+  constexpr int64_t kRows = 256;
+  const int64_t R = x.rows(), C = x.cols(), n = std::min(R, kRows) * C;
+  if (!ones_cache.defined() || ones_cache.numel() < n) ones_cache = ones(be, n);
+  const Tensor rows = x.reshape({R, C});
+  Tensor out = be.alloc(x.dtype, {R, C});
+  for (int64_t r = 0; r < R; r += kRows) {
+    const int64_t m = std::min(kRows, R - r);
+    Tensor dst = out.slice_rows(r, m);
+    be.act_mul(dst, rows.slice_rows(r, m), ones_cache.slice_rows(0, m * C).reshape({m, C}), act);
+  }
+  return out.reshape(x.shape);
 }
 
 Tensor sum_rows(Backend& be, const Tensor& x, const std::vector<std::vector<int32_t>>& index) {

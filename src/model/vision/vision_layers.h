@@ -57,8 +57,9 @@ struct ClippedLinear {
 // clamp(clamp(x) · Wᵀ).   x [T, K] → [T, N] (x itself is left as it is).
 Tensor clipped_linear(Backend& be, const Tensor& x, const ClippedLinear& l);
 
-// act(x), elementwise, as a new tensor: act_mul against `ones`, which holds at least
-// x.numel() ones (grown here when it does not; callers keep it between calls).   x [R, C]
+// act(x), elementwise, as a new tensor: act_mul against ones, 256 rows at a time;
+// `ones_cache` holds them (grown here when too small; callers keep it between calls).
+//   x [R, C]
 Tensor activation(Backend& be, const Tensor& x, Activation act, Tensor& ones_cache);
 
 // out[m] = Σ_j x[index[j][m]] in the order of j: one gather and one add per j.
