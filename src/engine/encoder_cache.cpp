@@ -40,7 +40,8 @@ std::vector<Tensor> EncoderCache::get(std::span<const ImageInput* const> images,
       bytes_ += int64_t(rows.nbytes());
       num_encoded_++;
     }
-    TANDEM_CHECK(row == all.dim(0), "encoder: {} rows for images of {} soft tokens", all.dim(0), row);
+    TANDEM_CHECK(row == all.dim(0), "encoder: {} rows for images of {} soft tokens", all.dim(0),
+                 row);
   }
   std::vector<Tensor> out;
   for (const ImageInput* im : images) {

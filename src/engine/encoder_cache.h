@@ -26,7 +26,8 @@ class EncoderCache {
 
   // Entries are device tensors of `backend`'s, each in storage of its own (so evicting
   // one frees its bytes).
-  EncoderCache(Backend& backend, int64_t capacity_bytes) : backend_(&backend), capacity_(capacity_bytes) {}
+  EncoderCache(Backend& backend, int64_t capacity_bytes)
+      : backend_(&backend), capacity_(capacity_bytes) {}
 
   // The soft tokens of each of `images` ([num_soft_tokens, D] each, in order), encoding the
   // ones not cached (each content once) in one call of `encode`.

@@ -41,17 +41,20 @@ std::optional<std::string> check_media(const GenerationRequest& r, const VisionS
   for (size_t i = 0; i < r.media.size(); i++) {
     if (auto bad = check_span(r, v, i, end)) return bad;
     if (r.media[i].length > max_step_tokens)
-      return fmt::format("image {} has {} tokens, more than one step of the KV cache's sliding "
-                         "window blocks can compute ({}): raise the KV budget",
-                         i, r.media[i].length, max_step_tokens);
+      return fmt::format(
+          "image {} has {} tokens, more than one step of the KV cache's sliding "
+          "window blocks can compute ({}): raise the KV budget",
+          i, r.media[i].length, max_step_tokens);
     end = r.media[i].start + r.media[i].length;
     placeholders += size_t(r.media[i].length);
   }
   size_t found = 0;
   for (int32_t id : r.prompt) found += id == v.image_token_id;
   if (found != placeholders)
-    return fmt::format("the prompt holds {} image tokens ({}) but its images cover {} (each "
-                       "image token must belong to an image)", found, v.image_token_id, placeholders);
+    return fmt::format(
+        "the prompt holds {} image tokens ({}) but its images cover {} (each "
+        "image token must belong to an image)",
+        found, v.image_token_id, placeholders);
   return std::nullopt;
 }
 

@@ -116,8 +116,10 @@ Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev) {
     for (int32_t slot : plan.groups[size_t(g)].slot_map)
       TANDEM_CHECK(slot >= 0 && slot < num_blocks(g) * block_size_,
                    "slot {} out of range in KV group {} ({} blocks)", slot, g, num_blocks(g));
-  // A recorded decode step samples each row's last token; prompt-logprob rows are others.
-  if (graphs_ && plan.logprob_index.empty() && graphs_->fits(plan)) return graphs_->run(plan, prev);
+  // A recorded decode step samples each row's last token; prompt-logprob rows are others,
+  // and a step writing soft tokens (a one-token image can look like a decode step) is not one.
+  if (graphs_ && plan.logprob_index.empty() && plan.media.empty() && graphs_->fits(plan))
+    return graphs_->run(plan, prev);
   StepTensors step = upload(plan, prev);
   return model_.forward(step, kv_);
 }

@@ -4,7 +4,8 @@
 
 namespace tandem {
 
-std::optional<std::string> find_prefix(const Checkpoint& ck, const std::vector<std::string>& prefixes,
+std::optional<std::string> find_prefix(const Checkpoint& ck,
+                                       const std::vector<std::string>& prefixes,
                                        const std::string& probe) {
   for (const std::string& p : prefixes)
     if (ck.has(p + probe)) return p;
@@ -28,8 +29,10 @@ std::string text_model_prefix(const Checkpoint& ck) {
 WeightMap rebase_text_map(WeightMap map, const std::string& prefix, const Checkpoint& ck) {
   const bool hub_head = ck.has("language_model.lm_head.weight");
   auto rebase = [&](std::string& s) {
-    if (s.rfind("model.", 0) == 0) s = prefix + s.substr(6);
-    else if (hub_head && s.rfind("lm_head.", 0) == 0) s = "language_model." + s;
+    if (s.rfind("model.", 0) == 0)
+      s = prefix + s.substr(6);
+    else if (hub_head && s.rfind("lm_head.", 0) == 0)
+      s = "language_model." + s;
   };
   for (WeightRule& rule : map)
     for (std::string& s : rule.sources) rebase(s);

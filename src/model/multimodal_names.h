@@ -18,7 +18,8 @@
 namespace tandem {
 
 // The first of `prefixes` under which the checkpoint holds `probe`; nullopt when none.
-std::optional<std::string> find_prefix(const Checkpoint& ck, const std::vector<std::string>& prefixes,
+std::optional<std::string> find_prefix(const Checkpoint& ck,
+                                       const std::vector<std::string>& prefixes,
                                        const std::string& probe);
 // The same, failing with the names it looked for.
 std::string require_prefix(const Checkpoint& ck, const std::vector<std::string>& prefixes,

@@ -49,8 +49,10 @@ int64_t argmax(const float* x, int64_t n) {
 float top2_gap(const float* x, int64_t n) {
   float a = -INFINITY, b = -INFINITY;
   for (int64_t i = 0; i < n; i++) {
-    if (x[i] > a) b = a, a = x[i];
-    else if (x[i] > b) b = x[i];
+    if (x[i] > a)
+      b = a, a = x[i];
+    else if (x[i] > b)
+      b = x[i];
   }
   return a - b;
 }
@@ -64,7 +66,8 @@ TEST_P(CudaVisionGate, TeacherForcedKlAndTop1) {
   double kl = 0;
   int64_t rows = 0, decided = 0, agree = 0;
   for (const VisionCase& c : load_vision_oracle(GetParam(), model->vision_spec().image_token_id)) {
-    const Tensor ours = teacher_forced_logits(*model, *backend, concat(c.prompt, c.greedy), 0, 16, 0, c.media);
+    const Tensor ours =
+        teacher_forced_logits(*model, *backend, concat(c.prompt, c.greedy), 0, 16, 0, c.media);
     const int64_t V = c.logits.dim(1);
     ASSERT_EQ(ours.numel(), c.logits.numel());
     for (int64_t r = 0; r < c.logits.dim(0); r++, rows++) {
@@ -77,7 +80,8 @@ TEST_P(CudaVisionGate, TeacherForcedKlAndTop1) {
     }
   }
   std::printf("[ measured ] %s: mean KL %.3g over %lld positions, top-1 %lld/%lld decided\n",
-              GetParam().c_str(), kl / double(rows), (long long)rows, (long long)agree, (long long)decided);
+              GetParam().c_str(), kl / double(rows), (long long)rows, (long long)agree,
+              (long long)decided);
   EXPECT_LE(kl / double(rows), 1e-3);
   EXPECT_GE(double(agree), 0.99 * double(decided));
 }
@@ -87,7 +91,8 @@ TEST_P(CudaVisionGate, AllCasesTogetherGiveTheirSoloTokens) {
   auto run = [&](int max_rows, int budget, bool together) {
     auto backend = make_cuda_backend();
     auto model = load_model(vision_oracle_dir(GetParam()), *backend);
-    const std::vector<VisionCase> cases = load_vision_oracle(GetParam(), model->vision_spec().image_token_id);
+    const std::vector<VisionCase> cases =
+        load_vision_oracle(GetParam(), model->vision_spec().image_token_id);
     EngineConfig config;
     config.scheduler.max_rows = max_rows;
     config.scheduler.max_batched_tokens = budget;
@@ -114,7 +119,8 @@ TEST_P(CudaVisionGate, AllCasesTogetherGiveTheirSoloTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, CudaVisionGate,
-                         ::testing::Values("gemma3_vision", "gemma4_vision_bidir", "gemma4_vision_causal"),
+                         ::testing::Values("gemma3_vision", "gemma4_vision_bidir",
+                                           "gemma4_vision_causal"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -43,7 +43,8 @@ Loaded load(const std::string& folder, EngineConfig config = {}) {
   auto model = load_model(vision_oracle_dir(folder), *backend);
   Loaded l;
   l.cases = load_vision_oracle(folder, model->vision_spec().image_token_id);
-  l.engine = std::make_unique<Engine>(make_executor(std::move(backend), std::move(model)), nullptr, config);
+  l.engine = std::make_unique<Engine>(make_executor(std::move(backend), std::move(model)), nullptr,
+                                      config);
   return l;
 }
 
@@ -66,7 +67,8 @@ TEST_P(VisionPrefixCache, SameImageHitsAnotherImageNever) {
   GenerationRequest other = first;  // the same tokens, other pixels
   other.media[0].image = altered_image(*span.image, 0.25f);
   const Reply b = run(*l.engine, other);
-  EXPECT_LE(b.cached_tokens, span.start) << "a block holding the image was reused for another image";
+  EXPECT_LE(b.cached_tokens, span.start)
+      << "a block holding the image was reused for another image";
   EXPECT_EQ(b.cached_tokens % 16, 0);
 
   const Reply back = run(*l.engine, first);  // both images are cached now, side by side
@@ -99,7 +101,8 @@ TEST_P(VisionPrefixCache, AHitNeverEndsInsideAnImage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, VisionPrefixCache,
-                         ::testing::Values("gemma3_vision", "gemma4_vision_bidir", "gemma4_vision_causal"),
+                         ::testing::Values("gemma3_vision", "gemma4_vision_bidir",
+                                           "gemma4_vision_causal"),
                          [](const auto& info) { return info.param; });
 
 // Text rows and image rows in one batch: each returns what it returns alone.

@@ -16,10 +16,10 @@
 namespace tandem::test {
 
 struct VisionCase {
-  std::vector<int32_t> prompt;  // the processor's input_ids
-  std::vector<int32_t> greedy;  // [16] alone, eos off
-  Tensor logits;                // host f32 [prompt + 16, vocab]
-  std::vector<MediaSpan> media; // one span per image, over the image-token runs
+  std::vector<int32_t> prompt;   // the processor's input_ids
+  std::vector<int32_t> greedy;   // [16] alone, eos off
+  Tensor logits;                 // host f32 [prompt + 16, vocab]
+  std::vector<MediaSpan> media;  // one span per image, over the image-token runs
 };
 
 std::filesystem::path vision_oracle_dir(const std::string& name);

@@ -26,20 +26,30 @@ using json = nlohmann::json;
 
 // Where a tensor name's part starts, under either scheme (the longest prefix first).
 const std::vector<std::pair<std::string, std::string>> kParts = {
-    {"model.vision_tower.vision_model.", "vision"}, {"vision_tower.vision_model.", "vision"},
-    {"model.vision_tower.", "vision"},             {"vision_tower.", "vision"},
-    {"model.multi_modal_projector.", "projector"}, {"multi_modal_projector.", "projector"},
-    {"model.embed_vision.", "embedder"},           {"embed_vision.", "embedder"},
-    {"model.language_model.", "text"},             {"language_model.model.", "text"},
-    {"language_model.lm_head.", "head"},           {"lm_head.", "head"},
+    {"model.vision_tower.vision_model.", "vision"},
+    {"vision_tower.vision_model.", "vision"},
+    {"model.vision_tower.", "vision"},
+    {"vision_tower.", "vision"},
+    {"model.multi_modal_projector.", "projector"},
+    {"multi_modal_projector.", "projector"},
+    {"model.embed_vision.", "embedder"},
+    {"embed_vision.", "embedder"},
+    {"model.language_model.", "text"},
+    {"language_model.model.", "text"},
+    {"language_model.lm_head.", "head"},
+    {"lm_head.", "head"},
     {"model.", "text"}};
 
 using Scheme = std::map<std::string, std::string>;  // part → prefix
-const Scheme kHub = {{"vision", "vision_tower.vision_model."}, {"projector", "multi_modal_projector."},
-                     {"embedder", "embed_vision."}, {"text", "language_model.model."},
+const Scheme kHub = {{"vision", "vision_tower.vision_model."},
+                     {"projector", "multi_modal_projector."},
+                     {"embedder", "embed_vision."},
+                     {"text", "language_model.model."},
                      {"head", "language_model.lm_head."}};
-const Scheme kTransformers5 = {{"vision", "model.vision_tower."}, {"projector", "model.multi_modal_projector."},
-                               {"embedder", "model.embed_vision."}, {"text", "model.language_model."},
+const Scheme kTransformers5 = {{"vision", "model.vision_tower."},
+                               {"projector", "model.multi_modal_projector."},
+                               {"embedder", "model.embed_vision."},
+                               {"text", "model.language_model."},
                                {"head", "lm_head."}};
 const Scheme kTextOnly = {{"text", "model."}, {"head", "lm_head."}};  // other parts dropped
 
@@ -54,12 +64,16 @@ std::optional<std::string> renamed(const std::string& name, const Scheme& scheme
   return std::nullopt;
 }
 
-json read_json(const fs::path& p) { return json::parse(std::ifstream(p)); }
+json read_json(const fs::path& p) {
+  return json::parse(std::ifstream(p));
+}
 
 // A copy of folder `src` in a fresh temp folder, its tensors renamed by `scheme` and its
 // config.json replaced by `config`.
-fs::path rewrite_folder(const fs::path& src, const Scheme& scheme, const json& config, const std::string& tag) {
-  const fs::path dst = fs::temp_directory_path() / ("tandem_vision_" + tag + "_" + std::to_string(::getpid()));
+fs::path rewrite_folder(const fs::path& src, const Scheme& scheme, const json& config,
+                        const std::string& tag) {
+  const fs::path dst =
+      fs::temp_directory_path() / ("tandem_vision_" + tag + "_" + std::to_string(::getpid()));
   fs::remove_all(dst);
   fs::create_directories(dst);
   auto file = SafetensorsFile::open(src / "model.safetensors");
@@ -87,7 +101,8 @@ class VisionFolders : public ::testing::TestWithParam<std::string> {};
 TEST_P(VisionFolders, LoadUnderEitherNamingScheme) {
   const fs::path src = vision_oracle_dir(GetParam());
   const json config = read_json(src / "config.json");
-  const VisionCase c = load_vision_oracle(GetParam(), config.value("image_token_id", config.value("image_token_index", 0)))[1];
+  const VisionCase c = load_vision_oracle(
+      GetParam(), config.value("image_token_id", config.value("image_token_index", 0)))[1];
   const Tensor want = logits_of(src, c);
   for (const auto& [tag, scheme] : {std::pair{"hub", kHub}, {"t5", kTransformers5}}) {
     const fs::path dir = rewrite_folder(src, scheme, config, tag);
@@ -100,18 +115,23 @@ TEST_P(VisionFolders, TextOnlyPromptGivesTheTextModelsLogits) {
   const fs::path src = vision_oracle_dir(GetParam());
   const json config = read_json(src / "config.json");
   json text = config["text_config"];
-  if (!text.contains("tie_word_embeddings")) text["tie_word_embeddings"] = config.value("tie_word_embeddings", true);
+  if (!text.contains("tie_word_embeddings"))
+    text["tie_word_embeddings"] = config.value("tie_word_embeddings", true);
   const fs::path dir = rewrite_folder(src, kTextOnly, text, "text");
-  const VisionCase c = load_vision_oracle(GetParam(), config.value("image_token_id", config.value("image_token_index", 0)))[4];
+  const VisionCase c = load_vision_oracle(
+      GetParam(), config.value("image_token_id", config.value("image_token_index", 0)))[4];
   ASSERT_TRUE(c.media.empty());
   const Tensor multimodal = logits_of(src, c), text_only = logits_of(dir, c);
   EXPECT_TRUE(same_bits(multimodal, text_only));
-  EXPECT_LE(relative_error(multimodal.ptr<float>(), c.logits.ptr<float>(), size_t(multimodal.numel())), 1e-4);
+  EXPECT_LE(
+      relative_error(multimodal.ptr<float>(), c.logits.ptr<float>(), size_t(multimodal.numel())),
+      1e-4);
   fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, VisionFolders,
-                         ::testing::Values("gemma3_vision", "gemma4_vision_bidir", "gemma4_vision_causal"),
+                         ::testing::Values("gemma3_vision", "gemma4_vision_bidir",
+                                           "gemma4_vision_causal"),
                          [](const auto& info) { return info.param; });
 
 // tests/data/oracle/gemma3n as Gemma3nForConditionalGeneration publishes it: the text
@@ -139,7 +159,8 @@ TEST(VisionFolders, Gemma3nLoadsItsTextModelAndRefusesImages) {
 
   auto engine_backend = make_cpu_backend();
   auto engine_model = load_model(dir, *engine_backend);
-  Engine engine(make_executor(std::move(engine_backend), std::move(engine_model)), nullptr, EngineConfig{});
+  Engine engine(make_executor(std::move(engine_backend), std::move(engine_model)), nullptr,
+                EngineConfig{});
   GenerationRequest r;
   r.prompt = {2, 5, 5, 7};
   auto image = std::make_shared<ImageInput>();

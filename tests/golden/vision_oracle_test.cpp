@@ -42,7 +42,8 @@ TEST_P(VisionOracle, TeacherForcedLogitsMatch) {
     for (int chunk : {0, 7}) {
       Tensor ours = teacher_forced_logits(*model, *backend, ids, chunk, 16, 0, c.media);
       ASSERT_EQ(ours.numel(), c.logits.numel());
-      EXPECT_LE(relative_error(ours.ptr<float>(), c.logits.ptr<float>(), size_t(ours.numel())), 1e-4)
+      EXPECT_LE(relative_error(ours.ptr<float>(), c.logits.ptr<float>(), size_t(ours.numel())),
+                1e-4)
           << c.media.size() << " images, " << c.prompt.size() << " tokens, chunk " << chunk;
     }
   }
@@ -64,13 +65,15 @@ TEST_P(VisionOracle, GreedyMatchesThroughTheEngine) {
   for (const VisionCase& c : cases) {
     auto stream = engine.submit(vision_request(c, int(c.greedy.size())));
     engine.run_until_idle();
-    EXPECT_EQ(drain(*stream), c.greedy) << c.media.size() << " images, " << c.prompt.size() << " tokens";
+    EXPECT_EQ(drain(*stream), c.greedy)
+        << c.media.size() << " images, " << c.prompt.size() << " tokens";
   }
   EXPECT_EQ(engine.kv_blocks().num_used(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, VisionOracle,
-                         ::testing::Values("gemma3_vision", "gemma4_vision_bidir", "gemma4_vision_causal"),
+                         ::testing::Values("gemma3_vision", "gemma4_vision_bidir",
+                                           "gemma4_vision_causal"),
                          [](const auto& info) { return info.param; });
 
 // The smallest KV budget whose full-attention pool holds `tokens` tokens (no prefix cache).
@@ -78,8 +81,12 @@ int64_t budget_for(Model& model, int tokens, int max_batched_tokens) {
   const std::vector<LayerKvSpec> specs = model.kv_specs();
   const int64_t step = kv_bytes_per_block(specs, 16, DType::F32);
   for (int64_t budget = step;; budget += step) {
-    KvSizing s{.block_size = 16, .max_rows = 8, .max_batched_tokens = max_batched_tokens,
-               .max_model_len = 256, .budget_bytes = budget, .prefix_caching = false};
+    KvSizing s{.block_size = 16,
+               .max_rows = 8,
+               .max_batched_tokens = max_batched_tokens,
+               .max_model_len = 256,
+               .budget_bytes = budget,
+               .prefix_caching = false};
     if (make_kv_block_manager(specs, DType::F32, s).max_sequence_tokens() >= tokens) return budget;
   }
 }
@@ -103,7 +110,8 @@ TEST_P(VisionBatchGate, AllCasesTogetherReturnTheirSoloOutputs) {
   Engine engine(make_executor(std::move(backend), std::move(model)), nullptr, config);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int round = 0; round < 2; round++)  // each case twice: the second meets the first's image
-    for (const VisionCase& c : cases) streams.push_back(engine.submit(vision_request(c, int(c.greedy.size()))));
+    for (const VisionCase& c : cases)
+      streams.push_back(engine.submit(vision_request(c, int(c.greedy.size()))));
   engine.run_until_idle();
   for (size_t i = 0; i < streams.size(); i++)
     EXPECT_EQ(drain(*streams[i]), cases[i % cases.size()].greedy) << "request " << i;
@@ -123,7 +131,8 @@ TEST_P(VisionBatchGate, PreemptedImageRowsReturnTheirSoloOutputs) {
   const VisionCase* pick = nullptr;
   for (const VisionCase& c : cases) {
     const int p = int(c.prompt.size()), computed = p + int(c.greedy.size()) - 1;
-    if (!c.media.empty() && (computed + 15) / 16 > (p + 15) / 16 && (!pick || p < int(pick->prompt.size())))
+    if (!c.media.empty() && (computed + 15) / 16 > (p + 15) / 16 &&
+        (!pick || p < int(pick->prompt.size())))
       pick = &c;
   }
   ASSERT_NE(pick, nullptr);
@@ -138,9 +147,11 @@ TEST_P(VisionBatchGate, PreemptedImageRowsReturnTheirSoloOutputs) {
   Engine engine(make_executor(std::move(backend), std::move(model)), nullptr, config);
   std::vector<const VisionCase*> order = {&image, &image, &cases[4], &image, &image, &cases[4]};
   std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const VisionCase* c : order) streams.push_back(engine.submit(vision_request(*c, int(c->greedy.size()))));
+  for (const VisionCase* c : order)
+    streams.push_back(engine.submit(vision_request(*c, int(c->greedy.size()))));
   engine.run_until_idle();
-  for (size_t i = 0; i < streams.size(); i++) EXPECT_EQ(drain(*streams[i]), order[i]->greedy) << "request " << i;
+  for (size_t i = 0; i < streams.size(); i++)
+    EXPECT_EQ(drain(*streams[i]), order[i]->greedy) << "request " << i;
   EXPECT_GT(engine.stats().num_preemptions, 0);
   EXPECT_EQ(engine.kv_blocks().num_used(), 0);
 }
@@ -154,7 +165,8 @@ std::vector<BatchCase> batch_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Folders, VisionBatchGate, ::testing::ValuesIn(batch_cases()),
                          [](const auto& info) {
-                           return info.param.folder + "_budget" + std::to_string(info.param.max_batched_tokens);
+                           return info.param.folder + "_budget" +
+                                  std::to_string(info.param.max_batched_tokens);
                          });
 
 }  // namespace

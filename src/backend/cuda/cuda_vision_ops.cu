@@ -21,7 +21,8 @@ using cuda::bf16;
 // in f32, the var from a second pass over the deviations. Thread g handles the same
 // elements in every pass, so in place it writes only what it read itself.   x, out [R, C]
 template <typename T, typename W>
-__global__ void layer_norm_kernel(T* out, const T* x, const W* w, const W* b, int64_t C, float eps) {
+__global__ void layer_norm_kernel(T* out, const T* x, const W* w, const W* b, int64_t C,
+                                  float eps) {
   __shared__ float scratch[32];
   const T* row = x + int64_t(blockIdx.x) * C;
   T* dst = out + int64_t(blockIdx.x) * C;
@@ -68,18 +69,23 @@ void CudaBackend::layer_norm(Tensor& out, const Tensor& x, const Tensor& w, cons
   cuda::check_float(w, "layer_norm", "w");
   cuda::check_tensor(b, w.dtype, "layer_norm", "b");
   const int64_t R = x.rows(), C = x.cols();
-  TANDEM_CUDA_REQUIRE(C > 0 && w.numel() == C && b.numel() == C && out.rows() == R && out.cols() == C,
-                      "layer_norm: w " + w.shape.str() + ", b " + b.shape.str() + " and out " +
-                          out.shape.str() + " must fit x " + x.shape.str());
+  TANDEM_CUDA_REQUIRE(
+      C > 0 && w.numel() == C && b.numel() == C && out.rows() == R && out.cols() == C,
+      "layer_norm: w " + w.shape.str() + ", b " + b.shape.str() + " and out " + out.shape.str() +
+          " must fit x " + x.shape.str());
   TANDEM_CUDA_REQUIRE(R <= int64_t(0x7fffffff), "layer_norm: too many rows");
   if (R == 0) return;
   auto with_w = [&](auto* op, const auto* xp) {
     using T = std::remove_cv_t<std::remove_pointer_t<decltype(op)>>;
-    if (w.dtype == DType::BF16) launch_layer_norm<T, bf16>(stream_, op, xp, w, b, R, C, eps);
-    else launch_layer_norm<T, float>(stream_, op, xp, w, b, R, C, eps);
+    if (w.dtype == DType::BF16)
+      launch_layer_norm<T, bf16>(stream_, op, xp, w, b, R, C, eps);
+    else
+      launch_layer_norm<T, float>(stream_, op, xp, w, b, R, C, eps);
   };
-  if (out.dtype == DType::BF16) with_w(out.ptr<bf16>(), x.ptr<bf16>());
-  else with_w(out.ptr<float>(), x.ptr<float>());
+  if (out.dtype == DType::BF16)
+    with_w(out.ptr<bf16>(), x.ptr<bf16>());
+  else
+    with_w(out.ptr<float>(), x.ptr<float>());
   TANDEM_CUDA_LAUNCHED("layer_norm kernel");
 }
 
@@ -90,8 +96,10 @@ void CudaBackend::clamp(Tensor& x, float lo, float hi) {
   const int64_t n = x.numel();
   if (n == 0) return;
   const unsigned blocks = cuda::grid_stride_blocks(n, kThreads);
-  if (x.dtype == DType::BF16) clamp_kernel<<<blocks, kThreads, 0, stream_>>>(x.ptr<bf16>(), n, lo, hi);
-  else clamp_kernel<<<blocks, kThreads, 0, stream_>>>(x.ptr<float>(), n, lo, hi);
+  if (x.dtype == DType::BF16)
+    clamp_kernel<<<blocks, kThreads, 0, stream_>>>(x.ptr<bf16>(), n, lo, hi);
+  else
+    clamp_kernel<<<blocks, kThreads, 0, stream_>>>(x.ptr<float>(), n, lo, hi);
   TANDEM_CUDA_LAUNCHED("clamp kernel");
 }
 

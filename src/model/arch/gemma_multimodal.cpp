@@ -41,7 +41,8 @@ std::unique_ptr<Model> build_gemma4_multimodal(ModelConfig c, const Checkpoint& 
   const Gemma4VisionConfig vision = parse_gemma4_vision_config(c);
   c.media_bidirectional.clear();
   for (int i = 0; i < c.num_layers; i++)
-    c.media_bidirectional.push_back(vision.bidirectional && c.layer_kinds[size_t(i)] == LayerKind::Sliding);
+    c.media_bidirectional.push_back(vision.bidirectional &&
+                                    c.layer_kinds[size_t(i)] == LayerKind::Sliding);
   std::unique_ptr<Model> model = build_gemma4(std::move(c), ck, be);
   model->set_vision(std::make_unique<Gemma4VisionTower>(vision, model->config(), ck, be));
   return model;

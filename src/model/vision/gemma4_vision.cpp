@@ -67,7 +67,8 @@ StepTensors rope_positions(Backend& be, std::span<const ImageInput* const> image
 Gemma4VisionConfig parse_gemma4_vision_config(const ModelConfig& c) {
   const nlohmann::json& top = c.multimodal_raw;
   const nlohmann::json& v = top.contains("vision_config") && top["vision_config"].is_object()
-                                ? top["vision_config"] : nlohmann::json::object();
+                                ? top["vision_config"]
+                                : nlohmann::json::object();
   Gemma4VisionConfig g;
   g.hidden_size = config_field(v, "hidden_size", g.hidden_size, kSrc);
   g.intermediate_size = config_field(v, "intermediate_size", g.intermediate_size, kSrc);
@@ -83,22 +84,29 @@ Gemma4VisionConfig parse_gemma4_vision_config(const ModelConfig& c) {
     fail("{}: rope_type '{}' is not supported (default, axial)", kSrc, rope_type);
   g.pooling_kernel_size = config_field(v, "pooling_kernel_size", g.pooling_kernel_size, kSrc);
   g.patch_size = config_field(v, "patch_size", g.patch_size, kSrc);
-  g.position_embedding_size = config_field(v, "position_embedding_size", g.position_embedding_size, kSrc);
+  g.position_embedding_size =
+      config_field(v, "position_embedding_size", g.position_embedding_size, kSrc);
   g.use_clipped_linears = config_field(v, "use_clipped_linears", false, kSrc);
   g.standardize = config_field(v, "standardize", false, kSrc);
-  const std::string act = config_field<std::string>(v, "hidden_activation", "gelu_pytorch_tanh", kSrc);
+  const std::string act =
+      config_field<std::string>(v, "hidden_activation", "gelu_pytorch_tanh", kSrc);
   if (act != "gelu_pytorch_tanh" && act != "gelu_tanh" && act != "gelu_new")
     fail("{}: hidden_activation '{}' is not supported (gelu_pytorch_tanh)", kSrc, act);
-  g.image_token_id = config_field(top, "image_token_id", "image_token_index", g.image_token_id, kSrc);
+  g.image_token_id =
+      config_field(top, "image_token_id", "image_token_index", g.image_token_id, kSrc);
   g.boi_token_id = config_field(top, "boi_token_id", "boi_token_index", g.boi_token_id, kSrc);
   g.eoi_token_id = config_field(top, "eoi_token_id", "eoi_token_index", g.eoi_token_id, kSrc);
-  g.bidirectional = config_field<std::string>(c.raw, "use_bidirectional_attention", "", kSrc) == "vision";
+  g.bidirectional =
+      config_field<std::string>(c.raw, "use_bidirectional_attention", "", kSrc) == "vision";
   if (g.hidden_size <= 0 || g.intermediate_size <= 0 || g.num_layers <= 0 || g.num_heads <= 0 ||
       g.num_kv_heads <= 0 || g.num_heads % g.num_kv_heads != 0)
-    fail("{}: sizes must be positive and num_attention_heads ({}) a multiple of "
-         "num_key_value_heads ({})", kSrc, g.num_heads, g.num_kv_heads);
+    fail(
+        "{}: sizes must be positive and num_attention_heads ({}) a multiple of "
+        "num_key_value_heads ({})",
+        kSrc, g.num_heads, g.num_kv_heads);
   if (g.head_dim <= 0 || g.head_dim % 4 != 0)
-    fail("{}: head_dim {} must be a positive multiple of 4 (2D RoPE: two even halves)", kSrc, g.head_dim);
+    fail("{}: head_dim {} must be a positive multiple of 4 (2D RoPE: two even halves)", kSrc,
+         g.head_dim);
   if (g.patch_size <= 0 || g.pooling_kernel_size <= 0 || g.position_embedding_size <= 0)
     fail("{}: patch_size {}, pooling_kernel_size {} and position_embedding_size {} must be > 0",
          kSrc, g.patch_size, g.pooling_kernel_size, g.position_embedding_size);
@@ -112,38 +120,19 @@ Gemma4VisionTower::Gemma4VisionTower(const Gemma4VisionConfig& config, const Mod
                                      const Checkpoint& ck, Backend& be)
     : config_(config), be_(be) {
   const Gemma4VisionConfig& g = config_;
-  prefix_ = require_prefix(ck, {"model.vision_tower.", "vision_tower.", "vision_tower.vision_model."},
-                           "patch_embedder.input_proj.weight", "vision tower");
+  prefix_ =
+      require_prefix(ck, {"model.vision_tower.", "vision_tower.", "vision_tower.vision_model."},
+                     "patch_embedder.input_proj.weight", "vision tower");
   const std::string E = require_prefix(ck, {"model.embed_vision.", "embed_vision."},
                                        "embedding_projection.weight", "vision embedder");
   WeightLoader w(ck, be, gemma4_vision_map(prefix_), 0);
-  const int64_t D = g.hidden_size, F = g.intermediate_size, Dh = g.head_dim;
-  const int64_t H = g.num_heads, Hkv = g.num_kv_heads, p = g.patch_size;
+  const int64_t D = g.hidden_size, Dh = g.head_dim, p = g.patch_size;
   patch_.weight = w.load("patch", -1, {D, 3 * p * p});
   Tensor table = w.load("pos_table", -1, {2, g.position_embedding_size, D});
   pos_x_ = table.slice_rows(0, 1).reshape({g.position_embedding_size, D});
   pos_y_ = table.slice_rows(1, 1).reshape({g.position_embedding_size, D});
-  const Tensor ones_head = ones(be, Dh);
-  for (int i = 0; i < g.num_layers; i++) {
-    Layer& l = layers_.emplace_back();
-    auto norm = [&](const char* name, int64_t width) {
-      return RmsNorm{w.load(name, i, {width}), g.rms_norm_eps, 0.f};
-    };
-    l.input_norm = norm("layers.{i}.input_norm", D);
-    l.post_attn_norm = norm("layers.{i}.post_attn_norm", D);
-    l.pre_ffn_norm = norm("layers.{i}.pre_ffn_norm", D);
-    l.post_ffn_norm = norm("layers.{i}.post_ffn_norm", D);
-    l.q_norm = norm("layers.{i}.q_norm", Dh);
-    l.k_norm = norm("layers.{i}.k_norm", Dh);
-    l.v_norm = {ones_head, g.rms_norm_eps, 0.f};
-    l.q = load_clipped(w, ck, "self_attn.q_proj", i, {H * Dh, D});
-    l.k = load_clipped(w, ck, "self_attn.k_proj", i, {Hkv * Dh, D});
-    l.v = load_clipped(w, ck, "self_attn.v_proj", i, {Hkv * Dh, D});
-    l.o = load_clipped(w, ck, "self_attn.o_proj", i, {D, H * Dh});
-    l.gate = load_clipped(w, ck, "mlp.gate_proj", i, {F, D});
-    l.up = load_clipped(w, ck, "mlp.up_proj", i, {F, D});
-    l.down = load_clipped(w, ck, "mlp.down_proj", i, {D, F});
-  }
+  const Tensor ones_head = ones(be, g.head_dim);
+  for (int i = 0; i < g.num_layers; i++) layers_.push_back(load_layer(w, ck, i, ones_head));
   RopeConfig axis;
   axis.theta = g.rope_theta;
   rope_ = make_rope(axis, int(Dh / 2), 0);
@@ -166,6 +155,32 @@ Gemma4VisionTower::Gemma4VisionTower(const Gemma4VisionConfig& config, const Mod
   spec_.pooling_kernel_size = g.pooling_kernel_size;
   spec_.max_patch_position = g.position_embedding_size;
   spec_.hidden_size = text.hidden_size;
+}
+
+Gemma4VisionTower::Layer Gemma4VisionTower::load_layer(WeightLoader& w, const Checkpoint& ck, int i,
+                                                       const Tensor& ones_head) {
+  const Gemma4VisionConfig& g = config_;
+  const int64_t D = g.hidden_size, F = g.intermediate_size, Dh = g.head_dim;
+  const int64_t H = g.num_heads, Hkv = g.num_kv_heads;
+  auto norm = [&](const char* name, int64_t width) {
+    return RmsNorm{w.load(name, i, {width}), g.rms_norm_eps, 0.f};
+  };
+  Layer l;
+  l.input_norm = norm("layers.{i}.input_norm", D);
+  l.post_attn_norm = norm("layers.{i}.post_attn_norm", D);
+  l.pre_ffn_norm = norm("layers.{i}.pre_ffn_norm", D);
+  l.post_ffn_norm = norm("layers.{i}.post_ffn_norm", D);
+  l.q_norm = norm("layers.{i}.q_norm", Dh);
+  l.k_norm = norm("layers.{i}.k_norm", Dh);
+  l.v_norm = {ones_head, g.rms_norm_eps, 0.f};
+  l.q = load_clipped(w, ck, "self_attn.q_proj", i, {H * Dh, D});
+  l.k = load_clipped(w, ck, "self_attn.k_proj", i, {Hkv * Dh, D});
+  l.v = load_clipped(w, ck, "self_attn.v_proj", i, {Hkv * Dh, D});
+  l.o = load_clipped(w, ck, "self_attn.o_proj", i, {D, H * Dh});
+  l.gate = load_clipped(w, ck, "mlp.gate_proj", i, {F, D});
+  l.up = load_clipped(w, ck, "mlp.up_proj", i, {F, D});
+  l.down = load_clipped(w, ck, "mlp.down_proj", i, {D, F});
+  return l;
 }
 
 ClippedLinear Gemma4VisionTower::load_clipped(WeightLoader& w, const Checkpoint& ck,
@@ -212,7 +227,8 @@ Tensor Gemma4VisionTower::embed_patches(std::span<const ImageInput* const> image
 }
 
 Tensor Gemma4VisionTower::attention(const Layer& l, const Tensor& x, const Batch& batch) {
-  const int64_t N = x.dim(0), H = config_.num_heads, Hkv = config_.num_kv_heads, Dh = config_.head_dim;
+  const int64_t N = x.dim(0), H = config_.num_heads, Hkv = config_.num_kv_heads,
+                Dh = config_.head_dim;
   auto project = [&](const ClippedLinear& proj, const RmsNorm& norm, int64_t heads,
                      const StepTensors* rope) {
     Tensor t = clipped_linear(be_, x, proj);
@@ -271,7 +287,8 @@ Tensor Gemma4VisionTower::pool(const Tensor& h, std::span<const ImageInput* cons
   be_.scale(pooled, 1.f / float(k * k));
   be_.scale(pooled, float(std::sqrt(double(config_.hidden_size))));
   if (config_.standardize) {
-    be_.sub(pooled, pooled, embedding(be_, std_bias_, upload_i32(be_, std::vector<int32_t>(size_t(M), 0)), 1.f));
+    be_.sub(pooled, pooled,
+            embedding(be_, std_bias_, upload_i32(be_, std::vector<int32_t>(size_t(M), 0)), 1.f));
     be_.mul(pooled, pooled, std_scale_);
   }
   return pooled;

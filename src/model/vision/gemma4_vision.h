@@ -45,15 +45,15 @@ Gemma4VisionConfig parse_gemma4_vision_config(const ModelConfig& c);
 
 class Gemma4VisionTower final : public VisionTower {
  public:
-  Gemma4VisionTower(const Gemma4VisionConfig& config, const ModelConfig& text,
-                    const Checkpoint& ck, Backend& be);
+  Gemma4VisionTower(const Gemma4VisionConfig& config, const ModelConfig& text, const Checkpoint& ck,
+                    Backend& be);
   Tensor encode(std::span<const ImageInput* const> images) override;
 
  private:
   struct Layer {
     RmsNorm input_norm, post_attn_norm, pre_ffn_norm, post_ffn_norm;  // [D]
-    ClippedLinear q, k, v;  // [H·Dh, D], [Hkv·Dh, D] ×2
-    ClippedLinear o;        // [D, H·Dh]
+    ClippedLinear q, k, v;           // [H·Dh, D], [Hkv·Dh, D] ×2
+    ClippedLinear o;                 // [D, H·Dh]
     RmsNorm q_norm, k_norm, v_norm;  // [Dh] (v_norm: ones)
     ClippedLinear gate, up, down;    // [F, D] ×2, [D, F]
   };
@@ -62,6 +62,7 @@ class Gemma4VisionTower final : public VisionTower {
     ImageBatch images;
     StepTensors q_rope, k_rope;  // sub-head positions of q and k (2D RoPE)
   };
+  Layer load_layer(WeightLoader& w, const Checkpoint& ck, int i, const Tensor& ones_head);
   Batch make_batch(std::span<const ImageInput* const> images);
   Tensor embed_patches(std::span<const ImageInput* const> images);  // [N, D]
   // "layers.{i}." + stem (e.g. "self_attn.q_proj"): its weight, and its bounds when the
@@ -69,20 +70,20 @@ class Gemma4VisionTower final : public VisionTower {
   ClippedLinear load_clipped(WeightLoader& w, const Checkpoint& ck, const std::string& stem,
                              int layer, Shape expected);
   void layer_forward(const Layer& l, Tensor& h, const Batch& batch);
-  Tensor attention(const Layer& l, const Tensor& x, const Batch& batch);  // [N, D]
+  Tensor attention(const Layer& l, const Tensor& x, const Batch& batch);    // [N, D]
   Tensor pool(const Tensor& h, std::span<const ImageInput* const> images);  // [M, D]
 
   Gemma4VisionConfig config_;
   Backend& be_;
-  std::string prefix_;   // the tower's tensors
-  Linear patch_;         // [D, 3·p²]
-  Tensor pos_x_, pos_y_; // [P, D] each: rows 0 and 1 of the position table
+  std::string prefix_;    // the tower's tensors
+  Linear patch_;          // [D, 3·p²]
+  Tensor pos_x_, pos_y_;  // [P, D] each: rows 0 and 1 of the position table
   std::vector<Layer> layers_;
-  RopeSpec rope_;        // over half a head (one spatial axis)
-  Tensor std_bias_;      // [1, D] (standardize)
-  Tensor std_scale_;     // [D]
-  RmsNorm embed_norm_;   // [D] ones
-  Linear embed_proj_;    // [D_text, D]
+  RopeSpec rope_;       // over half a head (one spatial axis)
+  Tensor std_bias_;     // [1, D] (standardize)
+  Tensor std_scale_;    // [D]
+  RmsNorm embed_norm_;  // [D] ones
+  Linear embed_proj_;   // [D_text, D]
 };
 
 }  // namespace tandem

@@ -10,9 +10,12 @@ namespace tandem {
 
 const char* vision_family_name(VisionFamily f) {
   switch (f) {
-    case VisionFamily::None: return "none";
-    case VisionFamily::Gemma3: return "gemma3";
-    case VisionFamily::Gemma4: return "gemma4";
+    case VisionFamily::None:
+      return "none";
+    case VisionFamily::Gemma3:
+      return "gemma3";
+    case VisionFamily::Gemma4:
+      return "gemma4";
   }
   return "none";
 }
@@ -86,9 +89,12 @@ std::optional<std::string> check_image(const VisionSpec& spec, const ImageInput&
     return spec.refusal.empty() ? std::string("this model does not take images") : spec.refusal;
   if (auto bad = check_host_f32(image.pixels)) return bad;
   switch (spec.family) {
-    case VisionFamily::Gemma3: return check_gemma3(spec, image);
-    case VisionFamily::Gemma4: return check_gemma4(spec, image);
-    case VisionFamily::None: break;
+    case VisionFamily::Gemma3:
+      return check_gemma3(spec, image);
+    case VisionFamily::Gemma4:
+      return check_gemma4(spec, image);
+    case VisionFamily::None:
+      break;
   }
   return std::string("this model does not take images");
 }

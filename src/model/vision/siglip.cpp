@@ -43,13 +43,15 @@ Tensor transposed(const Checkpoint& ck, const std::string& name, int64_t rows, i
   if (!(t.shape == Shape{rows, cols}))
     fail("{}: weight '{}' has shape {} but the config implies [{}, {}]", ck.dir().string(), name,
          t.shape.str(), rows, cols);
-  TANDEM_CHECK(dtype_size(t.dtype) > 0, "{}: weight '{}' has a block dtype", ck.dir().string(), name);
+  TANDEM_CHECK(dtype_size(t.dtype) > 0, "{}: weight '{}' has a block dtype", ck.dir().string(),
+               name);
   const size_t e = dtype_size(t.dtype);
   Tensor host = Tensor::empty_host(t.dtype, {cols, rows});
   const char* src = static_cast<const char*>(t.data);
   char* dst = static_cast<char*>(host.data);
   for (int64_t r = 0; r < rows; r++)
-    for (int64_t c = 0; c < cols; c++) std::memcpy(dst + (c * rows + r) * e, src + (r * cols + c) * e, e);
+    for (int64_t c = 0; c < cols; c++)
+      std::memcpy(dst + (c * rows + r) * e, src + (r * cols + c) * e, e);
   return be.upload(host, be.weight_dtype(t.dtype));
 }
 
@@ -62,7 +64,8 @@ int SiglipConfig::tokens_per_side() const {
 SiglipConfig parse_siglip_config(const ModelConfig& c) {
   const nlohmann::json& top = c.multimodal_raw;
   const nlohmann::json& v = top.contains("vision_config") && top["vision_config"].is_object()
-                                ? top["vision_config"] : nlohmann::json::object();
+                                ? top["vision_config"]
+                                : nlohmann::json::object();
   SiglipConfig s;
   s.hidden_size = config_field(v, "hidden_size", s.hidden_size, kSrc);
   s.intermediate_size = config_field(v, "intermediate_size", s.intermediate_size, kSrc);
@@ -77,13 +80,16 @@ SiglipConfig parse_siglip_config(const ModelConfig& c) {
   if (int ch = config_field(v, "num_channels", 3, kSrc); ch != 3)
     fail("{}: num_channels must be 3 (got {})", kSrc, ch);
   s.mm_tokens_per_image = config_field(top, "mm_tokens_per_image", s.mm_tokens_per_image, kSrc);
-  s.image_token_id = config_field(top, "image_token_index", "image_token_id", s.image_token_id, kSrc);
+  s.image_token_id =
+      config_field(top, "image_token_index", "image_token_id", s.image_token_id, kSrc);
   s.boi_token_id = config_field(top, "boi_token_index", "boi_token_id", s.boi_token_id, kSrc);
   s.eoi_token_id = config_field(top, "eoi_token_index", "eoi_token_id", s.eoi_token_id, kSrc);
   if (s.hidden_size <= 0 || s.num_heads <= 0 || s.hidden_size % s.num_heads != 0 ||
       s.intermediate_size <= 0 || s.num_layers <= 0)
-    fail("{}: hidden_size {} must be a positive multiple of num_attention_heads {} (and the "
-         "layer counts positive)", kSrc, s.hidden_size, s.num_heads);
+    fail(
+        "{}: hidden_size {} must be a positive multiple of num_attention_heads {} (and the "
+        "layer counts positive)",
+        kSrc, s.hidden_size, s.num_heads);
   if (s.patch_size <= 0 || s.image_size <= 0 || s.image_size % s.patch_size != 0)
     fail("{}: image_size {} must be a positive multiple of patch_size {}", kSrc, s.image_size,
          s.patch_size);
@@ -101,12 +107,14 @@ SiglipTower::SiglipTower(const SiglipConfig& config, const ModelConfig& text, co
                          Backend& be)
     : config_(config), be_(be) {
   const SiglipConfig& s = config_;
-  const std::string V = require_prefix(
-      ck, {"vision_tower.vision_model.", "model.vision_tower.vision_model.", "vision_tower.",
-           "model.vision_tower."},
-      "embeddings.patch_embedding.weight", "vision tower");
-  const std::string P = require_prefix(ck, {"multi_modal_projector.", "model.multi_modal_projector."},
-                                       "mm_input_projection_weight", "multi-modal projector");
+  const std::string V =
+      require_prefix(ck,
+                     {"vision_tower.vision_model.", "model.vision_tower.vision_model.",
+                      "vision_tower.", "model.vision_tower."},
+                     "embeddings.patch_embedding.weight", "vision tower");
+  const std::string P =
+      require_prefix(ck, {"multi_modal_projector.", "model.multi_modal_projector."},
+                     "mm_input_projection_weight", "multi-modal projector");
   WeightLoader w(ck, be, siglip_weight_map(V), 0);
   const int64_t D = s.hidden_size, F = s.intermediate_size, p = s.patch_size;
   const int64_t N = int64_t(s.patches_per_side()) * s.patches_per_side();
@@ -115,10 +123,12 @@ SiglipTower::SiglipTower(const SiglipConfig& config, const ModelConfig& text, co
   positions_ = w.load("positions", -1, {N, D});
   for (int i = 0; i < s.num_layers; i++) {
     Layer& l = layers_.emplace_back();
-    l.ln1 = {w.load("layers.{i}.ln1", i, {D}), w.load("layers.{i}.ln1_bias", i, {D}), s.layer_norm_eps};
+    l.ln1 = {w.load("layers.{i}.ln1", i, {D}), w.load("layers.{i}.ln1_bias", i, {D}),
+             s.layer_norm_eps};
     l.qkv = tower_linear(w, "layers.{i}.qkv", i, {3 * D, D});
     l.o = tower_linear(w, "layers.{i}.o", i, {D, D});
-    l.ln2 = {w.load("layers.{i}.ln2", i, {D}), w.load("layers.{i}.ln2_bias", i, {D}), s.layer_norm_eps};
+    l.ln2 = {w.load("layers.{i}.ln2", i, {D}), w.load("layers.{i}.ln2_bias", i, {D}),
+             s.layer_norm_eps};
     l.fc1 = tower_linear(w, "layers.{i}.fc1", i, {F, D});
     l.fc2 = tower_linear(w, "layers.{i}.fc2", i, {D, F});
   }
@@ -153,8 +163,7 @@ Tensor SiglipTower::embed_patches(std::span<const ImageInput* const> images) {
       for (int64_t qx = 0; qx < side; qx++)
         for (int64_t c = 0; c < 3; c++)
           for (int64_t ky = 0; ky < p; ky++)
-            for (int64_t kx = 0; kx < p; kx++)
-              *out++ = px[(c * S + py * p + ky) * S + qx * p + kx];
+            for (int64_t kx = 0; kx < p; kx++) *out++ = px[(c * S + py * p + ky) * S + qx * p + kx];
   }
   Tensor h = linear(be_, be_.upload(patches, be_.act_dtype()), patch_);
   std::vector<int32_t> ids;
@@ -188,7 +197,8 @@ Tensor SiglipTower::project(const Tensor& h, int num_images) {
       for (int ox = 0; ox < ts; ox++)
         for (int dy = 0; dy < k; dy++)
           for (int dx = 0; dx < k; dx++)
-            index[size_t(dy * k + dx)].push_back(int32_t(b * N + (oy * k + dy) * side + ox * k + dx));
+            index[size_t(dy * k + dx)].push_back(
+                int32_t(b * N + (oy * k + dy) * side + ox * k + dx));
   Tensor pooled = sum_rows(be_, h, index);  // [B·M, D]
   be_.scale(pooled, 1.f / float(k * k));
   rms_norm_in_place(be_, pooled, soft_norm_);

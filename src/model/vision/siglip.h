@@ -59,13 +59,13 @@ class SiglipTower final : public VisionTower {
 
   SiglipConfig config_;
   Backend& be_;
-  Linear patch_;          // [D, 3·p²] + bias: the patch conv as a GEMM over patches
-  Tensor positions_;      // [N, D]
+  Linear patch_;      // [D, 3·p²] + bias: the patch conv as a GEMM over patches
+  Tensor positions_;  // [N, D]
   std::vector<Layer> layers_;
-  LayerNormW post_ln_;    // [D]
-  RmsNorm soft_norm_;     // [D], (1 + w)
-  Linear projection_;     // [D_text, D]
-  Tensor ones_;           // act_mul's second operand for the MLP's GELU (vision_layers.h)
+  LayerNormW post_ln_;  // [D]
+  RmsNorm soft_norm_;   // [D], (1 + w)
+  Linear projection_;   // [D_text, D]
+  Tensor ones_;         // act_mul's second operand for the MLP's GELU (vision_layers.h)
 };
 
 }  // namespace tandem

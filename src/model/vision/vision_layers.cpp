@@ -12,7 +12,9 @@ namespace {
 
 constexpr int kBlock = 16;
 
-int blocks_of(int n) { return (n + kBlock - 1) / kBlock; }
+int blocks_of(int n) {
+  return (n + kBlock - 1) / kBlock;
+}
 
 }  // namespace
 
@@ -45,7 +47,8 @@ ImageBatch make_image_batch(Backend& be, std::span<const int> lengths) {
       slots.push_back((next_block + p / kBlock) * kBlock + p % kBlock);
       ends.push_back(n);
     }
-    for (int j = 0; j < max_blocks; j++) table.push_back(next_block + std::min(j, blocks_of(n) - 1));
+    for (int j = 0; j < max_blocks; j++)
+      table.push_back(next_block + std::min(j, blocks_of(n) - 1));
     next_block += blocks_of(n);
     starts.push_back(int32_t(positions.size()));
     context.push_back(n);
@@ -123,7 +126,8 @@ Tensor activation(Backend& be, const Tensor& x, Activation act, Tensor& ones_cac
 Tensor sum_rows(Backend& be, const Tensor& x, const std::vector<std::vector<int32_t>>& index) {
   TANDEM_CHECK(!index.empty(), "sum_rows: nothing to sum");
   Tensor out = gather_rows(be, x, upload_i32(be, index[0]));
-  for (size_t j = 1; j < index.size(); j++) be.add(out, out, gather_rows(be, x, upload_i32(be, index[j])));
+  for (size_t j = 1; j < index.size(); j++)
+    be.add(out, out, gather_rows(be, x, upload_i32(be, index[j])));
   return out;
 }
 

@@ -26,7 +26,7 @@ namespace tandem {
 struct ImageBatch {
   std::vector<int> lengths;  // tokens (patches) of each image
   int num_tokens = 0;
-  StepTensors step;          // positions, rows, slots, block tables, media_ends
+  StepTensors step;  // positions, rows, slots, block tables, media_ends
 };
 
 // block_size 16; blocks of image i follow those of image i - 1.

@@ -101,8 +101,8 @@ MediaProblem make_problem(std::mt19937& rng, std::vector<MediaRow> rows) {
 
 // Writes positions [from, to) of each listed row into `cache` and, when `q_out`, runs
 // attention for them; returns each listed row's output.
-std::vector<std::vector<float>> run(Backend& be, const MediaProblem& pr, const std::vector<int>& order,
-                                    const AttentionParams& params) {
+std::vector<std::vector<float>> run(Backend& be, const MediaProblem& pr,
+                                    const std::vector<int>& order, const AttentionParams& params) {
   PagedKv cache{be.zeros(DType::F32, {pr.num_blocks, kBlock, Hkv, Dh}),
                 be.zeros(DType::F32, {pr.num_blocks, kBlock, Hkv, Dh})};
   const int kv_row = Hkv * Dh;
@@ -114,8 +114,10 @@ std::vector<std::vector<float>> run(Backend& be, const MediaProblem& pr, const s
       const int from = prefix ? 0 : r.start, to = prefix ? r.start : r.end;
       if (to <= from) continue;
       specs.push_back(test::row_range(from, to - from, pr.data[size_t(b)].blocks));
-      k.insert(k.end(), pr.data[size_t(b)].k.begin() + from * kv_row, pr.data[size_t(b)].k.begin() + to * kv_row);
-      v.insert(v.end(), pr.data[size_t(b)].v.begin() + from * kv_row, pr.data[size_t(b)].v.begin() + to * kv_row);
+      k.insert(k.end(), pr.data[size_t(b)].k.begin() + from * kv_row,
+               pr.data[size_t(b)].k.begin() + to * kv_row);
+      v.insert(v.end(), pr.data[size_t(b)].v.begin() + from * kv_row,
+               pr.data[size_t(b)].v.begin() + to * kv_row);
     }
     if (specs.empty()) return StepTensors{};
     StepTensors step = test::build_step(be, specs, kBlock);

@@ -23,7 +23,8 @@ std::vector<double> layer_norm_ref(const std::vector<float>& x, const std::vecto
     double mean = 0, var = 0;
     for (int c = 0; c < C; c++) mean += x[size_t(r * C + c)];
     mean /= C;
-    for (int c = 0; c < C; c++) var += (x[size_t(r * C + c)] - mean) * (x[size_t(r * C + c)] - mean);
+    for (int c = 0; c < C; c++)
+      var += (x[size_t(r * C + c)] - mean) * (x[size_t(r * C + c)] - mean);
     const double inv = 1.0 / std::sqrt(var / C + eps);
     for (int c = 0; c < C; c++)
       out[size_t(r * C + c)] = (x[size_t(r * C + c)] - mean) * inv * w[size_t(c)] + b[size_t(c)];
@@ -43,7 +44,8 @@ TEST(CpuLayerNorm, MatchesNaiveWithF32AndBf16Weights) {
       auto w = test::random_vec(rng, size_t(C), 0.5f, 1.5f);
       auto b = test::random_vec(rng, size_t(C));
       for (DType wd : {DType::F32, DType::BF16}) {
-        Tensor wt = be->upload(test::host_f32(w, {C}), wd), bt = be->upload(test::host_f32(b, {C}), wd);
+        Tensor wt = be->upload(test::host_f32(w, {C}), wd),
+               bt = be->upload(test::host_f32(b, {C}), wd);
         // The reference reads the weights as the backend holds them.
         const auto wr = to_vec(*be, wt), br = to_vec(*be, bt);
         Tensor out = be->alloc(DType::F32, {R, C});

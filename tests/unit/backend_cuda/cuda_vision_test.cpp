@@ -6,9 +6,9 @@
 
 #include <limits>
 
+#include "../backend/step_builder.h"
 #include "backend/cuda/cuda_attention_prefill.h"
 #include "cuda_test_util.h"
-#include "../backend/step_builder.h"
 
 namespace tandem {
 namespace {
@@ -25,11 +25,14 @@ TEST(CudaVisionOps, LayerNormMatchesCpu) {
     std::mt19937 rng(seed);
     for (auto [R, C] : {std::pair{1, 1}, {7, 33}, {65, 1152}, {3, 4000}})
       for (DType wd : {DType::BF16, DType::F32}) {
-        SCOPED_TRACE(testing::Message() << R << "x" << C << " " << dtype_name(wd) << " seed " << seed);
+        SCOPED_TRACE(testing::Message()
+                     << R << "x" << C << " " << dtype_name(wd) << " seed " << seed);
         auto x = test::random_bf16(rng, size_t(R * C), 1.f, 5.f);
-        auto w = test::random_bf16(rng, size_t(C), 0.5f, 1.5f), b = test::random_bf16(rng, size_t(C));
+        auto w = test::random_bf16(rng, size_t(C), 0.5f, 1.5f),
+             b = test::random_bf16(rng, size_t(C));
         Tensor ref = be.cpu->alloc(DType::F32, {R, C});
-        be.cpu->layer_norm(ref, put(*be.cpu, x, {R, C}), put(*be.cpu, w, {C}), put(*be.cpu, b, {C}), 1e-6f);
+        be.cpu->layer_norm(ref, put(*be.cpu, x, {R, C}), put(*be.cpu, w, {C}), put(*be.cpu, b, {C}),
+                           1e-6f);
         Tensor out = test::poisoned(*be.gpu, DType::BF16, {R, C});
         be.gpu->layer_norm(out, put(*be.gpu, x, {R, C}), put_as(*be.gpu, w, {C}, wd),
                            put_as(*be.gpu, b, {C}, wd), 1e-6f);
@@ -69,7 +72,8 @@ Tensor run_attention(Backend& be, const std::vector<SpanRow>& rows, const Attent
     specs.push_back(test::row_range(0, r.end, blocks));  // every key, written this step
     T += r.end;
   }
-  PagedKv cache{be.zeros(be.act_dtype(), {next, 16, Hkv, Dh}), be.zeros(be.act_dtype(), {next, 16, Hkv, Dh})};
+  PagedKv cache{be.zeros(be.act_dtype(), {next, 16, Hkv, Dh}),
+                be.zeros(be.act_dtype(), {next, 16, Hkv, Dh})};
   StepTensors all = test::build_step(be, specs, 16);
   be.write_kv(cache, put(be, test::random_bf16(rng, size_t(T * Hkv * Dh), -2.f, 2.f), {T, Hkv, Dh}),
               put(be, test::random_bf16(rng, size_t(T * Hkv * Dh)), {T, Hkv, Dh}), all);
@@ -88,8 +92,9 @@ Tensor run_attention(Backend& be, const std::vector<SpanRow>& rows, const Attent
   StepTensors step = test::build_step(be, q_specs, 16);
   step.media_ends = test::put_i32(be, ends, {step.num_tokens});
   Tensor out = be.alloc(be.act_dtype(), {step.num_tokens, Hq, Dh});
-  be.attention(out, put(be, test::random_bf16(rng, size_t(step.num_tokens * Hq * Dh), -2.f, 2.f),
-                        {step.num_tokens, Hq, Dh}),
+  be.attention(out,
+               put(be, test::random_bf16(rng, size_t(step.num_tokens * Hq * Dh), -2.f, 2.f),
+                   {step.num_tokens, Hq, Dh}),
                cache, step, params);
   return out;
 }
@@ -97,13 +102,14 @@ Tensor run_attention(Backend& be, const std::vector<SpanRow>& rows, const Attent
 TEST(CudaVisionAttention, ImageSpansMatchCpuOnBothPrefillKernels) {
   TANDEM_SKIP_WITHOUT_CUDA();
   test::Backends be;
-  const std::vector<SpanRow> rows = {{0, 150, {{5, 90}, {100, 104}}}, {60, 140, {{70, 130}}}, {40, 41, {}},
-                                     {0, 64, {{0, 64}}}};
+  const std::vector<SpanRow> rows = {
+      {0, 150, {{5, 90}, {100, 104}}}, {60, 140, {{70, 130}}}, {40, 41, {}}, {0, 64, {{0, 64}}}};
   const bool saved = cuda::sm90_prefill_enabled();
   for (bool sm90 : {false, true})
     for (int Dh : {64, 72, 128})
       for (int window : {0, 24}) {
-        SCOPED_TRACE(testing::Message() << (sm90 ? "sm90" : "mma") << " Dh " << Dh << " window " << window);
+        SCOPED_TRACE(testing::Message()
+                     << (sm90 ? "sm90" : "mma") << " Dh " << Dh << " window " << window);
         cuda::set_sm90_prefill_enabled(sm90);
         AttentionParams params{.scale = 0.125f, .window = window, .media_bidirectional = true};
         std::mt19937 rng(Dh + window);

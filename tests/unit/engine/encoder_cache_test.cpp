@@ -25,7 +25,8 @@ struct FakeEncoder {
   Tensor operator()(std::span<const ImageInput* const> images) {
     int64_t rows = 0;
     calls.emplace_back();
-    for (const ImageInput* im : images) rows += im->num_soft_tokens, calls.back().push_back(im->content_hash);
+    for (const ImageInput* im : images)
+      rows += im->num_soft_tokens, calls.back().push_back(im->content_hash);
     Tensor host = Tensor::empty_host(DType::F32, {rows, kWidth});
     float* p = host.ptr<float>();
     for (const ImageInput* im : images)
@@ -34,7 +35,9 @@ struct FakeEncoder {
   }
 };
 
-float first_value(Backend& be, const Tensor& t) { return be.to_host_f32(t).ptr<float>()[0]; }
+float first_value(Backend& be, const Tensor& t) {
+  return be.to_host_f32(t).ptr<float>()[0];
+}
 
 TEST(EncoderCache, EncodesEachContentOnceAndReadsItBack) {
   auto be = make_cpu_backend();
@@ -86,7 +89,10 @@ TEST(EncoderCache, RefusesAnEncoderThatReturnsTheWrongRows) {
   EncoderCache cache(*be, 1 << 20);
   const ImageInput a = image(3, 1);
   const std::vector<const ImageInput*> one{&a};
-  EXPECT_THROW(cache.get(one, [&](std::span<const ImageInput* const>) { return be->zeros(DType::F32, {2, 4}); }),
+  EXPECT_THROW(cache.get(one,
+                         [&](std::span<const ImageInput* const>) {
+                           return be->zeros(DType::F32, {2, 4});
+                         }),
                Error);
 }
 

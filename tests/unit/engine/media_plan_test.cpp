@@ -45,7 +45,8 @@ TEST(MediaPlan, AStepWithoutImagesHasNoSpans) {
   const std::vector<int32_t> a(40, 9);
   const std::vector<MediaSpan> media{{4, 6, image_of(6, 1)}};
   const BlockTables ta{{1, 2, 3}};
-  PlanRow row{.tokens = a, .start = 16, .count = 8, .block_tables = ta, .num_logits = 1, .media = media};
+  PlanRow row{
+      .tokens = a, .start = 16, .count = 8, .block_tables = ta, .num_logits = 1, .media = media};
   const StepPlan plan = build_step_plan(std::span<const PlanRow>(&row, 1), 16);
   EXPECT_TRUE(plan.media.empty());
   EXPECT_TRUE(plan.media_ends.empty());
@@ -55,7 +56,8 @@ TEST(MediaPlan, AStepThatSplitsAnImageIsRefused) {
   const std::vector<int32_t> a(40, 9);
   const std::vector<MediaSpan> media{{4, 6, image_of(6, 1)}};
   const BlockTables ta{{1, 2, 3}};
-  PlanRow row{.tokens = a, .start = 0, .count = 7, .block_tables = ta, .num_logits = 1, .media = media};
+  PlanRow row{
+      .tokens = a, .start = 0, .count = 7, .block_tables = ta, .num_logits = 1, .media = media};
   EXPECT_THROW(build_step_plan(std::span<const PlanRow>(&row, 1), 16), Error);
   row.start = 6;  // starts inside it
   row.count = 10;
@@ -67,10 +69,10 @@ TEST(MediaPlan, FitChunkCutsBeforeAnImageOrTakesItWhole) {
   r.prompt.assign(100, 7);
   r.media = {{10, 20, image_of(20, 1)}, {40, 30, image_of(30, 2)}};
   Sequence seq(1, r, nullptr, 1);
-  EXPECT_EQ(seq.fit_chunk(0, 8), 8);    // before the first image
-  EXPECT_EQ(seq.fit_chunk(0, 16), 10);  // would end inside it: cut before it
-  EXPECT_EQ(seq.fit_chunk(10, 16), 20); // starts at it: the whole image, over budget
-  EXPECT_EQ(seq.fit_chunk(30, 16), 10); // cut before the second
+  EXPECT_EQ(seq.fit_chunk(0, 8), 8);     // before the first image
+  EXPECT_EQ(seq.fit_chunk(0, 16), 10);   // would end inside it: cut before it
+  EXPECT_EQ(seq.fit_chunk(10, 16), 20);  // starts at it: the whole image, over budget
+  EXPECT_EQ(seq.fit_chunk(30, 16), 10);  // cut before the second
   EXPECT_EQ(seq.fit_chunk(40, 1), 30);
   EXPECT_EQ(seq.fit_chunk(70, 16), 16);
   EXPECT_EQ(seq.fit_chunk(0, 100), 100);
@@ -98,8 +100,8 @@ TEST(MediaPlan, TheSchedulerNeverSplitsAnImage) {
     for (const ScheduledRow& row : rows) {
       const int end = row.seq->num_computed + row.num_tokens;
       for (const TokenRange& m : row.seq->media_ranges)
-        EXPECT_FALSE(m.begin < end && end < m.end) << "a step ends at " << end << " inside ["
-                                                   << m.begin << ", " << m.end << ")";
+        EXPECT_FALSE(m.begin < end && end < m.end)
+            << "a step ends at " << end << " inside [" << m.begin << ", " << m.end << ")";
     }
     sched.advance(rows);
     for (const ScheduledRow& row : rows) {

@@ -10,17 +10,20 @@ namespace {
 
 constexpr int kBs = 4;
 
-std::vector<int32_t> tokens(int n) { return std::vector<int32_t>(size_t(n), 9); }
+std::vector<int32_t> tokens(int n) {
+  return std::vector<int32_t>(size_t(n), 9);
+}
 
 TEST(MediaPrefix, AnImageChangesTheBlocksItOverlapsAndEveryOneAfter) {
   const std::vector<int32_t> t = tokens(20);
-  BlockHashChain plain(prefix_root({})), a(prefix_root({}), {{6, 10, 111}}), b(prefix_root({}), {{6, 10, 222}}),
-      a2(prefix_root({}), {{6, 10, 111}});
+  BlockHashChain plain(prefix_root({})), a(prefix_root({}), {{6, 10, 111}}),
+      b(prefix_root({}), {{6, 10, 222}}), a2(prefix_root({}), {{6, 10, 111}});
   for (BlockHashChain* c : {&plain, &a, &b, &a2}) c->extend(t, kBs);
   // Block 0 ([0, 4)) holds no image: the same hash with or without one.
   EXPECT_EQ(a.hashes()[0], plain.hashes()[0]);
   EXPECT_EQ(a.hashes()[0], b.hashes()[0]);
-  for (int blk = 1; blk < 5; blk++) {  // [4, 8) and [8, 12) overlap the image; the rest chain on them
+  for (int blk = 1; blk < 5;
+       blk++) {  // [4, 8) and [8, 12) overlap the image; the rest chain on them
     EXPECT_NE(a.hashes()[size_t(blk)], b.hashes()[size_t(blk)]) << blk;
     EXPECT_NE(a.hashes()[size_t(blk)], plain.hashes()[size_t(blk)]) << blk;
     EXPECT_EQ(a.hashes()[size_t(blk)], a2.hashes()[size_t(blk)]) << blk;

@@ -84,8 +84,12 @@ TEST(MultimodalConfig, BadGeometryIsRefusedNamingTheField) {
 
 TEST(MultimodalConfig, Gemma4VisionReadsBidirectionalAttentionFromTheTextConfig) {
   json j = {{"model_type", "gemma4"},
-            {"text_config", {{"vocab_size", 300000}, {"hidden_size", 64}, {"num_hidden_layers", 6},
-                             {"num_attention_heads", 4}, {"use_bidirectional_attention", "vision"}}},
+            {"text_config",
+             {{"vocab_size", 300000},
+              {"hidden_size", 64},
+              {"num_hidden_layers", 6},
+              {"num_attention_heads", 4},
+              {"use_bidirectional_attention", "vision"}}},
             {"vision_config", {{"hidden_size", 32}, {"head_dim", 16}}}};
   Gemma4VisionConfig g = parse_gemma4_vision_config(ModelConfig::parse(j, "config.json"));
   EXPECT_TRUE(g.bidirectional);
