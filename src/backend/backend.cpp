@@ -192,6 +192,8 @@ void Backend::swap_leading_dims(Tensor&, const Tensor&) {
 void Backend::layer_norm(Tensor&, const Tensor&, const Tensor&, const Tensor&, float) {
   fail("{}: op 'layer_norm' is not implemented", name());
 }
-void Backend::clamp(Tensor&, float, float) { fail("{}: op 'clamp' is not implemented", name()); }
+void Backend::clamp(Tensor&, float, float) {
+  fail("{}: op 'clamp' is not implemented", name());
+}
 
 }  // namespace tandem

@@ -89,7 +89,8 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   // that starts at `start` (a step over budget rather than an image split across steps).
   int fit_chunk(int start, int n) const {
     for (const TokenRange& m : media_ranges)
-      if (m.begin < start + n && start + n < m.end) return m.begin > start ? m.begin - start : m.end - start;
+      if (m.begin < start + n && start + n < m.end)
+        return m.begin > start ? m.begin - start : m.end - start;
     return n;
   }
   // Whether computing `n` more tokens reaches the last known one, whose row samples the

@@ -27,8 +27,13 @@ Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int
     for (const MediaSpan& m : media)  // an image goes whole into one step
       if (m.start < start + count && start + count < m.start + m.length)
         count = m.start > start ? m.start - start : m.start + m.length - start;
-    PlanRow row{.tokens = ids, .start = start, .count = count, .block_tables = tables,
-                .num_logits = count, .lora_slot = lora_slot, .media = media};
+    PlanRow row{.tokens = ids,
+                .start = start,
+                .count = count,
+                .block_tables = tables,
+                .num_logits = count,
+                .lora_slot = lora_slot,
+                .media = media};
     StepPlan plan = build_step_plan(std::span<const PlanRow>(&row, 1), block_size);
     Tensor logits = backend.to_host_f32(runner.forward(plan));
     std::memcpy(out.ptr<float>() + int64_t(start) * vocab, logits.data, logits.nbytes());

@@ -60,7 +60,8 @@ void BlockHashChain::extend(std::span<const int32_t> tokens, int block_size) {
     contents.clear();
     for (const TokenRange& m : media_)
       if (m.begin < end && begin < m.end) contents.push_back(m.content);
-    hashes_.push_back(hash_block(parent(int(b)), tokens.subspan(size_t(begin), size_t(block_size)), contents));
+    hashes_.push_back(
+        hash_block(parent(int(b)), tokens.subspan(size_t(begin), size_t(block_size)), contents));
   }
 }
 

@@ -75,8 +75,8 @@ void write_media_rows(Backend& be, Tensor& x, const StepTensors& step) {
   for (const StepTensors::MediaRows& m : step.media) {
     const int64_t n = m.rows.dim(0);
     TANDEM_CHECK(m.first_token >= 0 && m.first_token + n <= x.dim(0) && m.rows.cols() == x.cols(),
-                 "media rows {} at token {} do not fit the step's embeddings {}", m.rows.shape.str(),
-                 m.first_token, x.shape.str());
+                 "media rows {} at token {} do not fit the step's embeddings {}",
+                 m.rows.shape.str(), m.first_token, x.shape.str());
     Tensor dst = x.slice_rows(m.first_token, n);
     be.copy(dst, m.rows);
   }

@@ -60,7 +60,8 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& bac
   config.lora = options.lora;
   // A multimodal folder's builder is its top-level type's: it loads the text model and
   // the towers.
-  const std::string& type = config.multimodal_type.empty() ? config.model_type : config.multimodal_type;
+  const std::string& type =
+      config.multimodal_type.empty() ? config.model_type : config.multimodal_type;
   ArchBuilder build = find_architecture(type);
   if (!build) {
     std::string known;

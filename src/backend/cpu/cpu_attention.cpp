@@ -67,7 +67,9 @@ inline KeyRange key_range(int64_t p, int window, const int32_t* end) {
 }
 
 // Token t's image end, when the layer lets queries see their image (else null).
-inline const int32_t* end_of(const int32_t* ends, int64_t t) { return ends ? ends + t : nullptr; }
+inline const int32_t* end_of(const int32_t* ends, int64_t t) {
+  return ends ? ends + t : nullptr;
+}
 
 // The step's image ends, when this attention widens queries to them: validated (each past
 // its token, inside the row's context), else null.
@@ -75,7 +77,8 @@ const int32_t* media_ends_for(const StepTensors& step, const AttentionParams& pa
   if (!params.media_bidirectional || !step.media_ends.defined()) return nullptr;
   cpu::check_tensor(step.media_ends, DType::I32, "attention", "step.media_ends");
   TANDEM_CHECK(step.media_ends.numel() >= int64_t(step.num_tokens),
-               "attention: media_ends {} for {} tokens", step.media_ends.shape.str(), step.num_tokens);
+               "attention: media_ends {} for {} tokens", step.media_ends.shape.str(),
+               step.num_tokens);
   const int32_t* ends = step.media_ends.ptr<int32_t>();
   const int32_t* starts = step.seq_starts.ptr<int32_t>();
   const int32_t* pos = step.positions.ptr<int32_t>();
@@ -107,8 +110,10 @@ void check_attention_step(const StepTensors& step, const KvGroupTensors& kv,
                    "(max_blocks {} x block_size {})",
                    t, b, pos[t], ctx[b], kv.max_blocks, BS);
       const KeyRange r = key_range(pos[t], params.window, end_of(ends, t));
-      TANDEM_CHECK(r.hi < kv.max_blocks * BS, "attention: token {} of row {} sees key {} past "
-                   "max_blocks {} x block_size {}", t, b, r.hi, kv.max_blocks, BS);
+      TANDEM_CHECK(r.hi < kv.max_blocks * BS,
+                   "attention: token {} of row {} sees key {} past "
+                   "max_blocks {} x block_size {}",
+                   t, b, r.hi, kv.max_blocks, BS);
       lo = std::min(lo, r.lo);
       hi = std::max(hi, r.hi);
     }
@@ -124,7 +129,7 @@ void check_attention_step(const StepTensors& step, const KvGroupTensors& kv,
 // Every (row, token tile, kv head) of the step, the costliest first so that the pool's
 // last chunks are short ones.
 std::vector<AttnJob> plan_jobs(const StepTensors& step, int64_t Hkv, int window,
-                              const int32_t* ends) {
+                               const int32_t* ends) {
   const int32_t* starts = step.seq_starts.ptr<int32_t>();
   const int32_t* pos = step.positions.ptr<int32_t>();
   std::vector<AttnJob> jobs;
@@ -291,7 +296,8 @@ void CpuBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
 }
 
 // Causal (optionally windowed, softcapped) GQA attention of each new token over its
-// row's cached keys, and the rest of its image where the layer asks (KeyRange).   out, q [T, Hq, Dh] f32; cache [NB, BS, Hkv, Dh] f32 or f8_e4m3
+// row's cached keys, and the rest of its image where the layer asks (KeyRange).   out, q [T, Hq,
+// Dh] f32; cache [NB, BS, Hkv, Dh] f32 or f8_e4m3
 void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                            const StepTensors& step, const AttentionParams& params) {
   cpu::check_tensor(out, DType::F32, "attention", "out");
