@@ -189,5 +189,11 @@ void Backend::mix_streams(Tensor&, const Tensor&, const Tensor&) {
 void Backend::swap_leading_dims(Tensor&, const Tensor&) {
   fail("{}: op 'swap_leading_dims' is not implemented", name());
 }
+void Backend::layer_norm(Tensor&, const Tensor&, const Tensor&, const Tensor&, float) {
+  fail("{}: op 'layer_norm' is not implemented", name());
+}
+void Backend::clamp(Tensor&, float, float) {
+  fail("{}: op 'clamp' is not implemented", name());
+}
 
 }  // namespace tandem

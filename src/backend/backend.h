@@ -45,6 +45,11 @@ struct AttentionParams {
   float scale = 1.f;    // multiplies q·k
   float softcap = 0.f;  // >0: scores = softcap * tanh(scores / softcap)
   int window = 0;       // >0: query at position p sees keys at positions (p - window, p]
+  // The soft tokens of one image see each other both ways (StepTensors::media_ends): a
+  // query at p inside an image ending at e sees keys [lo, e - 1], [lo, p] being its causal
+  // (windowed) range — one range per query still. The window keeps cutting the past, the
+  // image's own tokens included, as transformers' masks do.
+  bool media_bidirectional = false;
 };
 
 // Per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3), and of v (Gemma 3n/4, whose
@@ -168,7 +173,8 @@ class Backend {
                             const QkNorm& norm);
   // Causal attention of each new token over its row's cached keys (its own included),
   // read through step.kv(cache).block_table; GQA: query head h reads kv head
-  // h / (Hq / Hkv).   out, q [T, Hq, Dh]
+  // h / (Hq / Hkv). With params.media_bidirectional and step.media_ends defined, a token
+  // of an image also sees the rest of its image (AttentionParams).   out, q [T, Hq, Dh]
   virtual void attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                          const StepTensors& step, const AttentionParams& params) = 0;
   // out[s] = x[index[s]].   out [S, D], x [T, D], index [S] i32
@@ -228,6 +234,14 @@ class Backend {
   virtual void mix_streams(Tensor& out, const Tensor& x, const Tensor& coefs);
   // Swaps the two leading dims: out[b, a] = x[a, b].   out [B, A, C], x [A, B, C]
   virtual void swap_leading_dims(Tensor& out, const Tensor& x);
+
+  // --- vision encoder ops (model/vision; not pure: the default fails like the above) ---
+  // Per row: out = (x − mean(x)) / sqrt(var(x) + eps) · w + b, var the population one
+  // (torch's LayerNorm: SigLIP).   out, x [R, C], w, b [C]. In place allowed.
+  virtual void layer_norm(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b,
+                          float eps);
+  // x = min(max(x, lo), hi), in place (torch.clamp: Gemma 4's clipped linears).
+  virtual void clamp(Tensor& x, float lo, float hi);
 };
 
 // The CPU backend, on the process-wide thread pool.

@@ -136,6 +136,9 @@ CLI::App* add_logits_command(CLI::App& app, CommandLine& line) {
   add_model_flags(*cmd, o, {"Hugging Face model folder", /*required=*/true});
   cmd->add_option("--ids", o.ids, "Token ids, comma-separated (e.g. 1,2,3)")->required();
   cmd->add_option("--out", o.out, "Output .npy file: float32 [len(ids), vocab]")->required();
+  cmd->add_option("--pixel-values", o.pixel_values,
+                  "The ids' images, preprocessed: pixel_values.J (and image_position_ids.J) per "
+                  "image, in order (safetensors)");
   add_lora_flag(*cmd, o.lora);
   add_threads_flag(*cmd, line.threads);
   return cmd;
@@ -147,6 +150,8 @@ CLI::App* add_generate_command(CLI::App& app, CommandLine& line) {
   add_model_flags(*cmd, o, {kDefaultModelHelp});
   cmd->add_option("--prompt", o.prompt, "Prompt text (tokenized with the model's tokenizer)");
   cmd->add_option("--ids", o.ids, "Prompt token ids, comma-separated");
+  cmd->add_option("--pixel-values", o.pixel_values,
+                  "With --ids: their images, preprocessed (as for logits)");
   add_generate_sampling_flags(*cmd, o);
   add_kv_cache_dtype_flag(*cmd, o.kv_cache_dtype);
   add_lora_flag(*cmd, o.lora);

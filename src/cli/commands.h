@@ -52,6 +52,7 @@ struct LogitsOptions {
   std::string ids;  // "1,2,3"
   std::string out;  // .npy path
   std::optional<std::string> lora;  // a PEFT adapter folder to run with
+  std::optional<std::string> pixel_values;  // the ids' images, preprocessed (cli/pixel_values.h)
 };
 int run_logits(const LogitsOptions& o);
 
@@ -72,6 +73,7 @@ struct GenerateOptions {
   std::string kv_cache_dtype = "auto";  // auto | fp8 | fp8_e4m3 (as serve's)
   std::optional<std::string> lora;  // a PEFT adapter folder to run with
   bool enable_prefix_caching = true;    // as serve's
+  std::optional<std::string> pixel_values;  // with --ids: their images (cli/pixel_values.h)
 };
 int run_generate(const GenerateOptions& o);
 

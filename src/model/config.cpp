@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "model/multimodal_config.h"
 
 namespace tandem {
 namespace {
@@ -151,6 +152,12 @@ void validate(const ModelConfig& c, const std::string& src) {
 
 ModelConfig ModelConfig::parse(const json& j, const std::string& src) {
   if (!j.is_object()) fail("{}: not a JSON object", src);
+  if (is_multimodal_config(j)) {
+    ModelConfig c = parse(text_model_config(j, src), src + " (text_config)");
+    c.multimodal_type = req<std::string>(j, "model_type", src);
+    c.multimodal_raw = j;
+    return c;
+  }
   ModelConfig c;
   c.raw = j;
   c.model_type = req<std::string>(j, "model_type", src);

@@ -1,6 +1,7 @@
 #include "model/layers.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/error.h"
 
@@ -68,6 +69,29 @@ Tensor ones(Backend& be, int64_t n) {
   Tensor host = Tensor::empty_host(DType::F32, {n});
   std::fill(host.ptr<float>(), host.ptr<float>() + n, 1.f);
   return be.upload(host, be.act_dtype());
+}
+
+void write_media_rows(Backend& be, Tensor& x, const StepTensors& step) {
+  for (const StepTensors::MediaRows& m : step.media) {
+    const int64_t n = m.rows.dim(0);
+    TANDEM_CHECK(m.first_token >= 0 && m.first_token + n <= x.dim(0) && m.rows.cols() == x.cols(),
+                 "media rows {} at token {} do not fit the step's embeddings {}",
+                 m.rows.shape.str(), m.first_token, x.shape.str());
+    Tensor dst = x.slice_rows(m.first_token, n);
+    be.copy(dst, m.rows);
+  }
+}
+
+Tensor tokens_outside_media(Backend& be, const StepTensors& step, int32_t id) {
+  if (step.media.empty()) return step.tokens;
+  Tensor ids = be.alloc(DType::I32, {step.num_tokens});
+  be.copy(ids, step.tokens.slice_rows(0, step.num_tokens));
+  for (const StepTensors::MediaRows& m : step.media) {
+    const std::vector<int32_t> fill(size_t(m.rows.dim(0)), id);
+    Tensor dst = ids.slice_rows(m.first_token, m.rows.dim(0));
+    be.write_i32(dst, fill.data(), int64_t(fill.size()));
+  }
+  return ids;
 }
 
 Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,

@@ -24,6 +24,10 @@ const ArchEntry kArchitectures[] = {
     {"gemma4_text", arch::build_gemma4},
     {"gemma3n_text", arch::build_gemma3n},
     {"minicpm", arch::build_minicpm},
+    // Multimodal folders (text_config + vision_config; arch/gemma_multimodal.cpp).
+    {"gemma3", arch::build_gemma3_multimodal},
+    {"gemma3n", arch::build_gemma3n_multimodal},
+    {"gemma4", arch::build_gemma4_multimodal},
 };
 
 }  // namespace
@@ -54,12 +58,16 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& bac
                                   const LoadOptions& options) {
   ModelConfig config = ModelConfig::load(dir);
   config.lora = options.lora;
-  ArchBuilder build = find_architecture(config.model_type);
+  // A multimodal folder's builder is its top-level type's: it loads the text model and
+  // the towers.
+  const std::string& type =
+      config.multimodal_type.empty() ? config.model_type : config.multimodal_type;
+  ArchBuilder build = find_architecture(type);
   if (!build) {
     std::string known;
     for (auto& n : architecture_names()) known += (known.empty() ? "" : ", ") + n;
-    fail("{}: unknown model_type '{}' (supported: {})", (dir / "config.json").string(),
-         config.model_type, known);
+    fail("{}: unknown model_type '{}' (supported: {})", (dir / "config.json").string(), type,
+         known);
   }
   Checkpoint checkpoint = Checkpoint::open(dir);
   checkpoint.set_quant(model_quant_scheme(config, options.online));

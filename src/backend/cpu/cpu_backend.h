@@ -16,7 +16,8 @@
 // scale, softcap), cpu_activation.cpp (gated_act), cpu_rope.cpp, cpu_attention.cpp
 // (write_kv, attention; the cache's element types: cpu_kv_cache.h; the tile kernels:
 // cpu_attention_kernels.h), cpu_moe.cpp
-// (topk_route, moe_experts), cpu_sample.cpp (sample), cpu_gemma3n_ops.cpp.
+// (topk_route, moe_experts), cpu_sample.cpp (sample), cpu_gemma3n_ops.cpp,
+// cpu_vision_ops.cpp (layer_norm, clamp).
 #pragma once
 
 #include "backend/backend.h"
@@ -80,6 +81,11 @@ class CpuBackend final : public Backend {
   void match_rms(Tensor& x, const Tensor& ref, float min_mean_square) override;
   void mix_streams(Tensor& out, const Tensor& x, const Tensor& coefs) override;
   void swap_leading_dims(Tensor& out, const Tensor& x) override;
+
+  // --- vision encoder ops (cpu_vision_ops.cpp) ---
+  void layer_norm(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b,
+                  float eps) override;
+  void clamp(Tensor& x, float lo, float hi) override;
 
   ThreadPool& pool() const { return *pool_; }
   CpuIsa isa() const { return isa_; }

@@ -120,6 +120,11 @@ class CudaBackend final : public Backend {
   void mix_streams(Tensor& out, const Tensor& x, const Tensor& coefs) override;
   void swap_leading_dims(Tensor& out, const Tensor& x) override;
 
+  // --- vision encoder ops (cuda_vision_ops.cu) ---
+  void layer_norm(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b,
+                  float eps) override;
+  void clamp(Tensor& x, float lo, float hi) override;
+
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
   cublasLtHandle_t cublas_lt() const { return cublas_lt_; }
