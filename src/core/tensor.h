@@ -43,8 +43,13 @@ struct Tensor {
   int64_t numel() const { return shape.numel(); }
   // Block types: rows of whole blocks (the last dim a multiple of the block).
   size_t nbytes() const { return size_t(rows()) * dtype_row_bytes(dtype, cols()); }
-  // Product of all dims but the last: the number of rows an op iterates over.
-  int64_t rows() const { return ndim() == 0 ? 1 : numel() / shape[-1]; }
+  // Product of all dims but the last: the number of rows an op iterates over (also when the
+  // last dim is 0: nbytes() of an empty [R, 0] tensor must not divide by it).
+  int64_t rows() const {
+    int64_t r = 1;
+    for (int i = 0; i + 1 < ndim(); i++) r *= shape.dims[size_t(i)];
+    return r;
+  }
   int64_t cols() const { return ndim() == 0 ? 1 : shape[-1]; }
 
   template <typename T>
