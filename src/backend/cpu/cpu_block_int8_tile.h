@@ -91,47 +91,76 @@ inline float reduce8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// One output: the decoded weight row against activation row (q, dx, xs).
-template <class I, BlockKind K>
-float dot_int8(const Int8Row<I>& r, const int8_t* q, const float* dx, const float* xs, int64_t Kdim) {
+// The activation rows one dot_int8 call takes: R rows of (q [K], d [K / act_block], xs [K / 16]).
+template <int R>
+struct ActRows {
+  const int8_t* q[R];
+  const float* d[R];
+  const float* xs[R];
+};
+
+// R outputs: the decoded weight row against R activation rows at once, so the row's levels
+// and lane scales are loaded once for all R and R independent chains keep the core busy.
+// Each output's operations and their order are those of R = 1.
+template <class I, BlockKind K, int R>
+void dot_int8(const Int8Row<I>& r, const ActRows<R>& x, int64_t Kdim, float* out, int64_t ldo) {
   constexpr int E = Block<K>::kElems;
   constexpr bool kSigned = I::template kSigned<K>;
-  float y;
+  float y[R];
   if constexpr (E == 256) {
-    typename I::FAcc acc = I::fzero();
+    typename I::FAcc acc[R];
+    for (int j = 0; j < R; j++) acc[j] = I::fzero();
     for (int64_t b = 0; b < Kdim / 256; b++) {
-      typename I::IAcc isum = I::izero();
+      typename I::IAcc isum[R];
+      for (int j = 0; j < R; j++) isum[j] = I::izero();
       for (int c = 0; c < 256; c += I::kStep) {
         const int64_t k = b * 256 + c;
-        isum = I::template dot_scaled<kSigned>(isum, r.u.data() + k, q + k,
-                                               r.lanes.data() + k / I::kLaneValues);
+        for (int j = 0; j < R; j++)
+          isum[j] = I::template dot_scaled<kSigned>(isum[j], r.u.data() + k, x.q[j] + k,
+                                                    r.lanes.data() + k / I::kLaneValues);
       }
-      acc = I::fma_i(isum, r.d[size_t(b)] * dx[b], acc);
+      for (int j = 0; j < R; j++) acc[j] = I::fma_i(isum[j], r.d[size_t(b)] * x.d[j][b], acc[j]);
     }
-    y = I::reduce(acc);
+    for (int j = 0; j < R; j++) y[j] = I::reduce(acc[j]);
   } else {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < Kdim / 32; b++) {
-      const __m256i p = I::template dot32<kSigned>(r.u.data() + b * 32, q + b * 32);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(r.d[size_t(b)] * dx[b]), acc);
-    }
-    y = reduce8(acc);
+    __m256 acc[R];
+    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < Kdim / 32; b++)
+      for (int j = 0; j < R; j++) {
+        const __m256i p = I::template dot32<kSigned>(r.u.data() + b * 32, x.q[j] + b * 32);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(r.d[size_t(b)] * x.d[j][b]), acc[j]);
+      }
+    for (int j = 0; j < R; j++) y[j] = reduce8(acc[j]);
   }
-  if constexpr (has_coef<I, K>()) y += coef_dot(r.coef.data(), xs, Kdim / 16);
-  return y;
+  for (int j = 0; j < R; j++) {
+    if constexpr (has_coef<I, K>()) y[j] += coef_dot(r.coef.data(), x.xs[j], Kdim / 16);
+    out[j * ldo] = y[j];
+  }
 }
 
-// Weight rows [n0, n1) against every x row.
+// Rows [m, m + R) of the step's activations.
+template <int R>
+ActRows<R> act_rows(const BlockInt8Operands& g, int64_t m) {
+  ActRows<R> a;
+  const int64_t ab = g.acts.act_block;
+  for (int j = 0; j < R; j++) {
+    a.q[j] = g.acts.q + (m + j) * g.K;
+    a.d[j] = g.acts.d + (m + j) * (g.K / ab);
+    a.xs[j] = g.acts.xs + (m + j) * (g.K / 16);
+  }
+  return a;
+}
+
+// Weight rows [n0, n1) against every x row, four x rows at a time.
 template <class I, BlockKind K>
 void int8_rows(const BlockInt8Operands& g, int64_t n0, int64_t n1) {
   thread_local Int8Row<I> row;
   const int64_t row_bytes = g.K / Block<K>::kElems * Block<K>::kBytes;
-  const int64_t ab = g.acts.act_block;
   for (int64_t n = n0; n < n1; n++) {
     decode_row_int8<I, K>(g.w + n * row_bytes, g.K, row);
-    for (int64_t m = 0; m < g.M; m++)
-      g.out[m * g.ldo + n] = dot_int8<I, K>(row, g.acts.q + m * g.K, g.acts.d + m * (g.K / ab),
-                                            g.acts.xs + m * (g.K / 16), g.K);
+    int64_t m = 0;
+    for (; m + 4 <= g.M; m += 4) dot_int8<I, K, 4>(row, act_rows<4>(g, m), g.K, g.out + m * g.ldo + n, g.ldo);
+    for (; m < g.M; m++) dot_int8<I, K, 1>(row, act_rows<1>(g, m), g.K, g.out + m * g.ldo + n, g.ldo);
   }
 }
 
