@@ -118,6 +118,12 @@ std::string_view block_arithmetic_name(BlockArithmetic a) {
   return a == BlockArithmetic::Exact ? "exact" : "int8";
 }
 
+std::optional<BlockArithmetic> block_arithmetic_from_name(std::string_view name) {
+  if (name == "exact") return BlockArithmetic::Exact;
+  if (name == "int8") return BlockArithmetic::Int8;
+  return std::nullopt;
+}
+
 int64_t exact_widen_rows(CpuIsa isa) { return isa == CpuIsa::Avx512 ? 16 : 8; }
 
 int64_t block_act_elems(DType t) { return dtype_block(t).elems == 256 ? 256 : 32; }

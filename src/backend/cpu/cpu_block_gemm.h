@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,7 @@ enum class BlockArithmetic : uint8_t { Exact, Int8 };
 constexpr BlockArithmetic kDefaultBlockArithmetic = BlockArithmetic::Int8;
 
 std::string_view block_arithmetic_name(BlockArithmetic a);  // "exact", "int8"
+std::optional<BlockArithmetic> block_arithmetic_from_name(std::string_view name);
 
 // out [M, N] = x [M, K] · W'ᵀ, W' the values of w [N, K] of the block type t (K a whole number
 // of its blocks), under arithmetic a with the kernels of `isa`.

@@ -157,6 +157,12 @@ TEST(CpuBlockGemm, RowsDoNotDependOnTheStepOrTheThreads) {
   }
 }
 
+TEST(CpuBlockGemm, ArithmeticNamesRoundTrip) {
+  for (BlockArithmetic a : {BlockArithmetic::Exact, BlockArithmetic::Int8})
+    EXPECT_EQ(cpu::block_arithmetic_from_name(cpu::block_arithmetic_name(a)), a);
+  EXPECT_EQ(cpu::block_arithmetic_from_name("fast"), std::nullopt);
+}
+
 TEST(CpuBlockGemm, RefusesRowsOfPartialBlocks) {
   ThreadPool pool(1);
   std::vector<uint8_t> w(4096);
