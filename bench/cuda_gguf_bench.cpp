@@ -61,10 +61,12 @@ Tensor weight(CudaBackend& be, DType dtype, int64_t N, int64_t K, std::mt19937& 
 int main(int argc, char** argv) {
   const std::vector<std::string> types = split(argc > 1 ? argv[1] : "bf16,q4_k,q8_0");
   std::vector<int64_t> rows;
-  for (const std::string& r : split(argc > 2 ? argv[2] : "1,4,8,16,64,512")) rows.push_back(std::atoll(r.c_str()));
+  for (const std::string& r : split(argc > 2 ? argv[2] : "1,4,8,16,64,512"))
+    rows.push_back(std::atoll(r.c_str()));
   if (cuda_device_count() == 0) return fmt::print("no CUDA GPU\n"), 0;
   CudaBackend be(0);
-  const std::pair<int64_t, int64_t> shapes[] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}};
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}};
   std::mt19937 rng(0);
   for (const std::string& name : types) {
     const DType dtype = dtype_named(name);
@@ -88,14 +90,15 @@ int main(int argc, char** argv) {
           for (size_t i = 0; i < layer.size(); i++) {
             const Linear& l = layer[i];
             Tensor xi = x.reshape({M * 14336 / l.in_features(), l.in_features()}).slice_rows(0, M);
-            Tensor oi = out.reshape({M * 28672 / l.out_features(), l.out_features()}).slice_rows(0, M);
+            Tensor oi =
+                out.reshape({M * 28672 / l.out_features(), l.out_features()}).slice_rows(0, M);
             be.linear(oi, xi, l);
           }
       };
       const bench::Timing t = bench::time_graph(be, 1, step);
       const double per_layer = t.event_s / double(layers.size());
-      fmt::print("{:<5} M={:<4} layer {:8.1f} us  {:7.1f} GB/s of weights  {:8.1f} TFLOP/s\n", name, M,
-                 per_layer * 1e6, double(layer_bytes) / per_layer * 1e-9,
+      fmt::print("{:<5} M={:<4} layer {:8.1f} us  {:7.1f} GB/s of weights  {:8.1f} TFLOP/s\n", name,
+                 M, per_layer * 1e6, double(layer_bytes) / per_layer * 1e-9,
                  2.0 * double(M) * (6144 + 4096 + 28672 + 14336) * 4096.0 / per_layer * 1e-12);
     }
   }

@@ -99,7 +99,8 @@ void bench(CpuBackend& be, const std::vector<Matrix>& step, DType dtype, int64_t
       [&] {
         for (const Matrix& m : step) {
           if (dtype_is_block(dtype))
-            cpu::block_gemm_xwt(pool, out.data(), x.data(), m.w.data, dtype, M, m.N, m.K, a, be.isa());
+            cpu::block_gemm_xwt(pool, out.data(), x.data(), m.w.data, dtype, M, m.N, m.K, a,
+                                be.isa());
           else
             cpu::gemm_xwt(pool, out.data(), x.data(), m.w.data, dtype, M, m.N, m.K, {be.isa()});
         }
@@ -138,8 +139,9 @@ int main(int argc, char** argv) {
       rows.clear();
       for (const std::string& r : split(argv[++i])) rows.push_back(std::atoll(r.c_str()));
     } else {
-      fmt::print(stderr, "usage: gguf_bench [--threads N] [--min-seconds S] [--cpu-time] "
-                         "[--types bf16,q4_k,...] [--rows 1,4,16]\n");
+      fmt::print(stderr,
+                 "usage: gguf_bench [--threads N] [--min-seconds S] [--cpu-time] "
+                 "[--types bf16,q4_k,...] [--rows 1,4,16]\n");
       return 2;
     }
   }

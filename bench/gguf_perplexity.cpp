@@ -3,16 +3,16 @@
 // loader uploads (projections, the embedding, and so a tied lm_head) is encoded on the way
 // in by quantize_row, in the asked type, or — where its rows are no whole number of that
 // type's blocks (tiny-kjv's 384-wide rows and 256-value k-quants) — in llama-quantize's
-// fallback for it (fallback()). The model then runs through the CPU backend's block-type kernels in the exact
-// and the int8 arithmetic. Prints the perplexity of each, with bf16 as the baseline.
+// fallback for it (fallback()). The model then runs through the CPU backend's block-type kernels in
+// the exact and the int8 arithmetic. Prints the perplexity of each, with bf16 as the baseline.
 //   usage: gguf_perplexity [--model DIR] [--text FILE] [--types q8_0,q4_k,...] [--window N]
 //                          [--max-tokens N]
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,12 +33,18 @@ DType fallback(DType t, int64_t cols) {
   if (cols % dtype_block(t).elems == 0) return t;
   switch (t) {
     case DType::Q2_K:
-    case DType::Q3_K: return DType::IQ4_NL;
-    case DType::Q4_K: return DType::Q5_0;
-    case DType::Q5_K: return DType::Q5_1;
-    case DType::Q6_K: return DType::Q8_0;
-    case DType::IQ4_XS: return DType::IQ4_NL;
-    default: fail("no fallback for {} rows of {}", cols, dtype_name(t));
+    case DType::Q3_K:
+      return DType::IQ4_NL;
+    case DType::Q4_K:
+      return DType::Q5_0;
+    case DType::Q5_K:
+      return DType::Q5_1;
+    case DType::Q6_K:
+      return DType::Q8_0;
+    case DType::IQ4_XS:
+      return DType::IQ4_NL;
+    default:
+      fail("no fallback for {} rows of {}", cols, dtype_name(t));
   }
 }
 
@@ -70,14 +76,19 @@ class QuantizingBackend final : public Backend {
   Tensor alloc(DType d, Shape s) override { return cpu_.alloc(d, s); }
   Tensor zeros(DType d, Shape s) override { return cpu_.zeros(d, s); }
   Tensor to_host_f32(const Tensor& t) override { return cpu_.to_host_f32(t); }
-  void write_i32(Tensor& dst, const int32_t* src, int64_t n) override { cpu_.write_i32(dst, src, n); }
+  void write_i32(Tensor& dst, const int32_t* src, int64_t n) override {
+    cpu_.write_i32(dst, src, n);
+  }
   void copy(Tensor& dst, const Tensor& src) override { cpu_.copy(dst, src); }
-  void embedding(Tensor& o, const Tensor& t, const Tensor& ids, float s) override { cpu_.embedding(o, t, ids, s); }
+  void embedding(Tensor& o, const Tensor& t, const Tensor& ids, float s) override {
+    cpu_.embedding(o, t, ids, s);
+  }
   void linear(Tensor& o, const Tensor& x, const Linear& l) override { cpu_.linear(o, x, l); }
   void rms_norm(Tensor& o, const Tensor& x, const Tensor& w, float eps, float off) override {
     cpu_.rms_norm(o, x, w, eps, off);
   }
-  void add_rms_norm(Tensor& o, Tensor& r, const Tensor& x, const Tensor& w, float eps, float off) override {
+  void add_rms_norm(Tensor& o, Tensor& r, const Tensor& x, const Tensor& w, float eps,
+                    float off) override {
     cpu_.add_rms_norm(o, r, x, w, eps, off);
   }
   void add(Tensor& o, const Tensor& a, const Tensor& b) override { cpu_.add(o, a, b); }
@@ -92,7 +103,9 @@ class QuantizingBackend final : public Backend {
                  const AttentionParams& p) override {
     cpu_.attention(o, q, c, st, p);
   }
-  void gather_rows(Tensor& o, const Tensor& x, const Tensor& i) override { cpu_.gather_rows(o, x, i); }
+  void gather_rows(Tensor& o, const Tensor& x, const Tensor& i) override {
+    cpu_.gather_rows(o, x, i);
+  }
   void topk_route(Tensor& w, Tensor& ids, const Tensor& l, int k, bool r) override {
     cpu_.topk_route(w, ids, l, k, r);
   }
@@ -125,12 +138,18 @@ int main(int argc, char** argv) {
   int64_t max_tokens = 8192;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--model") model = v, text = v + "/valid.txt";
-    else if (a == "--text") text = v;
-    else if (a == "--types") types = split(v);
-    else if (a == "--window") window = std::atoi(v.c_str());
-    else if (a == "--max-tokens") max_tokens = std::atoll(v.c_str());
-    else return fmt::print(stderr, "gguf_perplexity: unknown flag {}\n", a), 2;
+    if (a == "--model")
+      model = v, text = v + "/valid.txt";
+    else if (a == "--text")
+      text = v;
+    else if (a == "--types")
+      types = split(v);
+    else if (a == "--window")
+      window = std::atoi(v.c_str());
+    else if (a == "--max-tokens")
+      max_tokens = std::atoll(v.c_str());
+    else
+      return fmt::print(stderr, "gguf_perplexity: unknown flag {}\n", a), 2;
   }
   try {
     std::ifstream in(text, std::ios::binary);
@@ -153,9 +172,10 @@ int main(int argc, char** argv) {
       for (int d = int(DType::Q4_0); d <= int(DType::IQ4_XS); d++)
         if (dtype_name(DType(d)) == name) t = DType(d);
       if (!t) fail("unknown type {}", name);
-      const PerplexityResult e = run(t, cpu::BlockArithmetic::Exact), q = run(t, cpu::BlockArithmetic::Int8);
-      fmt::print("{:<7} exact perplexity {:.4f} ({:+.2f}%)   int8 {:.4f} ({:+.2f}% vs exact)\n", name,
-                 e.perplexity, 100 * (e.perplexity / base.perplexity - 1), q.perplexity,
+      const PerplexityResult e = run(t, cpu::BlockArithmetic::Exact),
+                             q = run(t, cpu::BlockArithmetic::Int8);
+      fmt::print("{:<7} exact perplexity {:.4f} ({:+.2f}%)   int8 {:.4f} ({:+.2f}% vs exact)\n",
+                 name, e.perplexity, 100 * (e.perplexity / base.perplexity - 1), q.perplexity,
                  100 * (q.perplexity / e.perplexity - 1));
     }
   } catch (const Error& e) {

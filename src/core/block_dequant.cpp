@@ -13,7 +13,9 @@ namespace {
 
 using namespace ggml;
 
-float h(uint16_t v) { return f16_to_f32(v); }
+float h(uint16_t v) {
+  return f16_to_f32(v);
+}
 
 void q4_0(const BlockQ4_0& b, float* y) {
   const float d = h(b.d);
@@ -168,19 +170,32 @@ void dequantize_row(DType type, const void* blocks, float* out, int64_t k) {
                "dequantize_row: {} values of {} (a block type's rows are whole blocks of {})", k,
                dtype_name(type), elems);
   switch (type) {
-    case DType::Q4_0: return each_block<BlockQ4_0>(blocks, out, k, elems, q4_0);
-    case DType::Q4_1: return each_block<BlockQ4_1>(blocks, out, k, elems, q4_1);
-    case DType::Q5_0: return each_block<BlockQ5_0>(blocks, out, k, elems, q5_0);
-    case DType::Q5_1: return each_block<BlockQ5_1>(blocks, out, k, elems, q5_1);
-    case DType::Q8_0: return each_block<BlockQ8_0>(blocks, out, k, elems, q8_0);
-    case DType::Q2_K: return each_block<BlockQ2_K>(blocks, out, k, elems, q2_k);
-    case DType::Q3_K: return each_block<BlockQ3_K>(blocks, out, k, elems, q3_k);
-    case DType::Q4_K: return each_block<BlockQ4_K>(blocks, out, k, elems, q4_k);
-    case DType::Q5_K: return each_block<BlockQ5_K>(blocks, out, k, elems, q5_k);
-    case DType::Q6_K: return each_block<BlockQ6_K>(blocks, out, k, elems, q6_k);
-    case DType::IQ4_NL: return each_block<BlockIq4Nl>(blocks, out, k, elems, iq4_nl);
-    case DType::IQ4_XS: return each_block<BlockIq4Xs>(blocks, out, k, elems, iq4_xs);
-    default: break;
+    case DType::Q4_0:
+      return each_block<BlockQ4_0>(blocks, out, k, elems, q4_0);
+    case DType::Q4_1:
+      return each_block<BlockQ4_1>(blocks, out, k, elems, q4_1);
+    case DType::Q5_0:
+      return each_block<BlockQ5_0>(blocks, out, k, elems, q5_0);
+    case DType::Q5_1:
+      return each_block<BlockQ5_1>(blocks, out, k, elems, q5_1);
+    case DType::Q8_0:
+      return each_block<BlockQ8_0>(blocks, out, k, elems, q8_0);
+    case DType::Q2_K:
+      return each_block<BlockQ2_K>(blocks, out, k, elems, q2_k);
+    case DType::Q3_K:
+      return each_block<BlockQ3_K>(blocks, out, k, elems, q3_k);
+    case DType::Q4_K:
+      return each_block<BlockQ4_K>(blocks, out, k, elems, q4_k);
+    case DType::Q5_K:
+      return each_block<BlockQ5_K>(blocks, out, k, elems, q5_k);
+    case DType::Q6_K:
+      return each_block<BlockQ6_K>(blocks, out, k, elems, q6_k);
+    case DType::IQ4_NL:
+      return each_block<BlockIq4Nl>(blocks, out, k, elems, iq4_nl);
+    case DType::IQ4_XS:
+      return each_block<BlockIq4Xs>(blocks, out, k, elems, iq4_xs);
+    default:
+      break;
   }
   fail("dequantize_row: {} is not a block type", dtype_name(type));
 }

@@ -16,8 +16,12 @@ namespace {
 
 using namespace ggml;
 
-uint16_t f16(float v) { return f32_to_f16(v); }
-float h(uint16_t v) { return f16_to_f32(v); }
+uint16_t f16(float v) {
+  return f32_to_f16(v);
+}
+float h(uint16_t v) {
+  return f16_to_f32(v);
+}
 
 int clamp_round(float v, int lo, int hi) {
   return std::clamp(int(std::lround(v)), lo, hi);
@@ -36,7 +40,8 @@ float signed_max(const float* x, int n) {
 void symmetric(const float* x, int n, int bias, uint16_t& d16, int* q) {
   const float d = h(f16(signed_max(x, n) / float(-bias)));
   d16 = f16(d);
-  for (int i = 0; i < n; i++) q[i] = d == 0.f ? bias : clamp_round(x[i] / d, -bias, bias - 1) + bias;
+  for (int i = 0; i < n; i++)
+    q[i] = d == 0.f ? bias : clamp_round(x[i] / d, -bias, bias - 1) + bias;
 }
 
 // An affine block: v ≈ d·q + m, q in [0, levels − 1].
@@ -283,19 +288,32 @@ void quantize_row(DType type, const float* x, void* blocks, int64_t k) {
   for (int64_t i = 0; i < k; i++)
     TANDEM_CHECK(std::isfinite(x[i]), "quantize_row: value {} at {} is not finite", x[i], i);
   switch (type) {
-    case DType::Q4_0: return each_block<BlockQ4_0>(x, blocks, k, elems, q4_0);
-    case DType::Q4_1: return each_block<BlockQ4_1>(x, blocks, k, elems, q4_1);
-    case DType::Q5_0: return each_block<BlockQ5_0>(x, blocks, k, elems, q5_0);
-    case DType::Q5_1: return each_block<BlockQ5_1>(x, blocks, k, elems, q5_1);
-    case DType::Q8_0: return each_block<BlockQ8_0>(x, blocks, k, elems, q8_0);
-    case DType::Q2_K: return each_block<BlockQ2_K>(x, blocks, k, elems, q2_k);
-    case DType::Q3_K: return each_block<BlockQ3_K>(x, blocks, k, elems, q3_k);
-    case DType::Q4_K: return each_block<BlockQ4_K>(x, blocks, k, elems, q4_k);
-    case DType::Q5_K: return each_block<BlockQ5_K>(x, blocks, k, elems, q5_k);
-    case DType::Q6_K: return each_block<BlockQ6_K>(x, blocks, k, elems, q6_k);
-    case DType::IQ4_NL: return each_block<BlockIq4Nl>(x, blocks, k, elems, iq4_nl);
-    case DType::IQ4_XS: return each_block<BlockIq4Xs>(x, blocks, k, elems, iq4_xs);
-    default: break;
+    case DType::Q4_0:
+      return each_block<BlockQ4_0>(x, blocks, k, elems, q4_0);
+    case DType::Q4_1:
+      return each_block<BlockQ4_1>(x, blocks, k, elems, q4_1);
+    case DType::Q5_0:
+      return each_block<BlockQ5_0>(x, blocks, k, elems, q5_0);
+    case DType::Q5_1:
+      return each_block<BlockQ5_1>(x, blocks, k, elems, q5_1);
+    case DType::Q8_0:
+      return each_block<BlockQ8_0>(x, blocks, k, elems, q8_0);
+    case DType::Q2_K:
+      return each_block<BlockQ2_K>(x, blocks, k, elems, q2_k);
+    case DType::Q3_K:
+      return each_block<BlockQ3_K>(x, blocks, k, elems, q3_k);
+    case DType::Q4_K:
+      return each_block<BlockQ4_K>(x, blocks, k, elems, q4_k);
+    case DType::Q5_K:
+      return each_block<BlockQ5_K>(x, blocks, k, elems, q5_k);
+    case DType::Q6_K:
+      return each_block<BlockQ6_K>(x, blocks, k, elems, q6_k);
+    case DType::IQ4_NL:
+      return each_block<BlockIq4Nl>(x, blocks, k, elems, iq4_nl);
+    case DType::IQ4_XS:
+      return each_block<BlockIq4Xs>(x, blocks, k, elems, iq4_xs);
+    default:
+      break;
   }
   fail("quantize_row: {} is not a block type", dtype_name(type));
 }

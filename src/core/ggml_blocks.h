@@ -3,8 +3,9 @@
 // scales of the k-quants and the IQ4 value table. Plain structs and constexpr helpers, so the
 // CPU kernels and the CUDA kernels include the same definitions (TANDEM_HD marks what runs on
 // both; the helpers are static, so a kernel file compiled for a wider instruction set keeps its
-// own copies and never lends them to the baseline code). A row of K values is K / elems blocks back to back (DType's dtype_block); blocks of
-// 18, 22, 34, 110 or 210 bytes are only 2-byte aligned, so every field is at most 2 bytes.
+// own copies and never lends them to the baseline code). A row of K values is K / elems blocks back
+// to back (DType's dtype_block); blocks of 18, 22, 34, 110 or 210 bytes are only 2-byte aligned, so
+// every field is at most 2 bytes.
 //
 // What each block means (the exact arithmetic is dequantize_row, core/block_quant.h):
 //   Q4_0  v = d·(q − 8), q 4 bits             Q4_1  v = d·q + m
@@ -15,7 +16,8 @@
 //   Q4_K  8 sub-blocks of 32: v = (d·sc)·q − dmin·mn, 6-bit sc and mn, q 4 bits
 //   Q5_K  as Q4_K with q 5 bits (the 5th in qh)
 //   Q6_K  v = (d·sc)·(q − 32), int8 sc per 16, q 6 bits (4 low in ql, 2 high in qh)
-//   IQ4_NL v = d·kIq4Values[q], q 4 bits      IQ4_XS  v = (d·(ls − 32))·kIq4Values[q], 6-bit ls per 32
+//   IQ4_NL v = d·kIq4Values[q], q 4 bits      IQ4_XS  v = (d·(ls − 32))·kIq4Values[q], 6-bit ls per
+//   32
 #pragma once
 
 #include <cstdint>
@@ -31,7 +33,7 @@ namespace tandem::ggml {
 constexpr int kQK = 256;  // values per k-quant super-block (ggml's QK_K)
 
 struct BlockQ4_0 {
-  uint16_t d;  // f16
+  uint16_t d;      // f16
   uint8_t qs[16];  // value j in the low nibble of qs[j], value j + 16 in its high nibble
 };
 struct BlockQ4_1 {
@@ -71,13 +73,13 @@ struct BlockQ4_K {
 struct BlockQ5_K {
   uint16_t d, dmin;
   uint8_t scales[12];
-  uint8_t qh[32];      // bit g of qh[l]: the 5th bit of value 32g + l
+  uint8_t qh[32];  // bit g of qh[l]: the 5th bit of value 32g + l
   uint8_t qs[128];
 };
 struct BlockQ6_K {
-  uint8_t ql[128];     // half n: values 128n + l (+32) in the low nibbles of ql[64n + l (+32)],
-  uint8_t qh[64];      //   values 128n + 64 + l (+32) in their high nibbles; 2 high bits each in
-  int8_t scales[16];   //   qh[32n + l] at shifts 0, 2, 4, 6 for the four runs of 32
+  uint8_t ql[128];    // half n: values 128n + l (+32) in the low nibbles of ql[64n + l (+32)],
+  uint8_t qh[64];     //   values 128n + 64 + l (+32) in their high nibbles; 2 high bits each in
+  int8_t scales[16];  //   qh[32n + l] at shifts 0, 2, 4, 6 for the four runs of 32
   uint16_t d;
 };
 struct BlockIq4Nl {
@@ -86,15 +88,16 @@ struct BlockIq4Nl {
 };
 struct BlockIq4Xs {
   uint16_t d;
-  uint16_t scales_h;   // 2 high bits of ls for each sub-block of 32
-  uint8_t scales_l[4]; // 4 low bits of ls, two sub-blocks a byte
-  uint8_t qs[128];     // sub-block b: as one IQ4_NL block in qs[16b, 16b + 16)
+  uint16_t scales_h;    // 2 high bits of ls for each sub-block of 32
+  uint8_t scales_l[4];  // 4 low bits of ls, two sub-blocks a byte
+  uint8_t qs[128];      // sub-block b: as one IQ4_NL block in qs[16b, 16b + 16)
 };
 
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
-              sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ2_K) == 84 &&
-              sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 &&
-              sizeof(BlockQ6_K) == 210 && sizeof(BlockIq4Nl) == 18 && sizeof(BlockIq4Xs) == 136,
+                  sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ2_K) == 84 &&
+                  sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&
+                  sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 &&
+                  sizeof(BlockIq4Nl) == 18 && sizeof(BlockIq4Xs) == 136,
               "ggml block sizes");
 
 // IQ4_NL / IQ4_XS: the 16 values a 4-bit index stands for.

@@ -26,7 +26,9 @@ struct GoldenPrompt {
   std::vector<float> logits;    // [tokens, vocab]
 };
 
-std::filesystem::path gguf_dir() { return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "gguf"; }
+std::filesystem::path gguf_dir() {
+  return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "gguf";
+}
 
 std::vector<GoldenPrompt> goldens(const std::string& name) {
   auto file = SafetensorsFile::open(gguf_dir() / (name + ".golden.safetensors"));
@@ -74,10 +76,12 @@ TEST_P(GgufArithmetic, ExactTwinWithinF32RoundOffOfTheGolden) {
       ASSERT_EQ(blocks.size(), g.logits.size());
       const double err = relative_error(decoded.data(), g.logits.data(), g.logits.size());
       EXPECT_LT(err, 1e-4) << "prompt " << p;
-      RecordProperty(GetParam() + "_" + std::string(cpu_isa_name(isa)) + "_prompt" + std::to_string(p),
-                     sci(err));
+      RecordProperty(
+          GetParam() + "_" + std::string(cpu_isa_name(isa)) + "_prompt" + std::to_string(p),
+          sci(err));
       EXPECT_EQ(std::memcmp(blocks.data(), decoded.data(), blocks.size() * 4), 0)
-          << "prompt " << p << ": the exact kernels differ from the f32 GEMM over the decoded weights";
+          << "prompt " << p
+          << ": the exact kernels differ from the f32 GEMM over the decoded weights";
     }
   }
 }
@@ -93,18 +97,22 @@ TEST_P(GgufArithmetic, Int8ActivationsWithinFivePercentOfTheGolden) {
       const std::vector<float> logits = tiny_llama_logits(be, file, prompts[p].tokens, false);
       const double err = relative_error(logits.data(), prompts[p].logits.data(), logits.size());
       EXPECT_LT(err, 5e-2) << "prompt " << p;
-      EXPECT_GT(err, 1e-4) << "prompt " << p << ": 8-bit activations should cost more than round-off";
-      RecordProperty(GetParam() + "_" + std::string(cpu_isa_name(isa)) + "_prompt" + std::to_string(p),
-                     sci(err));
+      EXPECT_GT(err, 1e-4) << "prompt " << p
+                           << ": 8-bit activations should cost more than round-off";
+      RecordProperty(
+          GetParam() + "_" + std::string(cpu_isa_name(isa)) + "_prompt" + std::to_string(p),
+          sci(err));
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(OracleFiles, GgufArithmetic,
-                         ::testing::Values("llama-Q8_0", "llama-Q4_0", "llama-Q4_K_M", "llama-Q5_K_M"),
+                         ::testing::Values("llama-Q8_0", "llama-Q4_0", "llama-Q4_K_M",
+                                           "llama-Q5_K_M"),
                          [](const auto& info) {
                            std::string s = info.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (char& c : s)
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return s;
                          });
 

@@ -13,22 +13,38 @@ namespace {
 // ggml's type ids for the dtypes the oracle files hold.
 DType ggml_dtype(uint32_t id) {
   switch (id) {
-    case 0: return DType::F32;
-    case 1: return DType::F16;
-    case 2: return DType::Q4_0;
-    case 3: return DType::Q4_1;
-    case 6: return DType::Q5_0;
-    case 7: return DType::Q5_1;
-    case 8: return DType::Q8_0;
-    case 10: return DType::Q2_K;
-    case 11: return DType::Q3_K;
-    case 12: return DType::Q4_K;
-    case 13: return DType::Q5_K;
-    case 14: return DType::Q6_K;
-    case 20: return DType::IQ4_NL;
-    case 23: return DType::IQ4_XS;
-    case 30: return DType::BF16;
-    default: fail("gguf test reader: ggml type {}", id);
+    case 0:
+      return DType::F32;
+    case 1:
+      return DType::F16;
+    case 2:
+      return DType::Q4_0;
+    case 3:
+      return DType::Q4_1;
+    case 6:
+      return DType::Q5_0;
+    case 7:
+      return DType::Q5_1;
+    case 8:
+      return DType::Q8_0;
+    case 10:
+      return DType::Q2_K;
+    case 11:
+      return DType::Q3_K;
+    case 12:
+      return DType::Q4_K;
+    case 13:
+      return DType::Q5_K;
+    case 14:
+      return DType::Q6_K;
+    case 20:
+      return DType::IQ4_NL;
+    case 23:
+      return DType::IQ4_XS;
+    case 30:
+      return DType::BF16;
+    default:
+      fail("gguf test reader: ggml type {}", id);
   }
 }
 
@@ -53,25 +69,39 @@ class Cursor {
   // Skips (or reads, when numeric) one value of GGUF type `t`; arrays are skipped.
   double value(uint32_t t) {
     switch (t) {
-      case 0: return get<uint8_t>();
-      case 1: return get<int8_t>();
-      case 2: return get<uint16_t>();
-      case 3: return get<int16_t>();
-      case 4: return get<uint32_t>();
-      case 5: return get<int32_t>();
-      case 6: return get<float>();
-      case 7: return get<uint8_t>();
-      case 8: str(); return 0;
+      case 0:
+        return get<uint8_t>();
+      case 1:
+        return get<int8_t>();
+      case 2:
+        return get<uint16_t>();
+      case 3:
+        return get<int16_t>();
+      case 4:
+        return get<uint32_t>();
+      case 5:
+        return get<int32_t>();
+      case 6:
+        return get<float>();
+      case 7:
+        return get<uint8_t>();
+      case 8:
+        str();
+        return 0;
       case 9: {
         const uint32_t et = get<uint32_t>();
         const uint64_t n = get<uint64_t>();
         for (uint64_t i = 0; i < n; i++) value(et);
         return 0;
       }
-      case 10: return double(get<uint64_t>());
-      case 11: return double(get<int64_t>());
-      case 12: return get<double>();
-      default: fail("gguf test reader: value type {}", t);
+      case 10:
+        return double(get<uint64_t>());
+      case 11:
+        return double(get<int64_t>());
+      case 12:
+        return get<double>();
+      default:
+        fail("gguf test reader: value type {}", t);
     }
   }
   size_t pos() const { return pos_; }
@@ -107,7 +137,8 @@ GgufTestFile::GgufTestFile(const std::filesystem::path& path) {
     info.offset = c.get<uint64_t>();
     tensors_[name] = info;
   }
-  const size_t align = numbers_.count("general.alignment") ? size_t(numbers_["general.alignment"]) : 32;
+  const size_t align =
+      numbers_.count("general.alignment") ? size_t(numbers_["general.alignment"]) : 32;
   data_start_ = (c.pos() + align - 1) / align * align;
 }
 
@@ -205,7 +236,8 @@ class Projector {
     return be_.upload(wf, DType::F32);
   }
 
-  std::vector<double> operator()(const std::vector<double>& x, int64_t T, const std::string& name) const {
+  std::vector<double> operator()(const std::vector<double>& x, int64_t T,
+                                 const std::string& name) const {
     Linear l;
     l.weight = weight(name);
     const int64_t N = l.weight.dim(0), K = l.weight.dim(1);
@@ -227,17 +259,22 @@ class Projector {
 
 std::vector<float> tiny_llama_logits(Backend& be, const GgufTestFile& f,
                                      const std::vector<int32_t>& tokens, bool dequantize_first) {
-  const Dims d{int64_t(f.number("llama.embedding_length")), int64_t(f.number("llama.attention.head_count")),
-               int64_t(f.number("llama.attention.head_count_kv")), int64_t(f.number("llama.attention.key_length")),
-               int64_t(f.number("llama.vocab_size")), f.number("llama.attention.layer_norm_rms_epsilon"),
+  const Dims d{int64_t(f.number("llama.embedding_length")),
+               int64_t(f.number("llama.attention.head_count")),
+               int64_t(f.number("llama.attention.head_count_kv")),
+               int64_t(f.number("llama.attention.key_length")),
+               int64_t(f.number("llama.vocab_size")),
+               f.number("llama.attention.layer_norm_rms_epsilon"),
                f.number("llama.rope.freq_base")};
   const int64_t T = int64_t(tokens.size()), layers = int64_t(f.number("llama.block_count"));
   const Projector project(be, f, dequantize_first);
   std::vector<int32_t> pos(tokens.size());
   for (size_t t = 0; t < pos.size(); t++) pos[t] = int32_t(t);
-  const std::vector<float> freqs = f.has("rope_freqs.weight") ? host_floats(f, "rope_freqs.weight") : std::vector<float>{};
+  const std::vector<float> freqs =
+      f.has("rope_freqs.weight") ? host_floats(f, "rope_freqs.weight") : std::vector<float>{};
 
-  Tensor ids = be.upload(Tensor::borrow(const_cast<int32_t*>(tokens.data()), DType::I32, {T}), DType::I32);
+  Tensor ids =
+      be.upload(Tensor::borrow(const_cast<int32_t*>(tokens.data()), DType::I32, {T}), DType::I32);
   Tensor emb = be.alloc(DType::F32, {T, d.D});
   be.embedding(emb, project.weight("token_embd.weight"), ids, 1.f);
   Tensor eh = be.to_host_f32(emb);
@@ -246,7 +283,8 @@ std::vector<float> tiny_llama_logits(Backend& be, const GgufTestFile& f,
     const std::string p = "blk." + std::to_string(l) + ".";
     std::vector<double> h = x;
     rms_norm(h, host_floats(f, p + "attn_norm.weight"), d.D, d.eps);
-    std::vector<double> q = project(h, T, p + "attn_q.weight"), k = project(h, T, p + "attn_k.weight");
+    std::vector<double> q = project(h, T, p + "attn_q.weight"),
+                        k = project(h, T, p + "attn_k.weight");
     const std::vector<double> v = project(h, T, p + "attn_v.weight");
     rope(q, pos, d.H, d, freqs);
     rope(k, pos, d.Hkv, d, freqs);
@@ -261,7 +299,8 @@ std::vector<float> tiny_llama_logits(Backend& be, const GgufTestFile& f,
     for (size_t i = 0; i < x.size(); i++) x[i] += down[i];
   }
   rms_norm(x, host_floats(f, "output_norm.weight"), d.D, d.eps);
-  const std::vector<double> logits = project(x, T, f.has("output.weight") ? "output.weight" : "token_embd.weight");
+  const std::vector<double> logits =
+      project(x, T, f.has("output.weight") ? "output.weight" : "token_embd.weight");
   return std::vector<float>(logits.begin(), logits.end());
 }
 

@@ -30,7 +30,9 @@ struct BlockHead {
   int32_t sc[16], mn[16];
 };
 
-inline float half_at(const uint16_t& h) { return _cvtsh_ss(h); }
+inline float half_at(const uint16_t& h) {
+  return _cvtsh_ss(h);
+}
 
 // [low nibbles of the 16 bytes at qs | their high nibbles]: a 32-value block's 4-bit levels.
 inline __m256i nibbles(const uint8_t* qs) {
@@ -41,8 +43,8 @@ inline __m256i nibbles(const uint8_t* qs) {
 
 // Byte j = 0x10 where bit j of `bits` is set, else 0.
 inline __m256i bits_as_0x10(uint32_t bits) {
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                          2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(int32_t(bits)), spread);
   const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
@@ -51,17 +53,17 @@ inline __m256i bits_as_0x10(uint32_t bits) {
 // (the 32 bytes at p >> shift) & mask, per byte.
 inline __m256i shifted(const uint8_t* p, int shift, int mask) {
   const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(char(mask)));
+  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)),
+                          _mm256_set1_epi8(char(mask)));
 }
 
 // The IQ4 levels as u = value + 128 of 4-bit indices.
 inline __m256i iq4_levels(const uint8_t* qs) {
-  const __m128i table = _mm_setr_epi8(char(-127 ^ 0x80), char(-104 ^ 0x80), char(-83 ^ 0x80),
-                                      char(-65 ^ 0x80), char(-49 ^ 0x80), char(-35 ^ 0x80),
-                                      char(-22 ^ 0x80), char(-10 ^ 0x80), char(1 ^ 0x80),
-                                      char(13 ^ 0x80), char(25 ^ 0x80), char(38 ^ 0x80),
-                                      char(53 ^ 0x80), char(69 ^ 0x80), char(89 ^ 0x80),
-                                      char(113 ^ 0x80));
+  const __m128i table =
+      _mm_setr_epi8(char(-127 ^ 0x80), char(-104 ^ 0x80), char(-83 ^ 0x80), char(-65 ^ 0x80),
+                    char(-49 ^ 0x80), char(-35 ^ 0x80), char(-22 ^ 0x80), char(-10 ^ 0x80),
+                    char(1 ^ 0x80), char(13 ^ 0x80), char(25 ^ 0x80), char(38 ^ 0x80),
+                    char(53 ^ 0x80), char(69 ^ 0x80), char(89 ^ 0x80), char(113 ^ 0x80));
   return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), nibbles(qs));
 }
 
@@ -81,7 +83,9 @@ struct Block<BlockKind::Q4_0> {
     h.d = half_at(reinterpret_cast<const BlockQ4_0*>(p)->d);
     ones(h, 2);
   }
-  static __m256i levels(const uint8_t* p, int) { return nibbles(reinterpret_cast<const BlockQ4_0*>(p)->qs); }
+  static __m256i levels(const uint8_t* p, int) {
+    return nibbles(reinterpret_cast<const BlockQ4_0*>(p)->qs);
+  }
 };
 
 template <>
@@ -94,7 +98,9 @@ struct Block<BlockKind::Q4_1> {
     h.dm = half_at(b->m);
     ones(h, 2);
   }
-  static __m256i levels(const uint8_t* p, int) { return nibbles(reinterpret_cast<const BlockQ4_1*>(p)->qs); }
+  static __m256i levels(const uint8_t* p, int) {
+    return nibbles(reinterpret_cast<const BlockQ4_1*>(p)->qs);
+  }
 };
 
 inline __m256i q5_levels(const uint8_t* qh4, const uint8_t* qs) {
@@ -156,7 +162,9 @@ struct Block<BlockKind::IQ4_NL> {
     h.d = half_at(reinterpret_cast<const BlockIq4Nl*>(p)->d);
     ones(h, 2);
   }
-  static __m256i levels(const uint8_t* p, int) { return iq4_levels(reinterpret_cast<const BlockIq4Nl*>(p)->qs); }
+  static __m256i levels(const uint8_t* p, int) {
+    return iq4_levels(reinterpret_cast<const BlockIq4Nl*>(p)->qs);
+  }
 };
 
 // Group g of a Q2_K / Q3_K block: half n = g / 4 of qs, shifted by 2·(g mod 4).
@@ -269,18 +277,30 @@ struct Block<BlockKind::IQ4_XS> {
 template <class F>
 void with_kind(BlockKind kind, F&& f) {
   switch (kind) {
-    case BlockKind::Q4_0: return f.template operator()<BlockKind::Q4_0>();
-    case BlockKind::Q4_1: return f.template operator()<BlockKind::Q4_1>();
-    case BlockKind::Q5_0: return f.template operator()<BlockKind::Q5_0>();
-    case BlockKind::Q5_1: return f.template operator()<BlockKind::Q5_1>();
-    case BlockKind::Q8_0: return f.template operator()<BlockKind::Q8_0>();
-    case BlockKind::Q2_K: return f.template operator()<BlockKind::Q2_K>();
-    case BlockKind::Q3_K: return f.template operator()<BlockKind::Q3_K>();
-    case BlockKind::Q4_K: return f.template operator()<BlockKind::Q4_K>();
-    case BlockKind::Q5_K: return f.template operator()<BlockKind::Q5_K>();
-    case BlockKind::Q6_K: return f.template operator()<BlockKind::Q6_K>();
-    case BlockKind::IQ4_NL: return f.template operator()<BlockKind::IQ4_NL>();
-    case BlockKind::IQ4_XS: return f.template operator()<BlockKind::IQ4_XS>();
+    case BlockKind::Q4_0:
+      return f.template operator()<BlockKind::Q4_0>();
+    case BlockKind::Q4_1:
+      return f.template operator()<BlockKind::Q4_1>();
+    case BlockKind::Q5_0:
+      return f.template operator()<BlockKind::Q5_0>();
+    case BlockKind::Q5_1:
+      return f.template operator()<BlockKind::Q5_1>();
+    case BlockKind::Q8_0:
+      return f.template operator()<BlockKind::Q8_0>();
+    case BlockKind::Q2_K:
+      return f.template operator()<BlockKind::Q2_K>();
+    case BlockKind::Q3_K:
+      return f.template operator()<BlockKind::Q3_K>();
+    case BlockKind::Q4_K:
+      return f.template operator()<BlockKind::Q4_K>();
+    case BlockKind::Q5_K:
+      return f.template operator()<BlockKind::Q5_K>();
+    case BlockKind::Q6_K:
+      return f.template operator()<BlockKind::Q6_K>();
+    case BlockKind::IQ4_NL:
+      return f.template operator()<BlockKind::IQ4_NL>();
+    case BlockKind::IQ4_XS:
+      return f.template operator()<BlockKind::IQ4_XS>();
   }
 }
 

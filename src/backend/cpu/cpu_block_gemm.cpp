@@ -16,23 +16,38 @@ constexpr int64_t kBlockBytes = 256 << 10;
 
 BlockKind block_kind(DType t) {
   switch (t) {
-    case DType::Q4_0: return BlockKind::Q4_0;
-    case DType::Q4_1: return BlockKind::Q4_1;
-    case DType::Q5_0: return BlockKind::Q5_0;
-    case DType::Q5_1: return BlockKind::Q5_1;
-    case DType::Q8_0: return BlockKind::Q8_0;
-    case DType::Q2_K: return BlockKind::Q2_K;
-    case DType::Q3_K: return BlockKind::Q3_K;
-    case DType::Q4_K: return BlockKind::Q4_K;
-    case DType::Q5_K: return BlockKind::Q5_K;
-    case DType::Q6_K: return BlockKind::Q6_K;
-    case DType::IQ4_NL: return BlockKind::IQ4_NL;
-    case DType::IQ4_XS: return BlockKind::IQ4_XS;
-    default: fail("block gemm: {} is not a ggml block type", dtype_name(t));
+    case DType::Q4_0:
+      return BlockKind::Q4_0;
+    case DType::Q4_1:
+      return BlockKind::Q4_1;
+    case DType::Q5_0:
+      return BlockKind::Q5_0;
+    case DType::Q5_1:
+      return BlockKind::Q5_1;
+    case DType::Q8_0:
+      return BlockKind::Q8_0;
+    case DType::Q2_K:
+      return BlockKind::Q2_K;
+    case DType::Q3_K:
+      return BlockKind::Q3_K;
+    case DType::Q4_K:
+      return BlockKind::Q4_K;
+    case DType::Q5_K:
+      return BlockKind::Q5_K;
+    case DType::Q6_K:
+      return BlockKind::Q6_K;
+    case DType::IQ4_NL:
+      return BlockKind::IQ4_NL;
+    case DType::IQ4_XS:
+      return BlockKind::IQ4_XS;
+    default:
+      fail("block gemm: {} is not a ggml block type", dtype_name(t));
   }
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Weight rows per slice: at most kBlockBytes of `row_bytes` rows, and at least four slices
 // per thread so the pool can even out a slow one.
@@ -124,16 +139,20 @@ std::optional<BlockArithmetic> block_arithmetic_from_name(std::string_view name)
   return std::nullopt;
 }
 
-int64_t exact_widen_rows(CpuIsa isa) { return isa == CpuIsa::Avx512 ? 16 : 8; }
+int64_t exact_widen_rows(CpuIsa isa) {
+  return isa == CpuIsa::Avx512 ? 16 : 8;
+}
 
-int64_t block_act_elems(DType t) { return dtype_block(t).elems == 256 ? 256 : 32; }
+int64_t block_act_elems(DType t) {
+  return dtype_block(t).elems == 256 ? 256 : 32;
+}
 
 bool block_int8_uses_vnni(CpuIsa isa) {
   return isa == CpuIsa::Avx512 && cpu_features().avx512_vnni;
 }
 
-void quantize_block_acts(ThreadPool& pool, const float* x, int64_t M, int64_t K,
-                         int64_t act_block, QuantizedActs& out) {
+void quantize_block_acts(ThreadPool& pool, const float* x, int64_t M, int64_t K, int64_t act_block,
+                         QuantizedActs& out) {
   TANDEM_CHECK(K % act_block == 0 && act_block % 16 == 0,
                "block gemm: K {} is not a whole number of activation blocks of {}", K, act_block);
   out.act_block = act_block;
@@ -164,8 +183,8 @@ void quantize_block_acts(ThreadPool& pool, const float* x, int64_t M, int64_t K,
     rows(0, M);
 }
 
-void block_gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w, DType t,
-                    int64_t M, int64_t N, int64_t K, BlockArithmetic a, CpuIsa isa) {
+void block_gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w, DType t, int64_t M,
+                    int64_t N, int64_t K, BlockArithmetic a, CpuIsa isa) {
   if (M == 0 || N == 0) return;
   const DTypeBlock blk = dtype_block(t);
   TANDEM_CHECK(dtype_is_block(t) && K > 0 && K % blk.elems == 0,
@@ -176,7 +195,8 @@ void block_gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w,
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t row_bytes = int64_t(dtype_row_bytes(t, K));
   if (a == BlockArithmetic::Int8) return int8_product(pool, out, x, wb, t, M, N, K, row_bytes, isa);
-  if (M >= exact_widen_rows(isa)) return exact_widened(pool, out, x, wb, block_kind(t), M, N, K, isa);
+  if (M >= exact_widen_rows(isa))
+    return exact_widened(pool, out, x, wb, block_kind(t), M, N, K, isa);
   exact_in_registers(pool, out, x, wb, block_kind(t), M, N, K, row_bytes, isa);
 }
 

@@ -38,8 +38,8 @@ std::optional<BlockArithmetic> block_arithmetic_from_name(std::string_view name)
 
 // out [M, N] = x [M, K] · W'ᵀ, W' the values of w [N, K] of the block type t (K a whole number
 // of its blocks), under arithmetic a with the kernels of `isa`.
-void block_gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w, DType t,
-                    int64_t M, int64_t N, int64_t K, BlockArithmetic a, CpuIsa isa = cpu_isa());
+void block_gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w, DType t, int64_t M,
+                    int64_t N, int64_t K, BlockArithmetic a, CpuIsa isa = cpu_isa());
 
 // The rows at which Exact decodes weight slices once instead of per group of x rows.
 int64_t exact_widen_rows(CpuIsa isa);
@@ -49,12 +49,12 @@ int64_t exact_widen_rows(CpuIsa isa);
 // xs = d · Σ q per 16. The tests build the integer product's twin from it.
 struct QuantizedActs {
   int64_t act_block = 32;
-  std::vector<int8_t> q;    // [M, K]
-  std::vector<float> d;     // [M, K / act_block]
-  std::vector<float> xs;    // [M, K / 16]
+  std::vector<int8_t> q;  // [M, K]
+  std::vector<float> d;   // [M, K / act_block]
+  std::vector<float> xs;  // [M, K / 16]
 };
-void quantize_block_acts(ThreadPool& pool, const float* x, int64_t M, int64_t K,
-                         int64_t act_block, QuantizedActs& out);
+void quantize_block_acts(ThreadPool& pool, const float* x, int64_t M, int64_t K, int64_t act_block,
+                         QuantizedActs& out);
 // The activation block the Int8 product of weight type t uses: 32 or 256.
 int64_t block_act_elems(DType t);
 

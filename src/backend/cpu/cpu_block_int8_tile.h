@@ -27,10 +27,10 @@ namespace {
 // One weight row decoded for the integer dot products.
 template <class I>
 struct Int8Row {
-  std::vector<uint8_t> u;                       // [K] levels (signed where I stores them so)
-  std::vector<typename I::LaneScale> lanes;     // [K / I::kLaneValues] sc of each lane (E = 256)
-  std::vector<float> d;                         // [K / E] d of each block
-  std::vector<float> coef;                      // [K / 16] dm·mn − o·d·sc
+  std::vector<uint8_t> u;                    // [K] levels (signed where I stores them so)
+  std::vector<typename I::LaneScale> lanes;  // [K / I::kLaneValues] sc of each lane (E = 256)
+  std::vector<float> d;                      // [K / E] d of each block
+  std::vector<float> coef;                   // [K / 16] dm·mn − o·d·sc
   void resize(int64_t K, int E) {
     u.resize(size_t(K));
     lanes.resize(size_t(K / I::kLaneValues));
@@ -75,7 +75,8 @@ void decode_row_int8(const uint8_t* row, int64_t Kdim, Int8Row<I>& r) {
 inline float coef_dot(const float* coef, const float* xs, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(coef + i), _mm256_loadu_ps(xs + i), acc);
+  for (; i + 8 <= n; i += 8)
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(coef + i), _mm256_loadu_ps(xs + i), acc);
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -128,7 +129,8 @@ void dot_int8(const Int8Row<I>& r, const ActRows<R>& x, int64_t Kdim, float* out
     for (int64_t b = 0; b < Kdim / 32; b++)
       for (int j = 0; j < R; j++) {
         const __m256i p = I::template dot32<kSigned>(r.u.data() + b * 32, x.q[j] + b * 32);
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(r.d[size_t(b)] * x.d[j][b]), acc[j]);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(r.d[size_t(b)] * x.d[j][b]),
+                                 acc[j]);
       }
     for (int j = 0; j < R; j++) y[j] = reduce8(acc[j]);
   }
@@ -159,8 +161,10 @@ void int8_rows(const BlockInt8Operands& g, int64_t n0, int64_t n1) {
   for (int64_t n = n0; n < n1; n++) {
     decode_row_int8<I, K>(g.w + n * row_bytes, g.K, row);
     int64_t m = 0;
-    for (; m + 4 <= g.M; m += 4) dot_int8<I, K, 4>(row, act_rows<4>(g, m), g.K, g.out + m * g.ldo + n, g.ldo);
-    for (; m < g.M; m++) dot_int8<I, K, 1>(row, act_rows<1>(g, m), g.K, g.out + m * g.ldo + n, g.ldo);
+    for (; m + 4 <= g.M; m += 4)
+      dot_int8<I, K, 4>(row, act_rows<4>(g, m), g.K, g.out + m * g.ldo + n, g.ldo);
+    for (; m < g.M; m++)
+      dot_int8<I, K, 1>(row, act_rows<1>(g, m), g.K, g.out + m * g.ldo + n, g.ldo);
   }
 }
 

@@ -9,7 +9,20 @@
 namespace tandem::cpu {
 
 // ggml's block types (core/ggml_blocks.h), in DType's order.
-enum class BlockKind : uint8_t { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS };
+enum class BlockKind : uint8_t {
+  Q4_0,
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  Q8_0,
+  Q2_K,
+  Q3_K,
+  Q4_K,
+  Q5_K,
+  Q6_K,
+  IQ4_NL,
+  IQ4_XS
+};
 
 // The exact product: out[m, n] = Σ_k x[m, k] · w'[n, k] in f32, w' = dequantize_row's values
 // (decoded in registers, each value fl(fl(s·q) + b) as ggml rounds it), summed in exactly the

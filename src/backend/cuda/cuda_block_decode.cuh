@@ -177,8 +177,10 @@ struct Octets<DType::Q2_K> {
     const int g = o / 4, shift = 2 * (g % 4);
     const uint8_t* q = b->qs + 32 * (g / 4) + 8 * (o % 4);
     const int sc = b->scales[o / 2];
-    return {{(word_at<true>(q) >> shift) & 0x03030303u, (word_at<true>(q + 4) >> shift) & 0x03030303u},
-            half_to_f32(b->d) * float(sc & 0xF), -half_to_f32(b->dmin) * float(sc >> 4)};
+    return {
+        {(word_at<true>(q) >> shift) & 0x03030303u, (word_at<true>(q + 4) >> shift) & 0x03030303u},
+        half_to_f32(b->d) * float(sc & 0xF),
+        -half_to_f32(b->dmin) * float(sc >> 4)};
   }
 };
 
@@ -213,7 +215,8 @@ struct Octets<DType::Q4_K> {
     int sc, mn;
     ggml::k4_scale_min(g, b->scales, sc, mn);
     return {{(q.x >> shift) & 0x0F0F0F0Fu, (q.y >> shift) & 0x0F0F0F0Fu},
-            half_to_f32(b->d) * float(sc), -half_to_f32(b->dmin) * float(mn)};
+            half_to_f32(b->d) * float(sc),
+            -half_to_f32(b->dmin) * float(mn)};
   }
 };
 
@@ -230,7 +233,8 @@ struct Octets<DType::Q5_K> {
     ggml::k4_scale_min(g, b->scales, sc, mn);
     return {{((q.x >> shift) & 0x0F0F0F0Fu) | (((h.x >> g) & 0x01010101u) << 4),
              ((q.y >> shift) & 0x0F0F0F0Fu) | (((h.y >> g) & 0x01010101u) << 4)},
-            half_to_f32(b->d) * float(sc), -half_to_f32(b->dmin) * float(mn)};
+            half_to_f32(b->d) * float(sc),
+            -half_to_f32(b->dmin) * float(mn)};
   }
 };
 
@@ -263,7 +267,8 @@ struct Octets<DType::IQ4_XS> {
     const int g = o / 4, l0 = 8 * (o % 4), shift = l0 < 16 ? 0 : 4;
     const uint2 q = *reinterpret_cast<const uint2*>(b->qs + 16 * g + (l0 % 16));
     return {{iq4_lookup((q.x >> shift) & 0x0F0F0F0Fu), iq4_lookup((q.y >> shift) & 0x0F0F0F0Fu)},
-            half_to_f32(b->d) * float(ggml::iq4xs_scale(*b, g) - 32), 0.f};
+            half_to_f32(b->d) * float(ggml::iq4xs_scale(*b, g) - 32),
+            0.f};
   }
 };
 
@@ -282,19 +287,44 @@ __device__ __forceinline__ void octet_values(const Octet& q, float (&v)[8]) {
 template <class F>
 void with_block_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::Q4_0: f.template operator()<DType::Q4_0>(); return;
-    case DType::Q4_1: f.template operator()<DType::Q4_1>(); return;
-    case DType::Q5_0: f.template operator()<DType::Q5_0>(); return;
-    case DType::Q5_1: f.template operator()<DType::Q5_1>(); return;
-    case DType::Q8_0: f.template operator()<DType::Q8_0>(); return;
-    case DType::Q2_K: f.template operator()<DType::Q2_K>(); return;
-    case DType::Q3_K: f.template operator()<DType::Q3_K>(); return;
-    case DType::Q4_K: f.template operator()<DType::Q4_K>(); return;
-    case DType::Q5_K: f.template operator()<DType::Q5_K>(); return;
-    case DType::Q6_K: f.template operator()<DType::Q6_K>(); return;
-    case DType::IQ4_NL: f.template operator()<DType::IQ4_NL>(); return;
-    case DType::IQ4_XS: f.template operator()<DType::IQ4_XS>(); return;
-    default: return;
+    case DType::Q4_0:
+      f.template operator()<DType::Q4_0>();
+      return;
+    case DType::Q4_1:
+      f.template operator()<DType::Q4_1>();
+      return;
+    case DType::Q5_0:
+      f.template operator()<DType::Q5_0>();
+      return;
+    case DType::Q5_1:
+      f.template operator()<DType::Q5_1>();
+      return;
+    case DType::Q8_0:
+      f.template operator()<DType::Q8_0>();
+      return;
+    case DType::Q2_K:
+      f.template operator()<DType::Q2_K>();
+      return;
+    case DType::Q3_K:
+      f.template operator()<DType::Q3_K>();
+      return;
+    case DType::Q4_K:
+      f.template operator()<DType::Q4_K>();
+      return;
+    case DType::Q5_K:
+      f.template operator()<DType::Q5_K>();
+      return;
+    case DType::Q6_K:
+      f.template operator()<DType::Q6_K>();
+      return;
+    case DType::IQ4_NL:
+      f.template operator()<DType::IQ4_NL>();
+      return;
+    case DType::IQ4_XS:
+      f.template operator()<DType::IQ4_XS>();
+      return;
+    default:
+      return;
   }
 }
 

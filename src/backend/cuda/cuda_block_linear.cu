@@ -123,7 +123,8 @@ __global__ void decode_rows_kernel(bf16* __restrict__ out, const uint8_t* __rest
     const int64_t id = ids != nullptr ? int64_t(ids[r]) : r;
     float v[8] = {};
     if (id >= 0 && id < V) {
-      cuda::octet_values<T>(O::get(w + id * row_bytes + (k / O::kElems) * O::kBytes, (k % O::kElems) / 8), v);
+      cuda::octet_values<T>(
+          O::get(w + id * row_bytes + (k / O::kElems) * O::kBytes, (k % O::kElems) / 8), v);
 #pragma unroll
       for (int j = 0; j < 8; j++) v[j] *= scale;
     }
@@ -140,9 +141,9 @@ void launch_gemv(CudaBackend& be, Tensor& out, const Tensor& w, const Tensor& xq
   const unsigned grid = unsigned(std::min<int64_t>(cuda::ceil_div(N, kGemvWarps),
                                                    int64_t(be.props().multiProcessorCount) * 8));
   cuda::with_block_dtype(w.dtype, [&]<DType T>() {
-    cuda::launch_pdl("block_gemv_kernel", &block_gemv_kernel<T, M>, dim3(grid), dim3(kGemvWarps * 32),
-                     0, be.stream(), out.data, out.dtype == DType::F32, w.ptr<uint8_t>(),
-                     xq.ptr<int8_t>(), dx.ptr<float>(), xs.ptr<float>(),
+    cuda::launch_pdl("block_gemv_kernel", &block_gemv_kernel<T, M>, dim3(grid),
+                     dim3(kGemvWarps * 32), 0, be.stream(), out.data, out.dtype == DType::F32,
+                     w.ptr<uint8_t>(), xq.ptr<int8_t>(), dx.ptr<float>(), xs.ptr<float>(),
                      bias.defined() ? bias.ptr<bf16>() : nullptr, rows, N, K);
   });
 }
@@ -151,9 +152,10 @@ void gemv(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w, const 
   const int64_t M = x.rows(), K = w.dim(1);
   Tensor xq = be.alloc(DType::I32, {M, K / 4});  // int8 [M, K]
   Tensor dx = be.alloc(DType::F32, {M, K / 32}), xs = be.alloc(DType::F32, {M, K / 8});
-  cuda::launch_pdl("quantize_x_kernel", &quantize_x_kernel, dim3(unsigned(M), unsigned(cuda::ceil_div(K, 256))),
-                   dim3(256), 0, be.stream(), reinterpret_cast<int8_t*>(xq.data), dx.ptr<float>(),
-                   xs.ptr<float>(), x.ptr<bf16>(), int(K));
+  cuda::launch_pdl("quantize_x_kernel", &quantize_x_kernel,
+                   dim3(unsigned(M), unsigned(cuda::ceil_div(K, 256))), dim3(256), 0, be.stream(),
+                   reinterpret_cast<int8_t*>(xq.data), dx.ptr<float>(), xs.ptr<float>(),
+                   x.ptr<bf16>(), int(K));
   const int rows = int(M);
   if (M == 1) return launch_gemv<1>(be, out, w, xq, dx, xs, bias, rows);
   if (M == 2) return launch_gemv<2>(be, out, w, xq, dx, xs, bias, rows);
@@ -168,7 +170,8 @@ void decode_rows(CudaBackend& be, Tensor& out, const Tensor& w, const int32_t* i
   const unsigned grid = cuda::grid_stride_blocks(R * (K / 8), 256);
   cuda::with_block_dtype(w.dtype, [&]<DType T>() {
     cuda::launch_pdl("decode_rows_kernel", &decode_rows_kernel<T>, dim3(grid), dim3(256), 0,
-                     be.stream(), out.ptr<bf16>(), w.ptr<uint8_t>(), ids, R, w.dim(0), int(K), scale);
+                     be.stream(), out.ptr<bf16>(), w.ptr<uint8_t>(), ids, R, w.dim(0), int(K),
+                     scale);
   });
 }
 
@@ -179,8 +182,8 @@ void check_block_weight(const Tensor& w, const char* op, const char* name) {
   TANDEM_CUDA_REQUIRE(dtype_is_block(w.dtype) && w.ndim() == 2 && w.dim(1) % elems == 0 &&
                           w.dim(1) < (int64_t(1) << 30) && w.dim(0) < (int64_t(1) << 31),
                       std::string(op) + ": " + name + " " + w.shape.str() + " of " +
-                          std::string(dtype_name(w.dtype)) + " must be 2-d with rows of whole blocks of " +
-                          std::to_string(elems));
+                          std::string(dtype_name(w.dtype)) +
+                          " must be 2-d with rows of whole blocks of " + std::to_string(elems));
 }
 
 }  // namespace
@@ -193,10 +196,11 @@ void block_linear(CudaBackend& be, Tensor& out, const Tensor& x, const Linear& l
   cuda::check_tensor(x, DType::BF16, "linear", "x");
   TANDEM_CUDA_REQUIRE(!(out_f32 && bias.defined()), "linear: an f32 output takes no bias");
   const int64_t T = x.rows(), K = w.dim(1), N = w.dim(0);
-  TANDEM_CUDA_REQUIRE(x.cols() == K, "linear: x " + x.shape.str() + " does not match w " + w.shape.str());
-  TANDEM_CUDA_REQUIRE(out.rows() == T && out.cols() == N,
-                      "linear: out " + out.shape.str() + " must be [" + std::to_string(T) + ", " +
-                          std::to_string(N) + "]");
+  TANDEM_CUDA_REQUIRE(x.cols() == K,
+                      "linear: x " + x.shape.str() + " does not match w " + w.shape.str());
+  TANDEM_CUDA_REQUIRE(out.rows() == T && out.cols() == N, "linear: out " + out.shape.str() +
+                                                              " must be [" + std::to_string(T) +
+                                                              ", " + std::to_string(N) + "]");
   TANDEM_CUDA_REQUIRE(out.data != x.data, "linear: out may not alias x");
   if (bias.defined()) {
     cuda::check_tensor(bias, DType::BF16, "linear", "bias");
@@ -216,7 +220,8 @@ void block_linear(CudaBackend& be, Tensor& out, const Tensor& x, const Linear& l
   be.linear(out, x, wide);
 }
 
-void block_embedding(CudaBackend& be, Tensor& out, const Tensor& table, const Tensor& ids, float scale) {
+void block_embedding(CudaBackend& be, Tensor& out, const Tensor& table, const Tensor& ids,
+                     float scale) {
   check_block_weight(table, "embedding", "table");
   cuda::check_tensor(out, DType::BF16, "embedding", "out");
   cuda::check_tensor(ids, DType::I32, "embedding", "ids");

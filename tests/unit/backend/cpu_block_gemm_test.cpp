@@ -23,8 +23,8 @@ namespace {
 
 using cpu::BlockArithmetic;
 
-constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                            DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
+                            DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
                             DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 std::vector<CpuIsa> isas() {
@@ -55,8 +55,9 @@ BlockWeight random_weight(DType t, int64_t N, int64_t K, std::mt19937& rng) {
   return b;
 }
 
-std::vector<float> block_product(ThreadPool& pool, const std::vector<float>& x, const BlockWeight& w,
-                                 DType t, int64_t M, int64_t N, int64_t K, BlockArithmetic a, CpuIsa isa) {
+std::vector<float> block_product(ThreadPool& pool, const std::vector<float>& x,
+                                 const BlockWeight& w, DType t, int64_t M, int64_t N, int64_t K,
+                                 BlockArithmetic a, CpuIsa isa) {
   std::vector<float> out(size_t(M * N), std::nanf(""));
   cpu::block_gemm_xwt(pool, out.data(), x.data(), w.blocks.data(), t, M, N, K, a, isa);
   return out;
@@ -65,7 +66,8 @@ std::vector<float> block_product(ThreadPool& pool, const std::vector<float>& x, 
 // The Int8 product's twin: f64 sums of the decoded weights times the quantized activations
 // (q · d), plus each output's scale Σ |w · x'| for the tolerance.
 void int8_twin(ThreadPool& pool, const std::vector<float>& x, const BlockWeight& w, DType t,
-               int64_t M, int64_t N, int64_t K, std::vector<double>& ref, std::vector<double>& mag) {
+               int64_t M, int64_t N, int64_t K, std::vector<double>& ref,
+               std::vector<double>& mag) {
   cpu::QuantizedActs acts;
   cpu::quantize_block_acts(pool, x.data(), M, K, cpu::block_act_elems(t), acts);
   ref.assign(size_t(M * N), 0.0);
@@ -73,7 +75,8 @@ void int8_twin(ThreadPool& pool, const std::vector<float>& x, const BlockWeight&
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++)
       for (int64_t k = 0; k < K; k++) {
-        const double xq = double(acts.q[size_t(m * K + k)]) * acts.d[size_t(m * (K / acts.act_block) + k / acts.act_block)];
+        const double xq = double(acts.q[size_t(m * K + k)]) *
+                          acts.d[size_t(m * (K / acts.act_block) + k / acts.act_block)];
         const double p = double(w.values[size_t(n * K + k)]) * xq;
         ref[size_t(m * N + n)] += p;
         mag[size_t(m * N + n)] += std::fabs(p);
@@ -97,11 +100,13 @@ TEST(CpuBlockGemm, ExactIsTheF32GemmOverTheDecodedWeights) {
         const BlockWeight w = random_weight(t, c.N, c.K, rng);
         const std::vector<float> x = test::random_vec(rng, size_t(c.M * c.K));
         for (CpuIsa isa : isas()) {
-          SCOPED_TRACE(testing::Message() << dtype_name(t) << " " << cpu_isa_name(isa) << " M=" << c.M
-                                          << " N=" << c.N << " K=" << c.K);
+          SCOPED_TRACE(testing::Message() << dtype_name(t) << " " << cpu_isa_name(isa)
+                                          << " M=" << c.M << " N=" << c.N << " K=" << c.K);
           std::vector<float> ref(size_t(c.M * c.N));
-          cpu::gemm_xwt(pool, ref.data(), x.data(), w.values.data(), DType::F32, c.M, c.N, c.K, {isa});
-          const std::vector<float> got = block_product(pool, x, w, t, c.M, c.N, c.K, BlockArithmetic::Exact, isa);
+          cpu::gemm_xwt(pool, ref.data(), x.data(), w.values.data(), DType::F32, c.M, c.N, c.K,
+                        {isa});
+          const std::vector<float> got =
+              block_product(pool, x, w, t, c.M, c.N, c.K, BlockArithmetic::Exact, isa);
           ASSERT_EQ(std::memcmp(got.data(), ref.data(), got.size() * 4), 0);
         }
       }
@@ -122,9 +127,10 @@ TEST(CpuBlockGemm, Int8IsItsTwinToRoundOffAndNearExact) {
         std::vector<float> exact(size_t(c.M * c.N));
         cpu::gemm_xwt(pool, exact.data(), x.data(), w.values.data(), DType::F32, c.M, c.N, c.K);
         for (CpuIsa isa : isas()) {
-          SCOPED_TRACE(testing::Message() << dtype_name(t) << " " << cpu_isa_name(isa) << " M=" << c.M
-                                          << " N=" << c.N << " K=" << c.K);
-          const std::vector<float> got = block_product(pool, x, w, t, c.M, c.N, c.K, BlockArithmetic::Int8, isa);
+          SCOPED_TRACE(testing::Message() << dtype_name(t) << " " << cpu_isa_name(isa)
+                                          << " M=" << c.M << " N=" << c.N << " K=" << c.K);
+          const std::vector<float> got =
+              block_product(pool, x, w, t, c.M, c.N, c.K, BlockArithmetic::Int8, isa);
           for (size_t i = 0; i < got.size(); i++)
             ASSERT_NEAR(got[i], ref[i], 2e-6 * mag[i] + 1e-7) << "output " << i;
           EXPECT_LT(test::rel_err(got, exact), 2e-2);

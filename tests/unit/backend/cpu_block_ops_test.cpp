@@ -30,7 +30,8 @@ Blocks random_blocks(DType t, Shape shape, std::mt19937& rng) {
   for (int64_t r = 0; r < rows; r++) {
     for (float& v : row) v = dist(rng);
     quantize_row(t, row.data(), b.blocks.ptr<uint8_t>() + size_t(r) * row_bytes, K);
-    dequantize_row(t, b.blocks.ptr<uint8_t>() + size_t(r) * row_bytes, b.values.ptr<float>() + r * K, K);
+    dequantize_row(t, b.blocks.ptr<uint8_t>() + size_t(r) * row_bytes,
+                   b.values.ptr<float>() + r * K, K);
   }
   return b;
 }
@@ -51,7 +52,8 @@ TEST(CpuBlockOps, EmbeddingDecodesTheRows) {
     be.embedding(out, be.upload(table.blocks, t), test::device_i32(be, ids, {4}), 2.f);
     for (size_t i = 0; i < ids.size(); i++)
       for (int64_t d = 0; d < 512; d++)
-        ASSERT_EQ(out.ptr<float>()[int64_t(i) * 512 + d], table.values.ptr<float>()[ids[i] * 512 + d] * 2.f)
+        ASSERT_EQ(out.ptr<float>()[int64_t(i) * 512 + d],
+                  table.values.ptr<float>()[ids[i] * 512 + d] * 2.f)
             << dtype_name(t);
   }
 }
@@ -69,7 +71,8 @@ TEST(CpuBlockOps, LinearAddsTheBias) {
   for (int m = 0; m < 3; m++)
     for (int n = 0; n < 24; n++) {
       double s = bias[size_t(n)];
-      for (int k = 0; k < 256; k++) s += double(x[size_t(m * 256 + k)]) * w.values.ptr<float>()[n * 256 + k];
+      for (int k = 0; k < 256; k++)
+        s += double(x[size_t(m * 256 + k)]) * w.values.ptr<float>()[n * 256 + k];
       ref[size_t(m * 24 + n)] = s;
     }
   EXPECT_LT(test::rel_err(test::to_vec(be, out), ref), test::kTol);
@@ -78,11 +81,13 @@ TEST(CpuBlockOps, LinearAddsTheBias) {
 TEST(CpuBlockOps, MoeOnBlockExpertsIsMoeOnTheDecodedExperts) {
   std::mt19937 rng(5);
   const int64_t T = 9, D = 256, F = 512, E = 3, k = 2;
-  const Blocks gu = random_blocks(DType::Q4_K, {E, 2 * F, D}, rng), dn = random_blocks(DType::Q6_K, {E, D, F}, rng);
+  const Blocks gu = random_blocks(DType::Q4_K, {E, 2 * F, D}, rng),
+               dn = random_blocks(DType::Q6_K, {E, D, F}, rng);
   const std::vector<float> x = test::random_vec(rng, size_t(T * D));
   std::vector<int32_t> ids(size_t(T * k));
   std::vector<float> w(size_t(T * k));
-  for (int64_t i = 0; i < T * k; i++) ids[size_t(i)] = int32_t((i * 5 + i / k) % E), w[size_t(i)] = 0.5f;
+  for (int64_t i = 0; i < T * k; i++)
+    ids[size_t(i)] = int32_t((i * 5 + i / k) % E), w[size_t(i)] = 0.5f;
   auto run = [&](CpuBackend& be, bool blocks) {
     Tensor out = be.alloc(DType::F32, {T, D});
     Linear g{blocks ? be.upload(gu.blocks, DType::Q4_K) : be.upload(gu.values, DType::F32)};

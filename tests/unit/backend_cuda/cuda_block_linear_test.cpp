@@ -20,8 +20,8 @@ namespace {
 
 using test::put;
 
-constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                            DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
+                            DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
                             DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 struct BlockWeight {
@@ -87,7 +87,8 @@ std::vector<float> cpu_linear(const std::vector<float>& x, const BlockWeight& w,
 }
 
 std::vector<float> gpu_linear(CudaBackend& gpu, const std::vector<float>& x, const BlockWeight& w,
-                              DType t, int64_t M, int64_t N, int64_t K, const std::vector<float>& bias) {
+                              DType t, int64_t M, int64_t N, int64_t K,
+                              const std::vector<float>& bias) {
   Linear l;
   l.weight = put_blocks(gpu, w, t, {N, K});
   if (!bias.empty()) l.bias = put(gpu, bias, {N});
@@ -109,7 +110,8 @@ TEST(CudaBlockLinear, WeightStreamIsItsTwinAndNearTheCpu) {
       const std::vector<float> got = gpu_linear(gpu, x, w, t, M, N, K, {});
       std::vector<double> ref, mag;
       gemv_twin(x, w, M, N, K, ref, mag);
-      for (size_t i = 0; i < got.size(); i++) ASSERT_NEAR(got[i], ref[i], 1e-5 * mag[i] + 1e-6) << i;
+      for (size_t i = 0; i < got.size(); i++)
+        ASSERT_NEAR(got[i], ref[i], 1e-5 * mag[i] + 1e-6) << i;
       EXPECT_LT(test::rel_err(got, cpu_linear(x, w, t, M, N, K, {})), 2e-2);
     }
 }
@@ -173,7 +175,8 @@ TEST(CudaBlockMoe, BlockExpertsMatchTheCpuTwin) {
   // Q4_K_M's mix: gate|up in one type, down in another.
   for (auto [tg, td] : {std::pair{DType::Q4_K, DType::Q6_K}, {DType::Q8_0, DType::Q4_0}}) {
     SCOPED_TRACE(testing::Message() << dtype_name(tg) << " / " << dtype_name(td));
-    const BlockWeight gu = random_weight(tg, E * 2 * F, D, rng), dn = random_weight(td, E * D, F, rng);
+    const BlockWeight gu = random_weight(tg, E * 2 * F, D, rng),
+                      dn = random_weight(td, E * D, F, rng);
     const std::vector<float> x = test::random_bf16(rng, size_t(T * D));
     std::vector<int32_t> ids(size_t(T * k));
     std::vector<float> weights(size_t(T * k));

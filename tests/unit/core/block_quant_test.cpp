@@ -17,8 +17,8 @@ namespace {
 
 using namespace ggml;
 
-constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                            DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
+                            DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
                             DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 std::vector<float> decode(DType t, const void* blocks, int64_t k) {
@@ -104,8 +104,8 @@ TEST(BlockQuant, Q3_KScalesAndHighMask) {
 TEST(BlockQuant, Iq4UsesTheNonLinearTable) {
   BlockIq4Xs b{};
   b.d = f32_to_f16(0.5f);
-  b.scales_l[1] = 0x3 << 4;                 // sub-block 3: low bits 3
-  b.scales_h = uint16_t(2 << 6);            // high bits 2: ls = 35
+  b.scales_l[1] = 0x3 << 4;       // sub-block 3: low bits 3
+  b.scales_h = uint16_t(2 << 6);  // high bits 2: ls = 35
   b.qs[48] = 0x0F;
   const std::vector<float> y = decode(DType::IQ4_XS, &b, 256);
   EXPECT_EQ(y[96], 0.5f * 3.f * 113.f);
@@ -131,8 +131,12 @@ TEST(BlockQuant, RoundTripWithinResolution) {
       err += double(y[size_t(i)] - x[size_t(i)]) * (y[size_t(i)] - x[size_t(i)]);
       norm += double(x[size_t(i)]) * x[size_t(i)];
     }
-    const double bits = t == DType::Q8_0 ? 8 : t == DType::Q2_K ? 2 : t == DType::Q3_K ? 3
-                      : t == DType::Q6_K ? 6 : (t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K) ? 5 : 4;
+    const double bits = t == DType::Q8_0                                             ? 8
+                        : t == DType::Q2_K                                           ? 2
+                        : t == DType::Q3_K                                           ? 3
+                        : t == DType::Q6_K                                           ? 6
+                        : (t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K) ? 5
+                                                                                     : 4;
     // A uniform quantizer of b bits over ±3σ has rms error 6σ / 2^b / √12; per-block scales
     // do better (0.6–0.8 of it measured).
     EXPECT_LT(std::sqrt(err / norm), 6.0 / std::pow(2.0, bits) / std::sqrt(12.0));
