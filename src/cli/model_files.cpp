@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/cpu/cpu_backend.h"
 #include "model/lora/peft_adapter.h"
 
 #include "cli/commands.h"
@@ -14,11 +15,27 @@
 
 namespace tandem::cli {
 
+namespace {
+
+// The CPU backend with the environment's block arithmetic (TANDEM_CPU_BLOCK_ARITHMETIC).
+std::unique_ptr<Backend> make_cpu(const EnvSwitches& env) {
+  auto be = std::make_unique<CpuBackend>();
+  if (!env.cpu_block_arithmetic.empty()) {
+    const auto a = cpu::block_arithmetic_from_name(env.cpu_block_arithmetic);
+    if (!a) fail("TANDEM_CPU_BLOCK_ARITHMETIC: '{}' is not exact or int8", env.cpu_block_arithmetic);
+    be->set_block_arithmetic(*a);
+  }
+  return be;
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> make_backend(const std::string& device) {
-  const CudaOptions& cuda = env_switches().cuda;
-  if (device == "cpu") return make_cpu_backend();
+  const EnvSwitches& env = env_switches();
+  const CudaOptions& cuda = env.cuda;
+  if (device == "cpu") return make_cpu(env);
   if (device == "cuda") return make_cuda_backend(0, cuda);
-  if (device == "auto") return cuda_device_count() > 0 ? make_cuda_backend(0, cuda) : make_cpu_backend();
+  if (device == "auto") return cuda_device_count() > 0 ? make_cuda_backend(0, cuda) : make_cpu(env);
   fail("--device: '{}' is not one of cpu, cuda, auto", device);
 }
 

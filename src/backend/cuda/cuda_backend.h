@@ -70,9 +70,10 @@ class CudaBackend final : public Backend {
   void linear(Tensor& out, const Tensor& x, const Linear& l) override;
   void lora_add(Tensor& out, const Tensor& x, const LinearLora& lora,
                 const LoraRows& rows) override;  // cuda_lora.cu
-  // FP8 weights: the e4m3 weight as stored, scales in f32 (cuda_linear_fp8.cu).
+  // FP8 weights: the e4m3 weight as stored, scales in f32 (cuda_linear_fp8.cu). ggml block
+  // types: as stored, for linear, embedding and moe_experts (cuda_block_linear.cu).
   DType weight_dtype(DType stored) const override {
-    return stored == DType::F8E4M3 ? DType::F8E4M3 : DType::BF16;
+    return stored == DType::F8E4M3 || dtype_is_block(stored) ? stored : DType::BF16;
   }
   void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
                 float weight_offset) override;
@@ -100,7 +101,7 @@ class CudaBackend final : public Backend {
   void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
   void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                   bool renormalize) override;
-  // bf16 or FP8 (e4m3) experts (cuda_moe.cu).
+  // bf16, FP8 (e4m3) or ggml block-type experts (cuda_moe.cu).
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                    const Linear& gate_up, const Linear& down, Activation act) override;
   bool fp8_experts() const override { return true; }
