@@ -73,10 +73,17 @@ void Checkpoint::open_indexed(const fs::path& index) {
 }
 
 void Checkpoint::open_all_files() {
+  // Without an index: model.safetensors alone when the folder has it (other .safetensors
+  // beside it — goldens, processor outputs — are not weights), else every *.safetensors.
   std::vector<fs::path> paths;
-  for (const auto& entry : fs::directory_iterator(dir_))
-    if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
-      paths.push_back(entry.path());
+  std::error_code ec;
+  if (fs::is_regular_file(dir_ / "model.safetensors", ec)) {
+    paths.push_back(dir_ / "model.safetensors");
+  } else {
+    for (const auto& entry : fs::directory_iterator(dir_))
+      if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
+        paths.push_back(entry.path());
+  }
   if (paths.empty())
     fail("no weights in {}: neither {} nor any *.safetensors file", dir_.string(), kIndexName);
   std::sort(paths.begin(), paths.end());
