@@ -1,5 +1,7 @@
 #include "loader/gguf_model.h"
 
+#include <algorithm>
+#include <map>
 #include <regex>
 
 #include "core/error.h"
@@ -84,6 +86,32 @@ Tensor GgufModel::tensor(std::string_view name) const {
   const TensorRef* ref = find(name);
   if (!ref) fail("{}: tensor '{}' not found", path_.string(), name);
   return ref->file->tensor(*ref->info);
+}
+
+std::string gguf_file_type_name(int64_t t) {
+  // llama.h's enum llama_ftype; empty slots were removed.
+  static const char* const kNames[] = {
+      "F32",     "F16",    "Q4_0",    "Q4_1",   "",       "",       "",       "Q8_0",
+      "Q5_0",    "Q5_1",   "Q2_K",    "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M",
+      "Q5_K_S",  "Q5_K_M", "Q6_K",    "IQ2_XXS", "IQ2_XS", "Q2_K_S", "IQ3_XS", "IQ3_XXS",
+      "IQ1_S",   "IQ4_NL", "IQ3_S",   "IQ3_M",  "IQ2_S",  "IQ2_M",  "IQ4_XS", "IQ1_M",
+      "BF16"};
+  if (t >= 0 && t < int64_t(std::size(kNames)) && kNames[t][0] != '\0') return kNames[t];
+  return fmt::format("file_type {}", t);
+}
+
+std::string gguf_weight_summary(const GgufModel& model) {
+  std::map<DType, int> counts;
+  for (const auto& shard : model.shards())
+    for (const GgufTensorInfo& t : shard->tensors()) counts[t.dtype]++;
+  std::vector<std::pair<int, DType>> order;
+  for (auto [dtype, n] : counts) order.emplace_back(-n, dtype);
+  std::sort(order.begin(), order.end());
+  auto file_type = model.metadata().get_int("general.file_type");
+  std::string out = file_type ? gguf_file_type_name(*file_type) : "GGUF";
+  for (size_t i = 0; i < order.size(); i++)
+    out += fmt::format("{}{} {}", i ? ", " : ": ", dtype_name(order[i].second), -order[i].first);
+  return out;
 }
 
 uint64_t GgufModel::total_bytes() const {

@@ -53,4 +53,12 @@ class GgufModel {
 // split naming.
 std::filesystem::path gguf_shard_path(const std::string& prefix, int shard, int count);
 
+// The file's weight types for /v1/models, /stats and the ready card: general.file_type's
+// name, then each tensor type with its tensor count, most first:
+// "Q4_K_M: q4_k 120, q6_k 25, f32 65".
+std::string gguf_weight_summary(const GgufModel& model);
+// llama.cpp's name of a general.file_type value ("Q4_K_M", "F16", "BF16"); "file_type N"
+// for one it does not define.
+std::string gguf_file_type_name(int64_t file_type);
+
 }  // namespace tandem
