@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
 
   ServeOptions so;
   auto* serve = app.add_subcommand("serve", "Serve the OpenAI and Anthropic HTTP APIs");
-  serve->add_option("--model", so.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
+  serve->add_option("--model", so.model, "Hugging Face model folder or GGUF file (default: the embedded tiny-kjv)");
   serve->add_option("--device", so.device, "cpu, cuda, or auto: cuda when a GPU is present")->capture_default_str();
   serve->add_option("--quantization", so.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   serve->add_option("--host", so.host, "Address to listen on")->capture_default_str();
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
 
   LogitsOptions lo;
   auto* logits = app.add_subcommand("logits", "Teacher-forced logits of a token-id sequence, as .npy");
-  logits->add_option("--model", lo.model, "Hugging Face model folder")->required();
+  logits->add_option("--model", lo.model, "Hugging Face model folder or GGUF file")->required();
   logits->add_option("--device", lo.device, "cpu, cuda, or auto")->capture_default_str();
   logits->add_option("--quantization", lo.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   logits->add_option("--ids", lo.ids, "Token ids, comma-separated (e.g. 1,2,3)")->required();
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
 
   GenerateOptions go;
   auto* gen = app.add_subcommand("generate", "Generate text for one prompt (the serial path)");
-  gen->add_option("--model", go.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
+  gen->add_option("--model", go.model, "Hugging Face model folder or GGUF file (default: the embedded tiny-kjv)");
   gen->add_option("--device", go.device, "cpu, cuda, or auto")->capture_default_str();
   gen->add_option("--quantization", go.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   gen->add_option("--prompt", go.prompt, "Prompt text (tokenized with the model's tokenizer)");
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
 
   PerplexityOptions po;
   auto* ppl = app.add_subcommand("perplexity", "Mean negative log-likelihood and perplexity over a text file");
-  ppl->add_option("--model", po.model, "Hugging Face model folder")->required();
+  ppl->add_option("--model", po.model, "Hugging Face model folder or GGUF file")->required();
   ppl->add_option("--device", po.device, "cpu, cuda, or auto")->capture_default_str();
   ppl->add_option("--quantization", po.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   ppl->add_option("--file", po.file, "UTF-8 text, tokenized as one stream without special tokens")->required();
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
 
   EvalOptions eo;
   auto* ev = app.add_subcommand("eval", "Score a model on evaluation tasks: multiple choice, exact-match generation, perplexity");
-  ev->add_option("--model", eo.model, "Hugging Face model folder (default: the embedded tiny-kjv)");
+  ev->add_option("--model", eo.model, "Hugging Face model folder or GGUF file (default: the embedded tiny-kjv)");
   ev->add_option("--device", eo.device, "cpu, cuda, or auto")->capture_default_str();
   ev->add_option("--quantization", eo.quantization, "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic per-token activations)");
   ev->add_option("--tasks", eo.tasks, "Task names in --tasks-dir or .jsonl files, comma-separated (default: every task there)")->delimiter(',');
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
 
   TextToolOptions to;
   auto tokenizer_source = [&](CLI::App* cmd) {
-    cmd->add_option("--model", to.model, "Model folder (its tokenizer.json is used)");
+    cmd->add_option("--model", to.model, "Model folder (its tokenizer.json is used) or GGUF file");
     cmd->add_option("--tokenizer", to.tokenizer, "Folder holding tokenizer.json (+ tokenizer_config.json)");
   };
   auto* tok = app.add_subcommand("tokenize", "Print the token ids of a text as a JSON array");
@@ -155,6 +155,11 @@ int main(int argc, char** argv) {
   bench->add_option("--constrained-fraction", bo.constrained_fraction, "Fraction of the requests constrained by --json-schema (spread evenly)")->capture_default_str();
   bench->add_option("--json", bo.json_path, "Write the raw per-request numbers and summaries to FILE");
   bench->add_option("--plot", bo.plot_path, "Draw throughput and TTFT against concurrency to FILE.svg");
+
+  // A tokenizer folder that replaces the model's own (a GGUF file carries one).
+  for (auto [cmd, field] : {std::pair{serve, &so.tokenizer}, std::pair{gen, &go.tokenizer},
+                            std::pair{ppl, &po.tokenizer}, std::pair{ev, &eo.tokenizer}})
+    cmd->add_option("--tokenizer", *field, "Folder whose tokenizer.json (and tokenizer_config.json) replace the model's own");
 
   // The CPU backend's thread pool, on every command that runs a model.
   int threads = 0;

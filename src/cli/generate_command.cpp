@@ -19,7 +19,8 @@ int run_generate(const GenerateOptions& o) {
     LoadedModel m = load_model_folder(
         o.model, o.device,
         LoadOptions{.online = online_quantization(o.quantization),
-                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}});
+                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}},
+        o.tokenizer);
     GenerationRequest req;
     if (o.ids) {
       req.prompt = parse_ids(*o.ids);

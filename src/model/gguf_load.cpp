@@ -14,6 +14,14 @@ std::unique_ptr<Model> load_gguf_model(const std::filesystem::path& path, Backen
     fail("{}: --quantization {} applies to 16-bit checkpoints; a GGUF file's weights load as "
          "stored (use a file of the type you want)", path.string(), options.online->method);
   std::shared_ptr<const GgufModel> gguf = GgufModel::open(path);
+  // A block type the backend cannot keep would reach a conversion that does not exist:
+  // refuse it here, naming the tensor, the type and the backend.
+  for (std::string_view name : gguf->tensor_names()) {
+    const DType dtype = gguf->find(name)->info->dtype;
+    if (dtype_is_block(dtype) && backend.weight_dtype(dtype) != dtype)
+      fail("{}: tensor '{}' is {}, which the {} backend does not compute with", path.string(),
+           name, dtype_name(dtype), backend.name());
+  }
   GgufTranslation t = translate_gguf(*gguf);
   t.config["gguf"] = {{"file", path.string()}, {"weight_types", gguf_weight_summary(*gguf)}};
   ModelConfig config = ModelConfig::parse(t.config, path.string() + " (GGUF metadata)");
