@@ -12,7 +12,7 @@ build="${2:-build-san}"
 scratch=$(mktemp -d /tmp/tandem-fuzz-XXXXXX)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-for target in request template tokenizer http; do
+for target in request template tokenizer http gguf; do
   bin="$build/tests/fuzz/fuzz_$target"
   if [ ! -x "$bin" ]; then
     echo "fuzz: $bin is not built (configure with -DTANDEM_FUZZ=ON)" >&2

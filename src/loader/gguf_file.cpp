@@ -44,18 +44,36 @@ std::shared_ptr<const GgufFile> GgufFile::open(const std::filesystem::path& path
   std::shared_ptr<GgufFile> f(new GgufFile());
   f->path_ = path;
   f->mapping_ = std::make_shared<MappedFile>(MappedFile::open_read(path));
-  GgufCursor c(f->mapping_->data(), f->mapping_->size(), path.string());
-  uint64_t num_tensors = 0, num_metadata = 0;
-  f->parse_header(c, num_tensors, num_metadata);
-  f->parse_metadata(c, num_metadata);
-  f->parse_tensor_infos(c, num_tensors);
-  f->place_data(c.offset());
+  f->storage_ = f->mapping_;
+  f->data_ = f->mapping_->data();
+  f->size_ = f->mapping_->size();
+  f->parse();
   return f;
+}
+
+std::shared_ptr<const GgufFile> GgufFile::from_bytes(std::string bytes, const std::string& name) {
+  std::shared_ptr<GgufFile> f(new GgufFile());
+  f->path_ = name;
+  auto owned = std::make_shared<std::string>(std::move(bytes));
+  f->data_ = reinterpret_cast<const std::byte*>(owned->data());
+  f->size_ = owned->size();
+  f->storage_ = std::move(owned);
+  f->parse();
+  return f;
+}
+
+void GgufFile::parse() {
+  GgufCursor c(data_, size_, path_.string());
+  uint64_t num_tensors = 0, num_metadata = 0;
+  parse_header(c, num_tensors, num_metadata);
+  parse_metadata(c, num_metadata);
+  parse_tensor_infos(c, num_tensors);
+  place_data(c.offset());
 }
 
 void GgufFile::parse_header(GgufCursor& c, uint64_t& num_tensors, uint64_t& num_metadata) {
   const std::string& source = c.source();
-  if (c.remaining() < 4 || std::memcmp(mapping_->data(), "GGUF", 4) != 0)
+  if (c.remaining() < 4 || std::memcmp(data_, "GGUF", 4) != 0)
     fail("{}: not a GGUF file (it does not start with the bytes \"GGUF\")", source);
   if (c.remaining() < kHeaderBytes)
     fail("{}: {} bytes, too short for a GGUF header ({} bytes)", source, c.remaining(), kHeaderBytes);
@@ -144,7 +162,7 @@ void GgufFile::parse_tensor_infos(GgufCursor& c, uint64_t count) {
 
 void GgufFile::place_data(size_t infos_end) {
   const std::string source = path_.string();
-  const uint64_t size = mapping_->size();
+  const uint64_t size = size_;
   data_offset_ = (uint64_t(infos_end) + alignment_ - 1) / alignment_ * alignment_;
   if (tensors_.empty()) return;
   if (data_offset_ > size)
@@ -177,7 +195,7 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 }
 
 Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
-  const std::byte* bytes = mapping_->data() + data_offset_ + info.offset;
+  const std::byte* bytes = data_ + data_offset_ + info.offset;
   if (reinterpret_cast<uintptr_t>(bytes) % element_alignment(info.dtype) != 0) {
     Tensor copy = Tensor::empty_host(info.dtype, info.shape);
     std::memcpy(copy.data, bytes, info.nbytes);
@@ -187,12 +205,12 @@ Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
   t.dtype = info.dtype;
   t.shape = info.shape;
   t.data = const_cast<std::byte*>(bytes);
-  t.storage = mapping_;
+  t.storage = storage_;
   return t;
 }
 
 void GgufFile::prefetch(const GgufTensorInfo& info) const {
-  mapping_->advise_willneed(data_offset_ + info.offset, info.nbytes);
+  if (mapping_) mapping_->advise_willneed(data_offset_ + info.offset, info.nbytes);
 }
 
 bool is_gguf_file(const std::filesystem::path& path) {

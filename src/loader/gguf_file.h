@@ -54,12 +54,14 @@ class GgufFile {
   static constexpr size_t kMaxNameBytes = 63;  // ggml's GGML_MAX_NAME - 1
 
   static std::shared_ptr<const GgufFile> open(const std::filesystem::path& path);
+  // The same checks over bytes in memory (the fuzz target; `name` stands for the path).
+  static std::shared_ptr<const GgufFile> from_bytes(std::string bytes, const std::string& name);
 
   const std::filesystem::path& path() const { return path_; }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // where the data section starts
-  uint64_t file_size() const { return mapping_->size(); }
+  uint64_t file_size() const { return size_; }
 
   const GgufMetadata& metadata() const { return metadata_; }
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
@@ -72,13 +74,17 @@ class GgufFile {
 
  private:
   GgufFile() = default;
+  void parse();
   void parse_header(GgufCursor& c, uint64_t& num_tensors, uint64_t& num_metadata);
   void parse_metadata(GgufCursor& c, uint64_t count);
   void parse_tensor_infos(GgufCursor& c, uint64_t count);
   void place_data(size_t infos_end);
 
   std::filesystem::path path_;
-  std::shared_ptr<MappedFile> mapping_;
+  std::shared_ptr<MappedFile> mapping_;  // null for from_bytes
+  std::shared_ptr<void> storage_;        // keeps data_ alive: the mapping or the bytes
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;

@@ -10,6 +10,10 @@
 
 #include "engine/teacher_forcing.h"
 #include "gguf_from_hf.h"
+#include "loader/safetensors.h"
+#include "lora_fixture.h"
+#include "model/lora/lora_slots.h"
+#include "model/lora/peft_adapter.h"
 #include "oracle_fixture.h"
 
 namespace tandem::test {
@@ -72,6 +76,36 @@ TEST_P(GgufArch, ConfigMatchesConfigJson) {
   EXPECT_EQ(g.eos_token_ids, h.eos_token_ids);
   for (LayerKind k : {LayerKind::Full, LayerKind::Sliding})
     EXPECT_EQ(g.rope.at(k).theta, h.rope.at(k).theta);
+}
+
+// PEFT adapters over GGUF base weights (issue 42, item 8): the adapters name Hugging Face
+// modules, which the GGUF tensors answer to — llama's q and k included, un-permuted before the
+// adapter's rows meet them. Logits match the LoRA oracle (PEFT + transformers).
+TEST_P(GgufArch, LoraAdaptersApplyOverGgufWeights) {
+  if (!fs::exists(lora_root() / GetParam())) GTEST_SKIP() << "no LoRA fixture for " << GetParam();
+  auto backend = make_cpu_backend();
+  std::vector<std::string> names = adapter_names(GetParam());
+  std::vector<PeftAdapter> adapters;
+  int max_rank = 0;
+  for (auto& n : names) {
+    adapters.push_back(load_peft_adapter(lora_root() / GetParam() / ("lora_" + n)));
+    max_rank = std::max(max_rank, adapters.back().max_rank());
+  }
+  auto model = load_model(file_, *backend,
+                          LoadOptions{.lora = {.max_loras = int(adapters.size()), .max_rank = max_rank}});
+  for (size_t i = 0; i < adapters.size(); i++)
+    write_lora_slot(*backend, model->lora_targets(), int(i) + 1, adapters[i]);
+  auto golden = SafetensorsFile::open(lora_root() / GetParam() / "lora_golden.safetensors");
+  auto prompts = load_oracle(GetParam());
+  for (size_t a = 0; a < names.size(); a++) {
+    const std::string key = names[a] + ".0";
+    Tensor g = golden->tensor("greedy_" + key);
+    std::vector<int32_t> ids = concat(prompts[0].prompt, std::vector<int32_t>(g.ptr<int32_t>(), g.ptr<int32_t>() + g.numel()));
+    Tensor want = golden->tensor("logits_" + key);
+    Tensor ours = teacher_forced_logits(*model, *backend, ids, 0, 16, int(a) + 1);
+    ASSERT_EQ(ours.numel(), want.numel());
+    EXPECT_LE(relative_error(ours.ptr<float>(), want.ptr<float>(), size_t(want.numel())), 1e-4) << key;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GgufArch,

@@ -205,3 +205,21 @@ TEST(GgufFile, DetectsGgufByItsMagic) {
 
 }  // namespace
 }  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// The fuzz target's seeds (tests/fuzz/corpus/gguf) are files the reader accepts, so fuzzing
+// starts from inside the format.
+TEST(GgufFile, FuzzSeedsAreValidFiles) {
+  int seeds = 0;
+  for (const auto& e : std::filesystem::directory_iterator(
+           std::filesystem::path(TANDEM_TEST_DATA) / ".." / "fuzz" / "corpus" / "gguf")) {
+    EXPECT_NO_THROW(GgufFile::open(e.path())) << e.path();
+    seeds++;
+  }
+  EXPECT_GE(seeds, 3);
+}
+
+}  // namespace
+}  // namespace tandem

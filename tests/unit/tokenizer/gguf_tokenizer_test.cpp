@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "loader/gguf_file.h"
+#include "loader/gguf_writer.h"
 #include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer_test_support.h"
 
@@ -131,6 +133,66 @@ TEST(GgufTokenizer, SpecialTokensAndBos) {
       EXPECT_TRUE(tok->is_special(bos));
     }
   }
+}
+
+// The fuzz seeds' tiny vocabularies, worked by hand. SentencePiece: "ab" is "▁ab" after the
+// prepended space; "▁a" (score -7) outranks "ab" (-8), so ▁a then b; "A" has no piece and
+// falls back to its byte <0x41>. Byte-level BPE: "ab a" splits into "ab" and "Ġa", both merged.
+TEST(GgufTokenizer, TinyVocabulariesByHand) {
+  const fs::path seeds = test_data().parent_path() / "fuzz" / "corpus" / "gguf";
+  auto spm = Tokenizer::load(seeds / "seed2.gguf");
+  EXPECT_EQ(spm->encode("ab", false), (std::vector<int32_t>{7, 6}));
+  EXPECT_EQ(spm->encode("A", false), (std::vector<int32_t>{4, 3}));
+  EXPECT_EQ(spm->encode("ab", true), (std::vector<int32_t>{1, 7, 6}));  // BOS by default
+  EXPECT_EQ(spm->decode(std::vector<int32_t>{1, 7, 6}, true), "ab");
+  auto bpe = Tokenizer::load(seeds / "seed1.gguf");
+  EXPECT_EQ(bpe->encode("ab a", false), (std::vector<int32_t>{3, 5}));
+  EXPECT_EQ(bpe->encode("b<|end|>", false), (std::vector<int32_t>{1, 6}));
+  EXPECT_EQ(bpe->encode("ab", true), (std::vector<int32_t>{3}));  // no BOS asked
+  EXPECT_EQ(*TokenizerConfig::load(seeds / "seed1.gguf").chat_template, "{{ messages }}");
+}
+
+// Vocabularies tandem cannot read, or that contradict themselves, are refused by key.
+TEST(GgufTokenizer, RefusalsNameTheKey) {
+  auto error_of = [](const std::function<void(GgufWriter&)>& fill) -> std::string {
+    GgufWriter w;
+    fill(w);
+    try {
+      tokenizer_from_gguf(GgufFile::from_bytes(w.bytes(), "v.gguf")->metadata());
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  auto base = [](GgufWriter& w, const char* model) {
+    w.add_string("tokenizer.ggml.model", model);
+    w.add_strings("tokenizer.ggml.tokens", {"a", "b", "ab"});
+  };
+  EXPECT_NE(error_of([&](GgufWriter& w) { base(w, "bert"); }).find("'tokenizer.ggml.model' is 'bert'"), std::string::npos);
+  EXPECT_NE(error_of([&](GgufWriter& w) {
+              base(w, "gpt2");
+              w.add_string("tokenizer.ggml.pre", "chameleon");
+              w.add_strings("tokenizer.ggml.merges", {"a b"});
+            }).find("'tokenizer.ggml.pre' is 'chameleon'"), std::string::npos);
+  EXPECT_NE(error_of([&](GgufWriter& w) {
+              w.add_string("tokenizer.ggml.model", "llama");
+              w.add_strings("tokenizer.ggml.tokens", {"a", "a"});
+            }).find("token 'a' appears twice"), std::string::npos);
+  EXPECT_NE(error_of([&](GgufWriter& w) {
+              base(w, "llama");
+              w.add_f32s("tokenizer.ggml.scores", {0.f});
+            }).find("has 1 scores for 3 tokens"), std::string::npos);
+  EXPECT_NE(error_of([&](GgufWriter& w) {
+              base(w, "gpt2");
+              w.add_strings("tokenizer.ggml.merges", {"ab"});
+            }).find("'tokenizer.ggml.merges'[0] 'ab' is not two tokens"), std::string::npos);
+  EXPECT_NE(error_of([&](GgufWriter& w) {
+              base(w, "gpt2");
+              w.add_strings("tokenizer.ggml.merges", {});
+              w.add_bool("tokenizer.ggml.add_bos_token", true);
+            }).find("add_bos_token is true, but no bos_token_id"), std::string::npos);
+  EXPECT_NE(error_of([&](GgufWriter& w) { w.add_string("tokenizer.ggml.model", "gpt2"); })
+                .find("'tokenizer.ggml.tokens' is missing"), std::string::npos);
 }
 
 fs::path oracle_gguf() { return test_data() / "oracle" / "gguf" / "llama-F32.gguf"; }
