@@ -137,6 +137,8 @@ void GgufFile::parse_tensor_infos(GgufCursor& c, uint64_t count) {
     for (uint32_t d = 0; d < n_dims; d++) {
       ne[d] = c.read<int64_t>(what);
       if (ne[d] < 0) fail("{}: {} has a negative size {} in dim {}", source, what, ne[d], d);
+      // ggml allows empty tensors; no model has one, and tandem's tensors need rows of > 0.
+      if (ne[d] == 0) fail("{}: {} is empty (size 0 in dim {})", source, what, d);
       numel = checked_mul(numel, uint64_t(ne[d]), source, t.name);
     }
     t.ggml_type = c.read<uint32_t>(what);

@@ -11,7 +11,7 @@
 //   - every declared count (metadata entries, tensors, array elements) fits the bytes left;
 //     every string length too; keys and tensor names are unique;
 //   - general.alignment, when present, is a u32 power of two;
-//   - every tensor has at most 4 dims, each >= 0, whose product and byte size do not
+//   - every tensor has at most 4 dims, each > 0, whose product and byte size do not
 //     overflow; its ggml type is one tandem reads (gguf_types.h), its row length a whole
 //     number of blocks; its offset is aligned and its bytes lie inside the data section;
 //     no two tensors' bytes overlap.

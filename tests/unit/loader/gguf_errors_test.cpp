@@ -129,6 +129,7 @@ TEST_F(GgufErrors, TensorShapesAndTypes) {
   };
   EXPECT_CONTAINS(one({1, 1, 1, 1, 1}, 0), "tensor 'blk.0.attn_q.weight' has 5 dims");
   EXPECT_CONTAINS(one({4, -2}, 0), "tensor 'blk.0.attn_q.weight' has a negative size -2 in dim 1");
+  EXPECT_CONTAINS(one({0, 4}, 0), "tensor 'blk.0.attn_q.weight' is empty (size 0 in dim 0)");
   EXPECT_CONTAINS(one({int64_t(1) << 40, int64_t(1) << 40}, 0),
                   "tensor 'blk.0.attn_q.weight': its size overflows 64 bits");
   EXPECT_CONTAINS(one({256, 4}, 16), "tensor 'blk.0.attn_q.weight' has type iq2_xxs");
