@@ -6,6 +6,7 @@
 // qkv / gate|up, Mixtral's and Qwen3-MoE's stacked experts. The translated config matches the
 // folder's config.json field by field.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include "engine/teacher_forcing.h"
@@ -106,6 +107,30 @@ TEST_P(GgufArch, LoraAdaptersApplyOverGgufWeights) {
     ASSERT_EQ(ours.numel(), want.numel());
     EXPECT_LE(relative_error(ours.ptr<float>(), want.ptr<float>(), size_t(want.numel())), 1e-4) << key;
   }
+}
+
+// F16 matrices, and a model split over shards (llama.cpp's gguf-split layout) loaded from
+// its first shard.
+TEST(GgufArchVariants, F16AndSplitFilesMatchTheOracle) {
+  const fs::path dir = fs::temp_directory_path() / ("tandem-gguf-split-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  struct Variant {
+    std::string arch;
+    HfToGgufOptions options;
+  };
+  for (const Variant& v : {Variant{"qwen2", {.f16 = true, .shards = 3}}, Variant{"mixtral", {.shards = 2}}}) {
+    SCOPED_TRACE(v.arch);
+    write_gguf_from_hf(oracle_dir(v.arch), dir / (v.arch + ".gguf"), v.options);
+    const fs::path first = dir / fmt::format("{}-00001-of-{:05d}.gguf", v.arch, v.options.shards);
+    ASSERT_TRUE(fs::exists(first));
+    auto backend = make_cpu_backend();
+    auto model = load_model(first, *backend);
+    for (auto& p : load_oracle(v.arch)) {
+      Tensor ours = teacher_forced_logits(*model, *backend, concat(p.prompt, p.greedy));
+      EXPECT_LE(relative_error(ours.ptr<float>(), p.logits.ptr<float>(), size_t(ours.numel())), 1e-4);
+    }
+  }
+  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GgufArch,

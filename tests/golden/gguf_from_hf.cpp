@@ -51,6 +51,13 @@ Tensor to_f32(const Tensor& t, float add) {
   return out;
 }
 
+Tensor to_f16(const Tensor& t) {
+  Tensor f32 = to_f32(t, 0.f);
+  Tensor out = Tensor::empty_host(DType::F16, t.shape);
+  convert_from_f32(f32.ptr<float>(), out.data, DType::F16, size_t(t.numel()));
+  return out;
+}
+
 // Llama 3 scaling as convert_hf_to_gguf.py writes it: one divisor per rotary pair.
 std::vector<float> llama3_rope_freqs(const json& r, int head_dim) {
   const double theta = r["rope_theta"], factor = r["factor"], low = r["low_freq_factor"],
@@ -133,18 +140,22 @@ void write_gguf_from_hf(const std::filesystem::path& hf_dir, const std::filesyst
   const json c = json::parse(in);
   const Arch a = arch_of(c["model_type"]);
   const Checkpoint ck = Checkpoint::open(hf_dir);
-  GgufWriter w;
+  std::vector<GgufWriter> writers(size_t(options.shards));
+  GgufWriter& w = writers[0];  // metadata and the first tensors
   add_metadata(w, c, a);
+  size_t added = 0;  // tensors are dealt to the shards in turn
+  auto next = [&]() -> GgufWriter& { return writers[added++ % writers.size()]; };
   const int heads = c["num_attention_heads"], kv_heads = c["num_key_value_heads"];
   const bool tied = c.value("tie_word_embeddings", false) || options.drop_output;
   if (c.contains("rope_parameters") && c["rope_parameters"].value("rope_type", "") == "llama3") {
     std::vector<float> f = llama3_rope_freqs(c["rope_parameters"], head_dim_of(c));
-    w.add_tensor("rope_freqs.weight", DType::F32, {int64_t(f.size())},
+    next().add_tensor("rope_freqs.weight", DType::F32, {int64_t(f.size())},
                  std::string(reinterpret_cast<const char*>(f.data()), f.size() * 4));
   }
-  w.add_tensor("token_embd.weight", ck.get("model.embed_tokens.weight"));
-  w.add_tensor("output_norm.weight", to_f32(ck.get("model.norm.weight"), a.gemma ? 1.f : 0.f));
-  if (!tied) w.add_tensor("output.weight", ck.get("lm_head.weight"));
+  auto matrix = [&](const Tensor& t) { return options.f16 && t.ndim() >= 2 ? to_f16(t) : t; };
+  next().add_tensor("token_embd.weight", matrix(ck.get("model.embed_tokens.weight")));
+  next().add_tensor("output_norm.weight", to_f32(ck.get("model.norm.weight"), a.gemma ? 1.f : 0.f));
+  if (!tied) next().add_tensor("output.weight", matrix(ck.get("lm_head.weight")));
   std::map<std::string, std::vector<Tensor>> experts;  // GGUF name -> per-expert pieces
   for (int i = 0; i < c["num_hidden_layers"].get<int>(); i++) {
     const std::string hf = "model.layers." + std::to_string(i) + ".", blk = "blk." + std::to_string(i) + ".";
@@ -168,16 +179,26 @@ void write_gguf_from_hf(const std::filesystem::path& hf_dir, const std::filesyst
       if (t.ndim() == 1) t = to_f32(t, a.gemma && rest.ends_with("norm.weight") ? 1.f : 0.f);
       if (a.permute && rest.starts_with("self_attn.q_proj")) t = permute_rows(t, heads);
       if (a.permute && rest.starts_with("self_attn.k_proj")) t = permute_rows(t, kv_heads);
-      w.add_tensor(g, t);
+      next().add_tensor(g, matrix(t));
     }
   }
   for (auto& [name, list] : experts) {
     const Tensor& first = list.front();
     std::string bytes;
     for (const Tensor& t : list) bytes.append(static_cast<const char*>(t.data), t.nbytes());
-    w.add_tensor(name, first.dtype, {int64_t(list.size()), first.dim(0), first.dim(1)}, std::move(bytes));
+    Tensor stacked = Tensor::empty_host(first.dtype, {int64_t(list.size()), first.dim(0), first.dim(1)});
+    std::memcpy(stacked.data, bytes.data(), bytes.size());
+    next().add_tensor(name, matrix(stacked));
   }
-  w.write(out);
+  if (writers.size() == 1) return w.write(out);
+  // llama.cpp's gguf-split layout: split.* in every shard, the metadata in the first.
+  const std::string prefix = (out.parent_path() / out.stem()).string();
+  for (size_t k = 0; k < writers.size(); k++) {
+    writers[k].add_u32("split.no", uint32_t(k));
+    writers[k].add_u32("split.count", uint32_t(writers.size()));
+    if (k == 0) writers[k].add_i32("split.tensors.count", int32_t(added));
+    writers[k].write(fmt::format("{}-{:05d}-of-{:05d}.gguf", prefix, k + 1, writers.size()));
+  }
 }
 
 }  // namespace tandem::test

@@ -12,6 +12,8 @@ namespace tandem::test {
 
 struct HfToGgufOptions {
   bool drop_output = false;  // leave output.weight out even when the folder has an lm_head
+  bool f16 = false;          // matrices as F16 instead of their stored bf16
+  int shards = 1;            // > 1: NAME-0000k-of-0000N.gguf beside `out` (out names shard 1)
 };
 
 void write_gguf_from_hf(const std::filesystem::path& hf_dir, const std::filesystem::path& out,
