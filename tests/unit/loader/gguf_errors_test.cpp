@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <optional>
 
 #include "loader/gguf_file.h"
 #include "loader/gguf_writer.h"
@@ -69,6 +71,43 @@ TEST_F(GgufErrors, LyingCounts) {
     std::string e = open_error(w);
     EXPECT_CONTAINS(e, "metadata 'big' declares 1152921504606846976");
     EXPECT_CONTAINS(e, "hold at most");
+  }
+}
+
+// Peak resident memory growth while `fn` runs (VmHWM, reset through /proc/self/clear_refs);
+// nullopt where the kernel does not let the peak be reset.
+template <typename Fn>
+std::optional<int64_t> peak_growth(Fn&& fn) {
+  auto status = [](const std::string& key) {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(key, 0) == 0) return int64_t(std::stoll(line.substr(key.size()))) * 1024;
+    return int64_t(-1);
+  };
+  std::ofstream clear("/proc/self/clear_refs");
+  if (!(clear << "5" << std::flush)) return std::nullopt;
+  const int64_t before = status("VmRSS:");
+  fn();
+  return status("VmHWM:") - before;
+}
+
+// Counts that would take gigabytes if believed cost nothing: the refusal comes first.
+TEST_F(GgufErrors, LyingCountsAllocateNothing) {
+  const uint64_t big = uint64_t(1) << 33;
+  std::vector<std::string> files = {header(3, GgufFile::kMaxTensors, 0) + std::string(1 << 16, '\0'),
+                                    header(3, 0, GgufFile::kMaxMetadata) + std::string(1 << 16, '\0')};
+  for (GgufType t : {GgufType::U8, GgufType::String, GgufType::Array}) {
+    GgufWriter w;
+    w.add_raw("big", GgufType::Array, GgufWriter::encode_array_header(t, big) + std::string(1 << 16, '\0'));
+    files.push_back(w.bytes());
+  }
+  for (const std::string& bytes : files) {
+    std::string e;
+    auto growth = peak_growth([&] { e = open_error(bytes); });
+    EXPECT_CONTAINS(e, "hold at most");
+    if (growth) {
+      EXPECT_LT(*growth, int64_t(32) << 20) << e;
+    }
   }
 }
 
