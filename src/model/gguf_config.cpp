@@ -186,6 +186,39 @@ void add_experts(json& c, const ArchKeys& a, const std::string& model_type) {
   }
 }
 
+// Widths and counts: hidden, heads, KV heads, head size, the MLP's width, the norm's ε.
+void add_shape(json& c, const ArchKeys& a, int64_t layers) {
+  const GgufMetadata& md = a.md();
+  c["hidden_size"] = a.require_count("embedding_length");
+  const int64_t heads = a.uniform_count("attention.head_count", layers).value_or(0);
+  if (heads == 0) fail("{}: required metadata '{}' is missing", md.source(), a.key("attention.head_count"));
+  c["num_attention_heads"] = heads;
+  c["num_key_value_heads"] = a.uniform_count("attention.head_count_kv", layers).value_or(heads);
+  auto key_length = a.count("attention.key_length");
+  auto value_length = a.count("attention.value_length");
+  if (key_length && value_length && *key_length != *value_length)
+    fail("{}: key_length {} differs from value_length {}; tandem's attention takes one head size",
+         md.source(), *key_length, *value_length);
+  const int64_t hidden = c["hidden_size"];
+  c["head_dim"] = key_length.value_or(value_length.value_or(hidden / heads));
+  if (auto ff = a.layer_counts("feed_forward_length", layers, 0)) c["intermediate_size"] = *ff;
+  auto eps = a.number("attention.layer_norm_rms_epsilon");
+  if (!eps) fail("{}: required metadata '{}' is missing", md.source(), a.key("attention.layer_norm_rms_epsilon"));
+  c["rms_norm_eps"] = *eps;
+}
+
+// θ, scaling and the rotated part of each head (the llama architecture rotates whole heads).
+void add_rope(json& c, const ArchKeys& a, const std::string& model_type, int64_t context) {
+  c["rope_parameters"] = rope_parameters(a, a.number("rope.freq_base").value_or(10000.0), context);
+  const int64_t head_dim = c["head_dim"];
+  if (auto rot = a.count("rope.dimension_count"); rot && *rot != head_dim) {
+    if (model_type == "llama" || model_type == "mixtral")
+      fail("{} is {}, but the llama architecture rotates whole heads of {}",
+           a.md().where(a.key("rope.dimension_count")), *rot, head_dim);
+    c["rope_parameters"]["partial_rotary_factor"] = double(*rot) / double(head_dim);
+  }
+}
+
 }  // namespace
 
 std::string gguf_model_type(const GgufModel& model) {
@@ -232,33 +265,11 @@ GgufTranslation translate_gguf(const GgufModel& model) {
     fail("{} is {}, but token_embd.weight has {} rows", md.where(a.key("vocab_size")), *v, vocab);
 
   json c = {{"model_type", model_type}, {"num_hidden_layers", layers}, {"vocab_size", vocab}};
-  c["hidden_size"] = a.require_count("embedding_length");
-  const int64_t heads = a.uniform_count("attention.head_count", layers).value_or(0);
-  if (heads == 0) fail("{}: required metadata '{}' is missing", md.source(), a.key("attention.head_count"));
-  c["num_attention_heads"] = heads;
-  c["num_key_value_heads"] = a.uniform_count("attention.head_count_kv", layers).value_or(heads);
-  auto key_length = a.count("attention.key_length");
-  auto value_length = a.count("attention.value_length");
-  if (key_length && value_length && *key_length != *value_length)
-    fail("{}: key_length {} differs from value_length {}; tandem's attention takes one head size",
-         md.source(), *key_length, *value_length);
-  const int64_t hidden = c["hidden_size"];
-  const int64_t head_dim = key_length.value_or(value_length.value_or(hidden / heads));
-  c["head_dim"] = head_dim;
-  if (auto ff = a.layer_counts("feed_forward_length", layers, 0)) c["intermediate_size"] = *ff;
-  auto eps = a.number("attention.layer_norm_rms_epsilon");
-  if (!eps) fail("{}: required metadata '{}' is missing", md.source(), a.key("attention.layer_norm_rms_epsilon"));
-  c["rms_norm_eps"] = *eps;
+  add_shape(c, a, layers);
   const int64_t context = a.require_count("context_length");
   c["max_position_embeddings"] = context;
   c["tie_word_embeddings"] = model.find("output.weight") == nullptr;
-  c["rope_parameters"] = rope_parameters(a, a.number("rope.freq_base").value_or(10000.0), context);
-  if (auto rot = a.count("rope.dimension_count"); rot && *rot != head_dim) {
-    if (model_type == "llama" || model_type == "mixtral")
-      fail("{} is {}, but the llama architecture rotates whole heads of {}",
-           md.where(a.key("rope.dimension_count")), *rot, head_dim);
-    c["rope_parameters"]["partial_rotary_factor"] = double(*rot) / double(head_dim);
-  }
+  add_rope(c, a, model_type, context);
   c["eos_token_id"] = eos_ids(md, vocab);
   if (auto bos = md.get_int("tokenizer.ggml.bos_token_id"); bos && *bos >= 0 && *bos < vocab)
     c["bos_token_id"] = *bos;
