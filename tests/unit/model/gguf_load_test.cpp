@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
 #include "core/error.h"
 #include "loader/gguf_writer.h"
 #include "model/decoder.h"
+#include "model/layers.h"
 #include "model/gguf_translate.h"
 #include "model/model.h"
 
@@ -239,6 +241,48 @@ TEST(GgufLoad, RefusalsNameTheKeyOrTensor) {
                 .find("a GGUF file's weights load as stored"),
             std::string::npos);
   fs::remove(p);
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// A projection in pieces of different weight types (Linear::pieces) computes what one fused
+// weight of the same values computes: each piece's columns, with its bias, side by side.
+TEST(GgufLoad, PiecesComputeLikeOneFusedWeight) {
+  auto be = make_cpu_backend();
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto random = [&](Shape s) {
+    Tensor t = Tensor::empty_host(DType::F32, s);
+    for (int64_t i = 0; i < t.numel(); i++) t.ptr<float>()[i] = normal(rng);
+    return t;
+  };
+  const int64_t K = 16, T = 5;
+  Tensor wq = random({6, K}), wk = random({3, K}), bq = random({6}), bk = random({3}), x = random({T, K});
+  // k's weight rounded to bf16, as a bf16 piece holds it.
+  Tensor wk16 = Tensor::empty_host(DType::BF16, wk.shape);
+  convert_from_f32(wk.ptr<float>(), wk16.data, DType::BF16, size_t(wk.numel()));
+  convert_to_f32(wk16.data, DType::BF16, wk.ptr<float>(), size_t(wk.numel()));
+  Linear pieces;
+  pieces.pieces.push_back({.weight = be->upload(wq, DType::F32), .bias = be->upload(bq, DType::F32)});
+  pieces.pieces.push_back({.weight = be->upload(wk16, DType::BF16), .bias = be->upload(bk, DType::F32)});
+  EXPECT_TRUE(pieces.defined());
+  EXPECT_EQ(pieces.out_features(), 9);
+  EXPECT_EQ(pieces.in_features(), K);
+  Tensor w = Tensor::empty_host(DType::F32, {9, K}), b = Tensor::empty_host(DType::F32, {9});
+  std::memcpy(w.data, wq.data, wq.nbytes());
+  std::memcpy(w.ptr<float>() + 6 * K, wk.data, wk.nbytes());
+  std::memcpy(b.data, bq.data, bq.nbytes());
+  std::memcpy(b.ptr<float>() + 6, bk.data, bk.nbytes());
+  Linear fused{.weight = be->upload(w, DType::F32), .bias = be->upload(b, DType::F32)};
+  Tensor xd = be->upload(x, DType::F32);
+  Tensor got = be->to_host_f32(linear(*be, xd, pieces)), want = be->to_host_f32(linear(*be, xd, fused));
+  ASSERT_EQ(got.shape, (Shape{T, 9}));
+  for (int64_t i = 0; i < got.numel(); i++)
+    EXPECT_NEAR(got.ptr<float>()[i], want.ptr<float>()[i], 1e-5f * (1.f + std::fabs(want.ptr<float>()[i]))) << i;
 }
 
 }  // namespace
