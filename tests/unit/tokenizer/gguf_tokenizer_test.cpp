@@ -97,16 +97,23 @@ TEST_P(GgufVocabGolden, EveryCaseExact) {
   EXPECT_EQ(wrong, 0) << GetParam();
 }
 
-TEST_P(GgufVocabGolden, DecodeGivesTheTextBack) {
+// Byte-level vocabularies decode every input to itself (SentencePiece's drop the prepended
+// space and Qwen2's normalize to NFC, as HF's do, so they are not in this list).
+class GgufByteLevelVocab : public GgufVocabGolden {};
+
+TEST_P(GgufByteLevelVocab, DecodeGivesTheTextBack) {
   auto tok = Tokenizer::load(path_);
-  // Byte-level vocabularies decode every input to itself (SentencePiece's drop a leading
-  // space and Qwen2's normalize to NFC, as HF's do).
-  if (GetParam() != "gpt-2" && GetParam() != "llama-bpe") GTEST_SKIP() << "not byte-exact by design";
   for (const VocabCase& c : read_cases(path_)) EXPECT_EQ(tok->decode(c.ids, false), c.text);
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, GgufVocabGolden,
                          ::testing::Values("llama-spm", "phi-3", "llama-bpe", "qwen2", "gpt-2"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
+INSTANTIATE_TEST_SUITE_P(Vocabularies, GgufByteLevelVocab, ::testing::Values("llama-bpe", "gpt-2"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
