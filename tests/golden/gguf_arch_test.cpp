@@ -18,7 +18,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace gguf_arch_test {
 
 namespace fs = std::filesystem;
 
@@ -142,5 +142,5 @@ INSTANTIATE_TEST_SUITE_P(Architectures, GgufArch,
 INSTANTIATE_TEST_SUITE_P(Architectures, GgufLora, ::testing::Values("llama", "qwen2", "qwen3", "gemma3"),
                          [](const auto& info) { return info.param; });
 
-}  // namespace
+}  // namespace gguf_arch_test
 }  // namespace tandem::test

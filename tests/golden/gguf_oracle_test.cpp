@@ -20,7 +20,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace gguf_oracle_test {
 
 struct GgufCase {
   std::string file;    // under tests/data/oracle/gguf/
@@ -88,5 +88,5 @@ INSTANTIATE_TEST_SUITE_P(Files, GgufOracleGreedy,
                                            GgufCase{"llama-Q4_K_M.gguf", 5e-2}),
                          case_name);
 
-}  // namespace
+}  // namespace gguf_oracle_test
 }  // namespace tandem::test

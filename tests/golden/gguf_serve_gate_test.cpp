@@ -13,7 +13,7 @@
 #include "gguf_golden.h"
 
 namespace tandem::test {
-namespace {
+namespace gguf_serve_gate_test {
 
 using server::Json;
 
@@ -96,5 +96,5 @@ TEST(GgufServe, ChatUsesTheFilesTemplate) {
   EXPECT_EQ(Json::parse(res->body)["usage"]["prompt_tokens"], 16) << res->body;
 }
 
-}  // namespace
+}  // namespace gguf_serve_gate_test
 }  // namespace tandem::test

@@ -7,7 +7,7 @@
 
 namespace tandem::test {
 
-namespace {
+namespace vision_fixture {
 
 std::vector<int32_t> ids_of(const Tensor& t) {
   const int32_t* p = t.ptr<int32_t>();
@@ -37,7 +37,7 @@ std::vector<std::pair<int, int>> runs_of(const std::vector<int32_t>& prompt, int
   return runs;
 }
 
-}  // namespace
+}  // namespace vision_fixture
 
 std::filesystem::path vision_oracle_dir(const std::string& name) {
   return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "vision" / name;

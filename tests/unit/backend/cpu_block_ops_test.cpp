@@ -14,7 +14,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_block_ops_test {
 
 struct Blocks {
   Tensor blocks;  // host, in the block type
@@ -116,5 +116,5 @@ TEST(CpuBlockOps, RefusesPartialBlocksNamingTheType) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_block_ops_test
 }  // namespace tandem

@@ -14,7 +14,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace sample_test {
 
 std::vector<SampledToken> sample(Backend& be, const std::vector<float>& logits,
                                  std::vector<SampleRow> rows) {
@@ -387,5 +387,5 @@ TEST(CpuSample, DrawsFollowTheSoftmaxOverAllowedTokens) {
   }
 }
 
-}  // namespace
+}  // namespace sample_test
 }  // namespace tandem

@@ -11,7 +11,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_decode_chain_test {
 
 using test::kBf16Tol;
 using test::put;
@@ -89,5 +89,5 @@ TEST(CudaDecodeChain, AttentionRightAfterQkvToCacheSeesTheStepsOwnKey) {
   }
 }
 
-}  // namespace
+}  // namespace cuda_decode_chain_test
 }  // namespace tandem

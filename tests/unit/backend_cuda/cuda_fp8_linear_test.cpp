@@ -26,7 +26,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_fp8_linear_test {
 
 struct PathGuard {
   Fp8GemmPath saved = fp8_gemm_path();
@@ -389,5 +389,5 @@ TEST(CudaFp8Linear, RefusesWhatItCannotCompute) {
   EXPECT_THROW(be.gpu->linear(out, wrong_x, c.gpu), Error);
 }
 
-}  // namespace
+}  // namespace cuda_fp8_linear_test
 }  // namespace tandem

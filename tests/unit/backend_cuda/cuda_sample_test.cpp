@@ -14,7 +14,7 @@
 #include "core/dtype.h"
 
 namespace tandem {
-namespace {
+namespace cuda_sample_test {
 
 #define SKIP_WITHOUT_GPU() \
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine"
@@ -230,5 +230,5 @@ TEST(CudaSample, RejectsMalformedRows) {
   EXPECT_THROW(run(*gpu, logits, 1, 64, DType::BF16, {twice}), std::exception);
 }
 
-}  // namespace
+}  // namespace cuda_sample_test
 }  // namespace tandem

@@ -15,7 +15,7 @@
 #include "local_server.h"
 
 namespace tandem::cli::bench {
-namespace {
+namespace bench_e2e_test {
 
 const char* kLlama = TANDEM_TEST_DATA "/oracle/llama";
 
@@ -187,5 +187,5 @@ TEST(BenchWorkload, PromptsAndScheduleAreSeededAndInRange) {
   EXPECT_NEAR(at.back(), 19.99, 1.5);
 }
 
-}  // namespace
+}  // namespace bench_e2e_test
 }  // namespace tandem::cli::bench

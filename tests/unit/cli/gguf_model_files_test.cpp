@@ -12,7 +12,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::cli {
-namespace {
+namespace gguf_model_files_test {
 
 namespace fs = std::filesystem;
 
@@ -74,5 +74,5 @@ TEST(GgufModelFiles, TextToolsReadTheFile) {
   EXPECT_EQ(testing::internal::GetCapturedStdout(), "[42,71,78,333,14,319,271,78,70,3]\n");
 }
 
-}  // namespace
+}  // namespace gguf_model_files_test
 }  // namespace tandem::cli

@@ -8,7 +8,7 @@
 #include "core/cpu_features.h"
 
 namespace tandem {
-namespace {
+namespace cpu_features_test {
 
 TEST(CpuFeatures, IsaFollowsTheFeatureBits) {
   const CpuFeatures& f = cpu_features();
@@ -34,5 +34,5 @@ TEST(CpuFeatures, PhysicalCoresAreWithinTheLogicalOnes) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_features_test
 }  // namespace tandem

@@ -12,7 +12,7 @@
 #include "loader_test_util.h"
 
 namespace tandem {
-namespace {
+namespace gguf_file_test {
 
 namespace fs = std::filesystem;
 using test::TempDir;
@@ -203,11 +203,11 @@ TEST(GgufFile, DetectsGgufByItsMagic) {
   EXPECT_FALSE(is_gguf_file(dir / "missing.gguf"));
 }
 
-}  // namespace
+}  // namespace gguf_file_test
 }  // namespace tandem
 
 namespace tandem {
-namespace {
+namespace gguf_file_test {
 
 // The fuzz target's seeds (tests/fuzz/corpus/gguf) are files the reader accepts, so fuzzing
 // starts from inside the format.
@@ -221,5 +221,5 @@ TEST(GgufFile, FuzzSeedsAreValidFiles) {
   EXPECT_GE(seeds, 3);
 }
 
-}  // namespace
+}  // namespace gguf_file_test
 }  // namespace tandem

@@ -8,7 +8,7 @@
 #include "loader_test_util.h"
 
 namespace tandem {
-namespace {
+namespace gguf_model_test {
 
 namespace fs = std::filesystem;
 using test::TempDir;
@@ -104,5 +104,5 @@ TEST(GgufModel, RefusesInconsistentShards) {
   }
 }
 
-}  // namespace
+}  // namespace gguf_model_test
 }  // namespace tandem

@@ -20,7 +20,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace gguf_tokenizer_test {
 
 namespace fs = std::filesystem;
 
@@ -228,5 +228,5 @@ TEST(GgufTokenizer, ConfigFromTheFile) {
   EXPECT_EQ(c.add_bos_token, false);
 }
 
-}  // namespace
+}  // namespace gguf_tokenizer_test
 }  // namespace tandem::test

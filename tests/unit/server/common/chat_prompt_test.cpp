@@ -5,7 +5,7 @@
 #include "server/common/api_error.h"
 
 namespace tandem::server {
-namespace {
+namespace chat_prompt_test {
 
 const char* kLlamaDir = TANDEM_TEST_DATA "/oracle/llama";
 
@@ -97,5 +97,5 @@ TEST(ChatPrompt, NoTemplateMeansNoBuilder) {
             nullptr);
 }
 
-}  // namespace
+}  // namespace chat_prompt_test
 }  // namespace tandem::server

@@ -13,7 +13,7 @@
 #include "server/common/reasoning_parser.h"
 
 namespace tandem::server {
-namespace {
+namespace reasoning_parser_test {
 
 std::string template_text(const std::string& name) {
   std::ifstream in(std::string(TANDEM_TEST_DATA "/chat_templates/") + name + ".jinja",
@@ -241,5 +241,5 @@ TEST(ReasoningParser, ForcedEndTextClosesTheBlock) {
   }
 }
 
-}  // namespace
+}  // namespace reasoning_parser_test
 }  // namespace tandem::server
