@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "server/common/server_limits.h"
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 namespace tandem::cli {
 

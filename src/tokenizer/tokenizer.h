@@ -14,7 +14,7 @@
 // - truncation/padding in tokenizer.json are ignored; BPE dropout is ignored.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -111,7 +111,9 @@ struct TokenizerConfig {
   std::optional<std::string> chat_template;            // the default template
   std::map<std::string, std::string> named_templates;  // e.g. "tool_use"
   std::optional<bool> add_bos_token, add_eos_token;
-  nlohmann::json raw;
+  // The whole tokenizer_config.json (for extra template variables): raw() is {} when unset.
+  std::shared_ptr<const nlohmann::json> raw_json;
+  const nlohmann::json& raw() const;
   // A folder's tokenizer_config.json (missing file -> empty config), or a GGUF file's
   // tokenizer metadata (tokenizer/gguf_tokenizer.h).
   static TokenizerConfig load(const std::filesystem::path& dir);
