@@ -166,7 +166,10 @@ std::vector<HfTensorSource> llama_sources(const ModelConfig& c, DType dtype, uin
     const int64_t cols = t.shape.back();
     out.push_back({t.name, shape, [t, dtype, cols](float* dst, int64_t first, int64_t count) {
                      const size_t n = size_t(count * cols);
-                     if (t.ones) return std::fill_n(dst, n, 1.f);
+                     if (t.ones) {
+                       std::fill_n(dst, n, 1.f);  // norms
+                       return;
+                     }
                      std::vector<char> stored(n * dtype_size(dtype));
                      fill_random(stored.data(), dtype, n, t.seed, t.stddev, uint64_t(first * cols));
                      convert_to_f32(stored.data(), dtype, dst, n);

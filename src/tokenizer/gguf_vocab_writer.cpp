@@ -1,5 +1,6 @@
 #include "tokenizer/gguf_vocab_writer.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/error.h"
@@ -86,12 +87,22 @@ std::optional<int32_t> special_id(const std::optional<std::string>& token, const
   return std::nullopt;
 }
 
-// Whether the tokenizer.json's post-processor puts a special token first (Llama 3's BOS).
-bool post_processor_adds_bos(const json& doc) {
-  const json& p = doc.value("post_processor", json());
-  if (!p.is_object() || p.value("type", "") != "TemplateProcessing") return false;
+// Whether a post-processor puts a special token first (Llama 3's BOS), also inside a Sequence
+// (Llama 3.1's: ByteLevel, then TemplateProcessing).
+bool processor_adds_bos(const json& p) {
+  if (!p.is_object()) return false;
+  if (p.value("type", "") == "Sequence") {
+    const json& list = p.value("processors", json::array());
+    return std::any_of(list.begin(), list.end(),
+                       [](const json& q) { return processor_adds_bos(q); });
+  }
+  if (p.value("type", "") != "TemplateProcessing") return false;
   const json& single = p.value("single", json::array());
-  return !single.empty() && single[0].contains("SpecialToken");
+  return single.is_array() && !single.empty() && single[0].contains("SpecialToken");
+}
+
+bool post_processor_adds_bos(const json& doc) {
+  return processor_adds_bos(doc.value("post_processor", json()));
 }
 
 }  // namespace

@@ -185,7 +185,9 @@ TEST(QuantizeGguf, RandomModelStreamsTheFile) {
   ASSERT_EQ(rc, 0);
   const auto size = int64_t(fs::file_size(d / "big.gguf"));
   EXPECT_GT(size, int64_t(160) << 20);  // 161M parameters in Q8_0
-  if (growth) EXPECT_LT(*growth, int64_t(64) << 20) << "the file is " << size << " bytes";
+  if (growth) {
+    EXPECT_LT(*growth, int64_t(64) << 20) << "the file is " << size << " bytes";
+  }
   fs::remove_all(d);
 }
 
