@@ -185,8 +185,10 @@ TEST(QuantizeGguf, RandomModelStreamsTheFile) {
   ASSERT_EQ(rc, 0);
   const auto size = int64_t(fs::file_size(d / "big.gguf"));
   EXPECT_GT(size, int64_t(160) << 20);  // 161M parameters in Q8_0
+  // A chunk is ~8 MB of encoded rows, staged as f32 source rows (4x that for Q8_0) and the
+  // bf16 values they come from: bounded by the chunk, not the file (a held file is > size).
   if (growth) {
-    EXPECT_LT(*growth, int64_t(64) << 20) << "the file is " << size << " bytes";
+    EXPECT_LT(*growth, size / 2) << "the file is " << size << " bytes";
   }
   fs::remove_all(d);
 }
