@@ -264,6 +264,9 @@ CLI::App* add_random_model_command(CLI::App& app, CommandLine& line) {
                   "projections, bf16 rest)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--gguf", o.gguf,
+                  "Write one GGUF file (--out FILE.gguf) of this llama.cpp type: Q8_0, Q4_0, "
+                  "Q4_K_M, Q5_K_M, Q6_K, F16, F32");
   return cmd;
 }
 
@@ -286,9 +289,13 @@ CLI::App* add_quantize_command(CLI::App& app, CommandLine& line) {
   CLI::App* cmd = app.add_subcommand(
       "quantize",
       "Rewrite a 16-bit model folder as a compressed-tensors FP8 checkpoint (per-channel e4m3 "
-      "weights, dynamic per-token activations)");
+      "weights, dynamic per-token activations), or with --gguf TYPE as a llama.cpp GGUF file");
   cmd->add_option("--model", o.model, "Hugging Face model folder (16-bit)")->required();
-  cmd->add_option("--out", o.out, "Output folder")->required();
+  cmd->add_option("--out", o.out, "Output folder (FILE.gguf with --gguf)")->required();
+  cmd->add_option(
+      "--gguf", o.gguf,
+      "Write one GGUF file of this llama.cpp type: Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, "
+      "F16, F32 (llama, mistral, qwen2, qwen3 folders with a byte-level BPE tokenizer)");
   return cmd;
 }
 

@@ -127,6 +127,7 @@ struct RandomModelOptions {
   std::string out;
   std::string dtype = "bf16";
   uint64_t seed = 1;
+  std::optional<std::string> gguf;  // --gguf TYPE: one GGUF file of that type at `out`
 };
 int run_random_model(const RandomModelOptions& o);
 // Names accepted by --like.
@@ -143,12 +144,15 @@ struct RandomLoraOptions {
 int run_random_lora(const RandomLoraOptions& o);
 
 // `tandem quantize`: a 16-bit model folder rewritten as a compressed-tensors FP8_DYNAMIC
-// checkpoint (per-channel e4m3 weights, dynamic per-token activations).
+// checkpoint (per-channel e4m3 weights, dynamic per-token activations), or with --gguf TYPE
+// as one GGUF file of that llama.cpp type (Q4_K_M, ...: cli/gguf_export.h).
 struct QuantizeOptions {
   std::string model;
   std::string out;
+  std::optional<std::string> gguf;
 };
 int run_quantize(const QuantizeOptions& o);
+int run_quantize_gguf(const QuantizeOptions& o);
 // The quantization_config llm-compressor writes for FP8_DYNAMIC, with `ignore` (the linears
 // left 16-bit).
 nlohmann::json fp8_dynamic_quantization_config(const std::vector<std::string>& ignore);
