@@ -70,10 +70,9 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchCh
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              weight_format, info.max_model_len, double(kv_bytes) / double(1 << 20),
-             dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
-             info.block_size, batch.reason,
-             o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)", task, o.host,
-             port);
+             dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(), info.block_size,
+             batch.reason, o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)",
+             task, o.host, port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
                o.host, port);
@@ -132,7 +131,8 @@ int run_serve(const ServeOptions& o) {
     install_signal_handlers();
     fmt::print(stderr, "tandem: listening on http://{}:{} — loading {}\n", o.host, http.port(), o.model);
 
-    // How /v1/embeddings pools, decided before the model loads (a folder it cannot serve fails fast).
+    // How /v1/embeddings pools, decided before the model loads (a folder it cannot serve fails
+    // fast).
     std::optional<server::PoolingChoice> pooling;
     if (server::serves_embeddings(so.task)) pooling = server::choose_pooling(o.model, o.pooling);
     std::vector<std::pair<std::string, std::filesystem::path>> loras = parse_lora_modules(o.lora_modules);
@@ -163,15 +163,19 @@ int run_serve(const ServeOptions& o) {
         server::load_served_model(tokenizer_source(o.model, o.tokenizer), *engine, m.tokenizer);
     if (pooling) served.pooling = pooling->pooling;
     const int64_t kv_budget = engine->kv_layout().budget_bytes;
-    served.card = {{"batch", batch.rows}, {"max_batched_tokens", batch.tokens},
+    served.card = {{"batch", batch.rows},
+                   {"max_batched_tokens", batch.tokens},
                    {"batch_choice", batch.reason},
-                   {"kv_budget_bytes", kv_budget}, {"prefix_caching", o.enable_prefix_caching},
-                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device},
-                   {"weight_format", m.weight_format}, {"task", o.task}};
-    const std::string task_line =
-        pooling ? fmt::format("{} (embeddings: {} pooling, from {})", o.task,
-                              pooling_name(pooling->pooling), pooling->source)
-                : o.task;
+                   {"kv_budget_bytes", kv_budget},
+                   {"prefix_caching", o.enable_prefix_caching},
+                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))},
+                   {"device", device},
+                   {"weight_format", m.weight_format},
+                   {"task", o.task}};
+    const std::string task_line = pooling
+                                      ? fmt::format("{} (embeddings: {} pooling, from {})", o.task,
+                                                    pooling_name(pooling->pooling), pooling->source)
+                                      : o.task;
     if (pooling) served.card["pooling"] = pooling_name(pooling->pooling);
     http.set_ready(std::move(served));
     print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format, task_line);

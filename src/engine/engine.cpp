@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "engine/pooled_rows.h"
 #include "engine/media_check.h"
+#include "engine/pooled_rows.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
@@ -284,19 +284,20 @@ StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
                  "sequence {}: a token in flight with no step in flight", seq.id);
     const Sequence::LogitRange owed = seq.owed_prompt_logits();
     const PositionRange pooled = positions_to_pool(seq);
-    plan_rows.push_back({.tokens = seq.tokens,
-                         .start = seq.num_computed,
-                         .count = r.num_tokens,
-                         .block_tables = seq.block_tables,
-                         .num_logits = r.sample ? 1 : 0,
-                         .feed_from = seq.in_flight_row,
-                         .lora_slot = seq.lora ? seq.lora->slot : 0,
-                         .logprob_begin = owed.begin,
-                         .logprob_end = owed.end,
-                         .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0,
-                         .pool_begin = pooled.begin,
-                         .pool_end = pooled.end,
-                         .media = seq.request.media});
+    plan_rows.push_back(
+        {.tokens = seq.tokens,
+         .start = seq.num_computed,
+         .count = r.num_tokens,
+         .block_tables = seq.block_tables,
+         .num_logits = r.sample ? 1 : 0,
+         .feed_from = seq.in_flight_row,
+         .lora_slot = seq.lora ? seq.lora->slot : 0,
+         .logprob_begin = owed.begin,
+         .logprob_end = owed.end,
+         .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0,
+         .pool_begin = pooled.begin,
+         .pool_end = pooled.end,
+         .media = seq.request.media});
   }
   return build_step_plan(plan_rows, config_.scheduler.block_size);
 }

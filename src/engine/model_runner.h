@@ -38,7 +38,8 @@ class ModelRunner {
   // `prev` is the previous step's sampling op, read for the plan's fed tokens. When the
   // plan pools (StepPlan::pool_index), `pooled` gets the runs' sums, [E, hidden] f32 on the
   // device (engine/pooling_step.h).
-  Tensor forward(const StepPlan& plan, const PendingSample* prev = nullptr, Tensor* pooled = nullptr);
+  Tensor forward(const StepPlan& plan, const PendingSample* prev = nullptr,
+                 Tensor* pooled = nullptr);
   // On backends with graphs: run decode steps of up to `max_rows` rows as recorded graphs
   // (engine/decode_graphs.h); `max_model_len` bounds the block tables they read.
   void enable_graphs(int max_model_len, int max_rows);

@@ -10,7 +10,8 @@ namespace tandem {
 std::optional<std::string> pooling_refusal(const GenerationRequest& r) {
   if (!r.pooling) return std::nullopt;
   if (r.max_tokens != 0)
-    return fmt::format("an embedding request generates nothing: max_tokens must be 0 (got {})", r.max_tokens);
+    return fmt::format("an embedding request generates nothing: max_tokens must be 0 (got {})",
+                       r.max_tokens);
   if (r.grammar) return std::string("an embedding request takes no grammar");
   if (r.thinking) return std::string("an embedding request does not think");
   if (r.prompt_logprobs) return std::string("an embedding request returns no prompt logprobs");

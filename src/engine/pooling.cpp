@@ -6,9 +6,12 @@ namespace tandem {
 
 const char* pooling_name(Pooling p) {
   switch (p) {
-    case Pooling::Last: return "last";
-    case Pooling::Mean: return "mean";
-    case Pooling::Cls: return "cls";
+    case Pooling::Last:
+      return "last";
+    case Pooling::Mean:
+      return "mean";
+    case Pooling::Cls:
+      return "cls";
   }
   return "last";
 }
@@ -22,9 +25,12 @@ std::optional<Pooling> pooling_from_name(std::string_view name) {
 PositionRange pooled_positions(Pooling p, int num_prompt) {
   TANDEM_CHECK(num_prompt >= 1, "pooling an empty prompt");
   switch (p) {
-    case Pooling::Last: return {num_prompt - 1, num_prompt};
-    case Pooling::Cls: return {0, 1};
-    case Pooling::Mean: return {0, num_prompt};
+    case Pooling::Last:
+      return {num_prompt - 1, num_prompt};
+    case Pooling::Cls:
+      return {0, 1};
+    case Pooling::Mean:
+      return {0, num_prompt};
   }
   return {num_prompt - 1, num_prompt};
 }

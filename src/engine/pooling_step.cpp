@@ -8,9 +8,11 @@ PoolTensors upload_pool_tensors(Backend& backend, const StepPlan& plan, int hidd
   if (plan.pool_index.empty()) return {};
   const int64_t Q = int64_t(plan.pool_index.size()), E = int64_t(plan.pool_starts.size()) - 1;
   TANDEM_CHECK(E >= 1 && plan.pool_starts.front() == 0 && plan.pool_starts.back() == Q,
-               "the plan pools {} tokens in runs starting at {} entries", Q, plan.pool_starts.size());
+               "the plan pools {} tokens in runs starting at {} entries", Q,
+               plan.pool_starts.size());
   for (int32_t t : plan.pool_index)
-    TANDEM_CHECK(t >= 0 && t < plan.num_tokens(), "pooled token {} of a step of {}", t, plan.num_tokens());
+    TANDEM_CHECK(t >= 0 && t < plan.num_tokens(), "pooled token {} of a step of {}", t,
+                 plan.num_tokens());
   PoolTensors pool{.index = backend.alloc(DType::I32, {Q}),
                    .starts = backend.alloc(DType::I32, {E + 1}),
                    .sums = backend.alloc(DType::F32, {E, int64_t(hidden)})};

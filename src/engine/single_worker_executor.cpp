@@ -89,7 +89,7 @@ class SingleWorkerExecutor final : public Executor {
   std::deque<PendingSample> pending_;    // sampling ops not collected yet, oldest first
   std::optional<Tensor> logits_;         // of the forward issued last, until it is sampled
   std::vector<GeneratedToken> prompt_logprobs_;  // of the forward issued last, until taken
-  std::vector<std::vector<float>> pooled_;       // [E][hidden] of the forward issued last, until taken
+  std::vector<std::vector<float>> pooled_;  // [E][hidden] of the forward issued last, until taken
 };
 
 KvRoom SingleWorkerExecutor::kv_room(const KvSizing& sizing) const {
@@ -143,7 +143,8 @@ void SingleWorkerExecutor::issue_forward(const StepPlan& plan) {
     // One forward computes both: the prompt rows' logits first, the sampled rows' after.
     StepPlan both = plan;
     both.sample_index = plan.logprob_index;
-    both.sample_index.insert(both.sample_index.end(), plan.sample_index.begin(), plan.sample_index.end());
+    both.sample_index.insert(both.sample_index.end(), plan.sample_index.begin(),
+                             plan.sample_index.end());
     Tensor logits = runner_->forward(both, prev, &pooled);
     const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
     prompt_logprobs_ = score_prompt_rows(*backend_, logits.slice_rows(0, num_prompt_rows), plan);

@@ -91,9 +91,11 @@ StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
     }
     const int pool_first = std::max(r.start, r.pool_begin), pool_end = std::min(end, r.pool_end);
     if (pool_first < pool_end) {
-      TANDEM_CHECK(pool_end <= known, "row {}: position {} is pooled but not known", b, pool_end - 1);
+      TANDEM_CHECK(pool_end <= known, "row {}: position {} is pooled but not known", b,
+                   pool_end - 1);
       if (plan.pool_starts.empty()) plan.pool_starts.push_back(0);
-      for (int p = pool_first; p < pool_end; p++) plan.pool_index.push_back(row_first + (p - r.start));
+      for (int p = pool_first; p < pool_end; p++)
+        plan.pool_index.push_back(row_first + (p - r.start));
       plan.pool_starts.push_back(int32_t(plan.pool_index.size()));
     }
     int first_logit = int(plan.tokens.size()) - std::min(r.num_logits, r.count);

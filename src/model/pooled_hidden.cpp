@@ -4,7 +4,8 @@
 
 namespace tandem {
 
-void pool_hidden(Backend& be, const Tensor& rows, const PoolTensors& pool, const RmsNorm& final_norm) {
+void pool_hidden(Backend& be, const Tensor& rows, const PoolTensors& pool,
+                 const RmsNorm& final_norm) {
   TANDEM_CHECK(rows.rows() == pool.index.numel() && pool.sums.cols() == rows.cols(),
                "pool_hidden: {} rows of {} for {} pooled tokens into sums {}", rows.rows(),
                rows.cols(), pool.index.numel(), pool.sums.shape.str());
@@ -14,7 +15,8 @@ void pool_hidden(Backend& be, const Tensor& rows, const PoolTensors& pool, const
 }
 
 Tensor step_outputs(Backend& be, const Tensor& x, const StepTensors& step, const LmHead& head) {
-  if (step.pool.defined()) pool_hidden(be, gather_rows(be, x, step.pool.index), step.pool, head.final_norm);
+  if (step.pool.defined())
+    pool_hidden(be, gather_rows(be, x, step.pool.index), step.pool, head.final_norm);
   return lm_head_logits(be, gather_rows(be, x, step.sample_index), head);
 }
 

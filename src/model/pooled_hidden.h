@@ -13,7 +13,8 @@ namespace tandem {
 
 // rows [Q, D]: the final residual stream at step.pool.index → the final norm → summed run by
 // run into pool.sums [E, D] f32 (Backend::segment_sum).
-void pool_hidden(Backend& be, const Tensor& rows, const PoolTensors& pool, const RmsNorm& final_norm);
+void pool_hidden(Backend& be, const Tensor& rows, const PoolTensors& pool,
+                 const RmsNorm& final_norm);
 
 // x [T, D], the final residual stream → logits [S, V] f32 of step.sample_index; pools the
 // step's embedding rows first, when it has any.

@@ -136,7 +136,9 @@ HttpServer::~HttpServer() {
 
 void HttpServer::install_routes() {
   // What --task leaves out answers 404 naming the task (common/serve_task.h).
-  auto generation = [&](Handler h) { return serves_generation(options_.task) ? h : handle_generation_not_served; };
+  auto generation = [&](Handler h) {
+    return serves_generation(options_.task) ? h : handle_generation_not_served;
+  };
   route("POST", "/v1/chat/completions", ApiStyle::OpenAI, generation(handle_chat_completions));
   route("POST", "/v1/completions", ApiStyle::OpenAI, generation(handle_completions));
   route("POST", "/v1/messages", ApiStyle::Anthropic, generation(handle_messages));

@@ -200,7 +200,8 @@ int run_bench(const BenchOptions& o) {
     shape.model = !o.models.empty() ? o.models[0]
                   : o.model.empty() ? discover_model(endpoint)
                                     : o.model;
-    if (o.endpoint == "embeddings") return run_embeddings_bench(o, endpoint, shape.model, token_max);
+    if (o.endpoint == "embeddings")
+      return run_embeddings_bench(o, endpoint, shape.model, token_max);
     shape.max_tokens = o.output_len;
     shape.temperature = o.temperature;
     if (!o.json_schema_path.empty()) {

@@ -28,7 +28,8 @@ std::string check_answer(const json& j, size_t n) {
   if (j["data"].size() != n) return fmt::format("{} vectors for {} inputs", j["data"].size(), n);
   for (const json& d : j["data"]) {
     const json* e = d.is_object() && d.contains("embedding") ? &d["embedding"] : nullptr;
-    if (!e || !((e->is_array() && !e->empty()) || (e->is_string() && !e->get_ref<const std::string&>().empty())))
+    if (!e || !((e->is_array() && !e->empty()) ||
+                (e->is_string() && !e->get_ref<const std::string&>().empty())))
       return "an item of 'data' has no embedding";
   }
   return "";
@@ -45,10 +46,12 @@ LoadResult run_once(const BenchOptions& o, const Endpoint& endpoint, const std::
   const int n = requests_in(o, concurrency);
   std::vector<std::vector<std::vector<int32_t>>> inputs;
   for (int i = 0; i < n; i++)
-    inputs.push_back(random_prompts(prompt_rng, o.embed_batch, o.input_len, o.token_min, token_max));
+    inputs.push_back(
+        random_prompts(prompt_rng, o.embed_batch, o.input_len, o.token_min, token_max));
   std::vector<double> send_at;
   if (o.request_rate) send_at = poisson_schedule(arrival_rng, n, *o.request_rate);
-  fmt::print(stderr, "concurrency {}: sending {} requests of {} inputs\n", concurrency, n, o.embed_batch);
+  fmt::print(stderr, "concurrency {}: sending {} requests of {} inputs\n", concurrency, n,
+             o.embed_batch);
   return run_jobs(n, 1, concurrency, {}, [&](int i, double start) {
     if (!send_at.empty()) {
       const double wait = start + send_at[size_t(i)] - steady_seconds();
@@ -69,7 +72,8 @@ void validate(const BenchOptions& o) {
 
 }  // namespace
 
-std::string embeddings_body(const std::string& model, const std::vector<std::vector<int32_t>>& inputs,
+std::string embeddings_body(const std::string& model,
+                            const std::vector<std::vector<int32_t>>& inputs,
                             const std::string& encoding_format) {
   return json{{"model", model}, {"input", inputs}, {"encoding_format", encoding_format}}.dump();
 }
@@ -98,7 +102,8 @@ RequestRecord send_embeddings(const Endpoint& endpoint, const std::string& model
     if (rec.error.empty()) {
       rec.num_output_tokens = int(inputs.size());
       const json* usage = j.contains("usage") && j["usage"].is_object() ? &j["usage"] : nullptr;
-      if (usage && usage->contains("prompt_tokens") && (*usage)["prompt_tokens"].is_number_integer())
+      if (usage && usage->contains("prompt_tokens") &&
+          (*usage)["prompt_tokens"].is_number_integer())
         rec.num_prompt_tokens = (*usage)["prompt_tokens"].get<int>();
     }
   }
@@ -115,12 +120,15 @@ std::string embeddings_table_header() {
 }
 
 std::string embeddings_table_row(const RunSummary& r, int inputs_per_request) {
-  auto ms = [](const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); };
+  auto ms = [](const std::optional<double>& v) {
+    return v ? fmt::format("{:.1f}", *v) : std::string("-");
+  };
   const double tokens_per_s = r.duration_s > 0 ? double(r.total_prompt_tokens) / r.duration_s : 0.0;
-  return fmt::format("{:>5} {:>5} {:>6} {:>8.2f} {:>9.1f} {:>10.1f} {:>9} {:>9} {:>9} {:>9} {:>9.2f}\n",
-                     r.concurrency, r.num_requests, r.num_errors, r.requests_per_s,
-                     r.requests_per_s * inputs_per_request, tokens_per_s, ms(r.e2e.mean),
-                     ms(r.e2e.p50), ms(r.e2e.p90), ms(r.e2e.p99), r.duration_s);
+  return fmt::format(
+      "{:>5} {:>5} {:>6} {:>8.2f} {:>9.1f} {:>10.1f} {:>9} {:>9} {:>9} {:>9} {:>9.2f}\n",
+      r.concurrency, r.num_requests, r.num_errors, r.requests_per_s,
+      r.requests_per_s * inputs_per_request, tokens_per_s, ms(r.e2e.mean), ms(r.e2e.p50),
+      ms(r.e2e.p90), ms(r.e2e.p99), r.duration_s);
 }
 
 int run_embeddings_bench(const BenchOptions& o, const Endpoint& endpoint, const std::string& model,
@@ -131,11 +139,13 @@ int run_embeddings_bench(const BenchOptions& o, const Endpoint& endpoint, const 
       endpoint, model, random_prompts(warm_rng, o.embed_batch, o.input_len, o.token_min, token_max),
       o.embed_encoding, steady_seconds());
   if (!warm.ok)
-    fail("the warm-up request to {}{}/v1/embeddings failed: {}", endpoint.origin, endpoint.prefix, warm.error);
+    fail("the warm-up request to {}{}/v1/embeddings failed: {}", endpoint.origin, endpoint.prefix,
+         warm.error);
   BenchSetup setup{o.url, model, o.input_len, 0, o.request_rate, 0.f, o.seed, false, 0, 0};
   fmt::print("url {}  model {}  /v1/embeddings  {} inputs of {} tokens per request  {}\n{}", o.url,
              model, o.embed_batch, o.input_len,
-             o.request_rate ? fmt::format("Poisson arrivals at {:g} req/s", *o.request_rate) : "closed loop",
+             o.request_rate ? fmt::format("Poisson arrivals at {:g} req/s", *o.request_rate)
+                            : "closed loop",
              embeddings_table_header());
   std::fflush(stdout);
   std::mt19937_64 prompt_rng(o.seed), arrival_rng(o.seed + 1);

@@ -16,7 +16,8 @@
 namespace tandem::cli::bench {
 
 // {"model", "input": [[ids], ...], "encoding_format"}
-std::string embeddings_body(const std::string& model, const std::vector<std::vector<int32_t>>& inputs,
+std::string embeddings_body(const std::string& model,
+                            const std::vector<std::vector<int32_t>>& inputs,
                             const std::string& encoding_format);
 
 // Sends one request; `run_start_s` is the zero of the record's start_s. The record's

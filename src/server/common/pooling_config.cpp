@@ -36,9 +36,10 @@ std::optional<std::filesystem::path> pooling_folder(const std::filesystem::path&
     if (type.ends_with(".Pooling")) {
       folder = dir / path;
     } else if (folder && !type.ends_with(".Normalize")) {
-      fail("{}: module '{}' ({}) follows the pooling; tandem serves the pooled (and normalized) "
-           "hidden state only",
-           modules.string(), path, type);
+      fail(
+          "{}: module '{}' ({}) follows the pooling; tandem serves the pooled (and normalized) "
+          "hidden state only",
+          modules.string(), path, type);
     }
   }
   return folder;
@@ -54,14 +55,17 @@ std::optional<Pooling> sentence_transformers_pooling(const std::filesystem::path
   if (!c.is_object()) fail("{}: expected an object", file.string());
   std::optional<Pooling> chosen;
   for (auto it = c.begin(); it != c.end(); ++it) {
-    if (!it.key().starts_with("pooling_mode_") || !it.value().is_boolean() || !it.value().get<bool>())
+    if (!it.key().starts_with("pooling_mode_") || !it.value().is_boolean() ||
+        !it.value().get<bool>())
       continue;
     const std::string mode = it.key().substr(13);
     const std::optional<Pooling> p = mode == "lasttoken"     ? std::optional(Pooling::Last)
                                      : mode == "mean_tokens" ? std::optional(Pooling::Mean)
                                      : mode == "cls_token"   ? std::optional(Pooling::Cls)
                                                              : std::nullopt;
-    if (!p) fail("{}: pooling mode '{}' is not one tandem computes (last, mean, cls)", file.string(), it.key());
+    if (!p)
+      fail("{}: pooling mode '{}' is not one tandem computes (last, mean, cls)", file.string(),
+           it.key());
     if (chosen) fail("{}: several pooling modes at once are not supported", file.string());
     chosen = p;
   }

@@ -7,9 +7,12 @@ namespace tandem::server {
 
 const char* serve_task_name(ServeTask t) {
   switch (t) {
-    case ServeTask::Auto: return "auto";
-    case ServeTask::Generate: return "generate";
-    case ServeTask::Embed: return "embed";
+    case ServeTask::Auto:
+      return "auto";
+    case ServeTask::Generate:
+      return "generate";
+    case ServeTask::Embed:
+      return "embed";
   }
   return "auto";
 }
@@ -22,10 +25,10 @@ std::optional<ServeTask> serve_task_from_name(std::string_view name) {
 
 void handle_generation_not_served(const EndpointContext&, const httplib::Request& req,
                                   httplib::Response&) {
-  throw not_found_error(fmt::format(
-      "{} is not served: this server runs --task embed (an embedding model); use "
-      "/v1/embeddings, or serve a generative model with --task auto",
-      req.path));
+  throw not_found_error(
+      fmt::format("{} is not served: this server runs --task embed (an embedding model); use "
+                  "/v1/embeddings, or serve a generative model with --task auto",
+                  req.path));
 }
 
 void handle_embeddings_not_served(const EndpointContext&, const httplib::Request& req,

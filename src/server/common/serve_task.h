@@ -18,7 +18,11 @@ enum class ServeTask : uint8_t {
 const char* serve_task_name(ServeTask t);
 // "auto", "generate", "embed"; nullopt for anything else.
 std::optional<ServeTask> serve_task_from_name(std::string_view name);
-inline bool serves_generation(ServeTask t) { return t != ServeTask::Embed; }
-inline bool serves_embeddings(ServeTask t) { return t != ServeTask::Generate; }
+inline bool serves_generation(ServeTask t) {
+  return t != ServeTask::Embed;
+}
+inline bool serves_embeddings(ServeTask t) {
+  return t != ServeTask::Generate;
+}
 
 }  // namespace tandem::server

@@ -42,7 +42,8 @@ std::vector<int32_t> input_tokens(const EndpointContext& ctx, const EmbeddingsRe
   return ids;
 }
 
-std::vector<GenerationRequest> engine_requests(const EndpointContext& ctx, const EmbeddingsRequest& r) {
+std::vector<GenerationRequest> engine_requests(const EndpointContext& ctx,
+                                               const EmbeddingsRequest& r) {
   std::vector<GenerationRequest> out;
   int64_t total = 0;
   for (const PromptInput& input : r.inputs) {
@@ -62,8 +63,8 @@ std::vector<GenerationRequest> engine_requests(const EndpointContext& ctx, const
 
 void handle_embeddings(const EndpointContext& ctx, const httplib::Request& req,
                        httplib::Response& res) {
-  const EmbeddingsRequest r =
-      parse_embeddings_request(read_request_body(ctx, req), ctx.model.engine->model_info(), ctx.limits);
+  const EmbeddingsRequest r = parse_embeddings_request(read_request_body(ctx, req),
+                                                       ctx.model.engine->model_info(), ctx.limits);
   GenerationRun run(*ctx.model.engine, engine_requests(ctx, r), &ctx.metrics);
   std::optional<std::vector<ChoiceResult>> results = collect_results(run, ctx.watch);
   if (!results) {

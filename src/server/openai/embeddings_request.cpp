@@ -12,10 +12,12 @@ bool read_base64(const FieldReader& f) {
   const std::optional<std::string> format = f.string("encoding_format");
   if (!format || *format == "float") return false;
   if (*format == "base64") return true;
-  invalid_request("encoding_format", "'encoding_format' must be 'float' or 'base64', got '{}'", *format);
+  invalid_request("encoding_format", "'encoding_format' must be 'float' or 'base64', got '{}'",
+                  *format);
 }
 
-std::vector<PromptInput> read_inputs(const FieldReader& f, int vocab_size, const RequestLimits& limits) {
+std::vector<PromptInput> read_inputs(const FieldReader& f, int vocab_size,
+                                     const RequestLimits& limits) {
   std::vector<PromptInput> inputs = read_prompt_inputs(f.require("input"), "input", vocab_size);
   if (inputs.size() > limits.max_sequences)
     invalid_request("input", "{} inputs is more than the limit of {} (--max-request-sequences)",
@@ -46,7 +48,8 @@ EmbeddingsRequest parse_embeddings_request(const Json& body, const ModelInfo& mo
   out.normalize = f.boolean("normalize").value_or(true);
   out.add_special_tokens = f.boolean("add_special_tokens").value_or(true);
   if (auto k = f.integer("truncate_prompt_tokens", -1, model.max_model_len)) {
-    if (*k == 0) invalid_request("truncate_prompt_tokens", "'truncate_prompt_tokens' must be -1 or >= 1");
+    if (*k == 0)
+      invalid_request("truncate_prompt_tokens", "'truncate_prompt_tokens' must be -1 or >= 1");
     out.truncate_prompt_tokens = *k == -1 ? model.max_model_len : int(*k);
   }
   return out;

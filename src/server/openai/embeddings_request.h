@@ -20,8 +20,8 @@ struct EmbeddingsRequest {
   bool base64 = false;               // encoding_format: "float" (default) or "base64"
   // Matryoshka truncation: the first `dimensions` values (then normalized), 1..hidden size.
   std::optional<int> dimensions;
-  bool normalize = true;             // L2, vLLM's field; false: the raw pooled vector
-  bool add_special_tokens = true;    // for text inputs (vLLM's default)
+  bool normalize = true;           // L2, vLLM's field; false: the raw pooled vector
+  bool add_special_tokens = true;  // for text inputs (vLLM's default)
   // Keep only the last k tokens of each input (vLLM's truncate_prompt_tokens; -1 in the
   // request: the context length); none: an input past the context is refused.
   std::optional<int> truncate_prompt_tokens;

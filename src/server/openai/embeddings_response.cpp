@@ -51,18 +51,17 @@ std::string base64_f32(std::span<const float> values) {
   for (size_t i = 0; i < bytes.size(); i += 3) {
     const size_t n = std::min<size_t>(3, bytes.size() - i);
     uint32_t chunk = 0;
-    for (size_t k = 0; k < 3; k++)
-      chunk = (chunk << 8) | (k < n ? uint8_t(bytes[i + k]) : 0u);
-    for (size_t k = 0; k < 4; k++)
-      out += k <= n ? kAlphabet[(chunk >> (18 - 6 * k)) & 63] : '=';
+    for (size_t k = 0; k < 3; k++) chunk = (chunk << 8) | (k < n ? uint8_t(bytes[i + k]) : 0u);
+    for (size_t k = 0; k < 4; k++) out += k <= n ? kAlphabet[(chunk >> (18 - 6 * k)) & 63] : '=';
   }
   return out;
 }
 
-std::string embeddings_body(const EmbeddingsMeta& meta, const std::vector<std::vector<float>>& vectors) {
-  std::string out = "{\"id\":" + dump_json(meta.id) + ",\"object\":\"list\",\"created\":" +
-                    std::to_string(meta.created) + ",\"model\":" + dump_json(meta.model) +
-                    ",\"data\":[";
+std::string embeddings_body(const EmbeddingsMeta& meta,
+                            const std::vector<std::vector<float>>& vectors) {
+  std::string out = "{\"id\":" + dump_json(meta.id) +
+                    ",\"object\":\"list\",\"created\":" + std::to_string(meta.created) +
+                    ",\"model\":" + dump_json(meta.model) + ",\"data\":[";
   for (size_t i = 0; i < vectors.size(); i++) {
     if (i) out += ',';
     out += "{\"object\":\"embedding\",\"index\":" + std::to_string(i) + ",\"embedding\":";

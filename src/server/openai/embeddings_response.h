@@ -32,6 +32,7 @@ struct EmbeddingsMeta {
 };
 
 // vectors[i] answers input i. Floats are written in their shortest round-trip decimal.
-std::string embeddings_body(const EmbeddingsMeta& meta, const std::vector<std::vector<float>>& vectors);
+std::string embeddings_body(const EmbeddingsMeta& meta,
+                            const std::vector<std::vector<float>>& vectors);
 
 }  // namespace tandem::server

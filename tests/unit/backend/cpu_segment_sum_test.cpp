@@ -8,11 +8,13 @@
 namespace tandem {
 namespace {
 
-std::vector<double> reference(const std::vector<float>& x, const std::vector<int32_t>& starts, int D) {
+std::vector<double> reference(const std::vector<float>& x, const std::vector<int32_t>& starts,
+                              int D) {
   std::vector<double> out((starts.size() - 1) * size_t(D), 0.0);
   for (size_t e = 0; e + 1 < starts.size(); e++)
     for (int32_t q = starts[e]; q < starts[e + 1]; q++)
-      for (int d = 0; d < D; d++) out[e * size_t(D) + size_t(d)] += x[size_t(q) * size_t(D) + size_t(d)];
+      for (int d = 0; d < D; d++)
+        out[e * size_t(D) + size_t(d)] += x[size_t(q) * size_t(D) + size_t(d)];
   return out;
 }
 
@@ -40,10 +42,10 @@ TEST(CpuSegmentSum, BadRunsAreRefused) {
   auto sum = [&](std::vector<int32_t> starts, Tensor o) {
     be->segment_sum(o, x, test::device_i32(*be, starts, {int64_t(starts.size())}));
   };
-  EXPECT_THROW(sum({0, 3, 2}, out), Error);                              // a run ends before it starts
-  EXPECT_THROW(sum({0, 2, 3}, out), Error);                              // rows left over
-  EXPECT_THROW(sum({0, 2, 4}, be->alloc(DType::F32, {3, 8})), Error);    // out's shape
-  EXPECT_THROW(sum({0, 2, 4}, be->alloc(DType::I32, {2, 8})), Error);    // out's dtype
+  EXPECT_THROW(sum({0, 3, 2}, out), Error);  // a run ends before it starts
+  EXPECT_THROW(sum({0, 2, 3}, out), Error);  // rows left over
+  EXPECT_THROW(sum({0, 2, 4}, be->alloc(DType::F32, {3, 8})), Error);  // out's shape
+  EXPECT_THROW(sum({0, 2, 4}, be->alloc(DType::I32, {2, 8})), Error);  // out's dtype
   try {
     sum({1, 2, 4}, out);
     FAIL() << "a run start past 0 was taken";

@@ -73,12 +73,13 @@ TEST(EmbeddingEngine, LastPoolingIsOneHiddenStateOfTheModelsWidth) {
 }
 
 // Position t's hidden state, t < n: the last pooling of the first t + 1 tokens.
-std::vector<std::vector<float>> hidden_states(const char* arch, const std::vector<int32_t>& prompt) {
+std::vector<std::vector<float>> hidden_states(const char* arch,
+                                              const std::vector<int32_t>& prompt) {
   auto engine = test::cpu_engine(arch, {});
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (size_t t = 0; t < prompt.size(); t++)
-    streams.push_back(engine->submit(
-        embedding(std::vector<int32_t>(prompt.begin(), prompt.begin() + long(t) + 1), Pooling::Last)));
+    streams.push_back(engine->submit(embedding(
+        std::vector<int32_t>(prompt.begin(), prompt.begin() + long(t) + 1), Pooling::Last)));
   engine->run_until_idle();
   std::vector<std::vector<float>> out;
   for (auto& s : streams) out.push_back(read_embedding(*s).vector);
@@ -106,7 +107,8 @@ TEST(EmbeddingEngine, MeanIsTheAverageOfEveryPositionsHiddenStateAndClsTheFirst)
 TEST(EmbeddingEngine, BatchedAndChunkedEqualsEachAlone) {
   std::vector<std::pair<std::vector<int32_t>, Pooling>> inputs;
   for (int i = 0; i < 6; i++)
-    inputs.push_back({prompt_of(9 + 11 * i, 20 + i), std::array{Pooling::Last, Pooling::Mean, Pooling::Cls}[i % 3]});
+    inputs.push_back({prompt_of(9 + 11 * i, 20 + i),
+                      std::array{Pooling::Last, Pooling::Mean, Pooling::Cls}[i % 3]});
   std::vector<std::vector<float>> solo;
   for (auto& [p, pooling] : inputs) solo.push_back(embed_alone("llama", p, pooling));
   auto ref = test::cpu_engine("llama", {});

@@ -35,7 +35,7 @@ TEST(Pooling, RunsAddUpToTheMeanAndAreTakenOnce) {
   EXPECT_THROW(s.add(std::vector<float>{1.f}, 1), Error);  // another width
   s.add(std::vector<float>{4.f, 8.f}, 3);
   EXPECT_TRUE(s.done());
-  EXPECT_EQ(s.vector(), (std::vector<float>{1.f, 2.f}));  // (1 + 4) / 5, (2 + 8) / 5
+  EXPECT_EQ(s.vector(), (std::vector<float>{1.f, 2.f}));        // (1 + 4) / 5, (2 + 8) / 5
   EXPECT_THROW(s.add(std::vector<float>{1.f, 1.f}, 1), Error);  // nothing more is owed
 }
 

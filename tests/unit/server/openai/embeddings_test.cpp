@@ -1,12 +1,20 @@
 // POST /v1/embeddings through the real HTTP server over a scripted engine: OpenAI's shape
 // for every input form, base64, dimensions, normalize, usage, the errors (each a 400 in
-// OpenAI's shape naming the field), and --task routing.
+// OpenAI's shape naming the field), and --task routing. Then --pooling and the folder's
+// sentence-transformers files (common/pooling_config.h): each mode read from
+// 1_Pooling/config.json through modules.json, the flag winning, and the folders tandem
+// would serve other vectors for refused naming the file.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
 
 #include "../test_server.h"
+#include "core/error.h"
+#include "server/common/pooling_config.h"
 #include "server/openai/embeddings_response.h"
 
 namespace tandem::server::testing {
@@ -74,13 +82,15 @@ TEST_F(EmbeddingsHttp, EveryInputFormIsAnsweredInOrder) {
   HttpReply ids = embed({{"input", Json::parse("[7, 8, 9]")}});
   ASSERT_EQ(ids.status, 200) << ids.body;
   EXPECT_EQ(server_.engine.requests().back().prompt, (std::vector<int32_t>{7, 8, 9}));
-  HttpReply lists = embed({{"input", Json::parse("[[5], [6, 6], [7, 7, 7]]")}, {"normalize", false}});
+  HttpReply lists =
+      embed({{"input", Json::parse("[[5], [6, 6], [7, 7, 7]]")}, {"normalize", false}});
   ASSERT_EQ(lists.status, 200) << lists.body;
   Json j = lists.json();
   ASSERT_EQ(j["data"].size(), 3u);
   for (int i = 0; i < 3; i++) {
     EXPECT_EQ(j["data"][i]["index"], i);
-    EXPECT_EQ(floats_of(j["data"][i]["embedding"]), (std::vector<float>{float(i + 1), float(i + 5), 3.f, -4.f}));
+    EXPECT_EQ(floats_of(j["data"][i]["embedding"]),
+              (std::vector<float>{float(i + 1), float(i + 5), 3.f, -4.f}));
   }
   EXPECT_EQ(j["usage"]["prompt_tokens"], 6);
   HttpReply texts = embed({{"input", {"one", "two words", "three"}}});
@@ -121,7 +131,8 @@ TEST_F(EmbeddingsHttp, DimensionsTruncateThenRenormalize) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_FLOAT_EQ(got[0], want[0]);
   EXPECT_FLOAT_EQ(got[1], want[1]);
-  HttpReply raw = embed({{"input", Json::parse("[[1, 2]]")}, {"dimensions", 3}, {"normalize", false}});
+  HttpReply raw =
+      embed({{"input", Json::parse("[[1, 2]]")}, {"dimensions", 3}, {"normalize", false}});
   EXPECT_EQ(floats_of(raw.json()["data"][0]["embedding"]), (std::vector<float>{2.f, 1.f, 3.f}));
 }
 
@@ -154,7 +165,8 @@ TEST_F(EmbeddingsHttp, TruncatePromptTokensKeepsTheLastOnes) {
   HttpReply r = embed({{"input", std::vector<int32_t>(300, 3)}, {"truncate_prompt_tokens", 10}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(server_.engine.requests().back().prompt.size(), 10u);
-  HttpReply context = embed({{"input", std::vector<int32_t>(300, 3)}, {"truncate_prompt_tokens", -1}});
+  HttpReply context =
+      embed({{"input", std::vector<int32_t>(300, 3)}, {"truncate_prompt_tokens", -1}});
   ASSERT_EQ(context.status, 200) << context.body;
   EXPECT_EQ(server_.engine.requests().back().prompt.size(), 256u);
 }
@@ -180,7 +192,8 @@ struct LimitedServer : EmbeddingsHttp {
 
 TEST_F(LimitedServer, TooManyInputsOrTokensAreRefusedNamingTheFlag) {
   expect_400(embed({{"input", {"a", "b", "c"}}}), "input", "--max-request-sequences");
-  expect_400(embed({{"input", Json::parse("[[1, 2, 3], [4, 5, 6]]")}}), "input", "--max-request-tokens");
+  expect_400(embed({{"input", Json::parse("[[1, 2, 3], [4, 5, 6]]")}}), "input",
+             "--max-request-tokens");
   EXPECT_EQ(embed({{"input", Json::parse("[[1, 2], [4, 5, 6]]")}}).status, 200);
 }
 
@@ -197,7 +210,8 @@ TEST_F(EmbedOnlyServer, GenerationRoutesAre404sNamingTheTask) {
   for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/responses"}) {
     HttpReply r = server_.post(path, chat_body("hi"));
     ASSERT_EQ(r.status, 404) << path;
-    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("--task embed"), std::string::npos);
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("--task embed"),
+              std::string::npos);
   }
   HttpReply messages = server_.post("/v1/messages", chat_body("hi", {{"max_tokens", 4}}));
   ASSERT_EQ(messages.status, 404);
@@ -212,7 +226,8 @@ struct GenerateOnlyServer : EmbeddingsHttp {
 TEST_F(GenerateOnlyServer, EmbeddingsAre404NamingTheTask) {
   HttpReply r = embed({{"input", "a"}});
   ASSERT_EQ(r.status, 404);
-  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("--task generate"), std::string::npos);
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("--task generate"),
+            std::string::npos);
 }
 
 TEST(EmbeddingsFormat, Base64OfKnownFloatsAndNonFiniteVectors) {
@@ -226,3 +241,89 @@ TEST(EmbeddingsFormat, Base64OfKnownFloatsAndNonFiniteVectors) {
 
 }  // namespace
 }  // namespace tandem::server::testing
+
+namespace tandem::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PoolingConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tandem_pooling_" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir_ / "1_Pooling");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const fs::path& rel, const std::string& text) { std::ofstream(dir_ / rel) << text; }
+  void modules(const std::string& after_pooling = "") {
+    write(
+        "modules.json",
+        R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+              {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"})" +
+            after_pooling + "]");
+  }
+  void pooling(const std::string& mode, const std::string& extra = "") {
+    write("1_Pooling/config.json",
+          R"({"word_embedding_dimension": 64, "pooling_mode_cls_token": false,
+          "pooling_mode_mean_tokens": false, "pooling_mode_max_tokens": false, ")" +
+              mode + R"(": true, "include_prompt": true)" + extra + "}");
+  }
+  std::string error_of(const std::string& flag = "auto") {
+    try {
+      choose_pooling(dir_, flag);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  fs::path dir_;
+};
+
+TEST_F(PoolingConfig, EachModeIsReadThroughModulesJson) {
+  modules();
+  for (auto [mode, want] : {std::pair{"pooling_mode_lasttoken", Pooling::Last},
+                            {"pooling_mode_mean_tokens", Pooling::Mean},
+                            {"pooling_mode_cls_token", Pooling::Cls}}) {
+    pooling(mode);
+    PoolingChoice c = choose_pooling(dir_, "auto");
+    EXPECT_EQ(c.pooling, want) << mode;
+    EXPECT_NE(c.source, "default");
+  }
+}
+
+TEST_F(PoolingConfig, TheFlagWinsAndAFolderWithoutFilesDefaultsToLast) {
+  modules(
+      R"(, {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})");
+  pooling("pooling_mode_mean_tokens");
+  EXPECT_EQ(choose_pooling(dir_, "cls").pooling, Pooling::Cls);
+  EXPECT_EQ(choose_pooling(dir_, "cls").source, "--pooling");
+  fs::remove_all(dir_ / "1_Pooling");
+  fs::remove(dir_ / "modules.json");
+  EXPECT_EQ(choose_pooling(dir_, "auto").pooling, Pooling::Last);
+  EXPECT_EQ(choose_pooling(dir_, "auto").source, "default");
+  EXPECT_NE(error_of("max").find("--pooling 'max'"), std::string::npos);
+}
+
+TEST_F(PoolingConfig, FoldersThatWouldGetOtherVectorsAreRefusedNamingTheFile) {
+  modules();
+  pooling("pooling_mode_max_tokens");
+  EXPECT_NE(error_of().find("pooling_mode_max_tokens"), std::string::npos);
+  EXPECT_NE(error_of().find("1_Pooling"), std::string::npos);
+  pooling("pooling_mode_lasttoken", R"(, "pooling_mode_mean_sqrt_len_tokens": true)");
+  EXPECT_NE(error_of().find("pooling_mode_mean_sqrt_len_tokens"), std::string::npos);
+  write("1_Pooling/config.json",
+        R"({"pooling_mode_lasttoken": true, "pooling_mode_cls_token": true})");
+  EXPECT_NE(error_of().find("several"), std::string::npos);
+  write("1_Pooling/config.json", R"({"pooling_mode_lasttoken": true, "include_prompt": false})");
+  EXPECT_NE(error_of().find("include_prompt"), std::string::npos);
+  pooling("pooling_mode_lasttoken");
+  modules(
+      R"(, {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})");
+  EXPECT_NE(error_of().find("2_Dense"), std::string::npos);
+  EXPECT_NE(error_of("last").find("2_Dense"), std::string::npos);  // the flag cannot fix that
+  write("modules.json", "{not json");
+  EXPECT_NE(error_of().find("modules.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tandem::server
