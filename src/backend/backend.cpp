@@ -190,6 +190,10 @@ void Backend::lora_add(Tensor&, const Tensor&, const LinearLora&, const LoraRows
   fail("{}: op 'lora_add' is not implemented", name());
 }
 
+void Backend::segment_sum(Tensor&, const Tensor&, const Tensor&) {
+  fail("{}: op 'segment_sum' is not implemented", name());
+}
+
 void Backend::sub(Tensor&, const Tensor&, const Tensor&) {
   fail("{}: op 'sub' is not implemented", name());
 }

@@ -182,6 +182,11 @@ class Backend {
                          const StepTensors& step, const AttentionParams& params) = 0;
   // out[s] = x[index[s]].   out [S, D], x [T, D], index [S] i32
   virtual void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) = 0;
+  // Sums of runs of consecutive rows, in f32: out[e] = Σ x[q] over q in [starts[e],
+  // starts[e+1]) (an empty run sums to zeros). Embedding rows pool their final hidden
+  // states with it (model/pooled_hidden.h). Not pure: a backend without it fails.
+  //   out [E, D] f32, x [Q, D], starts [E+1] i32 (non-decreasing, from 0 to Q)
+  virtual void segment_sum(Tensor& out, const Tensor& x, const Tensor& starts);
   // Mixture-of-experts routing: softmax over experts, keep the top k, optionally
   // renormalize the kept weights to sum to 1.
   //   weights [T, k] f32, ids [T, k] i32, logits [T, E]

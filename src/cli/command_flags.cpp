@@ -129,6 +129,16 @@ CLI::App* add_serve_command(CLI::App& app, CommandLine& line) {
   cmd->add_option("--served-model-name", o.served_model_name,
                   "Model name in the API (default: the folder name)");
   add_prefix_caching_flag(*cmd, o.enable_prefix_caching);
+  cmd->add_option("--task", o.task,
+                  "auto (generation and /v1/embeddings), generate, or embed (/v1/embeddings "
+                  "only: the generation routes answer 404)")
+      ->check(CLI::IsMember({"auto", "generate", "embed"}))
+      ->capture_default_str();
+  cmd->add_option("--pooling", o.pooling,
+                  "How /v1/embeddings pools the final hidden states: auto (the folder's "
+                  "sentence-transformers 1_Pooling config, else last), last, mean or cls")
+      ->check(CLI::IsMember({"auto", "last", "mean", "cls"}))
+      ->capture_default_str();
   cmd->add_flag("--log-requests", o.log_requests, "One line per request on stderr");
   add_limit_flags(*cmd, o.limits, o.allowed_hosts);
   cmd->add_flag("--no-web-ui", o.no_web_ui, "Serve no web pages (the chat at / and /dashboard)");
@@ -325,6 +335,18 @@ CLI::App* add_bench_command(CLI::App& app, CommandLine& line) {
                   "Constrained requests carry this JSON Schema (response_format json_schema)");
   cmd->add_option("--constrained-fraction", o.constrained_fraction,
                   "Fraction of the requests constrained by --json-schema (spread evenly)")
+      ->capture_default_str();
+  cmd->add_option("--endpoint", o.endpoint,
+                  "completions (streamed generation) or embeddings (/v1/embeddings: inputs/s, "
+                  "tokens/s, latency)")
+      ->check(CLI::IsMember({"completions", "embeddings"}))
+      ->capture_default_str();
+  cmd->add_option("--embed-batch", o.embed_batch,
+                  "--endpoint embeddings: inputs per request (of --input-len tokens each)")
+      ->capture_default_str();
+  cmd->add_option("--embed-encoding", o.embed_encoding,
+                  "--endpoint embeddings: encoding_format asked for, float or base64")
+      ->check(CLI::IsMember({"float", "base64"}))
       ->capture_default_str();
   cmd->add_option("--json", o.json_path, "Write the raw per-request numbers and summaries to FILE");
   cmd->add_option("--plot", o.plot_path,

@@ -43,6 +43,8 @@ struct ServeOptions {
   // POST /v1/load_lora_adapter and /v1/unload_lora_adapter; the slots and rank then default
   // to 4 and 16 at least (room to load adapters into; 16 is vLLM's --max-lora-rank default).
   bool enable_lora_runtime_updates = false;
+  std::string task = "auto";     // --task: auto | generate | embed (server/common/serve_task.h)
+  std::string pooling = "auto";  // --pooling: auto | last | mean | cls (common/pooling_config.h)
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/kv_layout.h"
+#include "server/common/pooling_config.h"
 #include "server/http_server.h"
 
 namespace tandem::cli {
@@ -54,7 +55,7 @@ void install_signal_handlers() {
 
 void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchChoice& batch,
                       const std::string& device, int port, int64_t kv_bytes,
-                      const std::string& weight_format) {
+                      const std::string& weight_format, const std::string& task) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
@@ -65,12 +66,13 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchCh
              "  KV cache     {:.1f} MiB {}, {} blocks of {} tokens\n"
              "  batch        {}\n"
              "  prefix cache {}\n"
+             "  task         {}\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              weight_format, info.max_model_len, double(kv_bytes) / double(1 << 20),
-             dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
-             info.block_size, batch.reason,
-             o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)", o.host, port);
+             dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(), info.block_size,
+             batch.reason, o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)",
+             task, o.host, port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
                o.host, port);
@@ -122,12 +124,17 @@ int run_serve(const ServeOptions& o) {
     if (!o.allowed_hosts.empty()) so.allowed_hosts = o.allowed_hosts;
     so.web_ui = !o.no_web_ui;
     so.lora_runtime_updates = o.enable_lora_runtime_updates;
+    so.task = *server::serve_task_from_name(o.task);  // the flag's values are checked
     server::HttpServer http(so);
     http.start();
     g_server = &http;
     install_signal_handlers();
     fmt::print(stderr, "tandem: listening on http://{}:{} — loading {}\n", o.host, http.port(), o.model);
 
+    // How /v1/embeddings pools, decided before the model loads (a folder it cannot serve fails
+    // fast).
+    std::optional<server::PoolingChoice> pooling;
+    if (server::serves_embeddings(so.task)) pooling = server::choose_pooling(o.model, o.pooling);
     std::vector<std::pair<std::string, std::filesystem::path>> loras = parse_lora_modules(o.lora_modules);
     std::vector<std::filesystem::path> lora_dirs;
     for (auto& [name, dir] : loras) lora_dirs.push_back(dir);
@@ -154,14 +161,24 @@ int run_serve(const ServeOptions& o) {
     engine->start();
     server::ServedModel served =
         server::load_served_model(tokenizer_source(o.model, o.tokenizer), *engine, m.tokenizer);
+    if (pooling) served.pooling = pooling->pooling;
     const int64_t kv_budget = engine->kv_layout().budget_bytes;
-    served.card = {{"batch", batch.rows}, {"max_batched_tokens", batch.tokens},
+    served.card = {{"batch", batch.rows},
+                   {"max_batched_tokens", batch.tokens},
                    {"batch_choice", batch.reason},
-                   {"kv_budget_bytes", kv_budget}, {"prefix_caching", o.enable_prefix_caching},
-                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device},
-                   {"weight_format", m.weight_format}};
+                   {"kv_budget_bytes", kv_budget},
+                   {"prefix_caching", o.enable_prefix_caching},
+                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))},
+                   {"device", device},
+                   {"weight_format", m.weight_format},
+                   {"task", o.task}};
+    const std::string task_line = pooling
+                                      ? fmt::format("{} (embeddings: {} pooling, from {})", o.task,
+                                                    pooling_name(pooling->pooling), pooling->source)
+                                      : o.task;
+    if (pooling) served.card["pooling"] = pooling_name(pooling->pooling);
     http.set_ready(std::move(served));
-    print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format);
+    print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format, task_line);
     {
       StatsLog running_log(*engine, std::chrono::seconds(10));
       http.wait();

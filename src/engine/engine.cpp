@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "engine/media_check.h"
+#include "engine/pooled_rows.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
@@ -82,6 +83,7 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
   const ModelConfig& c = e.model;
   info_.name = config_.served_model_name;
   info_.vocab_size = c.vocab_size;
+  info_.hidden_size = c.hidden_size;
   // A sequence must always fit alone, or it could preempt itself forever.
   info_.max_model_len = int(std::min<int64_t>(
       config_.max_model_len.value_or(c.max_position_embeddings), kv_.max_sequence_tokens()));
@@ -121,7 +123,8 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
     if (pl->top < 0 || pl->top > kMaxSampleTopLogprobs)
       return refuse(fmt::format("prompt top logprobs must be in 0..{} (got {})", kMaxSampleTopLogprobs, pl->top));
   }
-  const int min_tokens = request.prompt_logprobs ? 0 : 1;
+  if (auto why = pooling_refusal(request)) return refuse(*why);
+  const int min_tokens = request.prompt_logprobs || request.pooling ? 0 : 1;
   if (request.max_tokens < min_tokens)
     return refuse(fmt::format("max_tokens must be >= {} (got {})", min_tokens, request.max_tokens));
   if (request.grammar && request.grammar->vocab().num_tokens() != info_.vocab_size)
@@ -254,6 +257,7 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   last.completion_tokens = seq.num_generated();
   last.cached_tokens = seq.num_cached_tokens.value_or(0);
   take_prompt_logprobs(seq, last);
+  if (seq.pooling && seq.pooling->done()) last.embedding = seq.pooling->vector();
   scheduler_.finish(&seq);
   {
     // Counted before the client can see the end of its stream (and read /stats).
@@ -279,17 +283,21 @@ StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
     TANDEM_CHECK(seq.num_in_flight == 0 || (in_flight_ && seq.in_flight_row),
                  "sequence {}: a token in flight with no step in flight", seq.id);
     const Sequence::LogitRange owed = seq.owed_prompt_logits();
-    plan_rows.push_back({.tokens = seq.tokens,
-                         .start = seq.num_computed,
-                         .count = r.num_tokens,
-                         .block_tables = seq.block_tables,
-                         .num_logits = r.sample ? 1 : 0,
-                         .feed_from = seq.in_flight_row,
-                         .lora_slot = seq.lora ? seq.lora->slot : 0,
-                         .logprob_begin = owed.begin,
-                         .logprob_end = owed.end,
-                         .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0,
-                         .media = seq.request.media});
+    const PositionRange pooled = positions_to_pool(seq);
+    plan_rows.push_back(
+        {.tokens = seq.tokens,
+         .start = seq.num_computed,
+         .count = r.num_tokens,
+         .block_tables = seq.block_tables,
+         .num_logits = r.sample ? 1 : 0,
+         .feed_from = seq.in_flight_row,
+         .lora_slot = seq.lora ? seq.lora->slot : 0,
+         .logprob_begin = owed.begin,
+         .logprob_end = owed.end,
+         .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0,
+         .pool_begin = pooled.begin,
+         .pool_end = pooled.end,
+         .media = seq.request.media});
   }
   return build_step_plan(plan_rows, config_.scheduler.block_size);
 }
@@ -393,6 +401,7 @@ std::vector<std::shared_ptr<Sequence>> Engine::receive_prompt_logprobs(
 std::optional<Engine::InFlight> Engine::issue(const std::vector<ScheduledRow>& rows) {
   executor_->issue_forward(plan_step(rows));
   const std::vector<std::shared_ptr<Sequence>> scored_only = receive_prompt_logprobs(rows);
+  receive_pooled_runs(rows, executor_->take_pooled());
   advance(rows);
   // The overlap rule (engine.h): the previous step's tokens are read here, while the
   // device runs this step's forward, when a row's sampling needs them on the host.

@@ -47,6 +47,7 @@ struct EngineStats {
 struct ModelInfo {
   std::string name;            // served model name
   int vocab_size = 0;
+  int hidden_size = 0;         // the length of an embedding (GenerationRequest::pooling)
   int max_model_len = 0;       // prompt + generated tokens at most
   std::vector<int32_t> eos_token_ids;
   int64_t num_parameters = 0;

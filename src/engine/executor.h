@@ -104,6 +104,11 @@ class Executor {
   // forgets them. On an asynchronous device that forward's rows were read when it was
   // issued (only the steps that ask for prompt logprobs wait for the device).
   virtual std::vector<GeneratedToken> take_prompt_logprobs() = 0;
+  // The pooled runs of the forward issued last (StepPlan::pool_index): one sum of final
+  // hidden states ([hidden] f32) per run, in plan order; empty when it pooled nothing.
+  // Taking them forgets them. Like prompt logprobs, only the steps that pool wait for the
+  // device. The default serves executors that never pool (the engine then fails the step).
+  virtual std::vector<std::vector<float>> take_pooled() { return {}; }
   // The tokens of the oldest issued step whose tokens are not collected yet (one per
   // sampling row), waiting for them. Requires such a step.
   virtual std::vector<SampledToken> collect() = 0;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/pooling.h"
 #include "media/image_input.h"
 
 namespace tandem {
@@ -76,6 +77,9 @@ struct GenerationRequest {
   // prefix-cache hit stops short of them). With max_tokens 0 the request ends, finish
   // Length, once its prompt is computed.
   std::optional<PromptLogprobs> prompt_logprobs;
+  // An embedding request (engine/pooling.h): max_tokens 0, no sampling; its last chunk
+  // carries the pooled final hidden state (StreamChunk::embedding) instead of tokens.
+  std::optional<Pooling> pooling;
 };
 
 enum class FinishReason : uint8_t { Stop, Length, Cancelled, Error };
@@ -118,6 +122,9 @@ struct StreamChunk {
   // GenerationRequest::prompt_logprobs: one entry per prompt position asked for, in
   // order, on the first chunk of the request that carries any (token: the prompt's).
   std::vector<GeneratedToken> prompt_logprobs;
+  // GenerationRequest::pooling: on the last chunk, the pooled vector [hidden] f32 (not
+  // normalized).
+  std::vector<float> embedding;
 };
 
 }  // namespace tandem

@@ -31,6 +31,7 @@ Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStr
       lora(lora_use) {
   if (request.grammar) matcher.emplace(request.grammar);
   if (request.thinking) reasoning.emplace(*request.thinking, request.grammar);
+  if (request.pooling) pooling.emplace(*request.pooling, num_prompt);
 }
 
 Sequence::~Sequence() = default;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/lora_adapters.h"
+#include "engine/pooling.h"
 #include "engine/reasoning_state.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
@@ -77,6 +78,8 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   std::vector<GeneratedToken> prompt_logprobs;
   int num_prompt_scored = 0;
   bool prompt_logprobs_sent = false;
+  // GenerationRequest::pooling: the hidden states pooled so far (engine/pooling.h).
+  std::optional<PoolingState> pooling;
 
   // Positions known so far: received tokens and those in flight.
   int num_tokens() const { return int(tokens.size()) + num_in_flight; }
@@ -112,12 +115,14 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
     const int begin = request.prompt_logprobs->first - 1 + num_prompt_scored;
     return {begin, std::max(begin, num_prompt - 1)};
   }
-  // The first position whose logits are still wanted: a prefix-cache hit must stop at or
-  // before it (the last known token samples the next; owed prompt logprobs come earlier).
+  // The first position whose logits (or hidden state) are still wanted: a prefix-cache hit
+  // must stop at or before it (the last known token samples the next; owed prompt logprobs
+  // and positions an embedding still pools come earlier).
   int first_wanted_logits() const {
     const LogitRange owed = owed_prompt_logits();
     const int last = num_tokens() - 1;
-    return owed.begin < owed.end ? std::min(owed.begin, last) : last;
+    const int first = owed.begin < owed.end ? std::min(owed.begin, last) : last;
+    return pooling && !pooling->done() ? std::min(first, pooling->owed().begin) : first;
   }
   // A token of a step in flight arrived (in order: the oldest first).
   void receive(int32_t token) {

@@ -9,6 +9,7 @@
 #include "engine/executor.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
+#include "engine/pooling_step.h"
 #include "engine/sampler.h"
 
 namespace tandem {
@@ -65,10 +66,12 @@ class SingleWorkerExecutor final : public Executor {
   void issue_sampling(std::span<const SampleRow> rows) override;
   std::vector<SampledToken> collect() override;
   std::vector<GeneratedToken> take_prompt_logprobs() override { return std::exchange(prompt_logprobs_, {}); }
+  std::vector<std::vector<float>> take_pooled() override { return std::exchange(pooled_, {}); }
   void reset() override {
     pending_.clear();
     logits_.reset();
     prompt_logprobs_.clear();
+    pooled_.clear();
   }
   LoraSlotImage lora_image(const PeftAdapter& adapter) const override {
     return lora_slot_image(model_->lora_targets(), adapter);
@@ -86,6 +89,7 @@ class SingleWorkerExecutor final : public Executor {
   std::deque<PendingSample> pending_;    // sampling ops not collected yet, oldest first
   std::optional<Tensor> logits_;         // of the forward issued last, until it is sampled
   std::vector<GeneratedToken> prompt_logprobs_;  // of the forward issued last, until taken
+  std::vector<std::vector<float>> pooled_;  // [E][hidden] of the forward issued last, until taken
 };
 
 KvRoom SingleWorkerExecutor::kv_room(const KvSizing& sizing) const {
@@ -130,20 +134,24 @@ void SingleWorkerExecutor::issue_forward(const StepPlan& plan) {
   // Fed tokens come from the latest sampling op: the step issued just before this one.
   const PendingSample* prev = pending_.empty() ? nullptr : &pending_.back();
   prompt_logprobs_.clear();
+  pooled_.clear();
+  Tensor pooled;  // the embedding rows' sums (pooling_step.h), when the plan pools
   if (plan.logprob_index.empty()) {
-    Tensor logits = runner_->forward(plan, prev);
+    Tensor logits = runner_->forward(plan, prev, &pooled);
     if (!plan.sample_index.empty()) logits_ = std::move(logits);
-    return;
+  } else {
+    // One forward computes both: the prompt rows' logits first, the sampled rows' after.
+    StepPlan both = plan;
+    both.sample_index = plan.logprob_index;
+    both.sample_index.insert(both.sample_index.end(), plan.sample_index.begin(),
+                             plan.sample_index.end());
+    Tensor logits = runner_->forward(both, prev, &pooled);
+    const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
+    prompt_logprobs_ = score_prompt_rows(*backend_, logits.slice_rows(0, num_prompt_rows), plan);
+    if (!plan.sample_index.empty())
+      logits_ = logits.slice_rows(num_prompt_rows, int64_t(plan.sample_index.size()));
   }
-  // One forward computes both: the prompt rows' logits first, the sampled rows' after.
-  StepPlan both = plan;
-  both.sample_index = plan.logprob_index;
-  both.sample_index.insert(both.sample_index.end(), plan.sample_index.begin(), plan.sample_index.end());
-  Tensor logits = runner_->forward(both, prev);
-  const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
-  prompt_logprobs_ = score_prompt_rows(*backend_, logits.slice_rows(0, num_prompt_rows), plan);
-  if (!plan.sample_index.empty())
-    logits_ = logits.slice_rows(num_prompt_rows, int64_t(plan.sample_index.size()));
+  if (pooled.defined()) pooled_ = pooled_runs_to_host(*backend_, pooled);
 }
 
 void SingleWorkerExecutor::issue_sampling(std::span<const SampleRow> rows) {

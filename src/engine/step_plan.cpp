@@ -89,6 +89,15 @@ StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
       plan.logprob_target.push_back(r.tokens[size_t(p + 1)]);
       plan.logprob_top.push_back(r.logprob_top);
     }
+    const int pool_first = std::max(r.start, r.pool_begin), pool_end = std::min(end, r.pool_end);
+    if (pool_first < pool_end) {
+      TANDEM_CHECK(pool_end <= known, "row {}: position {} is pooled but not known", b,
+                   pool_end - 1);
+      if (plan.pool_starts.empty()) plan.pool_starts.push_back(0);
+      for (int p = pool_first; p < pool_end; p++)
+        plan.pool_index.push_back(row_first + (p - r.start));
+      plan.pool_starts.push_back(int32_t(plan.pool_index.size()));
+    }
     int first_logit = int(plan.tokens.size()) - std::min(r.num_logits, r.count);
     for (int t = first_logit; t < int(plan.tokens.size()); t++) plan.sample_index.push_back(t);
     plan.seq_starts.push_back(int(plan.tokens.size()));

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/pooled_hidden.h"
 #include "model/rope.h"
 
 namespace tandem {
@@ -152,7 +153,7 @@ Tensor DecoderModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
       backend_.add(x, x, mlp);
     }
   }
-  return lm_head_logits(backend_, gather_rows(backend_, x, step.sample_index), head_);
+  return step_outputs(backend_, x, step, head_);  // logits, and pooled rows (pooled_hidden.h)
 }
 
 }  // namespace tandem

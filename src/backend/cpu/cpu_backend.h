@@ -66,6 +66,7 @@ class CpuBackend final : public Backend {
   void attention(Tensor& out, const Tensor& q, const PagedKv& cache, const StepTensors& step,
                  const AttentionParams& params) override;
   void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
+  void segment_sum(Tensor& out, const Tensor& x, const Tensor& starts) override;  // cpu_pool.cpp
   void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                   bool renormalize) override;
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,

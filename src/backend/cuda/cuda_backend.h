@@ -100,6 +100,7 @@ class CudaBackend final : public Backend {
   void attention(Tensor& out, const Tensor& q, const PagedKv& cache, const StepTensors& step,
                  const AttentionParams& params) override;
   void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
+  void segment_sum(Tensor& out, const Tensor& x, const Tensor& starts) override;  // cuda_pool.cu
   void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                   bool renormalize) override;
   // bf16, FP8 (e4m3) or ggml block-type experts (cuda_moe.cu).

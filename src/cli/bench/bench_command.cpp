@@ -11,6 +11,7 @@
 
 #include "cli/bench/bench_options.h"
 #include "cli/bench/bench_report.h"
+#include "cli/bench/embeddings_bench.h"
 #include "cli/bench/load_gen.h"
 #include "cli/bench/svg_plot.h"
 #include "cli/bench/workload.h"
@@ -199,6 +200,8 @@ int run_bench(const BenchOptions& o) {
     shape.model = !o.models.empty() ? o.models[0]
                   : o.model.empty() ? discover_model(endpoint)
                                     : o.model;
+    if (o.endpoint == "embeddings")
+      return run_embeddings_bench(o, endpoint, shape.model, token_max);
     shape.max_tokens = o.output_len;
     shape.temperature = o.temperature;
     if (!o.json_schema_path.empty()) {

@@ -40,6 +40,12 @@ struct BenchOptions {
   // --constrained-fraction F of the requests are constrained (spread evenly).
   std::string json_schema_path;
   double constrained_fraction = 1.0;
+  // --endpoint: "completions" (streamed generation), or "embeddings" (/v1/embeddings,
+  // embeddings_bench.h), where each request carries embed_batch inputs of input_len tokens
+  // and asks for vectors in embed_encoding ("float" or "base64").
+  std::string endpoint = "completions";
+  int embed_batch = 1;
+  std::string embed_encoding = "float";
 };
 
 int run_bench(const BenchOptions& options);

@@ -129,6 +129,15 @@ std::string completion_body(const RequestShape& shape, const std::vector<int32_t
   return body.dump();
 }
 
+HttpAnswer post_json(const Endpoint& endpoint, const std::string& path, const std::string& body) {
+  httplib::Client client(endpoint.origin);
+  configure(client, endpoint);
+  auto res = client.Post((endpoint.prefix + path).c_str(), request_headers(endpoint), body,
+                         "application/json");
+  if (!res) return {transport_error(res.error()), 0, {}};
+  return {"", res->status, res->body};
+}
+
 std::string discover_model(const Endpoint& endpoint) {
   httplib::Client client(endpoint.origin);
   configure(client, endpoint);
@@ -185,12 +194,8 @@ RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shap
   return rec;
 }
 
-namespace {
-
-// Runs job(0..num_jobs) on `concurrency` threads; each job returns its records, which land
-// at [job × per_job, …). Progress counts records.
 LoadResult run_jobs(int num_jobs, int per_job, int concurrency, const ProgressFn& progress,
-                    const std::function<std::vector<RequestRecord>(int job, double start)>& job) {
+                    const JobFn& job) {
   const int n = num_jobs * per_job;
   LoadResult result;
   result.records.resize(size_t(n));
@@ -220,6 +225,8 @@ LoadResult run_jobs(int num_jobs, int per_job, int concurrency, const ProgressFn
   result.duration_s = last_end;
   return result;
 }
+
+namespace {
 
 RequestRecord send_guarded(const Endpoint& endpoint, const RequestShape& shape,
                            const std::vector<int32_t>& prompt, double start,

@@ -47,6 +47,14 @@ struct RequestShape {
 std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt,
                             bool constrained = false);
 
+// A plain (not streamed) POST of a JSON body to {prefix}{path}, read whole.
+struct HttpAnswer {
+  std::string error;  // the transport's failure ("could not connect ..."); "" when answered
+  int status = 0;
+  std::string body;
+};
+HttpAnswer post_json(const Endpoint& endpoint, const std::string& path, const std::string& body);
+
 // GET {prefix}/v1/models → the first model id. Throws tandem::Error naming the URL and
 // the reason when the server is unreachable or lists no model.
 std::string discover_model(const Endpoint& endpoint);
@@ -73,6 +81,13 @@ using ProgressFn = std::function<void(int num_done, int num_total, int num_error
 
 LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const LoadPlan& plan,
                     const ProgressFn& progress = {});
+
+// Runs job(0..num_jobs) on `concurrency` threads; each job returns its records (sent with
+// `start`, the run's zero, as run_start_s), which land at [job × per_job, …) with their
+// index set. Progress counts records. run_load and run_conversations are such runs.
+using JobFn = std::function<std::vector<RequestRecord>(int job, double start)>;
+LoadResult run_jobs(int num_jobs, int per_job, int concurrency, const ProgressFn& progress,
+                    const JobFn& job);
 
 // --multi-turn: a conversation's turns go one after another. Turn t + 1 sends turn t's
 // prompt, its reply — the generated ids when the server streams them (return_token_ids),

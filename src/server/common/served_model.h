@@ -26,6 +26,9 @@ struct ServedModel {
   // requests (so one schema is compiled once), and how its template writes tool calls.
   std::shared_ptr<grammar::GrammarCache> grammars;
   ToolCallFormat tool_format = ToolCallFormat::Hermes;
+  // How /v1/embeddings pools (--pooling, or the folder's sentence-transformers files:
+  // common/pooling_config.h).
+  Pooling pooling = Pooling::Last;
 };
 
 // Reads the tokenizer (unless given), tokenizer_config.json's chat template and
