@@ -11,9 +11,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <type_traits>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
@@ -23,6 +20,7 @@
 #include "backend/cuda/cuda_gemv_fp8.h"
 #include "backend/cuda/cuda_linear_fp8.cuh"
 #include "backend/cuda/cuda_linear_fp8.h"
+#include "backend/cuda/cuda_lt_gemm.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_pdl.cuh"
 
@@ -196,188 +194,22 @@ __global__ void fp8_add_bias_kernel(bf16* __restrict__ out, const bf16* __restri
 
 // ---------------------------------------------------------------- cuBLASLt e4m3 GEMM
 
-struct Fp8GemmKey {
-  int device;
-  int64_t m, n, k;
-  bool scaled;   // OUTER_VEC_32F scales (else unscaled, f32 out)
-  bool out_f32;
-  bool fast;     // CUBLASLT_MATMUL_DESC_FAST_ACCUM
-  bool operator<(const Fp8GemmKey& o) const {
-    return std::tie(device, m, n, k, scaled, out_f32, fast) <
-           std::tie(o.device, o.m, o.n, o.k, o.scaled, o.out_f32, o.fast);
-  }
-};
-
-struct Fp8LtGemm {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-
-  Fp8LtGemm(const Fp8GemmKey& key, const float* a_scale, const float* b_scale) {
-    cublas_check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                 "linear fp8: cublasLtMatmulDescCreate");
-    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-    set(CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans));
-    set(CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans));
-    if (key.fast) {
-      const int8_t fast = 1;
-      set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast));
-    }
-    if (key.scaled) {
-      const cublasLtMatmulMatrixScale_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-      set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode));
-      set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode));
-      set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof(a_scale));
-      set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof(b_scale));
-    }
-    layout(&a, key.k, key.m, CUDA_R_8F_E4M3);
-    layout(&b, key.k, key.n, CUDA_R_8F_E4M3);
-    layout(&c, key.m, key.n, key.out_f32 ? CUDA_R_32F : CUDA_R_16BF);
-  }
-  ~Fp8LtGemm() {
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-  }
-  Fp8LtGemm(const Fp8LtGemm&) = delete;
-  Fp8LtGemm& operator=(const Fp8LtGemm&) = delete;
-
-  void set(cublasLtMatmulDescAttributes_t attr, const void* value, size_t size) {
-    cublas_check(cublasLtMatmulDescSetAttribute(desc, attr, value, size),
-                 "linear fp8: cublasLtMatmulDescSetAttribute");
-  }
-  static void layout(cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, cudaDataType_t type) {
-    cublas_check(cublasLtMatrixLayoutCreate(l, type, uint64_t(rows), uint64_t(cols), rows),
-                 "linear fp8: cublasLtMatrixLayoutCreate");
-  }
-};
-
-struct Fp8Algo {
-  bool found = false;
-  cublasLtMatmulAlgo_t algo{};
-};
-
-struct Fp8AlgoCache {
-  std::mutex mutex;
-  std::map<Fp8GemmKey, Fp8Algo> algos;
-};
-
-Fp8AlgoCache& fp8_algo_cache() {
-  static Fp8AlgoCache cache;
-  return cache;
-}
-
-constexpr int kCandidates = 16;
-
-// cuBLASLt's candidate algorithms for a GEMM, best-guess first: the count written to `out`.
-// (Fixed arrays: nvcc 13's front end fails on std::vector of these C structs.)
-int candidate_algos(cublasLtHandle_t lt, const Fp8LtGemm& gemm, cublasLtMatmulAlgo_t (&out)[kCandidates]) {
-  cublasLtMatmulPreference_t pref = nullptr;
-  cublas_check(cublasLtMatmulPreferenceCreate(&pref), "linear fp8: cublasLtMatmulPreferenceCreate");
-  const uint64_t workspace = CudaAllocator::kWorkspaceBytes;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                       sizeof(workspace));
-  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
-  int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      lt, gemm.desc, gemm.a, gemm.b, gemm.c, gemm.c, pref, kCandidates, results, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  int n = 0;
-  if (status != CUBLAS_STATUS_SUCCESS) return 0;
-  for (int i = 0; i < found && i < kCandidates; i++)
-    if (results[i].state == CUBLAS_STATUS_SUCCESS) out[n++] = results[i].algo;
-  return n;
-}
-
-struct Fp8GemmCall {
-  cublasLtHandle_t lt;
-  cudaStream_t stream;
-  void* workspace;
-  const void *w, *xq;
-  void* d;
-};
-
-cublasStatus_t matmul(const Fp8GemmCall& c, const Fp8LtGemm& gemm, const cublasLtMatmulAlgo_t& algo) {
-  const float alpha = 1.f, beta = 0.f;
-  return cublasLtMatmul(c.lt, gemm.desc, &alpha, c.w, gemm.a, c.xq, gemm.b, &beta, c.d, gemm.c, c.d,
-                        gemm.c, &algo, c.workspace, CudaAllocator::kWorkspaceBytes, c.stream);
-}
-
-// Steps of at most this many rows (decode steps, the graphs' sizes) pick their algorithm
-// by timing cuBLASLt's candidates on first use: its first guess for the e4m3 GEMMs with
-// outer-vector scales runs the o and down projections of a 256-row step slower than bf16
-// (bench/RESULTS.md). Longer steps (prefill; many distinct sizes) take the first guess.
-constexpr int64_t kTunedMaxRows = 512;
-
-// The fastest candidate on the call's own buffers (min of 3 runs each), or the first when
-// the stream is being captured (the runner warms every graph up eagerly first, so the
-// timed choice is made before capture).
-Fp8Algo pick_algo(const Fp8GemmCall& c, const Fp8GemmKey& key, const Fp8LtGemm& gemm) {
-  cublasLtMatmulAlgo_t algos[kCandidates];
-  const int num_algos = candidate_algos(c.lt, gemm, algos);
-  if (num_algos == 0) return Fp8Algo{};
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cuda_check(cudaStreamIsCapturing(c.stream, &capture), "linear fp8: cudaStreamIsCapturing");
-  Fp8Algo best{true, algos[0]};
-  if (num_algos == 1 || key.n > kTunedMaxRows || capture != cudaStreamCaptureStatusNone)
-    return best;
-  cudaEvent_t start, stop;
-  cuda_check(cudaEventCreate(&start), "linear fp8: cudaEventCreate");
-  cuda_check(cudaEventCreate(&stop), "linear fp8: cudaEventCreate");
-  float best_ms = -1.f;
-  for (int i = 0; i < num_algos; i++) {
-    const cublasLtMatmulAlgo_t& algo = algos[i];
-    if (matmul(c, gemm, algo) != CUBLAS_STATUS_SUCCESS) continue;  // warm-up; skip the unfit
-    float ms = -1.f;
-    for (int r = 0; r < 3; r++) {
-      cuda_check(cudaEventRecord(start, c.stream), "linear fp8: cudaEventRecord");
-      if (matmul(c, gemm, algo) != CUBLAS_STATUS_SUCCESS) break;
-      cuda_check(cudaEventRecord(stop, c.stream), "linear fp8: cudaEventRecord");
-      cuda_check(cudaEventSynchronize(stop), "linear fp8: cudaEventSynchronize");
-      float t = 0.f;
-      cuda_check(cudaEventElapsedTime(&t, start, stop), "linear fp8: cudaEventElapsedTime");
-      if (ms < 0.f || t < ms) ms = t;
-    }
-    if (ms >= 0.f && (best_ms < 0.f || ms < best_ms)) {
-      best.algo = algo;
-      best_ms = ms;
-    }
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return best;
-}
-
-Fp8Algo find_fp8_algo(const Fp8GemmCall& c, const Fp8GemmKey& key, const Fp8LtGemm& gemm) {
-  Fp8AlgoCache& cache = fp8_algo_cache();
-  std::lock_guard lock(cache.mutex);
-  if (auto it = cache.algos.find(key); it != cache.algos.end()) return it->second;
-  const Fp8Algo choice = pick_algo(c, key, gemm);
-  cache.algos.emplace(key, choice);
-  return choice;
-}
-
-void forget_fp8_algo(const Fp8GemmKey& key) {
-  Fp8AlgoCache& cache = fp8_algo_cache();
-  std::lock_guard lock(cache.mutex);
-  cache.algos[key] = Fp8Algo{};
-}
-
-// Runs the e4m3 GEMM into `d` (bf16 or f32 per key); false when cuBLASLt takes no
-// algorithm for it (nothing launched).
-bool run_fp8_gemm(cublasLtHandle_t lt, cudaStream_t stream, void* workspace, const Fp8GemmKey& key,
-                  const void* w, const void* xq, void* d, const float* a_scale,
-                  const float* b_scale) {
-  Fp8LtGemm gemm(key, a_scale, b_scale);
-  const Fp8GemmCall call{lt, stream, workspace, w, xq, d};
-  const Fp8Algo choice = find_fp8_algo(call, key, gemm);
-  if (!choice.found) return false;
-  const cublasStatus_t status = matmul(call, gemm, choice.algo);
-  if (status == CUBLAS_STATUS_SUCCESS) return true;
-  if (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE)
-    cublas_check(status, "linear fp8: cublasLtMatmul");
-  forget_fp8_algo(key);
-  return false;
+// Runs the e4m3 GEMM d [T, N] = xq · wᵀ (cuda_lt_gemm.h) in f32 or bf16, with the scales
+// as OUTER_VEC_32F vectors when given (a_scale [N], b_scale [T]) or unscaled; false when
+// cuBLASLt takes no algorithm for it (nothing launched).
+bool run_fp8_gemm(const cuda::LtContext& ctx, int device, int64_t T, int64_t N, int64_t K,
+                  bool out_f32, bool fast, const void* w, const void* xq, void* d,
+                  const float* a_scale, const float* b_scale) {
+  cuda::LtGemmKey key;
+  key.device = device;
+  key.m = N;
+  key.n = T;
+  key.k = K;
+  key.ab_type = CUDA_R_8F_E4M3;
+  key.out_type = out_f32 ? CUDA_R_32F : CUDA_R_16BF;
+  key.outer_scales = a_scale != nullptr;
+  key.fast_accum = fast;
+  return cuda::run_lt_gemm(ctx, key, {w, xq, d, nullptr, a_scale, b_scale}, "linear fp8");
 }
 
 std::string dims(int64_t a, int64_t b) {
@@ -508,10 +340,10 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
                         cuda::aligned16(out.data);
   if (path != Fp8GemmPath::Stream && lt_shape && T > 2) {
     const bool fast = fp8_fast_accum();
-    const Fp8GemmKey scaled{device_, N, T, K, true, out_f32, fast};
+    const cuda::LtContext ctx{cublas_lt_, stream_, allocator_->workspace()};
     if (path != Fp8GemmPath::Epilogue && ws.kind == 1 &&
-        run_fp8_gemm(cublas_lt_, stream_, allocator_->workspace(), scaled, w.data, xq.data,
-                     out.data, ws.s, x_scales.ptr<float>())) {
+        run_fp8_gemm(ctx, device_, T, N, K, out_f32, fast, w.data, xq.data, out.data, ws.s,
+                     x_scales.ptr<float>())) {
       if (bias_ptr) {
         fp8_add_bias_kernel<<<cuda::grid_stride_blocks(T * N, 256), 256, 0, stream_>>>(
             out.ptr<bf16>(), bias_ptr, T, N);
@@ -520,9 +352,8 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
       return;
     }
     Tensor acc = alloc(DType::F32, {T, N});
-    const Fp8GemmKey unscaled{device_, N, T, K, false, true, fast};
-    if (run_fp8_gemm(cublas_lt_, stream_, allocator_->workspace(), unscaled, w.data, xq.data,
-                     acc.data, nullptr, nullptr)) {
+    if (run_fp8_gemm(ctx, device_, T, N, K, true, fast, w.data, xq.data, acc.data, nullptr,
+                     nullptr)) {
       const unsigned blocks = cuda::grid_stride_blocks(T * N, 256);
       if (out_f32)
         fp8_scale_kernel<float><<<blocks, 256, 0, stream_>>>(out.ptr<float>(), acc.ptr<float>(),
