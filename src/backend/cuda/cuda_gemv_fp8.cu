@@ -137,17 +137,7 @@ __device__ __forceinline__ void mma_stage(float (&d)[4], const uint8_t* stage, c
   }
 }
 
-// How the weight and x are scaled. kind: 0 per tensor, 1 per channel, 2 blocks of
-// [block_n, 128] (x then per token and 128 columns).
-struct Scales {
-  const float* static_x = nullptr;  // a static input scale [1], or null: dynamic
-  const float* w = nullptr;
-  int kind = 0;
-  int block_n = 1, num_kb = 1;
-  __device__ __forceinline__ float weight(int n, int kb) const {
-    return kind == 0 ? w[0] : kind == 1 ? w[n] : w[(n / block_n) * num_kb + kb];
-  }
-};
+// Block weights here are [block_n, 128] blocks (x then per token and 128 columns).
 constexpr int kBlockK = 128;
 constexpr int kMaxXScales = kMaxXBytes / kBlockK;  // (token, column group) pairs
 
@@ -162,13 +152,13 @@ __device__ __forceinline__ void set_scale(double* sx, float* sinv, int p, float 
 // 448, in f64, the quotients as f64 ones (cuda::f8_quotient). amax is a max, so every
 // CTA finds the same one.
 __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv, float* scratch,
-                                           const bf16* __restrict__ x, const Scales& sc, int M,
-                                           int K, int G) {
+                                           const bf16* __restrict__ x, const float* static_x,
+                                           int M, int K, int G) {
   const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const int group = G == 1 ? K : kBlockK;
-  if (sc.static_x != nullptr) {
+  if (static_x != nullptr) {
     if (tid < M) {
-      sx[tid] = double(*sc.static_x);
+      sx[tid] = double(*static_x);
       sinv[tid] = float(1.0 / sx[tid]);
     }
   } else if (G == 1) {  // a token's amax over all threads
@@ -218,12 +208,13 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
   asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
 }
 
-//   out [M, N], x [M, K] bf16, w [N, K] e4m3, the scales as `sc` says, bias [N] or null.
-//   K % 16 == 0, 1 <= M <= 8.
+//   out [M, N], x [M, K] bf16, w [N, K] e4m3 scaled by `ws`, static_x [1] (a static input
+//   scale) or null (dynamic), bias [N] or null. K % 16 == 0, 1 <= M <= 8.
 template <typename Out>
 __global__ void __launch_bounds__(kThreads)
     gemv_fp8_kernel(Out* __restrict__ out, const bf16* __restrict__ x, const uint8_t* __restrict__ w,
-                    Scales sc, const bf16* __restrict__ bias, int M, int N, int K, int stages) {
+                    cuda::WeightScales ws, const float* __restrict__ static_x,
+                    const bf16* __restrict__ bias, int M, int N, int K, int stages) {
   extern __shared__ __align__(128) unsigned char smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + kMaxStages;
@@ -248,12 +239,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   cuda::pdl_wait();
-  const bool block = sc.kind == 2;
+  const bool block = ws.granularity == ScaleGranularity::Block;
   const int G = block ? (K + kBlockK - 1) / kBlockK : 1;
   __shared__ double sx[kMaxXScales];
   __shared__ float sinv[kMaxXScales];
   __shared__ float scratch[kMaxRows * kConsumerWarps];
-  quantize_x(xs, sx, sinv, scratch, x, sc, M, K, G);
+  quantize_x(xs, sx, sinv, scratch, x, static_x, M, K, G);
 
   float d[4] = {0.f, 0.f, 0.f, 0.f};    // this stage's (or, unblocked, this group's) sums
   float tot[4] = {0.f, 0.f, 0.f, 0.f};  // blocks: the group's scaled sums
@@ -269,7 +260,7 @@ __global__ void __launch_bounds__(kThreads)
     float sw[2] = {0.f, 0.f};
     if (folds)
 #pragma unroll
-      for (int h = 0; h < 2; h++) sw[h] = sc.weight(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
+      for (int h = 0; h < 2; h++) sw[h] = ws.at<int>(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
     cuda::mbar_wait(&full[slot], uint32_t(i / stages) & 1u);
     mma_stage(d, ring + slot * kStageBytes, xs, M, K, k0, cols, warp, lane);
     __syncwarp();
@@ -306,7 +297,7 @@ __global__ void __launch_bounds__(kThreads)
           const float4 v = p[q];
           s += (v.x + v.y) + (v.z + v.w);
         }
-        if (!block) s *= float(sx[m]) * sc.weight(n, 0);
+        if (!block) s *= float(sx[m]) * ws.at<int>(n, 0);
         if (bias != nullptr) s += __bfloat162float(bias[n]);
         store_out(out + int64_t(m) * N + n, s);
       }
@@ -330,11 +321,8 @@ void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
   const int64_t groups = cuda::ceil_div(int64_t(N), int64_t(kRowsPerStage));
   const unsigned grid = unsigned(std::min<int64_t>(groups, be.props().multiProcessorCount));
   const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + ((M * K + 15) & ~15) + red_bytes(M));
-  Scales sc{a.static_scale ? a.static_scale->ptr<float>() : nullptr, a.w_scales->ptr<float>(),
-            a.block_n > 0 ? 2 : a.per_channel ? 1 : 0, std::max(a.block_n, 1),
-            int(cuda::ceil_div(int64_t(K), int64_t(kBlockK)))};
   cuda::launch_pdl("gemv_fp8_kernel", kernel, dim3(grid), dim3(kThreads), smem, be.stream(),
-                   out.ptr<Out>(), a.x->ptr<bf16>(), a.w->ptr<uint8_t>(), sc,
+                   out.ptr<Out>(), a.x->ptr<bf16>(), a.w->ptr<uint8_t>(), a.w_scales, a.static_scale,
                    a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_weight_scales.h"
 
 namespace tandem {
 
@@ -11,13 +12,11 @@ class CudaBackend;
 inline constexpr int kFp8GemvMaxRows = 8;
 
 struct Fp8GemvArgs {
-  const Tensor* x;             // [M, K] bf16, quantized by the kernel
-  const Tensor* static_scale;  // [1] f32 (a static input scale) or null: per token, dynamic
-  const Tensor* w;             // [N, K] e4m3
-  const Tensor* w_scales;      // [1], [N], or [⌈N / block_n⌉, ⌈K / 128⌉] f32
-  bool per_channel;
-  int block_n;                 // > 0: block scales of [block_n, 128]; 0: per tensor / channel
-  const Tensor* bias;          // [N] bf16 or undefined
+  const Tensor* x;                  // [M, K] bf16, quantized by the kernel
+  const float* static_scale;        // [1] (a static input scale, on the device) or null: dynamic
+  const Tensor* w;                  // [N, K] e4m3
+  cuda::WeightScales w_scales;      // Block: [block_n, 128] blocks (fp8_gemv_fits)
+  const Tensor* bias;               // [N] bf16 or undefined
 };
 
 // Whether the stream takes the shape (1–8 rows, K % 16 == 0, x small enough to stage,

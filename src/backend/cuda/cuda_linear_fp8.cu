@@ -82,7 +82,7 @@ __global__ void quantize_rows_kernel(uint8_t* __restrict__ xq, float* __restrict
   }
 }
 
-using WeightScales = cuda::Fp8WeightScales;
+using cuda::WeightScales;
 
 // Two e4m3 bytes → two floats, exactly.
 __device__ __forceinline__ float2 f8x2_to_float2(uint16_t pair) {
@@ -283,10 +283,8 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
   const bool block = q.granularity == ScaleGranularity::Block;
   TANDEM_CUDA_REQUIRE(!block || (q.block_n > 0 && q.block_k > 0),
                       "linear fp8: block scales need block sizes");
-  WeightScales ws{q.weight_scale.ptr<float>(),
-                  q.granularity == ScaleGranularity::PerTensor ? 0 : block ? 2 : 1,
-                  block ? q.block_n : 1, block ? cuda::ceil_div(K, q.block_k) : 1};
-  const int64_t want = ws.kind == 0 ? 1 : ws.kind == 1 ? N : cuda::ceil_div(N, q.block_n) * ws.num_k_blocks;
+  const WeightScales ws = cuda::weight_scales(q, K);
+  const int64_t want = ws.count(N);
   TANDEM_CUDA_REQUIRE(q.weight_scale.numel() == want,
                       "linear fp8: weight_scale " + q.weight_scale.shape.str() + " must have " +
                           std::to_string(want) + " values for w " + w.shape.str());
@@ -310,8 +308,7 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
   // 1–8 rows: the weight stream, which quantizes x itself.
   if ((path == Fp8GemmPath::Auto || path == Fp8GemmPath::Lt) &&
       fp8_gemv_fits(T, N, K, block ? q.block_k : 0, x.data, w.data)) {
-    launch_fp8_gemv(*this, out, {&x, static_scale ? &q.input_scale : nullptr, &w, &q.weight_scale,
-                                 ws.kind == 1, block ? int(q.block_n) : 0, &bias});
+    launch_fp8_gemv(*this, out, {&x, static_scale, &w, ws, &bias});
     return;
   }
 
@@ -333,7 +330,7 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
   const bool wgmma_path = path == Fp8GemmPath::Wgmma ||
                           (path == Fp8GemmPath::Auto && fp8_wgmma_preferred(T, N, K));
   if (wgmma_path && !block && fp8_wgmma_fits(props_, T, N, K, w.data, xq.data)) {
-    launch_fp8_wgmma(*this, {&out, &xq, &x_scales, &w, ws.s, ws.kind == 1, &bias, fp8_fast_accum()});
+    launch_fp8_wgmma(*this, {&out, &xq, &x_scales, &w, ws.s, ws.per_channel(), &bias, fp8_fast_accum()});
     return;
   }
   const bool lt_shape = !block && K % 16 == 0 && N % 16 == 0 && cuda::aligned16(w.data) &&
@@ -341,7 +338,7 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
   if (path != Fp8GemmPath::Stream && lt_shape && T > 2) {
     const bool fast = fp8_fast_accum();
     const cuda::LtContext ctx{cublas_lt_, stream_, allocator_->workspace()};
-    if (path != Fp8GemmPath::Epilogue && ws.kind == 1 &&
+    if (path != Fp8GemmPath::Epilogue && ws.per_channel() &&
         run_fp8_gemm(ctx, device_, T, N, K, out_f32, fast, w.data, xq.data, out.data, ws.s,
                      x_scales.ptr<float>())) {
       if (bias_ptr) {

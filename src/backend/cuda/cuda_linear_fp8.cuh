@@ -1,6 +1,7 @@
 // Pieces the FP8 linear kernels share (cuda_linear_fp8.cu, the wgmma GEMM in
-// cuda_gemm_fp8_sm90.cu, the FP8 expert GEMMs in cuda_moe_gemm.cu): how a weight's scales
-// cover it, and the launcher of the input quantization.
+// cuda_gemm_fp8_sm90.cu, the weight stream in cuda_gemv_fp8.cu, the FP8 expert GEMMs in
+// cuda_moe_gemm.cu): how a weight's scales cover it (cuda_weight_scales.h), and the launcher
+// of the input quantization.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -8,18 +9,9 @@
 
 #include <cstdint>
 
-namespace tandem::cuda {
+#include "backend/cuda/cuda_weight_scales.h"
 
-// s_w(n, g) of an e4m3 weight [N, K] for output channel n and column group g (block
-// weights: g = k / block_k; otherwise g = 0).
-struct Fp8WeightScales {
-  const float* s = nullptr;  // [1], [N], or [⌈N / block_n⌉, num_k_blocks]
-  int kind = 0;              // 0 per tensor, 1 per channel, 2 block
-  int64_t block_n = 1, num_k_blocks = 1;
-  __device__ __forceinline__ float at(int64_t n, int64_t g) const {
-    return kind == 0 ? s[0] : kind == 1 ? s[n] : s[(n / block_n) * num_k_blocks + g];
-  }
-};
+namespace tandem::cuda {
 
 // The FP8 linears' input quantization (quantize_rows_kernel, cuda_linear_fp8.cu; the CPU
 // twin's arithmetic): xq [T, K] = e4m3(x / s) and scales [T, ⌈K / group⌉] = s, per token
