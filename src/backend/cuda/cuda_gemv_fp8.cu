@@ -55,8 +55,7 @@
 #include "backend/cuda/cuda_fp8.cuh"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_gemv_fp8.h"
-#include "backend/cuda/cuda_mbarrier.cuh"
-#include "backend/cuda/cuda_pdl.cuh"
+#include "backend/cuda/cuda_weight_stream.cuh"
 
 namespace tandem {
 
@@ -64,25 +63,23 @@ namespace {
 
 using cuda::bf16;
 
-constexpr int kRowsPerStage = 16;  // the mma's rows
-constexpr int kChunk = 2048;       // columns (bytes) of a row per stage
+constexpr int kRowsPerStage = cuda::kStreamRows;  // the mma's rows
+constexpr int kChunk = 2048;                      // columns (bytes) of a row per stage
 constexpr int kRowStride = kChunk + 64;
-constexpr int kConsumerWarps = 16;
+using Ring = cuda::WeightRing<uint8_t, kChunk, kRowStride>;
+constexpr int kConsumerWarps = cuda::kStreamConsumerWarps;
+constexpr int kConsumers = cuda::kStreamConsumers;
 constexpr int kWarpCols = kChunk / kConsumerWarps;  // 128: two 64-column segments
-constexpr int kMaxStages = 8;
-constexpr int kCtaSmem = 152 * 1024;  // as cuda_gemv.cu, for the same reasons
-constexpr int kThreads = (kConsumerWarps + 1) * 32;
-constexpr int kConsumers = kConsumerWarps * 32;
-constexpr int kStageBytes = kRowsPerStage * kRowStride;
-constexpr int kBarrierBytes = 128;
+constexpr int kStageBytes = Ring::kStageBytes;
 constexpr int kMaxRows = kFp8GemvMaxRows;  // x rows: the mma's 8 columns
 constexpr int kMaxXBytes = 32 * 1024;       // x [M, K] staged as e4m3 bytes
 // Cross-warp partial sums: [2 group parities][M][16 rows][16 warps] f32.
 constexpr int red_bytes(int M) { return 2 * M * kRowsPerStage * kConsumerWarps * 4; }
 constexpr int kMinStages = 3;
-static_assert((kCtaSmem - kBarrierBytes - kMaxXBytes - red_bytes(kMaxRows)) / kStageBytes >= kMinStages,
+static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes - red_bytes(kMaxRows)) /
+                      kStageBytes >=
+                  kMinStages,
               "a ring of >= 3 stages beside the largest x");
-static_assert(kStageBytes % 16 == 0 && kRowStride % 16 == 0, "bulk copies land 16-byte aligned");
 
 // d += A (16 x 32, e4m3) · B (32 x 8, e4m3), f32 accumulate.
 __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
@@ -96,24 +93,6 @@ __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1
 
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
-
-using Work = cuda::StreamWork;
-
-__device__ __forceinline__ void produce(const Work& wk, const uint8_t* w, uint8_t* ring,
-                                        uint64_t* full, uint64_t* empty, int lane) {
-  for (int i = 0; i < wk.steps; i++) {
-    const int slot = i % wk.stages;
-    if (i >= wk.stages) cuda::mbar_wait(&empty[slot], uint32_t(i / wk.stages - 1) & 1u);
-    const int n0 = (wk.group_begin + i / wk.chunks) * kRowsPerStage;
-    const int k0 = (i % wk.chunks) * kChunk;
-    const int rows = min(kRowsPerStage, wk.N - n0), cols = min(kChunk, wk.K - k0);
-    if (lane == 0) cuda::mbar_arrive_expect(&full[slot], uint32_t(rows * cols));
-    __syncwarp();
-    if (lane < rows)
-      cuda::bulk_copy(ring + slot * kStageBytes + lane * kRowStride,
-                      w + int64_t(n0 + lane) * wk.K + k0, uint32_t(cols), &full[slot]);
-  }
-}
 
 // A warp's four mmas over its 128 columns of a stage: rows g and g + 8 of the stage,
 // token g of x (zeros for g >= M). Columns at or past `cols` (a row's last, partial
@@ -211,34 +190,17 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
 //   out [M, N], x [M, K] bf16, w [N, K] e4m3 scaled by `ws`, static_x [1] (a static input
 //   scale) or null (dynamic), bias [N] or null. K % 16 == 0, 1 <= M <= 8.
 template <typename Out>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(cuda::kStreamThreads)
     gemv_fp8_kernel(Out* __restrict__ out, const bf16* __restrict__ x, const uint8_t* __restrict__ w,
                     cuda::WeightScales ws, const float* __restrict__ static_x,
                     const bf16* __restrict__ bias, int M, int N, int K, int stages) {
   extern __shared__ __align__(128) unsigned char smem[];
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem);
-  uint64_t* empty = full + kMaxStages;
-  uint8_t* ring = smem + kBarrierBytes;
-  uint8_t* xs = ring + stages * kStageBytes;
+  Ring ring;
+  if (!cuda::open_weight_stream(ring, smem, w, N, K, stages)) return;  // the producer
+  uint8_t* xs = ring.end();
   float* red = reinterpret_cast<float*>(xs + ((M * K + 15) & ~15));
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; s++) {
-      cuda::mbar_init(&full[s], 1);
-      cuda::mbar_init(&empty[s], kConsumerWarps);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  cuda::pdl_launch_next();
-  const Work wk = cuda::stream_work<kChunk, kRowsPerStage>(N, K, stages);
-  if (warp == kConsumerWarps) {
-    produce(wk, w, ring, full, empty, lane);
-    cuda::pdl_wait();
-    return;
-  }
-
-  cuda::pdl_wait();
+  const cuda::StreamWork& wk = ring.wk;
   const bool block = ws.granularity == ScaleGranularity::Block;
   const int G = block ? (K + kBlockK - 1) / kBlockK : 1;
   __shared__ double sx[kMaxXScales];
@@ -250,7 +212,7 @@ __global__ void __launch_bounds__(kThreads)
   float tot[4] = {0.f, 0.f, 0.f, 0.f};  // blocks: the group's scaled sums
   const int g = lane >> 2, c = lane & 3;
   for (int i = 0; i < wk.steps; i++) {
-    const int slot = i % stages, chunk = i % wk.chunks;
+    const int chunk = i % wk.chunks;
     const int k0 = chunk * kChunk, cols = min(kChunk, K - k0);
     const int group = wk.group_begin + i / wk.chunks;
     const bool folds = block && warp * kWarpCols < cols;
@@ -261,10 +223,9 @@ __global__ void __launch_bounds__(kThreads)
     if (folds)
 #pragma unroll
       for (int h = 0; h < 2; h++) sw[h] = ws.at<int>(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
-    cuda::mbar_wait(&full[slot], uint32_t(i / stages) & 1u);
-    mma_stage(d, ring + slot * kStageBytes, xs, M, K, k0, cols, warp, lane);
-    __syncwarp();
-    if (lane == 0) cuda::mbar_arrive(&empty[slot]);
+    const uint8_t* stage = ring.wait(i);
+    mma_stage(d, stage, xs, M, K, k0, cols, warp, lane);
+    ring.release(i, lane);
     if (folds) {  // fold this warp's column block
 #pragma unroll
       for (int j = 0; j < 4; j++) {
@@ -306,24 +267,23 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Ring stages left beside x and the cross-warp sums.
+int64_t other_bytes(int64_t M, int64_t K) {
+  return ((M * K + 15) & ~int64_t(15)) + red_bytes(int(M));
+}
 int ring_stages(int64_t M, int64_t K) {
-  const int64_t rest = kCtaSmem - kBarrierBytes - ((M * K + 15) & ~int64_t(15)) - red_bytes(int(M));
-  return int(std::min<int64_t>(kMaxStages, rest / kStageBytes));
+  return int(cuda::stream_ring_stages(other_bytes(M, K), kStageBytes));
 }
 
 template <typename Out>
 void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
   const int M = int(a.x->rows()), N = int(a.w->dim(0)), K = int(a.w->dim(1));
-  auto* kernel = &gemv_fp8_kernel<Out>;
   static std::atomic<uint64_t> smem_ready{0};
-  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kCtaSmem, smem_ready, "gemv fp8");
   const int stages = ring_stages(M, K);
-  const int64_t groups = cuda::ceil_div(int64_t(N), int64_t(kRowsPerStage));
-  const unsigned grid = unsigned(std::min<int64_t>(groups, be.props().multiProcessorCount));
-  const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + ((M * K + 15) & ~15) + red_bytes(M));
-  cuda::launch_pdl("gemv_fp8_kernel", kernel, dim3(grid), dim3(kThreads), smem, be.stream(),
-                   out.ptr<Out>(), a.x->ptr<bf16>(), a.w->ptr<uint8_t>(), a.w_scales, a.static_scale,
-                   a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages);
+  cuda::launch_weight_stream("gemv_fp8_kernel", &gemv_fp8_kernel<Out>, smem_ready, be, N, stages,
+                             kStageBytes, other_bytes(M, K), out.ptr<Out>(), a.x->ptr<bf16>(),
+                             a.w->ptr<uint8_t>(), a.w_scales, a.static_scale,
+                             a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K,
+                             stages);
 }
 
 }  // namespace
