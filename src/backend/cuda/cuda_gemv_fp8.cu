@@ -289,7 +289,7 @@ void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
 }  // namespace
 
 bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void* x, const void* w) {
-  return gemv_enabled() && M >= 1 && M <= kMaxRows && K % 16 == 0 && N < (int64_t(1) << 31) &&
+  return M >= 1 && M <= kMaxRows && K % 16 == 0 && N < (int64_t(1) << 31) &&
          (block_k == 0 || (block_k == kBlockK && M * ((K + kBlockK - 1) / kBlockK) <= kMaxXScales)) &&
          M * K <= kMaxXBytes && ring_stages(M, K) >= kMinStages && cuda::aligned16(x) &&
          cuda::aligned16(w);

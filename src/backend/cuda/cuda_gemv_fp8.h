@@ -20,8 +20,8 @@ struct Fp8GemvArgs {
 };
 
 // Whether the stream takes the shape (1–8 rows, K % 16 == 0, x small enough to stage,
-// block scales (if any) 128 columns wide, 16-byte aligned, the weight stream switch on:
-// gemv_enabled()). block_k: 0 without block scales.
+// block scales (if any) 128 columns wide, 16-byte aligned). block_k: 0 without block
+// scales. Whether the weight streams are switched on is the caller's (CudaOptions::gemv).
 bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void* x, const void* w);
 // Launches it (the caller validated shapes, dtypes and fp8_gemv_fits).
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args);

@@ -17,6 +17,7 @@
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_fp8.cuh"
 #include "backend/cuda/cuda_gemm_fp8.h"
+#include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_gemv_fp8.h"
 #include "backend/cuda/cuda_linear_fp8.cuh"
 #include "backend/cuda/cuda_linear_fp8.h"
@@ -110,26 +111,26 @@ __device__ __forceinline__ float f8_to_float(uint8_t b) {
   return f8x2_to_float2(uint16_t(b)).x;
 }
 
-constexpr int kStreamWarps = 8;   // output rows per block
-constexpr int kStreamRows = 2;    // tokens per block (grid.y covers the rest)
+constexpr int kPlainWarps = 8;   // output rows per block
+constexpr int kPlainRows = 2;    // tokens per block (grid.y covers the rest)
 
 // The weight stream: out[t, n] = Σ_g s_x[t, g] · s_w(n, g) · Σ_{k∈g} xq[t, k] · wq[n, k]
-// (+ bias[n]). A warp per output row n, kStreamRows tokens per block; kVec: 16 bytes per
+// (+ bias[n]). A warp per output row n, kPlainRows tokens per block; kVec: 16 bytes per
 // lane per load (K % 16 == 0, group % 16 == 0, 16-byte aligned rows), else one element.
 //   out [T, N] (OutT: bf16 or f32), xq [T, K], w [N, K], x_scales [T, G]
 template <bool kVec, typename OutT>
-__global__ void __launch_bounds__(kStreamWarps * 32)
+__global__ void __launch_bounds__(kPlainWarps * 32)
 fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
                   const float* __restrict__ x_scales, const uint8_t* __restrict__ w,
                   WeightScales ws, const bf16* __restrict__ bias, int64_t T, int64_t N,
                   int64_t K, int64_t group, int64_t num_groups) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n = int64_t(blockIdx.x) * kStreamWarps + warp;
-  const int64_t t0 = int64_t(blockIdx.y) * kStreamRows;
+  const int64_t n = int64_t(blockIdx.x) * kPlainWarps + warp;
+  const int64_t t0 = int64_t(blockIdx.y) * kPlainRows;
   if (n >= N) return;
-  const int rows = T - t0 < kStreamRows ? int(T - t0) : kStreamRows;
+  const int rows = T - t0 < kPlainRows ? int(T - t0) : kPlainRows;
   const uint8_t* wrow = w + n * K;
-  float acc[kStreamRows] = {};
+  float acc[kPlainRows] = {};
   if constexpr (kVec) {
 #pragma unroll 4
     for (int64_t k = int64_t(lane) * 16; k < K; k += 32 * 16) {
@@ -137,7 +138,7 @@ fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
       const int64_t g = k / group;
       const float sw = ws.at(n, g);
 #pragma unroll
-      for (int r = 0; r < kStreamRows; r++) {
+      for (int r = 0; r < kPlainRows; r++) {
         if (r >= rows) break;
         const int64_t t = t0 + r;
         const uint4 xv = *reinterpret_cast<const uint4*>(xq + t * K + k);
@@ -156,7 +157,7 @@ fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
     }
   }
 #pragma unroll
-  for (int r = 0; r < kStreamRows; r++) {
+  for (int r = 0; r < kPlainRows; r++) {
     float v = acc[r];
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     if (lane == 0 && r < rows) {
@@ -216,6 +217,153 @@ std::string dims(int64_t a, int64_t b) {
   return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
 }
 
+// ---------------------------------------------------------------- the paths
+
+// A checked FP8 linear call: what every path reads.
+struct Fp8Call {
+  Tensor* out;                // [T, N] bf16, or f32 (then no bias)
+  const Tensor* x;            // [T, K] bf16
+  const Tensor* w;            // [N, K] e4m3
+  WeightScales ws;            // w's scales
+  const Tensor* bias;         // [N] bf16 or undefined
+  const float* static_scale;  // [1] (static input scale) or null: x quantized per token
+  int64_t T, N, K;
+  int64_t group;              // columns per x scale: block_k for Block weights, else K
+  bool out_f32;
+  const bf16* bias_ptr() const { return bias->defined() ? bias->ptr<bf16>() : nullptr; }
+};
+
+// Every check of linear_fp8: dtypes, shapes, the scales' layout (linear.h).
+Fp8Call check_fp8_call(Tensor& out, const Tensor& x, const Linear& l) {
+  const Tensor &w = l.weight, &bias = l.bias;
+  const LinearQuant& q = *l.quant;
+  const bool out_f32 = out.dtype == DType::F32;
+  cuda::check_tensor(out, out_f32 ? DType::F32 : DType::BF16, "linear fp8", "out");
+  TANDEM_CUDA_REQUIRE(!(out_f32 && bias.defined()), "linear fp8: an f32 output takes no bias");
+  cuda::check_tensor(x, DType::BF16, "linear fp8", "x");
+  cuda::check_tensor(w, DType::F8E4M3, "linear fp8", "w");
+  cuda::check_tensor(q.weight_scale, DType::F32, "linear fp8", "weight_scale");
+  TANDEM_CUDA_REQUIRE(w.ndim() == 2, "linear fp8: w must be 2-d, got " + w.shape.str());
+  const int64_t T = x.rows(), K = w.dim(1), N = w.dim(0);
+  TANDEM_CUDA_REQUIRE(x.cols() == K && K > 0,
+                      "linear fp8: x " + x.shape.str() + " does not match w " + w.shape.str());
+  TANDEM_CUDA_REQUIRE(out.rows() == T && out.cols() == N,
+                      "linear fp8: out " + out.shape.str() + " must be " + dims(T, N));
+  TANDEM_CUDA_REQUIRE(out.data != x.data, "linear fp8: out may not alias x");
+  TANDEM_CUDA_REQUIRE(q.input != InputScaling::None,
+                      "linear fp8: FP8 weights need quantized inputs (W8A8)");
+  const bool block = q.granularity == ScaleGranularity::Block;
+  TANDEM_CUDA_REQUIRE(!block || (q.block_n > 0 && q.block_k > 0),
+                      "linear fp8: block scales need block sizes");
+  const WeightScales ws = cuda::weight_scales(q, K);
+  const int64_t want = ws.count(N);
+  TANDEM_CUDA_REQUIRE(q.weight_scale.numel() == want,
+                      "linear fp8: weight_scale " + q.weight_scale.shape.str() + " must have " +
+                          std::to_string(want) + " values for w " + w.shape.str());
+  const float* static_scale = nullptr;
+  if (q.input == InputScaling::Static) {
+    cuda::check_tensor(q.input_scale, DType::F32, "linear fp8", "input_scale");
+    TANDEM_CUDA_REQUIRE(q.input_scale.numel() == 1, "linear fp8: input_scale must be [1]");
+    static_scale = q.input_scale.ptr<float>();
+  }
+  if (bias.defined()) {
+    cuda::check_tensor(bias, DType::BF16, "linear fp8", "bias");
+    TANDEM_CUDA_REQUIRE(bias.numel() == N, "linear fp8: bias " + bias.shape.str() +
+                                               " must have " + std::to_string(N) + " elements");
+  }
+  return Fp8Call{&out, &x, &w, ws, &bias, static_scale, T, N, K, block ? q.block_k : K, out_f32};
+}
+
+// 1–8 rows: the FP8 weight stream, which quantizes x in each of its CTAs (so no quantize
+// kernel runs before it).
+bool takes_weight_stream(const Fp8Call& c, Fp8GemmPath forced, bool stream_on) {
+  return (forced == Fp8GemmPath::Auto || forced == Fp8GemmPath::Lt) && stream_on &&
+         fp8_gemv_fits(c.T, c.N, c.K, c.ws.block() ? c.group : 0, c.x->data, c.w->data);
+}
+
+// x's e4m3 copy and scales [T, ⌈K / group⌉], by the quantize kernel.
+Fp8Input quantize_input(CudaBackend& be, const Fp8Call& c) {
+  Fp8Input xq{be.alloc(DType::F8E4M3, {c.T, c.K}), be.alloc(DType::F32, {c.T, cuda::ceil_div(c.K, c.group)})};
+  cuda::launch_quantize_rows(be.stream(), xq.q.ptr<uint8_t>(), xq.scales.ptr<float>(),
+                             c.x->ptr<bf16>(), c.T, c.K, c.group, c.static_scale);
+  return xq;
+}
+
+// The kernels of a call whose x is quantized, in the order they are tried.
+enum class Fp8Path {
+  Wgmma,        // tandem's wgmma GEMM (cuda_gemm_fp8.h), scales and bias in its epilogue
+  LtScaled,     // cuBLASLt e4m3 with OUTER_VEC_32F scales (+ a bias kernel)
+  LtEpilogue,   // cuBLASLt e4m3 unscaled to f32 + the scale kernel
+  PlainStream,  // fp8_stream_kernel: every layout and shape
+};
+
+// The path for a call that the weight stream does not take (cuda_linear_fp8.h says the rule
+// in words). The cuBLASLt paths may still be refused at run time: then the next one runs.
+Fp8Path choose_fp8_path(const Fp8Call& c, const Fp8Input& xq, Fp8GemmPath forced,
+                        const cudaDeviceProp& props) {
+  const bool wgmma = forced == Fp8GemmPath::Wgmma ||
+                     (forced == Fp8GemmPath::Auto && fp8_wgmma_preferred(c.T, c.N, c.K));
+  if (wgmma && !c.ws.block() && fp8_wgmma_fits(props, c.T, c.N, c.K, c.w->data, xq.q.data))
+    return Fp8Path::Wgmma;
+  const bool lt_shape = !c.ws.block() && c.K % 16 == 0 && c.N % 16 == 0 &&
+                        cuda::aligned16(c.w->data) && cuda::aligned16(c.out->data);
+  if (forced == Fp8GemmPath::Stream || !lt_shape || c.T <= 2) return Fp8Path::PlainStream;
+  return forced != Fp8GemmPath::Epilogue && c.ws.per_channel() ? Fp8Path::LtScaled
+                                                               : Fp8Path::LtEpilogue;
+}
+
+// cuBLASLt's scaled e4m3 GEMM straight into out, then the bias; false: refused.
+bool launch_lt_scaled(CudaBackend& be, const cuda::LtContext& ctx, const Fp8Call& c,
+                      const Fp8Input& xq, bool fast) {
+  if (!run_fp8_gemm(ctx, be.device_index(), c.T, c.N, c.K, c.out_f32, fast, c.w->data,
+                    xq.q.data, c.out->data, c.ws.s, xq.scales.ptr<float>()))
+    return false;
+  if (const bf16* bias = c.bias_ptr()) {
+    fp8_add_bias_kernel<<<cuda::grid_stride_blocks(c.T * c.N, 256), 256, 0, be.stream()>>>(
+        c.out->ptr<bf16>(), bias, c.T, c.N);
+    TANDEM_CUDA_LAUNCHED("fp8_add_bias_kernel");
+  }
+  return true;
+}
+
+// cuBLASLt's unscaled e4m3 GEMM into an f32 accumulator, then the scale kernel; false:
+// refused.
+bool launch_lt_epilogue(CudaBackend& be, const cuda::LtContext& ctx, const Fp8Call& c,
+                        const Fp8Input& xq, bool fast) {
+  Tensor acc = be.alloc(DType::F32, {c.T, c.N});
+  if (!run_fp8_gemm(ctx, be.device_index(), c.T, c.N, c.K, true, fast, c.w->data, xq.q.data,
+                    acc.data, nullptr, nullptr))
+    return false;
+  const unsigned blocks = cuda::grid_stride_blocks(c.T * c.N, 256);
+  const float* x_scales = xq.scales.ptr<float>();
+  if (c.out_f32)
+    fp8_scale_kernel<float><<<blocks, 256, 0, be.stream()>>>(
+        c.out->ptr<float>(), acc.ptr<float>(), x_scales, c.ws, c.bias_ptr(), c.T, c.N);
+  else
+    fp8_scale_kernel<bf16><<<blocks, 256, 0, be.stream()>>>(
+        c.out->ptr<bf16>(), acc.ptr<float>(), x_scales, c.ws, c.bias_ptr(), c.T, c.N);
+  TANDEM_CUDA_LAUNCHED("fp8_scale_kernel");
+  return true;
+}
+
+// fp8_stream_kernel: a warp per output row, kPlainRows tokens per block.
+void launch_plain_stream(CudaBackend& be, const Fp8Call& c, const Fp8Input& xq) {
+  const bool vec = c.K % 16 == 0 && c.group % 16 == 0 && cuda::aligned16(c.w->data) &&
+                   cuda::aligned16(xq.q.data);
+  const dim3 grid(unsigned(cuda::ceil_div(c.N, kPlainWarps)), unsigned(cuda::ceil_div(c.T, kPlainRows)));
+  const dim3 threads(kPlainWarps * 32);
+  auto launch = [&](auto kernel, auto* o) {
+    kernel<<<grid, threads, 0, be.stream()>>>(o, xq.q.ptr<uint8_t>(), xq.scales.ptr<float>(),
+                                              c.w->ptr<uint8_t>(), c.ws, c.bias_ptr(), c.T, c.N,
+                                              c.K, c.group, cuda::ceil_div(c.K, c.group));
+  };
+  if (c.out_f32)
+    launch(vec ? &fp8_stream_kernel<true, float> : &fp8_stream_kernel<false, float>, c.out->ptr<float>());
+  else
+    launch(vec ? &fp8_stream_kernel<true, bf16> : &fp8_stream_kernel<false, bf16>, c.out->ptr<bf16>());
+  TANDEM_CUDA_LAUNCHED("fp8_stream_kernel");
+}
+
 }  // namespace
 
 namespace cuda {
@@ -262,118 +410,32 @@ void CudaBackend::linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input&
   linear_fp8(out, x, l, &xq);
 }
 
+// Checks, then the weight stream (1–8 rows), else x quantized (or its copy from the op that
+// wrote it: pre) and the first path of choose_fp8_path that takes the call.
 void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, const Fp8Input* pre) {
-  const Tensor &w = l.weight, &bias = l.bias;
-  const LinearQuant& q = *l.quant;
-  const bool out_f32 = out.dtype == DType::F32;
-  cuda::check_tensor(out, out_f32 ? DType::F32 : DType::BF16, "linear fp8", "out");
-  TANDEM_CUDA_REQUIRE(!(out_f32 && bias.defined()), "linear fp8: an f32 output takes no bias");
-  cuda::check_tensor(x, DType::BF16, "linear fp8", "x");
-  cuda::check_tensor(w, DType::F8E4M3, "linear fp8", "w");
-  cuda::check_tensor(q.weight_scale, DType::F32, "linear fp8", "weight_scale");
-  TANDEM_CUDA_REQUIRE(w.ndim() == 2, "linear fp8: w must be 2-d, got " + w.shape.str());
-  const int64_t T = x.rows(), K = w.dim(1), N = w.dim(0);
-  TANDEM_CUDA_REQUIRE(x.cols() == K && K > 0,
-                      "linear fp8: x " + x.shape.str() + " does not match w " + w.shape.str());
-  TANDEM_CUDA_REQUIRE(out.rows() == T && out.cols() == N,
-                      "linear fp8: out " + out.shape.str() + " must be " + dims(T, N));
-  TANDEM_CUDA_REQUIRE(out.data != x.data, "linear fp8: out may not alias x");
-  TANDEM_CUDA_REQUIRE(q.input != InputScaling::None,
-                      "linear fp8: FP8 weights need quantized inputs (W8A8)");
-  const bool block = q.granularity == ScaleGranularity::Block;
-  TANDEM_CUDA_REQUIRE(!block || (q.block_n > 0 && q.block_k > 0),
-                      "linear fp8: block scales need block sizes");
-  const WeightScales ws = cuda::weight_scales(q, K);
-  const int64_t want = ws.count(N);
-  TANDEM_CUDA_REQUIRE(q.weight_scale.numel() == want,
-                      "linear fp8: weight_scale " + q.weight_scale.shape.str() + " must have " +
-                          std::to_string(want) + " values for w " + w.shape.str());
-  const float* static_scale = nullptr;
-  if (q.input == InputScaling::Static) {
-    cuda::check_tensor(q.input_scale, DType::F32, "linear fp8", "input_scale");
-    TANDEM_CUDA_REQUIRE(q.input_scale.numel() == 1, "linear fp8: input_scale must be [1]");
-    static_scale = q.input_scale.ptr<float>();
-  }
-  if (bias.defined()) {
-    cuda::check_tensor(bias, DType::BF16, "linear fp8", "bias");
-    TANDEM_CUDA_REQUIRE(bias.numel() == N, "linear fp8: bias " + bias.shape.str() +
-                                               " must have " + std::to_string(N) + " elements");
-  }
-  if (T == 0 || N == 0) return;
-  TANDEM_CUDA_REQUIRE(cuda::ceil_div(T, kStreamRows) <= 65535 && N < (int64_t(1) << 31),
+  const Fp8Call c = check_fp8_call(out, x, l);
+  if (c.T == 0 || c.N == 0) return;
+  TANDEM_CUDA_REQUIRE(cuda::ceil_div(c.T, kPlainRows) <= 65535 && c.N < (int64_t(1) << 31),
                       "linear fp8: dims too large");
-
-  const bf16* bias_ptr = bias.defined() ? bias.ptr<bf16>() : nullptr;
-  const Fp8GemmPath path = fp8_gemm_path();
-  // 1–8 rows: the weight stream, which quantizes x itself.
-  if ((path == Fp8GemmPath::Auto || path == Fp8GemmPath::Lt) &&
-      fp8_gemv_fits(T, N, K, block ? q.block_k : 0, x.data, w.data)) {
-    launch_fp8_gemv(*this, out, {&x, static_scale, &w, ws, &bias});
-    return;
+  const Fp8GemmPath forced = fp8_gemm_path();
+  if (takes_weight_stream(c, forced, gemv_enabled()))
+    return launch_fp8_gemv(*this, out, {&x, c.static_scale, &l.weight, c.ws, &l.bias});
+  const Fp8Input xq = pre != nullptr ? *pre : quantize_input(*this, c);
+  const bool fast = fp8_fast_accum();
+  const cuda::LtContext lt{cublas_lt_, stream_, allocator_->workspace()};
+  switch (choose_fp8_path(c, xq, forced, props_)) {
+    case Fp8Path::Wgmma:
+      return launch_fp8_wgmma(*this, {&out, &xq.q, &xq.scales, &l.weight, c.ws.s,
+                                      c.ws.per_channel(), &l.bias, fast});
+    case Fp8Path::LtScaled:
+      if (launch_lt_scaled(*this, lt, c, xq, fast)) return;
+      [[fallthrough]];
+    case Fp8Path::LtEpilogue:
+      if (launch_lt_epilogue(*this, lt, c, xq, fast)) return;
+      [[fallthrough]];
+    case Fp8Path::PlainStream:
+      return launch_plain_stream(*this, c, xq);
   }
-
-  // 1. x → e4m3 and its scales (or the copy the op that wrote x made: pre).
-  const int64_t group = block ? q.block_k : K, num_groups = cuda::ceil_div(K, group);
-  Tensor xq, x_scales;
-  if (pre != nullptr) {
-    xq = pre->q;
-    x_scales = pre->scales;
-  } else {
-    xq = alloc(DType::F8E4M3, {T, K});
-    x_scales = alloc(DType::F32, {T, num_groups});
-    cuda::launch_quantize_rows(stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(), x.ptr<bf16>(), T,
-                               K, group, static_scale);
-  }
-
-  // 2. The product: the wgmma GEMM where it fits (and, under Auto, where it is measured to
-  // be faster: fp8_wgmma_preferred), else cuBLASLt, else the plain stream.
-  const bool wgmma_path = path == Fp8GemmPath::Wgmma ||
-                          (path == Fp8GemmPath::Auto && fp8_wgmma_preferred(T, N, K));
-  if (wgmma_path && !block && fp8_wgmma_fits(props_, T, N, K, w.data, xq.data)) {
-    launch_fp8_wgmma(*this, {&out, &xq, &x_scales, &w, ws.s, ws.per_channel(), &bias, fp8_fast_accum()});
-    return;
-  }
-  const bool lt_shape = !block && K % 16 == 0 && N % 16 == 0 && cuda::aligned16(w.data) &&
-                        cuda::aligned16(out.data);
-  if (path != Fp8GemmPath::Stream && lt_shape && T > 2) {
-    const bool fast = fp8_fast_accum();
-    const cuda::LtContext ctx{cublas_lt_, stream_, allocator_->workspace()};
-    if (path != Fp8GemmPath::Epilogue && ws.per_channel() &&
-        run_fp8_gemm(ctx, device_, T, N, K, out_f32, fast, w.data, xq.data, out.data, ws.s,
-                     x_scales.ptr<float>())) {
-      if (bias_ptr) {
-        fp8_add_bias_kernel<<<cuda::grid_stride_blocks(T * N, 256), 256, 0, stream_>>>(
-            out.ptr<bf16>(), bias_ptr, T, N);
-        TANDEM_CUDA_LAUNCHED("fp8_add_bias_kernel");
-      }
-      return;
-    }
-    Tensor acc = alloc(DType::F32, {T, N});
-    if (run_fp8_gemm(ctx, device_, T, N, K, true, fast, w.data, xq.data, acc.data, nullptr,
-                     nullptr)) {
-      const unsigned blocks = cuda::grid_stride_blocks(T * N, 256);
-      if (out_f32)
-        fp8_scale_kernel<float><<<blocks, 256, 0, stream_>>>(out.ptr<float>(), acc.ptr<float>(),
-                                                             x_scales.ptr<float>(), ws, bias_ptr, T, N);
-      else
-        fp8_scale_kernel<bf16><<<blocks, 256, 0, stream_>>>(out.ptr<bf16>(), acc.ptr<float>(),
-                                                            x_scales.ptr<float>(), ws, bias_ptr, T, N);
-      TANDEM_CUDA_LAUNCHED("fp8_scale_kernel");
-      return;
-    }
-  }
-  const bool vec = K % 16 == 0 && group % 16 == 0 && cuda::aligned16(w.data) && cuda::aligned16(xq.data);
-  const dim3 grid(unsigned(cuda::ceil_div(N, kStreamWarps)), unsigned(cuda::ceil_div(T, kStreamRows)));
-  const dim3 threads(kStreamWarps * 32);
-  auto launch = [&](auto kernel, auto* o) {
-    kernel<<<grid, threads, 0, stream_>>>(o, xq.ptr<uint8_t>(), x_scales.ptr<float>(),
-                                          w.ptr<uint8_t>(), ws, bias_ptr, T, N, K, group, num_groups);
-  };
-  if (out_f32)
-    launch(vec ? &fp8_stream_kernel<true, float> : &fp8_stream_kernel<false, float>, out.ptr<float>());
-  else
-    launch(vec ? &fp8_stream_kernel<true, bf16> : &fp8_stream_kernel<false, bf16>, out.ptr<bf16>());
-  TANDEM_CUDA_LAUNCHED("fp8_stream_kernel");
 }
 
 }  // namespace tandem

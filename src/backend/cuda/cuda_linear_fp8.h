@@ -1,6 +1,6 @@
 // The FP8 (e4m3) linears on CUDA: cuda_linear_fp8.cu. Host header, safe for nvcc and g++.
 //
-// Which path takes a call (Auto):
+// Which path takes a call (Auto; in code: takes_weight_stream, then choose_fp8_path):
 //   - 1–8 rows, per-tensor, per-channel or 128-column block weights, x small enough to
 //     stage in a CTA: the FP8 weight stream (cuda_gemv_fp8.cu: cuda_gemv.cu's bulk-copy
 //     ring at half the bytes per weight, mma.sync e4m3), which quantizes x itself.
