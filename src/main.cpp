@@ -4,8 +4,8 @@
 
 #include "cli/bench/bench_options.h"
 #include "cli/commands.h"
+#include "cli/env_switches.h"
 #include "cli/limit_flags.h"
-#include "core/thread_pool.h"
 
 using namespace tandem::cli;
 
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
 
   CLI11_PARSE(app, argc, argv);
-  if (threads > 0) tandem::ThreadPool::set_global_threads(threads);
+  if (!apply_process_switches(threads)) return 1;  // TANDEM_THREADS, TANDEM_CPU_ISA, --threads
   if (so.model.empty()) so.model = default_model_dir();
   if (go.model.empty()) go.model = default_model_dir();
   if (eo.model.empty() && !eo.url) eo.model = default_model_dir();

@@ -233,11 +233,16 @@ class Backend {
 // The CPU backend, on the process-wide thread pool.
 std::unique_ptr<Backend> make_cpu_backend();
 
-// Pieces of the CUDA fast path that can be turned off, to compare against them. They are
-// process-wide: the last backend made sets them for every CUDA backend in the process.
+// Pieces of the CUDA fast path that can be turned off (the environment switches of
+// cli/env_switches.h set them). Each backend holds its own, except pdl, which every kernel
+// launch reads process-wide: the last backend made (or set_options) sets it.
 struct CudaOptions {
-  bool gemv = true;  // 1–2 row linears stream their weights (cuda_gemv.cu); off: cuBLASLt
+  bool gemv = true;  // few-row linears stream their weights (cuda_gemv*.cu); off: the GEMMs
   bool pdl = true;   // kernels overlap their prologue with the previous kernel's tail
+  bool sm90_prefill = true;    // prefill attention on the wgmma kernel where it fits; off:
+                               // the mma.sync kernel everywhere (cuda_attention_prefill.h)
+  bool fp8_fast_accum = true;  // many-row FP8 GEMMs chain all of K in the tensor cores'
+                               // accumulator; off: f32 every 128 columns (cuda_linear_fp8.h)
 };
 
 // The CUDA backend on GPU `device`. Throws tandem::Error when the build has no CUDA

@@ -25,11 +25,9 @@
 // their conversions, and the SM's issue and shared-memory bandwidth, not HBM, set the pace.
 // cuBLASLt's tensor-core kernels take M >= 3.
 //
-// Not fused: the MLP's gated activation. Staging x = act(gate) · up in each CTA instead of
-// running gated_act first was slower: every CTA computing all the activations costs more
-// than one small kernel whose launch PDL hides.
-//
-// The measurements behind each choice: bench/RESULTS.md (session 6, "Tried and not kept").
+// The measurements behind each choice, and what was tried and not kept (the gated
+// activation staged in each CTA, among others): bench/RESULTS.md (session 6, and "Moved
+// from the kernel files (house issue)").
 //
 // Launched with programmatic dependent launch (cuda_pdl.cuh): the producer fills the ring
 // before anything waits on the kernel before, since weights are never written by a
@@ -123,13 +121,6 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
   }
 }
 
-// ---------------------------------------------------------------- switches
-
-cuda::Switch& gemv_switch() {
-  static cuda::Switch on;
-  return on;
-}
-
 template <int M, typename Out>
 void launch(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
   const int N = int(w.dim(0)), K = int(w.dim(1));
@@ -154,25 +145,17 @@ void launch_any(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w,
 }
 
 // Whether the stream takes M rows of K columns (the staged x is [M, K]).
-bool fits(const Tensor& x, const Tensor& w) {
+bool fits(const CudaBackend& be, const Tensor& x, const Tensor& w) {
   const int64_t M = x.rows(), K = w.dim(1), N = w.dim(0);
-  return gemv_enabled() && M >= 1 && M <= kGemvMaxRows && K % 8 == 0 && N < (int64_t(1) << 31) &&
+  return be.options().gemv && M >= 1 && M <= kGemvMaxRows && K % 8 == 0 && N < (int64_t(1) << 31) &&
          M * K * 2 <= kMaxXBytes && cuda::aligned16(x.data) && cuda::aligned16(w.data);
 }
 
 }  // namespace
 
-bool gemv_enabled() {
-  return gemv_switch().on();
-}
-
-void set_gemv_enabled(bool on) {
-  gemv_switch().set(on);
-}
-
 bool try_gemv(CudaBackend& backend, Tensor& out, const Tensor& x, const Tensor& w,
               const Tensor& bias) {
-  if (!fits(x, w)) return false;
+  if (!fits(backend, x, w)) return false;
   launch_any(backend, out, x, w, bias);
   return true;
 }

@@ -34,13 +34,9 @@
 // launch and its wait on the critical path of every linear: a separate quantize kernel
 // before the stream cost 5–10 µs a linear (bench/RESULTS.md).
 //
-// Tried and not kept (bench/RESULTS.md, 2026-12-02, fifth session): x read once into
-// registers instead of twice from L2, and each row group's sums left to one rotating warp
-// instead of stopping all 16. Alone, in a graph of one linear, the first made every 8B
-// linear 0.2-1.2 µs faster; in the decode step it cost 6% (314 -> 296 tok/s) even held
-// to this kernel's 56 registers, and 11% without that cap (72 registers); the second on
-// top lost more (275). The stream's speed alone is not the measure: what runs beside
-// it in the decode chain (qkv_to_cache, the decode attention's CTAs, under PDL) is.
+// The consumers' schedule is the one that measured fastest in the decode chain, not alone
+// (what runs beside the stream under PDL decides: bench/RESULTS.md, "Moved from the kernel
+// files (house issue)").
 //
 // Launched with programmatic dependent launch: the producer starts the ring before the
 // kernel before it ends (weights are never written by a step); the consumers wait before

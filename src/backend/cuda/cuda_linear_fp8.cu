@@ -8,7 +8,6 @@
 // m = N entries (s_w per channel), the B scale vector n = T entries (s_x per token).
 #include <cuda_fp8.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <type_traits>
 
@@ -17,7 +16,6 @@
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_fp8.cuh"
 #include "backend/cuda/cuda_gemm_fp8.h"
-#include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_gemv_fp8.h"
 #include "backend/cuda/cuda_linear_fp8.cuh"
 #include "backend/cuda/cuda_linear_fp8.h"
@@ -30,11 +28,6 @@ namespace tandem {
 namespace {
 
 using cuda::bf16;
-
-std::atomic<Fp8GemmPath> g_path{Fp8GemmPath::Auto};
-
-// -1: not yet read from the environment.
-std::atomic<int> g_fast_accum{-1};
 
 // ---------------------------------------------------------------- kernels
 
@@ -381,20 +374,6 @@ void launch_quantize_rows(cudaStream_t stream, uint8_t* xq, float* scales, const
 
 }  // namespace cuda
 
-void set_fp8_gemm_path(Fp8GemmPath path) { g_path.store(path); }
-Fp8GemmPath fp8_gemm_path() { return g_path.load(); }
-
-void set_fp8_fast_accum(bool fast) { g_fast_accum.store(fast ? 1 : 0); }
-bool fp8_fast_accum() {
-  int v = g_fast_accum.load();
-  if (v < 0) {
-    const int want = cuda::env_on_unless_zero("TANDEM_FP8_FAST_ACCUM") ? 1 : 0;
-    g_fast_accum.compare_exchange_strong(v, want);
-    v = g_fast_accum.load();
-  }
-  return v == 1;
-}
-
 // out [T, N] = x [T, K] · (scaled Wq)ᵀ (+ bias), the declared W8A8 arithmetic.
 // linear() with x's e4m3 copy from the op that wrote x (Fp8Input): where the Linear takes it,
 // the copy replaces the quantize kernel. (The weight stream, 1-8 rows, quantizes x in each
@@ -417,11 +396,11 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
   if (c.T == 0 || c.N == 0) return;
   TANDEM_CUDA_REQUIRE(cuda::ceil_div(c.T, kPlainRows) <= 65535 && c.N < (int64_t(1) << 31),
                       "linear fp8: dims too large");
-  const Fp8GemmPath forced = fp8_gemm_path();
-  if (takes_weight_stream(c, forced, gemv_enabled()))
+  const Fp8GemmPath forced = fp8_path_;
+  if (takes_weight_stream(c, forced, options_.gemv))
     return launch_fp8_gemv(*this, out, {&x, c.static_scale, &l.weight, c.ws, &l.bias});
   const Fp8Input xq = pre != nullptr ? *pre : quantize_input(*this, c);
-  const bool fast = fp8_fast_accum();
+  const bool fast = options_.fp8_fast_accum;
   const cuda::LtContext lt{cublas_lt_, stream_, allocator_->workspace()};
   switch (choose_fp8_path(c, xq, forced, props_)) {
     case Fp8Path::Wgmma:
