@@ -57,6 +57,7 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.cuda.gemv = read_switch(lookup, "TANDEM_CUDA_GEMV").value_or(true);
   s.cuda.pdl = read_switch(lookup, "TANDEM_CUDA_PDL").value_or(true);
   s.cuda.fp8_fast_accum = read_switch(lookup, "TANDEM_FP8_FAST_ACCUM").value_or(true);
+  s.cuda.fp8_decode_fusion = read_switch(lookup, "TANDEM_FP8_DECODE_FUSION").value_or(false);
   s.cuda.sm90_prefill = read_prefill(lookup);
   s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);

@@ -12,6 +12,10 @@
 //   TANDEM_CUDA_PDL         programmatic dependent launch between kernels
 //   TANDEM_FP8_FAST_ACCUM   many-row FP8 GEMMs chain K in the tensor cores (off: promoted
 //                           f32 sums every 128 columns, the accuracy fallback)
+// Off unless set to something other than "0":
+//   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
+//                           residual adds into the weight streams (issue 45; off until
+//                           measured on a GPU)
 // Valued (a bad value is an error naming the variable):
 //   TANDEM_ATTN_PREFILL=mma|sm90  mma: prefill attention on the mma.sync kernel everywhere
 //                                 (the fallback should the sm90 kernel misbehave)

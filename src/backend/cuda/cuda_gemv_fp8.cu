@@ -44,6 +44,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
@@ -51,6 +52,7 @@
 #include "backend/cuda/cuda_fp8.cuh"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_gemv_fp8.h"
+#include "backend/cuda/cuda_stream_input.cuh"
 #include "backend/cuda/cuda_weight_stream.cuh"
 
 namespace tandem {
@@ -89,6 +91,10 @@ __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1
 
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+// The residual-add epilogue: out += v rounded to bf16 first, as linear then add would.
+__device__ __forceinline__ void add_out(bf16* p, float v) {
+  *p = __float2bfloat16_rn(__bfloat162float(*p) + __bfloat162float(__float2bfloat16_rn(v)));
+}
 
 // A warp's four mmas over its 128 columns of a stage: rows g and g + 8 of the stage,
 // token g of x (zeros for g >= M). Columns at or past `cols` (a row's last, partial
@@ -113,83 +119,18 @@ __device__ __forceinline__ void mma_stage(float (&d)[4], const uint8_t* stage, c
 }
 
 // Block weights here are [block_n, 128] blocks (x then per token and 128 columns).
-constexpr int kBlockK = 128;
+constexpr int kBlockK = cuda::kStreamBlockK;
 constexpr int kMaxXScales = kMaxXBytes / kBlockK;  // (token, column group) pairs
 
-// s = max(amax, 1e-12) / 448 in f64 for x's entry p, and 1 / s for the f32 fast path.
-__device__ __forceinline__ void set_scale(double* sx, float* sinv, int p, float amax) {
-  sx[p] = fmax(double(amax), 1e-12) / 448.0;
-  sinv[p] = float(1.0 / sx[p]);
-}
-
-// Consumers: xs [M, K] = e4m3(x / s_x), s_x per token (G = 1) or per token and 128
-// columns (G = ⌈K / 128⌉) in sx[m · G + g]: the static input scale, or max(|x|, 1e-12) /
-// 448, in f64, the quotients as f64 ones (cuda::f8_quotient). amax is a max, so every
-// CTA finds the same one.
-__device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv, float* scratch,
-                                           const bf16* __restrict__ x, const float* static_x,
-                                           int M, int K, int G) {
-  const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
-  const int group = G == 1 ? K : kBlockK;
-  if (static_x != nullptr) {
-    if (tid < M) {
-      sx[tid] = double(*static_x);
-      sinv[tid] = float(1.0 / sx[tid]);
-    }
-  } else if (G == 1) {  // a token's amax over all threads
-    for (int m = 0; m < M; m++) {
-      float amax = 0.f;
-      for (int v = tid; v < K / 8; v += kConsumers) {
-        const uint4 u = reinterpret_cast<const uint4*>(x + int64_t(m) * K)[v];
-        const bf16* e = reinterpret_cast<const bf16*>(&u);
-#pragma unroll
-        for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(__bfloat162float(e[i])));
-      }
-      amax = cuda::warp_max(amax);
-      if (lane == 0) scratch[m * kConsumerWarps + warp] = amax;
-    }
-    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-    if (tid < M) {
-      float amax = 0.f;
-      for (int w = 0; w < kConsumerWarps; w++) amax = fmaxf(amax, scratch[tid * kConsumerWarps + w]);
-      set_scale(sx, sinv, tid, amax);
-    }
-  } else {  // a warp per (token, 128 columns): 16 lanes of 8
-    for (int p = warp; p < M * G; p += kConsumerWarps) {
-      const int m = p / G, k = (p % G) * kBlockK + lane * 8;
-      float amax = 0.f;
-      if (lane < kBlockK / 8 && k < K) {
-        const uint4 u = *reinterpret_cast<const uint4*>(x + int64_t(m) * K + k);
-        const bf16* e = reinterpret_cast<const bf16*>(&u);
-#pragma unroll
-        for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(__bfloat162float(e[i])));
-      }
-      amax = cuda::warp_max(amax);
-      if (lane == 0) set_scale(sx, sinv, p, amax);
-    }
-  }
-  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-  for (int v = tid; v < M * K / 8; v += kConsumers) {
-    const int m = v * 8 / K, p = m * G + (v * 8 - m * K) / group;
-    const double s = sx[p];
-    const float inv = sinv[p];
-    const uint4 u = reinterpret_cast<const uint4*>(x)[v];
-    const bf16* e = reinterpret_cast<const bf16*>(&u);
-    uint32_t q[2] = {0, 0};
-#pragma unroll
-    for (int i = 0; i < 8; i++) q[i / 4] |= uint32_t(cuda::f8_quotient(__bfloat162float(e[i]), s, inv)) << (8 * (i % 4));
-    reinterpret_cast<uint2*>(xs)[v] = make_uint2(q[0], q[1]);
-  }
-  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-}
-
-//   out [M, N], x [M, K] bf16, w [N, K] e4m3 scaled by `ws`, static_x [1] (a static input
-//   scale) or null (dynamic), bias [N] or null. K % 16 == 0, 1 <= M <= 8.
-template <typename Out>
+//   out [M, N] (kAdd: out += the product), x from `in` (cuda_stream_input.cuh: [M, K] bf16,
+//   or what the fused norm / activation makes it from), w [N, K] e4m3 scaled by `ws`, bias
+//   [N] or null. K % 16 == 0, 1 <= M <= 8.
+template <typename Out, cuda::StreamPrologue P, bool kAdd>
 __global__ void __launch_bounds__(cuda::kStreamThreads)
-    gemv_fp8_kernel(Out* __restrict__ out, const bf16* __restrict__ x, const uint8_t* __restrict__ w,
-                    cuda::WeightScales ws, const float* __restrict__ static_x,
-                    const bf16* __restrict__ bias, int M, int N, int K, int stages) {
+    gemv_fp8_kernel(Out* __restrict__ out, cuda::StreamInput in, const uint8_t* __restrict__ w,
+                    cuda::WeightScales ws, const bf16* __restrict__ bias, int M, int N, int K,
+                    int stages) {
+  static_assert(!kAdd || std::is_same_v<Out, bf16>, "the residual stream is bf16");
   extern __shared__ __align__(128) unsigned char smem[];
   Ring ring;
   if (!cuda::open_weight_stream(ring, smem, w, N, K, stages)) return;  // the producer
@@ -201,8 +142,8 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
   const int G = block ? (K + kBlockK - 1) / kBlockK : 1;
   __shared__ double sx[kMaxXScales];
   __shared__ float sinv[kMaxXScales];
-  __shared__ float scratch[kMaxRows * kConsumerWarps];
-  quantize_x(xs, sx, sinv, scratch, x, static_x, M, K, G);
+  __shared__ float scratch[kMaxRows * kConsumerWarps], rows[kMaxRows], rs[kMaxRows];
+  cuda::quantize_x<P>(xs, sx, sinv, scratch, rows, rs, in, M, K, G);
 
   float d[4] = {0.f, 0.f, 0.f, 0.f};    // this stage's (or, unblocked, this group's) sums
   float tot[4] = {0.f, 0.f, 0.f, 0.f};  // blocks: the group's scaled sums
@@ -256,7 +197,8 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
         }
         if (!block) s *= float(sx[m]) * ws.at<int>(n, 0);
         if (bias != nullptr) s += __bfloat162float(bias[n]);
-        store_out(out + int64_t(m) * N + n, s);
+        if constexpr (kAdd) add_out(out + int64_t(m) * N + n, s);
+        else store_out(out + int64_t(m) * N + n, s);
       }
     }
   }
@@ -270,16 +212,31 @@ int ring_stages(int64_t M, int64_t K) {
   return int(cuda::stream_ring_stages(other_bytes(M, K), kStageBytes));
 }
 
-template <typename Out>
-void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
+template <typename Out, cuda::StreamPrologue P, bool kAdd>
+void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a, const cuda::StreamInput& in) {
   const int M = int(a.x->rows()), N = int(a.w->dim(0)), K = int(a.w->dim(1));
   static std::atomic<uint64_t> smem_ready{0};
   const int stages = ring_stages(M, K);
-  cuda::launch_weight_stream("gemv_fp8_kernel", &gemv_fp8_kernel<Out>, smem_ready, be, N, stages,
-                             kStageBytes, other_bytes(M, K), out.ptr<Out>(), a.x->ptr<bf16>(),
-                             a.w->ptr<uint8_t>(), a.w_scales, a.static_scale,
+  cuda::launch_weight_stream("gemv_fp8_kernel", &gemv_fp8_kernel<Out, P, kAdd>, smem_ready, be, N,
+                             stages, kStageBytes, other_bytes(M, K), out.ptr<Out>(), in,
+                             a.w->ptr<uint8_t>(), a.w_scales,
                              a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K,
                              stages);
+}
+
+// The kernel's input operands for `a` (the fusion's source, or x itself).
+cuda::StreamInput stream_input(const Fp8GemvArgs& a) {
+  const Fp8GemvFusion& f = a.fusion;
+  cuda::StreamInput in;
+  in.src = (f.input == Fp8GemvFusion::Input::X ? a.x : f.src)->ptr<bf16>();
+  in.static_x = a.static_scale;
+  if (f.input == Fp8GemvFusion::Input::Norm) {
+    in.norm_w = f.norm_w->ptr<bf16>();
+    in.eps = f.eps;
+    in.offset = f.offset;
+  }
+  if (f.input != Fp8GemvFusion::Input::X && f.h != nullptr) in.h = f.h->ptr<bf16>();
+  return in;
 }
 
 }  // namespace
@@ -292,10 +249,27 @@ bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void*
 }
 
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
-  if (out.dtype == DType::F32)
-    launch<float>(be, out, a);
-  else
-    launch<bf16>(be, out, a);
+  using cuda::StreamPrologue;
+  using Input = Fp8GemvFusion::Input;
+  const Fp8GemvFusion& f = a.fusion;
+  const cuda::StreamInput in = stream_input(a);
+  cuda_require(f.input == Input::X || out.dtype == DType::BF16,
+               "gemv fp8: a fused prologue writes a bf16 out");
+  if (f.input == Input::Norm) {
+    cuda_require(!f.add, "gemv fp8: the norm prologue stores its out");
+    return launch<bf16, StreamPrologue::Norm, false>(be, out, a, in);
+  }
+  if (f.input == Input::GatedAct) {
+    cuda_require(f.add, "gemv fp8: the activation prologue adds into its out");
+    if (f.act == Activation::SiLU) return launch<bf16, StreamPrologue::ActSilu, true>(be, out, a, in);
+    return launch<bf16, StreamPrologue::ActGelu, true>(be, out, a, in);
+  }
+  if (f.add) {
+    cuda_require(out.dtype == DType::BF16, "gemv fp8: the residual it adds into is bf16");
+    return launch<bf16, StreamPrologue::Plain, true>(be, out, a, in);
+  }
+  if (out.dtype == DType::F32) return launch<float, StreamPrologue::Plain, false>(be, out, a, in);
+  launch<bf16, StreamPrologue::Plain, false>(be, out, a, in);
 }
 
 }  // namespace tandem

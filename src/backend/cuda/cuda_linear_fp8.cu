@@ -76,6 +76,7 @@ __global__ void quantize_rows_kernel(uint8_t* __restrict__ xq, float* __restrict
   }
 }
 
+using cuda::Fp8Call;
 using cuda::WeightScales;
 
 // Two e4m3 bytes → two floats, exactly.
@@ -212,68 +213,6 @@ std::string dims(int64_t a, int64_t b) {
 
 // ---------------------------------------------------------------- the paths
 
-// A checked FP8 linear call: what every path reads.
-struct Fp8Call {
-  Tensor* out;                // [T, N] bf16, or f32 (then no bias)
-  const Tensor* x;            // [T, K] bf16
-  const Tensor* w;            // [N, K] e4m3
-  WeightScales ws;            // w's scales
-  const Tensor* bias;         // [N] bf16 or undefined
-  const float* static_scale;  // [1] (static input scale) or null: x quantized per token
-  int64_t T, N, K;
-  int64_t group;              // columns per x scale: block_k for Block weights, else K
-  bool out_f32;
-  const bf16* bias_ptr() const { return bias->defined() ? bias->ptr<bf16>() : nullptr; }
-};
-
-// Every check of linear_fp8: dtypes, shapes, the scales' layout (linear.h).
-Fp8Call check_fp8_call(Tensor& out, const Tensor& x, const Linear& l) {
-  const Tensor &w = l.weight, &bias = l.bias;
-  const LinearQuant& q = *l.quant;
-  const bool out_f32 = out.dtype == DType::F32;
-  cuda::check_tensor(out, out_f32 ? DType::F32 : DType::BF16, "linear fp8", "out");
-  TANDEM_CUDA_REQUIRE(!(out_f32 && bias.defined()), "linear fp8: an f32 output takes no bias");
-  cuda::check_tensor(x, DType::BF16, "linear fp8", "x");
-  cuda::check_tensor(w, DType::F8E4M3, "linear fp8", "w");
-  cuda::check_tensor(q.weight_scale, DType::F32, "linear fp8", "weight_scale");
-  TANDEM_CUDA_REQUIRE(w.ndim() == 2, "linear fp8: w must be 2-d, got " + w.shape.str());
-  const int64_t T = x.rows(), K = w.dim(1), N = w.dim(0);
-  TANDEM_CUDA_REQUIRE(x.cols() == K && K > 0,
-                      "linear fp8: x " + x.shape.str() + " does not match w " + w.shape.str());
-  TANDEM_CUDA_REQUIRE(out.rows() == T && out.cols() == N,
-                      "linear fp8: out " + out.shape.str() + " must be " + dims(T, N));
-  TANDEM_CUDA_REQUIRE(out.data != x.data, "linear fp8: out may not alias x");
-  TANDEM_CUDA_REQUIRE(q.input != InputScaling::None,
-                      "linear fp8: FP8 weights need quantized inputs (W8A8)");
-  const bool block = q.granularity == ScaleGranularity::Block;
-  TANDEM_CUDA_REQUIRE(!block || (q.block_n > 0 && q.block_k > 0),
-                      "linear fp8: block scales need block sizes");
-  const WeightScales ws = cuda::weight_scales(q, K);
-  const int64_t want = ws.count(N);
-  TANDEM_CUDA_REQUIRE(q.weight_scale.numel() == want,
-                      "linear fp8: weight_scale " + q.weight_scale.shape.str() + " must have " +
-                          std::to_string(want) + " values for w " + w.shape.str());
-  const float* static_scale = nullptr;
-  if (q.input == InputScaling::Static) {
-    cuda::check_tensor(q.input_scale, DType::F32, "linear fp8", "input_scale");
-    TANDEM_CUDA_REQUIRE(q.input_scale.numel() == 1, "linear fp8: input_scale must be [1]");
-    static_scale = q.input_scale.ptr<float>();
-  }
-  if (bias.defined()) {
-    cuda::check_tensor(bias, DType::BF16, "linear fp8", "bias");
-    TANDEM_CUDA_REQUIRE(bias.numel() == N, "linear fp8: bias " + bias.shape.str() +
-                                               " must have " + std::to_string(N) + " elements");
-  }
-  return Fp8Call{&out, &x, &w, ws, &bias, static_scale, T, N, K, block ? q.block_k : K, out_f32};
-}
-
-// 1–8 rows: the FP8 weight stream, which quantizes x in each of its CTAs (so no quantize
-// kernel runs before it).
-bool takes_weight_stream(const Fp8Call& c, Fp8GemmPath forced, bool stream_on) {
-  return (forced == Fp8GemmPath::Auto || forced == Fp8GemmPath::Lt) && stream_on &&
-         fp8_gemv_fits(c.T, c.N, c.K, c.ws.block() ? c.group : 0, c.x->data, c.w->data);
-}
-
 // x's e4m3 copy and scales [T, ⌈K / group⌉], by the quantize kernel.
 Fp8Input quantize_input(CudaBackend& be, const Fp8Call& c) {
   Fp8Input xq{be.alloc(DType::F8E4M3, {c.T, c.K}), be.alloc(DType::F32, {c.T, cuda::ceil_div(c.K, c.group)})};
@@ -372,6 +311,56 @@ void launch_quantize_rows(cudaStream_t stream, uint8_t* xq, float* scales, const
              static_scale);
 }
 
+// ---------------------------------------------------------------- checks
+
+// Every check of linear_fp8: dtypes, shapes, the scales' layout (linear.h).
+Fp8Call check_fp8_call(Tensor& out, const Tensor& x, const Linear& l) {
+  const Tensor &w = l.weight, &bias = l.bias;
+  const LinearQuant& q = *l.quant;
+  const bool out_f32 = out.dtype == DType::F32;
+  cuda::check_tensor(out, out_f32 ? DType::F32 : DType::BF16, "linear fp8", "out");
+  TANDEM_CUDA_REQUIRE(!(out_f32 && bias.defined()), "linear fp8: an f32 output takes no bias");
+  cuda::check_tensor(x, DType::BF16, "linear fp8", "x");
+  cuda::check_tensor(w, DType::F8E4M3, "linear fp8", "w");
+  cuda::check_tensor(q.weight_scale, DType::F32, "linear fp8", "weight_scale");
+  TANDEM_CUDA_REQUIRE(w.ndim() == 2, "linear fp8: w must be 2-d, got " + w.shape.str());
+  const int64_t T = x.rows(), K = w.dim(1), N = w.dim(0);
+  TANDEM_CUDA_REQUIRE(x.cols() == K && K > 0,
+                      "linear fp8: x " + x.shape.str() + " does not match w " + w.shape.str());
+  TANDEM_CUDA_REQUIRE(out.rows() == T && out.cols() == N,
+                      "linear fp8: out " + out.shape.str() + " must be " + dims(T, N));
+  TANDEM_CUDA_REQUIRE(out.data != x.data, "linear fp8: out may not alias x");
+  TANDEM_CUDA_REQUIRE(q.input != InputScaling::None,
+                      "linear fp8: FP8 weights need quantized inputs (W8A8)");
+  const bool block = q.granularity == ScaleGranularity::Block;
+  TANDEM_CUDA_REQUIRE(!block || (q.block_n > 0 && q.block_k > 0),
+                      "linear fp8: block scales need block sizes");
+  const WeightScales ws = cuda::weight_scales(q, K);
+  const int64_t want = ws.count(N);
+  TANDEM_CUDA_REQUIRE(q.weight_scale.numel() == want,
+                      "linear fp8: weight_scale " + q.weight_scale.shape.str() + " must have " +
+                          std::to_string(want) + " values for w " + w.shape.str());
+  const float* static_scale = nullptr;
+  if (q.input == InputScaling::Static) {
+    cuda::check_tensor(q.input_scale, DType::F32, "linear fp8", "input_scale");
+    TANDEM_CUDA_REQUIRE(q.input_scale.numel() == 1, "linear fp8: input_scale must be [1]");
+    static_scale = q.input_scale.ptr<float>();
+  }
+  if (bias.defined()) {
+    cuda::check_tensor(bias, DType::BF16, "linear fp8", "bias");
+    TANDEM_CUDA_REQUIRE(bias.numel() == N, "linear fp8: bias " + bias.shape.str() +
+                                               " must have " + std::to_string(N) + " elements");
+  }
+  return Fp8Call{&out, &x, &w, ws, &bias, static_scale, T, N, K, block ? q.block_k : K, out_f32};
+}
+
+// 1–8 rows: the FP8 weight stream, which quantizes x in each of its CTAs (so no quantize
+// kernel runs before it).
+bool takes_weight_stream(const Fp8Call& c, Fp8GemmPath forced, bool stream_on) {
+  return (forced == Fp8GemmPath::Auto || forced == Fp8GemmPath::Lt) && stream_on &&
+         fp8_gemv_fits(c.T, c.N, c.K, c.ws.block() ? c.group : 0, c.x->data, c.w->data);
+}
+
 }  // namespace cuda
 
 // out [T, N] = x [T, K] · (scaled Wq)ᵀ (+ bias), the declared W8A8 arithmetic.
@@ -392,12 +381,12 @@ void CudaBackend::linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input&
 // Checks, then the weight stream (1–8 rows), else x quantized (or its copy from the op that
 // wrote it: pre) and the first path of choose_fp8_path that takes the call.
 void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, const Fp8Input* pre) {
-  const Fp8Call c = check_fp8_call(out, x, l);
+  const Fp8Call c = cuda::check_fp8_call(out, x, l);
   if (c.T == 0 || c.N == 0) return;
   TANDEM_CUDA_REQUIRE(cuda::ceil_div(c.T, kPlainRows) <= 65535 && c.N < (int64_t(1) << 31),
                       "linear fp8: dims too large");
   const Fp8GemmPath forced = fp8_path_;
-  if (takes_weight_stream(c, forced, options_.gemv))
+  if (cuda::takes_weight_stream(c, forced, options_.gemv))
     return launch_fp8_gemv(*this, out, {&x, c.static_scale, &l.weight, c.ws, &l.bias});
   const Fp8Input xq = pre != nullptr ? *pre : quantize_input(*this, c);
   const bool fast = options_.fp8_fast_accum;

@@ -39,6 +39,7 @@ TEST(EnvSwitches, UnsetMeansTheFastPath) {
   EXPECT_TRUE(s.cuda.pdl);
   EXPECT_TRUE(s.cuda.sm90_prefill);
   EXPECT_TRUE(s.cuda.fp8_fast_accum);
+  EXPECT_FALSE(s.cuda.fp8_decode_fusion) << "off until measured (issue 45)";
   EXPECT_EQ(s.threads, 0);
   EXPECT_FALSE(s.cpu_isa.has_value());
 }
@@ -58,9 +59,13 @@ TEST(EnvSwitches, ZeroTurnsEachSwitchOff) {
 }
 
 TEST(EnvSwitches, AnythingButZeroTurnsASwitchOn) {
-  const EnvSwitches s = parse({{"TANDEM_OVERLAP", "1"}, {"TANDEM_CUDA_GEMV", "yes"}});
+  const EnvSwitches s = parse({{"TANDEM_OVERLAP", "1"},
+                               {"TANDEM_CUDA_GEMV", "yes"},
+                               {"TANDEM_FP8_DECODE_FUSION", "1"}});
   EXPECT_EQ(s.overlap, Overlap::On);
   EXPECT_TRUE(s.cuda.gemv);
+  EXPECT_TRUE(s.cuda.fp8_decode_fusion);
+  EXPECT_FALSE(parse({{"TANDEM_FP8_DECODE_FUSION", "0"}}).cuda.fp8_decode_fusion);
 }
 
 TEST(EnvSwitches, PrefillKernelByName) {
