@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config git curl ca-certificates
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev
   libpcre2-dev libutf8proc-dev libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev libbrotli-dev nodejs npm)
+  zlib1g-dev libbrotli-dev libpng-dev libjpeg-dev libwebp-dev libgif-dev nodejs npm)
 # The tests only: the browser that tests/e2e/web_ui.test.mjs drives (headless) through the
-# web pages, and clang with its sanitizer and libFuzzer runtimes (scripts/sanitize.sh).
-[ "${1:-}" = "--tests" ] && packages+=(chromium clang libclang-rt-14-dev)
+# web pages, clang with its sanitizer and libFuzzer runtimes (scripts/sanitize.sh), and
+# ccache, which the build scripts use when it is there.
+[ "${1:-}" = "--tests" ] && packages+=(chromium clang libclang-rt-14-dev ccache)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -61,6 +61,7 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.cuda.sm90_prefill = read_prefill(lookup);
   s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);
+  if (const char* a = lookup("TANDEM_CPU_BLOCK_ARITHMETIC")) s.cpu_block_arithmetic = a;
   return s;
 }
 

@@ -21,10 +21,14 @@
 //                                 (the fallback should the sm90 kernel misbehave)
 //   TANDEM_THREADS=N              the CPU backend's threads (--threads wins)
 //   TANDEM_CPU_ISA=avx2|avx512    cap the CPU kernels' instruction set
+//   TANDEM_CPU_BLOCK_ARITHMETIC=exact|int8  how the CPU backend multiplies GGUF block
+//                                 weights (docs/gguf-kernels.md; checked where the backend
+//                                 is made, cli/model_files.cpp); unset: its default
 #pragma once
 
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "backend/backend.h"
 #include "core/cpu_features.h"
@@ -38,6 +42,7 @@ struct EnvSwitches {
   CudaOptions cuda;
   int threads = 0;                // TANDEM_THREADS; 0: unset
   std::optional<CpuIsa> cpu_isa;  // TANDEM_CPU_ISA
+  std::string cpu_block_arithmetic;  // TANDEM_CPU_BLOCK_ARITHMETIC; "": the default
 };
 
 // A variable's value, or null when unset (std::getenv's contract).

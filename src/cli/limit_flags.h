@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "server/server_limits.h"
+#include "server/common/server_limits.h"
 
 namespace tandem::cli {
 

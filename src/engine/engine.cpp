@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "engine/media_check.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,6 +30,31 @@ GrammarVerdict follow_grammar(grammar::Matcher& m, int32_t token, std::string* w
     *why = e.what();
     return GrammarVerdict::Rejected;
   }
+}
+
+// Where a constrained row stands once its matcher has taken a token's answer part.
+GrammarVerdict verdict_after(grammar::Matcher& m) {
+  if (m.is_finished()) return GrammarVerdict::Ended;
+  return m.must_end() ? GrammarVerdict::Complete : GrammarVerdict::Continue;
+}
+
+// A thinking row's token, before it answers: its thinking decides what the grammar sees.
+GrammarVerdict follow_thinking(Sequence& seq, int32_t token, std::string* why) {
+  grammar::Matcher* m = seq.matcher ? &*seq.matcher : nullptr;
+  try {
+    switch (seq.reasoning->accept(token, m)) {
+      case ReasoningState::Role::Thinking:
+        return GrammarVerdict::Continue;
+      case ReasoningState::Role::Answer:
+        return m ? verdict_after(*m) : GrammarVerdict::Continue;
+      case ReasoningState::Role::Rejected:
+        break;
+    }
+    *why = fmt::format("token {} begins an answer the grammar does not allow", token);
+  } catch (const grammar::GrammarError& e) {
+    *why = e.what();
+  }
+  return GrammarVerdict::Rejected;
 }
 
 }  // namespace
@@ -65,6 +91,7 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
   info_.num_parameters = e.num_parameters;
   info_.dtype = std::string(dtype_name(e.act_dtype));
   info_.block_size = config_.scheduler.block_size;
+  info_.vision = e.vision;
   stats_.kv_blocks_total = kv_.capacity();
   for (int g = 0; g < kv_.num_groups(); ++g) {
     const int window = kv_.groups().groups[size_t(g)].window;
@@ -100,6 +127,15 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
   if (request.grammar && request.grammar->vocab().num_tokens() != info_.vocab_size)
     return refuse(fmt::format("the grammar was compiled for {} tokens, the model has {}",
                               request.grammar->vocab().num_tokens(), info_.vocab_size));
+  if (const auto& t = request.thinking) {
+    if (!t->vocab) return refuse("a thinking request needs the model's thinking vocabulary");
+    if (t->vocab->num_tokens() != info_.vocab_size)
+      return refuse(fmt::format("the thinking vocabulary has {} tokens, the model {}",
+                                t->vocab->num_tokens(), info_.vocab_size));
+    if (t->budget && *t->budget < 0)
+      return refuse(fmt::format("the thinking budget must be >= 0 (got {})", *t->budget));
+  }
+  if (auto bad = check_media(request, info_.vision, kv_.max_step_tokens())) return refuse(*bad);
   if (int64_t(n) + request.max_tokens > info_.max_model_len)
     return refuse(fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the context length ({})",
                               n, request.max_tokens, info_.max_model_len));
@@ -166,7 +202,10 @@ void Engine::emit_token(Sequence& seq, const GeneratedToken& token) {
   if (seq.grammar_failure) return fail_row(seq, *seq.grammar_failure);
   GrammarVerdict verdict = GrammarVerdict::Continue;
   std::string why;
-  if (seq.matcher) verdict = follow_grammar(*seq.matcher, token.token, &why);
+  if (seq.reasoning && !seq.reasoning->answering())
+    verdict = follow_thinking(seq, token.token, &why);
+  else if (seq.matcher)
+    verdict = follow_grammar(*seq.matcher, token.token, &why);
   if (verdict == GrammarVerdict::Rejected) return fail_row(seq, why);
   seq.receive(token.token);
   const int generated = int(seq.tokens.size()) - seq.num_prompt;
@@ -249,7 +288,8 @@ StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
                          .lora_slot = seq.lora ? seq.lora->slot : 0,
                          .logprob_begin = owed.begin,
                          .logprob_end = owed.end,
-                         .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0});
+                         .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0,
+                         .media = seq.request.media});
   }
   return build_step_plan(plan_rows, config_.scheduler.block_size);
 }
@@ -266,14 +306,22 @@ std::vector<SampleRow> Engine::sample_rows(const std::vector<ScheduledRow>& rows
   return out;
 }
 
-// The constrained row's mask for its next token. Its previous token must be on the host
-// (the overlap rule, engine.h), so the matcher is where the row is.
+// The constrained or thinking row's mask for its next token. Its previous token must be on
+// the host (the overlap rule, engine.h), so the matcher and the thinking are where the row
+// is. Until a thinking row answers, its thinking decides the mask (reasoning_state.h).
 void Engine::fill_grammar_mask(Sequence& seq, SampleRow& row) {
-  if (!seq.matcher || seq.grammar_failure || seq.matcher->is_finished()) return;
+  const bool thinking = seq.reasoning && seq.reasoning->decides_mask();
+  if (seq.grammar_failure) return;
+  if (!thinking && (!seq.matcher || seq.matcher->is_finished() ||
+                    (seq.reasoning && !seq.reasoning->answering())))
+    return;
   TANDEM_CHECK(seq.num_in_flight == 0, "sequence {}: a grammar mask with a token in flight", seq.id);
-  seq.mask.resize(seq.matcher->grammar().vocab().num_mask_words());
+  seq.mask.resize((size_t(info_.vocab_size) + 31) / 32);
   try {
-    seq.matcher->fill_mask(seq.mask);
+    if (thinking)
+      seq.reasoning->fill_mask(seq.matcher ? &*seq.matcher : nullptr, seq.mask);
+    else
+      seq.matcher->fill_mask(seq.mask);
     row.allowed = seq.mask;
   } catch (const grammar::GrammarError& e) {
     seq.grammar_failure = e.what();  // sampled unconstrained; the row fails on arrival
@@ -285,7 +333,8 @@ void Engine::fill_grammar_mask(Sequence& seq, SampleRow& row) {
 bool Engine::reads_tokens_in_flight(const std::vector<ScheduledRow>& rows) const {
   for (const ScheduledRow& r : rows)
     if (r.sample && r.seq->num_in_flight > 0 &&
-        (r.seq->matcher || r.seq->sampler.needs_history()))
+        (r.seq->matcher || r.seq->sampler.needs_history() ||
+         (r.seq->reasoning && r.seq->reasoning->reads_last_token())))
       return true;
   return false;
 }

@@ -16,6 +16,7 @@ namespace tandem {
 namespace grammar {
 class CompiledGrammar;
 }
+class ThinkingVocab;
 
 struct SamplingParams {
   float temperature = 1.f;  // 0 = greedy
@@ -37,6 +38,15 @@ struct PromptLogprobs {
   int top = 0;    // and the `top` best alternatives of each (at most 20)
 };
 
+// A row of a thinking model (issue 43; engine/reasoning_state.h has the rules): the model's
+// thinking delimiters as tokens, whether the prompt opened the block, and how many tokens
+// the row may think before the engine closes the block itself.
+struct ThinkingControl {
+  std::shared_ptr<const ThinkingVocab> vocab;  // built once per model (engine/thinking_vocab.h)
+  bool starts_open = false;
+  std::optional<int> budget;  // none: unbounded (max_tokens still bounds the whole output)
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, already templated and tokenized
   // The prompt's images, in order, not overlapping (media/image_input.h); empty for text.
@@ -54,6 +64,9 @@ struct GenerationRequest {
   // is allowed exactly when the output is complete (ignore_eos and min_tokens do not apply)
   // and the row stops once nothing but EOS could follow.
   std::shared_ptr<grammar::CompiledGrammar> grammar;
+  // Set for a thinking row: the engine follows its thinking block, applies its budget, and
+  // starts its grammar (above) only where the block ends: the thinking is free text.
+  std::optional<ThinkingControl> thinking;
   // The LoRA adapter to run with, by the name it was loaded under (Engine::load_lora);
   // none: the base model.
   std::optional<std::string> lora;

@@ -9,6 +9,7 @@ namespace tandem::grammar {
 
 namespace {
 constexpr uint32_t kUnknownStack = 1;
+constexpr size_t kClosureStepsPerThread = 16;
 }  // namespace
 
 // The threads one step reaches, gathered across all the threads it starts from.
@@ -39,6 +40,11 @@ void Automaton::add_closure(uint32_t pc, uint32_t stack, Closure& out) {
     Thread t = out.work.back();
     out.work.pop_back();
     if (!out.visited.insert((uint64_t(t.pc) << 32) | t.stack).second) continue;
+    // The threads are counted at the end; the steps to find them are bounded here, so a
+    // closure through long chains of calls and splits cannot run away first.
+    if (out.visited.size() > kClosureStepsPerThread * limits_.max_threads)
+      grammar_fail("", "", "the grammar is too ambiguous: a step follows more than {} paths",
+                   kClosureStepsPerThread * limits_.max_threads);
     const Inst& inst = p.insts[t.pc];
     switch (inst.op) {
       case Op::Bytes:

@@ -10,8 +10,10 @@ GrammarIr::GrammarIr() {
 }
 
 RuleId GrammarIr::add_rule(std::string name) {
+  const RuleId id = RuleId(rules_.size());
+  by_name_.try_emplace(name, id);
   rules_.push_back(Rule{std::move(name), std::nullopt});
-  return RuleId(rules_.size() - 1);
+  return id;
 }
 
 void GrammarIr::set_body(RuleId rule, ExprId body) {
@@ -20,9 +22,9 @@ void GrammarIr::set_body(RuleId rule, ExprId body) {
 }
 
 std::optional<RuleId> GrammarIr::find_rule(std::string_view name) const {
-  for (RuleId r = 0; r < rules_.size(); ++r)
-    if (rules_[r].name == name) return r;
-  return std::nullopt;
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
 }
 
 ExprId GrammarIr::add(Expr e) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace tandem::grammar {
@@ -79,6 +80,7 @@ class GrammarIr {
 
   std::vector<Expr> exprs_;
   std::vector<Rule> rules_;
+  std::unordered_map<std::string, RuleId> by_name_;  // the first rule of each name
   RuleId root_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "grammar/grammar_error.h"
+#include "grammar/numeric_range.h"
 
 namespace tandem::grammar {
 
@@ -94,19 +95,19 @@ ExprId JsonPieces::string_of_length(uint32_t min, std::optional<uint32_t> max) {
 }
 
 ExprId JsonPieces::any_integer() {
-  ExprId nonzero = ir_.seq({ir_.byte_range('1', '9'), ir_.star(ir_.byte_range('0', '9'))});
-  return ir_.alt({ir_.literal("0"), ir_.seq({ir_.optional(ir_.literal("-")), nonzero})});
+  if (!integer_rule_) {
+    integer_rule_ = ir_.add_rule("JSON integer");
+    ir_.set_body(*integer_rule_, integer_range(ir_, std::nullopt, std::nullopt));
+  }
+  return ir_.ref(*integer_rule_);
 }
 
 ExprId JsonPieces::any_number() {
-  ExprId digits = ir_.plus(ir_.byte_range('0', '9'));
-  ExprId nonzero = ir_.seq({ir_.byte_range('1', '9'), ir_.star(ir_.byte_range('0', '9'))});
-  ExprId integer = ir_.seq({ir_.optional(ir_.literal("-")), ir_.alt({ir_.literal("0"), nonzero})});
-  ExprId fraction = ir_.optional(ir_.seq({ir_.literal("."), digits}));
-  ExprId exponent =
-      ir_.optional(ir_.seq({ir_.alt({ir_.literal("e"), ir_.literal("E")}),
-                            ir_.optional(ir_.alt({ir_.literal("+"), ir_.literal("-")})), digits}));
-  return ir_.seq({integer, fraction, exponent});
+  if (!number_rule_) {
+    number_rule_ = ir_.add_rule("JSON number");
+    ir_.set_body(*number_rule_, any_json_number(ir_));
+  }
+  return ir_.ref(*number_rule_);
 }
 
 RuleId JsonPieces::value_rule() {

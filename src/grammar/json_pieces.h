@@ -4,6 +4,8 @@
 //
 // Choices that make the output stricter than JSON, never looser:
 // - whitespace between tokens is at most JsonOptions::max_whitespace characters;
+// - numbers are bounded (numeric_range.h): integers within int64, at most 16 fraction and
+//   an exponent of at most 288, so a row can always close a number;
 // - a \u escape never names a surrogate (a character outside the BMP is written as raw
 //   UTF-8), so every escape is one character and maxLength can count them;
 // - characters of a `pattern` string are raw UTF-8 where JSON allows, escaped only where
@@ -43,6 +45,8 @@ class JsonPieces {
   ExprId string_char();  // one JSON string character (a call)
   ExprId any_string();   // "..."
   ExprId string_of_length(uint32_t min, std::optional<uint32_t> max);
+  // Bounded as numeric_range.h says (int64; 19.16 digits, an exponent up to 288). Rules, so
+  // the numerals are laid out once however many places use them.
   ExprId any_integer();
   ExprId any_number();
   ExprId any_value();  // any JSON value (a recursive rule)
@@ -65,6 +69,7 @@ class JsonPieces {
   JsonOptions options_;
   std::optional<ExprId> string_char_;
   std::optional<RuleId> value_rule_;
+  std::optional<RuleId> integer_rule_, number_rule_;
 };
 
 // The raw (unescaped) characters a JSON string may hold.

@@ -84,24 +84,18 @@ ExprId same_length(GrammarIr& ir, std::string_view lo, std::string_view hi) {
   return ir.alt(std::move(parts));
 }
 
-// Canonical numerals of the non-negative integers a..b (b missing: unbounded).
-ExprId nonneg_range(GrammarIr& ir, const std::string& a, const std::optional<std::string>& b) {
+// Canonical numerals of the non-negative integers a..b (a <= b).
+ExprId nonneg_range(GrammarIr& ir, const std::string& a, const std::string& b) {
   std::vector<ExprId> parts;
   size_t la = a.size();
-  if (b) {
-    for (size_t len = la; len <= b->size(); ++len) {
-      std::string lo = a;
-      if (len != la) {  // the smallest numeral of len digits
-        lo.assign(len, '0');
-        lo[0] = '1';
-      }
-      std::string hi = len == b->size() ? *b : std::string(len, '9');
-      parts.push_back(same_length(ir, lo, hi));
+  for (size_t len = la; len <= b.size(); ++len) {
+    std::string lo = a;
+    if (len != la) {  // the smallest numeral of len digits
+      lo.assign(len, '0');
+      lo[0] = '1';
     }
-  } else {
-    parts.push_back(same_length(ir, a, std::string(la, '9')));
-    parts.push_back(
-        ir.seq({ir.byte_range('1', '9'), ir.repeat(digit(ir), uint32_t(la), std::nullopt)}));
+    std::string hi = len == b.size() ? b : std::string(len, '9');
+    parts.push_back(same_length(ir, lo, hi));
   }
   return ir.alt(std::move(parts));
 }
@@ -120,12 +114,15 @@ struct FracLanguage {
 
 class FracBuilder {
  public:
-  FracBuilder(GrammarIr& ir, std::string lo, bool lo_strict, std::string hi, bool hi_strict)
+  // At most max_digits after the point; the edges' own digits must be fewer.
+  FracBuilder(GrammarIr& ir, std::string lo, bool lo_strict, std::string hi, bool hi_strict,
+              size_t max_digits)
       : ir_(ir),
         lo_(std::move(lo)),
         hi_(std::move(hi)),
         lo_strict_(lo_strict),
-        hi_strict_(hi_strict) {}
+        hi_strict_(hi_strict),
+        max_digits_(max_digits) {}
 
   // "" or "." digits, as allowed.
   ExprId fraction(LowSide lo, HighSide hi) {
@@ -141,13 +138,16 @@ class FracBuilder {
     if (hi == HighSide::Tight && k >= hi_.size())
       hi = hi_strict_ ? HighSide::Impossible : HighSide::ZerosOnly;
     if (hi == HighSide::Impossible) return {false, ir_.nothing()};
-    ExprId any = ir_.star(digit(ir_));
+    // k < max_digits_ while an edge is tight (the edges have fewer digits), so rest >= 1
+    // there; off the edges rest may be 0, leaving only the empty fraction.
+    const uint32_t rest = uint32_t(max_digits_ - k);
     if (lo != LowSide::Tight && hi != HighSide::Tight) {
       bool need_nonzero = lo == LowSide::NeedNonzero;
+      if (rest == 0) return {!need_nonzero, ir_.nothing()};
       if (hi == HighSide::ZerosOnly)
-        return {!need_nonzero, need_nonzero ? ir_.nothing() : ir_.plus(ir_.literal("0"))};
-      if (need_nonzero) return {false, ir_.seq({any, ir_.byte_range('1', '9'), any})};
-      return {true, ir_.plus(digit(ir_))};
+        return {!need_nonzero, need_nonzero ? ir_.nothing() : ir_.repeat(ir_.literal("0"), 1, rest)};
+      if (need_nonzero) return {false, some_nonzero(rest)};
+      return {true, ir_.repeat(digit(ir_), 1, rest)};
     }
     bool empty_ok = lo == LowSide::Free;  // a tight high edge has a nonzero digit left
     std::vector<ExprId> options;
@@ -164,6 +164,15 @@ class FracBuilder {
       d = e + 1;
     }
     return {empty_ok, ir_.alt(std::move(options))};
+  }
+
+  // 1..rest digits, not all zeros: z zeros, a nonzero digit, then any digits up to rest.
+  ExprId some_nonzero(uint32_t rest) {
+    std::vector<ExprId> options;
+    for (uint32_t z = 0; z < rest; ++z)
+      options.push_back(ir_.seq({ir_.repeat(ir_.literal("0"), z, z), ir_.byte_range('1', '9'),
+                                 ir_.repeat(digit(ir_), 0, rest - z - 1)}));
+    return ir_.alt(std::move(options));
   }
 
   // The sides after digit d at position k, or nullopt when d leaves the range.
@@ -190,34 +199,46 @@ class FracBuilder {
   GrammarIr& ir_;
   std::string lo_, hi_;
   bool lo_strict_, hi_strict_;
+  size_t max_digits_;
 };
 
-// Non-negative decimal numerals y with lo <= y (< if exclusive) and y <= hi likewise.
-ExprId magnitude_range(GrammarIr& ir, const Bound& lo, const std::optional<Bound>& hi) {
-  if (hi) {
-    auto c = lo.value <=> hi->value;
-    if (c > 0 || (c == 0 && (lo.exclusive || hi->exclusive))) return ir.nothing();
-  }
+// Non-negative decimal numerals y with lo <= y (< if exclusive) and y <= hi likewise, with
+// at most max_frac fraction digits.
+ExprId magnitude_range(GrammarIr& ir, const Bound& lo, const Bound& hi, size_t max_frac) {
+  auto c = lo.value <=> hi.value;
+  if (c > 0 || (c == 0 && (lo.exclusive || hi.exclusive))) return ir.nothing();
   const std::string& li = lo.value.int_digits;
-  std::string hf = hi ? hi->value.frac_digits : "";
-  FracBuilder frac(ir, lo.value.frac_digits, lo.exclusive, hf, hi && hi->exclusive);
-  if (hi && hi->value.int_digits == li)
-    return ir.seq({ir.literal(li), frac.fraction(LowSide::Tight, HighSide::Tight)});
+  const std::string& hint = hi.value.int_digits;
+  FracBuilder frac(ir, lo.value.frac_digits, lo.exclusive, hi.value.frac_digits, hi.exclusive,
+                   max_frac);
+  if (hint == li) return ir.seq({ir.literal(li), frac.fraction(LowSide::Tight, HighSide::Tight)});
   std::vector<ExprId> parts;
   parts.push_back(ir.seq({ir.literal(li), frac.fraction(LowSide::Tight, HighSide::Free)}));
   std::string mid_lo = magnitude_add_one(li);
-  std::optional<std::string> mid_hi;
-  if (hi)
-    mid_hi = hi->value.int_digits == "0" ? std::nullopt
-                                         : std::optional(magnitude_sub_one(hi->value.int_digits));
-  bool mid_nonempty = !hi || (mid_hi && make(false, *mid_hi, "") >= make(false, mid_lo, ""));
-  if (mid_nonempty)
-    parts.push_back(
-        ir.seq({nonneg_range(ir, mid_lo, mid_hi), frac.fraction(LowSide::Free, HighSide::Free)}));
-  if (hi)
-    parts.push_back(
-        ir.seq({ir.literal(hi->value.int_digits), frac.fraction(LowSide::Free, HighSide::Tight)}));
+  if (hint != "0") {
+    std::string mid_hi = magnitude_sub_one(hint);
+    if (make(false, mid_hi, "") >= make(false, mid_lo, ""))
+      parts.push_back(ir.seq(
+          {nonneg_range(ir, mid_lo, mid_hi), frac.fraction(LowSide::Free, HighSide::Free)}));
+  }
+  parts.push_back(ir.seq({ir.literal(hint), frac.fraction(LowSide::Free, HighSide::Tight)}));
   return ir.alt(std::move(parts));
+}
+
+Decimal power_of_ten(size_t zeros, bool negative) {
+  std::string digits(zeros + 1, '0');
+  digits[0] = '1';
+  return make(negative, std::move(digits), "");
+}
+
+Decimal all_nines(size_t digits, bool negative) {
+  return make(negative, std::string(digits, '9'), "");
+}
+
+// Digits of the integer part of a number with no bound on that side: int64's width, or the
+// other bound's when it is wider (minimum 1e30 alone allows 31-digit numbers).
+size_t open_side_digits(const std::optional<Decimal>& other) {
+  return std::max(kMaxIntegerDigits, other ? other->int_digits.size() : 0);
 }
 
 }  // namespace
@@ -306,41 +327,76 @@ Decimal decimal_ceil(const Decimal& d) {
   return d.is_integer() || d.negative ? i : integer_add(i, +1);
 }
 
-ExprId integer_range(GrammarIr& ir, const std::optional<Decimal>& lo,
-                     const std::optional<Decimal>& hi) {
-  if (lo && hi && *lo > *hi) return ir.nothing();
+Decimal int64_min() {
+  return make(true, "9223372036854775808", "");
+}
+
+Decimal int64_max() {
+  return make(false, "9223372036854775807", "");
+}
+
+std::pair<Decimal, Decimal> closed_integer_bounds(const std::optional<Decimal>& lo,
+                                                  const std::optional<Decimal>& hi) {
+  Decimal l = lo ? *lo : int64_min(), h = hi ? *hi : int64_max();
+  if (!hi && l > h) h = all_nines(l.int_digits.size(), false);
+  if (!lo && l > h) l = all_nines(h.int_digits.size(), true);
+  return {l, h};
+}
+
+ExprId integer_range(GrammarIr& ir, const std::optional<Decimal>& lo_bound,
+                     const std::optional<Decimal>& hi_bound) {
+  auto [lo, hi] = closed_integer_bounds(lo_bound, hi_bound);
+  if (lo > hi) return ir.nothing();
   Decimal zero;
   std::vector<ExprId> parts;
-  if (!lo || lo->negative) {  // negatives: magnitudes from max(1, -hi) to -lo
-    std::string smallest = hi && hi->negative ? hi->int_digits : "1";
-    std::optional<std::string> largest;
-    if (lo) largest = lo->int_digits;
-    parts.push_back(ir.seq({ir.literal("-"), nonneg_range(ir, smallest, largest)}));
+  if (lo.negative) {  // negatives: magnitudes from max(1, -hi) to -lo
+    std::string smallest = hi.negative ? hi.int_digits : "1";
+    parts.push_back(ir.seq({ir.literal("-"), nonneg_range(ir, smallest, lo.int_digits)}));
   }
-  if (!hi || *hi >= zero) {
-    std::string smallest = lo && !lo->negative ? lo->int_digits : "0";
-    std::optional<std::string> largest;
-    if (hi) largest = hi->int_digits;
-    parts.push_back(nonneg_range(ir, smallest, largest));
+  if (hi >= zero) {
+    std::string smallest = lo.negative ? "0" : lo.int_digits;
+    parts.push_back(nonneg_range(ir, smallest, hi.int_digits));
   }
   return ir.alt(std::move(parts));
 }
 
-ExprId number_range(GrammarIr& ir, const std::optional<Bound>& lo, const std::optional<Bound>& hi) {
+ExprId number_range(GrammarIr& ir, const std::optional<Bound>& lo_bound,
+                    const std::optional<Bound>& hi_bound) {
+  std::optional<Decimal> lo_value, hi_value;
+  if (lo_bound) lo_value = lo_bound->value;
+  if (hi_bound) hi_value = hi_bound->value;
+  // An open side: fewer than open_side_digits() integer digits.
+  Bound lo = lo_bound ? *lo_bound : Bound{power_of_ten(open_side_digits(hi_value), true), true};
+  Bound hi = hi_bound ? *hi_bound : Bound{power_of_ten(open_side_digits(lo_value), false), true};
+  // One digit more than either edge has, so an open interval between them is never empty.
+  size_t max_frac = std::max<size_t>(
+      {kMaxFractionDigits, lo.value.frac_digits.size() + 1, hi.value.frac_digits.size() + 1});
   Decimal zero;
   std::vector<ExprId> parts;
-  if (!lo || lo->value < zero) {  // x = -y: y > 0 (or >= -hi), y <= -lo
-    Bound y_lo = hi && hi->value < zero ? Bound{decimal_negate(hi->value), hi->exclusive}
-                                        : Bound{zero, true};
-    std::optional<Bound> y_hi;
-    if (lo) y_hi = Bound{decimal_negate(lo->value), lo->exclusive};
-    parts.push_back(ir.seq({ir.literal("-"), magnitude_range(ir, y_lo, y_hi)}));
+  if (lo.value < zero) {  // x = -y: y > 0 (or >= -hi), y <= -lo
+    Bound y_lo = hi.value < zero ? Bound{decimal_negate(hi.value), hi.exclusive} : Bound{zero, true};
+    Bound y_hi{decimal_negate(lo.value), lo.exclusive};
+    parts.push_back(ir.seq({ir.literal("-"), magnitude_range(ir, y_lo, y_hi, max_frac)}));
   }
-  if (!hi || hi->value >= zero) {
-    Bound y_lo = lo && lo->value >= zero ? *lo : Bound{zero, false};
-    parts.push_back(magnitude_range(ir, y_lo, hi));
+  if (hi.value >= zero) {
+    Bound y_lo = lo.value >= zero ? lo : Bound{zero, false};
+    parts.push_back(magnitude_range(ir, y_lo, hi, max_frac));
   }
   return ir.alt(std::move(parts));
+}
+
+ExprId any_json_number(GrammarIr& ir) {
+  ExprId digit = ir.byte_range('0', '9');
+  ExprId magnitude = ir.alt({ir.literal("0"),
+                             ir.seq({ir.byte_range('1', '9'),
+                                     ir.repeat(digit, 0, uint32_t(kMaxIntegerDigits - 1))})});
+  ExprId fraction =
+      ir.optional(ir.seq({ir.literal("."), ir.repeat(digit, 1, uint32_t(kMaxFractionDigits))}));
+  ExprId sign = ir.optional(ir.alt({ir.literal("+"), ir.literal("-")}));
+  ExprId exponent =
+      ir.optional(ir.seq({ir.alt({ir.literal("e"), ir.literal("E")}), sign,
+                          nonneg_range(ir, "0", std::to_string(kMaxExponent))}));
+  return ir.seq({ir.optional(ir.literal("-")), magnitude, fraction, exponent});
 }
 
 }  // namespace tandem::grammar

@@ -1,7 +1,6 @@
 #include "grammar/program.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -43,16 +42,42 @@ bool expr_holds(const GrammarIr& ir, ExprId id, const std::vector<bool>& rule_fa
   return false;
 }
 
-std::vector<bool> rule_fixpoint(const GrammarIr& ir, bool nullable_mode) {
-  std::vector<bool> fact(ir.num_rules(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (RuleId r = 0; r < ir.num_rules(); ++r) {
-      const auto& body = ir.rule(r).body;
-      if (fact[r] || !body || !expr_holds(ir, *body, fact, nullable_mode)) continue;
-      fact[r] = true;
-      changed = true;
+// The rules whose bodies refer to each rule (each referrer once per rule).
+std::vector<std::vector<RuleId>> referrers(const GrammarIr& ir) {
+  std::vector<std::vector<RuleId>> out(ir.num_rules());
+  std::vector<ExprId> work;
+  for (RuleId r = 0; r < ir.num_rules(); ++r) {
+    work.assign(1, *ir.rule(r).body);
+    while (!work.empty()) {
+      const Expr& e = ir.expr(work.back());
+      work.pop_back();
+      if (e.kind == ExprKind::Ref && (out[e.rule].empty() || out[e.rule].back() != r))
+        out[e.rule].push_back(r);
+      work.insert(work.end(), e.children.begin(), e.children.end());
     }
+  }
+  return out;
+}
+
+// The least fixpoint, by a worklist: a rule is looked at again only when a rule it refers
+// to became true, so a chain of n rules costs n evaluations, not n passes over all rules.
+std::vector<bool> rule_fixpoint(const GrammarIr& ir, bool nullable_mode,
+                                const std::vector<std::vector<RuleId>>& refs) {
+  std::vector<bool> fact(ir.num_rules(), false);
+  std::vector<bool> queued(ir.num_rules(), true);
+  std::vector<RuleId> work;
+  for (RuleId r = ir.num_rules(); r-- > 0;) work.push_back(r);
+  while (!work.empty()) {
+    RuleId r = work.back();
+    work.pop_back();
+    queued[r] = false;
+    if (fact[r] || !expr_holds(ir, *ir.rule(r).body, fact, nullable_mode)) continue;
+    fact[r] = true;
+    for (RuleId user : refs[r])
+      if (!fact[user] && !queued[user]) {
+        queued[user] = true;
+        work.push_back(user);
+      }
   }
   return fact;
 }
@@ -81,26 +106,38 @@ void left_calls(const GrammarIr& ir, ExprId id, const RuleFacts& facts, std::vec
   }
 }
 
+// A depth-first search for a cycle of left calls, with an explicit stack (a chain of
+// 100,000 rules must not overflow the thread's).
 void check_left_recursion(const GrammarIr& ir, const RuleFacts& facts) {
   std::vector<std::vector<RuleId>> calls(ir.num_rules());
   for (RuleId r = 0; r < ir.num_rules(); ++r)
     if (facts.productive[r]) left_calls(ir, *ir.rule(r).body, facts, calls[r]);
   enum class Mark : uint8_t { New, Open, Done };
   std::vector<Mark> mark(ir.num_rules(), Mark::New);
-  std::function<void(RuleId)> visit = [&](RuleId r) {
-    mark[r] = Mark::Open;
-    for (RuleId c : calls[r]) {
+  std::vector<std::pair<RuleId, size_t>> path;  // open rules, and the next call to follow
+  for (RuleId root = 0; root < ir.num_rules(); ++root) {
+    if (mark[root] != Mark::New) continue;
+    mark[root] = Mark::Open;
+    path.push_back({root, 0});
+    while (!path.empty()) {
+      auto& [r, next] = path.back();
+      if (next == calls[r].size()) {
+        mark[r] = Mark::Done;
+        path.pop_back();
+        continue;
+      }
+      RuleId c = calls[r][next++];
       if (mark[c] == Mark::Open)
         grammar_fail(ir.rule(c).name, "",
                      "rule '{}' is left-recursive (it can reach itself "
                      "before reading any text); rewrite it with repetition",
                      ir.rule(c).name);
-      if (mark[c] == Mark::New) visit(c);
+      if (mark[c] == Mark::New) {
+        mark[c] = Mark::Open;
+        path.push_back({c, 0});
+      }
     }
-    mark[r] = Mark::Done;
-  };
-  for (RuleId r = 0; r < ir.num_rules(); ++r)
-    if (mark[r] == Mark::New) visit(r);
+  }
 }
 
 // Emits instructions backwards: emit(e, next) returns the entry of code that matches e and
@@ -137,9 +174,10 @@ class Emitter {
   uint32_t push(Inst inst) {
     if (p_.insts.size() >= limits_.max_insts)
       grammar_fail("", "",
-                   "the grammar is too large ({} automaton states; sizes such as "
-                   "maxLength, maxItems or repetition counts multiply it)",
-                   p_.insts.size());
+                   "the grammar is too large: over {} program instructions "
+                   "(--max-grammar-insts; sizes such as maxLength, maxItems or repetition "
+                   "counts multiply it)",
+                   limits_.max_insts);
     p_.insts.push_back(inst);
     return uint32_t(p_.insts.size() - 1);
   }
@@ -295,7 +333,8 @@ Program build_program(const GrammarIr& ir, const ProgramLimits& limits) {
   for (RuleId r = 0; r < ir.num_rules(); ++r)
     if (!ir.rule(r).body)
       grammar_fail(ir.rule(r).name, "", "rule '{}' is used but never defined", ir.rule(r).name);
-  RuleFacts facts{rule_fixpoint(ir, true), rule_fixpoint(ir, false)};
+  const std::vector<std::vector<RuleId>> refs = referrers(ir);
+  RuleFacts facts{rule_fixpoint(ir, true, refs), rule_fixpoint(ir, false, refs)};
   check_left_recursion(ir, facts);
   Program p;
   Emitter(ir, facts, limits, p).build();

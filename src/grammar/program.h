@@ -60,7 +60,9 @@ struct Program {
 uint32_t alias(const Program& p, uint32_t pc, uint32_t h);
 
 struct ProgramLimits {
-  size_t max_insts = 4'000'000;  // an unrolled repetition past this is refused
+  // --max-grammar-insts: the compiled program's size (an unrolled repetition counts every
+  // copy). Compiling is linear in it: 4M instructions take about 0.3 s on one core.
+  size_t max_insts = 4'000'000;
 };
 
 // Checks and compiles ir (its root rule). Throws GrammarError naming the rule for left

@@ -33,12 +33,12 @@
 #include <string>
 #include <vector>
 
-#include "server/api_error.h"
+#include "server/common/api_error.h"
+#include "server/common/served_model.h"
+#include "server/common/server_limits.h"
+#include "server/common/server_metrics.h"
 #include "server/host_policy.h"
 #include "server/http/transport.h"
-#include "server/served_model.h"
-#include "server/server_limits.h"
-#include "server/server_metrics.h"
 
 namespace tandem::server {
 

@@ -7,13 +7,13 @@
 #include <string_view>
 
 #include "fuzz_common.h"
-#include "server/api_error.h"
-#include "server/chat_prompt.h"
-#include "server/chat_request.h"
-#include "server/completion_request.h"
-#include "server/messages_request.h"
-#include "server/request_fields.h"
-#include "server/responses_request.h"
+#include "server/anthropic/messages_request.h"
+#include "server/common/api_error.h"
+#include "server/common/chat_prompt.h"
+#include "server/common/request_fields.h"
+#include "server/openai/chat_request.h"
+#include "server/openai/completion_request.h"
+#include "server/openai/responses_request.h"
 
 namespace {
 

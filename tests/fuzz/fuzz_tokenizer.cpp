@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "fuzz_common.h"
-#include "server/prompt_bound.h"
+#include "server/common/prompt_bound.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {

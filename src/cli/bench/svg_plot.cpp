@@ -15,6 +15,9 @@ namespace {
 constexpr double kWidth = 760, kTitleHeight = 40, kChartHeight = 300;
 constexpr double kLeft = 80, kRight = 170, kTop = 34, kBottom = 50;
 
+// Not template/py_repr.cpp's html_escape, though it looks alike: that one must write
+// markupsafe's bytes (&#39; for ', &#34; for ") so rendered chat templates match
+// transformers'; here text and double-quoted attributes need only these four entities.
 std::string escape_xml(const std::string& text) {
   std::string out;
   for (char c : text) {

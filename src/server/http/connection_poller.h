@@ -19,9 +19,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/common/server_limits.h"
 #include "server/http/connection.h"
 #include "server/http/request_head.h"
-#include "server/server_limits.h"
 
 namespace tandem::server::http {
 

@@ -26,10 +26,10 @@
 #include <thread>
 #include <vector>
 
+#include "server/common/server_limits.h"
 #include "server/http/connection_poller.h"
 #include "server/http/response_out.h"
 #include "server/http/router.h"
-#include "server/server_limits.h"
 
 namespace tandem::server::http {
 

@@ -15,8 +15,8 @@
 
 #include "cli/model_files.h"
 #include "engine/engine.h"
+#include "server/common/json_text.h"
 #include "server/http_server.h"
-#include "server/json_text.h"
 
 namespace tandem::test {
 

@@ -97,6 +97,70 @@ TEST(NumberRange, OneSidedAndExponentFree) {
   for (const char* t : {"-0.24", "0", "-0.2", "1"}) EXPECT_FALSE(accepts(below, t)) << t;
 }
 
+// A writer that always wants more digits (what a random-weight model at temperature 0 is
+// often like): it takes a digit whenever one is allowed, then '.', 'e', a sign, EOS, and
+// only then the first byte allowed. Every number is bounded, so it still ends, and soon.
+struct DigitHungryWalk {
+  std::string text;
+  bool ended = false;
+};
+
+DigitHungryWalk digit_hungry_walk(const GrammarSpec& spec, int max_steps) {
+  Matcher m(compiled(spec));
+  std::vector<uint32_t> words(m.grammar().vocab().num_mask_words());
+  DigitHungryWalk walk;
+  auto allowed = [&](int id) { return (words[size_t(id) / 32] >> (id % 32)) & 1u; };
+  const std::string preference = "9876543210.eE-+";
+  for (int step = 0; step < max_steps && !walk.ended; ++step) {
+    m.fill_mask(words);
+    int pick = -1;
+    for (char c : preference)
+      if (pick < 0 && allowed(uint8_t(c))) pick = uint8_t(c);
+    if (pick < 0 && allowed(256)) pick = 256;  // EOS
+    for (int id = 0; id < 256 && pick < 0; ++id)
+      if (allowed(id)) pick = id;
+    EXPECT_GE(pick, 0) << "nothing allowed after " << walk.text;
+    if (pick < 0) break;
+    EXPECT_TRUE(m.accept_token(pick));
+    if (pick == 256) walk.ended = true;
+    else walk.text += char(pick);
+  }
+  return walk;
+}
+
+TEST(NumberBounds, DigitHungryWritersEnd) {
+  const char* schemas[] = {
+      R"({"type":"integer"})",
+      R"({"type":"number"})",
+      R"({"type":"integer","minimum":0})",
+      R"({"type":"number","exclusiveMinimum":0})",
+      R"({"type":"number","maximum":-1.5})",
+      R"({"type":"object","properties":{"total":{"type":"number"},"n":{"type":"integer"}},
+          "required":["total","n"]})",
+      R"({"type":"array","items":{"type":"number"},"maxItems":3})",
+  };
+  for (const char* text : schemas) {
+    SCOPED_TRACE(text);
+    DigitHungryWalk walk = digit_hungry_walk(schema_spec(text), 400);
+    ASSERT_TRUE(walk.ended) << walk.text;
+    EXPECT_LE(walk.text.size(), 200u) << walk.text;
+  }
+  // Where the nines stop: the 19th would pass int64's maximum; the integer part of a
+  // number has 19 digits, its fraction 16, and its exponent is at most 288 (so "e99").
+  EXPECT_EQ(digit_hungry_walk(schema_spec(R"({"type":"integer"})"), 100).text,
+            "999999999999999999");
+  EXPECT_EQ(digit_hungry_walk(schema_spec(R"({"type":"number"})"), 100).text,
+            "9999999999999999999.9999999999999999e99");
+  EXPECT_EQ(digit_hungry_walk(schema_spec(R"({"type":"number","minimum":0})"), 100).text,
+            "9999999999999999999.9999999999999999");
+  // A JSON value anywhere (json_object) is bounded the same way.
+  EXPECT_TRUE(accepts(GrammarSpec::json_object(), R"({"a":-9999999999999999999.5e-288})"));
+  EXPECT_FALSE(accepts(GrammarSpec::json_object(), R"({"a":1e289})"));
+  EXPECT_FALSE(accepts(GrammarSpec::json_object(), R"({"a":99999999999999999999})"));
+  EXPECT_FALSE(accepts(GrammarSpec::json_object(), R"({"a":1.12345678901234567})"));
+  EXPECT_FALSE(accepts(GrammarSpec::json_object(), R"({"a":1e1000})"));
+}
+
 TEST(Decimal, ParseCompareRound) {
   auto d = [](const char* t) { return *parse_decimal(t); };
   EXPECT_EQ(d("1e-07").to_string(), "0.0000001");

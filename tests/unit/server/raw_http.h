@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "server/json_text.h"
+#include "server/common/json_text.h"
 
 namespace tandem::server::testing {
 

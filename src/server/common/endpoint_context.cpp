@@ -1,0 +1,57 @@
+#include "server/common/endpoint_context.h"
+
+#include "server/common/api_error.h"
+#include "server/common/prompt_limits.h"
+#include "server/common/request_fields.h"
+
+namespace tandem::server {
+
+Json read_request_body(const EndpointContext& ctx, const httplib::Request& req) {
+  Json body = parse_request_body(req.body, ctx.limits.json);
+  require_served_model(ctx, body);
+  return body;
+}
+
+void require_served_model(const EndpointContext& ctx, const Json& body) {
+  auto it = body.find("model");
+  if (it == body.end() || !it->is_string()) return;  // absent (or a 400 from the field reader)
+  const std::string& name = it->get_ref<const std::string&>();
+  if (!accepts_model_name(ctx.model, ctx.model_name, name)) throw model_not_found(name);
+}
+
+ApiError model_not_found(const std::string& name) {
+  return ApiError(404, "invalid_request_error", fmt::format("The model '{}' does not exist", name),
+                  "model", "model_not_found");
+}
+
+TokenText token_text_of(const ServedModel& model) {
+  std::shared_ptr<const Tokenizer> tok = model.tokenizer;
+  return [tok](int32_t id) { return tok->decode(std::span<const int32_t>(&id, 1), false); };
+}
+
+const ChatPromptBuilder& chat_builder(const ServedModel& model) {
+  if (!model.chat)
+    invalid_request("messages",
+                    "This model has no chat template; use /v1/completions with a "
+                    "text or token-id prompt");
+  return *model.chat;
+}
+
+jinja::RenderLimits request_render_limits(const EndpointContext& ctx) {
+  return render_limits(ctx.limits.chat_template, ctx.cancel);
+}
+
+std::vector<int32_t> chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                        const char* field) {
+  const ChatPromptBuilder& builder = chat_builder(ctx.model);
+  std::string text = builder.render(prompt, request_render_limits(ctx));
+  check_prompt_length(text.size(), ctx.model.prompt_bound, ctx.model.engine->model_info(), field);
+  return builder.tokenize(text);
+}
+
+void reply_json(httplib::Response& res, const Json& body, int status) {
+  res.status = status;
+  res.set_content(dump_json(body), "application/json");
+}
+
+}  // namespace tandem::server

@@ -1,0 +1,33 @@
+#include "server/common/generation_endpoint.h"
+
+#include "server/common/ids.h"
+#include "server/common/response_writer.h"
+
+namespace tandem::server {
+
+void prepare_chat_generation(const EndpointContext& ctx, ChatGeneration& r,
+                             const PromptFieldNames& names, int num_choices) {
+  attach_grammar(*ctx.model.grammars, r.constraint, r.forced_tools, r.prompt.tools,
+                 ctx.model.tool_format, r.generation);
+  r.generation.prompt = chat_prompt_tokens(ctx, r.prompt, names.prompt);
+  if (num_choices > 0)
+    check_request_tokens(int64_t(r.generation.prompt.size()) * num_choices, ctx.limits, "n");
+  fit_to_context(r.generation, ctx.model.engine->model_info(), r.max_tokens, std::nullopt, names);
+}
+
+void serve_generation(const EndpointContext& ctx, const httplib::Request& req,
+                      httplib::Response& res, const GenerationBuilder& build) {
+  GenerationPlan plan = build(read_request_body(ctx, req));
+  ResponseMeta meta{random_id(plan.id_prefix), unix_time_now(), ctx.model_name};
+  auto run =
+      std::make_unique<GenerationRun>(*ctx.model.engine, std::move(plan.requests), &ctx.metrics);
+  if (plan.encoder) {
+    respond_streaming(res, std::move(run), ctx.watch, plan.encoder(meta), ctx.guard);
+  } else {
+    respond_when_done(res, *run, ctx.watch, [&](const std::vector<ChoiceResult>& results) {
+      return plan.format(meta, results);
+    });
+  }
+}
+
+}  // namespace tandem::server

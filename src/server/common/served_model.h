@@ -1,0 +1,47 @@
+// What the HTTP layer needs from a loaded model besides the engine: the tokenizer (text
+// prompts, logprob token texts, echo), the chat template, the model's sampling defaults
+// (generation_config.json, as vLLM applies them) and static facts for /stats.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "engine/engine_api.h"
+#include "server/common/chat_prompt.h"
+#include "server/common/json_text.h"
+#include "server/common/prompt_bound.h"
+#include "server/common/structured_output.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tandem::server {
+
+struct ServedModel {
+  EngineApi* engine = nullptr;                    // not owned; valid until HttpServer::stop()
+  std::shared_ptr<const Tokenizer> tokenizer;     // required
+  std::shared_ptr<const ChatPromptBuilder> chat;  // null: no chat template (chat routes 400)
+  GenerationRequest defaults;                     // sampling defaults every request starts from
+  PromptBound prompt_bound;                       // tokens a prompt of n bytes is at least
+  Json card = Json::object();                     // merged into /stats (batch, dtype, kv budget…)
+  // Structured output: grammars compiled for this model's vocabulary, shared by all
+  // requests (so one schema is compiled once), and how its template writes tool calls.
+  std::shared_ptr<grammar::GrammarCache> grammars;
+  ToolCallFormat tool_format = ToolCallFormat::Hermes;
+};
+
+// Reads the tokenizer (unless given), tokenizer_config.json's chat template and
+// generation_config.json's sampling defaults from a Hugging Face model folder. Throws
+// tandem::Error (or jinja::TemplateError) naming the file for anything malformed.
+ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,
+                              std::shared_ptr<const Tokenizer> tokenizer = nullptr);
+
+// Which `model` names a request may ask for: the served name and the LoRA adapters the
+// engine serves (EngineApi::lora_adapters; select_model() then picks the adapter). The one place that decides; anything else is a 404
+// model_not_found, as OpenAI answers.
+bool accepts_model_name(const ServedModel& model, const std::string& served_name,
+                        std::string_view requested);
+
+// generation_config.json's temperature, top_p, top_k, min_p and repetition_penalty
+// (missing file or fields: SamplingParams' defaults).
+SamplingParams read_generation_defaults(const std::filesystem::path& dir);
+
+}  // namespace tandem::server

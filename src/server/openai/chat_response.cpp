@@ -1,0 +1,125 @@
+#include "server/openai/chat_response.h"
+
+#include <algorithm>
+
+#include "server/common/sse.h"
+
+namespace tandem::server {
+namespace {
+
+Json chat_choice(int index, const ChatFormat& format, const ChoiceResult& r) {
+  Json message = {{"role", "assistant"}};
+  bool has_calls = false;
+  if (format.parse_tool_calls) {
+    ToolCallParse parsed = parse_tool_calls(r.text);
+    has_calls = !parsed.calls.empty();
+    message["content"] = has_calls && parsed.content.empty() ? Json() : Json(parsed.content);
+    if (has_calls) {
+      Json calls = Json::array();
+      for (const ToolCall& c : parsed.calls) calls.push_back(openai_tool_call(c));
+      message["tool_calls"] = std::move(calls);
+    }
+  } else {
+    message["content"] = r.text;
+  }
+  Json logprobs;
+  if (format.top_logprobs >= 0)
+    logprobs = {
+        {"content", chat_logprobs_content(r.tokens, format.top_logprobs, format.token_text)}};
+  return {{"index", index},
+          {"message", std::move(message)},
+          {"logprobs", std::move(logprobs)},
+          {"finish_reason", openai_finish_reason(r.finish, has_calls)},
+          {"stop_reason", openai_stop_reason(r.matched_stop)}};
+}
+
+}  // namespace
+
+Json format_chat_completion(const ResponseMeta& meta, const ChatFormat& format,
+                            const std::vector<ChoiceResult>& results) {
+  Json choices = Json::array();
+  TokenUsage usage{.prompt_tokens = format.prompt_tokens};
+  for (size_t i = 0; i < results.size(); ++i) {
+    choices.push_back(chat_choice(int(i), format, results[i]));
+    usage.completion_tokens += results[i].completion_tokens;
+    usage.cached_tokens = std::max(usage.cached_tokens, results[i].cached_tokens);  // one prompt
+  }
+  return {{"id", meta.id},
+          {"object", "chat.completion"},
+          {"created", meta.created},
+          {"model", meta.model},
+          {"choices", std::move(choices)},
+          {"usage", openai_usage(usage)}};
+}
+
+ChatStreamEncoder::ChatStreamEncoder(ResponseMeta meta, ChatFormat format, int num_choices,
+                                     bool include_usage)
+    : meta_(std::move(meta)),
+      format_(std::move(format)),
+      include_usage_(include_usage),
+      choices_(size_t(num_choices)) {}
+
+Json ChatStreamEncoder::chunk_json(int choice, Json delta, Json logprobs,
+                                   Json finish_reason) const {
+  Json c = {{"index", choice},
+            {"delta", std::move(delta)},
+            {"logprobs", std::move(logprobs)},
+            {"finish_reason", std::move(finish_reason)}};
+  return {{"id", meta_.id},
+          {"object", "chat.completion.chunk"},
+          {"created", meta_.created},
+          {"model", meta_.model},
+          {"choices", Json::array({std::move(c)})}};
+}
+
+std::string ChatStreamEncoder::begin() {
+  std::string out;
+  for (size_t i = 0; i < choices_.size(); ++i)
+    out += sse_data(chunk_json(int(i), {{"role", "assistant"}, {"content", ""}}, Json(), Json()));
+  return out;
+}
+
+std::string ChatStreamEncoder::chunk(int choice, const StreamChunk& chunk) {
+  ChoiceState& state = choices_[size_t(choice)];
+  state.num_tokens += int(chunk.tokens.size());
+  ToolCallStream::Delta delta{chunk.text, {}};
+  if (format_.parse_tool_calls) {
+    delta = state.tools.push(chunk.text);
+    if (chunk.finish) {
+      ToolCallStream::Delta rest = state.tools.finish();
+      delta.content += rest.content;
+      for (ToolCall& c : rest.calls) delta.calls.push_back(std::move(c));
+    }
+  }
+  std::string out;
+  Json logprobs;
+  if (format_.top_logprobs >= 0 && !chunk.tokens.empty())
+    logprobs = {
+        {"content", chat_logprobs_content(chunk.tokens, format_.top_logprobs, format_.token_text)}};
+  if (!delta.content.empty() || !logprobs.is_null())
+    out += sse_data(chunk_json(choice, {{"content", delta.content}}, std::move(logprobs), Json()));
+  for (const ToolCall& call : delta.calls) {
+    Json tc = openai_tool_call(call, state.num_calls++);
+    out += sse_data(chunk_json(choice, {{"tool_calls", Json::array({tc})}}, Json(), Json()));
+  }
+  if (chunk.finish) {
+    completion_tokens_ += chunk.completion_tokens > 0 ? chunk.completion_tokens : state.num_tokens;
+    cached_tokens_ = std::max(cached_tokens_, chunk.cached_tokens);
+    Json c = chunk_json(choice, Json::object(), Json(),
+                        openai_finish_reason(*chunk.finish, state.num_calls > 0));
+    c["choices"][0]["stop_reason"] = openai_stop_reason(chunk.matched_stop);
+    out += sse_data(c);
+  }
+  return out;
+}
+
+std::string ChatStreamEncoder::end() {
+  return openai_stream_end(meta_, "chat.completion.chunk", include_usage_,
+                           {format_.prompt_tokens, completion_tokens_, cached_tokens_});
+}
+
+std::string ChatStreamEncoder::error(const std::string& message) {
+  return openai_stream_error(message);
+}
+
+}  // namespace tandem::server

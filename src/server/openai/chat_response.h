@@ -1,0 +1,51 @@
+// OpenAI chat completion responses: the whole object ("chat.completion") and the
+// streamed chunks ("chat.completion.chunk"), with tool calls parsed out of the text,
+// logprobs in the chat shape, finish_reason and usage.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "server/common/generation_run.h"
+#include "server/common/logprobs_format.h"
+#include "server/common/stream_encoder.h"
+#include "server/common/tool_calls.h"
+#include "server/openai/openai_format.h"
+
+namespace tandem::server {
+
+struct ChatFormat {
+  int top_logprobs = -1;  // -1: no logprobs
+  bool parse_tool_calls = false;
+  TokenText token_text;   // needed when logprobs are on
+  int prompt_tokens = 0;  // counted once, however many choices
+};
+
+Json format_chat_completion(const ResponseMeta& meta, const ChatFormat& format,
+                            const std::vector<ChoiceResult>& results);
+
+class ChatStreamEncoder : public StreamEncoder {
+ public:
+  ChatStreamEncoder(ResponseMeta meta, ChatFormat format, int num_choices, bool include_usage);
+  std::string begin() override;
+  std::string chunk(int choice, const StreamChunk& chunk) override;
+  std::string end() override;
+  std::string error(const std::string& message) override;
+
+ private:
+  struct ChoiceState {
+    ToolCallStream tools;
+    int num_calls = 0;
+    int num_tokens = 0;
+  };
+  Json chunk_json(int choice, Json delta, Json logprobs, Json finish_reason) const;
+
+  ResponseMeta meta_;
+  ChatFormat format_;
+  bool include_usage_;
+  std::vector<ChoiceState> choices_;
+  int completion_tokens_ = 0;
+  int cached_tokens_ = 0;  // the most any choice found (they share one prompt)
+};
+
+}  // namespace tandem::server
