@@ -212,7 +212,8 @@ int main(int argc, char** argv) {
   std::string only;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
-    if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
     else if (a == "--min-seconds" && i + 1 < argc) min_s = std::atof(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--cpu-time") g_cpu_time = true;

@@ -1,87 +1,145 @@
 #!/usr/bin/env bash
-# Issue 46's CUDA refactors (one GEMM layer, switches in one place) and issue 45's decode-b1
-# fusion checked on the GPU machine in one call: this tree's bundle ($G) against the commit
-# before's ($B), both made by scripts/bundle_cuda.sh (the baseline needs only `tandem` and
-# `bench/offline_bench`: scripts/bundle_cuda.sh BUILD OUT, then delete its tests/).
-#   tests   $G's test_backend_cuda (the sm90 prefill's own tests first, on a short leash),
-#           then the rest, and test_golden '*Cuda*:FusedDecode*'                      ~6 min
-#   perf    the 8B shape (random-model, bf16 and FP8 per channel): decode-b1 of both, then
-#           offline-128/128 and the sweep at 256 in FP8, $B and $G interleaved (B G G B);
-#           decode-b1 in FP8 also with TANDEM_FP8_DECODE_FUSION=0 on $G (the fusion's A/B)
-#                                                                                   ~9 min
-# Logs go under $OUT; every figure is printed with the binary that made it.
-#   B=.device/base G=.device/gpu OUT=/tmp/out scripts/gpu_house.sh [tests] [perf]
+# Issue 46's CUDA refactors (one GEMM layer, switches in one place) and issue 45's fused
+# decode chain, checked on the GPU machine in ONE device call of about 8 minutes.
+#
+# 1. Here, on the build machine (slow: two CUDA builds; niced, -j2):
+#      scripts/gpu_house.sh pack [BASE_COMMIT]
+#    builds this tree's tandem, offline_bench, test_backend_cuda and test_golden in
+#    build-cuda/, and BASE_COMMIT's tandem and offline_bench (default: the merge base with
+#    main, the tree before the refactor) in a detached worktree under /tmp; bundles both
+#    (scripts/bundle_cuda.sh) with this script into .device/house.tar.xz.
+# 2. On the GPU machine, from the checkout's root (carry .device; tests/data must be there):
+#      tar xJf .device/house.tar.xz -C /tmp && OUT=$OUT /tmp/house/gpu_house.sh
+#    tests   test_backend_cuda, then test_golden '*Cuda*' (the fused chain's gate among
+#            them), while the 8B FP8 random model is written                      <= 4.5 min
+#    perf    on that model: decode-b1 of base / new / new with TANDEM_FP8_DECODE_FUSION=1
+#            (A B C, later C B A), offline-128/128 and the sweep at 256 of base and
+#            new                                                                     ~ 3.5 min
+#    Each figure starts only while the budget (BUDGET seconds, default 480) allows it;
+#    logs go under $OUT; the last lines are the table, with the card's name.
 set -u
-G=${G:-build/bundle}; B=${B:-}; OUT=${OUT:-/tmp/tandem-house}
-M=${M:-/tmp/llama8b}; M8=${M8:-/tmp/llama8b-fp8}
+
+pack() {
+  local base=${1:-$(git merge-base HEAD main)} root wt=/tmp/tandem-house-base
+  root=$(git rev-parse --show-toplevel) && cd "$root" || return 1
+  local targets=(tandem offline_bench)
+  nice -n 10 ninja -C build-cuda -j2 "${targets[@]}" test_backend_cuda test_golden || return 1
+  [ -d "$wt" ] || git worktree add --detach "$wt" "$base" || return 1
+  git -C "$wt" checkout -q --detach "$base" || return 1
+  [ -f "$wt/build-cuda/build.ninja" ] ||
+    cmake -S "$wt" -B "$wt/build-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_CUDA=ON \
+      -DTANDEM_BENCH=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+      -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > /dev/null || return 1
+  nice -n 10 ninja -C "$wt/build-cuda" -j2 "${targets[@]}" || return 1
+  local stage=/tmp/tandem-house-stage
+  rm -rf "$stage" && mkdir -p "$stage/house" .device || return 1
+  # Only what the call runs: the bench folder's other binaries and the other tests stay.
+  scripts/bundle_cuda.sh build-cuda "$stage/full" > /dev/null || return 1
+  mkdir -p "$stage/house/gpu/tests" "$stage/house/gpu/bench"
+  cp -r "$stage/full/lib" "$stage/full/tandem" "$stage/house/gpu/"
+  cp "$stage/full/tests/test_backend_cuda" "$stage/full/tests/test_golden" "$stage/house/gpu/tests/"
+  cp "$stage/full/bench/offline_bench" "$stage/house/gpu/bench/"
+  scripts/bundle_cuda.sh "$wt/build-cuda" "$stage/basefull" > /dev/null || return 1
+  mkdir -p "$stage/house/base/bench"
+  cp -r "$stage/basefull/lib" "$stage/basefull/tandem" "$stage/house/base/"
+  cp "$stage/basefull/bench/offline_bench" "$stage/house/base/bench/"
+  cp scripts/gpu_house.sh "$stage/house/"
+  echo "new $(git rev-parse --short HEAD), base $(git -C "$wt" rev-parse --short HEAD)" \
+    > "$stage/house/COMMITS"
+  tar cf - -C "$stage" house | xz -T2 -6 > .device/house.tar.xz || return 1
+  echo "packed .device/house.tar.xz ($(du -h .device/house.tar.xz | cut -f1)): $(cat "$stage/house/COMMITS")"
+}
+
+if [ "${1:-}" = pack ]; then
+  shift
+  pack "$@"
+  exit $?
+fi
+
+here=$(cd "$(dirname "$0")" && pwd)
+G=${G:-$here/gpu}; B=${B:-$here/base}; OUT=${OUT:-/tmp/tandem-house}
+M8=${M8:-/tmp/llama8b-fp8}; BUDGET=${BUDGET:-480}
 parts=${*:-tests perf}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
-# The tests find their data at the path they were built with.
-for d in /work/main /work/wt/cuda-house; do
-  [ -e "$d/tests/data" ] || { mkdir -p "$(dirname "$d")" && ln -sfn "$PWD" "$d"; }
-done
+card=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2> /dev/null | head -1)
+echo "card: ${card:-unknown}; $(cat "$here/COMMITS" 2> /dev/null)"
 has() { [[ " $parts " == *" $1 "* ]]; }
 passed() { grep -E '^\[  (PASSED|FAILED) ' "$1" | tr '\n' ' '; }
+# Starts a step only if `need` seconds remain of the budget.
+fits() { (( SECONDS + $1 <= BUDGET )) || { echo "skipped (budget): $2"; return 1; }; }
+# The tests find their data at the path they were built with.
+[ -e /work/wt/cuda-house/tests/data ] || { mkdir -p /work/wt && ln -sfn "$PWD" /work/wt/cuda-house; }
+
+# The model is written (CPU and disk) while the tests hold the GPU.
+model_pid=
+if has perf && [ ! -f "$M8/config.json" ]; then
+  LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64 timeout 300 "$G/tandem" random-model \
+    --like llama-3.1-8b --dtype fp8 --out "$M8" > "$OUT/random-model.log" 2>&1 &
+  model_pid=$!
+fi
 
 if has tests; then
-  timeout 150 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttentionSm90*' > "$OUT/sm90.log" 2>&1
-  rc=$?; echo "test_backend_cuda(CudaAttentionSm90*) rc=$rc $(passed "$OUT/sm90.log")"
-  # (The tests build their backends with the default options: a hang elsewhere ends at
-  # the next timeout, not sooner.)
-  [ $rc = 124 ] && echo "sm90 prefill HUNG: see $OUT/sm90.log"
-  timeout 330 "$G/tests/test_backend_cuda" --gtest_filter="*:-CudaAttentionSm90*" > "$OUT/cuda.log" 2>&1
-  echo "test_backend_cuda(rest) rc=$? $(passed "$OUT/cuda.log")"
-  grep -E '^\[  FAILED  \]' "$OUT/sm90.log" "$OUT/cuda.log" | head -20
-  timeout 400 "$G/tests/test_golden" --gtest_filter='*Cuda*:FusedDecode*' > "$OUT/golden.log" 2>&1
-  echo "test_golden(*Cuda*:FusedDecode*) rc=$? $(passed "$OUT/golden.log")"
+  export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
+  timeout 170 "$G/tests/test_backend_cuda" > "$OUT/cuda.log" 2>&1
+  echo "test_backend_cuda rc=$? $(passed "$OUT/cuda.log")"
+  grep -E '^\[  FAILED  \]' "$OUT/cuda.log" | head -20
+  timeout 100 "$G/tests/test_golden" --gtest_filter='*Cuda*' > "$OUT/golden.log" 2>&1
+  echo "test_golden(*Cuda*) rc=$? $(passed "$OUT/golden.log")"
   grep -E '^\[  FAILED  \]' "$OUT/golden.log" | head -20
+  grep -E '^(llama|qwen3): fused' "$OUT/golden.log"
+  unset LD_LIBRARY_PATH
 fi
+has perf || exit 0
+[ -z "$model_pid" ] || wait "$model_pid" || { echo "random-model failed: $OUT/random-model.log"; exit 1; }
 
-# offline LABEL BUNDLE [ENV=VALUE ...] -- offline_bench arguments: one figure line.
+declare -A fig  # "what who" -> output tok/s, each run appended
+# offline WHAT WHO NEED -- offline_bench arguments: one figure (the last line's tok/s).
 offline() {
-  local label=$1 bundle=$2; shift 2
-  local envs=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-  echo -n "$label: "
+  local what=$1 who=$2 need=$3 bundle=$G envs=(); shift 4
+  [ "${who%%+*}" = base ] && bundle=$B
+  [ "$who" = new+fusion ] && envs=(TANDEM_FP8_DECODE_FUSION=1)
+  fits "$need" "$what $who" || return 0
+  local log="$OUT/$what-$who.log" v
   env "${envs[@]}" LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64" \
-    timeout 120 "$bundle/bench/offline_bench" "$@" 2>&1 | tail -1
+    timeout $((need + 30)) "$bundle/bench/offline_bench" "$M8" "$@" >> "$log" 2>&1
+  v=$(tail -1 "$log" | grep -oE '[0-9]+ output tok/s' | cut -d' ' -f1)
+  echo "$what $who: ${v:-FAILED (see $log)}"
+  fig["$what $who"]+="${v:-x} "
 }
 
-# The sweep at 256 against `serve` of BUNDLE, measured by $G's client.
+# The sweep at 256 against WHO's server, measured by the new client.
 sweep() {
-  local label=$1 bundle=$2 m=$3
-  LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64" "$bundle/tandem" serve --model "$m" \
-    --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve-$label.log" 2>&1 &
+  local who=$1 bundle=$G v; [ "$who" = base ] && bundle=$B
+  fits 75 "sweep-256 $who" || return 0
+  LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64" "$bundle/tandem" serve --model "$M8" \
+    --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve-$who.log" 2>&1 &
   local server=$!
-  for _ in $(seq 120); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
-  echo -n "sweep at 256, $label: "
-  timeout 150 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 256 --num-requests 1024 \
-    --input-len 128 --output-len 256 2> "$OUT/sweep-$label.err" | tail -2 | tr '\n' ' '; echo
+  for _ in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
+  LD_LIBRARY_PATH="$G/lib:/usr/local/cuda/lib64" timeout 60 "$G/tandem" bench \
+    --url http://127.0.0.1:8321 --concurrency 256 --num-requests 1024 --input-len 128 \
+    --output-len 256 > "$OUT/sweep-$who.log" 2> "$OUT/sweep-$who.err"
   kill $server; wait $server 2> /dev/null
+  v=$(awk '$1 == 256 {print $5}' "$OUT/sweep-$who.log")
+  echo "sweep-256 $who: ${v:-FAILED (see $OUT/sweep-$who.*)}"
+  fig["sweep-256 $who"]+="${v:-x} "
 }
 
-if has perf; then
-  [ -n "$B" ] || { echo "perf: B (the baseline bundle) is not set"; exit 1; }
-  [ -f "$M/config.json" ] || timeout 240 "$G/tandem" random-model --like llama-3.1-8b --out "$M" > /dev/null
-  [ -f "$M8/config.json" ] || timeout 240 "$G/tandem" random-model --like llama-3.1-8b --dtype fp8 --out "$M8" > /dev/null
-  b1=(--num 1 --batch 1 --input 128 --output 256 --repeat 3)
-  echo "-- decode-b1, bf16"
-  for who in base new new base; do
-    bundle=$B; [ $who = new ] && bundle=$G
-    offline "$who" "$bundle" -- "$M" "${b1[@]}"
+# Each figure once in every pair first, then decode-b1's repeats in reverse order (A B C, then
+# C B A): what the budget cuts is a repeat, not a pair.
+b1=(--num 1 --batch 1 --input 128 --output 256 --repeat 3)
+for who in base new new+fusion; do offline decode-b1 "$who" 20 -- "${b1[@]}"; done
+for who in base new; do
+  offline offline-128/128 "$who" 35 -- --num 1024 --batch 256 --input 128 --output 128
+done
+for who in base new; do sweep "$who"; done
+for who in new+fusion new base; do offline decode-b1 "$who" 20 -- "${b1[@]}"; done
+
+echo "== ${card:-unknown card}: 8B shape, FP8 per-channel weights (random), output tok/s"
+for what in decode-b1 offline-128/128 sweep-256; do
+  line="$what:"
+  for who in base new new+fusion; do
+    [ -n "${fig["$what $who"]:-}" ] && line+="  $who ${fig["$what $who"]}"
   done
-  echo "-- decode-b1, FP8"
-  for who in base new new-nofusion new base new-nofusion; do
-    bundle=$B; envs=(); [ $who != base ] && bundle=$G
-    [ $who = new-nofusion ] && envs=(TANDEM_FP8_DECODE_FUSION=0)
-    offline "$who" "$bundle" "${envs[@]}" -- "$M8" "${b1[@]}"
-  done
-  echo "-- offline-128/128, FP8"
-  for who in base new new base; do
-    bundle=$B; [ $who = new ] && bundle=$G
-    offline "$who" "$bundle" -- "$M8" --num 1024 --batch 256 --input 128 --output 128
-  done
-  echo "-- sweep at 256, FP8"
-  sweep base "$B" "$M8"
-  sweep new "$G" "$M8"
-fi
+  echo "$line"
+done
+echo "elapsed ${SECONDS}s"

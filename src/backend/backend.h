@@ -165,8 +165,8 @@ class Backend {
   // where fuses_decode_chain(rows) says they pay (default: never).
   virtual bool fuses_decode_chain(int64_t rows) const { return false; }
   // h = rms_norm(x, w); out = h · lᵀ.   x, h [T, D], out [T, N]
-  virtual void rms_norm_linear(Tensor& out, Tensor& h, const Tensor& x, const Tensor& w,
-                               float eps, float weight_offset, const Linear& l);
+  virtual void rms_norm_linear(Tensor& out, Tensor& h, const Tensor& x, const Tensor& w, float eps,
+                               float weight_offset, const Linear& l);
   // residual += x · lᵀ (the product rounded to the activation dtype first, as linear's
   // output).   x [T, K], residual [T, N]
   virtual void linear_add(Tensor& residual, const Tensor& x, const Linear& l);
@@ -272,10 +272,10 @@ std::unique_ptr<Backend> make_cpu_backend();
 struct CudaOptions {
   bool gemv = true;  // few-row linears stream their weights (cuda_gemv*.cu); off: the GEMMs
   bool pdl = true;   // kernels overlap their prologue with the previous kernel's tail
-  bool sm90_prefill = true;    // prefill attention on the wgmma kernel where it fits; off:
-                               // the mma.sync kernel everywhere (cuda_attention_prefill.h)
-  bool fp8_fast_accum = true;  // many-row FP8 GEMMs chain all of K in the tensor cores'
-                               // accumulator; off: f32 every 128 columns (cuda_linear_fp8.h)
+  bool sm90_prefill = true;        // prefill attention on the wgmma kernel where it fits; off:
+                                   // the mma.sync kernel everywhere (cuda_attention_prefill.h)
+  bool fp8_fast_accum = true;      // many-row FP8 GEMMs chain all of K in the tensor cores'
+                                   // accumulator; off: f32 every 128 columns (cuda_linear_fp8.h)
   bool fp8_decode_fusion = false;  // 1–8 row FP8 steps run the fused decode chain
                                    // (Backend::fuses_decode_chain; cuda_decode_chain.cu);
                                    // off until measured on a GPU (issue 45)

@@ -40,8 +40,8 @@ struct EnvSwitches {
   bool graphs = true;
   Overlap overlap = Overlap::Auto;
   CudaOptions cuda;
-  int threads = 0;                // TANDEM_THREADS; 0: unset
-  std::optional<CpuIsa> cpu_isa;  // TANDEM_CPU_ISA
+  int threads = 0;                   // TANDEM_THREADS; 0: unset
+  std::optional<CpuIsa> cpu_isa;     // TANDEM_CPU_ISA
   std::string cpu_block_arithmetic;  // TANDEM_CPU_BLOCK_ARITHMETIC; "": the default
 };
 

@@ -135,8 +135,8 @@ __device__ __forceinline__ void mma(float (&acc)[BN / 8][4], const Ring<BN>& rin
 }
 
 // acc = Σ over nk >= 1 k-blocks from `pos` (advanced past them), chained in wgmma's own
-// accumulator (CudaOptions::fp8_fast_accum): k-block k's group is issued before k - 1's has completed,
-// and a stage is released once the group after it is in flight (wait_group 1), so the
+// accumulator (CudaOptions::fp8_fast_accum): k-block k's group is issued before k - 1's has
+// completed, and a stage is released once the group after it is in flight (wait_group 1), so the
 // tensor cores never wait for the CUDA cores. One group of all BN tokens (at most 128
 // floats of accumulator).
 template <int BN>

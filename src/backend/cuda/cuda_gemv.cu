@@ -39,8 +39,8 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_weight_stream.cuh"
 
@@ -53,7 +53,8 @@ using cuda::bf16;
 constexpr int kChunk = 1024;  // columns of a row per stage: 2 KB
 using Ring = cuda::WeightRing<bf16, kChunk>;
 constexpr int kMaxXBytes = 48 * 1024;  // x [M, K] staged as bf16
-static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes) / Ring::kStageBytes >= 3,
+static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes) / Ring::kStageBytes >=
+                  3,
               "a ring of >= 3 stages");
 
 // acc + Σ w[i]·x[i] over 8 bf16 pairs; a bf16 widens to f32 by a shift or a mask.

@@ -74,7 +74,8 @@ constexpr int kMaxXBytes = 32 * 1024;       // x [M, K] staged as e4m3 bytes
 // Cross-warp partial sums: [2 group parities][M][16 rows][16 warps] f32.
 constexpr int red_bytes(int M) { return 2 * M * kRowsPerStage * kConsumerWarps * 4; }
 constexpr int kMinStages = 3;
-static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes - red_bytes(kMaxRows)) /
+static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes -
+               red_bytes(kMaxRows)) /
                       kStageBytes >=
                   kMinStages,
               "a ring of >= 3 stages beside the largest x");
@@ -159,7 +160,8 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
     float sw[2] = {0.f, 0.f};
     if (folds)
 #pragma unroll
-      for (int h = 0; h < 2; h++) sw[h] = ws.at<int>(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
+      for (int h = 0; h < 2; h++)
+        sw[h] = ws.at<int>(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
     const uint8_t* stage = ring.wait(i);
     mma_stage(d, stage, xs, M, K, k0, cols, warp, lane);
     ring.release(i, lane);
@@ -197,8 +199,10 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
         }
         if (!block) s *= float(sx[m]) * ws.at<int>(n, 0);
         if (bias != nullptr) s += __bfloat162float(bias[n]);
-        if constexpr (kAdd) add_out(out + int64_t(m) * N + n, s);
-        else store_out(out + int64_t(m) * N + n, s);
+        if constexpr (kAdd)
+          add_out(out + int64_t(m) * N + n, s);
+        else
+          store_out(out + int64_t(m) * N + n, s);
       }
     }
   }
@@ -217,11 +221,10 @@ void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a, const cuda::Stre
   const int M = int(a.x->rows()), N = int(a.w->dim(0)), K = int(a.w->dim(1));
   static std::atomic<uint64_t> smem_ready{0};
   const int stages = ring_stages(M, K);
-  cuda::launch_weight_stream("gemv_fp8_kernel", &gemv_fp8_kernel<Out, P, kAdd>, smem_ready, be, N,
-                             stages, kStageBytes, other_bytes(M, K), out.ptr<Out>(), in,
-                             a.w->ptr<uint8_t>(), a.w_scales,
-                             a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K,
-                             stages);
+  cuda::launch_weight_stream(
+      "gemv_fp8_kernel", &gemv_fp8_kernel<Out, P, kAdd>, smem_ready, be, N, stages, kStageBytes,
+      other_bytes(M, K), out.ptr<Out>(), in, a.w->ptr<uint8_t>(), a.w_scales,
+      a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages);
 }
 
 // The kernel's input operands for `a` (the fusion's source, or x itself).
@@ -243,7 +246,8 @@ cuda::StreamInput stream_input(const Fp8GemvArgs& a) {
 
 bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void* x, const void* w) {
   return M >= 1 && M <= kMaxRows && K % 16 == 0 && N < (int64_t(1) << 31) &&
-         (block_k == 0 || (block_k == kBlockK && M * ((K + kBlockK - 1) / kBlockK) <= kMaxXScales)) &&
+         (block_k == 0 ||
+          (block_k == kBlockK && M * ((K + kBlockK - 1) / kBlockK) <= kMaxXScales)) &&
          M * K <= kMaxXBytes && ring_stages(M, K) >= kMinStages && cuda::aligned16(x) &&
          cuda::aligned16(w);
 }
@@ -261,7 +265,8 @@ void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
   }
   if (f.input == Input::GatedAct) {
     cuda_require(f.add, "gemv fp8: the activation prologue adds into its out");
-    if (f.act == Activation::SiLU) return launch<bf16, StreamPrologue::ActSilu, true>(be, out, a, in);
+    if (f.act == Activation::SiLU)
+      return launch<bf16, StreamPrologue::ActSilu, true>(be, out, a, in);
     return launch<bf16, StreamPrologue::ActGelu, true>(be, out, a, in);
   }
   if (f.add) {

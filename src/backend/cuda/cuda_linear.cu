@@ -9,8 +9,8 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_block_linear.h"
-#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_lt_gemm.h"
 #include "backend/cuda/cuda_memory.h"
@@ -121,8 +121,8 @@ void CudaBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
     key.align_c = cuda::lt_alignment_of(out.data);
     key.bias = bias.defined();
     const cuda::LtContext ctx{cublas_lt_, stream_, allocator_->workspace()};
-    if (cuda::run_lt_gemm(ctx, key, {w.data, x.data, out.data, bias.defined() ? bias.data : nullptr},
-                          "linear"))
+    if (cuda::run_lt_gemm(
+            ctx, key, {w.data, x.data, out.data, bias.defined() ? bias.data : nullptr}, "linear"))
       return;
   }
   const float alpha = 1.f, beta = 0.f;

@@ -105,8 +105,8 @@ __device__ __forceinline__ float f8_to_float(uint8_t b) {
   return f8x2_to_float2(uint16_t(b)).x;
 }
 
-constexpr int kPlainWarps = 8;   // output rows per block
-constexpr int kPlainRows = 2;    // tokens per block (grid.y covers the rest)
+constexpr int kPlainWarps = 8;  // output rows per block
+constexpr int kPlainRows = 2;   // tokens per block (grid.y covers the rest)
 
 // The weight stream: out[t, n] = Σ_g s_x[t, g] · s_w(n, g) · Σ_{k∈g} xq[t, k] · wq[n, k]
 // (+ bias[n]). A warp per output row n, kPlainRows tokens per block; kVec: 16 bytes per
@@ -114,10 +114,10 @@ constexpr int kPlainRows = 2;    // tokens per block (grid.y covers the rest)
 //   out [T, N] (OutT: bf16 or f32), xq [T, K], w [N, K], x_scales [T, G]
 template <bool kVec, typename OutT>
 __global__ void __launch_bounds__(kPlainWarps * 32)
-fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
-                  const float* __restrict__ x_scales, const uint8_t* __restrict__ w,
-                  WeightScales ws, const bf16* __restrict__ bias, int64_t T, int64_t N,
-                  int64_t K, int64_t group, int64_t num_groups) {
+    fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
+                      const float* __restrict__ x_scales, const uint8_t* __restrict__ w,
+                      WeightScales ws, const bf16* __restrict__ bias, int64_t T, int64_t N,
+                      int64_t K, int64_t group, int64_t num_groups) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t n = int64_t(blockIdx.x) * kPlainWarps + warp;
   const int64_t t0 = int64_t(blockIdx.y) * kPlainRows;
@@ -215,7 +215,8 @@ std::string dims(int64_t a, int64_t b) {
 
 // x's e4m3 copy and scales [T, ⌈K / group⌉], by the quantize kernel.
 Fp8Input quantize_input(CudaBackend& be, const Fp8Call& c) {
-  Fp8Input xq{be.alloc(DType::F8E4M3, {c.T, c.K}), be.alloc(DType::F32, {c.T, cuda::ceil_div(c.K, c.group)})};
+  Fp8Input xq{be.alloc(DType::F8E4M3, {c.T, c.K}),
+              be.alloc(DType::F32, {c.T, cuda::ceil_div(c.K, c.group)})};
   cuda::launch_quantize_rows(be.stream(), xq.q.ptr<uint8_t>(), xq.scales.ptr<float>(),
                              c.x->ptr<bf16>(), c.T, c.K, c.group, c.static_scale);
   return xq;
@@ -247,8 +248,8 @@ Fp8Path choose_fp8_path(const Fp8Call& c, const Fp8Input& xq, Fp8GemmPath forced
 // cuBLASLt's scaled e4m3 GEMM straight into out, then the bias; false: refused.
 bool launch_lt_scaled(CudaBackend& be, const cuda::LtContext& ctx, const Fp8Call& c,
                       const Fp8Input& xq, bool fast) {
-  if (!run_fp8_gemm(ctx, be.device_index(), c.T, c.N, c.K, c.out_f32, fast, c.w->data,
-                    xq.q.data, c.out->data, c.ws.s, xq.scales.ptr<float>()))
+  if (!run_fp8_gemm(ctx, be.device_index(), c.T, c.N, c.K, c.out_f32, fast, c.w->data, xq.q.data,
+                    c.out->data, c.ws.s, xq.scales.ptr<float>()))
     return false;
   if (const bf16* bias = c.bias_ptr()) {
     fp8_add_bias_kernel<<<cuda::grid_stride_blocks(c.T * c.N, 256), 256, 0, be.stream()>>>(
@@ -272,8 +273,8 @@ bool launch_lt_epilogue(CudaBackend& be, const cuda::LtContext& ctx, const Fp8Ca
     fp8_scale_kernel<float><<<blocks, 256, 0, be.stream()>>>(
         c.out->ptr<float>(), acc.ptr<float>(), x_scales, c.ws, c.bias_ptr(), c.T, c.N);
   else
-    fp8_scale_kernel<bf16><<<blocks, 256, 0, be.stream()>>>(
-        c.out->ptr<bf16>(), acc.ptr<float>(), x_scales, c.ws, c.bias_ptr(), c.T, c.N);
+    fp8_scale_kernel<bf16><<<blocks, 256, 0, be.stream()>>>(c.out->ptr<bf16>(), acc.ptr<float>(),
+                                                            x_scales, c.ws, c.bias_ptr(), c.T, c.N);
   TANDEM_CUDA_LAUNCHED("fp8_scale_kernel");
   return true;
 }
@@ -282,7 +283,8 @@ bool launch_lt_epilogue(CudaBackend& be, const cuda::LtContext& ctx, const Fp8Ca
 void launch_plain_stream(CudaBackend& be, const Fp8Call& c, const Fp8Input& xq) {
   const bool vec = c.K % 16 == 0 && c.group % 16 == 0 && cuda::aligned16(c.w->data) &&
                    cuda::aligned16(xq.q.data);
-  const dim3 grid(unsigned(cuda::ceil_div(c.N, kPlainWarps)), unsigned(cuda::ceil_div(c.T, kPlainRows)));
+  const dim3 grid(unsigned(cuda::ceil_div(c.N, kPlainWarps)),
+                  unsigned(cuda::ceil_div(c.T, kPlainRows)));
   const dim3 threads(kPlainWarps * 32);
   auto launch = [&](auto kernel, auto* o) {
     kernel<<<grid, threads, 0, be.stream()>>>(o, xq.q.ptr<uint8_t>(), xq.scales.ptr<float>(),
@@ -290,9 +292,11 @@ void launch_plain_stream(CudaBackend& be, const Fp8Call& c, const Fp8Input& xq) 
                                               c.K, c.group, cuda::ceil_div(c.K, c.group));
   };
   if (c.out_f32)
-    launch(vec ? &fp8_stream_kernel<true, float> : &fp8_stream_kernel<false, float>, c.out->ptr<float>());
+    launch(vec ? &fp8_stream_kernel<true, float> : &fp8_stream_kernel<false, float>,
+           c.out->ptr<float>());
   else
-    launch(vec ? &fp8_stream_kernel<true, bf16> : &fp8_stream_kernel<false, bf16>, c.out->ptr<bf16>());
+    launch(vec ? &fp8_stream_kernel<true, bf16> : &fp8_stream_kernel<false, bf16>,
+           c.out->ptr<bf16>());
   TANDEM_CUDA_LAUNCHED("fp8_stream_kernel");
 }
 
@@ -368,7 +372,7 @@ bool takes_weight_stream(const Fp8Call& c, Fp8GemmPath forced, bool stream_on) {
 // the copy replaces the quantize kernel. (The weight stream, 1-8 rows, quantizes x in each
 // CTA all the same; the ops make no copy for so few rows: alloc_fp8_input.)
 void CudaBackend::linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& xq,
-                                  const Linear& l) {
+                                   const Linear& l) {
   if (!xq.defined() || !l.takes_fp8_input()) return linear(out, x, l);
   cuda::check_tensor(xq.q, DType::F8E4M3, "linear fp8", "x's e4m3 copy");
   cuda::check_tensor(xq.scales, DType::F32, "linear fp8", "x's scales");
@@ -393,8 +397,8 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
   const cuda::LtContext lt{cublas_lt_, stream_, allocator_->workspace()};
   switch (choose_fp8_path(c, xq, forced, props_)) {
     case Fp8Path::Wgmma:
-      return launch_fp8_wgmma(*this, {&out, &xq.q, &xq.scales, &l.weight, c.ws.s,
-                                      c.ws.per_channel(), &l.bias, fast});
+      return launch_fp8_wgmma(
+          *this, {&out, &xq.q, &xq.scales, &l.weight, c.ws.s, c.ws.per_channel(), &l.bias, fast});
     case Fp8Path::LtScaled:
       if (launch_lt_scaled(*this, lt, c, xq, fast)) return;
       [[fallthrough]];

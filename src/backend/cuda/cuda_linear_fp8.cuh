@@ -33,7 +33,7 @@ struct Fp8Call {
   const Tensor* bias;         // [N] bf16 or undefined
   const float* static_scale;  // [1] (static input scale) or null: x quantized per token
   int64_t T, N, K;
-  int64_t group;              // columns per x scale: block_k for Block weights, else K
+  int64_t group;  // columns per x scale: block_k for Block weights, else K
   bool out_f32;
   const __nv_bfloat16* bias_ptr() const {
     return bias->defined() ? bias->ptr<__nv_bfloat16>() : nullptr;

@@ -121,8 +121,8 @@ cublasStatus_t matmul(const LtContext& ctx, const LtGemm& gemm, const LtGemmOper
                       const cublasLtMatmulAlgo_t& algo) {
   const float alpha = 1.f, beta = 0.f;
   return cublasLtMatmul(ctx.lt, gemm.desc, &alpha, ops.a, gemm.a, ops.b, gemm.b, &beta, ops.d,
-                        gemm.c, ops.d, gemm.c, &algo, ctx.workspace,
-                        CudaAllocator::kWorkspaceBytes, ctx.stream);
+                        gemm.c, ops.d, gemm.c, &algo, ctx.workspace, CudaAllocator::kWorkspaceBytes,
+                        ctx.stream);
 }
 
 // Milliseconds of the fastest of 3 runs of `algo`, or a negative number when it does not run.

@@ -47,12 +47,12 @@ struct LtGemmKey {
 
 // The buffers of one call (device pointers).
 struct LtGemmOperands {
-  const void* a;                    // w
-  const void* b;                    // x (or its e4m3 copy)
-  void* d;                          // out
-  const void* bias = nullptr;       // [m] bf16, with key.bias
-  const float* a_scale = nullptr;   // [m] f32, with key.outer_scales
-  const float* b_scale = nullptr;   // [n] f32, with key.outer_scales
+  const void* a;                   // w
+  const void* b;                   // x (or its e4m3 copy)
+  void* d;                         // out
+  const void* bias = nullptr;      // [m] bf16, with key.bias
+  const float* a_scale = nullptr;  // [m] f32, with key.outer_scales
+  const float* b_scale = nullptr;  // [n] f32, with key.outer_scales
 };
 
 // The handle, stream and workspace (CudaAllocator::kWorkspaceBytes) a GEMM runs with.

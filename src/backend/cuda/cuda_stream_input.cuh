@@ -81,7 +81,8 @@ __device__ __forceinline__ void per_token(const StreamInput& in, const float* rs
   asm volatile("bar.sync 1, %0;" ::"n"(kStreamConsumers) : "memory");
   if (tid < M) {
     float acc = 0.f;
-    for (int w = 0; w < kStreamConsumerWarps; w++) acc = op(acc, scratch[tid * kStreamConsumerWarps + w]);
+    for (int w = 0; w < kStreamConsumerWarps; w++)
+      acc = op(acc, scratch[tid * kStreamConsumerWarps + w]);
     out[tid] = acc;
   }
 }
@@ -105,17 +106,18 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
   const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const int group = G == 1 ? K : kStreamBlockK;
   if constexpr (P == StreamPrologue::Norm) {  // rms_norm_row's 1 / sqrt(mean(x²) + eps)
-    auto squares = [](const float (&x)[8]) {
+    auto squares = [](const float(&x)[8]) {
       float s = 0.f;
 #pragma unroll
       for (int i = 0; i < 8; i++) s += x[i] * x[i];
       return s;
     };
-    per_token<StreamPrologue::Plain>(in, rs, M, K, scratch, rows, squares, SumOp{});  // src as stored
+    per_token<StreamPrologue::Plain>(in, rs, M, K, scratch, rows, squares,
+                                     SumOp{});  // src as stored
     if (tid < M) rs[tid] = 1.f / sqrtf(rows[tid] / float(K) + in.eps);
     asm volatile("bar.sync 1, %0;" ::"n"(kStreamConsumers) : "memory");
   }
-  auto amax8 = [](const float (&x)[8]) {
+  auto amax8 = [](const float(&x)[8]) {
     float a = 0.f;
 #pragma unroll
     for (int i = 0; i < 8; i++) a = fmaxf(a, fabsf(x[i]));

@@ -23,17 +23,21 @@ struct WeightScales {
   // stream), so neither pays the other's arithmetic.
   template <typename I = int64_t>
   __device__ __forceinline__ float at(std::type_identity_t<I> n, std::type_identity_t<I> kb) const {
-    return granularity == ScaleGranularity::PerTensor    ? s[0]
-           : granularity == ScaleGranularity::PerChannel ? s[n]
-                                                         : s[(n / I(block_n)) * I(num_k_blocks) + kb];
+    return granularity == ScaleGranularity::PerTensor ? s[0]
+           : granularity == ScaleGranularity::PerChannel
+               ? s[n]
+               : s[(n / I(block_n)) * I(num_k_blocks) + kb];
   }
-  __host__ __device__ bool per_channel() const { return granularity == ScaleGranularity::PerChannel; }
+  __host__ __device__ bool per_channel() const {
+    return granularity == ScaleGranularity::PerChannel;
+  }
   __host__ __device__ bool block() const { return granularity == ScaleGranularity::Block; }
   // How many values `s` holds for a weight of N rows.
   int64_t count(int64_t N) const {
-    return granularity == ScaleGranularity::PerTensor    ? 1
-           : granularity == ScaleGranularity::PerChannel ? N
-                                                         : (N + block_n - 1) / block_n * num_k_blocks;
+    return granularity == ScaleGranularity::PerTensor ? 1
+           : granularity == ScaleGranularity::PerChannel
+               ? N
+               : (N + block_n - 1) / block_n * num_k_blocks;
   }
 };
 

@@ -36,13 +36,13 @@
 
 namespace tandem::cuda {
 
-inline constexpr int kStreamRows = 16;          // weight rows per stage
+inline constexpr int kStreamRows = 16;  // weight rows per stage
 inline constexpr int kStreamConsumerWarps = 16;
 inline constexpr int kStreamThreads = (kStreamConsumerWarps + 1) * 32;  // + the producer
 inline constexpr int kStreamConsumers = kStreamConsumerWarps * 32;
 inline constexpr int kStreamCtaSmem = 152 * 1024;  // more than half an SM's 228 KB
 inline constexpr int kStreamMaxStages = 8;
-inline constexpr int kStreamBarrierBytes = 128;    // full[kStreamMaxStages], empty[...]
+inline constexpr int kStreamBarrierBytes = 128;  // full[kStreamMaxStages], empty[...]
 static_assert(kStreamCtaSmem > 114 * 1024, "more than half an SM's 228 KB");
 static_assert(2 * kStreamMaxStages * 8 <= kStreamBarrierBytes, "the barriers fit their bytes");
 
@@ -112,8 +112,8 @@ struct WeightRing {
       if (lane == 0) mbar_arrive_expect(&full[slot], uint32_t(rows) * bytes);
       __syncwarp();
       if (lane < rows)
-        bulk_copy(slots + slot * kStageElems + lane * kRowStride, w + int64_t(n0 + lane) * wk.K + k0,
-                  bytes, &full[slot]);
+        bulk_copy(slots + slot * kStageElems + lane * kRowStride,
+                  w + int64_t(n0 + lane) * wk.K + k0, bytes, &full[slot]);
     }
   }
 };

@@ -107,9 +107,8 @@ struct Layout {
   bool static_input = false;
 };
 
-constexpr Layout kLayouts[] = {{ScaleGranularity::PerChannel},
-                               {ScaleGranularity::PerTensor, true},
-                               {ScaleGranularity::Block}};
+constexpr Layout kLayouts[] = {
+    {ScaleGranularity::PerChannel}, {ScaleGranularity::PerTensor, true}, {ScaleGranularity::Block}};
 
 // The same random FP8 Linear [N, K] (blocks of [128, 128]) on a backend.
 Linear fp8_linear(Backend& be, uint32_t seed, int64_t N, int64_t K, Layout layout) {
@@ -119,7 +118,8 @@ Linear fp8_linear(Backend& be, uint32_t seed, int64_t N, int64_t K, Layout layou
   for (int64_t i = 0; i < N * K; i++) codes.ptr<uint8_t>()[i] = f32_to_f8e4m3(value(rng));
   const bool block = layout.granularity == ScaleGranularity::Block;
   const int64_t num_scales = block ? ((N + 127) / 128) * ((K + 127) / 128)
-                             : layout.granularity == ScaleGranularity::PerChannel ? N : 1;
+                             : layout.granularity == ScaleGranularity::PerChannel ? N
+                                                                                  : 1;
   std::vector<float> s(static_cast<size_t>(num_scales));
   for (float& v : s) v = scale(rng);
   Linear l;

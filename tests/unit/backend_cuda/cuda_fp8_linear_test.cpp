@@ -132,7 +132,8 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
             be.cpu->linear(ref, test::put(*be.cpu, x, {T, shape.K}), c.cpu);
             Tensor out = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
             be.gpu->linear(out, test::put(*be.gpu, x, {T, shape.K}), c.gpu);
-            EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref), out_f32 ? f32_bound(be) : 5e-3);
+            EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref),
+                      out_f32 ? f32_bound(be) : 5e-3);
           }
         }
 }

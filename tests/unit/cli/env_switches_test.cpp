@@ -59,9 +59,8 @@ TEST(EnvSwitches, ZeroTurnsEachSwitchOff) {
 }
 
 TEST(EnvSwitches, AnythingButZeroTurnsASwitchOn) {
-  const EnvSwitches s = parse({{"TANDEM_OVERLAP", "1"},
-                               {"TANDEM_CUDA_GEMV", "yes"},
-                               {"TANDEM_FP8_DECODE_FUSION", "1"}});
+  const EnvSwitches s = parse(
+      {{"TANDEM_OVERLAP", "1"}, {"TANDEM_CUDA_GEMV", "yes"}, {"TANDEM_FP8_DECODE_FUSION", "1"}});
   EXPECT_EQ(s.overlap, Overlap::On);
   EXPECT_TRUE(s.cuda.gemv);
   EXPECT_TRUE(s.cuda.fp8_decode_fusion);
@@ -78,16 +77,17 @@ TEST(EnvSwitches, PrefillKernelByName) {
 TEST(EnvSwitches, ThreadsAreAWholeNumber) {
   EXPECT_EQ(parse({{"TANDEM_THREADS", "6"}}).threads, 6);
   for (const char* bad : {"0", "-2", "four", "4x", ""})
-    EXPECT_EQ(error_of({{"TANDEM_THREADS", bad}}),
-              std::string("TANDEM_THREADS='") + bad +
-                  "': expected a whole number of threads, at least 1")
+    EXPECT_EQ(
+        error_of({{"TANDEM_THREADS", bad}}),
+        std::string("TANDEM_THREADS='") + bad + "': expected a whole number of threads, at least 1")
         << bad;
 }
 
 TEST(EnvSwitches, CpuIsaByName) {
   EXPECT_EQ(parse({{"TANDEM_CPU_ISA", "avx2"}}).cpu_isa, CpuIsa::Avx2);
   EXPECT_EQ(parse({{"TANDEM_CPU_ISA", "avx512"}}).cpu_isa, CpuIsa::Avx512);
-  EXPECT_EQ(error_of({{"TANDEM_CPU_ISA", "sse4"}}), "TANDEM_CPU_ISA='sse4': expected avx2 or avx512");
+  EXPECT_EQ(error_of({{"TANDEM_CPU_ISA", "sse4"}}),
+            "TANDEM_CPU_ISA='sse4': expected avx2 or avx512");
 }
 
 }  // namespace
