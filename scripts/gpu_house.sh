@@ -6,7 +6,7 @@
 #      scripts/gpu_house.sh pack [BASE_COMMIT]
 #    builds this tree's tandem, offline_bench, test_backend_cuda and test_golden in
 #    build-cuda/, and BASE_COMMIT's tandem and offline_bench (default: the merge base with
-#    main, the tree before the refactor) in a detached worktree under /tmp; bundles both
+#    main, the tree before the refactor) exported to /tmp/tandem-house-base; bundles both
 #    (scripts/bundle_cuda.sh) with this script into .device/house.tar.xz.
 # 2. On the GPU machine, from the checkout's root (carry .device; tests/data must be there):
 #      tar xJf .device/house.tar.xz -C /tmp && OUT=$OUT /tmp/house/gpu_house.sh
@@ -24,8 +24,11 @@ pack() {
   root=$(git rev-parse --show-toplevel) && cd "$root" || return 1
   local targets=(tandem offline_bench)
   nice -n 10 ninja -C build-cuda -j2 "${targets[@]}" test_backend_cuda test_golden || return 1
-  [ -d "$wt" ] || git worktree add --detach "$wt" "$base" || return 1
-  git -C "$wt" checkout -q --detach "$base" || return 1
+  # The base tree as an export (no worktree in the shared repository's metadata).
+  if [ "$(cat "$wt/.commit" 2> /dev/null)" != "$(git rev-parse "$base")" ]; then
+    rm -rf "$wt" && mkdir -p "$wt" && git archive "$base" | tar xf - -C "$wt" || return 1
+    git rev-parse "$base" > "$wt/.commit"
+  fi
   [ -f "$wt/build-cuda/build.ninja" ] ||
     cmake -S "$wt" -B "$wt/build-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_CUDA=ON \
       -DTANDEM_BENCH=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
@@ -44,7 +47,7 @@ pack() {
   cp -r "$stage/basefull/lib" "$stage/basefull/tandem" "$stage/house/base/"
   cp "$stage/basefull/bench/offline_bench" "$stage/house/base/bench/"
   cp scripts/gpu_house.sh "$stage/house/"
-  echo "new $(git rev-parse --short HEAD), base $(git -C "$wt" rev-parse --short HEAD)" \
+  echo "new $(git rev-parse --short HEAD), base $(git rev-parse --short "$base")" \
     > "$stage/house/COMMITS"
   tar cf - -C "$stage" house | xz -T2 -6 > .device/house.tar.xz || return 1
   echo "packed .device/house.tar.xz ($(du -h .device/house.tar.xz | cut -f1)): $(cat "$stage/house/COMMITS")"

@@ -134,6 +134,7 @@ Tensor DecoderModel::forward_fused(const StepTensors& step, std::span<PagedKv> k
   const ModelConfig& c = config_;
   float embed_scale = traits_.scale_embeddings ? float(std::sqrt(double(c.hidden_size))) : 1.f;
   Tensor x = embedding(backend_, embed_, step.tokens, embed_scale * traits_.embedding_multiplier);
+  write_media_rows(backend_, x, step);
   const int64_t T = x.rows();
   Tensor h = backend_.alloc(x.dtype, x.shape);
   for (size_t i = 0; i < layers_.size(); i++) {
