@@ -183,8 +183,10 @@ TEST(FusedDecodeChain, TheCpuRouteComputesThePlainForward) {
     const double err = rel(fp8_logits(fused, arch, ids), fp8_logits(plain, arch, ids));
     std::printf("%s: fused route vs plain forward on the CPU, rel err %.2e\n", arch, err);
     // The same f32 ops; only the norm's sum, done apart from the residual add, may round
-    // differently.
-    EXPECT_LE(err, 1e-5) << arch;
+    // differently, and a last-bit change of h can move one of its values across an e4m3
+    // midpoint (one term off by an e4m3 step). A wiring slip (a norm, a residual, a layer's
+    // weights) costs O(1).
+    EXPECT_LE(err, 2e-3) << arch;
   }
 }
 
