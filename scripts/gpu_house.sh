@@ -16,7 +16,8 @@
 #            (A B C, later C B A), offline-128/128 and the sweep at 256 of base and
 #            new                                                                     ~ 3.5 min
 #    Each figure starts only while the budget (BUDGET seconds, default 480) allows it;
-#    logs go under $OUT; the last lines are the table, with the card's name.
+#    the logs come back as $OUT/house-logs.tgz; the last lines are the table, with the
+#    card's name.
 set -u
 
 pack() {
@@ -61,9 +62,12 @@ fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 G=${G:-$here/gpu}; B=${B:-$here/base}; OUT=${OUT:-/tmp/tandem-house}
+# The logs, one file back in $OUT (a device call returns at most 8 files).
+L=/tmp/tandem-house-logs
 M8=${M8:-/tmp/llama8b-fp8}; BUDGET=${BUDGET:-480}
 parts=${*:-tests perf}
-mkdir -p "$OUT"
+rm -rf "$L" && mkdir -p "$L" "$OUT"
+trap 'tar czf "$OUT/house-logs.tgz" -C "$L" .' EXIT
 card=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2> /dev/null | head -1)
 echo "card: ${card:-unknown}; $(cat "$here/COMMITS" 2> /dev/null)"
 has() { [[ " $parts " == *" $1 "* ]]; }
@@ -77,23 +81,23 @@ fits() { (( SECONDS + $1 <= BUDGET )) || { echo "skipped (budget): $2"; return 1
 model_pid=
 if has perf && [ ! -f "$M8/config.json" ]; then
   LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64 timeout 300 "$G/tandem" random-model \
-    --like llama-3.1-8b --dtype fp8 --out "$M8" > "$OUT/random-model.log" 2>&1 &
+    --like llama-3.1-8b --dtype fp8 --out "$M8" > "$L/random-model.log" 2>&1 &
   model_pid=$!
 fi
 
 if has tests; then
   export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
-  timeout 170 "$G/tests/test_backend_cuda" > "$OUT/cuda.log" 2>&1
-  echo "test_backend_cuda rc=$? $(passed "$OUT/cuda.log")"
-  grep -E '^\[  FAILED  \]' "$OUT/cuda.log" | head -20
-  timeout 100 "$G/tests/test_golden" --gtest_filter='*Cuda*' > "$OUT/golden.log" 2>&1
-  echo "test_golden(*Cuda*) rc=$? $(passed "$OUT/golden.log")"
-  grep -E '^\[  FAILED  \]' "$OUT/golden.log" | head -20
-  grep -E '^(llama|qwen3): fused' "$OUT/golden.log"
+  timeout 170 "$G/tests/test_backend_cuda" > "$L/cuda.log" 2>&1
+  echo "test_backend_cuda rc=$? $(passed "$L/cuda.log")"
+  grep -E '^\[  FAILED  \]' "$L/cuda.log" | head -20
+  timeout 100 "$G/tests/test_golden" --gtest_filter='*Cuda*' > "$L/golden.log" 2>&1
+  echo "test_golden(*Cuda*) rc=$? $(passed "$L/golden.log")"
+  grep -E '^\[  FAILED  \]' "$L/golden.log" | head -20
+  grep -E '^(llama|qwen3): fused' "$L/golden.log"
   unset LD_LIBRARY_PATH
 fi
 has perf || exit 0
-[ -z "$model_pid" ] || wait "$model_pid" || { echo "random-model failed: $OUT/random-model.log"; exit 1; }
+[ -z "$model_pid" ] || wait "$model_pid" || { echo "random-model failed: $L/random-model.log"; exit 1; }
 
 declare -A fig  # "what who" -> output tok/s, each run appended
 # offline WHAT WHO NEED -- offline_bench arguments: one figure (the last line's tok/s).
@@ -102,7 +106,7 @@ offline() {
   [ "${who%%+*}" = base ] && bundle=$B
   [ "$who" = new+fusion ] && envs=(TANDEM_FP8_DECODE_FUSION=1)
   fits "$need" "$what $who" || return 0
-  local log="$OUT/$what-$who.log" v
+  local log="$L/${what//\//-}-$who.log" v
   env "${envs[@]}" LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64" \
     timeout $((need + 30)) "$bundle/bench/offline_bench" "$M8" "$@" >> "$log" 2>&1
   v=$(tail -1 "$log" | grep -oE '[0-9]+ output tok/s' | cut -d' ' -f1)
@@ -115,15 +119,15 @@ sweep() {
   local who=$1 bundle=$G v; [ "$who" = base ] && bundle=$B
   fits 75 "sweep-256 $who" || return 0
   LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64" "$bundle/tandem" serve --model "$M8" \
-    --port 8321 --batch 256 --max-batched-tokens 8192 > "$OUT/serve-$who.log" 2>&1 &
+    --port 8321 --batch 256 --max-batched-tokens 8192 > "$L/serve-$who.log" 2>&1 &
   local server=$!
   for _ in $(seq 60); do curl -sf localhost:8321/health > /dev/null && break; sleep 1; done
   LD_LIBRARY_PATH="$G/lib:/usr/local/cuda/lib64" timeout 60 "$G/tandem" bench \
     --url http://127.0.0.1:8321 --concurrency 256 --num-requests 1024 --input-len 128 \
-    --output-len 256 > "$OUT/sweep-$who.log" 2> "$OUT/sweep-$who.err"
+    --output-len 256 > "$L/sweep-$who.log" 2> "$L/sweep-$who.err"
   kill $server; wait $server 2> /dev/null
-  v=$(awk '$1 == 256 {print $5}' "$OUT/sweep-$who.log")
-  echo "sweep-256 $who: ${v:-FAILED (see $OUT/sweep-$who.*)}"
+  v=$(awk '$1 == 256 {print $5}' "$L/sweep-$who.log")
+  echo "sweep-256 $who: ${v:-FAILED (see $L/sweep-$who.*)}"
   fig["sweep-256 $who"]+="${v:-x} "
 }
 
