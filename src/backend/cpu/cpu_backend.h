@@ -95,6 +95,11 @@ class CpuBackend final : public Backend {
   // bf16 activations (CUDA) hands them over; off by default. What that rounding alone
   // costs is the yardstick of the CUDA FP8 gate (tests/golden/cuda_fp8_gate_test.cpp).
   void set_fp8_inputs_bf16(bool on) { fp8_inputs_bf16_ = on; }
+  // Lets models take their fused decode chain (Backend::fuses_decode_chain) on the CPU,
+  // where its ops run as the plain ops they compose: the route's wiring is then checked
+  // against the plain one (tests/golden/fused_decode_test.cpp). Off by default.
+  void set_fused_decode_chain(bool on) { fused_decode_chain_ = on; }
+  bool fuses_decode_chain(int64_t) const override { return fused_decode_chain_; }
   // How linears and experts with ggml block-type weights compute (cpu_block_gemm.h).
   void set_block_arithmetic(cpu::BlockArithmetic a) { block_arithmetic_ = a; }
   cpu::BlockArithmetic block_arithmetic() const { return block_arithmetic_; }
@@ -113,6 +118,7 @@ class CpuBackend final : public Backend {
   ThreadPool* pool_;
   CpuIsa isa_;
   bool fp8_inputs_bf16_ = false;
+  bool fused_decode_chain_ = false;
   cpu::BlockArithmetic block_arithmetic_ = cpu::kDefaultBlockArithmetic;
   cpu::HugePageArena weights_;
   cpu::BufferCache activations_;  // alloc()'s tensors of 64 KiB and more
