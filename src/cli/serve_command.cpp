@@ -54,7 +54,7 @@ void install_signal_handlers() {
 
 void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchChoice& batch,
                       const std::string& device, int port, int64_t kv_bytes,
-                      const std::string& weight_format) {
+                      const std::string& weight_format, const std::string& images) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
@@ -65,12 +65,13 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchCh
              "  KV cache     {:.1f} MiB {}, {} blocks of {} tokens\n"
              "  batch        {}\n"
              "  prefix cache {}\n"
+             "  images       {}\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              weight_format, info.max_model_len, double(kv_bytes) / double(1 << 20),
-             dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
-             info.block_size, batch.reason,
-             o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)", o.host, port);
+             dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(), info.block_size,
+             batch.reason, o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)",
+             images, o.host, port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
                o.host, port);
@@ -159,8 +160,9 @@ int run_serve(const ServeOptions& o) {
                    {"kv_budget_bytes", kv_budget}, {"prefix_caching", o.enable_prefix_caching},
                    {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device},
                    {"weight_format", m.weight_format}};
+    const std::string images = served.images.summary();
     http.set_ready(std::move(served));
-    print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format);
+    print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format, images);
     {
       StatsLog running_log(*engine, std::chrono::seconds(10));
       http.wait();

@@ -51,6 +51,10 @@ ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engin
   m.defaults.sampling = read_generation_defaults(dir);
   m.grammars = make_grammar_cache(*m.tokenizer, engine.model_info());
   m.tool_format = tool_call_format_of(config.chat_template);
+  // Whether the model encodes images is the model's to say (its vision tower); until the
+  // engine reports it, no model does, and image parts get the processor's refusal.
+  m.images = load_served_images(dir, *m.tokenizer, /*model_takes_images=*/false,
+                                "this build of tandem runs no vision tower for it");
   std::ifstream tokenizer_json(std::filesystem::is_directory(dir) ? dir / "tokenizer.json" : dir);
   if (tokenizer_json) {
     nlohmann::json tj = nlohmann::json::parse(tokenizer_json, nullptr, /*allow_exceptions=*/false);
