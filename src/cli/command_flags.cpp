@@ -304,6 +304,16 @@ CLI::App* add_bench_command(CLI::App& app, CommandLine& line) {
   cmd->add_option("--constrained-fraction", o.constrained_fraction,
                   "Fraction of the requests constrained by --json-schema (spread evenly)")
       ->capture_default_str();
+  cmd->add_option("--image", o.image,
+                  "Send chat completions carrying synthetic PNG images of this size (e.g. "
+                  "896x896), a new one per request; the prompt becomes --input-len words");
+  cmd->add_option("--images-per-request", o.images_per_request, "Images per request with --image")
+      ->capture_default_str();
+  cmd->add_option("--image-fraction", o.image_fraction,
+                  "Fraction of the requests that carry images (the rest: the text alone)")
+      ->capture_default_str();
+  cmd->add_flag("--same-image", o.same_image,
+                "Send the same images in every request (caches may hit) instead of new ones");
   cmd->add_option("--json", o.json_path, "Write the raw per-request numbers and summaries to FILE");
   cmd->add_option("--plot", o.plot_path,
                   "Draw throughput and TTFT against concurrency to FILE.svg");
