@@ -8,7 +8,8 @@
 // blocks that left every running sequence's window; a sequence fits when every group can
 // hold what it computes next (and the full-attention group its whole prompt). How much of
 // a sequence may be computed is the sequence's to say (Sequence::num_schedulable: it
-// accounts for tokens still in flight); the scheduler knows nothing of the overlap.
+// accounts for tokens still in flight; Sequence::fit_chunk: an image's tokens go in one
+// step, which may then exceed the token budget); the scheduler knows nothing of the overlap.
 #pragma once
 
 #include <deque>

@@ -54,6 +54,7 @@ class SingleWorkerExecutor final : public Executor {
     info_.act_dtype = backend_->act_dtype();
     info_.device = backend_->name();
     info_.asynchronous = backend_->device() != Device::CPU;
+    info_.vision = model_->vision_spec();
   }
 
   const ExecutorInfo& info() const override { return info_; }
@@ -114,6 +115,7 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
   layout.budget_bytes = s.budget_bytes.value_or(layout.bytes);
   runner_ = std::make_unique<ModelRunner>(*model_, *backend_, layout.num_blocks, s.block_size,
                                           layout.dtype);
+  runner_->set_encoder_cache_bytes(config_.encoder_cache_bytes);
   return layout;
 }
 

@@ -15,24 +15,15 @@ void read_number(const nlohmann::json& j, const char* key, T& out, const std::st
   out = it->get<T>();
 }
 
-// Whether the model encodes images is the model's to say: ModelInfo::vision (its vision
-// tower, model/vision/vision_spec.h), which comes with the vision side. Until a build has
-// it, no model takes images. (A transitional shim: once ModelInfo::vision is on main, the
-// `if constexpr` goes and its first branch stays.)
-template <class Info>
+// Whether the model encodes images is the model's to say (ModelInfo::vision, its vision
+// tower); the processor files must agree with it on the placeholder id.
 ServedImages served_images_of(const std::filesystem::path& dir, const Tokenizer& tokenizer,
-                              const Info& info) {
-  if constexpr (requires { info.vision.takes_images; }) {
-    ServedImages images =
-        load_served_images(dir, tokenizer, info.vision.takes_images, info.vision.refusal);
-    if (images.takes_images && images.soft_token_id != info.vision.image_token_id)
-      fail("{}: the image processor's placeholder id {} is not the model's image_token_id {}",
-           dir.string(), images.soft_token_id, info.vision.image_token_id);
-    return images;
-  } else {
-    return load_served_images(dir, tokenizer, false,
-                              "this build of tandem runs no vision tower for it");
-  }
+                              const VisionSpec& vision) {
+  ServedImages images = load_served_images(dir, tokenizer, vision.takes_images, vision.refusal);
+  if (images.takes_images && images.soft_token_id != vision.image_token_id)
+    fail("{}: the image processor's placeholder id {} is not the model's image_token_id {}",
+         dir.string(), images.soft_token_id, vision.image_token_id);
+  return images;
 }
 
 }  // namespace
@@ -71,7 +62,7 @@ ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engin
   m.defaults.sampling = read_generation_defaults(dir);
   m.grammars = make_grammar_cache(*m.tokenizer, engine.model_info());
   m.tool_format = tool_call_format_of(config.chat_template);
-  m.images = served_images_of(dir, *m.tokenizer, engine.model_info());
+  m.images = served_images_of(dir, *m.tokenizer, engine.model_info().vision);
   std::ifstream tokenizer_json(std::filesystem::is_directory(dir) ? dir / "tokenizer.json" : dir);
   if (tokenizer_json) {
     nlohmann::json tj = nlohmann::json::parse(tokenizer_json, nullptr, /*allow_exceptions=*/false);

@@ -8,9 +8,9 @@
 #include <random>
 #include <sstream>
 
+#include "server/openai/chat_messages.h"
 #include "server/common/chat_prompt.h"
 #include "server/common/reasoning_parser.h"
-#include "server/openai/chat_messages.h"
 
 namespace tandem::server {
 namespace {
