@@ -1,11 +1,10 @@
 // Images through the official clients. Against run_e2e.sh's server (the llama oracle, a
 // text-only model): image parts on every API are a clear 400, return_token_ids works on
 // chat, and /v1/models says text only. Against a server of its own on the Gemma 3 vision
-// oracle (tests/data/oracle/vision/gemma3_vision), when that folder loads on this build:
-// greedy through the chat API with data: URLs equals the oracle's greedy (transformers,
-// golden.safetensors greedy.i), prompt_tokens equals the processor's length and
-// prompt_token_ids its input_ids, also with every case sent at once; the Anthropic client
-// gets the same answer. Those tests are skipped, saying so, when the folder does not load.
+// oracle (tests/data/oracle/vision/gemma3_vision): greedy through the chat API with data:
+// URLs equals the oracle's greedy (transformers, golden.safetensors greedy.i),
+// prompt_tokens equals the processor's length and prompt_token_ids its input_ids, also
+// with every case sent at once; the Anthropic client gets the same answer.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -90,8 +89,7 @@ function read_i32_tensors(file) {
   return out;
 }
 
-let server = null;  // { child, url } when the vision oracle serves
-let skip_reason = null;
+let server = null;  // { child, url } once the vision oracle serves
 let golden = null;
 let tensors = null;
 
@@ -107,10 +105,6 @@ function free_port() {
 
 before(async () => {
   const golden_file = path.join(vision_dir, 'golden.safetensors');
-  if (!fs.existsSync(path.join(vision_dir, 'model.safetensors')) || !fs.existsSync(golden_file)) {
-    skip_reason = `${vision_dir} has no model.safetensors / golden.safetensors on this branch`;
-    return;
-  }
   golden = JSON.parse(fs.readFileSync(path.join(vision_dir, 'golden.json'), 'utf8'));
   tensors = read_i32_tensors(golden_file);
   const port = await free_port();
@@ -120,10 +114,7 @@ before(async () => {
   child.stderr.on('data', (d) => { log += d; });
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (child.exitCode !== null) {
-      skip_reason = `the vision oracle does not load on this build: ${log.trim().split('\n').at(-1)}`;
-      return;
-    }
+    if (child.exitCode !== null) throw new Error(`the vision server exited during startup:\n${log}`);
     const ok = (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200;
     if (ok) break;
     if (Date.now() > deadline) throw new Error(`the vision server never became healthy:\n${log}`);
@@ -131,8 +122,7 @@ before(async () => {
   }
   server = { child, url: `http://127.0.0.1:${port}` };
   const models = await (await fetch(`${server.url}/v1/models`)).json();
-  if (!models.data[0].input_modalities.includes('image'))
-    skip_reason = 'the vision oracle loads but does not take images on this build';
+  assert.deepEqual(models.data[0].input_modalities, ['text', 'image']);
 });
 
 after(async () => {
@@ -169,19 +159,16 @@ function check_case(i, r) {
   assert.deepEqual(r.choices[0].token_ids, tensors[`greedy.${i}`], `case ${i}: the oracle's greedy`);
 }
 
-test('images: greedy through the chat API with data: URLs equals the oracle, one case at a time', async (t) => {
-  if (skip_reason) return t.skip(skip_reason);
+test('images: greedy through the chat API with data: URLs equals the oracle, one case at a time', async () => {
   for (const i of api_cases) check_case(i, await vision_chat(i));
 });
 
-test('images: every case sent at once returns its solo answer', async (t) => {
-  if (skip_reason) return t.skip(skip_reason);
+test('images: every case sent at once returns its solo answer', async () => {
   const all = await Promise.all(api_cases.map((i) => vision_chat(i)));
   api_cases.forEach((i, k) => check_case(i, all[k]));
 });
 
-test('images: the Anthropic client gets the same greedy answer', async (t) => {
-  if (skip_reason) return t.skip(skip_reason);
+test('images: the Anthropic client gets the same greedy answer', async () => {
   const c = golden.cases[0];
   const bytes = fs.readFileSync(path.join(vision_dir, c.images[0]));
   const client = new Anthropic({ baseURL: server.url, apiKey: 'none', maxRetries: 0, timeout: 300_000 });

@@ -8,8 +8,8 @@
 #   open   no --api-key: Host and content-type checks on, --header-timeout 3
 #   keyed  --api-key, and a chat template with hostile modes picked by chat_template_kwargs
 #          (tests/e2e/hardening/hostile_template.jinja)
-#   images the Gemma 3 vision oracle with small image bounds, when it loads on this build
-#          (hostile images: tests/e2e/hardening/images.test.mjs)
+#   images the Gemma 3 vision oracle with small image bounds (hostile images:
+#          tests/e2e/hardening/images.test.mjs)
 #   then, from this script: SIGTERM during an endless render (exits within seconds, not
 #   the 30 s drain); a second SIGINT while a stream drains (exits at once with 130);
 #   SIGHUP while a stream runs (the stream completes). Servers are killed on the way out.
@@ -52,9 +52,8 @@ free_port() {
     s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
 }
 
-# try_start NAME MODEL ARGS... : starts a server, sets PORT_NAME and PID_NAME, waits for
-# /health; returns 1 if it exits during startup.
-try_start() {
+# start NAME MODEL ARGS... : starts a server, sets PORT_NAME and PID_NAME, waits for /health.
+start() {
   local name=$1 model=$2
   shift 2
   local port log
@@ -66,46 +65,30 @@ try_start() {
   pids+=("$pid")
   for _ in $(seq 1 600); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" || true)" = 200 ] && break
-    kill -0 "$pid" 2>/dev/null || return 1
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "hardening: $name exited during startup:" >&2
+      cat "$log" >&2
+      exit 1
+    fi
     sleep 0.1
   done
   printf -v "PORT_$name" '%s' "$port"
   printf -v "PID_$name" '%s' "$pid"
 }
 
-# start NAME MODEL ARGS... : try_start, and a server that does not start fails the run.
-start() {
-  if ! try_start "$@"; then
-    echo "hardening: $1 exited during startup:" >&2
-    cat "$work/$1.log" >&2
-    exit 1
-  fi
-}
-
 status=0
 start open "$src_model" --header-timeout 3
 start keyed "$hostile" --api-key "$api_key"
-# Hostile images need a model that takes images: the Gemma 3 vision oracle, when it loads
-# on this build (images.test.mjs skips its decoding cases otherwise, saying so).
-servers=(open keyed)
-images_env=()
-if try_start images tests/data/oracle/vision/gemma3_vision --max-image-bytes 1MiB \
-    --max-images-per-request 4 --max-image-pixels 4000000 &&
-   curl -s "http://127.0.0.1:$PORT_images/v1/models" | grep -q '"image"'; then
-  servers+=(images)
-  images_env=(IMAGES_URL="http://127.0.0.1:$PORT_images" IMAGES_PID="$PID_images")
-else
-  echo "hardening: no model that takes images serves on this build (tests/data/oracle/vision/gemma3_vision):" \
-    "the image decoding cases are skipped" >&2
-  tail -n 3 "$work/images.log" >&2 || true
-fi
+# Hostile images need a model that takes images: the Gemma 3 vision oracle, small bounds.
+start images tests/data/oracle/vision/gemma3_vision --max-image-bytes 1MiB \
+  --max-images-per-request 4 --max-image-pixels 4000000
 filter=()
 [ -n "${E2E_FILTER:-}" ] && filter=(--test-name-pattern "$E2E_FILTER")
-env OPEN_URL="http://127.0.0.1:$PORT_open" OPEN_PID="$PID_open" \
+OPEN_URL="http://127.0.0.1:$PORT_open" OPEN_PID="$PID_open" \
   KEYED_URL="http://127.0.0.1:$PORT_keyed" KEYED_PID="$PID_keyed" TANDEM_API_KEY="$api_key" \
-  "${images_env[@]}" \
+  IMAGES_URL="http://127.0.0.1:$PORT_images" IMAGES_PID="$PID_images" \
   node --test --test-concurrency=1 "${filter[@]}" tests/e2e/hardening/*.test.mjs || status=$?
-for name in "${servers[@]}"; do
+for name in open keyed images; do
   pid_var="PID_$name"
   if ! kill -0 "${!pid_var}" 2>/dev/null; then
     echo "hardening: the $name server died during the tests:" >&2

@@ -138,7 +138,6 @@ RequestShape probe(const Endpoint& endpoint, RequestShape shape, const BenchOpti
        request_path(shape), r.error);
 }
 
-
 // Output tokens/s, mean TPOT and (for images) mean TTFT of two classes of requests apart:
 // with --json-schema the constrained ones and the others (the unconstrained rows must not
 // slow down beside constrained ones); with --image-fraction < 1 those with images and the
@@ -162,10 +161,11 @@ void report_classes(const LoadResult& result, bool (*in_class)(const RequestReco
   if (n[1] == 0) return;
   for (int c : {1, 0}) {
     if (n[c] == 0) continue;
-    fmt::print("  {:<13} {:>4} requests  {:>9.1f} output tok/s  mean TPOT {:.2f} ms  mean TTFT "
-               "{:.1f} ms\n",
-               names[c], n[c], double(tokens[c]) / result.duration_s,
-               n_tpot[c] ? 1e3 * tpot[c] / n_tpot[c] : 0.0, 1e3 * ttft[c] / n[c]);
+    fmt::print(
+        "  {:<13} {:>4} requests  {:>9.1f} output tok/s  mean TPOT {:.2f} ms  mean TTFT "
+        "{:.1f} ms\n",
+        names[c], n[c], double(tokens[c]) / result.duration_s,
+        n_tpot[c] ? 1e3 * tpot[c] / n_tpot[c] : 0.0, 1e3 * ttft[c] / n[c]);
   }
 }
 
@@ -184,9 +184,11 @@ void report_run(const RunSummary& s, const LoadResult& result) {
     }
   fmt::print("{}", table_row(s));
   const char* constrained[2] = {"unconstrained", "constrained"};
-  report_classes(result, [](const RequestRecord& r) { return r.constrained; }, constrained);
+  report_classes(
+      result, [](const RequestRecord& r) { return r.constrained; }, constrained);
   const char* images[2] = {"text only", "with images"};
-  report_classes(result, [](const RequestRecord& r) { return r.with_images; }, images);
+  report_classes(
+      result, [](const RequestRecord& r) { return r.with_images; }, images);
   std::fflush(stdout);
 }
 

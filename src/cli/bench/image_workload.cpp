@@ -14,12 +14,12 @@ namespace tandem::cli::bench {
 namespace {
 
 constexpr const char* kWords[] = {
-    "the",  "of",   "and",  "to",   "in",   "is",   "it",   "you",  "that", "he",   "was",
-    "for",  "on",   "are",  "as",   "with", "his",  "they", "at",   "be",   "this", "have",
-    "from", "or",   "one",  "had",  "by",   "word", "but",  "not",  "what", "all",  "were",
-    "we",   "when", "your", "can",  "said", "there", "use", "an",   "each", "which", "she",
-    "do",   "how",  "their", "if",  "will", "up",   "other", "about", "out", "many", "then",
-    "them", "these", "so",  "some", "her",  "would", "make", "like", "him"};
+    "the",  "of",    "and",   "to",   "in",   "is",    "it",    "you",   "that", "he",    "was",
+    "for",  "on",    "are",   "as",   "with", "his",   "they",  "at",    "be",   "this",  "have",
+    "from", "or",    "one",   "had",  "by",   "word",  "but",   "not",   "what", "all",   "were",
+    "we",   "when",  "your",  "can",  "said", "there", "use",   "an",    "each", "which", "she",
+    "do",   "how",   "their", "if",   "will", "up",    "other", "about", "out",  "many",  "then",
+    "them", "these", "so",    "some", "her",  "would", "make",  "like",  "him"};
 constexpr size_t kNumWords = sizeof(kWords) / sizeof(kWords[0]);
 
 uint64_t mix(uint64_t a, uint64_t b) {
@@ -82,7 +82,8 @@ std::string image_content_json(const ImageWorkload& w, int index, const std::str
   nlohmann::json parts = nlohmann::json::array();
   if (w.carries(index)) {
     for (int k = 0; k < w.per_request; ++k) {
-      uint64_t seed = mix(w.seed, w.same_image ? uint64_t(k) : mix(uint64_t(index) + 1, uint64_t(k)));
+      uint64_t seed =
+          mix(w.seed, w.same_image ? uint64_t(k) : mix(uint64_t(index) + 1, uint64_t(k)));
       std::vector<uint8_t> png = encode_png(synthetic_image(w.width, w.height, seed));
       parts.push_back({{"type", "image_url"},
                        {"image_url", {{"url", "data:image/png;base64," + base64::encode(png)}}}});

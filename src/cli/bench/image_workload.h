@@ -17,8 +17,8 @@ namespace tandem::cli::bench {
 struct ImageWorkload {
   int width = 0;  // 0: no images (the plain /v1/completions workload)
   int height = 0;
-  int per_request = 1;   // --images-per-request
-  double fraction = 1.0;  // --image-fraction
+  int per_request = 1;      // --images-per-request
+  double fraction = 1.0;    // --image-fraction
   bool same_image = false;  // --same-image
   uint64_t seed = 0;
 

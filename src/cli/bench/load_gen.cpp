@@ -193,7 +193,8 @@ RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shap
   rec.e2e_s = steady_seconds() - sent;
   judge(rec, result, status, error_body, tally);
   // A chat prompt's tokens are the server's count (text and images), when it sends usage.
-  if (shape.images.on() && tally.usage_prompt_tokens) rec.num_prompt_tokens = *tally.usage_prompt_tokens;
+  if (shape.images.on() && tally.usage_prompt_tokens)
+    rec.num_prompt_tokens = *tally.usage_prompt_tokens;
   return rec;
 }
 
@@ -284,9 +285,8 @@ LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const L
   TANDEM_CHECK(plan.send_at_s.empty() || int(plan.send_at_s.size()) == n);
   return run_jobs(n, 1, plan.concurrency, progress, [&](int i, double start) {
     if (!plan.send_at_s.empty()) sleep_until_seconds(start + plan.send_at_s[size_t(i)]);
-    return std::vector<RequestRecord>{send_guarded(endpoint, shape.for_request(i),
-                                                   plan.prompts[size_t(i)], start,
-                                                   shape.constrained(i), i)};
+    return std::vector<RequestRecord>{send_guarded(
+        endpoint, shape.for_request(i), plan.prompts[size_t(i)], start, shape.constrained(i), i)};
   });
 }
 

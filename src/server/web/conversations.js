@@ -78,6 +78,12 @@ export class Conversations {
           return;
         } catch { /* keep dropping */ }
       }
+      // One conversation still too large (its images): store its text without the images
+      // (they stay on screen until the page reloads).
+      const text_only = this.list.map((c) => ({ ...c, messages: c.messages.map(({ images, ...m }) => m) }));
+      try {
+        localStorage.setItem(LIST_KEY, JSON.stringify(text_only));
+      } catch { /* nothing more to drop */ }
     }
   }
 }

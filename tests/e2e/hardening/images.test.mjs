@@ -5,17 +5,15 @@
 // API's shape naming the message part, the server's memory stays flat, and it goes on
 // serving with no row or KV block leaked.
 //
-// The decoding cases need a model that takes images: run_hardening.sh starts one on
-// tests/data/oracle/vision/gemma3_vision when that folder loads on this build (IMAGES_URL;
-// flags: --max-image-bytes 1MiB --max-images-per-request 4 --max-image-pixels 4000000) and
-// they are skipped, saying so, when it does not. The text-only server refuses every image
-// part up front.
+// The decoding cases need a model that takes images: run_hardening.sh serves
+// tests/data/oracle/vision/gemma3_vision (IMAGES_URL; flags: --max-image-bytes 1MiB
+// --max-images-per-request 4 --max-image-pixels 4000000). The text-only server refuses
+// every image part up front.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { open, MiB, zlib, fetchJson, measured, assertError, assertServing } from './common.mjs';
 
-const images = process.env.IMAGES_URL ? { url: process.env.IMAGES_URL, pid: Number(process.env.IMAGES_PID) } : null;
-const needs_images = images ? {} : { skip: 'no model that takes images loads on this build (IMAGES_URL unset)' };
+const images = { url: process.env.IMAGES_URL, pid: Number(process.env.IMAGES_PID) };
 
 function chunk(type, data) {
   const body = Buffer.concat([Buffer.from(type), data]);
@@ -86,7 +84,7 @@ test('images: a text-only model refuses image parts on every API, before reading
   await assertServing(open);
 });
 
-test('images: bombs are refused from their headers, memory flat', needs_images, async () => {
+test('images: bombs are refused from their headers, memory flat', async () => {
   const bomb = deflate_bomb();
   assert.ok(bomb.length < 2 * MiB, `the bomb is ${bomb.length} bytes`);
   await refused(images, [image_part(data_url(png_file(30000, 30000, Buffer.alloc(0))))], /--max-image-pixels/, 'PNG declaring 30000x30000');
@@ -96,7 +94,7 @@ test('images: bombs are refused from their headers, memory flat', needs_images, 
   await assertServing(images);
 });
 
-test('images: corrupt, truncated and unsupported files are 400s naming the part', needs_images, async () => {
+test('images: corrupt, truncated and unsupported files are 400s naming the part', async () => {
   const good = good_png(64, 48);
   await refused(images, [image_part(data_url(good.subarray(0, good.length >> 1)))], /PNG image is corrupt/, 'truncated PNG');
   const flipped = Buffer.from(good);
@@ -108,7 +106,7 @@ test('images: corrupt, truncated and unsupported files are 400s naming the part'
   await assertServing(images);
 });
 
-test('images: oversized images, too many images and URLs the flags do not allow', needs_images, async () => {
+test('images: oversized images, too many images and URLs the flags do not allow', async () => {
   const big = Buffer.concat([good_png(8, 8), Buffer.alloc(MiB + 1)]);  // 1 MiB + over --max-image-bytes
   await refused(images, [image_part(data_url(big))], /--max-image-bytes/, 'image over 1 MiB');
   const five = Array.from({ length: 5 }, (_, i) => image_part(data_url(good_png(8 + i, 8))));
@@ -118,7 +116,7 @@ test('images: oversized images, too many images and URLs the flags do not allow'
   await assertServing(images);
 });
 
-test('images: a good image is served, and the model reports that it takes images', needs_images, async () => {
+test('images: a good image is served, and the model reports that it takes images', async () => {
   const models = await fetchJson(images, '/v1/models');
   assert.deepEqual(models.json.data[0].input_modalities, ['text', 'image']);
   const r = await fetchJson(images, '/v1/chat/completions', { method: 'POST', body: chat_with([image_part(data_url(good_png(64, 64)))]) });
