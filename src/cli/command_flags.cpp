@@ -160,6 +160,10 @@ CLI::App* add_generate_command(CLI::App& app, CommandLine& line) {
   cmd->add_option("--ids", o.ids, "Prompt token ids, comma-separated");
   cmd->add_option("--pixel-values", o.pixel_values,
                   "With --ids: their images, preprocessed (as for logits)");
+  cmd->add_option("--image", o.images,
+                  "An image file (PNG, JPEG, WebP, GIF; repeatable). With --prompt: one user "
+                  "message of the images, then the text, through the chat template; with --ids: "
+                  "the images of the ids' image-token runs, in order");
   add_generate_sampling_flags(*cmd, o);
   add_kv_cache_dtype_flag(*cmd, o.kv_cache_dtype);
   add_lora_flag(*cmd, o.lora);
