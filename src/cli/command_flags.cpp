@@ -170,6 +170,10 @@ CLI::App* add_generate_command(CLI::App& app, CommandLine& line) {
   cmd->add_option("--ids", o.ids, "Prompt token ids, comma-separated");
   cmd->add_option("--pixel-values", o.pixel_values,
                   "With --ids: their images, preprocessed (as for logits)");
+  cmd->add_option("--image", o.images,
+                  "An image file (PNG, JPEG, WebP, GIF; repeatable). With --prompt: one user "
+                  "message of the images, then the text, through the chat template; with --ids: "
+                  "the images of the ids' image-token runs, in order");
   add_generate_sampling_flags(*cmd, o);
   add_kv_cache_dtype_flag(*cmd, o.kv_cache_dtype);
   add_lora_flag(*cmd, o.lora);
@@ -348,6 +352,16 @@ CLI::App* add_bench_command(CLI::App& app, CommandLine& line) {
                   "--endpoint embeddings: encoding_format asked for, float or base64")
       ->check(CLI::IsMember({"float", "base64"}))
       ->capture_default_str();
+  cmd->add_option("--image", o.image,
+                  "Send chat completions carrying synthetic PNG images of this size (e.g. "
+                  "896x896), a new one per request; the prompt becomes --input-len words");
+  cmd->add_option("--images-per-request", o.images_per_request, "Images per request with --image")
+      ->capture_default_str();
+  cmd->add_option("--image-fraction", o.image_fraction,
+                  "Fraction of the requests that carry images (the rest: the text alone)")
+      ->capture_default_str();
+  cmd->add_flag("--same-image", o.same_image,
+                "Send the same images in every request (caches may hit) instead of new ones");
   cmd->add_option("--json", o.json_path, "Write the raw per-request numbers and summaries to FILE");
   cmd->add_option("--plot", o.plot_path,
                   "Draw throughput and TTFT against concurrency to FILE.svg");

@@ -80,6 +80,7 @@ struct GenerateOptions {
   std::optional<std::string> lora;  // a PEFT adapter folder to run with
   bool enable_prefix_caching = true;    // as serve's
   std::optional<std::string> pixel_values;  // with --ids: their images (cli/pixel_values.h)
+  std::vector<std::string> images;          // --image FILE, repeatable (cli/image_prompt.h)
 };
 int run_generate(const GenerateOptions& o);
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/image_prompt.h"
 #include "cli/model_files.h"
 #include "cli/pixel_values.h"
 #include "core/error.h"
@@ -12,6 +13,36 @@
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::cli {
+
+namespace {
+
+// The request's prompt: --prompt text (through the chat template when it has --image) or
+// --ids, with the images of --pixel-values or --image.
+GenerationRequest prompt_of(const GenerateOptions& o, const LoadedModel& m) {
+  if (o.pixel_values && !o.ids)
+    fail("--pixel-values needs --ids (the ids with the image tokens expanded)");
+  if (o.pixel_values && !o.images.empty()) fail("give --pixel-values or --image, not both");
+  if (!o.ids && !m.tokenizer)
+    fail("{}: --prompt needs tokenizer.json in the model folder", o.model);
+  GenerationRequest req;
+  ImageFiles images{o.model, tokenizer_source(o.model, o.tokenizer), m.tokenizer,
+                    m.model->vision_spec(), o.images};
+  if (o.ids) {
+    req.prompt = parse_ids(*o.ids);
+    if (o.pixel_values)
+      req.media = media_from_pixel_values(*o.pixel_values, req.prompt, m.model->vision_spec());
+    if (!o.images.empty()) req.media = image_spans_for_ids(images, req.prompt);
+  } else if (!o.images.empty()) {
+    ImagePrompt p = chat_image_prompt(images, *o.prompt);
+    req.prompt = std::move(p.ids);
+    req.media = std::move(p.media);
+  } else {
+    req.prompt = m.tokenizer->encode(*o.prompt, /*add_special_tokens=*/true);
+  }
+  return req;
+}
+
+}  // namespace
 
 int run_generate(const GenerateOptions& o) {
   try {
@@ -22,17 +53,7 @@ int run_generate(const GenerateOptions& o) {
         LoadOptions{.online = online_quantization(o.quantization),
                     .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}},
         o.tokenizer);
-    GenerationRequest req;
-    if (o.pixel_values && !o.ids)
-      fail("--pixel-values needs --ids (the ids with the image tokens expanded)");
-    if (o.ids) {
-      req.prompt = parse_ids(*o.ids);
-      if (o.pixel_values)
-        req.media = media_from_pixel_values(*o.pixel_values, req.prompt, m.model->vision_spec());
-    } else {
-      if (!m.tokenizer) fail("{}: --prompt needs tokenizer.json in the model folder", o.model);
-      req.prompt = m.tokenizer->encode(*o.prompt, /*add_special_tokens=*/true);
-    }
+    GenerationRequest req = prompt_of(o, m);
     req.max_tokens = o.max_tokens;
     req.ignore_eos = o.ignore_eos;
     req.sampling.temperature = o.temperature;

@@ -55,7 +55,8 @@ void install_signal_handlers() {
 
 void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchChoice& batch,
                       const std::string& device, int port, int64_t kv_bytes,
-                      const std::string& weight_format, const std::string& task) {
+                      const std::string& weight_format, const std::string& task,
+                      const std::string& images) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
@@ -67,12 +68,13 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchCh
              "  batch        {}\n"
              "  prefix cache {}\n"
              "  task         {}\n"
+             "  images       {}\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              weight_format, info.max_model_len, double(kv_bytes) / double(1 << 20),
              dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(), info.block_size,
              batch.reason, o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)",
-             task, o.host, port);
+             task, images, o.host, port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
                o.host, port);
@@ -177,8 +179,10 @@ int run_serve(const ServeOptions& o) {
                                                     pooling_name(pooling->pooling), pooling->source)
                                       : o.task;
     if (pooling) served.card["pooling"] = pooling_name(pooling->pooling);
+    const std::string images = served.images.summary();
     http.set_ready(std::move(served));
-    print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format, task_line);
+    print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format, task_line,
+                     images);
     {
       StatsLog running_log(*engine, std::chrono::seconds(10));
       http.wait();

@@ -302,6 +302,7 @@ void HttpServer::handle_stats(httplib::Response& res) const {
   Json stats =
       metrics_.stats_json(served->engine->stats(), served->engine->model_info(), served->card);
   stats["model"] = model_name();
+  stats["images"] = served->images.card();
   stats["in_flight"] = num_in_flight();
   res.set_content(dump_json(stats), "application/json");
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/bench/bench_stats.h"
+#include "cli/bench/image_workload.h"
 
 namespace tandem::cli::bench {
 
@@ -40,12 +41,18 @@ struct RequestShape {
   // Whether request i is constrained: floor(i·F) steps up at i, so F of them, spread evenly.
   bool constrained(int i) const;
   bool return_token_ids = false;  // ask for the generated ids (vLLM's and tandem's field)
+  // --image: chat requests with synthetic images instead of token-id completions.
+  ImageWorkload images;
 };
 
 // {"model", "prompt": [ids], "max_tokens", ["min_tokens", "ignore_eos"], "temperature",
-//  "stream": true, "stream_options": {"include_usage": true}, ["response_format"]}
+//  "stream": true, "stream_options": {"include_usage": true}, ["response_format"]}; with
+// shape.images on, a chat body instead: "messages" with request `index`'s images and the
+// prompt as words (image_workload.h) in place of "prompt".
 std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt,
-                            bool constrained = false);
+                            bool constrained = false, int index = 0);
+// "/v1/chat/completions" with images on, else "/v1/completions".
+const char* request_path(const RequestShape& shape);
 
 // A plain (not streamed) POST of a JSON body to {prefix}{path}, read whole.
 struct HttpAnswer {
@@ -63,7 +70,7 @@ std::string discover_model(const Endpoint& endpoint);
 // request is ok when the server answered 200, streamed no error and ended with [DONE].
 RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shape,
                               const std::vector<int32_t>& prompt, double run_start_s,
-                              bool constrained = false);
+                              bool constrained = false, int index = 0);
 
 struct LoadPlan {
   int concurrency = 1;

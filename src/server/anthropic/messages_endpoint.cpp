@@ -26,9 +26,8 @@ void handle_count_tokens(const EndpointContext& ctx, const httplib::Request& req
   Json body = read_request_body(ctx, req);
   ChatGeneration conversation;
   read_anthropic_conversation(FieldReader(body), conversation);
-  std::vector<int32_t> ids =
-      chat_builder(ctx.model).tokens(conversation.prompt, request_render_limits(ctx));
-  reply_json(res, {{"input_tokens", ids.size()}});
+  ChatPromptIds ids = chat_prompt_tokens(ctx, conversation.prompt, "messages", false);
+  reply_json(res, {{"input_tokens", ids.tokens.size()}});
 }
 
 }  // namespace tandem::server

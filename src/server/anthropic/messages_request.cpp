@@ -36,7 +36,8 @@ ToolForcing anthropic_tool_forcing(const FieldReader& f) {
 
 void read_anthropic_conversation(const FieldReader& f, ChatGeneration& out) {
   const Json* system = f.has("system") ? &f.object()["system"] : nullptr;
-  out.prompt.messages = anthropic_to_chat_messages(system, f.require("messages"));
+  out.prompt.messages =
+      anthropic_to_chat_messages(system, f.require("messages"), &out.prompt.images);
   Json tools = anthropic_tools_to_chat(f.array_field("tools"));
   bool allowed = anthropic_tool_choice_allows_calls(f);
   offer_tools(std::move(tools), allowed, anthropic_tool_forcing(f), out);

@@ -39,9 +39,13 @@ Json special_tokens_of(const TokenizerConfig& config) {
 // generation continues that message (transformers' continue_final_message).
 std::string cut_after_final_message(const std::string& rendered, const Json& messages) {
   const Json& last = messages.back();
-  std::string content = last.contains("content") && last["content"].is_string()
-                            ? last["content"].get<std::string>()
-                            : std::string();
+  std::string content;
+  if (last.contains("content") && last["content"].is_string()) {
+    content = last["content"].get<std::string>();
+  } else if (last.contains("content") && last["content"].is_array()) {
+    for (const Json& item : last["content"])  // with images: its last text item
+      if (item.value("type", "") == "text") content = item.value("text", "");
+  }
   size_t begin = content.find_first_not_of(" \t\r\n");
   size_t end = content.find_last_not_of(" \t\r\n");
   std::string core = begin == std::string::npos ? "" : content.substr(begin, end - begin + 1);

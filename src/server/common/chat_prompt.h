@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "server/common/image_parts.h"
 #include "server/common/json_text.h"
 #include "server/common/server_limits.h"
 #include "template/jinja.h"
@@ -22,6 +23,8 @@ namespace tandem::server {
 
 struct ChatPromptInput {
   Json messages = Json::array();  // normalized (openai/chat_messages.h, anthropic_messages.h)
+  // The images of `messages`, in the order of their {"type": "image"} items (content_parts.h).
+  std::vector<ImagePart> images;
   Json tools;                             // null, or OpenAI-style tools
   Json template_kwargs = Json::object();  // extra template variables; override the rest
   bool add_generation_prompt = true;

@@ -3,6 +3,7 @@
 #include "server/common/api_error.h"
 #include "server/common/prompt_limits.h"
 #include "server/common/request_fields.h"
+#include "server/common/request_images.h"
 
 namespace tandem::server {
 
@@ -41,12 +42,20 @@ jinja::RenderLimits request_render_limits(const EndpointContext& ctx) {
   return render_limits(ctx.limits.chat_template, ctx.cancel);
 }
 
-std::vector<int32_t> chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
-                                        const char* field) {
+ChatPromptIds chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                 const char* field, bool for_generation) {
   const ChatPromptBuilder& builder = chat_builder(ctx.model);
+  const ServedImages& served = ctx.model.images;
+  std::vector<ProcessedImage> images =
+      process_request_images(served, prompt.images, ctx.limits.media, ctx.limits.media_fetch);
   std::string text = builder.render(prompt, request_render_limits(ctx));
-  check_prompt_length(text.size(), ctx.model.prompt_bound, ctx.model.engine->model_info(), field);
-  return builder.tokenize(text);
+  if (served.takes_images) text = expand_image_markers(text, *served.processor, images, field);
+  if (for_generation)
+    check_prompt_length(text.size(), ctx.model.prompt_bound, ctx.model.engine->model_info(), field);
+  ChatPromptIds out;
+  out.tokens = builder.tokenize(text);
+  if (!images.empty()) out.media = image_spans(out.tokens, served.soft_token_id, images);
+  return out;
 }
 
 void reply_json(httplib::Response& res, const Json& body, int status) {

@@ -9,7 +9,9 @@ void prepare_chat_generation(const EndpointContext& ctx, ChatGeneration& r,
                              const PromptFieldNames& names, int num_choices) {
   attach_grammar(*ctx.model.grammars, r.constraint, r.forced_tools, r.prompt.tools,
                  ctx.model.tool_format, r.generation);
-  r.generation.prompt = chat_prompt_tokens(ctx, r.prompt, names.prompt);
+  ChatPromptIds ids = chat_prompt_tokens(ctx, r.prompt, names.prompt);
+  r.generation.prompt = std::move(ids.tokens);
+  r.generation.media = std::move(ids.media);
   if (num_choices > 0)
     check_request_tokens(int64_t(r.generation.prompt.size()) * num_choices, ctx.limits, "n");
   fit_to_context(r.generation, ctx.model.engine->model_info(), r.max_tokens, std::nullopt, names);

@@ -10,6 +10,7 @@
 #include "server/common/chat_prompt.h"
 #include "server/common/json_text.h"
 #include "server/common/prompt_bound.h"
+#include "server/common/served_images.h"
 #include "server/common/structured_output.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,10 +30,13 @@ struct ServedModel {
   // How /v1/embeddings pools (--pooling, or the folder's sentence-transformers files:
   // common/pooling_config.h).
   Pooling pooling = Pooling::Last;
+  // Image input: whether the model takes images and the folder's image processor.
+  ServedImages images;
 };
 
-// Reads the tokenizer (unless given), tokenizer_config.json's chat template and
-// generation_config.json's sampling defaults from a Hugging Face model folder. Throws
+// Reads the tokenizer (unless given), tokenizer_config.json's chat template,
+// generation_config.json's sampling defaults and the image processor (served_images.h) from
+// a Hugging Face model folder. Throws
 // tandem::Error (or jinja::TemplateError) naming the file for anything malformed.
 ServedModel load_served_model(const std::filesystem::path& dir, EngineApi& engine,
                               std::shared_ptr<const Tokenizer> tokenizer = nullptr);

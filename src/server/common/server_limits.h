@@ -12,6 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "media/media_limits.h"
+#include "server/common/media_fetch_policy.h"
+
 namespace tandem::server {
 
 // Parsing JSON from a client: the request body, and JSON carried inside its strings
@@ -38,6 +41,10 @@ struct RequestLimits {
   int max_choices = 128;         // --max-choices: n (OpenAI's own limit)
   size_t max_sequences = 1024;   // --max-request-sequences: prompts × n of one request
   int64_t max_prompt_tokens = int64_t(1) << 20;  // --max-request-tokens: Σ prompt tokens × n
+  // Images: --max-image-bytes, --max-image-pixels, --max-images-per-request (the bounds of
+  // media/media_limits.h), and where images may be read from besides the body.
+  MediaLimits media;
+  MediaFetchPolicy media_fetch;
 };
 
 // The HTTP transport: bodies, connections and deadlines.

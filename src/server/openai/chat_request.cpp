@@ -42,7 +42,8 @@ ChatCompletionRequest parse_chat_request(const Json& body, const GenerationReque
   FieldReader f(body);
   ChatCompletionRequest out;
   start_generation(f, defaults, out);
-  out.prompt.messages = normalize_openai_messages(f.require("messages"), limits.json);
+  out.prompt.messages =
+      normalize_openai_messages(f.require("messages"), limits.json, {.images = &out.prompt.images});
   read_tools(f, out);
   read_prompt_flags(f, out);
   out.max_tokens = read_max_tokens(f, "max_completion_tokens");
@@ -54,6 +55,7 @@ ChatCompletionRequest parse_chat_request(const Json& body, const GenerationReque
   out.constraint = read_output_constraint(f, limits.json);
   check_unsupported_fields(f, out.n);
   read_logprobs(f, out);
+  out.return_token_ids = f.boolean("return_token_ids").value_or(false);
   read_sampling_fields(f, sampling_spec(limits), vocab_size, out.generation);
   return out;
 }

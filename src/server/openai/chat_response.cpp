@@ -7,6 +7,12 @@
 namespace tandem::server {
 namespace {
 
+Json generated_ids(const std::vector<GeneratedToken>& tokens) {
+  Json ids = Json::array();
+  for (const GeneratedToken& t : tokens) ids.push_back(t.token);
+  return ids;
+}
+
 Json chat_choice(int index, const ChatFormat& format, const ChoiceResult& r) {
   Json message = {{"role", "assistant"}};
   bool has_calls = false;
@@ -26,11 +32,13 @@ Json chat_choice(int index, const ChatFormat& format, const ChoiceResult& r) {
   if (format.top_logprobs >= 0)
     logprobs = {
         {"content", chat_logprobs_content(r.tokens, format.top_logprobs, format.token_text)}};
-  return {{"index", index},
-          {"message", std::move(message)},
-          {"logprobs", std::move(logprobs)},
-          {"finish_reason", openai_finish_reason(r.finish, has_calls)},
-          {"stop_reason", openai_stop_reason(r.matched_stop)}};
+  Json choice = {{"index", index},
+                 {"message", std::move(message)},
+                 {"logprobs", std::move(logprobs)},
+                 {"finish_reason", openai_finish_reason(r.finish, has_calls)},
+                 {"stop_reason", openai_stop_reason(r.matched_stop)}};
+  if (format.return_token_ids) choice["token_ids"] = generated_ids(r.tokens);
+  return choice;
 }
 
 }  // namespace
@@ -44,12 +52,11 @@ Json format_chat_completion(const ResponseMeta& meta, const ChatFormat& format,
     usage.completion_tokens += results[i].completion_tokens;
     usage.cached_tokens = std::max(usage.cached_tokens, results[i].cached_tokens);  // one prompt
   }
-  return {{"id", meta.id},
-          {"object", "chat.completion"},
-          {"created", meta.created},
-          {"model", meta.model},
-          {"choices", std::move(choices)},
-          {"usage", openai_usage(usage)}};
+  Json out = {
+      {"id", meta.id},       {"object", "chat.completion"},   {"created", meta.created},
+      {"model", meta.model}, {"choices", std::move(choices)}, {"usage", openai_usage(usage)}};
+  if (format.return_token_ids) out["prompt_token_ids"] = format.prompt_ids;
+  return out;
 }
 
 ChatStreamEncoder::ChatStreamEncoder(ResponseMeta meta, ChatFormat format, int num_choices,
@@ -74,8 +81,11 @@ Json ChatStreamEncoder::chunk_json(int choice, Json delta, Json logprobs,
 
 std::string ChatStreamEncoder::begin() {
   std::string out;
-  for (size_t i = 0; i < choices_.size(); ++i)
-    out += sse_data(chunk_json(int(i), {{"role", "assistant"}, {"content", ""}}, Json(), Json()));
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Json c = chunk_json(int(i), {{"role", "assistant"}, {"content", ""}}, Json(), Json());
+    if (format_.return_token_ids && i == 0) c["prompt_token_ids"] = format_.prompt_ids;
+    out += sse_data(c);
+  }
   return out;
 }
 
@@ -96,8 +106,12 @@ std::string ChatStreamEncoder::chunk(int choice, const StreamChunk& chunk) {
   if (format_.top_logprobs >= 0 && !chunk.tokens.empty())
     logprobs = {
         {"content", chat_logprobs_content(chunk.tokens, format_.top_logprobs, format_.token_text)}};
-  if (!delta.content.empty() || !logprobs.is_null())
-    out += sse_data(chunk_json(choice, {{"content", delta.content}}, std::move(logprobs), Json()));
+  const bool with_ids = format_.return_token_ids && !chunk.tokens.empty();
+  if (!delta.content.empty() || !logprobs.is_null() || with_ids) {
+    Json c = chunk_json(choice, {{"content", delta.content}}, std::move(logprobs), Json());
+    if (with_ids) c["choices"][0]["token_ids"] = generated_ids(chunk.tokens);
+    out += sse_data(c);
+  }
   for (const ToolCall& call : delta.calls) {
     Json tc = openai_tool_call(call, state.num_calls++);
     out += sse_data(chunk_json(choice, {{"tool_calls", Json::array({tc})}}, Json(), Json()));

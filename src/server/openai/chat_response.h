@@ -19,6 +19,10 @@ struct ChatFormat {
   bool parse_tool_calls = false;
   TokenText token_text;   // needed when logprobs are on
   int prompt_tokens = 0;  // counted once, however many choices
+  // vLLM's return_token_ids: the prompt's ids at the top level (of the whole response, or
+  // of the first streamed chunk) and each choice's generated ids (EOS included).
+  bool return_token_ids = false;
+  std::vector<int32_t> prompt_ids;
 };
 
 Json format_chat_completion(const ResponseMeta& meta, const ChatFormat& format,
