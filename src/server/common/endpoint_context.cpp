@@ -41,12 +41,14 @@ jinja::RenderLimits request_render_limits(const EndpointContext& ctx) {
   return render_limits(ctx.limits.chat_template, ctx.cancel);
 }
 
-std::vector<int32_t> chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
-                                        const char* field) {
+ChatPromptTokens chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                    const char* field) {
   const ChatPromptBuilder& builder = chat_builder(ctx.model);
-  std::string text = builder.render(prompt, request_render_limits(ctx));
-  check_prompt_length(text.size(), ctx.model.prompt_bound, ctx.model.engine->model_info(), field);
-  return builder.tokenize(text);
+  RenderedPrompt rendered = builder.render_prompt(prompt, request_render_limits(ctx));
+  check_prompt_length(rendered.text.size(), ctx.model.prompt_bound, ctx.model.engine->model_info(),
+                      field);
+  std::vector<int32_t> ids = builder.tokenize(rendered);
+  return {std::move(rendered.text), std::move(ids)};
 }
 
 void reply_json(httplib::Response& res, const Json& body, int status) {

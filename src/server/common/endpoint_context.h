@@ -41,8 +41,12 @@ TokenText token_text_of(const ServedModel& model);
 const ChatPromptBuilder& chat_builder(const ServedModel& model);  // 400 if the model has none
 // A generation's chat prompt: rendered under the request's limits, refused before it is
 // tokenized if its length alone shows it cannot fit the context, then tokenized.
-std::vector<int32_t> chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
-                                        const char* field);
+struct ChatPromptTokens {
+  std::string text;  // as rendered (where a reasoning row starts is read off its end)
+  std::vector<int32_t> ids;
+};
+ChatPromptTokens chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                    const char* field);
 // The template bounds of this request (the server's limits and its stop flag).
 jinja::RenderLimits request_render_limits(const EndpointContext& ctx);
 void reply_json(httplib::Response& res, const Json& body, int status = 200);

@@ -36,7 +36,7 @@ std::vector<int32_t> tokenize_body(const EndpointContext& ctx, const FieldReader
     ChatPromptInput prompt;
     prompt.messages = normalize_openai_messages(f.require("messages"), ctx.limits.json);
     prompt.tools = normalize_openai_tools(f.array_field("tools"));
-    prompt.template_kwargs = read_template_kwargs(f);
+    read_prompt_options(f, prompt);
     prompt.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
     return chat_builder(ctx.model).tokens(prompt, request_render_limits(ctx));
   }
