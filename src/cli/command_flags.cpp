@@ -128,6 +128,10 @@ CLI::App* add_serve_command(CLI::App& app, CommandLine& line) {
                   "Require this key (Authorization: Bearer KEY or x-api-key)");
   cmd->add_option("--served-model-name", o.served_model_name,
                   "Model name in the API (default: the folder name)");
+  cmd->add_option("--reasoning-parser", o.reasoning_parser,
+                  "Split the thinking from the answer (docs/reasoning.md): qwen3, deepseek_r1, "
+                  "glm45, gemma4, auto (the one the chat template names, none if unclear) or none")
+      ->capture_default_str();
   add_prefix_caching_flag(*cmd, o.enable_prefix_caching);
   cmd->add_option("--task", o.task,
                   "auto (generation and /v1/embeddings), generate, or embed (/v1/embeddings "

@@ -32,6 +32,7 @@ struct ServeOptions {
   std::string kv_cache_dtype = "auto";   // auto (the activation dtype) | fp8 | fp8_e4m3
   std::optional<std::string> api_key;
   std::string served_model_name;
+  std::string reasoning_parser = "auto";  // qwen3 | deepseek_r1 | glm45 | gemma4 | auto | none
   bool log_requests = false;
   server::ServerLimits limits;             // limit_flags.h
   std::vector<std::string> allowed_hosts;  // --allowed-hosts; empty: the default rule

@@ -65,8 +65,8 @@ ImagePrompt chat_image_prompt(const ImageFiles& f, const std::string& text) {
   for (size_t i = 0; i < f.files.size(); ++i) content.push_back({{"type", "image"}});
   content.push_back({{"type", "text"}, {"text", text}});
   input.messages.push_back({{"role", "user"}, {"content", std::move(content)}});
-  const std::string rendered = server::expand_image_markers(
-      builder->render(input), *p.served.processor, p.images, "--prompt");
+  server::RenderedPrompt rendered = builder->render_prompt(input);
+  server::expand_image_markers(rendered, *p.served.processor, p.images, "--prompt");
   ImagePrompt out;
   out.ids = builder->tokenize(rendered);
   out.media = server::image_spans(out.ids, p.served.soft_token_id, p.images);

@@ -114,6 +114,14 @@ void add_template_flags(CLI::App& app, server::TemplateLimits& t) {
       ->capture_default_str();
 }
 
+void add_grammar_flags(CLI::App& app, server::GrammarCompileLimits& g) {
+  add_size(app, "--max-grammar-bytes", g.max_spec_bytes,
+           "Largest output constraint (JSON schema, regex, choices or GBNF), as text");
+  app.add_option("--max-grammar-insts", g.max_insts,
+                 "Instructions of one compiled output constraint (repetitions unrolled)")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void add_limit_flags(CLI::App& serve, server::ServerLimits& limits,
@@ -122,6 +130,7 @@ void add_limit_flags(CLI::App& serve, server::ServerLimits& limits,
   add_request_flags(serve, limits.request);
   add_template_flags(serve, limits.request.chat_template);
   add_image_flags(serve, limits.request.media, limits.request.media_fetch);
+  add_grammar_flags(serve, limits.request.grammar);
   serve
       .add_option("--allowed-hosts", allowed_hosts,
                   "Host names the server answers, comma-separated ('*': any; '.example.com': "
@@ -165,6 +174,8 @@ void check_limits(const server::ServerLimits& limits) {
   at_least("--max-template-output", int64_t(t.max_output_bytes), 1);
   at_least("--max-template-memory", int64_t(t.max_memory_bytes), 1);
   at_least("--max-template-depth", t.max_depth, 1);
+  at_least("--max-grammar-bytes", int64_t(r.grammar.max_spec_bytes), 1);
+  at_least("--max-grammar-insts", int64_t(r.grammar.max_insts), 1);
   if (t.max_depth > jinja::kMaxRenderDepth)
     fail("--max-template-depth must be at most {} (got {})", jinja::kMaxRenderDepth, t.max_depth);
 }

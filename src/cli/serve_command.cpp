@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "engine/kv_layout.h"
 #include "server/common/pooling_config.h"
+#include "server/common/reasoning_setup.h"
 #include "server/http_server.h"
 
 namespace tandem::cli {
@@ -112,6 +113,7 @@ int64_t parse_bytes(const std::string& text) {
 int run_serve(const ServeOptions& o) {
   try {
     check_limits(o.limits);
+    server::check_reasoning_parser_name(o.reasoning_parser);
     const BatchFlags batch_flags{.rows = parse_auto_count(o.batch, "--batch"),
                                  .tokens = parse_auto_count(o.max_batched_tokens,
                                                             "--max-batched-tokens")};
@@ -161,8 +163,9 @@ int run_serve(const ServeOptions& o) {
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag, batch_flags, &batch);
     for (auto& [name, dir] : loras) engine->load_lora(name, dir);
     engine->start();
-    server::ServedModel served =
-        server::load_served_model(tokenizer_source(o.model, o.tokenizer), *engine, m.tokenizer);
+    server::ServedModel served = server::load_served_model(
+        tokenizer_source(o.model, o.tokenizer), *engine, m.tokenizer,
+        {.reasoning_parser = o.reasoning_parser, .grammar = o.limits.request.grammar});
     if (pooling) served.pooling = pooling->pooling;
     const int64_t kv_budget = engine->kv_layout().budget_bytes;
     served.card = {{"batch", batch.rows},
@@ -180,9 +183,14 @@ int run_serve(const ServeOptions& o) {
                                       : o.task;
     if (pooling) served.card["pooling"] = pooling_name(pooling->pooling);
     const std::string images = served.images.summary();
+    const std::string reasoning =
+        served.reasoning ? std::string(served.reasoning->syntax->name) : "none";
+    served.card["reasoning_parser"] = reasoning;
     http.set_ready(std::move(served));
     print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format, task_line,
                      images);
+    fmt::print(stderr, "  reasoning    {}{}\n", reasoning,
+               o.reasoning_parser == "auto" ? " (auto: from the chat template)" : "");
     {
       StatsLog running_log(*engine, std::chrono::seconds(10));
       http.wait();

@@ -49,7 +49,11 @@ class Tokenizer {
                                                          std::string_view origin = "<memory>");
   ~Tokenizer();
 
-  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;  // thread-safe
+  // `split_special_tokens` (HF's flag of that name): the text of a special token is encoded
+  // as ordinary text, never as the token; other added tokens still match. For text a client
+  // wrote into a chat, which must not be able to write the template's control tokens.
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens,
+                              bool split_special_tokens = false) const;  // thread-safe
   std::string decode(std::span<const int32_t> ids,
                      bool skip_special_tokens) const;  // HF decode exactly
   int vocab_size() const;                              // max id + 1 over vocab and added tokens

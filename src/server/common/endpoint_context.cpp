@@ -42,19 +42,21 @@ jinja::RenderLimits request_render_limits(const EndpointContext& ctx) {
   return render_limits(ctx.limits.chat_template, ctx.cancel);
 }
 
-ChatPromptIds chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
-                                 const char* field, bool for_generation) {
+ChatPromptTokens chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                    const char* field, bool for_generation) {
   const ChatPromptBuilder& builder = chat_builder(ctx.model);
   const ServedImages& served = ctx.model.images;
   std::vector<ProcessedImage> images =
       process_request_images(served, prompt.images, ctx.limits.media, ctx.limits.media_fetch);
-  std::string text = builder.render(prompt, request_render_limits(ctx));
-  if (served.takes_images) text = expand_image_markers(text, *served.processor, images, field);
+  RenderedPrompt rendered = builder.render_prompt(prompt, request_render_limits(ctx));
+  if (served.takes_images) expand_image_markers(rendered, *served.processor, images, field);
   if (for_generation)
-    check_prompt_length(text.size(), ctx.model.prompt_bound, ctx.model.engine->model_info(), field);
-  ChatPromptIds out;
-  out.tokens = builder.tokenize(text);
-  if (!images.empty()) out.media = image_spans(out.tokens, served.soft_token_id, images);
+    check_prompt_length(rendered.text.size(), ctx.model.prompt_bound,
+                        ctx.model.engine->model_info(), field);
+  ChatPromptTokens out;
+  out.ids = builder.tokenize(rendered);
+  if (!images.empty()) out.media = image_spans(out.ids, served.soft_token_id, images);
+  out.text = std::move(rendered.text);
   return out;
 }
 

@@ -40,17 +40,17 @@ void require_served_model(const EndpointContext& ctx, const Json& body);
 
 TokenText token_text_of(const ServedModel& model);
 const ChatPromptBuilder& chat_builder(const ServedModel& model);  // 400 if the model has none
-// A chat prompt's token ids, and where its images' soft tokens are (empty without images).
-struct ChatPromptIds {
-  std::vector<int32_t> tokens;
-  std::vector<MediaSpan> media;
-};
 // A generation's chat prompt: its images read and preprocessed (request_images.h), rendered
-// under the request's limits, each image marker expanded, refused before it is tokenized if
-// its length alone shows it cannot fit the context (unless `for_generation` is false: the
-// token-counting routes count any prompt), then tokenized.
-ChatPromptIds chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
-                                 const char* field, bool for_generation = true);
+// under the request's limits, each image marker the template wrote expanded, refused before
+// it is tokenized if its length alone shows it cannot fit the context (unless
+// `for_generation` is false: the token-counting routes count any prompt), then tokenized.
+struct ChatPromptTokens {
+  std::string text;  // as rendered (where a reasoning row starts is read off its end)
+  std::vector<int32_t> ids;
+  std::vector<MediaSpan> media;  // where its images' soft tokens are (empty without images)
+};
+ChatPromptTokens chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                    const char* field, bool for_generation = true);
 // The template bounds of this request (the server's limits and its stop flag).
 jinja::RenderLimits request_render_limits(const EndpointContext& ctx);
 void reply_json(httplib::Response& res, const Json& body, int status = 200);

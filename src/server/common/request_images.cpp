@@ -1,20 +1,13 @@
 #include "server/common/request_images.h"
 
+#include <algorithm>
+
 #include "media/media_error.h"
 #include "server/common/api_error.h"
 #include "server/common/image_source.h"
 
 namespace tandem::server {
 namespace {
-
-size_t count_occurrences(std::string_view text, std::string_view needle) {
-  if (needle.empty()) return 0;
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string_view::npos;
-       at = text.find(needle, at + needle.size()))
-    ++n;
-  return n;
-}
 
 ProcessedImage process_one(const ImageProcessor& processor, const ImagePart& part,
                            const MediaLimits& limits, const MediaFetchPolicy& policy) {
@@ -65,31 +58,71 @@ std::vector<ProcessedImage> process_request_images(const ServedImages& served,
   return images;
 }
 
-std::string expand_image_markers(const std::string& rendered, const ImageProcessor& processor,
-                                 std::span<const ProcessedImage> images, const char* field) {
+namespace {
+
+bool inside(const std::vector<RenderedPrompt::Span>& spans, size_t at) {
+  for (const RenderedPrompt::Span& s : spans)
+    if (at >= s.begin && at < s.end) return true;
+  return false;
+}
+
+// Where `needle` occurs in `text` outside the plain spans (what the template wrote).
+std::vector<size_t> template_occurrences(const RenderedPrompt& r, std::string_view needle) {
+  std::vector<size_t> out;
+  if (needle.empty()) return out;
+  for (size_t at = r.text.find(needle); at != std::string::npos;
+       at = r.text.find(needle, at + needle.size()))
+    if (!inside(r.plain, at)) out.push_back(at);
+  return out;
+}
+
+}  // namespace
+
+void expand_image_markers(RenderedPrompt& rendered, const ImageProcessor& processor,
+                          std::span<const ProcessedImage> images, const char* field) {
   const ImagePromptSpec& spec = processor.prompt_spec();
-  size_t markers = count_occurrences(rendered, spec.marker);
-  if (markers != images.size())
+  const std::vector<size_t> markers = template_occurrences(rendered, spec.marker);
+  if (markers.size() != images.size())
     invalid_request(field,
                     "The rendered prompt holds {} image markers ('{}') for {} images: the chat "
                     "template dropped an image, or a message's text holds the marker itself",
-                    markers, spec.marker, images.size());
-  if (spec.soft != spec.marker && count_occurrences(rendered, spec.soft) > 0)
+                    markers.size(), spec.marker, images.size());
+  if (spec.soft != spec.marker && !template_occurrences(rendered, spec.soft).empty())
     invalid_request(field,
                     "A message's text holds the image placeholder '{}', which only images may "
                     "produce",
                     spec.soft);
   std::string out;
-  out.reserve(rendered.size());
+  out.reserve(rendered.text.size());
   size_t from = 0;
-  for (const ProcessedImage& image : images) {
-    size_t at = rendered.find(spec.marker, from);
-    out.append(rendered, from, at - from);
-    out += processor.prompt_text(image);
-    from = at + spec.marker.size();
+  // shift[i]: how far the text after marker i moved (the plain spans move with it).
+  std::vector<int64_t> shift(markers.size());
+  int64_t moved = 0;
+  for (size_t i = 0; i < markers.size(); ++i) {
+    out.append(rendered.text, from, markers[i] - from);
+    const std::string expansion = processor.prompt_text(images[i]);
+    out += expansion;
+    moved += int64_t(expansion.size()) - int64_t(spec.marker.size());
+    shift[i] = moved;
+    from = markers[i] + spec.marker.size();
   }
-  out.append(rendered, from, std::string::npos);
-  return out;
+  out.append(rendered.text, from, std::string::npos);
+  for (RenderedPrompt::Span& span : rendered.plain) {
+    // A span lies between markers: it moves by the expansions before it.
+    size_t before = size_t(std::lower_bound(markers.begin(), markers.end(), span.begin) -
+                           markers.begin());
+    const int64_t d = before ? shift[before - 1] : 0;
+    span.begin = size_t(int64_t(span.begin) + d);
+    span.end = size_t(int64_t(span.end) + d);
+  }
+  rendered.text = std::move(out);
+}
+
+std::string expand_image_markers(const std::string& rendered, const ImageProcessor& processor,
+                                 std::span<const ProcessedImage> images, const char* field) {
+  RenderedPrompt r{rendered, {}};
+  expand_image_markers(r, processor, images, field);
+  return std::move(r.text);
 }
 
 std::vector<MediaSpan> image_spans(std::span<const int32_t> tokens, int32_t soft_id,

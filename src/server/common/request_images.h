@@ -22,6 +22,7 @@
 #include "server/common/image_parts.h"
 #include "server/common/media_fetch_policy.h"
 #include "server/common/served_images.h"
+#include "server/common/special_text.h"
 
 namespace tandem::server {
 
@@ -35,6 +36,11 @@ std::vector<ProcessedImage> process_request_images(const ServedImages& served,
 // no marker and no placeholder). A 400 (param `field`) when the prompt holds a different
 // number of markers than there are images (a template that drops an image, or a marker
 // typed into the text), or the placeholder's text outside an image.
+// The plain spans (a message's own text, special_text.h) are left alone: a marker spelled
+// there is not counted and stays text; the spans move with the expansions before them.
+void expand_image_markers(RenderedPrompt& rendered, const ImageProcessor& processor,
+                          std::span<const ProcessedImage> images, const char* field);
+// The same for a prompt with no plain spans.
 std::string expand_image_markers(const std::string& rendered, const ImageProcessor& processor,
                                  std::span<const ProcessedImage> images, const char* field);
 

@@ -11,12 +11,14 @@ namespace tandem::server {
 
 struct SamplingFieldSpec {
   const char* stop_field = "stop";  // Anthropic: "stop_sequences"
+  bool stop_may_be_string = true;   // OpenAI's stop: a string or a list; Anthropic's: a list
   double max_temperature = 2.0;     // Anthropic: 1.0
   size_t max_stop_strings = 16;     // RequestLimits::max_stop_strings
   size_t max_stop_bytes = 1024;     // RequestLimits::max_stop_bytes
 };
 
-// The spec of an API whose stop field is `stop_field`, bounded by `limits`.
+// The spec of an API whose stop field is `stop_field`, bounded by `limits`; "stop_sequences"
+// (Anthropic's) takes a list only, as the API defines it.
 SamplingFieldSpec sampling_spec(const RequestLimits& limits, const char* stop_field = "stop");
 
 // Reads temperature, top_p, top_k, min_p, presence/frequency/repetition penalties, seed,

@@ -18,6 +18,7 @@ void handle_chat_completions(const EndpointContext& ctx, const httplib::Request&
                       r.parse_tool_calls,
                       token_text_of(ctx.model),
                       int(r.generation.prompt.size()),
+                      r.reasoning,
                       r.return_token_ids,
                       r.return_token_ids ? r.generation.prompt : std::vector<int32_t>()};
     GenerationPlan plan{"chatcmpl-", expand_choices(r.generation, r.n)};

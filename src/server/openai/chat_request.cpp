@@ -28,7 +28,7 @@ void read_logprobs(const FieldReader& f, ChatCompletionRequest& out) {
 }
 
 void read_prompt_flags(const FieldReader& f, ChatCompletionRequest& out) {
-  out.prompt.template_kwargs = read_template_kwargs(f);
+  read_prompt_options(f, out.prompt);
   out.prompt.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   out.prompt.continue_final_message = f.boolean("continue_final_message").value_or(false);
   if (out.prompt.continue_final_message && !f.has("add_generation_prompt"))
@@ -53,6 +53,8 @@ ChatCompletionRequest parse_chat_request(const Json& body, const GenerationReque
   out.stream = stream.stream;
   out.include_usage = stream.include_usage;
   out.constraint = read_output_constraint(f, limits.json);
+  out.thinking_budget = f.integer("thinking_token_budget", 0, kMaxTokensLimit);
+  out.budget_field = "thinking_token_budget";
   check_unsupported_fields(f, out.n);
   read_logprobs(f, out);
   out.return_token_ids = f.boolean("return_token_ids").value_or(false);

@@ -39,9 +39,9 @@ std::vector<int32_t> tokenize_body(const EndpointContext& ctx, const FieldReader
     prompt.messages = normalize_openai_messages(f.require("messages"), ctx.limits.json,
                                                 {.images = &prompt.images});
     prompt.tools = normalize_openai_tools(f.array_field("tools"));
-    prompt.template_kwargs = read_template_kwargs(f);
+    read_prompt_options(f, prompt);
     prompt.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
-    return chat_prompt_tokens(ctx, prompt, "messages", false).tokens;
+    return chat_prompt_tokens(ctx, prompt, "messages", false).ids;
   }
   std::string text = f.require_string("prompt");
   return ctx.model.tokenizer->encode(text, f.boolean("add_special_tokens").value_or(true));

@@ -143,8 +143,10 @@ ResponsesRequest parse_responses_request(const Json& body, const GenerationReque
   refuse_unsupported(f);
   out.prompt.messages = read_input(f, limits.json, out.prompt.images);
   read_tool_fields(f, out);
-  out.prompt.template_kwargs = read_template_kwargs(f);
+  read_prompt_options(f, out.prompt);
   out.max_tokens = read_max_tokens(f, "max_output_tokens");
+  out.thinking_budget = f.integer("thinking_token_budget", 0, kMaxTokensLimit);
+  out.budget_field = "thinking_token_budget";
   out.stream = f.boolean("stream").value_or(false);
   if (const Json* text = f.object_field("text"))
     out.constraint = {read_text_format(FieldReader(*text, "text")), "text.format"};

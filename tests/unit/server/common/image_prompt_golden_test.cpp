@@ -94,10 +94,10 @@ TEST_P(ImagePromptGolden, RenderedExpandedAndTokenizedAsTheProcessor) {
     input.images = image_parts(GetParam(), cases[i]);
     std::vector<ProcessedImage> images =
         process_request_images(served_, input.images, MediaLimits{}, MediaFetchPolicy{});
-    std::string rendered = builder_->render(input);
-    EXPECT_EQ(rendered, cases[i]["rendered"].get<std::string>());
-    std::vector<int32_t> tokens =
-        builder_->tokenize(expand_image_markers(rendered, *served_.processor, images, "messages"));
+    RenderedPrompt rendered = builder_->render_prompt(input);
+    EXPECT_EQ(rendered.text, cases[i]["rendered"].get<std::string>());
+    expand_image_markers(rendered, *served_.processor, images, "messages");
+    std::vector<int32_t> tokens = builder_->tokenize(rendered);
     EXPECT_EQ(int(tokens.size()), cases[i]["prompt_len"].get<int>());
     std::vector<MediaSpan> spans = image_spans(tokens, served_.soft_token_id, images);
     int covered = 0;

@@ -123,6 +123,25 @@ TEST_F(RequestImages, MarkersAreExpandedInOrderAndChecked) {
   EXPECT_EQ(expand_image_markers("<bos>plain", proc, {}, "messages"), "<bos>plain");
 }
 
+// A message's own text (a plain span) that spells the marker stays text and is not counted;
+// the spans after an expansion move with it.
+TEST_F(RequestImages, MarkersInAMessagesTextStayText) {
+  const ImageProcessor& proc = *served_.processor;
+  std::vector<ProcessedImage> one =
+      process_request_images(served_, std::vector<ImagePart>{part(test_png(8, 8))}, {}, {});
+  const std::string typed = "say <start_of_image>";
+  RenderedPrompt r{"<bos><start_of_image>" + typed + "!", {}};
+  const size_t typed_at = r.text.find(typed);
+  r.plain.push_back({typed_at, typed_at + typed.size()});
+  expand_image_markers(r, proc, one, "messages");
+  EXPECT_EQ(r.text, "<bos>" + proc.prompt_text(one[0]) + typed + "!");
+  ASSERT_EQ(r.plain.size(), 1u);
+  EXPECT_EQ(r.text.substr(r.plain[0].begin, r.plain[0].end - r.plain[0].begin), typed);
+  // Without the image, the template's own marker is the only one counted: one too many.
+  RenderedPrompt none{"<bos><start_of_image>", {}};
+  expect_400([&] { expand_image_markers(none, proc, {}, "messages"); }, "messages");
+}
+
 TEST_F(RequestImages, ASpanMismatchIsAnInternalError) {
   std::vector<ProcessedImage> one =
       process_request_images(served_, std::vector<ImagePart>{part(test_png(8, 8))}, {}, {});
