@@ -63,6 +63,9 @@ struct PlanRow {
   // Positions [logprob_begin, logprob_end) (clipped to this row's) score the prompt token
   // after each, with `logprob_top` alternatives (StepPlan::logprob_index).
   int logprob_begin = 0, logprob_end = 0, logprob_top = 0;
+  // Speculative decoding: proposals after `tokens` (positions tokens.size() on); the row
+  // then has no token in flight.
+  std::span<const int32_t> draft;
 };
 
 // Every row must have the same number of groups (>= 1).
