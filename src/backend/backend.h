@@ -45,6 +45,11 @@ struct AttentionParams {
   float scale = 1.f;    // multiplies q·k
   float softcap = 0.f;  // >0: scores = softcap * tanh(scores / softcap)
   int window = 0;       // >0: query at position p sees keys at positions (p - window, p]
+  // The soft tokens of one image see each other both ways (StepTensors::media_ends): a
+  // query at p inside an image ending at e sees keys [lo, e - 1], [lo, p] being its causal
+  // (windowed) range — one range per query still. The window keeps cutting the past, the
+  // image's own tokens included, as transformers' masks do.
+  bool media_bidirectional = false;
 };
 
 // Per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3), and of v (Gemma 3n/4, whose
@@ -95,6 +100,9 @@ class Backend {
   // columns of every row (Σ cols == x.cols()). The default serves host-memory backends.
   //   x [T, C], outs[i] [T, C_i]
   virtual void split_columns(const Tensor& x, std::initializer_list<Tensor*> outs);
+  // The inverse: out's columns are the pieces' side by side, in order (Σ cols == out.cols()).
+  // The default serves host-memory backends.   out [T, C], parts[i] [T, C_i]
+  virtual void concat_columns(Tensor& out, std::span<const Tensor> parts);
   virtual void synchronize() {}
   // Bytes this backend's device could still allocate (free RAM on the CPU, free GPU memory).
   virtual int64_t available_memory() const;
@@ -168,7 +176,8 @@ class Backend {
                             const QkNorm& norm);
   // Causal attention of each new token over its row's cached keys (its own included),
   // read through step.kv(cache).block_table; GQA: query head h reads kv head
-  // h / (Hq / Hkv).   out, q [T, Hq, Dh]
+  // h / (Hq / Hkv). With params.media_bidirectional and step.media_ends defined, a token
+  // of an image also sees the rest of its image (AttentionParams).   out, q [T, Hq, Dh]
   virtual void attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                          const StepTensors& step, const AttentionParams& params) = 0;
   // out[s] = x[index[s]].   out [S, D], x [T, D], index [S] i32
@@ -231,6 +240,14 @@ class Backend {
   virtual void mix_streams(Tensor& out, const Tensor& x, const Tensor& coefs);
   // Swaps the two leading dims: out[b, a] = x[a, b].   out [B, A, C], x [A, B, C]
   virtual void swap_leading_dims(Tensor& out, const Tensor& x);
+
+  // --- vision encoder ops (model/vision; not pure: the default fails like the above) ---
+  // Per row: out = (x − mean(x)) / sqrt(var(x) + eps) · w + b, var the population one
+  // (torch's LayerNorm: SigLIP).   out, x [R, C], w, b [C]. In place allowed.
+  virtual void layer_norm(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b,
+                          float eps);
+  // x = min(max(x, lo), hi), in place (torch.clamp: Gemma 4's clipped linears).
+  virtual void clamp(Tensor& x, float lo, float hi);
 };
 
 // The CPU backend, on the process-wide thread pool.

@@ -64,6 +64,20 @@ struct StepTensors {
   // Undefined when no row of the step has an adapter (and the model is not recorded in a
   // graph, which reads them always).
   LoraRows lora;
+  // Images (media/image_input.h). media_ends [T] i32: the end (one past the last position)
+  // of the image whose soft tokens hold token t, or 0 for a token outside every image; an
+  // image lies whole inside its row's context (the scheduler never splits one across
+  // steps). Attention layers with AttentionParams::media_bidirectional let such a token
+  // see the rest of its image. Undefined when no token of the step lies in an image.
+  Tensor media_ends;
+  // The soft tokens written over the placeholder embeddings (a model's forward copies
+  // them in after its embedding lookup): rows [first_token, first_token + rows.dim(0)) of
+  // the step's embeddings become `rows` ([n, D], the act dtype, on the device).
+  struct MediaRows {
+    int first_token = 0;
+    Tensor rows;
+  };
+  std::vector<MediaRows> media;
   int num_tokens = 0;
   int num_rows = 0;
   int max_context_len = 0;

@@ -21,6 +21,7 @@ EnvSwitches read_env() {
     s.overlap = *overlap ? Overlap::On : Overlap::Off;
   s.cuda.gemv = read_switch("TANDEM_CUDA_GEMV").value_or(true);
   s.cuda.pdl = read_switch("TANDEM_CUDA_PDL").value_or(true);
+  if (const char* a = std::getenv("TANDEM_CPU_BLOCK_ARITHMETIC")) s.cpu_block_arithmetic = a;
   return s;
 }
 

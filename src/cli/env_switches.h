@@ -6,7 +6,11 @@
 //                       forces it on; unset: where the device runs asynchronously)
 //   TANDEM_CUDA_GEMV    1–2 row linears stream their weights (off: cuBLASLt)
 //   TANDEM_CUDA_PDL     programmatic dependent launch between kernels
+//   TANDEM_CPU_BLOCK_ARITHMETIC  "exact" or "int8": how the CPU backend multiplies GGUF block
+//                       weights (docs/gguf-kernels.md); unset: its default
 #pragma once
+
+#include <string>
 
 #include "backend/backend.h"
 #include "engine/engine.h"
@@ -17,6 +21,7 @@ struct EnvSwitches {
   bool graphs = true;
   Overlap overlap = Overlap::Auto;
   CudaOptions cuda;
+  std::string cpu_block_arithmetic;  // "" (the backend's default), "exact" or "int8"
 };
 
 // Read from the environment on the first call.

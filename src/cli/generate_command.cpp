@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_files.h"
+#include "cli/pixel_values.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/kv_layout.h"
@@ -19,10 +20,15 @@ int run_generate(const GenerateOptions& o) {
     LoadedModel m = load_model_folder(
         o.model, o.device,
         LoadOptions{.online = online_quantization(o.quantization),
-                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}});
+                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}},
+        o.tokenizer);
     GenerationRequest req;
+    if (o.pixel_values && !o.ids)
+      fail("--pixel-values needs --ids (the ids with the image tokens expanded)");
     if (o.ids) {
       req.prompt = parse_ids(*o.ids);
+      if (o.pixel_values)
+        req.media = media_from_pixel_values(*o.pixel_values, req.prompt, m.model->vision_spec());
     } else {
       if (!m.tokenizer) fail("{}: --prompt needs tokenizer.json in the model folder", o.model);
       req.prompt = m.tokenizer->encode(*o.prompt, /*add_special_tokens=*/true);

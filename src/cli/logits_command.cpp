@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/model_files.h"
 #include "cli/npy.h"
+#include "cli/pixel_values.h"
 #include "core/error.h"
 #include "engine/teacher_forcing.h"
 #include "model/lora/lora_slots.h"
@@ -17,7 +18,10 @@ int run_logits(const LogitsOptions& o) {
     LoadedModel m = load_model_folder(
         o.model, o.device, LoadOptions{.online = online_quantization(o.quantization), .lora = lora});
     if (o.lora) write_lora_slot(*m.backend, m.model->lora_targets(), 1, load_peft_adapter(*o.lora));
-    Tensor logits = teacher_forced_logits(*m.model, *m.backend, ids, 0, 16, o.lora ? 1 : 0);
+    const std::vector<MediaSpan> media =
+        o.pixel_values ? media_from_pixel_values(*o.pixel_values, ids, m.model->vision_spec())
+                       : std::vector<MediaSpan>{};
+    Tensor logits = teacher_forced_logits(*m.model, *m.backend, ids, 0, 16, o.lora ? 1 : 0, media);
     write_npy(o.out, logits);
     fmt::print(stderr, "wrote {} [{} x {}] f32\n", o.out, logits.dim(0), logits.dim(1));
     return 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/cpu/cpu_backend.h"
 #include "model/lora/peft_adapter.h"
 
 #include "cli/commands.h"
@@ -9,16 +10,35 @@
 
 #include <charconv>
 
+#include <regex>
+
 #include "core/error.h"
+#include "loader/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::cli {
 
+namespace {
+
+// The CPU backend with the environment's block arithmetic (TANDEM_CPU_BLOCK_ARITHMETIC).
+std::unique_ptr<Backend> make_cpu(const EnvSwitches& env) {
+  auto be = std::make_unique<CpuBackend>();
+  if (!env.cpu_block_arithmetic.empty()) {
+    const auto a = cpu::block_arithmetic_from_name(env.cpu_block_arithmetic);
+    if (!a) fail("TANDEM_CPU_BLOCK_ARITHMETIC: '{}' is not exact or int8", env.cpu_block_arithmetic);
+    be->set_block_arithmetic(*a);
+  }
+  return be;
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> make_backend(const std::string& device) {
-  const CudaOptions& cuda = env_switches().cuda;
-  if (device == "cpu") return make_cpu_backend();
+  const EnvSwitches& env = env_switches();
+  const CudaOptions& cuda = env.cuda;
+  if (device == "cpu") return make_cpu(env);
   if (device == "cuda") return make_cuda_backend(0, cuda);
-  if (device == "auto") return cuda_device_count() > 0 ? make_cuda_backend(0, cuda) : make_cpu_backend();
+  if (device == "auto") return cuda_device_count() > 0 ? make_cuda_backend(0, cuda) : make_cpu(env);
   fail("--device: '{}' is not one of cpu, cuda, auto", device);
 }
 
@@ -42,14 +62,37 @@ LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, i
 }
 
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device,
-                              const LoadOptions& options) {
-  if (!std::filesystem::is_directory(dir)) fail("{}: not a model folder", dir.string());
+                              const LoadOptions& options, const std::optional<std::string>& tokenizer) {
+  const bool gguf = is_gguf_file(dir);
+  if (!gguf && !std::filesystem::is_directory(dir))
+    fail("{}: neither a model folder nor a GGUF file", dir.string());
+  if (tokenizer && !std::filesystem::exists(std::filesystem::path(*tokenizer) / "tokenizer.json"))
+    fail("--tokenizer {}: no tokenizer.json there", *tokenizer);
   LoadedModel m;
   m.backend = make_backend(device);
   m.model = load_model(dir, *m.backend, options);
   m.weight_format = weight_format_name(m.model->config(), options.online);
-  if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
+  const std::filesystem::path source = tokenizer_source(dir.string(), tokenizer);
+  if (tokenizer || gguf || std::filesystem::exists(source / "tokenizer.json"))
+    m.tokenizer = Tokenizer::load(source);
   return m;
+}
+
+std::filesystem::path tokenizer_source(const std::string& model, const std::optional<std::string>& tokenizer) {
+  return tokenizer ? std::filesystem::path(*tokenizer) : std::filesystem::path(model);
+}
+
+std::string default_served_name(const std::string& model) {
+  std::filesystem::path p = std::filesystem::path(model).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "dir/"
+  std::string name = p.filename().string();
+  if (name.size() > 5 && name.ends_with(".gguf")) {
+    name.resize(name.size() - 5);
+    static const std::regex kShard(R"((.*)-\d{5}-of-\d{5})");
+    std::smatch m;
+    if (std::regex_match(name, m, kShard)) name = m[1];
+  }
+  return name.empty() ? "tandem" : name;
 }
 
 std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,

@@ -19,6 +19,7 @@ enum class CpuIsa : uint8_t {
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512_bf16 = false;
+  bool avx512_vnni = false;  // vpdpbusd (the ggml block types' integer kernels)
   bool os_saves_zmm = false;
 };
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/block_quant.h"
 #include "core/error.h"
 
 namespace tandem {
@@ -126,8 +127,9 @@ void convert_to_f32(const void* src, DType from, float* dst, size_t n) {
       for (size_t i = 0; i < n; i++) dst[i] = f8e4m3_to_f32(s[i]);
       return;
     }
-    default:
-      fail("convert_to_f32: {} is a block type, not an element type", dtype_name(from));
+    default:  // a block type: n is a whole number of its blocks
+      dequantize_row(from, src, dst, int64_t(n));
+      return;
   }
 }
 

@@ -116,7 +116,8 @@ float f8e4m3_to_f32(uint8_t b);
 // so both backends store the same bytes); NaN stays NaN.
 uint8_t f32_to_f8e4m3(float f);
 
-// Converts n elements of `src` (of type `from`) to f32.
+// Converts n elements of `src` (of type `from`) to f32; for a block type n is a whole number
+// of blocks, decoded as ggml does (dequantize_row, core/block_quant.h).
 void convert_to_f32(const void* src, DType from, float* dst, size_t n);
 // Converts n f32 elements to `to` (F32, BF16, F16 or F8E4M3).
 void convert_from_f32(const float* src, void* dst, DType to, size_t n);

@@ -44,7 +44,12 @@ struct Tensor {
   // Block types: rows of whole blocks (the last dim a multiple of the block).
   size_t nbytes() const { return size_t(rows()) * dtype_row_bytes(dtype, cols()); }
   // Product of all dims but the last: the number of rows an op iterates over.
-  int64_t rows() const { return ndim() == 0 ? 1 : numel() / shape[-1]; }
+  // (A product, not numel / cols: a tensor with no columns still has its rows.)
+  int64_t rows() const {
+    int64_t r = 1;
+    for (int i = 0; i + 1 < ndim(); i++) r *= shape[i];
+    return r;
+  }
   int64_t cols() const { return ndim() == 0 ? 1 : shape[-1]; }
 
   template <typename T>

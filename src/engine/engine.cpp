@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "engine/media_check.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
@@ -41,6 +42,7 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
   info_.num_parameters = e.num_parameters;
   info_.dtype = std::string(dtype_name(e.act_dtype));
   info_.block_size = config_.scheduler.block_size;
+  info_.vision = e.vision;
   stats_.kv_blocks_total = kv_.capacity();
   for (int g = 0; g < kv_.num_groups(); ++g) {
     const int window = kv_.groups().groups[size_t(g)].window;
@@ -97,6 +99,7 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
     if (t->budget && *t->budget < 0)
       return refuse(fmt::format("the thinking budget must be >= 0 (got {})", *t->budget));
   }
+  if (auto bad = check_media(request, info_.vision, kv_.max_step_tokens())) return refuse(*bad);
   if (int64_t(n) + request.max_tokens > info_.max_model_len)
     return refuse(fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the context length ({})",
                               n, request.max_tokens, info_.max_model_len));
@@ -238,7 +241,8 @@ StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
                          .logprob_begin = owed.begin,
                          .logprob_end = owed.end,
                          .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0,
-                         .draft = std::span<const int32_t>(seq.spec.draft).first(size_t(r.num_draft))});
+                         .draft = std::span<const int32_t>(seq.spec.draft).first(size_t(r.num_draft)),
+                         .media = seq.request.media});
   }
   return build_step_plan(plan_rows, config_.scheduler.block_size);
 }

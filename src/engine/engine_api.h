@@ -13,6 +13,7 @@
 #include "engine/lora_adapters.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
+#include "model/vision/vision_spec.h"
 
 namespace tandem {
 
@@ -66,6 +67,9 @@ struct ModelInfo {
   int64_t num_parameters = 0;
   std::string dtype;           // "f32", "bf16"
   int block_size = 16;
+  // Whether requests may carry images (GenerationRequest::media), and how to build them:
+  // the placeholder token ids and the soft tokens per image (model/vision/vision_spec.h).
+  VisionSpec vision;
 };
 
 class EngineApi {

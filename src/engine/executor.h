@@ -42,6 +42,8 @@ struct ExecutorConfig {
   // Element type of the KV cache (kv_cache_dtype_from_name); nullopt: the activation dtype.
   std::optional<DType> kv_dtype;
   bool graphs = true;  // decode steps as recorded graphs, where the device has them
+  // Bytes of encoded images kept for reuse (engine/encoder_cache.h).
+  int64_t encoder_cache_bytes = int64_t(256) << 20;
 };
 
 // The KV cache an executor allocated: what the engine's block manager mirrors.
@@ -68,6 +70,7 @@ struct ExecutorInfo {
   // The draft model of speculative decoding, when the executor runs one (run_draft).
   std::optional<ModelConfig> draft;
   int64_t draft_num_parameters = 0;
+  VisionSpec vision;          // image input (Model::vision_spec)
 };
 
 // Room for the KV cache on the device, before it is allocated: what `--batch auto` sizes

@@ -18,7 +18,8 @@ ModelRunner::ModelRunner(Model& model, Backend& backend, std::span<const int> nu
       groups_(kv_groups_of(model.kv_specs())),
       num_blocks_(num_blocks.begin(), num_blocks.end()),
       block_size_(block_size),
-      kv_dtype_(kv_dtype.value_or(backend.act_dtype())) {
+      kv_dtype_(kv_dtype.value_or(backend.act_dtype())),
+      encoder_cache_(backend, int64_t(256) << 20) {
   TANDEM_CHECK(int(num_blocks_.size()) == groups_.num_groups(),
                "ModelRunner: {} block counts for {} KV groups", num_blocks_.size(),
                groups_.num_groups());
@@ -76,7 +77,22 @@ StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev)
     write(s.groups[g].slot_map, plan.groups[g].slot_map);
     write(s.groups[g].block_table, plan.groups[g].block_table);
   }
+  upload_media(s, plan);
   return s;
+}
+
+void ModelRunner::upload_media(StepTensors& step, const StepPlan& plan) {
+  if (plan.media.empty()) return;
+  TANDEM_CHECK(int(plan.media_ends.size()) == plan.num_tokens(),
+               "plan has {} image ends for {} tokens", plan.media_ends.size(), plan.num_tokens());
+  step.media_ends = backend_.alloc(DType::I32, {plan.num_tokens()});
+  backend_.write_i32(step.media_ends, plan.media_ends.data(), int64_t(plan.media_ends.size()));
+  std::vector<const ImageInput*> images;
+  for (const StepPlan::MediaPiece& m : plan.media) images.push_back(m.image.get());
+  const std::vector<Tensor> soft = encoder_cache_.get(
+      images, [&](std::span<const ImageInput* const> todo) { return model_.encode_images(todo); });
+  for (size_t i = 0; i < plan.media.size(); i++)
+    step.media.push_back({plan.media[i].first_token, soft[i]});
 }
 
 void ModelRunner::enable_graphs(int max_model_len, int max_rows) {
@@ -100,8 +116,10 @@ Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev) {
     for (int32_t slot : plan.groups[size_t(g)].slot_map)
       TANDEM_CHECK(slot >= 0 && slot < num_blocks(g) * block_size_,
                    "slot {} out of range in KV group {} ({} blocks)", slot, g, num_blocks(g));
-  // A recorded decode step samples each row's last token; prompt-logprob rows are others.
-  if (graphs_ && plan.logprob_index.empty() && graphs_->fits(plan)) return graphs_->run(plan, prev);
+  // A recorded decode step samples each row's last token; prompt-logprob rows are others,
+  // and a step writing soft tokens (a one-token image can look like a decode step) is not one.
+  if (graphs_ && plan.logprob_index.empty() && plan.media.empty() && graphs_->fits(plan))
+    return graphs_->run(plan, prev);
   StepTensors step = upload(plan, prev);
   return model_.forward(step, kv_);
 }

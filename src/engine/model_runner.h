@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "engine/decode_graphs.h"
+#include "engine/encoder_cache.h"
 #include "engine/step_plan.h"
 #include "kv/kv_groups.h"
 #include "model/model.h"
@@ -25,6 +26,11 @@ class ModelRunner {
   // Every group with `num_blocks` blocks (one sequence, no budget: teacher forcing, tests).
   ModelRunner(Model& model, Backend& backend, int num_blocks, int block_size,
               std::optional<DType> kv_dtype = std::nullopt);
+
+  // A plan's images are encoded (Model::encode_images) when their soft tokens are not in
+  // the encoder cache, which holds at most this many bytes (default 256 MiB).
+  void set_encoder_cache_bytes(int64_t bytes) { encoder_cache_ = EncoderCache(backend_, bytes); }
+  const EncoderCache& encoder_cache() const { return encoder_cache_; }
 
   // Logits of the plan's sample_index tokens, on the device: [S, vocab] in the backend's
   // act dtype ([1, vocab], unread, when the plan samples nothing). They stay there for
@@ -43,6 +49,8 @@ class ModelRunner {
 
  private:
   StepTensors upload(const StepPlan& plan, const PendingSample* prev);
+  // The step's images: media_ends, and each image's soft tokens (StepTensors::media).
+  void upload_media(StepTensors& step, const StepPlan& plan);
 
   Model& model_;
   Backend& backend_;
@@ -52,6 +60,7 @@ class ModelRunner {
   DType kv_dtype_;           // of every cache tensor
   std::vector<PagedKv> kv_;  // [num_layers]
   std::unique_ptr<DecodeGraphs> graphs_;
+  EncoderCache encoder_cache_;
 };
 
 // Writes the plan's fed tokens (StepPlan::feed_index) into the step's `tokens` on the

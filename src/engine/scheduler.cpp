@@ -26,9 +26,10 @@ bool Scheduler::admit_blocks(Sequence* seq, int budget) {
   seq->block_hashes.extend(seq->tokens, bs);
   // At least the last known token is computed (its row samples the next one), and every
   // position whose prompt logprob is owed.
-  const PrefixHit hit = kv_.find_prefix(seq->block_hashes, seq->tokens, seq->first_wanted_logits() / bs);
+  const PrefixHit hit = kv_.find_prefix(seq->block_hashes, seq->tokens,
+                                        seq->first_wanted_logits() / bs, seq->media_ranges);
   const int start = hit.num_blocks * bs;
-  const int n = std::min(seq->num_tokens() - start, budget);
+  const int n = seq->fit_chunk(start, std::min(seq->num_tokens() - start, budget));
   std::optional<GrowPlan> plan = kv_.plan_admit(hit, start + n, seq->num_tokens());
   if (!plan) return false;
   kv_.apply(seq->block_tables, *plan);
@@ -81,7 +82,7 @@ void Scheduler::preempt(Sequence* seq) {
 void Scheduler::schedule_running(std::vector<ScheduledRow>& rows, StepBudget& budget) {
   for (size_t i = 0; i < running_.size() && budget.tokens > 0;) {
     Sequence* seq = running_[i];
-    int n = std::min(seq->num_schedulable(), budget.tokens);
+    int n = seq->fit_chunk(seq->num_computed, std::min(seq->num_schedulable(), budget.tokens));
     if (n <= 0 || (seq->prefilling() && budget.prefills == 0)) {
       i++;
       continue;
@@ -117,7 +118,8 @@ void Scheduler::schedule_waiting(std::vector<ScheduledRow>& rows, StepBudget& bu
     // window groups what its first chunk computes. FIFO: nobody overtakes the head, not
     // even past one whose last token is still in flight (it finishes when that arrives).
     if (seq->num_schedulable() <= 0 || !admit_blocks(seq, budget.tokens)) break;
-    const int n = std::min(seq->num_schedulable(), budget.tokens);
+    const int n =
+        seq->fit_chunk(seq->num_computed, std::min(seq->num_schedulable(), budget.tokens));
     waiting_.pop_front();
     seq->status = SeqStatus::Running;
     running_.push_back(seq);

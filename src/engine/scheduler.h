@@ -8,7 +8,8 @@
 // blocks that left every running sequence's window; a sequence fits when every group can
 // hold what it computes next (and the full-attention group its whole prompt). How much of
 // a sequence may be computed is the sequence's to say (Sequence::num_schedulable: it
-// accounts for tokens still in flight); the scheduler knows nothing of the overlap.
+// accounts for tokens still in flight; Sequence::fit_chunk: an image's tokens go in one
+// step, which may then exceed the token budget); the scheduler knows nothing of the overlap.
 // A running row may bring proposals (Sequence::spec.num_draft, engine/speculator.h): they
 // ride in its chunk when the token budget and the blocks allow, and are cut first when not
 // (never a reason to preempt).

@@ -4,6 +4,17 @@
 
 namespace tandem {
 
+namespace {
+
+std::vector<TokenRange> ranges_of(const std::vector<MediaSpan>& media) {
+  std::vector<TokenRange> out;
+  for (const MediaSpan& m : media)
+    out.push_back({m.start, m.start + m.length, m.image ? m.image->content_hash : 0});
+  return out;
+}
+
+}  // namespace
+
 Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStream> stream,
                    uint64_t fallback_seed, std::optional<LoraUse> lora_use)
     : id(id),
@@ -12,7 +23,9 @@ Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStr
       tokens(request.prompt),
       num_prompt(int(request.prompt.size())),
       block_hashes(prefix_root({.cache_salt = request.cache_salt,
-                                .adapter = lora_use ? std::to_string(lora_use->id) : ""})),
+                                .adapter = lora_use ? std::to_string(lora_use->id) : ""}),
+                   ranges_of(request.media)),
+      media_ranges(ranges_of(request.media)),
       sampler(request.sampling, fallback_seed),
       stop(request.stop),
       lora(lora_use) {

@@ -52,6 +52,9 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   // many blocks of the tables are named in the pools (kv/kv_block_manager.h).
   BlockHashChain block_hashes;
   int num_named_blocks = 0;
+  // The prompt's images (request.media) as token ranges with their content hashes: each is
+  // computed in one step (fit_chunk), and mixed into the hashes of the blocks it overlaps.
+  std::vector<TokenRange> media_ranges;
   // Prompt tokens the first admission found in the prefix cache (what usage reports).
   std::optional<int> num_cached_tokens;
   SeqStatus status = SeqStatus::Waiting;
@@ -86,6 +89,15 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   int num_schedulable() const {
     if (num_in_flight > 0 && num_generated() >= request.max_tokens) return 0;
     return num_tokens() - num_computed;
+  }
+  // How many of the `n` tokens from position `start` one step may compute without ending
+  // inside an image: cut before an image that starts later, or stretched to the end of one
+  // that starts at `start` (a step over budget rather than an image split across steps).
+  int fit_chunk(int start, int n) const {
+    for (const TokenRange& m : media_ranges)
+      if (m.begin < start + n && start + n < m.end)
+        return m.begin > start ? m.begin - start : m.end - start;
+    return n;
   }
   // Whether computing `n` more tokens reaches the last known one, whose row samples the
   // next token (never for a request of max_tokens 0: it only scores its prompt).

@@ -60,6 +60,7 @@ class SingleWorkerExecutor final : public Executor {
       info_.draft = draft_->model().config();
       info_.draft_num_parameters = draft_->model().num_parameters();
     }
+    info_.vision = model_->vision_spec();
   }
 
   const ExecutorInfo& info() const override { return info_; }
@@ -133,6 +134,7 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
   runner_ = std::make_unique<ModelRunner>(*model_, *backend_, layout.num_blocks, s.block_size,
                                           layout.dtype);
   if (draft_) draft_->allocate(layout.num_blocks[size_t(*layout.draft_group)], s.block_size, layout.dtype);
+  runner_->set_encoder_cache_bytes(config_.encoder_cache_bytes);
   return layout;
 }
 

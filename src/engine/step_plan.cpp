@@ -34,6 +34,30 @@ KvGroupPlan group_plan(std::span<const PlanRow> rows, int g, int block_size) {
   return plan;
 }
 
+// Row r's images in the step: each overlapping [start, end) must lie whole inside it.
+void add_media(StepPlan& plan, const PlanRow& r, size_t b, int row_first) {
+  const int end = r.start + r.count;
+  for (const MediaSpan& m : r.media) {
+    if (m.start + m.length <= r.start || m.start >= end) continue;
+    TANDEM_CHECK(m.start >= r.start && m.start + m.length <= end && m.length > 0 && m.image,
+                 "row {}: the image at positions [{}, {}) is split by the step's tokens [{}, {})",
+                 b, m.start, m.start + m.length, r.start, end);
+    plan.media.push_back({row_first + (m.start - r.start), m.image});
+  }
+}
+
+// [T] image ends, once a row has an image: every token's 0 unless it lies in an image.
+void fill_media_ends(StepPlan& plan, std::span<const PlanRow> rows) {
+  if (plan.media.empty()) return;
+  plan.media_ends.assign(plan.tokens.size(), 0);
+  for (size_t b = 0; b < rows.size(); b++)
+    for (const MediaSpan& m : rows[b].media)
+      for (int p = std::max(m.start, rows[b].start);
+           p < std::min(m.start + m.length, rows[b].start + rows[b].count); p++) {
+        plan.media_ends[size_t(plan.seq_starts[b] + (p - rows[b].start))] = m.start + m.length;
+      }
+}
+
 }  // namespace
 
 StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
@@ -60,6 +84,7 @@ StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
       plan.positions.push_back(p);
     }
     const int row_first = int(plan.tokens.size()) - r.count;
+    add_media(plan, r, b, row_first);
     for (int p = std::max(r.start, r.logprob_begin); p < std::min(end, r.logprob_end); p++) {
       TANDEM_CHECK(p + 1 < known, "row {}: position {} scores a token that is not known", b, p);
       plan.logprob_index.push_back(row_first + (p - r.start));
@@ -71,6 +96,7 @@ StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
     plan.seq_starts.push_back(int(plan.tokens.size()));
     plan.context_lens.push_back(end);
   }
+  fill_media_ends(plan, rows);
   for (size_t g = 0; g < G; g++) plan.groups.push_back(group_plan(rows, int(g), block_size));
   if (std::any_of(rows.begin(), rows.end(), [](const PlanRow& r) { return r.lora_slot > 0; }))
     for (const PlanRow& r : rows) plan.lora_slots.insert(plan.lora_slots.end(), size_t(r.count), r.lora_slot);

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
+
+#include "media/image_input.h"
 
 namespace tandem {
 
@@ -41,6 +44,16 @@ struct StepPlan {
   std::vector<int32_t> logprob_index;   // [P]
   std::vector<int32_t> logprob_target;  // [P]
   std::vector<int32_t> logprob_top;     // [P]
+  // Images (StepTensors::media_ends, ::media): [T] the end of the image holding each
+  // token, 0 elsewhere; empty when no token of the step is an image token. Each image lies
+  // whole inside its row's tokens of the step.
+  std::vector<int32_t> media_ends;
+  // The images whose soft tokens this step writes, at tokens [first_token, + length).
+  struct MediaPiece {
+    int first_token = 0;
+    std::shared_ptr<const ImageInput> image;
+  };
+  std::vector<MediaPiece> media;
 
   int num_rows() const { return int(context_lens.size()); }
   int num_tokens() const { return int(tokens.size()); }
@@ -66,6 +79,9 @@ struct PlanRow {
   // Speculative decoding: proposals after `tokens` (positions tokens.size() on); the row
   // then has no token in flight.
   std::span<const int32_t> draft;
+  // The sequence's images (sorted by start); those overlapping [start, start + count) must
+  // lie inside it (the scheduler never splits one: Sequence::fit_chunk).
+  std::span<const MediaSpan> media;
 };
 
 // Every row must have the same number of groups (>= 1).

@@ -10,7 +10,8 @@
 namespace tandem {
 
 Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int32_t> ids,
-                             int chunk, int block_size, int lora_slot) {
+                             int chunk, int block_size, int lora_slot,
+                             std::span<const MediaSpan> media) {
   int n = int(ids.size());
   int vocab = model.config().vocab_size;
   for (int32_t id : ids)
@@ -21,10 +22,18 @@ Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int
   BlockTables tables(size_t(runner.num_groups()), pool.allocate(blocks_for(n, block_size)));
   Tensor out = Tensor::empty_host(DType::F32, {int64_t(n), int64_t(vocab)});
   if (chunk <= 0) chunk = n;
-  for (int start = 0; start < n; start += chunk) {
-    int count = std::min(chunk, n - start);
-    PlanRow row{.tokens = ids, .start = start, .count = count, .block_tables = tables,
-                .num_logits = count, .lora_slot = lora_slot};
+  for (int start = 0, count = 0; start < n; start += count) {
+    count = std::min(chunk, n - start);
+    for (const MediaSpan& m : media)  // an image goes whole into one step
+      if (m.start < start + count && start + count < m.start + m.length)
+        count = m.start > start ? m.start - start : m.start + m.length - start;
+    PlanRow row{.tokens = ids,
+                .start = start,
+                .count = count,
+                .block_tables = tables,
+                .num_logits = count,
+                .lora_slot = lora_slot,
+                .media = media};
     StepPlan plan = build_step_plan(std::span<const PlanRow>(&row, 1), block_size);
     Tensor logits = backend.to_host_f32(runner.forward(plan));
     std::memcpy(out.ptr<float>() + int64_t(start) * vocab, logits.data, logits.nbytes());

@@ -7,13 +7,16 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "media/image_input.h"
 #include "model/model.h"
 
 namespace tandem {
 
-// Host f32 [ids.size(), vocab]. `chunk` tokens per forward step (0 = all at once);
-// `lora_slot`: the adapter slot the row adds (0: the base model; lora/lora_slots.h).
+// Host f32 [ids.size(), vocab]. `chunk` tokens per forward step (0 = all at once; a step
+// never ends inside an image); `lora_slot`: the adapter slot the row adds (0: the base
+// model; lora/lora_slots.h); `media`: the images of `ids` (media/image_input.h).
 Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int32_t> ids,
-                             int chunk = 0, int block_size = 16, int lora_slot = 0);
+                             int chunk = 0, int block_size = 16, int lora_slot = 0,
+                             std::span<const MediaSpan> media = {});
 
 }  // namespace tandem

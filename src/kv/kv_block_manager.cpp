@@ -152,7 +152,7 @@ void KvBlockManager::release(BlockTables& tables) {
 }
 
 PrefixHit KvBlockManager::find_prefix(const BlockHashChain& chain, std::span<const int32_t> tokens,
-                                      int max_blocks) const {
+                                      int max_blocks, std::span<const TokenRange> whole) const {
   PrefixHit hit;
   int max_k = std::min(max_blocks, chain.size());
   if (!prefix_caching_ || max_k <= 0) return hit;
@@ -181,7 +181,13 @@ PrefixHit KvBlockManager::find_prefix(const BlockHashChain& chain, std::span<con
       run[size_t(g)].push_back(found[size_t(g)][size_t(i)] ? (i ? run[size_t(g)][size_t(i) - 1] : 0) + 1 : 0);
     }
   }
+  auto splits = [&](int k) {
+    const int at = k * block_size_;
+    return std::any_of(whole.begin(), whole.end(),
+                       [&](const TokenRange& r) { return r.begin < at && at < r.end; });
+  };
   for (int k = max_k; k > 0; k--) {
+    if (splits(k)) continue;
     bool served = true;
     for (int g = 0; g < num_groups() && served; g++)
       if (groups_.groups[size_t(g)].sliding())
@@ -226,6 +232,21 @@ int KvBlockManager::num_cached() const {
   int total = 0;
   for (const BlockPool& p : pools_) total += p.num_cached();
   return total;
+}
+
+int64_t KvBlockManager::max_step_tokens() const {
+  int64_t most = INT64_MAX;
+  for (int g = 0; g < num_groups(); g++) {
+    const int window = groups_.groups[size_t(g)].window;
+    if (window == 0) continue;
+    // A step from c holds blocks [first_live_block(c), ⌈(c + n) / bs⌉): at most the held
+    // window's blocks, one partial block, then n's.
+    const int held = window + (prefix_caching_ ? block_size_ : 0);
+    const int64_t behind = (held + block_size_ - 2) / block_size_ + 1;
+    const int64_t usable = int64_t(pools_[size_t(g)].capacity()) - behind;
+    most = std::min(most, std::max<int64_t>(0, usable) * block_size_);
+  }
+  return most;
 }
 
 int64_t KvBlockManager::max_sequence_tokens() const {

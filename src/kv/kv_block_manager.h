@@ -91,9 +91,11 @@ class KvBlockManager {
   void release(BlockTables& tables);
 
   // The longest prefix of at most `max_blocks` blocks of `chain` (over `tokens`) that
-  // every group holds named blocks for; num_blocks 0 when none (or caching is off).
+  // every group holds named blocks for and that ends inside none of `whole` (an image is
+  // computed in one step: a hit stops before it or after it); num_blocks 0 when none (or
+  // caching is off).
   PrefixHit find_prefix(const BlockHashChain& chain, std::span<const int32_t> tokens,
-                        int max_blocks) const;
+                        int max_blocks, std::span<const TokenRange> whole = {}) const;
   // plan_grow for an empty table starting from `hit`: the tables cover [0, num_tokens)
   // (full groups [0, reserve_tokens)), hit blocks on a free list counted as consumed.
   std::optional<GrowPlan> plan_admit(const PrefixHit& hit, int num_tokens, int reserve_tokens) const;
@@ -112,6 +114,10 @@ class KvBlockManager {
   // Most tokens one sequence can hold: only the full-attention group limits it
   // (INT64_MAX when every layer slides).
   int64_t max_sequence_tokens() const;
+  // Most tokens one sequence can compute in one step with the pools to itself: a window
+  // group must hold its held window and the step's tokens at once (INT64_MAX without
+  // window groups). An image, computed in one step, must fit.
+  int64_t max_step_tokens() const;
 
  private:
   // First logical block group g holds for a sequence at num_computed (the held window).

@@ -44,11 +44,24 @@ BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) {
   return absorb(parent, reinterpret_cast<const unsigned char*>(tokens.data()), tokens.size_bytes());
 }
 
+BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens,
+                     std::span<const uint64_t> contents) {
+  const BlockHash h = hash_block(parent, tokens);
+  if (contents.empty()) return h;
+  return absorb(h, reinterpret_cast<const unsigned char*>(contents.data()), contents.size_bytes());
+}
+
 void BlockHashChain::extend(std::span<const int32_t> tokens, int block_size) {
   const size_t full = tokens.size() / size_t(block_size);
+  std::vector<uint64_t> contents;
   while (hashes_.size() < full) {
     const size_t b = hashes_.size();
-    hashes_.push_back(hash_block(parent(int(b)), tokens.subspan(b * size_t(block_size), size_t(block_size))));
+    const int begin = int(b) * block_size, end = begin + block_size;
+    contents.clear();
+    for (const TokenRange& m : media_)
+      if (m.begin < end && begin < m.end) contents.push_back(m.content);
+    hashes_.push_back(
+        hash_block(parent(int(b)), tokens.subspan(size_t(begin), size_t(block_size)), contents));
   }
 }
 

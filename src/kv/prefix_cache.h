@@ -26,6 +26,17 @@ struct PrefixKeys {
 
 BlockHash prefix_root(const PrefixKeys& keys);
 BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens);
+// The same block holding (some of) the images `contents` (their content hashes, in order):
+// the same placeholder tokens with other pixels hash differently.
+BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens,
+                     std::span<const uint64_t> contents);
+
+// Positions [begin, end) of a sequence's tokens that are one unit: an image's soft tokens.
+// Its content hash mixes into every block the range overlaps.
+struct TokenRange {
+  int begin = 0, end = 0;
+  uint64_t content = 0;
+};
 
 // What names one cached block, and what a hit must match.
 struct BlockKey {
@@ -37,7 +48,9 @@ struct BlockKey {
 // A sequence's chain: the hashes of its full blocks, extended as tokens become final.
 class BlockHashChain {
  public:
-  explicit BlockHashChain(BlockHash root = 0) : root_(root) {}
+  // `media`: the sequence's images (sorted, disjoint), mixed into the blocks they overlap.
+  explicit BlockHashChain(BlockHash root = 0, std::vector<TokenRange> media = {})
+      : root_(root), media_(std::move(media)) {}
 
   // Hashes every full block of `tokens` not hashed yet. `tokens` must start with what
   // earlier calls saw (final tokens only ever grow).
@@ -50,6 +63,7 @@ class BlockHashChain {
 
  private:
   BlockHash root_;
+  std::vector<TokenRange> media_;
   std::vector<BlockHash> hashes_;
 };
 

@@ -32,6 +32,9 @@ struct RopeConfig {
   bool truncate = true;
   // longrope
   std::vector<double> short_factor, long_factor;
+  // GGUF's rope_freqs tensor (Llama 3 scaling, which GGUF stores as per-pair divisors, not
+  // as parameters): inv_freq[i] /= freq_divisors[i] after `type`'s own; empty: none.
+  std::vector<float> freq_divisors;
 };
 
 enum class LayerKind : uint8_t { Full, Sliding };
@@ -75,9 +78,21 @@ struct ModelConfig {
   std::vector<int32_t> eos_token_ids;
   std::optional<int32_t> bos_token_id;
 
+  // A multimodal folder (a config.json with a text_config: model/multimodal_config.h): its
+  // top-level model_type ("gemma3", "gemma3n", "gemma4") and its whole config.json; every
+  // field above, `raw` included, is its text model's. Empty for a text-only folder.
+  std::string multimodal_type;
+  nlohmann::json multimodal_raw;
+  // [num_layers] the layers on which an image's soft tokens see each other both ways
+  // (AttentionParams::media_bidirectional), set by a multimodal builder; empty: none.
+  std::vector<bool> media_bidirectional;
+
   const RopeConfig& rope_for(int layer) const { return rope.at(layer_kinds[size_t(layer)]); }
   int window_for(int layer) const {
     return layer_kinds[size_t(layer)] == LayerKind::Sliding ? sliding_window : 0;
+  }
+  bool media_bidirectional_at(int layer) const {
+    return size_t(layer) < media_bidirectional.size() && media_bidirectional[size_t(layer)];
   }
 
   // Parses and validates `dir/config.json` (and generation_config.json's EOS ids).

@@ -67,6 +67,7 @@ void DecoderModel::load_layer(WeightLoader& w, int i) {
   a.params.scale = float(1.0 / std::sqrt(c.query_pre_attn_scalar.value_or(double(Dh))));
   a.params.softcap = c.attn_logit_softcap;
   a.params.window = c.window_for(i);
+  a.params.media_bidirectional = c.media_bidirectional_at(i);
   a.num_heads = c.num_heads;
   a.num_kv_heads = c.num_kv_heads;
   a.head_dim = c.head_dim;
@@ -119,6 +120,7 @@ Tensor DecoderModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
   // projection is FP8 (Linear::takes_fp8_input), the norm also writes h's e4m3 copy hq
   // (Backend::add_rms_norm_fp8), which the projection reads instead of quantizing h.
   Tensor x = embedding(backend_, embed_, step.tokens, embed_scale * traits_.embedding_multiplier);
+  write_media_rows(backend_, x, step);
   auto scaled = [&](Tensor out) {
     if (traits_.residual_multiplier != 1.f) backend_.scale(out, traits_.residual_multiplier);
     return out;

@@ -1,22 +1,39 @@
 #include "model/layers.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/error.h"
 
 namespace tandem {
+namespace {
+
+// out = x · Wᵀ (+ b); a projection stored in pieces of different weight types (linear.h)
+// runs each piece and joins their columns.
+void base_linear(Backend& be, Tensor& out, const Tensor& x, const Linear& l) {
+  if (l.pieces.empty()) return be.linear(out, x, l);
+  std::vector<Tensor> parts;
+  parts.reserve(l.pieces.size());
+  for (const Linear& piece : l.pieces) {
+    parts.push_back(be.alloc(out.dtype, {x.rows(), piece.out_features()}));
+    be.linear(parts.back(), x, piece);
+  }
+  be.concat_columns(out, parts);
+}
+
+}  // namespace
 
 Tensor linear(Backend& be, const Tensor& x, const Linear& l) {
   TANDEM_CHECK(!l.lora, "linear: a projection [{}, {}] with LoRA slots needs the step's slots",
                l.out_features(), l.in_features());
   Tensor out = be.alloc(be.act_dtype(), {x.rows(), l.out_features()});
-  be.linear(out, x, l);
+  base_linear(be, out, x, l);
   return out;
 }
 
 Tensor linear(Backend& be, const Tensor& x, const Linear& l, const StepTensors& step) {
   Tensor out = be.alloc(be.act_dtype(), {x.rows(), l.out_features()});
-  be.linear(out, x, l);
+  base_linear(be, out, x, l);
   if (l.lora && step.lora.defined()) be.lora_add(out, x, *l.lora, step.lora);
   return out;
 }
@@ -32,7 +49,7 @@ Tensor linear(Backend& be, const Tensor& x, const Fp8Input& xq, const Linear& l,
 
 Tensor linear_f32(Backend& be, const Tensor& x, const Linear& l) {
   Tensor out = be.alloc(DType::F32, {x.rows(), l.out_features()});
-  be.linear(out, x, l);
+  base_linear(be, out, x, l);
   return out;
 }
 
@@ -68,6 +85,29 @@ Tensor ones(Backend& be, int64_t n) {
   Tensor host = Tensor::empty_host(DType::F32, {n});
   std::fill(host.ptr<float>(), host.ptr<float>() + n, 1.f);
   return be.upload(host, be.act_dtype());
+}
+
+void write_media_rows(Backend& be, Tensor& x, const StepTensors& step) {
+  for (const StepTensors::MediaRows& m : step.media) {
+    const int64_t n = m.rows.dim(0);
+    TANDEM_CHECK(m.first_token >= 0 && m.first_token + n <= x.dim(0) && m.rows.cols() == x.cols(),
+                 "media rows {} at token {} do not fit the step's embeddings {}",
+                 m.rows.shape.str(), m.first_token, x.shape.str());
+    Tensor dst = x.slice_rows(m.first_token, n);
+    be.copy(dst, m.rows);
+  }
+}
+
+Tensor tokens_outside_media(Backend& be, const StepTensors& step, int32_t id) {
+  if (step.media.empty()) return step.tokens;
+  Tensor ids = be.alloc(DType::I32, {step.num_tokens});
+  be.copy(ids, step.tokens.slice_rows(0, step.num_tokens));
+  for (const StepTensors::MediaRows& m : step.media) {
+    const std::vector<int32_t> fill(size_t(m.rows.dim(0)), id);
+    Tensor dst = ids.slice_rows(m.first_token, m.rows.dim(0));
+    be.write_i32(dst, fill.data(), int64_t(fill.size()));
+  }
+  return ids;
 }
 
 Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,

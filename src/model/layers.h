@@ -93,6 +93,14 @@ Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index);
 // A device vector of n ones (an unweighted norm's weight, a +1 bias).
 Tensor ones(Backend& be, int64_t n);
 
+// Images (StepTensors::media): each image's soft tokens replace the embeddings of their
+// placeholder tokens, after the lookup (and its scale: soft tokens are not scaled).
+//   x [T, D]
+void write_media_rows(Backend& be, Tensor& x, const StepTensors& step);
+// The step's token ids with every image soft token's replaced by `id` (Gemma 4's per-layer
+// inputs read the pad id there); step.tokens itself when the step holds no image.
+Tensor tokens_outside_media(Backend& be, const StepTensors& step, int32_t id);
+
 // qkv projection → per-head norms → RoPE → K/V to `cache` (unless reads_shared_kv) →
 // attention over `cache` → output projection.   h [T, D] → [T, D]; hq: h's e4m3 copy for
 // an FP8 qkv (Fp8Input; undefined: none).

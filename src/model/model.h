@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "loader/quant_scheme.h"
 #include "model/config.h"
+#include "model/vision/vision_tower.h"
 
 namespace tandem {
 
@@ -38,11 +39,24 @@ class Model {
   // banks are the model's own tensors (model/lora/lora_targets.h).
   const LoraTargets& lora_targets() const { return lora_; }
 
+  // Image input (model/vision/vision_spec.h): takes_images only with a vision tower; a
+  // multimodal folder whose towers are not loaded says why (refuse_images).
+  const VisionSpec& vision_spec() const { return vision_ ? vision_->spec() : no_vision_; }
+  // The images' soft tokens, encoded together: [Σ num_soft_tokens, D] in the act dtype, on
+  // the device, image i's rows after image i-1's (VisionTower::encode). Fails unless the
+  // model takes images; each image must pass check_image(vision_spec(), ·).
+  Tensor encode_images(std::span<const ImageInput* const> images);
+  // The multimodal builders: the tower that encodes images, or why there is none.
+  void set_vision(std::unique_ptr<VisionTower> tower);
+  void refuse_images(std::string why) { no_vision_.refusal = std::move(why); }
+
  protected:
   explicit Model(ModelConfig config) : config_(std::move(config)) { lora_.capacity = config_.lora; }
   ModelConfig config_;
   int64_t num_parameters_ = 0;
   LoraTargets lora_;  // filled by the WeightLoader
+  std::unique_ptr<VisionTower> vision_;  // null for a text model
+  VisionSpec no_vision_;                 // what vision_spec() says without a tower
 };
 
 // How load_model loads: `online` quantizes a 16-bit checkpoint as --quantization asks
@@ -57,11 +71,17 @@ struct LoadOptions {
 // config.json's quantization_config declares (loader/quant_scheme.h), or, for a 16-bit
 // checkpoint, quantized as `options.online` asks, with room for `options.lora` adapters.
 // Throws tandem::Error (unknown model_type, missing tensor, bad shapes, bad files).
+// `dir` may also be a GGUF file (or the first shard of a split one): load_gguf_model.
 std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
                                   const LoadOptions& options = {});
+// A GGUF file's model (model/gguf_translate.h): its metadata as the config, its tensors
+// under Hugging Face names; --quantization is refused (the weights load as stored).
+std::unique_ptr<Model> load_gguf_model(const std::filesystem::path& path, Backend& backend,
+                                       const LoadOptions& options = {});
 // The scheme load_model uses for `config` and `online`.
 QuantScheme model_quant_scheme(const ModelConfig& config, const std::optional<QuantScheme>& online);
-// What /stats and the ready card show as the weight format: "bf16", "fp8_e4m3 per-channel...".
+// What /stats and the ready card show as the weight format: "bf16", "fp8_e4m3 per-channel...",
+// or a GGUF file's types ("Q4_K_M: q4_k 120, q6_k 25, f32 65", gguf_weight_summary).
 std::string weight_format_name(const ModelConfig& config, const std::optional<QuantScheme>& online);
 
 }  // namespace tandem

@@ -31,6 +31,7 @@ struct AttnView {
   const void* v = nullptr;               // [NB, BS, Hkv, Dh] of the cache dtype
   float* out = nullptr;                  // [T, Hq, Dh]
   const int32_t* positions = nullptr;    // [T]
+  const int32_t* ends = nullptr;         // [T] image ends, or null (no query sees past itself)
   const int32_t* block_table = nullptr;  // [B, max_blocks]
   int64_t Hq = 0, Hkv = 0, Dh = 0, BS = 0, max_blocks = 0;
   AttentionParams params;
@@ -54,15 +55,47 @@ AttnKernels kernels_for(CpuIsa isa) {
   return {cpu::attend_tiles_avx2, cpu::attend_finish_avx2};
 }
 
-// First key position a query at position p sees: HF's 0 <= p - j < window.
-inline int64_t first_key(int64_t p, int window) {
-  return window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+// The keys [lo, hi] a query at position p sees: HF's 0 <= p - j < window (causal), and,
+// when `end` (its media_ends entry) holds an image's end, the rest of that image.
+struct KeyRange {
+  int64_t lo = 0, hi = 0;
+};
+inline KeyRange key_range(int64_t p, int window, const int32_t* end) {
+  KeyRange r{window > 0 ? std::max<int64_t>(0, p - window + 1) : 0, p};
+  if (end && *end > 0) r.hi = std::max<int64_t>(r.hi, *end - 1);
+  return r;
+}
+
+// Token t's image end, when the layer lets queries see their image (else null).
+inline const int32_t* end_of(const int32_t* ends, int64_t t) {
+  return ends ? ends + t : nullptr;
+}
+
+// The step's image ends, when this attention widens queries to them: validated (each past
+// its token, inside the row's context), else null.
+const int32_t* media_ends_for(const StepTensors& step, const AttentionParams& params) {
+  if (!params.media_bidirectional || !step.media_ends.defined()) return nullptr;
+  cpu::check_tensor(step.media_ends, DType::I32, "attention", "step.media_ends");
+  TANDEM_CHECK(step.media_ends.numel() >= int64_t(step.num_tokens),
+               "attention: media_ends {} for {} tokens", step.media_ends.shape.str(),
+               step.num_tokens);
+  const int32_t* ends = step.media_ends.ptr<int32_t>();
+  const int32_t* starts = step.seq_starts.ptr<int32_t>();
+  const int32_t* pos = step.positions.ptr<int32_t>();
+  const int32_t* ctx = step.context_lens.ptr<int32_t>();
+  for (int b = 0; b < step.num_rows; b++)
+    for (int t = starts[b]; t < starts[b + 1]; t++)
+      TANDEM_CHECK(ends[t] == 0 || (pos[t] < ends[t] && ends[t] <= ctx[b]),
+                   "attention: token {} of row {} at position {} has its image end at {}, which "
+                   "must lie past it and inside the row's context {}",
+                   t, b, pos[t], ends[t], ctx[b]);
+  return ends;
 }
 
 // Fails unless every token's position lies inside its row's context and every block the
 // row's queries read is a real block; runs before the parallel loop (no throws inside it).
 void check_attention_step(const StepTensors& step, const KvGroupTensors& kv,
-                          const AttentionParams& params, int64_t num_blocks) {
+                          const AttentionParams& params, const int32_t* ends, int64_t num_blocks) {
   const int32_t* starts = step.seq_starts.ptr<int32_t>();
   const int32_t* pos = step.positions.ptr<int32_t>();
   const int32_t* ctx = step.context_lens.ptr<int32_t>();
@@ -76,8 +109,13 @@ void check_attention_step(const StepTensors& step, const KvGroupTensors& kv,
                    "attention: token {} of row {} at position {} is outside its context {} "
                    "(max_blocks {} x block_size {})",
                    t, b, pos[t], ctx[b], kv.max_blocks, BS);
-      lo = std::min(lo, first_key(pos[t], params.window));
-      hi = std::max<int64_t>(hi, pos[t]);
+      const KeyRange r = key_range(pos[t], params.window, end_of(ends, t));
+      TANDEM_CHECK(r.hi < kv.max_blocks * BS,
+                   "attention: token {} of row {} sees key {} past "
+                   "max_blocks {} x block_size {}",
+                   t, b, r.hi, kv.max_blocks, BS);
+      lo = std::min(lo, r.lo);
+      hi = std::max(hi, r.hi);
     }
     for (int64_t blk = lo / BS; blk <= hi / BS; blk++) {
       const int32_t id = bt[b * kv.max_blocks + blk];
@@ -90,7 +128,8 @@ void check_attention_step(const StepTensors& step, const KvGroupTensors& kv,
 
 // Every (row, token tile, kv head) of the step, the costliest first so that the pool's
 // last chunks are short ones.
-std::vector<AttnJob> plan_jobs(const StepTensors& step, int64_t Hkv, int window) {
+std::vector<AttnJob> plan_jobs(const StepTensors& step, int64_t Hkv, int window,
+                               const int32_t* ends) {
   const int32_t* starts = step.seq_starts.ptr<int32_t>();
   const int32_t* pos = step.positions.ptr<int32_t>();
   std::vector<AttnJob> jobs;
@@ -103,8 +142,9 @@ std::vector<AttnJob> plan_jobs(const StepTensors& step, int64_t Hkv, int window)
       job.lo = INT64_MAX;
       job.hi = -1;
       for (int64_t t = job.t0; t < job.t1; t++) {
-        job.lo = std::min(job.lo, first_key(pos[t], window));
-        job.hi = std::max<int64_t>(job.hi, pos[t]);
+        const KeyRange r = key_range(pos[t], window, end_of(ends, t));
+        job.lo = std::min(job.lo, r.lo);
+        job.hi = std::max(job.hi, r.hi);
       }
       for (int64_t h = 0; h < Hkv; h++) {
         job.kvh = int32_t(h);
@@ -129,13 +169,13 @@ int64_t next_tile(int64_t k0, int64_t BS) {
 struct JobScratch {
   std::vector<const float*> q;
   std::vector<float*> out;
-  std::vector<int64_t> pos, lo;
+  std::vector<int64_t> hi, lo;
   std::vector<float> m, l, tile, rows, zero;
 
   void fit(int64_t num, int64_t Dh, bool decodes) {
     q.resize(size_t(num));
     out.resize(size_t(num));
-    pos.resize(size_t(num));
+    hi.resize(size_t(num));
     lo.resize(size_t(num));
     m.resize(size_t(num));
     l.resize(size_t(num));
@@ -159,14 +199,15 @@ cpu::AttnQueries job_queries(const AttnView& a, const AttnJob& job, JobScratch& 
       w.q[size_t(i)] = a.q + row;
       w.out[size_t(i)] = a.out + row;
       std::fill(a.out + row, a.out + row + Dh, 0.f);
-      w.pos[size_t(i)] = a.positions[t];
-      w.lo[size_t(i)] = first_key(a.positions[t], a.params.window);
+      const KeyRange r = key_range(a.positions[t], a.params.window, end_of(a.ends, t));
+      w.hi[size_t(i)] = r.hi;
+      w.lo[size_t(i)] = r.lo;
       w.m[size_t(i)] = -INFINITY;
       w.l[size_t(i)] = 0.f;
     }
   qs.q = w.q.data();
   qs.out = w.out.data();
-  qs.pos = w.pos.data();
+  qs.hi = w.hi.data();
   qs.lo = w.lo.data();
   qs.m = w.m.data();
   qs.l = w.l.data();
@@ -255,7 +296,8 @@ void CpuBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
 }
 
 // Causal (optionally windowed, softcapped) GQA attention of each new token over its
-// row's cached keys.   out, q [T, Hq, Dh] f32; cache [NB, BS, Hkv, Dh] f32 or f8_e4m3
+// row's cached keys, and the rest of its image where the layer asks (KeyRange).   out, q [T, Hq,
+// Dh] f32; cache [NB, BS, Hkv, Dh] f32 or f8_e4m3
 void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
                            const StepTensors& step, const AttentionParams& params) {
   cpu::check_tensor(out, DType::F32, "attention", "out");
@@ -278,7 +320,8 @@ void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
       cache.v.shape.str(), step.block_size, Dh);
   TANDEM_CHECK(Hkv > 0 && Hq % Hkv == 0, "attention: {} query heads not a multiple of {} kv heads",
                Hq, Hkv);
-  check_attention_step(step, kv, params, cache.k.dim(0));
+  const int32_t* ends = media_ends_for(step, params);
+  check_attention_step(step, kv, params, ends, cache.k.dim(0));
 
   AttnView view;
   view.q = q.ptr<float>();
@@ -286,6 +329,7 @@ void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   view.v = cache.v.data;
   view.out = out.ptr<float>();
   view.positions = step.positions.ptr<int32_t>();
+  view.ends = ends;
   view.block_table = kv.block_table.ptr<int32_t>();
   view.Hq = Hq;
   view.Hkv = Hkv;
@@ -293,7 +337,7 @@ void CpuBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   view.BS = step.block_size;
   view.max_blocks = kv.max_blocks;
   view.params = params;
-  const std::vector<AttnJob> jobs = plan_jobs(step, Hkv, params.window);
+  const std::vector<AttnJob> jobs = plan_jobs(step, Hkv, params.window, ends);
   const AttnKernels kern = kernels_for(isa_);
   if (cache_dtype == DType::F8E4M3)
     run_jobs<uint8_t>(*pool_, view, jobs, kern);

@@ -20,11 +20,12 @@ namespace tandem::cpu {
 // Keys per tile. A tile never crosses a multiple of this position or a cache block.
 constexpr int64_t kAttnTileKeys = 16;
 
-// The queries of one job. Query i sees the keys at positions lo[i] .. pos[i].
+// The queries of one job. Query i sees the keys at positions lo[i] .. hi[i] (hi: its own
+// position, or the last key of its image when it sees its image both ways).
 struct AttnQueries {
   const float* const* q = nullptr;  // [num] query rows, each [Dh]
   float* const* out = nullptr;      // [num] output rows, each [Dh]: the running sum, then the output
-  const int64_t* pos = nullptr;     // [num]
+  const int64_t* hi = nullptr;      // [num]
   const int64_t* lo = nullptr;      // [num]
   float* m = nullptr;               // [num] largest score so far (-inf before any)
   float* l = nullptr;               // [num] sum of exp(score - m) so far

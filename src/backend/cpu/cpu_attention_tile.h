@@ -90,7 +90,7 @@ struct KeyRange {
 };
 
 inline KeyRange keys_of(const AttnQueries& a, int64_t i, const AttnTile& t) {
-  const int64_t lo = a.lo[i] - t.key0, hi = a.pos[i] - t.key0;
+  const int64_t lo = a.lo[i] - t.key0, hi = a.hi[i] - t.key0;
   return {lo > 0 ? lo : 0, hi < t.n - 1 ? hi : t.n - 1};
 }
 

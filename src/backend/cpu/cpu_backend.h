@@ -16,10 +16,12 @@
 // scale, softcap), cpu_activation.cpp (gated_act), cpu_rope.cpp, cpu_attention.cpp
 // (write_kv, attention; the cache's element types: cpu_kv_cache.h; the tile kernels:
 // cpu_attention_kernels.h), cpu_moe.cpp
-// (topk_route, moe_experts), cpu_sample.cpp (sample), cpu_gemma3n_ops.cpp.
+// (topk_route, moe_experts), cpu_sample.cpp (sample), cpu_gemma3n_ops.cpp,
+// cpu_vision_ops.cpp (layer_norm, clamp).
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_block_gemm.h"
 #include "backend/cpu/cpu_host_memory.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -35,7 +37,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::CPU; }
   DType act_dtype() const override { return DType::F32; }
-  // bf16 and f16 weights stay 16-bit; anything else becomes f32.
+  // bf16, f16, e4m3 and ggml's block types stay as stored; anything else becomes f32.
   DType weight_dtype(DType stored) const override;
 
   // --- memory (cpu_memory.cpp) ---
@@ -81,12 +83,20 @@ class CpuBackend final : public Backend {
   void mix_streams(Tensor& out, const Tensor& x, const Tensor& coefs) override;
   void swap_leading_dims(Tensor& out, const Tensor& x) override;
 
+  // --- vision encoder ops (cpu_vision_ops.cpp) ---
+  void layer_norm(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b,
+                  float eps) override;
+  void clamp(Tensor& x, float lo, float hi) override;
+
   ThreadPool& pool() const { return *pool_; }
   CpuIsa isa() const { return isa_; }
   // The FP8 linears round their inputs to bf16 before quantizing them, as a backend with
   // bf16 activations (CUDA) hands them over; off by default. What that rounding alone
   // costs is the yardstick of the CUDA FP8 gate (tests/golden/cuda_fp8_gate_test.cpp).
   void set_fp8_inputs_bf16(bool on) { fp8_inputs_bf16_ = on; }
+  // How linears and experts with ggml block-type weights compute (cpu_block_gemm.h).
+  void set_block_arithmetic(cpu::BlockArithmetic a) { block_arithmetic_ = a; }
+  cpu::BlockArithmetic block_arithmetic() const { return block_arithmetic_; }
 
  private:
   // A tensor on huge pages when it is big enough to be streamed (weights through the
@@ -102,6 +112,7 @@ class CpuBackend final : public Backend {
   ThreadPool* pool_;
   CpuIsa isa_;
   bool fp8_inputs_bf16_ = false;
+  cpu::BlockArithmetic block_arithmetic_ = cpu::kDefaultBlockArithmetic;
   cpu::HugePageArena weights_;
   cpu::BufferCache activations_;  // alloc()'s tensors of 64 KiB and more
 };

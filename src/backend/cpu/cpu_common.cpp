@@ -29,6 +29,11 @@ DType check_weight(const Tensor& t, std::string_view op, std::string_view name) 
   return t.dtype;
 }
 
+DType check_matrix_weight(const Tensor& t, std::string_view op, std::string_view name) {
+  if (t.defined() && t.device == Device::CPU && dtype_is_block(t.dtype)) return t.dtype;
+  return check_weight(t, op, name);
+}
+
 F32Weights::F32Weights(const Tensor& w, std::string_view op, std::string_view name) {
   if (check_weight(w, op, name) == DType::F32) {
     data_ = w.ptr<float>();

@@ -23,6 +23,10 @@ void check_tensor(const Tensor& t, DType dtype, std::string_view op, std::string
 // f16); returns that dtype.
 DType check_weight(const Tensor& t, std::string_view op, std::string_view name);
 
+// check_weight, or a ggml block type (core/ggml_blocks.h): what the matrix-taking ops
+// (linear, embedding, moe_experts) accept.
+DType check_matrix_weight(const Tensor& t, std::string_view op, std::string_view name);
+
 // A weight vector (a norm's scale, a broadcast row) read as f32: the tensor's own data
 // when it is f32, else a widened copy. Small vectors only: it copies.
 class F32Weights {

@@ -1,4 +1,5 @@
-// Row-moving and row-mixing ops: linear (cpu_gemm.h), embedding lookup, row gather.
+// Row-moving and row-mixing ops: linear (cpu_gemm.h; ggml block types: cpu_block_gemm.h),
+// embedding lookup, row gather.
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
@@ -7,14 +8,15 @@
 
 namespace tandem {
 
-// out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]), w f32, bf16 or f16. x and out may carry
-// extra leading dims (e.g. [T, H, Dh]); only rows and the last dim matter.
+// out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]), w f32, bf16, f16 or a ggml block type (its
+// rows whole blocks; cpu_block_gemm.h). x and out may carry extra leading dims (e.g.
+// [T, H, Dh]); only rows and the last dim matter.
 void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
   if (l.quant) return linear_fp8(out, x, l);
   const Tensor &w = l.weight, &bias = l.bias;
   cpu::check_tensor(out, DType::F32, "linear", "out");
   cpu::check_tensor(x, DType::F32, "linear", "x");
-  const DType w_dtype = cpu::check_weight(w, "linear", "w");
+  const DType w_dtype = cpu::check_matrix_weight(w, "linear", "w");
   cpu::check_ndim(w, 2, "linear", "w");
   const int64_t T = x.rows(), K = w.dim(1), N = w.dim(0);
   TANDEM_CHECK(x.cols() == K, "linear: x {} does not match w {} (K = {})", x.shape.str(),
@@ -25,7 +27,10 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
   TANDEM_CHECK(K > 0, "linear: empty reduction dim in w {}", w.shape.str());
   if (T == 0) return;
   float* o = out.ptr<float>();
-  cpu::gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K, {isa_});
+  if (dtype_is_block(w_dtype))
+    cpu::block_gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K, block_arithmetic_, isa_);
+  else
+    cpu::gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K, {isa_});
   if (!bias.defined()) return;
   const cpu::F32Weights widened(bias, "linear", "bias");
   TANDEM_CHECK(bias.numel() == N, "linear: bias {} must have {} elements", bias.shape.str(), N);
@@ -36,10 +41,11 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
   });
 }
 
-// out [T, D] = table [V, D][ids [T]] * scale; the table f32, bf16 or f16.
+// out [T, D] = table [V, D][ids [T]] * scale; the table f32, bf16, f16 or a ggml block type
+// (each row decoded as dequantize_row decodes it).
 void CpuBackend::embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) {
   cpu::check_tensor(out, DType::F32, "embedding", "out");
-  const DType table_dtype = cpu::check_weight(table, "embedding", "table");
+  const DType table_dtype = cpu::check_matrix_weight(table, "embedding", "table");
   cpu::check_tensor(ids, DType::I32, "embedding", "ids");
   cpu::check_ndim(table, 2, "embedding", "table");
   const int64_t T = ids.numel(), V = table.dim(0), D = table.dim(1);
@@ -49,7 +55,7 @@ void CpuBackend::embedding(Tensor& out, const Tensor& table, const Tensor& ids, 
   for (int64_t t = 0; t < T; t++)
     TANDEM_CHECK(id[t] >= 0 && id[t] < V, "embedding: token id {} at index {} is outside [0, {})",
                  id[t], t, V);
-  const size_t row_bytes = size_t(D) * dtype_size(table_dtype);
+  const size_t row_bytes = dtype_row_bytes(table_dtype, D);
   const char* tab = static_cast<const char*>(table.data);
   float* o = out.ptr<float>();
   cpu::parallel_for(*pool_, T, D, [&](int64_t begin, int64_t end) {

@@ -20,8 +20,10 @@ CpuBackend::CpuBackend(ThreadPool* pool, CpuIsa isa)
 
 DType CpuBackend::weight_dtype(DType stored) const {
   // FP8 weights stay FP8: the quantized linear (cpu_linear_fp8.cpp) reads them with
-  // their scales; any other weight-taking op refuses them.
-  const bool kept = stored == DType::BF16 || stored == DType::F16 || stored == DType::F8E4M3;
+  // their scales; any other weight-taking op refuses them. ggml's block types stay in their
+  // blocks for linear, embedding and moe_experts (cpu_block_gemm.h).
+  const bool kept = stored == DType::BF16 || stored == DType::F16 || stored == DType::F8E4M3 ||
+                    dtype_is_block(stored);
   return kept ? stored : DType::F32;
 }
 

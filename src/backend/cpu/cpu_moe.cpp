@@ -120,7 +120,8 @@ void CpuBackend::topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, 
 }
 
 // out[t] = Σ_j weights[t, j] · down_e(act(gate_e x) * up_e x), e = ids[t, j].
-//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]: each f32, bf16 or f16, or FP8 with
+//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]: each f32, bf16, f16, a ggml block type
+//   (cpu_block_gemm.h, under the backend's block arithmetic; D and F whole blocks), or FP8 with
 //   its scales (an expert then runs the FP8 linear's W8A8 arithmetic: its rows' inputs
 //   quantized per token, before gate|up and again before down)
 void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
@@ -133,8 +134,8 @@ void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights
   TANDEM_CHECK(bool(gate_up.quant) == bool(down.quant),
                "moe_experts: gate_up and down must both be FP8 or both not");
   if (!gate_up.quant) {
-    cpu::check_weight(gate_up.weight, op, "gate_up");
-    cpu::check_weight(down.weight, op, "down");
+    cpu::check_matrix_weight(gate_up.weight, op, "gate_up");
+    cpu::check_matrix_weight(down.weight, op, "down");
   }
   cpu::check_ndim(gate_up.weight, 3, op, "gate_up");
   cpu::check_ndim(down.weight, 3, op, "down");
@@ -155,6 +156,9 @@ void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights
   std::fill(o, o + T * D, 0.f);
   const Project project = [&](float* dst, const float* src, int64_t n, const Linear& w) {
     const int64_t N = w.out_features(), K = w.in_features();
+    if (dtype_is_block(w.weight.dtype))
+      return cpu::block_gemm_xwt(*pool_, dst, src, w.weight.data, w.weight.dtype, n, N, K,
+                                 block_arithmetic_, isa_);
     if (!w.quant) return cpu::gemm_xwt(*pool_, dst, src, w.weight.data, w.weight.dtype, n, N, K);
     Tensor y = Tensor::borrow(dst, DType::F32, {n, N});
     linear_fp8(y, Tensor::borrow(const_cast<float*>(src), DType::F32, {n, K}), w);

@@ -197,6 +197,10 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   a.qk_mul = params.softcap > 0.f ? params.scale / params.softcap : params.scale * attn::kLog2e;
   a.cap_log2 = params.softcap > 0.f ? params.softcap * attn::kLog2e : 0.f;
   a.window = params.window;
+  if (params.media_bidirectional && step.media_ends.defined()) {
+    require_i32(step.media_ends, step.num_tokens, "attention: step.media_ends");
+    a.media_ends = step.media_ends.ptr<int32_t>();
+  }
 
   const bool all_decode = step.num_tokens == step.num_rows;
   const int num_x = all_decode ? step.num_tokens : step.num_rows;

@@ -48,6 +48,10 @@ struct AttnArgs {
   float qk_mul = 0.f;
   float cap_log2 = 0.f;  // 0 = no softcap
   int window = 0;        // >0: a query at p sees keys (p - window, p]
+  // [T] the end of the image holding each token (0: none) when the layer lets an image's
+  // tokens see each other both ways (AttentionParams::media_bidirectional), else null.
+  // Only the prefill kernels read it: a 1-token row's image is the token itself.
+  const int32_t* media_ends = nullptr;
 };
 
 // How decode work is split over the context (flash-decoding), and where partials go.

@@ -65,7 +65,7 @@ template <int M>
 struct TileRows {
   int64_t off[M];      // element offset of the row in q and out; -1 = no row
   int lo[M];           // first visible key
-  int hi[M];           // last visible key (its position); -1 = no row
+  int hi[M];           // last visible key (its position, or its image's last); -1 = no row
   int kmin, kmax;      // union of the ranges: the keys to load
   int hi_min, lo_max;  // keys in [lo_max, hi_min] are visible to every row
 };
@@ -86,13 +86,16 @@ __device__ void setup_rows(TileRows<M>& t, const AttnArgs& a, int row, int row_t
     const int idx = row_tile * M + tid;
     if (idx < n * a.group) {
       const int tok = t0 + idx / a.group, head = kvh * a.group + idx % a.group;
-      const int p = a.positions[tok], lo = first_key(p, a.window);
+      const int p = a.positions[tok];
+      const int lo = first_key(p, a.window);
+      int hi = p;
+      if (a.media_ends) hi = max(hi, a.media_ends[tok] - 1);  // the rest of its image
       t.off[tid] = (int64_t(tok) * a.num_q_heads + head) * a.head_dim;
       t.lo[tid] = lo;
-      t.hi[tid] = p;
+      t.hi[tid] = hi;
       atomicMin(&t.kmin, lo);
-      atomicMax(&t.kmax, p);
-      atomicMin(&t.hi_min, p);
+      atomicMax(&t.kmax, hi);
+      atomicMin(&t.hi_min, hi);
       atomicMax(&t.lo_max, lo);
     } else {
       t.off[tid] = -1;

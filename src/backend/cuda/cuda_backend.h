@@ -57,6 +57,7 @@ class CudaBackend final : public Backend {
   void write_i32_rows(Tensor& dst, const int32_t* src, int64_t rows, int64_t cols) override;
   void copy(Tensor& dst, const Tensor& src) override;
   void split_columns(const Tensor& x, std::initializer_list<Tensor*> outs) override;
+  void concat_columns(Tensor& out, std::span<const Tensor> parts) override;
   void synchronize() override;
   int64_t available_memory() const override { return free_device_bytes(); }
   // --- graphs (cuda_graph.cpp) ---
@@ -70,9 +71,10 @@ class CudaBackend final : public Backend {
   void linear(Tensor& out, const Tensor& x, const Linear& l) override;
   void lora_add(Tensor& out, const Tensor& x, const LinearLora& lora,
                 const LoraRows& rows) override;  // cuda_lora.cu
-  // FP8 weights: the e4m3 weight as stored, scales in f32 (cuda_linear_fp8.cu).
+  // FP8 weights: the e4m3 weight as stored, scales in f32 (cuda_linear_fp8.cu). ggml block
+  // types: as stored, for linear, embedding and moe_experts (cuda_block_linear.cu).
   DType weight_dtype(DType stored) const override {
-    return stored == DType::F8E4M3 ? DType::F8E4M3 : DType::BF16;
+    return stored == DType::F8E4M3 || dtype_is_block(stored) ? stored : DType::BF16;
   }
   void rms_norm(Tensor& out, const Tensor& x, const Tensor& w, float eps,
                 float weight_offset) override;
@@ -100,7 +102,7 @@ class CudaBackend final : public Backend {
   void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
   void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                   bool renormalize) override;
-  // bf16 or FP8 (e4m3) experts (cuda_moe.cu).
+  // bf16, FP8 (e4m3) or ggml block-type experts (cuda_moe.cu).
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                    const Linear& gate_up, const Linear& down, Activation act) override;
   bool fp8_experts() const override { return true; }
@@ -120,6 +122,11 @@ class CudaBackend final : public Backend {
   void match_rms(Tensor& x, const Tensor& ref, float min_mean_square) override;
   void mix_streams(Tensor& out, const Tensor& x, const Tensor& coefs) override;
   void swap_leading_dims(Tensor& out, const Tensor& x) override;
+
+  // --- vision encoder ops (cuda_vision_ops.cu) ---
+  void layer_norm(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b,
+                  float eps) override;
+  void clamp(Tensor& x, float lo, float hi) override;
 
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }

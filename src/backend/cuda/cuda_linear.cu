@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_block_linear.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemv.h"
@@ -202,6 +203,7 @@ void forget_algo(const GemmKey& key) {
 // out is bf16, or f32 (without bias) where the sum must not be rounded: logits, router scores.
 void CudaBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
   if (l.quant) return linear_fp8(out, x, l);
+  if (l.weight.defined() && dtype_is_block(l.weight.dtype)) return block_linear(*this, out, x, l);
   const Tensor &w = l.weight, &bias = l.bias;
   const bool out_f32 = out.dtype == DType::F32;
   cuda::check_tensor(out, out_f32 ? DType::F32 : DType::BF16, "linear", "out");
@@ -260,6 +262,7 @@ void CudaBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
 
 // out [T, D] = table [V, D][ids [T]] * scale.
 void CudaBackend::embedding(Tensor& out, const Tensor& table, const Tensor& ids, float scale) {
+  if (table.defined() && dtype_is_block(table.dtype)) return block_embedding(*this, out, table, ids, scale);
   cuda::check_tensor(out, DType::BF16, "embedding", "out");
   cuda::check_tensor(table, DType::BF16, "embedding", "table");
   cuda::check_tensor(ids, DType::I32, "embedding", "ids");

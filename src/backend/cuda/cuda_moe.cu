@@ -163,6 +163,8 @@ __global__ void moe_combine_kernel(bf16* __restrict__ out, const bf16* __restric
 // ---------------------------------------------------------------- launch helpers
 
 // The experts' weights are `weight_dtype`: bf16, or F8E4M3 for FP8 experts.
+// weight_dtype: what gate_up and down must be; a ggml block type asks only that each be one
+// (they may differ: llama.cpp's Q4_K_M keeps down in Q6_K) with rows of whole blocks.
 void check_moe_shapes(const Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                       const Tensor& gate_up, const Tensor& down, DType weight_dtype) {
   const char* op = "moe_experts";
@@ -170,8 +172,19 @@ void check_moe_shapes(const Tensor& out, const Tensor& x, const Tensor& weights,
   cuda::check_tensor(x, DType::BF16, op, "x");
   cuda::check_tensor(weights, DType::F32, op, "weights");
   cuda::check_tensor(ids, DType::I32, op, "ids");
-  cuda::check_tensor(gate_up, weight_dtype, op, "gate_up");
-  cuda::check_tensor(down, weight_dtype, op, "down");
+  if (dtype_is_block(weight_dtype)) {
+    for (const Tensor* t : {&gate_up, &down}) {
+      cuda::check_on_device(*t, op, t == &gate_up ? "gate_up" : "down");
+      TANDEM_CUDA_REQUIRE(dtype_is_block(t->dtype) && t->ndim() == 3 &&
+                              t->dim(2) % dtype_block(t->dtype).elems == 0,
+                          std::string("moe_experts: ") + (t == &gate_up ? "gate_up " : "down ") +
+                              t->shape.str() + " of " + std::string(dtype_name(t->dtype)) +
+                              " must be a block type with rows of whole blocks");
+    }
+  } else {
+    cuda::check_tensor(gate_up, weight_dtype, op, "gate_up");
+    cuda::check_tensor(down, weight_dtype, op, "down");
+  }
   TANDEM_CUDA_REQUIRE(gate_up.ndim() == 3 && down.ndim() == 3,
                       "moe_experts: gate_up " + gate_up.shape.str() + " and down " +
                           down.shape.str() + " must be 3-d");
@@ -292,7 +305,8 @@ void CudaBackend::topk_route(Tensor& weights, Tensor& ids, const Tensor& logits,
 }
 
 // out[t] = Σ_j weights[t, j] · down_e(act(gate_e x) * up_e x), e = ids[t, j].
-//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]: bf16, or e4m3 with their scales
+//   out, x [T, D], gate_up [E, 2F, D], down [E, D, F]: bf16, ggml block types (each its own,
+//   rows of whole blocks: each weight tile decoded to bf16 in shared memory), or e4m3 with their scales
 //   (each projection its own layout, linear.h)
 void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights,
                               const Tensor& ids, const Linear& gate_up_linear,
@@ -302,7 +316,9 @@ void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weight
                       "moe_experts: gate_up and down must both be FP8 or both not");
   const Tensor& gate_up = gate_up_linear.weight;
   const Tensor& down = down_linear.weight;
-  check_moe_shapes(out, x, weights, ids, gate_up, down, fp8 ? DType::F8E4M3 : DType::BF16);
+  const bool block = !fp8 && gate_up.defined() && dtype_is_block(gate_up.dtype);
+  check_moe_shapes(out, x, weights, ids, gate_up, down,
+                   fp8 ? DType::F8E4M3 : block ? gate_up.dtype : DType::BF16);
   cuda::Fp8ExpertWeights gate_up_fp8, down_fp8;
   if (fp8) {
     gate_up_fp8 = fp8_experts_of(gate_up_linear, "gate_up");
@@ -331,6 +347,12 @@ void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weight
                                  rows, D, F, act);
     const Fp8Rows aq = fp8_rows(*this, a.ptr<bf16>(), P, F, down_linear);
     cuda::launch_moe_down_fp8(stream_, y.ptr<bf16>(), aq.in, down_fp8, rows, D, F);
+  } else if (block) {
+    TANDEM_CUDA_REQUIRE(cuda::aligned16(x.data), "moe_experts: x must be 16-byte aligned");
+    cuda::launch_moe_gate_up_block(stream_, a.ptr<bf16>(), x.ptr<bf16>(), token.ptr<int32_t>(),
+                                   {gate_up.ptr<uint8_t>(), gate_up.dtype}, rows, D, F, act);
+    cuda::launch_moe_down_block(stream_, y.ptr<bf16>(), a.ptr<bf16>(),
+                                {down.ptr<uint8_t>(), down.dtype}, rows, D, F);
   } else {
     cuda::launch_moe_gate_up(stream_, a.ptr<bf16>(), x.ptr<bf16>(), token.ptr<int32_t>(),
                              gate_up.ptr<bf16>(), rows, D, F, act);

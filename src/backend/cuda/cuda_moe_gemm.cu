@@ -5,12 +5,17 @@
 // accumulator fragments of one type map element i to the same (row, col), so
 // act(gate.x[i]) * up.x[i] is the output element-wise.
 //
-// The FP8 variant (expert_gemm_fp8_kernel, below) runs the same tiles on e4m3 experts.
+// The FP8 variant (expert_gemm_fp8_kernel, below) runs the same tiles on e4m3 experts. The
+// bf16 kernel also takes ggml block-type experts (BlockWeights: each B tile decoded to bf16
+// in shared memory) and, with ExpertRows::offsets null, one dense matrix: the tensor-core
+// path of the block-type linears (cuda_block_linear.cu).
 #include <mma.h>
 
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_block_decode.cuh"
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_fp8.cuh"
 #include "backend/cuda/cuda_moe_gemm.h"
@@ -51,6 +56,10 @@ struct RowTile {
 };
 __device__ __forceinline__ RowTile row_tile(const ExpertRows& rows) {
   const int tile = int(blockIdx.y);
+  if (rows.offsets == nullptr) {  // one dense matrix: rows [0, dense_rows)
+    const int64_t row0 = int64_t(tile) * kBM;
+    return {0, row0, min(int64_t(kBM), rows.dense_rows - row0)};
+  }
   if (tile >= rows.tile_offsets[rows.num_experts]) return {-1, 0, 0};
   const int e = cuda::last_at_most(rows.tile_offsets, rows.num_experts, tile);
   const int64_t row0 = rows.offsets[e] + int64_t(tile - rows.tile_offsets[e]) * kBM;
@@ -97,16 +106,46 @@ __device__ __forceinline__ void mma_chunk(Acc (&acc)[2][2], Acc (&acc_up)[2][2],
   }
 }
 
+// Where the B tiles (weight rows) come from: W::chunk(dst, row, k, K) writes the 8 values
+// [k, k + 8) of weight row `row` (rows counted over all experts) to dst as bf16.
+//   Bf16Weights: bf16 rows as stored, copied (kVec: 16-byte chunks, K % 8 == 0);
+//   BlockWeights<T>: ggml block rows (K a whole number of blocks), each octet decoded
+//     (cuda_block_decode.cuh) and rounded to bf16.
+template <bool kVec>
+struct Bf16Weights {
+  const bf16* w;  // [rows, K]
+  __device__ void chunk(bf16* dst, int64_t row, int64_t k, int64_t K) const {
+    copy_chunk<kVec>(dst, w + row * K + k, K - k);
+  }
+};
+
+template <DType T>
+struct BlockWeights {
+  const uint8_t* w;   // [rows, K / kElems blocks]
+  int64_t row_bytes;  // (K / kElems) · kBytes
+  __device__ void chunk(bf16* dst, int64_t row, int64_t k, int64_t) const {
+    using O = Octets<T>;
+    const Octet q = O::get(w + row * row_bytes + (k / O::kElems) * O::kBytes, int(k % O::kElems) / 8);
+    float v[8];
+    octet_values<T>(q, v);
+    __nv_bfloat162 h[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(h);
+  }
+};
+
 // out[s, n] for the slots s of one expert row tile and columns [n0, n0 + 64):
-//   plain: out[s, n] = in[src(s)] · w_e[n]
+//   plain: out[s, n] = in[src(s)] · w_e[n] (+ bias[n])
 //   gated: out[s, n] = act(in[src(s)] · w_e[n]) * (in[src(s)] · w_e[N + n])
-// src(s) = in_row ? in_row[s] : s.   out [slots, N], in [*, K], w [E, (gated ? 2 : 1) * N, K]
+// src(s) = in_row ? in_row[s] : s.   out [slots, N] (bf16 or f32), in [*, K],
+// w [E, (gated ? 2 : 1) * N, K] through W, bias [N] or null (plain only)
 // grid: (ceil(N / 64), rows.max_row_tiles)
-template <bool kGated, bool kVec, Activation A>
+template <bool kGated, bool kVec, Activation A, class W, typename Out>
 __global__ void __launch_bounds__(kThreads)
-    expert_gemm_kernel(bf16* __restrict__ out, const bf16* __restrict__ in,
-                       const int32_t* __restrict__ in_row, const bf16* __restrict__ w,
-                       const ExpertRows rows, int64_t N, int64_t K) {
+    expert_gemm_kernel(Out* __restrict__ out, const bf16* __restrict__ in,
+                       const int32_t* __restrict__ in_row, const W w, const ExpertRows rows,
+                       const bf16* __restrict__ bias, int64_t N, int64_t K) {
   constexpr int kB = kGated ? 2 : 1;
   __shared__ __align__(32) bf16 As[kBM][kLds];
   __shared__ __align__(32) bf16 Bs[kB][kBN][kLds];
@@ -118,7 +157,7 @@ __global__ void __launch_bounds__(kThreads)
   const int e = rt.expert;
   const int64_t row0 = rt.row0, num_rows = rt.num_rows;
   const int64_t n0 = int64_t(blockIdx.x) * kBN;
-  const bf16* we = w + int64_t(e) * kB * N * K;
+  const int64_t we = int64_t(e) * kB * N;  // expert e's first weight row
   for (int r = threadIdx.x; r < kBM; r += kThreads)
     a_src[r] = r < num_rows ? int64_t(in_row ? in_row[row0 + r] : row0 + r) * K : -1;
   __syncthreads();
@@ -137,8 +176,10 @@ __global__ void __launch_bounds__(kThreads)
     for (int c = threadIdx.x; c < kB * kBN * kChunks; c += kThreads) {
       const int b = c / (kBN * kChunks), r = (c / kChunks) % kBN, kc = (c % kChunks) * 8;
       const int64_t n = n0 + r;
-      const bf16* src = n < N ? we + (b * N + n) * K + k0 + kc : nullptr;
-      copy_chunk<kVec>(&Bs[b][r][kc], src, K - k0 - kc);
+      if (n < N && k0 + kc < K)
+        w.chunk(&Bs[b][r][kc], we + b * N + n, k0 + kc, K);
+      else
+        *reinterpret_cast<uint4*>(&Bs[b][r][kc]) = make_uint4(0, 0, 0, 0);
     }
     __syncthreads();
     mma_chunk<kGated>(acc, acc_up, As, Bs, wr, wc);
@@ -159,7 +200,9 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   for (int idx = threadIdx.x; idx < kBM * kBN; idx += kThreads) {
     const int r = idx / kBN, c = idx % kBN;
-    if (r < num_rows && n0 + c < N) out[(row0 + r) * N + n0 + c] = __float2bfloat16_rn(Cs[r][c]);
+    if (r >= num_rows || n0 + c >= N) continue;
+    const float b = bias == nullptr ? 0.f : __bfloat162float(bias[n0 + c]);
+    out[(row0 + r) * N + n0 + c] = from_f32<Out>(Cs[r][c] + b);
   }
 }
 
@@ -351,16 +394,27 @@ void launch(cudaStream_t stream, bf16* out, const bf16* in, const int32_t* in_ro
   if (rows.max_row_tiles <= 0 || N <= 0) return;
   const dim3 grid = expert_grid(rows, N);
   if (vec)
-    expert_gemm_kernel<kGated, true, A>
-        <<<grid, kThreads, 0, stream>>>(out, in, in_row, w, rows, N, K);
+    expert_gemm_kernel<kGated, true, A><<<grid, kThreads, 0, stream>>>(
+        out, in, in_row, Bf16Weights<true>{w}, rows, nullptr, N, K);
   else
-    expert_gemm_kernel<kGated, false, A>
-        <<<grid, kThreads, 0, stream>>>(out, in, in_row, w, rows, N, K);
+    expert_gemm_kernel<kGated, false, A><<<grid, kThreads, 0, stream>>>(
+        out, in, in_row, Bf16Weights<false>{w}, rows, nullptr, N, K);
   TANDEM_CUDA_LAUNCHED(kGated ? "expert_gemm_kernel (gate_up)" : "expert_gemm_kernel (down)");
 }
 
-bool aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+// The grouped (or dense) GEMM over ggml block rows; x rows 16-byte aligned, K whole blocks.
+template <bool kGated, Activation A, typename Out>
+void launch_block(cudaStream_t stream, Out* out, const bf16* in, const int32_t* in_row,
+                  const BlockExperts& w, const ExpertRows& rows, const bf16* bias, int64_t N,
+                  int64_t K) {
+  if (rows.max_row_tiles <= 0 || N <= 0) return;
+  const dim3 grid = expert_grid(rows, N);
+  const int64_t row_bytes = int64_t(dtype_row_bytes(w.dtype, K));
+  with_block_dtype(w.dtype, [&]<DType T>() {
+    expert_gemm_kernel<kGated, true, A><<<grid, kThreads, 0, stream>>>(
+        out, in, in_row, BlockWeights<T>{w.w, row_bytes}, rows, bias, N, K);
+  });
+  TANDEM_CUDA_LAUNCHED(kGated ? "expert_gemm_kernel (block gate_up)" : "expert_gemm_kernel (block)");
 }
 
 bool aligned8(const void* p) {
@@ -398,6 +452,32 @@ void launch_moe_down(cudaStream_t stream, bf16* y, const bf16* a, const bf16* do
   const bool vec = F % 8 == 0 && aligned16(a) && aligned16(down);
   // The activation parameter is unused by the plain variant.
   launch<false, Activation::SiLU>(stream, y, a, nullptr, down, rows, D, F, vec);
+}
+
+void launch_moe_gate_up_block(cudaStream_t stream, bf16* a, const bf16* x, const int32_t* token,
+                              const BlockExperts& gate_up, const ExpertRows& rows, int64_t D,
+                              int64_t F, Activation act) {
+  if (act == Activation::SiLU)
+    launch_block<true, Activation::SiLU>(stream, a, x, token, gate_up, rows, nullptr, F, D);
+  else
+    launch_block<true, Activation::GeluTanh>(stream, a, x, token, gate_up, rows, nullptr, F, D);
+}
+
+void launch_moe_down_block(cudaStream_t stream, bf16* y, const bf16* a, const BlockExperts& down,
+                           const ExpertRows& rows, int64_t D, int64_t F) {
+  launch_block<false, Activation::SiLU>(stream, y, a, nullptr, down, rows, nullptr, D, F);
+}
+
+void launch_block_tile_gemm(cudaStream_t stream, void* out, bool out_f32, const bf16* x,
+                            const BlockExperts& w, const bf16* bias, int64_t M, int64_t N, int64_t K) {
+  ExpertRows rows{nullptr, nullptr, 1, ceil_div(M, int64_t(kBM))};
+  rows.dense_rows = M;
+  if (out_f32)
+    launch_block<false, Activation::SiLU>(stream, static_cast<float*>(out), x, nullptr, w, rows,
+                                          bias, N, K);
+  else
+    launch_block<false, Activation::SiLU>(stream, static_cast<bf16*>(out), x, nullptr, w, rows,
+                                          bias, N, K);
 }
 
 void launch_moe_gate_up_fp8(cudaStream_t stream, bf16* a, const Fp8ExpertInput& x,

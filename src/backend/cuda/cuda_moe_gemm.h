@@ -25,6 +25,7 @@ struct ExpertRows {
   const int32_t* tile_offsets;  // [E + 1]: row tiles of expert e start at tile_offsets[e]
   int num_experts;
   int64_t max_row_tiles;  // host bound >= tile_offsets[E]
+  int64_t dense_rows = 0;  // offsets null: one dense matrix of rows [0, dense_rows)
 };
 
 // a[s, f] = act(x[token[s]] · gate_e[f]) * (x[token[s]] · up_e[f]), e the expert of slot s.
@@ -37,6 +38,29 @@ void launch_moe_gate_up(cudaStream_t stream, __nv_bfloat16* a, const __nv_bfloat
 //   y [slots, D], a [slots, F], down [E, D, F]
 void launch_moe_down(cudaStream_t stream, __nv_bfloat16* y, const __nv_bfloat16* a,
                      const __nv_bfloat16* down, const ExpertRows& rows, int64_t D, int64_t F);
+
+// ---------------------------------------------------------------- ggml block-type experts
+// The same grouped GEMMs on experts in one of ggml's block types (core/ggml_blocks.h): each
+// weight tile decoded to bf16 in shared memory (cuda_block_decode.cuh), then the bf16 MMAs.
+
+// A stacked block-type projection: expert e's rows start at row e · rows_per_expert.
+struct BlockExperts {
+  const uint8_t* w = nullptr;  // [E, Nw, K] in blocks, K a whole number of them
+  DType dtype = DType::Q4_K;
+};
+
+// launch_moe_gate_up / launch_moe_down on block-type experts (D and F whole blocks).
+void launch_moe_gate_up_block(cudaStream_t stream, __nv_bfloat16* a, const __nv_bfloat16* x,
+                              const int32_t* token, const BlockExperts& gate_up,
+                              const ExpertRows& rows, int64_t D, int64_t F, Activation act);
+void launch_moe_down_block(cudaStream_t stream, __nv_bfloat16* y, const __nv_bfloat16* a,
+                           const BlockExperts& down, const ExpertRows& rows, int64_t D, int64_t F);
+
+// One dense block-type linear on the same tiles: out [M, N] (f32 or bf16) = x [M, K] · wᵀ
+// (+ bias [N]); x 16-byte aligned.
+void launch_block_tile_gemm(cudaStream_t stream, void* out, bool out_f32, const __nv_bfloat16* x,
+                            const BlockExperts& w, const __nv_bfloat16* bias, int64_t M, int64_t N,
+                            int64_t K);
 
 // ---------------------------------------------------------------- FP8 (e4m3) experts
 // The same grouped GEMMs on e4m3 experts in the W8A8 arithmetic of the FP8 linears (and of

@@ -18,6 +18,10 @@ std::unique_ptr<Model> build_mixtral(ModelConfig c, const Checkpoint& ck, Backen
 std::unique_ptr<Model> build_gemma4(ModelConfig c, const Checkpoint& ck, Backend& be);
 std::unique_ptr<Model> build_gemma3n(ModelConfig c, const Checkpoint& ck, Backend& be);
 std::unique_ptr<Model> build_minicpm(ModelConfig c, const Checkpoint& ck, Backend& be);
+// Multimodal folders: the text model and its vision tower (Gemma 3n: text only).
+std::unique_ptr<Model> build_gemma3_multimodal(ModelConfig c, const Checkpoint& ck, Backend& be);
+std::unique_ptr<Model> build_gemma3n_multimodal(ModelConfig c, const Checkpoint& ck, Backend& be);
+std::unique_ptr<Model> build_gemma4_multimodal(ModelConfig c, const Checkpoint& ck, Backend& be);
 // MiniCPM's three μP scalings from its config (arch/minicpm.cpp).
 DecoderTraits minicpm_traits(const ModelConfig& c);
 

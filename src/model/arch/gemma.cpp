@@ -4,6 +4,7 @@
 // All of these come from the config and the weight map.
 #include "model/arch/archs.h"
 #include "model/decoder.h"
+#include "model/multimodal_names.h"
 
 namespace tandem::arch {
 namespace {
@@ -30,11 +31,13 @@ std::unique_ptr<Model> build_gemma2(ModelConfig c, const Checkpoint& ck, Backend
   return std::make_unique<DecoderModel>(std::move(c), gemma_traits(), gemma_weight_map(), ck, be);
 }
 
+// A multimodal file keeps the same text model under its own prefix (multimodal_names.h).
 std::unique_ptr<Model> build_gemma3(ModelConfig c, const Checkpoint& ck, Backend& be) {
   WeightMap map = gemma_weight_map();
   const std::string L = "model.layers.{i}.";
   set_rule(map, {"layers.{i}.q_norm", {L + "self_attn.q_norm.weight"}});
   set_rule(map, {"layers.{i}.k_norm", {L + "self_attn.k_norm.weight"}});
+  map = rebase_text_map(std::move(map), text_model_prefix(ck), ck);
   return std::make_unique<DecoderModel>(std::move(c), gemma_traits(), map, ck, be);
 }
 

@@ -8,11 +8,13 @@
 
 #include "core/error.h"
 #include "model/arch/archs.h"
+#include "model/multimodal_names.h"
 #include "model/rope.h"
 
 namespace tandem::arch {
 namespace {
 
+// A multimodal file keeps these under its own prefix (rebase_text_map).
 WeightMap gemma3n_weight_map() {
   const std::string M = "model.", L = "model.layers.{i}.", A = L + "self_attn.";
   return {
@@ -58,7 +60,7 @@ WeightMap gemma3n_weight_map() {
 // contiguous rows by id). Built on the host in the file's dtype, uploaded once.
 Tensor padded_per_layer_table(const Checkpoint& checkpoint, int64_t V, int64_t Vp, int64_t width,
                               Backend& be) {
-  const std::string name = "model.embed_tokens_per_layer.weight";
+  const std::string name = text_model_prefix(checkpoint) + "embed_tokens_per_layer.weight";
   Tensor file = checkpoint.get(name);
   if (!(file.shape == Shape{Vp, width}))
     fail("{}: weight '{}' has shape {} but the config implies {}", checkpoint.dir().string(), name,
@@ -80,7 +82,9 @@ std::unique_ptr<Model> build_gemma3n(ModelConfig c, const Checkpoint& ck, Backen
 
 Gemma3nModel::Gemma3nModel(ModelConfig config, const Checkpoint& checkpoint, Backend& backend)
     : Model(std::move(config)), gemma_(Gemma3nConfig::parse(config_)), backend_(backend) {
-  WeightLoader w(checkpoint, backend, gemma3n_weight_map(), 0, &lora_);
+  WeightLoader w(checkpoint, backend,
+                 rebase_text_map(gemma3n_weight_map(), text_model_prefix(checkpoint), checkpoint),
+                 0, &lora_);
   ones_head_ = ones(backend_, config_.head_dim);
   load_globals(w, checkpoint);
   layers_.resize(size_t(config_.num_layers));

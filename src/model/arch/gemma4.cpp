@@ -5,17 +5,11 @@
 
 #include "core/error.h"
 #include "model/arch/archs.h"
+#include "model/multimodal_names.h"
 #include "model/rope.h"
 
 namespace tandem::arch {
 namespace {
-
-// Text-only checkpoints name tensors "model.…"; Gemma4ForConditionalGeneration's files
-// hold the same text model under "model.language_model.…".
-std::string tensor_prefix(const Checkpoint& ck) {
-  if (ck.has("model.language_model.embed_tokens.weight")) return "model.language_model.";
-  return "model.";
-}
 
 WeightMap gemma4_weight_map(const std::string& P) {
   const std::string L = P + "layers.{i}.";
@@ -67,8 +61,18 @@ Tensor host_f32(const Checkpoint& ck, const std::string& name, Shape expected) {
 Gemma4Model::Gemma4Model(ModelConfig config, const Checkpoint& checkpoint, Backend& backend)
     : Model(std::move(config)), backend_(backend) {
   gemma_ = parse_gemma4_config(config_);
-  prefix_ = tensor_prefix(checkpoint);
-  WeightLoader w(checkpoint, backend, gemma4_weight_map(prefix_), gemma_.num_experts, &lora_);
+  // Text-only checkpoints name tensors "model.…"; Gemma4ForConditionalGeneration's files
+  // hold the same text model under "model.language_model.…" (multimodal_names.h).
+  prefix_ = text_model_prefix(checkpoint);
+  if (auto pad = config_.raw.find("pad_token_id");
+      pad != config_.raw.end() && pad->is_number_integer())
+    pad_token_id_ = pad->get<int32_t>();
+  if (pad_token_id_ < 0 || pad_token_id_ >= config_.vocab_size)
+    fail("{}: pad_token_id {} is outside the vocabulary (0..{})", checkpoint.dir().string(),
+         pad_token_id_, config_.vocab_size - 1);
+  WeightLoader w(checkpoint, backend,
+                 rebase_text_map(gemma4_weight_map("model."), prefix_, checkpoint),
+                 gemma_.num_experts, &lora_);
   load_globals(w);
   layers_.resize(size_t(config_.num_layers));
   for (int i = 0; i < config_.num_layers; i++) load_layer(w, checkpoint, i);
@@ -119,6 +123,7 @@ void Gemma4Model::load_attention(WeightLoader& w, Gemma4Layer& l, int i) {
   a.rope = make_rope(rope, int(Dh), c.max_position_embeddings);
   a.params.scale = 1.f;  // q and k are RMS-normed
   a.params.window = s.window;
+  a.params.media_bidirectional = c.media_bidirectional_at(i);
   a.num_heads = int(Hq);
   a.num_kv_heads = int(Hkv);
   a.head_dim = int(Dh);

@@ -77,7 +77,8 @@ class Gemma4Model : public Model {
 
   Gemma4Config gemma_;
   Backend& backend_;
-  std::string prefix_;         // "model." or "model.language_model." (multimodal files)
+  std::string prefix_;         // "model." or the multimodal file's (multimodal_names.h)
+  int32_t pad_token_id_ = 0;   // what image placeholders embed as
   Tensor embed_;               // [V, D]
   PerLayerInputs per_layer_;   // when hidden_size_per_layer_input > 0
   LmHead head_;                // final norm, lm_head (the embedding when tied), softcap

@@ -46,8 +46,13 @@ Tensor Gemma4Model::forward(const StepTensors& step, std::span<PagedKv> kv) {
   const int64_t T = step.num_tokens, P = gemma_.hidden_size_per_layer_input;
   TANDEM_CHECK(kv.size() == layers_.size(), "gemma4: {} KV entries for {} layers", kv.size(),
                layers_.size());
-  Tensor x = embedding(backend_, embed_, step.tokens, float(std::sqrt(double(config_.hidden_size))));
-  Tensor pli = P > 0 ? per_layer_inputs(backend_, x, step.tokens, per_layer_) : Tensor{};
+  // Image soft tokens (HF Gemma4Model): their placeholders embed as the pad token, the
+  // soft tokens replace those embeddings, and the per-layer inputs read the pad id there
+  // beside the merged embeddings.
+  const Tensor ids = tokens_outside_media(backend_, step, pad_token_id_);
+  Tensor x = embedding(backend_, embed_, ids, float(std::sqrt(double(config_.hidden_size))));
+  write_media_rows(backend_, x, step);
+  Tensor pli = P > 0 ? per_layer_inputs(backend_, x, ids, per_layer_) : Tensor{};
   for (size_t i = 0; i < layers_.size(); i++) {
     Tensor layer_pli = P > 0 ? pli.slice_rows(int64_t(i), 1).reshape({T, P}) : Tensor{};
     layer_forward(layers_[i], x, layer_pli, step, kv, int(i));

@@ -64,3 +64,17 @@ TEST(Tensor, BorrowOwnsNothing) {
 
 }  // namespace
 }  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// A tensor whose last dim is 0 has its rows and no bytes (nbytes once divided by that dim).
+TEST(Tensor, EmptyLastDimHasRowsAndNoBytes) {
+  Tensor t = Tensor::empty_host(DType::F32, {3, 0});
+  EXPECT_EQ(t.rows(), 3);
+  EXPECT_EQ(t.nbytes(), 0u);
+  EXPECT_EQ(Tensor::empty_host(DType::Q4_K, {2, 0}).nbytes(), 0u);
+}
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,113 @@
+// cuda_gguf_bench: CUDA linears with ggml block-type weights (cuda_block_linear.cu) against
+// bf16, at Llama-3.1-8B's layer shapes (qkv 6144x4096, o 4096x4096, gate_up 28672x4096, down
+// 4096x14336), 1 / 4 / 8 rows (the weight stream), 16 / 64 (the shared-memory tiles) and 512
+// (the decoded bf16 copy + cuBLASLt). Each figure is one layer's four linears timed with CUDA
+// events (the median of repetitions of a CUDA graph of several layers over distinct weight
+// copies, more bytes than L2 holds); GB/s counts the weight bytes read. Never a gate.
+//   usage: cuda_gguf_bench [types (default bf16,q4_k,q8_0)] [rows (default 1,4,8,16,64,512)]
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#ifdef TANDEM_HAS_CUDA
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "core/block_quant.h"
+#include "cuda_timing.h"
+
+namespace {
+
+using namespace tandem;
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+DType dtype_named(const std::string& name) {
+  for (int d = 0; d <= int(DType::IQ4_XS); d++)
+    if (dtype_name(DType(d)) == name) return DType(d);
+  fmt::print(stderr, "cuda_gguf_bench: unknown type {}\n", name);
+  std::exit(2);
+}
+
+// A [N, K] weight of random normals in dtype, on the GPU.
+Tensor weight(CudaBackend& be, DType dtype, int64_t N, int64_t K, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.f, 0.02f);
+  std::vector<float> row(static_cast<size_t>(K));
+  Tensor host = Tensor::empty_host(dtype_is_block(dtype) ? dtype : DType::BF16, {N, K});
+  const size_t row_bytes = dtype_row_bytes(host.dtype, K);
+  for (int64_t n = 0; n < N; n++) {
+    for (float& v : row) v = dist(rng);
+    uint8_t* dst = host.ptr<uint8_t>() + size_t(n) * row_bytes;
+    if (dtype_is_block(dtype))
+      quantize_row(dtype, row.data(), dst, K);
+    else
+      convert_from_f32(row.data(), dst, DType::BF16, size_t(K));
+  }
+  return be.upload(host, host.dtype);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> types = split(argc > 1 ? argv[1] : "bf16,q4_k,q8_0");
+  std::vector<int64_t> rows;
+  for (const std::string& r : split(argc > 2 ? argv[2] : "1,4,8,16,64,512"))
+    rows.push_back(std::atoll(r.c_str()));
+  if (cuda_device_count() == 0) return fmt::print("no CUDA GPU\n"), 0;
+  CudaBackend be(0);
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}};
+  std::mt19937 rng(0);
+  for (const std::string& name : types) {
+    const DType dtype = dtype_named(name);
+    // Enough layer copies for > 512 MB of weights, so L2 never holds the next call's.
+    std::vector<std::vector<Linear>> layers;
+    size_t layer_bytes = 0;
+    for (int copy = 0; copy < 2 || layer_bytes * size_t(copy) < (size_t(512) << 20); copy++) {
+      layers.emplace_back();
+      layer_bytes = 0;
+      for (auto [N, K] : shapes) {
+        Linear l;
+        l.weight = weight(be, dtype, N, K, rng);
+        layer_bytes += l.weight.nbytes();
+        layers.back().push_back(l);
+      }
+    }
+    for (int64_t M : rows) {
+      Tensor x = be.zeros(DType::BF16, {M, 14336}), out = be.alloc(DType::BF16, {M, 28672});
+      auto step = [&] {
+        for (const auto& layer : layers)
+          for (size_t i = 0; i < layer.size(); i++) {
+            const Linear& l = layer[i];
+            Tensor xi = x.reshape({M * 14336 / l.in_features(), l.in_features()}).slice_rows(0, M);
+            Tensor oi =
+                out.reshape({M * 28672 / l.out_features(), l.out_features()}).slice_rows(0, M);
+            be.linear(oi, xi, l);
+          }
+      };
+      const bench::Timing t = bench::time_graph(be, 1, step);
+      const double per_layer = t.event_s / double(layers.size());
+      fmt::print("{:<5} M={:<4} layer {:8.1f} us  {:7.1f} GB/s of weights  {:8.1f} TFLOP/s\n", name,
+                 M, per_layer * 1e6, double(layer_bytes) / per_layer * 1e-9,
+                 2.0 * double(M) * (6144 + 4096 + 28672 + 14336) * 4096.0 / per_layer * 1e-12);
+    }
+  }
+  return 0;
+}
+
+#else
+int main() {
+  std::puts("cuda_gguf_bench: built without CUDA");
+  return 0;
+}
+#endif

@@ -1,0 +1,31 @@
+// Reading the vision configs' fields: absent or null means HF's default; a present field
+// of the wrong type is an error naming it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "core/error.h"
+
+namespace tandem {
+
+template <typename T>
+T config_field(const nlohmann::json& j, const char* key, T fallback, const std::string& src) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    fail("{}: field '{}' has the wrong type ({})", src, key, it->dump());
+  }
+}
+
+// The first of two spellings present (Gemma 3's image_token_index / image_token_id).
+template <typename T>
+T config_field(const nlohmann::json& j, const char* key, const char* alias, T fallback,
+               const std::string& src) {
+  return config_field<T>(j, key, config_field<T>(j, alias, fallback, src), src);
+}
+
+}  // namespace tandem

@@ -1,0 +1,209 @@
+// CUDA linears, embeddings and experts with ggml block-type weights against the CPU twin (the
+// exact arithmetic: weights decoded as dequantize_row, f32 sums), on every type and each path
+// of cuda_block_linear.cu: the 8-bit-activation weight stream (1–8 rows; also against its own
+// twin, the f64 product with x quantized as the kernel quantizes it), the shared-memory tiles
+// (9–128 rows) and the decoded bf16 copy (more).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_block_linear.h"
+#include "core/block_quant.h"
+#include "core/error.h"
+#include "cuda_test_util.h"
+
+namespace tandem {
+namespace {
+
+using test::put;
+
+constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
+                            DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
+                            DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
+
+struct BlockWeight {
+  std::vector<uint8_t> blocks;  // [rows, K] in blocks
+  std::vector<float> values;    // the same, decoded
+};
+
+BlockWeight random_weight(DType t, int64_t rows, int64_t K, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.f, 0.05f);
+  std::vector<float> w(size_t(rows * K));
+  for (float& v : w) v = dist(rng);
+  BlockWeight b;
+  const size_t row = dtype_row_bytes(t, K);
+  b.blocks.resize(row * size_t(rows));
+  b.values.resize(w.size());
+  for (int64_t n = 0; n < rows; n++) {
+    quantize_row(t, w.data() + n * K, b.blocks.data() + n * row, K);
+    dequantize_row(t, b.blocks.data() + n * row, b.values.data() + n * K, K);
+  }
+  return b;
+}
+
+Tensor put_blocks(Backend& be, const BlockWeight& w, DType t, Shape shape) {
+  return be.upload(Tensor::borrow(const_cast<uint8_t*>(w.blocks.data()), t, shape), t);
+}
+
+// The weight stream's own twin: x quantized per 32 as quantize_x_kernel does, then f64 sums
+// against the decoded weights; mag[i] = Σ |w · x'| for the tolerance.
+void gemv_twin(const std::vector<float>& x, const BlockWeight& w, int64_t M, int64_t N, int64_t K,
+               std::vector<double>& ref, std::vector<double>& mag) {
+  std::vector<double> xq(x.size());
+  for (int64_t b = 0; b < M * K / 32; b++) {
+    float amax = 0.f;
+    for (int i = 0; i < 32; i++) amax = std::max(amax, std::fabs(x[size_t(32 * b + i)]));
+    const float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
+    for (int i = 0; i < 32; i++) {
+      const float q = std::fmin(std::fmax(std::round(x[size_t(32 * b + i)] * id), -127.f), 127.f);
+      xq[size_t(32 * b + i)] = double(q) * d;
+    }
+  }
+  ref.assign(size_t(M * N), 0.0);
+  mag.assign(size_t(M * N), 0.0);
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t k = 0; k < K; k++) {
+        const double p = double(w.values[size_t(n * K + k)]) * xq[size_t(m * K + k)];
+        ref[size_t(m * N + n)] += p;
+        mag[size_t(m * N + n)] += std::fabs(p);
+      }
+}
+
+// The CPU twin's product in the exact arithmetic.
+std::vector<float> cpu_linear(const std::vector<float>& x, const BlockWeight& w, DType t, int64_t M,
+                              int64_t N, int64_t K, const std::vector<float>& bias) {
+  CpuBackend cpu;
+  cpu.set_block_arithmetic(cpu::BlockArithmetic::Exact);
+  Linear l;
+  l.weight = put_blocks(cpu, w, t, {N, K});
+  if (!bias.empty()) l.bias = put(cpu, bias, {N});
+  Tensor out = cpu.alloc(DType::F32, {M, N});
+  cpu.linear(out, put(cpu, x, {M, K}), l);
+  return test::to_vec(cpu, out);
+}
+
+std::vector<float> gpu_linear(CudaBackend& gpu, const std::vector<float>& x, const BlockWeight& w,
+                              DType t, int64_t M, int64_t N, int64_t K,
+                              const std::vector<float>& bias) {
+  Linear l;
+  l.weight = put_blocks(gpu, w, t, {N, K});
+  if (!bias.empty()) l.bias = put(gpu, bias, {N});
+  Tensor out = test::poisoned(gpu, bias.empty() ? DType::F32 : DType::BF16, {M, N});
+  gpu.linear(out, put(gpu, x, {M, K}), l);
+  return test::to_vec(gpu, out);
+}
+
+TEST(CudaBlockLinear, WeightStreamIsItsTwinAndNearTheCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  std::mt19937 rng(5);
+  const int64_t N = 70, K = 512;
+  for (DType t : kTypes)
+    for (int64_t M : {1, 2, 3, 5, 8}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(t) << " M=" << M);
+      const BlockWeight w = random_weight(t, N, K, rng);
+      const std::vector<float> x = test::random_bf16(rng, size_t(M * K));
+      const std::vector<float> got = gpu_linear(gpu, x, w, t, M, N, K, {});
+      std::vector<double> ref, mag;
+      gemv_twin(x, w, M, N, K, ref, mag);
+      for (size_t i = 0; i < got.size(); i++)
+        ASSERT_NEAR(got[i], ref[i], 1e-5 * mag[i] + 1e-6) << i;
+      EXPECT_LT(test::rel_err(got, cpu_linear(x, w, t, M, N, K, {})), 2e-2);
+    }
+}
+
+TEST(CudaBlockLinear, TilesAndDecodedCopyMatchTheCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  std::mt19937 rng(6);
+  const int64_t N = 100, K = 768;
+  for (DType t : kTypes)
+    for (int64_t M : {9, 40, 128, 200}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(t) << " M=" << M);
+      const BlockWeight w = random_weight(t, N, K, rng);
+      const std::vector<float> x = test::random_bf16(rng, size_t(M * K));
+      const std::vector<float> got = gpu_linear(gpu, x, w, t, M, N, K, {});
+      EXPECT_LT(test::rel_err(got, cpu_linear(x, w, t, M, N, K, {})), test::kBf16Tol);
+    }
+}
+
+TEST(CudaBlockLinear, BiasAndBf16OutputOnEveryPath) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  std::mt19937 rng(7);
+  const int64_t N = 48, K = 256;
+  for (DType t : {DType::Q4_K, DType::Q8_0, DType::Q6_K})
+    for (int64_t M : {1, 6, 30, 150}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(t) << " M=" << M);
+      const BlockWeight w = random_weight(t, N, K, rng);
+      const std::vector<float> x = test::random_bf16(rng, size_t(M * K));
+      const std::vector<float> bias = test::random_bf16(rng, size_t(N));
+      const std::vector<float> got = gpu_linear(gpu, x, w, t, M, N, K, bias);
+      EXPECT_LT(test::rel_err(got, cpu_linear(x, w, t, M, N, K, bias)), 2e-2);
+    }
+}
+
+TEST(CudaBlockEmbedding, DecodesTheRowsOfTheIds) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  CpuBackend cpu;
+  std::mt19937 rng(8);
+  const int64_t V = 40, D = 512;
+  const std::vector<int32_t> ids = {3, 0, 39, 3, 17};
+  for (DType t : kTypes) {
+    SCOPED_TRACE(dtype_name(t));
+    const BlockWeight w = random_weight(t, V, D, rng);
+    const int64_t T = int64_t(ids.size());
+    Tensor g = test::poisoned(gpu, DType::BF16, {T, D}), c = cpu.alloc(DType::F32, {T, D});
+    gpu.embedding(g, put_blocks(gpu, w, t, {V, D}), test::put_i32(gpu, ids, {T}), 0.5f);
+    cpu.embedding(c, put_blocks(cpu, w, t, {V, D}), test::put_i32(cpu, ids, {T}), 0.5f);
+    EXPECT_LT(test::rel_err_between(gpu, g, cpu, c), 4e-3);
+  }
+}
+
+TEST(CudaBlockMoe, BlockExpertsMatchTheCpuTwin) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  CpuBackend cpu;
+  cpu.set_block_arithmetic(cpu::BlockArithmetic::Exact);
+  std::mt19937 rng(9);
+  const int64_t T = 37, D = 256, F = 512, E = 4, k = 2;
+  // Q4_K_M's mix: gate|up in one type, down in another.
+  for (auto [tg, td] : {std::pair{DType::Q4_K, DType::Q6_K}, {DType::Q8_0, DType::Q4_0}}) {
+    SCOPED_TRACE(testing::Message() << dtype_name(tg) << " / " << dtype_name(td));
+    const BlockWeight gu = random_weight(tg, E * 2 * F, D, rng),
+                      dn = random_weight(td, E * D, F, rng);
+    const std::vector<float> x = test::random_bf16(rng, size_t(T * D));
+    std::vector<int32_t> ids(size_t(T * k));
+    std::vector<float> weights(size_t(T * k));
+    for (int64_t i = 0; i < T * k; i++) {
+      ids[size_t(i)] = int32_t((i * 7 + i / k) % E);
+      weights[size_t(i)] = 0.25f + 0.5f * float(i % k);
+    }
+    auto run = [&](Backend& be) {
+      Tensor out = be.alloc(be.act_dtype(), {T, D});
+      be.moe_experts(out, put(be, x, {T, D}), test::put_as(be, weights, {T, k}, DType::F32),
+                     test::put_i32(be, ids, {T, k}), Linear{put_blocks(be, gu, tg, {E, 2 * F, D})},
+                     Linear{put_blocks(be, dn, td, {E, D, F})}, Activation::SiLU);
+      return test::to_vec(be, out);
+    };
+    EXPECT_LT(test::rel_err(run(gpu), run(cpu)), test::kBf16Tol);
+  }
+}
+
+TEST(CudaBlockLinear, RefusesPartialBlocks) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  std::vector<uint8_t> bytes(4096);
+  Linear l;
+  l.weight = gpu.upload(Tensor::borrow(bytes.data(), DType::Q4_0, {8, 48}), DType::Q4_0);
+  Tensor out = gpu.alloc(DType::F32, {1, 8});
+  EXPECT_THROW(gpu.linear(out, gpu.zeros(DType::BF16, {1, 48}), l), Error);
+}
+
+}  // namespace
+}  // namespace tandem
