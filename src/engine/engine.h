@@ -24,6 +24,15 @@
 // step read in between still samples in the new step (its row is issued), unmasked, and
 // its token is dropped on arrival like any token past a stop.
 //
+// Speculative decoding (engine/speculator.h) follows the same rule one step earlier: a row's
+// proposals follow its last token, and a verifying row emits 1..K+1 tokens that decide its
+// next chunk, so a step with such rows is read before the next step is planned, and
+// before proposing the engine reads the step in flight whenever some row may speculate.
+// The device then waits for the host between those steps; the speculator's step costs
+// (spec_controller.h) include that wait, so it speculates only where it still pays.
+// Proposals never enter Sequence::tokens; a verified row's K/V is rolled back to its
+// accepted tokens before any of them is emitted (Engine::emit_verified).
+//
 // Which tokens are final: every entry of Sequence::tokens. The prompt, and each generated
 // token once the host has received it; a token in flight never enters `tokens`, and one
 // that arrives for a finished sequence is dropped. So a full block of `tokens` whose K/V

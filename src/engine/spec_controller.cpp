@@ -21,10 +21,12 @@ std::optional<double> SpecController::spec_cost(int num_tokens) const {
 std::vector<int> SpecController::choose(std::span<const SpecCandidate> rows, int base_rows,
                                         int base_tokens) const {
   std::vector<int> k(rows.size(), 0);
-  if (!adaptive_ || !plain_.cost(base_tokens)) {  // nothing measured yet: try it
+  if (!adaptive_) {
     for (size_t i = 0; i < rows.size(); i++) k[i] = rows[i].max_k;
     return k;
   }
+  if (!plain_.cost(base_tokens) || speculative_run_ >= kPlainRefresh)
+    return k;  // measure a plain step
   const double off_rate = base_rows / std::max(*plain_.cost(base_tokens), 1e-9);
   // Proposals in the order of their chance to be accepted: a row's next one is worth
   // α^(k+1) expected tokens.
@@ -62,6 +64,7 @@ bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base
 
 void SpecController::observe_step(bool speculative, int num_tokens, double seconds) {
   (speculative ? speculative_ : plain_).observe(num_tokens, seconds);
+  speculative_run_ = speculative ? speculative_run_ + 1 : 0;
 }
 
 void SpecController::observe_row(SpecState& row, int proposed, int accepted) {

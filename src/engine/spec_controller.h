@@ -12,6 +12,11 @@
 // it yields, no row speculates; at batch 1, where a forward of 5 tokens costs about one of
 // 1, most rows do.
 //
+// Both costs must be known where they are compared: the first step a controller plans is a
+// plain one, and after kPlainRefresh speculative steps in a row one plain step measures
+// again what not speculating costs now (a regime where speculation pays loses one step's
+// gain; one where it does not never pays for exploring).
+//
 // α_r is the row's own, an exponential moving average over its verified positions; a row
 // starts from the server's (the same average over every row), and returns to it after
 // kForgetSteps steps without speculating (what it proposes now may be unlike before).
@@ -36,6 +41,7 @@ class SpecController {
   static constexpr double kRowWeight = 0.25;    // of a verified position in the row's α
   static constexpr double kServerWeight = 0.02; // ... in the server's
   static constexpr int kForgetSteps = 32;
+  static constexpr int kPlainRefresh = 64;
 
   // `adaptive` false: every row verifies all it has (max_k), every step.
   explicit SpecController(bool adaptive) : adaptive_(adaptive) {}
@@ -62,6 +68,7 @@ class SpecController {
   std::optional<double> spec_cost(int num_tokens) const;
 
   bool adaptive_;
+  int speculative_run_ = 0;  // speculative steps since the last plain one
   double server_acceptance_ = 0.5;
   StepCostModel plain_;
   StepCostModel speculative_;

@@ -73,6 +73,15 @@ const char* spec_method_name(SpecMethod method) {
   return method == SpecMethod::Ngram ? "ngram" : "draft_model";
 }
 
+std::string speculative_summary(const SpeculativeConfig& c) {
+  std::string s = fmt::format("{}, K = {}", spec_method_name(c.method), c.num_speculative_tokens);
+  if (c.method == SpecMethod::Ngram)
+    s += fmt::format(", n-grams {}..{}", c.prompt_lookup_min, c.prompt_lookup_max);
+  else
+    s += fmt::format(", draft {}", c.model);
+  return s + (c.adaptive ? ", adaptive" : ", fixed");
+}
+
 SpeculativeConfig parse_speculative_config(std::string_view json_text) {
   Json j;
   try {

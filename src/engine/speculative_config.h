@@ -39,5 +39,7 @@ struct SpeculativeConfig {
 SpeculativeConfig parse_speculative_config(std::string_view json_text);
 
 const char* spec_method_name(SpecMethod method);
+// One line for the ready card: "ngram, K = 4, n-grams 2..4, adaptive".
+std::string speculative_summary(const SpeculativeConfig& config);
 
 }  // namespace tandem

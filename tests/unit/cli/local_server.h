@@ -37,6 +37,7 @@ class LocalServer {
     for (auto& [name, d] : loras) lora_dirs.push_back(d);
     const LoraCapacity lora = cli::lora_capacity_for(lora_dirs, runtime.max_loras, runtime.max_rank);
     cli::LoadedModel m = cli::load_model_folder(dir, "cpu", LoadOptions{.lora = lora});
+    if (config.speculative) cli::load_draft_model(m, *config.speculative);
     engine_ = cli::make_engine(m, std::move(config), std::nullopt);
     for (auto& [name, d] : loras) engine_->load_lora(name, d);
     engine_->start();

@@ -6,6 +6,9 @@
 // at the end, and a prefix-cache hit on a speculating row's blocks gives the same output).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+
 #include "engine/engine.h"
 #include "engine_test_util.h"
 
@@ -55,13 +58,34 @@ SpeculativeConfig ngram(int k, bool adaptive = false) {
   return c;
 }
 
+SpeculativeConfig draft_model(const char* arch, int k, bool adaptive = false) {
+  SpeculativeConfig c;
+  c.method = SpecMethod::DraftModel;
+  c.model = arch;
+  c.num_speculative_tokens = k;
+  c.adaptive = adaptive;
+  return c;
+}
+
 struct Result {
   std::vector<Outcome> out;
   EngineStats stats;
 };
 
+// An engine on the oracle model `arch`; with a draft-model config, the oracle model named by
+// its `model` as the draft (they share the 512-token vocabulary).
+std::unique_ptr<Engine> spec_engine(const char* arch, EngineConfig config) {
+  if (!config.speculative || config.speculative->method != SpecMethod::DraftModel)
+    return test::cpu_engine(arch, config);
+  auto backend = make_cpu_backend();
+  auto model = load_model(test::oracle_model(arch), *backend);
+  auto draft = load_model(test::oracle_model(config.speculative->model.c_str()), *backend);
+  return std::make_unique<Engine>(
+      make_executor(std::move(backend), std::move(model), {}, std::move(draft)), nullptr, config);
+}
+
 Result run(const char* arch, EngineConfig config, const std::vector<GenerationRequest>& reqs) {
-  auto engine = test::cpu_engine(arch, config);
+  auto engine = spec_engine(arch, config);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (const auto& r : reqs) streams.push_back(engine->submit(r));
   engine->run_until_idle();
@@ -169,17 +193,24 @@ TEST(SpecEngine, StopTokensEndAcceptedRuns) {
 }
 
 TEST(SpecEngine, PreemptionAndChunkedPromptsUnderKvPressure) {
-  EngineConfig tight = config(4, ngram(4));
-  tight.kv_budget_bytes = 12 * test::kv_block_bytes("llama", DType::F32);
-  tight.scheduler.max_batched_tokens = 16;
-  EngineConfig plain_tight = tight;
-  plain_tight.speculative.reset();
   const auto reqs = greedy_requests(4, 40);
-  Result want = run("llama", plain_tight, reqs);
-  Result got = run("llama", tight, reqs);
-  expect_same(want.out, got.out);
-  EXPECT_GT(got.stats.num_preemptions, 0);
-  EXPECT_GT(got.stats.spec_decode.num_accepted_tokens, 0);
+  for (const SpeculativeConfig& sc : {ngram(4), draft_model("llama", 3), draft_model("qwen3", 2)}) {
+    SCOPED_TRACE(sc.model);
+    EngineConfig tight = config(4, sc);
+    // The draft's K/V shares the blocks (it is the size of the model here): the same bytes
+    // hold half as many.
+    const int blocks = sc.method == SpecMethod::Ngram ? 12 : 16;
+    tight.kv_budget_bytes = blocks * test::kv_block_bytes("llama", DType::F32);
+    tight.scheduler.max_batched_tokens = 16;
+    EngineConfig plain_tight = tight;
+    plain_tight.speculative.reset();
+    Result want = run("llama", plain_tight, reqs);
+    Result got = run("llama", tight, reqs);
+    expect_same(want.out, got.out);
+    EXPECT_GT(got.stats.num_preemptions, 0);
+    EXPECT_GT(got.stats.spec_decode.num_draft_tokens, 0);
+    if (sc.model != "qwen3") EXPECT_GT(got.stats.spec_decode.num_accepted_tokens, 0);
+  }
 }
 
 TEST(SpecEngine, OverlappedLoopReadsSpeculatingStepsBeforePlanning) {
@@ -215,6 +246,69 @@ TEST(SpecEngine, PrefixCacheHoldsOnlyFinalTokens) {
   EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
+// A draft model proposes: greedy rows emit the target's tokens whatever the draft says
+// (a target drafting for itself has every proposal accepted), and seeded sampled rows keep
+// their length limits and stay reproducible run to run.
+TEST(SpecEngine, DraftModelGreedyEmitsWhatThePlainEngineEmits) {
+  const auto reqs = greedy_requests(5, 30);
+  Result plain = run("qwen2", config(4, std::nullopt), reqs);
+  for (const char* draft : {"llama", "qwen2"}) {
+    SCOPED_TRACE(draft);
+    Result spec = run("qwen2", config(4, draft_model(draft, 3)), reqs);
+    expect_same(plain.out, spec.out);
+    const SpecDecodeStats& s = spec.stats.spec_decode;
+    std::printf("[ measured ] draft %s for qwen2, K=3: %lld of %lld proposals accepted\n", draft,
+                (long long)s.num_accepted_tokens, (long long)s.num_draft_tokens);
+    EXPECT_GT(s.num_draft_tokens, 0);
+    if (std::string(draft) == "qwen2") EXPECT_EQ(s.num_accepted_tokens, s.num_draft_tokens);
+  }
+}
+
+TEST(SpecEngine, DraftModelSampledRowsAreReproducible) {
+  const auto reqs = mixed_requests();
+  Result a = run("qwen2", config(4, draft_model("llama", 3)), reqs);
+  Result b = run("qwen2", config(4, draft_model("llama", 3)), reqs);
+  expect_same(a.out, b.out);
+  Result plain = run("qwen2", config(4, std::nullopt), reqs);
+  for (size_t i = 0; i < reqs.size(); i++) {
+    EXPECT_EQ(a.out[i].tokens.size(), plain.out[i].tokens.size()) << "request " << i;
+    if (reqs[i].sampling.greedy())
+      EXPECT_EQ(a.out[i].tokens, plain.out[i].tokens) << "request " << i;
+  }
+}
+
+// Rows of two LoRA adapters and of the base model verify their proposals with their own
+// adapter (the draft model runs without one): the same tokens as without speculation.
+TEST(SpecEngine, LoraRowsVerifyWithTheirAdapter) {
+  const std::filesystem::path adapters =
+      std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "lora" / "llama";
+  std::vector<GenerationRequest> reqs = greedy_requests(6, 30);
+  for (size_t i = 0; i < reqs.size(); i++)
+    if (i % 3) reqs[i].lora = i % 3 == 1 ? "a" : "b";
+  auto outcomes = [&](std::optional<SpeculativeConfig> spec) {
+    auto backend = make_cpu_backend();
+    auto model = load_model(test::oracle_model("llama"), *backend,
+                            LoadOptions{.lora = {.max_loras = 2, .max_rank = 8}});
+    std::unique_ptr<Model> draft;
+    if (spec && spec->method == SpecMethod::DraftModel)
+      draft = load_model(test::oracle_model("llama"), *backend);
+    Engine engine(make_executor(std::move(backend), std::move(model), {}, std::move(draft)),
+                  nullptr, config(4, spec));
+    engine.load_lora("a", adapters / "lora_a");
+    engine.load_lora("b", adapters / "lora_b");
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const auto& r : reqs) streams.push_back(engine.submit(r));
+    engine.run_until_idle();
+    if (spec) EXPECT_GT(engine.stats().spec_decode.num_accepted_tokens, 0);
+    std::vector<Outcome> out;
+    for (auto& st : streams) out.push_back(collect(*st));
+    return out;
+  };
+  const std::vector<Outcome> plain = outcomes(std::nullopt);
+  expect_same(plain, outcomes(ngram(4)));
+  expect_same(plain, outcomes(draft_model("llama", 3)));  // base llama drafting for adapted rows
+}
+
 TEST(SpecEngine, ARequestCanOptOut) {
   auto reqs = greedy_requests(2, 30);
   for (auto& r : reqs) r.speculative = false;
@@ -222,6 +316,141 @@ TEST(SpecEngine, ARequestCanOptOut) {
   EXPECT_EQ(spec.stats.spec_decode.num_drafts, 0);
   Result plain = run("llama", config(2, std::nullopt), reqs);
   expect_same(plain.out, spec.out);
+}
+
+// Sampling identity in distribution (issue 44): with a draft model proposing, the first
+// three sampled tokens of seeded requests follow the target's joint distribution. 20,000
+// requests (temperature 1, top-k 3: 27 joint outcomes) run on the tiny oracle llama without
+// speculation, and 20,000 more (other seeds) with the oracle qwen2 drafting two tokens a
+// step; a chi-square test of homogeneity over the joint outcomes passes at the 0.1% level.
+// The same test with a deliberately wrong acceptance rule — the first proposal of every
+// step taken whatever the target says (an executor that rewrites the sampling op's answer)
+// — fails it: the test has the power to see a wrong rule.
+
+constexpr int kRequests = 20000;
+constexpr int kTokens = 3;
+
+// The real executor, except that every chain of proposals has its first one accepted.
+class FirstProposalAlwaysAccepted final : public Executor {
+ public:
+  explicit FirstProposalAlwaysAccepted(std::unique_ptr<Executor> inner)
+      : inner_(std::move(inner)) {}
+  const ExecutorInfo& info() const override { return inner_->info(); }
+  KvRoom kv_room(const KvSizing& s) const override { return inner_->kv_room(s); }
+  KvLayout allocate_kv(const KvSizing& s) override { return inner_->allocate_kv(s); }
+  void prepare(int len, int rows) override { inner_->prepare(len, rows); }
+  void issue_forward(const StepPlan& plan) override { inner_->issue_forward(plan); }
+  void issue_sampling(std::span<const SampleRow> rows) override {
+    std::vector<std::optional<int32_t>> forced(rows.size());
+    for (size_t i = 0; i < rows.size(); i++)
+      if (rows[i].draft && (i == 0 || !rows[i - 1].draft)) forced[i] = rows[i].draft->token;
+    forced_.push_back(std::move(forced));
+    inner_->issue_sampling(rows);
+  }
+  std::vector<GeneratedToken> take_prompt_logprobs() override {
+    return inner_->take_prompt_logprobs();
+  }
+  std::vector<SampledToken> collect() override {
+    std::vector<SampledToken> out = inner_->collect();
+    const std::vector<std::optional<int32_t>> forced = std::move(forced_.front());
+    forced_.erase(forced_.begin());
+    for (size_t i = 0; i < out.size(); i++)
+      if (forced[i]) out[i].token = *forced[i];
+    return out;
+  }
+  void reset() override { inner_->reset(); }
+  DraftProposals run_draft(const DraftStep& step) override { return inner_->run_draft(step); }
+  LoraSlotImage lora_image(const PeftAdapter& a) const override { return inner_->lora_image(a); }
+  void install_lora(int slot, const LoraSlotImage& image) override {
+    inner_->install_lora(slot, image);
+  }
+
+ private:
+  std::unique_ptr<Executor> inner_;
+  std::vector<std::vector<std::optional<int32_t>>> forced_;  // per sampling op in flight
+};
+
+enum class Rule { None, Standard, Wrong };
+
+// Joint outcome → count, over kRequests requests seeded from `first_seed` on.
+std::map<std::vector<int32_t>, int> joint_counts(Rule rule, uint64_t first_seed) {
+  auto backend = make_cpu_backend();
+  auto model = load_model(test::oracle_model("llama"), *backend);
+  std::unique_ptr<Model> draft;
+  EngineConfig config;
+  config.scheduler.max_rows = 512;
+  config.scheduler.max_batched_tokens = 4096;
+  config.max_model_len = 64;
+  if (rule != Rule::None) {
+    draft = load_model(test::oracle_model("qwen2"), *backend);
+    config.speculative = SpeculativeConfig{.method = SpecMethod::DraftModel,
+                                           .num_speculative_tokens = 2,
+                                           .model = "qwen2",
+                                           .adaptive = false};
+  }
+  std::unique_ptr<Executor> executor =
+      make_executor(std::move(backend), std::move(model), {}, std::move(draft));
+  if (rule == Rule::Wrong)
+    executor = std::make_unique<FirstProposalAlwaysAccepted>(std::move(executor));
+  Engine engine(std::move(executor), nullptr, config);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < kRequests; i++) {
+    GenerationRequest r = test::greedy(test::prompt_of(20, 3), kTokens);
+    r.sampling.temperature = 1.f;
+    r.sampling.top_k = 3;
+    r.sampling.seed = first_seed + uint64_t(i);
+    streams.push_back(engine.submit(r));
+  }
+  engine.run_until_idle();
+  if (rule != Rule::None) EXPECT_GT(engine.stats().spec_decode.num_draft_tokens, kRequests / 2);
+  std::map<std::vector<int32_t>, int> counts;
+  for (auto& s : streams) counts[test::drain(*s)]++;
+  return counts;
+}
+
+// Pearson's chi-square statistic of homogeneity of two samples over their joint outcomes,
+// and its degrees of freedom (outcomes − 1).
+std::pair<double, int> homogeneity(const std::map<std::vector<int32_t>, int>& a,
+                                   const std::map<std::vector<int32_t>, int>& b) {
+  std::map<std::vector<int32_t>, std::pair<int, int>> cells;
+  for (auto& [k, n] : a) cells[k].first = n;
+  for (auto& [k, n] : b) cells[k].second = n;
+  double na = 0, nb = 0;
+  for (auto& [k, c] : cells) {
+    na += c.first;
+    nb += c.second;
+  }
+  double chi = 0;
+  for (auto& [k, c] : cells) {
+    const double total = c.first + c.second;
+    const double ea = total * na / (na + nb), eb = total * nb / (na + nb);
+    chi += (c.first - ea) * (c.first - ea) / ea + (c.second - eb) * (c.second - eb) / eb;
+  }
+  return {chi, int(cells.size()) - 1};
+}
+
+// The upper 0.1% point of chi-square with `df` degrees of freedom (Wilson–Hilferty).
+double critical_value(int df) {
+  const double z = 3.0902;  // the standard normal's upper 0.1% point
+  const double t = 2.0 / (9.0 * df);
+  return df * std::pow(1.0 - t + z * std::sqrt(t), 3.0);
+}
+
+TEST(SpecDistribution, DraftModelSamplingKeepsTheTargetsJointDistribution) {
+  const auto plain = joint_counts(Rule::None, 1);
+  const auto spec = joint_counts(Rule::Standard, 1 + kRequests);
+  const auto [chi, df] = homogeneity(plain, spec);
+  std::printf(
+      "[ measured ] chi-square %.1f over %d degrees of freedom (0.1%% critical value %.1f)\n", chi,
+      df, critical_value(df));
+  EXPECT_GE(df, 8) << "too few joint outcomes for the test to mean much";
+  EXPECT_LT(chi, critical_value(df));
+
+  const auto wrong = joint_counts(Rule::Wrong, 1 + 2 * kRequests);
+  const auto [wrong_chi, wrong_df] = homogeneity(plain, wrong);
+  std::printf("[ measured ] with the first proposal always accepted: chi-square %.1f over %d\n",
+              wrong_chi, wrong_df);
+  EXPECT_GT(wrong_chi, critical_value(wrong_df)) << "the test cannot tell a wrong acceptance rule";
 }
 
 }  // namespace
