@@ -258,9 +258,9 @@ void compare_drafts(int rounds, int S, int V, float scale) {
     }
     std::vector<float> q_copy = q;  // the CPU op may work in place
     Tensor q_host = Tensor::borrow(q_copy.data(), DType::F32, {S, V});
-    std::vector<SampledToken> proposals(size_t(S));
+    std::vector<SampledToken> proposals(static_cast<size_t>(S));
     cpu->sample(q_host, draws, proposals);
-    std::vector<std::vector<uint32_t>> masks(size_t(S));
+    std::vector<std::vector<uint32_t>> masks(static_cast<size_t>(S));
     for (int s = 0; s < S; s++) {
       SampleRow& r = rows[size_t(s)];
       r.draft = DraftCheck{proposals[size_t(s)].token, s};
@@ -273,7 +273,7 @@ void compare_drafts(int rounds, int S, int V, float scale) {
       std::vector<float> l = logits, qq = q;
       Tensor t = be.upload(Tensor::borrow(l.data(), DType::F32, {S, V}), dtype);
       Tensor qt = be.upload(Tensor::borrow(qq.data(), DType::F32, {S, V}), DType::F32);
-      std::vector<SampledToken> out(size_t(S));
+      std::vector<SampledToken> out(static_cast<size_t>(S));
       be.sample(t, rows, out, &qt);
       return out;
     };
