@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "../unit/cli/local_server.h"
+#include "engine/kv_layout.h"
 #include "oracle_fixture.h"
 
 namespace tandem::test {
