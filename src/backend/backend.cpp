@@ -132,9 +132,10 @@ void Backend::split_columns(const Tensor& x, std::initializer_list<Tensor*> outs
 
 // The host-backend halves of sampling: the work happens in sample_async, whose results
 // wait in the pending state.
-PendingSample Backend::sample_async(Tensor& logits, std::span<const SampleRow> rows) {
+PendingSample Backend::sample_async(Tensor& logits, std::span<const SampleRow> rows,
+                                    const Tensor* draft_logits) {
   auto picked = std::make_shared<std::vector<SampledToken>>(rows.size());
-  sample(logits, rows, *picked);
+  sample(logits, rows, *picked, draft_logits);
   return PendingSample{int(rows.size()), picked};
 }
 

@@ -220,14 +220,17 @@ class Backend {
   // --- sampling (backend/sampling.h) ---
   // Picks one token per row of `logits` under that row's parameters; only the results
   // come back to the host. `logits` may be modified (penalties, temperature).
-  //   logits [S, V] (act dtype or f32), rows.size() == S, out.size() == S
-  virtual void sample(Tensor& logits, std::span<const SampleRow> rows,
-                      std::span<SampledToken> out) = 0;
+  // `draft_logits`: the draft model's logits that rows' draft checks read (step 5).
+  //   logits [S, V] (act dtype or f32), rows.size() == S, out.size() == S,
+  //   draft_logits [Q, V] f32 or null
+  virtual void sample(Tensor& logits, std::span<const SampleRow> rows, std::span<SampledToken> out,
+                      const Tensor* draft_logits = nullptr) = 0;
   // sample() in two halves, so the host can plan and issue the next step while the device
   // samples this one: sample_async issues the op and returns; sample_wait blocks until
   // the results are on the host. The defaults run sample() inside sample_async (host
   // backends have nothing to overlap).
-  virtual PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows);
+  virtual PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows,
+                                     const Tensor* draft_logits = nullptr);
   virtual void sample_wait(PendingSample& pending, std::span<SampledToken> out);
   // tokens[dst[i]] = the token `from` picked for its row src[i]: a step's input ids that
   // the previous step has not returned to the host yet, written on the device in order

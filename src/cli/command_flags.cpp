@@ -109,6 +109,15 @@ void add_tokenizer_flag(CLI::App& cmd, std::optional<std::string>& tokenizer) {
                  "(a GGUF file carries one)");
 }
 
+void add_speculative_flag(CLI::App& cmd, std::optional<std::string>& json) {
+  cmd.add_option(
+      "--speculative-config", json,
+      "Speculative decoding, as JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": "
+      "4, \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2} or {\"model\": DIR, "
+      "\"num_speculative_tokens\": 4} (a draft model sharing the tokenizer); "
+      "docs/speculative-decoding.md");
+}
+
 void add_threads_flag(CLI::App& cmd, int& threads) {
   cmd.add_option("--threads", threads,
                  "Threads of the CPU backend's ops (default: the physical cores)")
@@ -143,6 +152,7 @@ CLI::App* add_serve_command(CLI::App& app, CommandLine& line) {
                   "sentence-transformers 1_Pooling config, else last), last, mean or cls")
       ->check(CLI::IsMember({"auto", "last", "mean", "cls"}))
       ->capture_default_str();
+  add_speculative_flag(*cmd, o.speculative_config);
   cmd->add_flag("--log-requests", o.log_requests, "One line per request on stderr");
   add_limit_flags(*cmd, o.limits, o.allowed_hosts);
   cmd->add_flag("--no-web-ui", o.no_web_ui, "Serve no web pages (the chat at / and /dashboard)");
@@ -182,6 +192,7 @@ CLI::App* add_generate_command(CLI::App& app, CommandLine& line) {
   add_kv_cache_dtype_flag(*cmd, o.kv_cache_dtype);
   add_lora_flag(*cmd, o.lora);
   add_prefix_caching_flag(*cmd, o.enable_prefix_caching);
+  add_speculative_flag(*cmd, o.speculative_config);
   cmd->add_flag("--json", o.json,
                 "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
   add_threads_flag(*cmd, line.threads);

@@ -38,6 +38,8 @@ struct ServeOptions {
   std::vector<std::string> allowed_hosts;  // --allowed-hosts; empty: the default rule
   bool no_web_ui = false;  // --no-web-ui: no / and /dashboard pages
   bool enable_prefix_caching = true;  // --no-enable-prefix-caching turns it off
+  std::optional<std::string>
+      speculative_config;                 // --speculative-config JSON (engine/speculative_config.h)
   std::vector<std::string> lora_modules;  // "name=DIR" each: PEFT adapters served by name
   int max_loras = 0;      // adapter slots (at least one per --lora-modules entry)
   int max_lora_rank = 0;  // largest adapter rank a slot takes (at least the modules')
@@ -82,6 +84,7 @@ struct GenerateOptions {
   bool enable_prefix_caching = true;    // as serve's
   std::optional<std::string> pixel_values;  // with --ids: their images (cli/pixel_values.h)
   std::vector<std::string> images;          // --image FILE, repeatable (cli/image_prompt.h)
+  std::optional<std::string> speculative_config;  // as serve's
 };
 int run_generate(const GenerateOptions& o);
 

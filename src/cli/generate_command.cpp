@@ -48,6 +48,8 @@ int run_generate(const GenerateOptions& o) {
   try {
     if (o.prompt.has_value() == o.ids.has_value()) fail("give exactly one of --prompt and --ids");
     const std::optional<DType> kv_dtype = kv_cache_dtype_from_name(o.kv_cache_dtype);
+    std::optional<SpeculativeConfig> speculative;
+    if (o.speculative_config) speculative = parse_speculative_config(*o.speculative_config);
     LoadedModel m = load_model_folder(
         o.model, o.device,
         LoadOptions{.online = online_quantization(o.quantization),
@@ -64,9 +66,12 @@ int run_generate(const GenerateOptions& o) {
     EngineConfig config;
     config.max_model_len = int(req.prompt.size()) + o.max_tokens;
     config.enable_prefix_caching = o.enable_prefix_caching;
+    config.speculative = speculative;
+    if (speculative) load_draft_model(m, *speculative);
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype);
     if (o.lora) req.lora = engine->load_lora("lora", *o.lora).name;
     auto stream = engine->submit(req);
+    const auto started = std::chrono::steady_clock::now();
     nlohmann::json ids = nlohmann::json::array();
     std::string text, error;
     for (bool done = false; !done;) {
@@ -82,6 +87,19 @@ int run_generate(const GenerateOptions& o) {
       }
     }
     if (!error.empty()) fail("{}", error);
+    if (speculative) {  // what speculation did, on stderr (stdout is the output)
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const SpecDecodeStats st = engine->stats().spec_decode;
+      fmt::print(stderr,
+                 "speculative {}: {} of {} proposals accepted ({:.1f}%), {} tokens in {:.2f} s "
+                 "({:.1f} tok/s)\n",
+                 st.method, st.num_accepted_tokens, st.num_draft_tokens,
+                 st.num_draft_tokens
+                     ? 100.0 * double(st.num_accepted_tokens) / double(st.num_draft_tokens)
+                     : 0.0,
+                 ids.size(), s, double(ids.size()) / s);
+    }
     if (o.json) fmt::print("{}\n", nlohmann::json{{"ids", ids}, {"text", text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     else fmt::print("\n");
     return 0;

@@ -57,7 +57,8 @@ void install_signal_handlers() {
 void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchChoice& batch,
                       const std::string& device, int port, int64_t kv_bytes,
                       const std::string& weight_format, const std::string& task,
-                      const std::string& images) {
+                      const std::string& images,
+                      const std::optional<SpeculativeConfig>& speculative) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
@@ -70,15 +71,32 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchCh
              "  prefix cache {}\n"
              "  task         {}\n"
              "  images       {}\n"
+             "  speculative  {}\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              weight_format, info.max_model_len, double(kv_bytes) / double(1 << 20),
              dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(), info.block_size,
              batch.reason, o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)",
-             task, images, o.host, port);
+             task, images,
+             speculative ? speculative_summary(*speculative) : "off (--speculative-config)", o.host,
+             port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
                o.host, port);
+}
+
+// --speculative-config as /stats shows it.
+nlohmann::json speculative_json(const SpeculativeConfig& c) {
+  nlohmann::json j = {{"method", spec_method_name(c.method)},
+                      {"num_speculative_tokens", c.num_speculative_tokens},
+                      {"adaptive", c.adaptive}};
+  if (c.method == SpecMethod::Ngram) {
+    j["prompt_lookup_max"] = c.prompt_lookup_max;
+    j["prompt_lookup_min"] = c.prompt_lookup_min;
+  } else {
+    j["model"] = c.model;
+  }
+  return j;
 }
 
 // The LoRA room: --max-loras slots (at least one per --lora-modules entry) of rank
@@ -118,6 +136,8 @@ int run_serve(const ServeOptions& o) {
                                  .tokens = parse_auto_count(o.max_batched_tokens,
                                                             "--max-batched-tokens")};
     const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
+    std::optional<SpeculativeConfig> speculative;
+    if (o.speculative_config) speculative = parse_speculative_config(*o.speculative_config);
     server::ServerOptions so;
     so.host = o.host;
     so.port = o.port;
@@ -149,10 +169,12 @@ int run_serve(const ServeOptions& o) {
         o.tokenizer);
     if (!m.tokenizer)
       fail("{}: serving needs tokenizer.json in the model folder (or --tokenizer DIR)", o.model);
+    if (speculative) load_draft_model(m, *speculative);
     EngineConfig config;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
     config.max_model_len = o.max_model_len;
     config.enable_prefix_caching = o.enable_prefix_caching;
+    config.speculative = speculative;
     config.served_model_name =
         o.served_model_name.empty() ? default_served_name(o.model) : o.served_model_name;
     // Without --kv-budget the executor sizes the cache: every row at full length, within
@@ -176,7 +198,9 @@ int run_serve(const ServeOptions& o) {
                    {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))},
                    {"device", device},
                    {"weight_format", m.weight_format},
-                   {"task", o.task}};
+                   {"task", o.task},
+                   {"speculative_config",
+                    speculative ? speculative_json(*speculative) : nlohmann::json()}};
     const std::string task_line = pooling
                                       ? fmt::format("{} (embeddings: {} pooling, from {})", o.task,
                                                     pooling_name(pooling->pooling), pooling->source)
@@ -188,7 +212,7 @@ int run_serve(const ServeOptions& o) {
     served.card["reasoning_parser"] = reasoning;
     http.set_ready(std::move(served));
     print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format, task_line,
-                     images);
+                     images, speculative);
     fmt::print(stderr, "  reasoning    {}{}\n", reasoning,
                o.reasoning_parser == "auto" ? " (auto: from the chat template)" : "");
     {

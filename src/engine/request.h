@@ -71,6 +71,11 @@ struct GenerationRequest {
   // The LoRA adapter to run with, by the name it was loaded under (Engine::load_lora);
   // none: the base model.
   std::optional<std::string> lora;
+  // Speculative decoding (the server's --speculative-config) applies to this request;
+  // false opts out (the API's "speculative_decoding": false). The output is the same
+  // either way (exactly for greedy and seeded n-gram rows, in distribution for sampled
+  // draft-model rows); only its speed differs.
+  bool speculative = true;
   // Prefix-cache isolation: only requests with the same salt share cached KV blocks.
   std::string cache_salt;
   // Scores of the prompt's tokens (the positions asked for are always computed: a

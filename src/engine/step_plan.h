@@ -84,6 +84,9 @@ struct PlanRow {
   // Positions [pool_begin, pool_end) (clipped to this row's) are pooled, as one run
   // (StepPlan::pool_index).
   int pool_begin = 0, pool_end = 0;
+  // Speculative decoding: proposals after `tokens` (positions tokens.size() on); the row
+  // then has no token in flight.
+  std::span<const int32_t> draft;
   // The sequence's images (sorted by start); those overlapping [start, start + count) must
   // lie inside it (the scheduler never splits one: Sequence::fit_chunk).
   std::span<const MediaSpan> media;

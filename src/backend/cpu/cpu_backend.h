@@ -72,8 +72,8 @@ class CpuBackend final : public Backend {
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                    const Linear& gate_up, const Linear& down, Activation act) override;
   bool fp8_experts() const override { return true; }
-  void sample(Tensor& logits, std::span<const SampleRow> rows,
-              std::span<SampledToken> out) override;
+  void sample(Tensor& logits, std::span<const SampleRow> rows, std::span<SampledToken> out,
+              const Tensor* draft_logits = nullptr) override;
 
   // --- elementwise and stream-mixing ops (cpu_gemma3n_ops.cpp) ---
   void sub(Tensor& out, const Tensor& a, const Tensor& b) override;

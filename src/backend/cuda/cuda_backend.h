@@ -114,9 +114,10 @@ class CudaBackend final : public Backend {
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                    const Linear& gate_up, const Linear& down, Activation act) override;
   bool fp8_experts() const override { return true; }
-  void sample(Tensor& logits, std::span<const SampleRow> rows,
-              std::span<SampledToken> out) override;
-  PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows) override;
+  void sample(Tensor& logits, std::span<const SampleRow> rows, std::span<SampledToken> out,
+              const Tensor* draft_logits = nullptr) override;
+  PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows,
+                             const Tensor* draft_logits = nullptr) override;
   void sample_wait(PendingSample& pending, std::span<SampledToken> out) override;
   void feed_tokens(Tensor& tokens, std::span<const int32_t> dst, std::span<const int32_t> src,
                    const PendingSample& from) override;

@@ -61,6 +61,12 @@ void read_cache_salt(const FieldReader& f, GenerationRequest& out) {
   out.cache_salt = std::move(*salt);
 }
 
+// tandem's "speculative_decoding": false opts a request out of the server's speculative
+// decoding (--speculative-config); its output is the same either way, only its speed differs.
+void read_speculative(const FieldReader& f, GenerationRequest& out) {
+  if (auto b = f.boolean("speculative_decoding")) out.speculative = *b;
+}
+
 }  // namespace
 
 SamplingFieldSpec sampling_spec(const RequestLimits& limits, const char* stop_field) {
@@ -79,6 +85,7 @@ void read_sampling_fields(const FieldReader& fields, const SamplingFieldSpec& sp
   read_seed(fields, out.sampling);
   read_stopping(fields, spec, vocab_size, out);
   read_cache_salt(fields, out);
+  read_speculative(fields, out);
 }
 
 std::vector<GenerationRequest> expand_choices(const GenerationRequest& base, int n) {

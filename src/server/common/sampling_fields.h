@@ -23,7 +23,8 @@ SamplingFieldSpec sampling_spec(const RequestLimits& limits, const char* stop_fi
 
 // Reads temperature, top_p, top_k, min_p, presence/frequency/repetition penalties, seed,
 // the stop strings, and vLLM's extensions (stop_token_ids, min_tokens, ignore_eos,
-// skip_special_tokens, cache_salt) into `out`. Fields not given keep `out`'s values (the model's
+// skip_special_tokens, cache_salt) and tandem's speculative_decoding (false: the request
+// opts out of --speculative-config) into `out`. Fields not given keep `out`'s values (the model's
 // defaults). `vocab_size` bounds stop_token_ids.
 void read_sampling_fields(const FieldReader& fields, const SamplingFieldSpec& spec, int vocab_size,
                           GenerationRequest& out);

@@ -42,6 +42,7 @@ class LocalServer {
     const LoraCapacity lora = cli::lora_capacity_for(lora_dirs, runtime.max_loras, runtime.max_rank);
     cli::LoadedModel m = cli::load_model_folder(dir, "cpu", LoadOptions{.lora = lora});
     if (arithmetic) dynamic_cast<CpuBackend&>(*m.backend).set_block_arithmetic(*arithmetic);
+    if (config.speculative) cli::load_draft_model(m, *config.speculative);
     engine_ = cli::make_engine(m, std::move(config), std::nullopt);
     for (auto& [name, d] : loras) engine_->load_lora(name, d);
     engine_->start();
