@@ -158,7 +158,7 @@ void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights
     const int64_t N = w.out_features(), K = w.in_features();
     if (dtype_is_block(w.weight.dtype))
       return cpu::block_gemm_xwt(*pool_, dst, src, w.weight.data, w.weight.dtype, n, N, K,
-                                 block_arithmetic_, isa_);
+                                 block_arithmetic_, isa_, panels_.find(w.weight));
     if (!w.quant) return cpu::gemm_xwt(*pool_, dst, src, w.weight.data, w.weight.dtype, n, N, K);
     Tensor y = Tensor::borrow(dst, DType::F32, {n, N});
     linear_fp8(y, Tensor::borrow(const_cast<float*>(src), DType::F32, {n, K}), w);
