@@ -1,7 +1,7 @@
 // offline_bench: the offline workloads of docs/benchmarking.md on either backend — every
 // request submitted at once, the engine runs until all finish; output tok/s over the whole run
 // (prefill included, as TensorRT-LLM's tables count it).
-//   offline_bench MODEL_DIR [--device cuda|cpu] [--input 128] [--output 128] [--num 256]
+//   offline_bench MODEL_DIR|FILE.gguf [--device cuda|cpu] [--input 128] [--output 128] [--num 256]
 //                 [--batch 256] [--max-batched-tokens 8192] [--repeat 1]
 //                 [--kv-cache-dtype auto|fp8|fp8_e4m3] [--threads N]
 // `--num 1 --batch 1 --input 128 --output 256` is decode-b1: it also prints the decode
@@ -144,7 +144,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fmt::print(stderr, "usage: offline_bench MODEL_DIR [--device cuda|cpu] [--input N] [--output N] "
+    fmt::print(stderr, "usage: offline_bench MODEL_DIR|FILE.gguf [--device cuda|cpu] [--input N] [--output N] "
                        "[--num N] [--batch B] [--max-batched-tokens N] [--repeat R] "
                        "[--kv-cache-dtype auto|fp8|fp8_e4m3] [--threads N]\n");
     return 2;

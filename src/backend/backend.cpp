@@ -87,6 +87,28 @@ void Backend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   write_kv(cache, k, v, step);
 }
 
+void Backend::concat_columns(Tensor& out, std::span<const Tensor> parts) {
+  TANDEM_CHECK(device() == Device::CPU, "concat_columns needs an override on {}", name());
+  int64_t total = 0;
+  for (const Tensor& p : parts) {
+    TANDEM_CHECK(p.dtype == out.dtype && p.rows() == out.rows(), "concat_columns {} -> {}",
+                 p.shape.str(), out.shape.str());
+    total += p.cols();
+  }
+  TANDEM_CHECK(total == out.cols(), "concat_columns: pieces sum to {} of {}", total, out.cols());
+  const size_t esize = dtype_size(out.dtype);
+  char* dst = static_cast<char*>(out.data);
+  for (int64_t r = 0; r < out.rows(); r++) {
+    int64_t col = 0;
+    for (const Tensor& p : parts) {
+      std::memcpy(dst + size_t(r * out.cols() + col) * esize,
+                  static_cast<const char*>(p.data) + size_t(r * p.cols()) * esize,
+                  size_t(p.cols()) * esize);
+      col += p.cols();
+    }
+  }
+}
+
 void Backend::split_columns(const Tensor& x, std::initializer_list<Tensor*> outs) {
   TANDEM_CHECK(device() == Device::CPU, "split_columns needs an override on {}", name());
   int64_t total = 0;

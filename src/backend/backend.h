@@ -100,6 +100,9 @@ class Backend {
   // columns of every row (Σ cols == x.cols()). The default serves host-memory backends.
   //   x [T, C], outs[i] [T, C_i]
   virtual void split_columns(const Tensor& x, std::initializer_list<Tensor*> outs);
+  // The inverse: out's columns are the pieces' side by side, in order (Σ cols == out.cols()).
+  // The default serves host-memory backends.   out [T, C], parts[i] [T, C_i]
+  virtual void concat_columns(Tensor& out, std::span<const Tensor> parts);
   virtual void synchronize() {}
   // Bytes this backend's device could still allocate (free RAM on the CPU, free GPU memory).
   virtual int64_t available_memory() const;

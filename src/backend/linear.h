@@ -78,10 +78,22 @@ struct Linear {
   Tensor bias;    // [N] in the activation dtype, or undefined
   std::optional<LinearQuant> quant;  // nullopt: weight is used as stored
   std::optional<LinearLora> lora;    // nullopt: no adapters
+  // A projection fused along N (q|k|v, gate|up) whose pieces are stored in different weight
+  // types — a GGUF Q4_K_M file holds q and k in q4_k and v in q6_k, which no single weight
+  // tensor can hold: each piece is a plain Linear (weight and bias) writing its own block of
+  // output columns, in order; `weight` and `bias` are then undefined. model/layers runs the
+  // pieces and joins their outputs (Backend::concat_columns): a backend's linear never sees
+  // a Linear with pieces. `lora` still covers the whole projection.
+  std::vector<Linear> pieces;
 
-  bool defined() const { return weight.defined(); }
-  int64_t out_features() const { return weight.dim(0); }
-  int64_t in_features() const { return weight.dim(1); }
+  bool defined() const { return weight.defined() || !pieces.empty(); }
+  int64_t out_features() const {
+    if (pieces.empty()) return weight.dim(0);
+    int64_t n = 0;
+    for (const Linear& p : pieces) n += p.out_features();
+    return n;
+  }
+  int64_t in_features() const { return pieces.empty() ? weight.dim(1) : pieces[0].in_features(); }
   // Only W and b: what every backend's linear takes today (adapters are lora_add's).
   bool plain() const { return !quant; }
   // FP8 weights whose input is quantized per token on the fly (dynamic scales, per-tensor or

@@ -6,11 +6,11 @@ namespace tandem::cli {
 namespace {
 
 constexpr const char* kDefaultModelHelp =
-    "Hugging Face model folder (default: the embedded tiny-kjv)";
+    "Hugging Face model folder or GGUF file (default: the embedded tiny-kjv)";
 
 // --model and --tokenizer of the text tools: where tokenizer.json is read from.
 void add_tokenizer_source(CLI::App& cmd, TextToolOptions& o) {
-  cmd.add_option("--model", o.model, "Model folder (its tokenizer.json is used)");
+  cmd.add_option("--model", o.model, "Model folder (its tokenizer.json is used) or GGUF file");
   cmd.add_option("--tokenizer", o.tokenizer,
                  "Folder holding tokenizer.json (+ tokenizer_config.json)");
 }
@@ -103,6 +103,12 @@ void add_prefix_caching_flag(CLI::App& cmd, bool& enabled) {
                "Reuse the KV blocks of cached prompt prefixes (default: on)");
 }
 
+void add_tokenizer_flag(CLI::App& cmd, std::optional<std::string>& tokenizer) {
+  cmd.add_option("--tokenizer", tokenizer,
+                 "Folder whose tokenizer.json (and tokenizer_config.json) replace the model's own "
+                 "(a GGUF file carries one)");
+}
+
 void add_threads_flag(CLI::App& cmd, int& threads) {
   cmd.add_option("--threads", threads,
                  "Threads of the CPU backend's ops (default: the physical cores)")
@@ -113,6 +119,7 @@ CLI::App* add_serve_command(CLI::App& app, CommandLine& line) {
   ServeOptions& o = line.serve;
   CLI::App* cmd = app.add_subcommand("serve", "Serve the OpenAI and Anthropic HTTP APIs");
   add_model_flags(*cmd, o, {kDefaultModelHelp});
+  add_tokenizer_flag(*cmd, o.tokenizer);
   cmd->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.port, "Port (0: any free port)")->capture_default_str();
   add_serve_engine_flags(*cmd, o);
@@ -133,7 +140,7 @@ CLI::App* add_logits_command(CLI::App& app, CommandLine& line) {
   LogitsOptions& o = line.logits;
   CLI::App* cmd =
       app.add_subcommand("logits", "Teacher-forced logits of a token-id sequence, as .npy");
-  add_model_flags(*cmd, o, {"Hugging Face model folder", /*required=*/true});
+  add_model_flags(*cmd, o, {"Hugging Face model folder or GGUF file", /*required=*/true});
   cmd->add_option("--ids", o.ids, "Token ids, comma-separated (e.g. 1,2,3)")->required();
   cmd->add_option("--out", o.out, "Output .npy file: float32 [len(ids), vocab]")->required();
   cmd->add_option("--pixel-values", o.pixel_values,
@@ -148,6 +155,7 @@ CLI::App* add_generate_command(CLI::App& app, CommandLine& line) {
   GenerateOptions& o = line.generate;
   CLI::App* cmd = app.add_subcommand("generate", "Generate text for one prompt (the serial path)");
   add_model_flags(*cmd, o, {kDefaultModelHelp});
+  add_tokenizer_flag(*cmd, o.tokenizer);
   cmd->add_option("--prompt", o.prompt, "Prompt text (tokenized with the model's tokenizer)");
   cmd->add_option("--ids", o.ids, "Prompt token ids, comma-separated");
   cmd->add_option("--pixel-values", o.pixel_values,
@@ -166,7 +174,8 @@ CLI::App* add_perplexity_command(CLI::App& app, CommandLine& line) {
   PerplexityOptions& o = line.perplexity;
   CLI::App* cmd = app.add_subcommand(
       "perplexity", "Mean negative log-likelihood and perplexity over a text file");
-  add_model_flags(*cmd, o, {"Hugging Face model folder", /*required=*/true});
+  add_model_flags(*cmd, o, {"Hugging Face model folder or GGUF file", /*required=*/true});
+  add_tokenizer_flag(*cmd, o.tokenizer);
   cmd->add_option("--file", o.file, "UTF-8 text, tokenized as one stream without special tokens")
       ->required();
   cmd->add_option("--context", o.context, "Window length (default: max_position_embeddings)");
@@ -180,6 +189,7 @@ CLI::App* add_eval_command(CLI::App& app, CommandLine& line) {
                                      "Score a model on evaluation tasks: multiple choice, "
                                      "exact-match generation, perplexity");
   add_model_flags(*cmd, o, {kDefaultModelHelp});
+  add_tokenizer_flag(*cmd, o.tokenizer);
   cmd->add_option("--tasks", o.tasks,
                   "Task names in --tasks-dir or .jsonl files, comma-separated (default: every "
                   "task there)")

@@ -53,6 +53,8 @@ void add_model_flags(CLI::App& cmd, Options& o, const ModelFlag& model) {
 void add_kv_cache_dtype_flag(CLI::App& cmd, std::string& dtype);
 void add_lora_flag(CLI::App& cmd, std::optional<std::string>& lora);
 void add_prefix_caching_flag(CLI::App& cmd, bool& enabled);
+// A tokenizer folder that replaces the model's own.
+void add_tokenizer_flag(CLI::App& cmd, std::optional<std::string>& tokenizer);
 // The CPU backend's thread pool, on every command that runs a model.
 void add_threads_flag(CLI::App& cmd, int& threads);
 

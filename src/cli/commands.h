@@ -15,8 +15,11 @@ namespace tandem::cli {
 // The embedded default model (models/tiny-kjv), used when --model is omitted.
 std::string default_model_dir();
 
+// --model is a Hugging Face folder or a GGUF file (the first shard of a split one);
+// --tokenizer DIR's tokenizer.json (and tokenizer_config.json) replace the model's own.
 struct ServeOptions {
   std::string model;
+  std::optional<std::string> tokenizer;
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::string host = "127.0.0.1";
@@ -58,6 +61,7 @@ int run_logits(const LogitsOptions& o);
 
 struct GenerateOptions {
   std::string model;
+  std::optional<std::string> tokenizer;  // --tokenizer DIR (as serve's)
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::optional<std::string> prompt;
@@ -79,6 +83,7 @@ int run_generate(const GenerateOptions& o);
 
 struct PerplexityOptions {
   std::string model;
+  std::optional<std::string> tokenizer;  // --tokenizer DIR (as serve's)
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::string file;
@@ -87,7 +92,8 @@ struct PerplexityOptions {
 int run_perplexity(const PerplexityOptions& o);
 
 struct EvalOptions {
-  std::string model;               // a folder in-process; with --url the served model's name
+  std::string model;               // a folder or GGUF file in-process; with --url the served model's name
+  std::optional<std::string> tokenizer;  // --tokenizer DIR (as serve's)
   std::string device = "auto";     // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
   std::vector<std::string> tasks;  // task names in tasks_dir or .jsonl paths; none: all there

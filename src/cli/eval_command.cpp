@@ -94,7 +94,8 @@ ScorerChoice in_process_scorer(const EvalOptions& o) {
     fail("--scorer is engine or reference (got '{}')", o.scorer);
   ScorerChoice c;
   LoadedModel m =
-      load_model_folder(o.model, o.device, LoadOptions{.online = online_quantization(o.quantization)});
+      load_model_folder(o.model, o.device, LoadOptions{.online = online_quantization(o.quantization)},
+                        o.tokenizer);
   if (!m.tokenizer) fail("{}: eval needs tokenizer.json in the model folder", o.model);
   c.model = o.model;
   c.device = m.backend->name();

@@ -20,7 +20,8 @@ int run_generate(const GenerateOptions& o) {
     LoadedModel m = load_model_folder(
         o.model, o.device,
         LoadOptions{.online = online_quantization(o.quantization),
-                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}});
+                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}},
+        o.tokenizer);
     GenerationRequest req;
     if (o.pixel_values && !o.ids)
       fail("--pixel-values needs --ids (the ids with the image tokens expanded)");

@@ -10,7 +10,10 @@
 
 #include <charconv>
 
+#include <regex>
+
 #include "core/error.h"
+#include "loader/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::cli {
@@ -59,14 +62,37 @@ LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, i
 }
 
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device,
-                              const LoadOptions& options) {
-  if (!std::filesystem::is_directory(dir)) fail("{}: not a model folder", dir.string());
+                              const LoadOptions& options, const std::optional<std::string>& tokenizer) {
+  const bool gguf = is_gguf_file(dir);
+  if (!gguf && !std::filesystem::is_directory(dir))
+    fail("{}: neither a model folder nor a GGUF file", dir.string());
+  if (tokenizer && !std::filesystem::exists(std::filesystem::path(*tokenizer) / "tokenizer.json"))
+    fail("--tokenizer {}: no tokenizer.json there", *tokenizer);
   LoadedModel m;
   m.backend = make_backend(device);
   m.model = load_model(dir, *m.backend, options);
   m.weight_format = weight_format_name(m.model->config(), options.online);
-  if (std::filesystem::exists(dir / "tokenizer.json")) m.tokenizer = Tokenizer::load(dir / "tokenizer.json");
+  const std::filesystem::path source = tokenizer_source(dir.string(), tokenizer);
+  if (tokenizer || gguf || std::filesystem::exists(source / "tokenizer.json"))
+    m.tokenizer = Tokenizer::load(source);
   return m;
+}
+
+std::filesystem::path tokenizer_source(const std::string& model, const std::optional<std::string>& tokenizer) {
+  return tokenizer ? std::filesystem::path(*tokenizer) : std::filesystem::path(model);
+}
+
+std::string default_served_name(const std::string& model) {
+  std::filesystem::path p = std::filesystem::path(model).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "dir/"
+  std::string name = p.filename().string();
+  if (name.size() > 5 && name.ends_with(".gguf")) {
+    name.resize(name.size() - 5);
+    static const std::regex kShard(R"((.*)-\d{5}-of-\d{5})");
+    std::smatch m;
+    if (std::regex_match(name, m, kShard)) name = m[1];
+  }
+  return name.empty() ? "tandem" : name;
 }
 
 std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,

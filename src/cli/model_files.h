@@ -1,9 +1,12 @@
-// What a command needs from a model folder: the backend (--device), the model, the tokenizer
-// (when the folder has one), and parsing of "--ids 1,2,3".
+// What a command needs from a model — a Hugging Face folder or a GGUF file (or the first
+// shard of a split one): the backend (--device), the model, the tokenizer (the folder's
+// tokenizer.json, the GGUF file's own, or --tokenizer DIR's, which wins), and parsing of
+// "--ids 1,2,3".
 #pragma once
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,14 +24,22 @@ namespace tandem::cli {
 struct LoadedModel {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
-  std::shared_ptr<const Tokenizer> tokenizer;  // null without tokenizer.json
-  std::string weight_format;  // weight_format_name(): "bf16", "fp8_e4m3 per-channel ..."
+  std::shared_ptr<const Tokenizer> tokenizer;  // null for a folder without tokenizer.json
+  std::string weight_format;  // weight_format_name(): "bf16", "fp8_e4m3 per-channel ...", "Q4_K_M: q4_k 120, ..."
 };
 
 // `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu); `options`:
 // --quantization (online_quantization()) and the room for LoRA adapters (none by default).
+// `tokenizer`: --tokenizer DIR, whose tokenizer.json replaces the model's own.
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu",
-                              const LoadOptions& options = {});
+                              const LoadOptions& options = {},
+                              const std::optional<std::string>& tokenizer = std::nullopt);
+// The folder or file the tokenizer, chat template and generation defaults come from:
+// --tokenizer DIR when given, else the model itself (a folder or a GGUF file).
+std::filesystem::path tokenizer_source(const std::string& model, const std::optional<std::string>& tokenizer);
+// The API's default model name: the folder's name, or a GGUF file's without ".gguf" and a
+// split model's "-00001-of-0000N".
+std::string default_served_name(const std::string& model);
 // The capacity for serving the PEFT adapters in `dirs` (read to find their largest rank):
 // max(max_loras, the number of dirs) slots of rank max(max_rank, that rank).
 LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, int max_loras = 0,

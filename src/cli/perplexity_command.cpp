@@ -15,7 +15,8 @@ namespace tandem::cli {
 int run_perplexity(const PerplexityOptions& o) {
   try {
     LoadedModel m = load_model_folder(o.model, o.device,
-                                      LoadOptions{.online = online_quantization(o.quantization)});
+                                      LoadOptions{.online = online_quantization(o.quantization)},
+                                      o.tokenizer);
     if (!m.tokenizer) fail("{}: perplexity needs tokenizer.json in the model folder", o.model);
     std::ifstream in(o.file, std::ios::binary);
     if (!in) fail("{}: cannot open", o.file);

@@ -134,16 +134,16 @@ int run_serve(const ServeOptions& o) {
     LoadedModel m = load_model_folder(
         o.model, o.device,
         LoadOptions{.online = online_quantization(o.quantization),
-                    .lora = serve_lora_capacity(o, lora_dirs)});
-    if (!m.tokenizer) fail("{}: serving needs tokenizer.json in the model folder", o.model);
+                    .lora = serve_lora_capacity(o, lora_dirs)},
+        o.tokenizer);
+    if (!m.tokenizer)
+      fail("{}: serving needs tokenizer.json in the model folder (or --tokenizer DIR)", o.model);
     EngineConfig config;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
     config.max_model_len = o.max_model_len;
     config.enable_prefix_caching = o.enable_prefix_caching;
-    config.served_model_name = o.served_model_name.empty()
-                                   ? std::filesystem::path(o.model).lexically_normal().filename().string()
-                                   : o.served_model_name;
-    if (config.served_model_name.empty()) config.served_model_name = "tandem";
+    config.served_model_name =
+        o.served_model_name.empty() ? default_served_name(o.model) : o.served_model_name;
     // Without --kv-budget the executor sizes the cache: every row at full length, within
     // what the device can spare after the weights.
     if (o.kv_budget) config.kv_budget_bytes = parse_bytes(*o.kv_budget);
@@ -152,7 +152,8 @@ int run_serve(const ServeOptions& o) {
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag, batch_flags, &batch);
     for (auto& [name, dir] : loras) engine->load_lora(name, dir);
     engine->start();
-    server::ServedModel served = server::load_served_model(o.model, *engine, m.tokenizer);
+    server::ServedModel served =
+        server::load_served_model(tokenizer_source(o.model, o.tokenizer), *engine, m.tokenizer);
     const int64_t kv_budget = engine->kv_layout().budget_bytes;
     served.card = {{"batch", batch.rows}, {"max_batched_tokens", batch.tokens},
                    {"batch_choice", batch.reason},

@@ -24,12 +24,12 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-// --model DIR and --tokenizer DIR both name a folder holding tokenizer.json.
+// --model (a folder holding tokenizer.json, or a GGUF file) or --tokenizer DIR.
 std::filesystem::path tokenizer_dir(const TextToolOptions& o) {
   if (o.model && o.tokenizer) fail("give only one of --model and --tokenizer");
   if (o.model) return *o.model;
   if (o.tokenizer) return *o.tokenizer;
-  fail("give --model DIR or --tokenizer DIR");
+  fail("give --model DIR|FILE.gguf or --tokenizer DIR");
 }
 
 template <typename Fn>
@@ -47,7 +47,7 @@ int guarded(Fn&& fn) {
 int run_tokenize(const TextToolOptions& o) {
   return guarded([&] {
     if (o.text.has_value() == o.file.has_value()) fail("give exactly one of --text and --file");
-    auto tok = Tokenizer::load(tokenizer_dir(o) / "tokenizer.json");
+    auto tok = Tokenizer::load(tokenizer_dir(o));
     std::string text = o.text ? *o.text : read_file(*o.file);
     fmt::print("{}\n", nlohmann::json(tok->encode(text, o.add_special)).dump());
     return 0;
@@ -57,7 +57,7 @@ int run_tokenize(const TextToolOptions& o) {
 int run_detokenize(const TextToolOptions& o) {
   return guarded([&] {
     if (!o.ids) fail("--ids is required");
-    auto tok = Tokenizer::load(tokenizer_dir(o) / "tokenizer.json");
+    auto tok = Tokenizer::load(tokenizer_dir(o));
     std::vector<int32_t> ids = parse_ids(*o.ids);
     for (int32_t id : ids)
       if (id < 0 || id >= tok->vocab_size())
@@ -80,7 +80,7 @@ int run_chat_template(const TextToolOptions& o) {
       source = read_file(*o.template_file);
     } else {
       TokenizerConfig config = TokenizerConfig::load(tokenizer_dir(o));
-      if (!config.chat_template) fail("{}: tokenizer_config.json has no chat_template", tokenizer_dir(o).string());
+      if (!config.chat_template) fail("{}: no chat template (tokenizer_config.json or the GGUF file's tokenizer.chat_template)", tokenizer_dir(o).string());
       source = *config.chat_template;
       // Variables the context leaves out default to the tokenizer's special tokens.
       auto fill = [&](const char* key, const std::optional<std::string>& v) {

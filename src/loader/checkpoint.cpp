@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "loader/gguf_model.h"
 
 namespace tandem {
 namespace fs = std::filesystem;
@@ -73,10 +74,17 @@ void Checkpoint::open_indexed(const fs::path& index) {
 }
 
 void Checkpoint::open_all_files() {
+  // Without an index: model.safetensors alone when the folder has it (other .safetensors
+  // beside it — goldens, processor outputs — are not weights), else every *.safetensors.
   std::vector<fs::path> paths;
-  for (const auto& entry : fs::directory_iterator(dir_))
-    if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
-      paths.push_back(entry.path());
+  std::error_code ec;
+  if (fs::is_regular_file(dir_ / "model.safetensors", ec)) {
+    paths.push_back(dir_ / "model.safetensors");
+  } else {
+    for (const auto& entry : fs::directory_iterator(dir_))
+      if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
+        paths.push_back(entry.path());
+  }
   if (paths.empty())
     fail("no weights in {}: neither {} nor any *.safetensors file", dir_.string(), kIndexName);
   std::sort(paths.begin(), paths.end());
@@ -92,20 +100,60 @@ void Checkpoint::open_all_files() {
   }
 }
 
+Checkpoint Checkpoint::from_gguf(std::shared_ptr<const GgufModel> model,
+                                 std::map<std::string, GgufAlias> aliases) {
+  Checkpoint c;
+  c.dir_ = model->path();
+  for (const auto& [name, alias] : aliases)
+    if (!model->find(alias.gguf_name))
+      fail("{}: tensor '{}' names GGUF tensor '{}', which the file does not hold",
+           model->path().string(), name, alias.gguf_name);
+  c.gguf_ = std::move(model);
+  c.aliases_ = std::move(aliases);
+  return c;
+}
+
 const SafetensorsFile& Checkpoint::file_of(const std::string& name) const {
   auto it = where_.find(name);
-  if (it == where_.end()) fail("tensor '{}' not found in {}", name, dir_.string());
+  if (it == where_.end()) {
+    if (aliases_.count(name)) fail("tensor '{}' of {} is in a GGUF file, not a safetensors one", name, dir_.string());
+    fail("tensor '{}' not found in {}", name, dir_.string());
+  }
   return *it->second;
 }
 
 Tensor Checkpoint::get(const std::string& name) const {
+  if (auto a = aliases_.find(name); a != aliases_.end()) return read_gguf_alias(*gguf_, name, a->second);
   return file_of(name).tensor(name);
+}
+
+DType Checkpoint::dtype(const std::string& name) const {
+  if (auto a = aliases_.find(name); a != aliases_.end())
+    return gguf_->find(a->second.gguf_name)->info->dtype;
+  return file_of(name).entry(name).dtype;
+}
+
+void Checkpoint::prefetch(const std::string& name) const {
+  if (auto a = aliases_.find(name); a != aliases_.end()) {
+    const GgufModel::TensorRef* ref = gguf_->find(a->second.gguf_name);
+    ref->file->prefetch(*ref->info);
+    return;
+  }
+  file_of(name).prefetch(name);
+}
+
+uint64_t Checkpoint::total_bytes() const {
+  uint64_t total = gguf_ ? gguf_->total_bytes() : 0;
+  for (auto& f : files_) total += uint64_t(std::filesystem::file_size(f->path()));
+  return total;
 }
 
 std::vector<std::string> Checkpoint::names() const {
   std::vector<std::string> names;
-  names.reserve(where_.size());
+  names.reserve(where_.size() + aliases_.size());
   for (const auto& [name, file] : where_) names.push_back(name);
+  for (const auto& [name, alias] : aliases_) names.push_back(name);
+  std::sort(names.begin(), names.end());
   return names;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "core/error.h"
 #include "model/multimodal_config.h"
@@ -11,15 +12,38 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr int kMaxLayers = 1 << 16;
+
+// An integer field as T, or an error naming it and its value: json's own conversion would
+// wrap 2^40 to 0 without a word.
+template <typename T>
+T checked_integer(const json& v, const char* key, const std::string& src) {
+  const bool integral_float = v.is_number_float() && std::isfinite(v.get<double>()) &&
+                              std::floor(v.get<double>()) == v.get<double>();
+  if (!v.is_number_integer() && !integral_float)
+    fail("{}: field '{}' has the wrong type ({})", src, key, v.dump());
+  const long double x = v.is_number_unsigned() ? (long double)v.get<uint64_t>()
+                        : v.is_number_integer() ? (long double)v.get<int64_t>()
+                                                : (long double)v.get<double>();
+  if (x < (long double)std::numeric_limits<T>::min() || x > (long double)std::numeric_limits<T>::max())
+    fail("{}: field '{}' is {}, outside the range tandem reads ({}..{})", src, key, v.dump(),
+         std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+  return T(x);
+}
+
 // Reads an optional field; a present field of the wrong type is an error naming it.
 template <typename T>
 std::optional<T> opt(const json& j, const char* key, const std::string& src) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    fail("{}: field '{}' has the wrong type ({})", src, key, it->dump());
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return checked_integer<T>(*it, key, src);
+  } else {
+    try {
+      return it->get<T>();
+    } catch (const json::exception&) {
+      fail("{}: field '{}' has the wrong type ({})", src, key, it->dump());
+    }
   }
 }
 
@@ -115,12 +139,12 @@ void parse_layer_kinds(ModelConfig& c, const json& j, const std::string& src) {
     fail("{}: sliding layers need sliding_window > 0 (got {})", src, c.sliding_window);
 }
 
-std::vector<int32_t> parse_ids(const json& v) {
+std::vector<int32_t> parse_ids(const json& v, const std::string& src) {
   std::vector<int32_t> ids;
-  if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
+  if (v.is_number_integer()) ids.push_back(checked_integer<int32_t>(v, "eos_token_id", src));
   else if (v.is_array())
     for (auto& x : v)
-      if (x.is_number_integer()) ids.push_back(x.get<int32_t>());
+      if (x.is_number_integer()) ids.push_back(checked_integer<int32_t>(x, "eos_token_id", src));
   return ids;
 }
 
@@ -164,6 +188,10 @@ ModelConfig ModelConfig::parse(const json& j, const std::string& src) {
   c.vocab_size = req<int>(j, "vocab_size", src);
   c.hidden_size = req<int>(j, "hidden_size", src);
   c.num_layers = req<int>(j, "num_hidden_layers", src);
+  // Per-layer state is sized by this before any tensor is read: bound it first (the largest
+  // models have a few hundred layers; load_model then checks it against the checkpoint).
+  if (c.num_layers > kMaxLayers)
+    fail("{}: num_hidden_layers is {}; tandem reads at most {} layers", src, c.num_layers, kMaxLayers);
   c.num_heads = req<int>(j, "num_attention_heads", src);
   c.num_kv_heads = opt<int>(j, "num_key_value_heads", src).value_or(c.num_heads);
   if (c.num_heads > 0 && !j.contains("head_dim") && c.hidden_size % c.num_heads != 0)
@@ -202,7 +230,7 @@ ModelConfig ModelConfig::parse(const json& j, const std::string& src) {
   c.decoder_sparse_step = opt<int>(j, "decoder_sparse_step", src).value_or(1);
   c.mlp_only_layers = opt<std::vector<int>>(j, "mlp_only_layers", src).value_or(std::vector<int>{});
 
-  if (auto e = j.find("eos_token_id"); e != j.end()) c.eos_token_ids = parse_ids(*e);
+  if (auto e = j.find("eos_token_id"); e != j.end()) c.eos_token_ids = parse_ids(*e, src);
   c.bos_token_id = opt<int32_t>(j, "bos_token_id", src);
   parse_layer_kinds(c, j, src);
   parse_rope_section(c, j, src);
@@ -227,7 +255,7 @@ ModelConfig ModelConfig::load(const std::filesystem::path& dir) {
     json g = json::parse(gen, nullptr, /*allow_exceptions=*/false);
     if (g.is_object())
       if (auto e = g.find("eos_token_id"); e != g.end()) {
-        auto ids = parse_ids(*e);
+        auto ids = parse_ids(*e, (dir / "generation_config.json").string());
         if (!ids.empty()) c.eos_token_ids = ids;
       }
   }

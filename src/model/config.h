@@ -32,6 +32,9 @@ struct RopeConfig {
   bool truncate = true;
   // longrope
   std::vector<double> short_factor, long_factor;
+  // GGUF's rope_freqs tensor (Llama 3 scaling, which GGUF stores as per-pair divisors, not
+  // as parameters): inv_freq[i] /= freq_divisors[i] after `type`'s own; empty: none.
+  std::vector<float> freq_divisors;
 };
 
 enum class LayerKind : uint8_t { Full, Sliding };

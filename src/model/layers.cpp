@@ -6,18 +6,34 @@
 #include "core/error.h"
 
 namespace tandem {
+namespace {
+
+// out = x · Wᵀ (+ b); a projection stored in pieces of different weight types (linear.h)
+// runs each piece and joins their columns.
+void base_linear(Backend& be, Tensor& out, const Tensor& x, const Linear& l) {
+  if (l.pieces.empty()) return be.linear(out, x, l);
+  std::vector<Tensor> parts;
+  parts.reserve(l.pieces.size());
+  for (const Linear& piece : l.pieces) {
+    parts.push_back(be.alloc(out.dtype, {x.rows(), piece.out_features()}));
+    be.linear(parts.back(), x, piece);
+  }
+  be.concat_columns(out, parts);
+}
+
+}  // namespace
 
 Tensor linear(Backend& be, const Tensor& x, const Linear& l) {
   TANDEM_CHECK(!l.lora, "linear: a projection [{}, {}] with LoRA slots needs the step's slots",
                l.out_features(), l.in_features());
   Tensor out = be.alloc(be.act_dtype(), {x.rows(), l.out_features()});
-  be.linear(out, x, l);
+  base_linear(be, out, x, l);
   return out;
 }
 
 Tensor linear(Backend& be, const Tensor& x, const Linear& l, const StepTensors& step) {
   Tensor out = be.alloc(be.act_dtype(), {x.rows(), l.out_features()});
-  be.linear(out, x, l);
+  base_linear(be, out, x, l);
   if (l.lora && step.lora.defined()) be.lora_add(out, x, *l.lora, step.lora);
   return out;
 }
@@ -33,7 +49,7 @@ Tensor linear(Backend& be, const Tensor& x, const Fp8Input& xq, const Linear& l,
 
 Tensor linear_f32(Backend& be, const Tensor& x, const Linear& l) {
   Tensor out = be.alloc(DType::F32, {x.rows(), l.out_features()});
-  be.linear(out, x, l);
+  base_linear(be, out, x, l);
   return out;
 }
 

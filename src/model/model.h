@@ -71,11 +71,17 @@ struct LoadOptions {
 // config.json's quantization_config declares (loader/quant_scheme.h), or, for a 16-bit
 // checkpoint, quantized as `options.online` asks, with room for `options.lora` adapters.
 // Throws tandem::Error (unknown model_type, missing tensor, bad shapes, bad files).
+// `dir` may also be a GGUF file (or the first shard of a split one): load_gguf_model.
 std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
                                   const LoadOptions& options = {});
+// A GGUF file's model (model/gguf_translate.h): its metadata as the config, its tensors
+// under Hugging Face names; --quantization is refused (the weights load as stored).
+std::unique_ptr<Model> load_gguf_model(const std::filesystem::path& path, Backend& backend,
+                                       const LoadOptions& options = {});
 // The scheme load_model uses for `config` and `online`.
 QuantScheme model_quant_scheme(const ModelConfig& config, const std::optional<QuantScheme>& online);
-// What /stats and the ready card show as the weight format: "bf16", "fp8_e4m3 per-channel...".
+// What /stats and the ready card show as the weight format: "bf16", "fp8_e4m3 per-channel...",
+// or a GGUF file's types ("Q4_K_M: q4_k 120, q6_k 25, f32 65", gguf_weight_summary).
 std::string weight_format_name(const ModelConfig& config, const std::optional<QuantScheme>& online);
 
 }  // namespace tandem

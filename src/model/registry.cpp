@@ -1,6 +1,10 @@
 #include "model/registry.h"
 
+#include <algorithm>
+#include <charconv>
+
 #include "core/error.h"
+#include "loader/gguf_file.h"
 #include "model/arch/archs.h"
 
 namespace tandem {
@@ -30,6 +34,26 @@ const ArchEntry kArchitectures[] = {
     {"gemma4", arch::build_gemma4_multimodal},
 };
 
+// A config that declares more layers than the checkpoint holds is refused before the model
+// allocates per-layer state for them (1,000,000 declared layers once took 17.5 s and 4 GB to
+// be refused at the first missing tensor).
+void check_declared_layers(const ModelConfig& config, const Checkpoint& checkpoint,
+                           const std::string& source) {
+  int64_t held = 0;
+  for (const std::string& name : checkpoint.names()) {
+    for (size_t pos = name.find("layers."); pos != std::string::npos; pos = name.find("layers.", pos + 1)) {
+      if (pos > 0 && name[pos - 1] != '.') continue;
+      int64_t n = 0;
+      const char* begin = name.data() + pos + 7;
+      auto [end, ec] = std::from_chars(begin, name.data() + name.size(), n);
+      if (ec == std::errc() && end != begin && *end == '.') held = std::max(held, n + 1);
+    }
+  }
+  if (config.num_layers > held)
+    fail("{}: num_hidden_layers is {}, but the checkpoint holds tensors for {} layers", source,
+         config.num_layers, held);
+}
+
 }  // namespace
 
 ArchBuilder find_architecture(const std::string& model_type) {
@@ -49,6 +73,8 @@ QuantScheme model_quant_scheme(const ModelConfig& config, const std::optional<Qu
 }
 
 std::string weight_format_name(const ModelConfig& config, const std::optional<QuantScheme>& online) {
+  if (auto g = config.raw.find("gguf"); g != config.raw.end() && g->contains("weight_types"))
+    return (*g)["weight_types"].get<std::string>();
   const std::string torch = config.raw.value("torch_dtype", std::string("bfloat16"));
   const std::string stored = torch == "float16" ? "f16" : torch == "float32" ? "f32" : "bf16";
   return model_quant_scheme(config, online).describe(stored);
@@ -56,6 +82,7 @@ std::string weight_format_name(const ModelConfig& config, const std::optional<Qu
 
 std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
                                   const LoadOptions& options) {
+  if (is_gguf_file(dir)) return load_gguf_model(dir, backend, options);
   ModelConfig config = ModelConfig::load(dir);
   config.lora = options.lora;
   // A multimodal folder's builder is its top-level type's: it loads the text model and
@@ -70,6 +97,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& bac
          known);
   }
   Checkpoint checkpoint = Checkpoint::open(dir);
+  check_declared_layers(config, checkpoint, (dir / "config.json").string());
   checkpoint.set_quant(model_quant_scheme(config, options.online));
   return build(std::move(config), checkpoint, backend);
 }

@@ -92,6 +92,18 @@ RopeSpec make_proportional_rope(const RopeConfig& r, int head_dim) {
   return spec;
 }
 
+void apply_freq_divisors(std::vector<float>& inv, const std::vector<float>& divisors) {
+  if (divisors.empty()) return;
+  if (divisors.size() != inv.size())
+    fail("rope: {} frequency divisors (GGUF rope_freqs) for {} rotary pairs", divisors.size(),
+         inv.size());
+  for (size_t i = 0; i < inv.size(); i++) {
+    if (!(divisors[i] > 0) || !std::isfinite(divisors[i]))
+      fail("rope: frequency divisor {} (GGUF rope_freqs[{}]) is not a positive number", divisors[i], i);
+    inv[i] = float(inv[i] / divisors[i]);
+  }
+}
+
 }  // namespace
 
 RopeSpec make_rope(const RopeConfig& r, int head_dim, int max_pos) {
@@ -119,6 +131,7 @@ RopeSpec make_rope(const RopeConfig& r, int head_dim, int max_pos) {
   } else {
     fail("rope: rope_type '{}' is not supported yet", r.type);
   }
+  apply_freq_divisors(spec.inv_freq, r.freq_divisors);
   return spec;
 }
 

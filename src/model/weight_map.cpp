@@ -42,7 +42,7 @@ WeightLoader::WeightLoader(const Checkpoint& checkpoint, Backend& backend, Weigh
       map_(std::move(map)),
       num_experts_(num_experts),
       lora_(lora && lora->capacity.enabled() ? lora : nullptr) {
-  for (auto& f : checkpoint_.files()) total_bytes_ += int64_t(std::filesystem::file_size(f->path()));
+  total_bytes_ = int64_t(checkpoint_.total_bytes());
 }
 
 void WeightLoader::report_progress(int64_t bytes) {
@@ -78,8 +78,11 @@ Tensor concat_rows(const std::vector<Tensor>& parts, const std::string& what) {
   int64_t rows = 0, cols = width(parts[0]);
   for (auto& p : parts) {
     if (p.dtype != dtype || width(p) != cols || (p.ndim() == 1) != vectors)
-      fail("{}: pieces disagree in dtype or shape ({} {} vs {} {})", what, dtype_name(dtype),
-           parts[0].shape.str(), dtype_name(p.dtype), p.shape.str());
+      fail("{}: pieces disagree in dtype or shape ({} {} vs {} {}){}", what, dtype_name(dtype),
+           parts[0].shape.str(), dtype_name(p.dtype), p.shape.str(),
+           p.dtype != dtype ? " — stacked experts whose projections differ in weight type are not "
+                              "supported"
+                            : "");
     rows += vectors ? p.numel() : p.rows();
   }
   Tensor out = vectors ? Tensor::empty_host(dtype, {rows}) : Tensor::empty_host(dtype, {rows, cols});
@@ -143,17 +146,55 @@ Tensor WeightLoader::load(const std::string& name, int layer, Shape expected, bo
   return host ? upload(*host) : Tensor{};
 }
 
+bool WeightLoader::mixed_types(const WeightRule& rule, int layer) const {
+  if (rule.sources.size() < 2 || rule.sources[0].find("{e}") != std::string::npos) return false;
+  std::optional<DType> first;
+  for (const std::string& src : rule.sources) {
+    const std::string name = expand_name(src, layer);
+    if (!checkpoint_.has(name)) return false;  // read() reports what is missing
+    const DType d = checkpoint_.dtype(name);
+    if (first && *first != d) return true;
+    first = d;
+  }
+  return false;
+}
+
+Linear WeightLoader::load_pieces(const WeightRule& rule, int layer, Shape expected) {
+  const std::string label = expand_name(rule.name, layer);
+  std::optional<Tensor> bias = read(rule.name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
+  Linear l;
+  int64_t row = 0;
+  for (const std::string& src : rule.sources) {
+    const std::string name = expand_name(src, layer);
+    Tensor host = checkpoint_.get(name);
+    if (host.ndim() != 2 || host.dim(1) != expected[1] || row + host.dim(0) > expected[0])
+      fail("{}: weight '{}': piece '{}' has shape {}, which does not fit the {} the config implies",
+           checkpoint_.dir().string(), label, name, host.shape.str(), expected.str());
+    Linear piece{.weight = upload(host)};
+    if (bias) piece.bias = upload(bias->slice_rows(row, host.dim(0)));
+    row += host.dim(0);
+    l.pieces.push_back(std::move(piece));
+  }
+  if (row != expected[0])
+    fail("{}: weight '{}': its pieces have {} rows but the config implies {}",
+         checkpoint_.dir().string(), label, row, expected[0]);
+  return l;
+}
+
 Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expected,
                                  bool must_exist) {
   Linear l;
-  if (const WeightRule* rule = find(name); rule && loads_as_fp8(*rule, layer)) {
+  const WeightRule* rule = find(name);
+  if (rule && loads_as_fp8(*rule, layer)) {
     l = load_fp8_linear(*rule, layer, expected);
+  } else if (rule && mixed_types(*rule, layer)) {
+    l = load_pieces(*rule, layer, expected);  // each piece carries its slice of the bias
   } else {
     std::optional<Tensor> host = read(name, layer, expected, must_exist);
     if (!host) return l;
     l.weight = upload(*host);
   }
-  l.bias = load(name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
+  if (l.pieces.empty()) l.bias = load(name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
   if (lora_ && lora_projection(name)) add_lora_slots(l, *find(name), layer);
   return l;
 }

@@ -73,6 +73,10 @@ class WeightLoader {
     LinearQuant quant;  // weight_scale, input_scale: host f32
   };
   bool loads_as_fp8(const WeightRule& rule, int layer) const;
+  // A fused rule whose sources are stored in different dtypes (a GGUF Q4_K_M's q4_k q and k,
+  // q6_k v), and loading it as one Linear of pieces (linear.h), each with its bias slice.
+  bool mixed_types(const WeightRule& rule, int layer) const;
+  Linear load_pieces(const WeightRule& rule, int layer, Shape expected);
   Fp8Host read_fp8(const WeightRule& rule, int layer, int expert, Shape expected);
   Linear load_fp8_linear(const WeightRule& rule, int layer, Shape expected);
   void report_progress(int64_t bytes);

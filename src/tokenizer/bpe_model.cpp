@@ -74,7 +74,9 @@ std::unique_ptr<BpeModel> BpeModel::build(const json& j, BpeSource source, const
   m->fuse_unk_ = bool_field(j, "fuse_unk", false, ctx);
   m->ignore_merges_ = bool_field(j, "ignore_merges", false, ctx);
   m->load_vocab(source.vocab, ctx);
-  m->load_merges(source.merges, ctx);
+  if (!source.merge_ranks.empty() && source.merge_ranks.size() != source.merges.size())
+    ctx.fail("{} merge ranks for {} merges", source.merge_ranks.size(), source.merges.size());
+  m->load_merges(source.merges, source.merge_ranks, ctx);
   return m;
 }
 
@@ -110,7 +112,7 @@ void BpeModel::load_vocab(std::vector<std::pair<std::string, int64_t>>& vocab,
 }
 
 void BpeModel::load_merges(const std::vector<std::pair<std::string, std::string>>& merges,
-                           const LoadContext& ctx) {
+                           const std::vector<uint32_t>& ranks, const LoadContext& ctx) {
   merges_ = MergeTable(merges.size());
   std::string merged;
   for (size_t i = 0; i < merges.size(); ++i) {
@@ -122,7 +124,8 @@ void BpeModel::load_merges(const std::vector<std::pair<std::string, std::string>
     merged.assign(a).append(b, prefix_.size());
     auto new_id = token_to_id(merged);
     if (!new_id) ctx.fail("merges[{}] makes '{}' which is not in the vocabulary", i, merged);
-    merges_.insert_or_assign(*a_id, *b_id, {static_cast<uint32_t>(i), *new_id});
+    const uint32_t rank = ranks.empty() ? static_cast<uint32_t>(i) : ranks[i];
+    merges_.insert_or_assign(*a_id, *b_id, {rank, *new_id});
   }
 }
 

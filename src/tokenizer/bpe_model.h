@@ -51,7 +51,7 @@ class BpeModel {
   BpeModel() = default;
   void load_vocab(std::vector<std::pair<std::string, int64_t>>& vocab, const LoadContext& ctx);
   void load_merges(const std::vector<std::pair<std::string, std::string>>& merges,
-                   const LoadContext& ctx);
+                   const std::vector<uint32_t>& ranks, const LoadContext& ctx);
   // The id of the symbol for word[begin, end): with the continuing-subword prefix unless
   // first, the end-of-word suffix if last.
   std::optional<int32_t> symbol_id(std::string_view word, size_t begin, size_t end) const;

@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "loader/gguf_file.h"
+#include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer/tokenizer_json_reader.h"
 #include "tokenizer/tokenizer_parts.h"
 #include "tokenizer/unicode.h"
@@ -101,7 +103,18 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json_text(std::string_view json
   }
 }
 
+std::shared_ptr<const Tokenizer> Tokenizer::from_components(const tok::json& doc,
+                                                            tok::BpeSource source,
+                                                            std::string_view origin) {
+  try {
+    return std::shared_ptr<const Tokenizer>(new Tokenizer(build_parts(doc, std::move(source), origin)));
+  } catch (const tok::json::exception& e) {
+    fail("{}: malformed tokenizer: {}", origin, e.what());
+  }
+}
+
 std::shared_ptr<const Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
+  if (is_gguf_file(path)) return tokenizer_from_gguf(GgufFile::open(path)->metadata());
   std::filesystem::path file = path;
   if (std::filesystem::is_directory(file)) file /= "tokenizer.json";
   std::ifstream in(file, std::ios::binary);

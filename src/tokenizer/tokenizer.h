@@ -30,13 +30,20 @@ namespace tandem {
 
 namespace tok {
 struct TokenizerParts;
+struct BpeSource;
 }
 
 class Tokenizer {
  public:
-  // Loads tokenizer.json (a file path, or a directory holding tokenizer.json). Throws
+  // Loads tokenizer.json (a file path, or a directory holding tokenizer.json), or the
+  // tokenizer a GGUF file carries in its metadata (tokenizer/gguf_tokenizer.h). Throws
   // tandem::Error naming the file and the component for anything unsupported or malformed.
   static std::shared_ptr<const Tokenizer> load(const std::filesystem::path& path);
+  // From tokenizer.json's components: `doc` without model.vocab and model.merges, which
+  // `source` holds (how a GGUF vocabulary is turned into the same pipeline).
+  static std::shared_ptr<const Tokenizer> from_components(const nlohmann::json& doc,
+                                                          tok::BpeSource source,
+                                                          std::string_view origin);
   // The same from the text of a tokenizer.json; `origin` names it in errors.
   static std::shared_ptr<const Tokenizer> from_json_text(std::string_view json_text,
                                                          std::string_view origin = "<memory>");
@@ -105,7 +112,9 @@ struct TokenizerConfig {
   std::map<std::string, std::string> named_templates;  // e.g. "tool_use"
   std::optional<bool> add_bos_token, add_eos_token;
   nlohmann::json raw;
-  static TokenizerConfig load(const std::filesystem::path& dir);  // missing file -> empty config
+  // A folder's tokenizer_config.json (missing file -> empty config), or a GGUF file's
+  // tokenizer metadata (tokenizer/gguf_tokenizer.h).
+  static TokenizerConfig load(const std::filesystem::path& dir);
   static TokenizerConfig parse(const nlohmann::json& j, std::string_view origin);
 };
 

@@ -2,6 +2,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "loader/gguf_file.h"
+#include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem {
@@ -66,6 +68,7 @@ TokenizerConfig TokenizerConfig::parse(const json& j, std::string_view origin) {
 }
 
 TokenizerConfig TokenizerConfig::load(const std::filesystem::path& dir) {
+  if (is_gguf_file(dir)) return tokenizer_config_from_gguf(GgufFile::open(dir)->metadata());
   std::filesystem::path file = dir / "tokenizer_config.json";
   TokenizerConfig c;
   if (auto text = read_text_file(file)) {

@@ -17,6 +17,10 @@ namespace tandem::tok {
 struct BpeSource {
   std::vector<std::pair<std::string, int64_t>> vocab;
   std::vector<std::pair<std::string, std::string>> merges;
+  // Each merge's rank (lower merges first; equal ranks merge leftmost first); empty: the
+  // merge's index, as in tokenizer.json. A SentencePiece vocabulary's merges rank by the
+  // merged piece's score, and equal scores tie (tokenizer/gguf_tokenizer.cpp).
+  std::vector<uint32_t> merge_ranks;
   bool has_vocab = false;
   bool has_merges = false;
 };

@@ -209,6 +209,32 @@ void CudaBackend::split_columns(const Tensor& x, std::initializer_list<Tensor*> 
   }
 }
 
+//   out [T, C], parts[i] [T, C_i], Σ C_i == C: one strided 2D copy per piece (split_columns'
+//   inverse; a fused projection stored in pieces of different weight types, linear.h).
+void CudaBackend::concat_columns(Tensor& out, std::span<const Tensor> parts) {
+  cuda::check_on_device(out, "concat_columns", "out");
+  int64_t total = 0;
+  for (const Tensor& p : parts) {
+    cuda::check_tensor(p, out.dtype, "concat_columns", "piece");
+    if (p.rows() != out.rows())
+      fail("concat_columns: piece {} must have the {} rows of out {}", p.shape.str(), out.rows(),
+           out.shape.str());
+    total += p.cols();
+  }
+  if (total != out.cols())
+    fail("concat_columns: pieces sum to {} columns of out {}", total, out.shape.str());
+  const size_t esize = dtype_size(out.dtype), pitch = size_t(out.cols()) * esize;
+  size_t offset = 0;
+  for (const Tensor& p : parts) {
+    const size_t width = size_t(p.cols()) * esize;
+    if (width > 0 && out.rows() > 0)
+      cuda_check(cudaMemcpy2DAsync(static_cast<char*>(out.data) + offset, pitch, p.data, width,
+                                   width, size_t(out.rows()), cudaMemcpyDeviceToDevice, stream_),
+                 "concat_columns: cudaMemcpy2DAsync");
+    offset += width;
+  }
+}
+
 void CudaBackend::synchronize() {
   cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }

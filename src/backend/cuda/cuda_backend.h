@@ -57,6 +57,7 @@ class CudaBackend final : public Backend {
   void write_i32_rows(Tensor& dst, const int32_t* src, int64_t rows, int64_t cols) override;
   void copy(Tensor& dst, const Tensor& src) override;
   void split_columns(const Tensor& x, std::initializer_list<Tensor*> outs) override;
+  void concat_columns(Tensor& out, std::span<const Tensor> parts) override;
   void synchronize() override;
   int64_t available_memory() const override { return free_device_bytes(); }
   // --- graphs (cuda_graph.cpp) ---

@@ -8,8 +8,8 @@
 #include <random>
 #include <sstream>
 
-#include "server/chat_messages.h"
-#include "server/chat_prompt.h"
+#include "server/openai/chat_messages.h"
+#include "server/common/chat_prompt.h"
 #include "server/common/reasoning_parser.h"
 
 namespace tandem::server {
