@@ -167,8 +167,7 @@ int main(int argc, char** argv) {
              cpu_features().avx512_vnni);
   std::vector<CpuIsa> isas{CpuIsa::Avx2};
   if (cpu_max_isa() >= CpuIsa::Avx512) isas.push_back(CpuIsa::Avx512);
-  if (!g_isa.empty())
-    std::erase_if(isas, [](CpuIsa i) { return cpu_isa_name(i) != g_isa; });
+  if (!g_isa.empty()) std::erase_if(isas, [](CpuIsa i) { return cpu_isa_name(i) != g_isa; });
   std::mt19937 rng(0);
   for (const std::string& name : types) {
     DType dtype = DType::BF16;

@@ -56,7 +56,9 @@ struct PanelAvx2 {
   static constexpr bool kHiShift = true, kSignTrick = true;
   static VI izero() { return _mm256_setzero_si256(); }
   static VF fzero() { return _mm256_setzero_ps(); }
-  static VI load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static VI load(const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
   static VI lo_nibbles(VI v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0F)); }
   static VI hi_nibbles(VI v) {
     return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));

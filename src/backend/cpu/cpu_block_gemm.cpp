@@ -180,7 +180,9 @@ bool block_panels_supported(DType t) {
 size_t block_panels_bytes(DType t, int64_t N, int64_t K) {
   if (!block_panels_supported(t)) return 0;
   const PanelShape& P = kPanelShapes[int(block_kind(t))];
-  TANDEM_CHECK(K > 0 && K % P.elems == 0, "block panels: a {} weight needs rows of whole blocks of {}, got K = {}", dtype_name(t), P.elems, K);
+  TANDEM_CHECK(K > 0 && K % P.elems == 0,
+               "block panels: a {} weight needs rows of whole blocks of {}, got K = {}",
+               dtype_name(t), P.elems, K);
   return size_t(N / kPanelRows) * size_t(K / P.elems) * size_t(P.block_bytes());
 }
 

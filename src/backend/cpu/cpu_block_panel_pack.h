@@ -87,12 +87,12 @@ inline __m256 round_half_away(__m256 t) {
 // One row quantized per block of ab values, bit for bit as quantize_block_acts: d =
 // max|x| / 127, q = clamp(round(x · (1 / d)), ±127) (0 where d = 0).
 inline void quantize_acts_row(const float* x, int64_t K, int ab, int8_t* q, float* d) {
-  const __m256 sign = _mm256_set1_ps(-0.f), lo = _mm256_set1_ps(-127.f),
-               hi = _mm256_set1_ps(127.f);
+  const __m256 sign = _mm256_set1_ps(-0.f), lo = _mm256_set1_ps(-127.f), hi = _mm256_set1_ps(127.f);
   for (int64_t b = 0; b < K / ab; b++) {
     const float* v = x + b * ab;
     __m256 mx = _mm256_setzero_ps();
-    for (int i = 0; i < ab; i += 8) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(v + i)));
+    for (int i = 0; i < ab; i += 8)
+      mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(v + i)));
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
@@ -113,8 +113,8 @@ inline void quantize_acts_row(const float* x, int64_t K, int ab, int8_t* q, floa
 
 // Rows [m0, m1) of x for the panel kernels of K (cpu_block_panels.h, PanelActs).
 template <BlockKind K>
-void panel_acts(bool signed_levels, const float* x, int64_t Kdim, int64_t m0, int64_t m1,
-                int8_t* q, float* d, int32_t* corr, float* bsum) {
+void panel_acts(bool signed_levels, const float* x, int64_t Kdim, int64_t m0, int64_t m1, int8_t* q,
+                float* d, int32_t* corr, float* bsum) {
   constexpr PanelShape P = kPanelShapes[int(K)];
   const int64_t units = Kdim / P.unit;
   for (int64_t m = m0; m < m1; m++) {

@@ -52,19 +52,18 @@ struct PanelShape {
 };
 
 // By BlockKind.
-inline constexpr PanelShape kPanelShapes[] = {
-    {true, true, false, false, 8, 32, 16},      // Q4_0
-    {true, true, true, false, 0, 32, 16},       // Q4_1
-    {true, false, false, false, 16, 32, 32},    // Q5_0
-    {true, false, true, false, 0, 32, 32},      // Q5_1
-    {true, false, false, false, 128, 32, 32},   // Q8_0
-    {false, false, true, true, 0, 256, 16},     // Q2_K
-    {false, false, false, true, 4, 256, 16},    // Q3_K
-    {true, true, true, true, 0, 256, 32},       // Q4_K
-    {true, false, true, true, 0, 256, 32},      // Q5_K
-    {true, false, false, true, 32, 256, 16},    // Q6_K
-    {true, false, false, false, 128, 32, 32},   // IQ4_NL
-    {true, false, false, true, 128, 256, 32}};  // IQ4_XS
+inline constexpr PanelShape kPanelShapes[] = {{true, true, false, false, 8, 32, 16},      // Q4_0
+                                              {true, true, true, false, 0, 32, 16},       // Q4_1
+                                              {true, false, false, false, 16, 32, 32},    // Q5_0
+                                              {true, false, true, false, 0, 32, 32},      // Q5_1
+                                              {true, false, false, false, 128, 32, 32},   // Q8_0
+                                              {false, false, true, true, 0, 256, 16},     // Q2_K
+                                              {false, false, false, true, 4, 256, 16},    // Q3_K
+                                              {true, true, true, true, 0, 256, 32},       // Q4_K
+                                              {true, false, true, true, 0, 256, 32},      // Q5_K
+                                              {true, false, false, true, 32, 256, 16},    // Q6_K
+                                              {true, false, false, false, 128, 32, 32},   // IQ4_NL
+                                              {true, false, false, true, 128, 256, 32}};  // IQ4_XS
 
 // The activations the panel kernels take, quantized as quantize_block_acts quantizes them
 // (per block of the weight type's values: q, d), with each unit's Σq: corr = o_j·Σq (o_j the
@@ -97,7 +96,6 @@ void block_pack_panels_avx2(BlockKind kind, const uint8_t* w, int64_t K, int64_t
 // row length). signed_levels: the kernel takes offset-128 levels signed (AVX2's sign trick),
 // so their corr is 0.
 void block_panel_acts_avx2(BlockKind kind, bool signed_levels, const float* x, int64_t K,
-                           int64_t m0, int64_t m1, int8_t* q, float* d, int32_t* corr,
-                           float* bsum);
+                           int64_t m0, int64_t m1, int8_t* q, float* d, int32_t* corr, float* bsum);
 
 }  // namespace tandem::cpu

@@ -97,7 +97,7 @@ struct Case {
 // Ks of one and several blocks of 256 (every type), Ms on both sides of exact_widen_rows and
 // of the panel kernels' tiles (4 rows on AVX-512, 2 on AVX2), Ns of whole panels of 16 rows,
 // of panels and rows past them, and of rows alone.
-constexpr Case kCases[] = {{1, 37, 256}, {3, 20, 512}, {5, 9, 768}, {17, 13, 512},
+constexpr Case kCases[] = {{1, 37, 256}, {3, 20, 512},  {5, 9, 768},  {17, 13, 512},
                            {7, 48, 768}, {2, 32, 1024}, {66, 17, 256}};
 
 TEST(CpuBlockGemm, ExactIsTheF32GemmOverTheDecodedWeights) {
