@@ -113,8 +113,9 @@ TEST(CpuBlockOps, Int8LinearReadsThePanelsPackedAtUpload) {
     SCOPED_TRACE(testing::Message() << "rows " << r0 << "+" << n);
     const std::vector<float> got = linear(wd.slice_rows(r0, n)), want = kernels(r0, n, panels);
     ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
-    if (!panels)  // the rows a misplaced panel would have given differ
+    if (!panels) {  // the rows a misplaced panel would have given differ
       EXPECT_NE(std::memcmp(got.data(), kernels(r0, n, true).data(), got.size() * 4), 0);
+    }
   }
 }
 
