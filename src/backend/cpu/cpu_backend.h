@@ -119,7 +119,7 @@ class CpuBackend final : public Backend {
   bool fp8_inputs_bf16_ = false;
   cpu::BlockArithmetic block_arithmetic_ = cpu::kDefaultBlockArithmetic;
   cpu::HugePageArena weights_;
-  cpu::BlockPanelStore panels_;  // of the block weights uploaded under Int8
+  cpu::BlockPanelStore panels_;   // of the block weights uploaded under Int8
   cpu::BufferCache activations_;  // alloc()'s tensors of 64 KiB and more
 };
 
