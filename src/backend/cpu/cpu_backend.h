@@ -22,6 +22,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_block_gemm.h"
+#include "backend/cpu/cpu_block_panel_store.h"
 #include "backend/cpu/cpu_host_memory.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -100,9 +101,13 @@ class CpuBackend final : public Backend {
   // against the plain one (tests/golden/fused_decode_test.cpp). Off by default.
   void set_fused_decode_chain(bool on) { fused_decode_chain_ = on; }
   bool fuses_decode_chain(int64_t) const override { return fused_decode_chain_; }
-  // How linears and experts with ggml block-type weights compute (cpu_block_gemm.h).
+  // How linears and experts with ggml block-type weights compute (cpu_block_gemm.h). Under
+  // Int8, block weights uploaded get panels (cpu_block_panels.h) beside their blocks; set it
+  // before the weights are uploaded (weights uploaded under Exact run Int8 without them).
   void set_block_arithmetic(cpu::BlockArithmetic a) { block_arithmetic_ = a; }
   cpu::BlockArithmetic block_arithmetic() const { return block_arithmetic_; }
+  // Bytes of panels held beside the block weights.
+  size_t block_panel_bytes() const { return panels_.bytes(); }
 
  private:
   // A tensor on huge pages when it is big enough to be streamed (weights through the
@@ -121,6 +126,7 @@ class CpuBackend final : public Backend {
   bool fused_decode_chain_ = false;
   cpu::BlockArithmetic block_arithmetic_ = cpu::kDefaultBlockArithmetic;
   cpu::HugePageArena weights_;
+  cpu::BlockPanelStore panels_;   // of the block weights uploaded under Int8
   cpu::BufferCache activations_;  // alloc()'s tensors of 64 KiB and more
 };
 
