@@ -21,6 +21,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_gemm.h"
+#include "cli/env_switches.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 
@@ -207,10 +208,12 @@ void bench_decode_stream(ThreadPool& pool, Backend& be, CpuIsa isa, int64_t M, D
 int main(int argc, char** argv) {
   double min_s = 0.3;
   bool quick = false;
+  int threads = 0;
   std::string only;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
-    if (a == "--threads" && i + 1 < argc) ThreadPool::set_global_threads(std::atoi(argv[++i]));
+    if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
     else if (a == "--min-seconds" && i + 1 < argc) min_s = std::atof(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--cpu-time") g_cpu_time = true;
@@ -220,6 +223,7 @@ int main(int argc, char** argv) {
                                 "[--cpu-time] [--only gemm|stream|attention]\n"),
              2;
   }
+  if (!tandem::cli::apply_process_switches(threads)) return 1;  // --threads, TANDEM_*
   auto wanted = [&](const char* part) { return only.empty() || only == part; };
   ThreadPool& pool = ThreadPool::global();
   std::mt19937 rng(0);

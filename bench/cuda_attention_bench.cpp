@@ -34,6 +34,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_attention_prefill.h"
 #include "backend/cuda/cuda_backend.h"
+#include "cli/env_switches.h"
 #include "cuda_timing.h"
 
 namespace {
@@ -167,30 +168,31 @@ void bench_decode(tandem::CudaBackend& be, const Shape& s, int calls) {
       s.graph ? "  graph replay" : "");
 }
 
-// Prefill on the same inputs with each kernel the device can run (the sm90 switch on and
-// off: cuda_attention_prefill.h; TANDEM_ATTN_PREFILL=mma leaves the mma kernel's alone),
-// one line each.
+// Prefill on the same inputs with each kernel the device can run (CudaOptions::sm90_prefill
+// on and off: cuda_attention_prefill.h; TANDEM_ATTN_PREFILL=mma leaves the mma kernel's
+// alone), one line each.
 void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls, bool only_sm90 = false) {
   AttnInputs in = make_inputs(be, s);
   const int64_t n = s.new_tokens, first = s.context - n;
   const double pairs = double(s.rows) * (double(n) * first + double(n) * (n + 1) / 2);
   const double flops = 4.0 * pairs * s.Dh * s.Hq;
-  const bool saved = tandem::cuda::sm90_prefill_enabled();
+  const tandem::CudaOptions saved = be.options();
   for (bool sm90 : {true, false}) {
-    tandem::cuda::set_sm90_prefill_enabled(sm90);
+    tandem::CudaOptions options = saved;
+    options.sm90_prefill = sm90;
+    be.set_options(options);
     const tandem::cuda::PrefillKernel k =
-        tandem::cuda::choose_prefill_kernel(s.Dh, s.f8, be.props());
+        tandem::cuda::choose_prefill_kernel(s.Dh, s.f8, be.props(), sm90);
     // One line where the sm90 kernel does not run (TANDEM_ATTN_PREFILL=mma, other GPUs).
-    if (sm90 && (!saved || k != tandem::cuda::PrefillKernel::Sm90)) continue;
+    if (sm90 && (!saved.sm90_prefill || k != tandem::cuda::PrefillKernel::Sm90)) continue;
     if (!sm90 && only_sm90) continue;
     const Timing t = time_inputs(be, in, s, calls);
-    // The sm90 kernel names its variant and producer (TANDEM_SM90_VARIANT).
+    // The sm90 kernel names its producer.
     const int64_t slots = in.cache.k.dim(0) * in.cache.k.dim(1);
     const std::string name =
         k == tandem::cuda::PrefillKernel::Sm90
-            ? fmt::format("sm90 v{} {}", tandem::cuda::sm90_variant(),
-                          tandem::cuda::sm90_loads_name(tandem::cuda::choose_sm90_loads(
-                              s.f8, s.Dh, int(in.cache.k.dim(1)), slots)))
+            ? fmt::format("sm90 {}", tandem::cuda::sm90_loads_name(tandem::cuda::choose_sm90_loads(
+                                         s.f8, s.Dh, int(in.cache.k.dim(1)), slots)))
             : tandem::cuda::prefill_kernel_name(k);
     fmt::print(
         "prefill{} B={:<4} tok={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
@@ -198,7 +200,7 @@ void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls, bool only
         s.f8 ? "-f8" : "   ", s.rows, s.new_tokens, s.Hq, s.Hkv, s.Dh, t.event_s * 1e6,
         t.host_s * 1e6, flops / t.event_s * 1e-12, name);
   }
-  tandem::cuda::set_sm90_prefill_enabled(saved);
+  be.set_options(saved);
 }
 
 // Issue 26's shapes: one sequence prefilled from empty, causal, 32 q / 8 kv heads, d128.
@@ -220,7 +222,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    auto backend = tandem::make_cuda_backend(0);
+    auto backend = tandem::make_cuda_backend(0, tandem::cli::env_switches().cuda);
     auto& be = dynamic_cast<tandem::CudaBackend&>(*backend);
     fmt::print("{}: {} SMs\n", be.props().name, be.props().multiProcessorCount);
     fmt::print("kind     shape                                        events/call  host/call\n");

@@ -112,12 +112,12 @@ std::vector<Linear> weight_copies(tandem::CudaBackend& be, const Case& c, bool f
 // Seconds per call of out = x · wᵀ in a graph of `calls`, cycling over the weight copies.
 double graph_call_s(tandem::CudaBackend& be, int calls, Tensor& out, const Tensor& x,
                     const std::vector<Linear>& ws, tandem::Fp8GemmPath path) {
-  tandem::set_fp8_gemm_path(path);
+  be.set_fp8_gemm_path(path);
   size_t next = 0;
   const double s = tandem::bench::time_graph(be, calls, [&] {
                      be.linear(out, x, ws[next++ % ws.size()]);
                    }).event_s;
-  tandem::set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
+  be.set_fp8_gemm_path(tandem::Fp8GemmPath::Auto);
   return s;
 }
 

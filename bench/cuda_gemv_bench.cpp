@@ -65,8 +65,10 @@ void bench_case(tandem::CudaBackend& be, const Case& c, int calls) {
     std::string line = fmt::format("{:<8} M={}", c.name, M);
     for (const Path& p : {Path{"cuBLASLt", false, false}, Path{"stream", true, false},
                           Path{"stream+PDL", true, true}}) {
-      tandem::set_gemv_enabled(p.gemv);
-      tandem::cuda::set_pdl_enabled(p.pdl);
+      tandem::CudaOptions options = be.options();
+      options.gemv = p.gemv;
+      options.pdl = p.pdl;
+      be.set_options(options);
       size_t next = 0;  // the linears cycle over the weight copies
       const double us = 1e6 * tandem::bench::time_graph(be, calls, [&] {
                           be.linear(out, x, tandem::Linear{weights[next++ % weights.size()]});

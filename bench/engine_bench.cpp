@@ -9,6 +9,8 @@
 #include <random>
 #include <sstream>
 
+#include "cli/env_switches.h"
+#include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "engine/teacher_forcing.h"
 
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
       for (std::string x; std::getline(ss, x, ',');) batches.push_back(std::stoi(x));
     }
   }
+  if (!tandem::cli::apply_process_switches()) return 1;  // TANDEM_THREADS, TANDEM_CPU_ISA
   try {
     auto backend = make_cpu_backend();
     auto model = load_model(dir, *backend);
@@ -53,7 +56,7 @@ int main(int argc, char** argv) {
     teacher_forced_logits(*model, *backend, warm, 512);
     double prefill = prompt / seconds_since(t0);
     fmt::print("model {}  params {:.1f}M  threads {}\n", dir, model->num_parameters() / 1e6,
-               std::getenv("TANDEM_THREADS") ? std::getenv("TANDEM_THREADS") : "all");
+               ThreadPool::global().num_threads());
     fmt::print("prefill  {} tokens: {:.0f} tok/s\n", prompt, prefill);
     fmt::print("{:>6} {:>14} {:>14}\n", "batch", "decode tok/s", "per row tok/s");
     for (int B : batches) {

@@ -7,7 +7,9 @@
 // are random normals encoded by quantize_row and uploaded through the CPU backend (huge
 // pages, as served). Figures, never a gate.
 //   usage: gguf_bench [--threads N] [--min-seconds S (0.3)] [--cpu-time] [--types q4_k,q8_0]
-//                     [--rows 1,4,16]
+//                     [--rows 1,4,16] [--no-panels] [--isa avx2|avx512] [--arith exact|int8]
+// The Int8 product reads panels (cpu_block_panels.h) packed here as the backend packs them at
+// upload, unless --no-panels.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,6 +34,7 @@ namespace {
 using namespace tandem;
 
 bool g_cpu_time = false;
+std::string g_isa, g_arith;  // "" = all
 
 double now_seconds() {
   if (g_cpu_time) {
@@ -60,10 +63,13 @@ double time_per_call(const std::function<void()>& fn, double min_seconds) {
 struct Matrix {
   int64_t N, K;
   Tensor w;
+  std::vector<uint8_t> panels;  // cpu_block_panels.h, where the type has them
 };
 
+bool g_panels = true;
+
 // The decode step's matrices in `dtype`, on the backend.
-std::vector<Matrix> step_weights(Backend& be, DType dtype, std::mt19937& rng) {
+std::vector<Matrix> step_weights(CpuBackend& be, DType dtype, std::mt19937& rng) {
   std::vector<Matrix> step;
   for (int layer = 0; layer < 12; layer++)
     for (auto [N, K] : {std::pair{1280, 768}, {768, 768}, {4096, 768}, {768, 2048}})
@@ -82,6 +88,10 @@ std::vector<Matrix> step_weights(Backend& be, DType dtype, std::mt19937& rng) {
       convert_from_f32(v.data(), host.data, dtype, v.size());
     }
     m.w = be.upload(host, dtype);
+    if (g_panels && cpu::block_panels_supported(dtype)) {
+      m.panels.resize(cpu::block_panels_bytes(dtype, m.N, m.K));
+      cpu::pack_block_panels(be.pool(), dtype, m.w.data, m.N, m.K, m.panels.data());
+    }
   }
   return step;
 }
@@ -100,7 +110,7 @@ void bench(CpuBackend& be, const std::vector<Matrix>& step, DType dtype, int64_t
         for (const Matrix& m : step) {
           if (dtype_is_block(dtype))
             cpu::block_gemm_xwt(pool, out.data(), x.data(), m.w.data, dtype, M, m.N, m.K, a,
-                                be.isa());
+                                be.isa(), m.panels.empty() ? nullptr : m.panels.data());
           else
             cpu::gemm_xwt(pool, out.data(), x.data(), m.w.data, dtype, M, m.N, m.K, {be.isa()});
         }
@@ -131,6 +141,12 @@ int main(int argc, char** argv) {
       ThreadPool::set_global_threads(std::atoi(argv[++i]));
     } else if (a == "--min-seconds" && i + 1 < argc) {
       min_s = std::atof(argv[++i]);
+    } else if (a == "--no-panels") {
+      g_panels = false;
+    } else if (a == "--isa" && i + 1 < argc) {
+      g_isa = argv[++i];
+    } else if (a == "--arith" && i + 1 < argc) {
+      g_arith = argv[++i];
     } else if (a == "--cpu-time") {
       g_cpu_time = true;
     } else if (a == "--types" && i + 1 < argc) {
@@ -141,7 +157,8 @@ int main(int argc, char** argv) {
     } else {
       fmt::print(stderr,
                  "usage: gguf_bench [--threads N] [--min-seconds S] [--cpu-time] "
-                 "[--types bf16,q4_k,...] [--rows 1,4,16]\n");
+                 "[--types bf16,q4_k,...] [--rows 1,4,16] [--no-panels] [--isa avx2|avx512] "
+                 "[--arith exact|int8]\n");
       return 2;
     }
   }
@@ -150,6 +167,7 @@ int main(int argc, char** argv) {
              cpu_features().avx512_vnni);
   std::vector<CpuIsa> isas{CpuIsa::Avx2};
   if (cpu_max_isa() >= CpuIsa::Avx512) isas.push_back(CpuIsa::Avx512);
+  if (!g_isa.empty()) std::erase_if(isas, [](CpuIsa i) { return cpu_isa_name(i) != g_isa; });
   std::mt19937 rng(0);
   for (const std::string& name : types) {
     DType dtype = DType::BF16;
@@ -166,6 +184,8 @@ int main(int argc, char** argv) {
       for (int64_t M : rows)
         for (auto a : {cpu::BlockArithmetic::Exact, cpu::BlockArithmetic::Int8}) {
           if (!dtype_is_block(dtype) && a == cpu::BlockArithmetic::Int8) continue;
+          if (dtype_is_block(dtype) && !g_arith.empty() && cpu::block_arithmetic_name(a) != g_arith)
+            continue;
           bench(be, step, dtype, M, a, min_s);
         }
     }

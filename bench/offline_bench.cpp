@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
   }
   try {
     Options o = parse(argc, argv);
-    if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
+    if (!cli::apply_process_switches(o.threads))
+      return 1;  // --threads, TANDEM_THREADS, TANDEM_CPU_ISA
     const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
     auto load_start = Clock::now();
     const cli::EnvSwitches& env = cli::env_switches();  // TANDEM_CUDA_GRAPHS, TANDEM_OVERLAP, ...

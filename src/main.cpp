@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "cli/command_flags.h"
-#include "core/thread_pool.h"
+#include "cli/env_switches.h"
 
 using namespace tandem::cli;
 
@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
       {add_bench_command(app, line), [&] { return run_bench(line.bench); }},
   };
   CLI11_PARSE(app, argc, argv);
-  if (line.threads > 0) tandem::ThreadPool::set_global_threads(line.threads);
+  // TANDEM_THREADS, TANDEM_CPU_ISA, --threads
+  if (!apply_process_switches(line.threads)) return 1;
   if (line.serve.model.empty()) line.serve.model = default_model_dir();
   if (line.generate.model.empty()) line.generate.model = default_model_dir();
   if (line.eval.model.empty() && !line.eval.url) line.eval.model = default_model_dir();

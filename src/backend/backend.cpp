@@ -132,9 +132,10 @@ void Backend::split_columns(const Tensor& x, std::initializer_list<Tensor*> outs
 
 // The host-backend halves of sampling: the work happens in sample_async, whose results
 // wait in the pending state.
-PendingSample Backend::sample_async(Tensor& logits, std::span<const SampleRow> rows) {
+PendingSample Backend::sample_async(Tensor& logits, std::span<const SampleRow> rows,
+                                    const Tensor* draft_logits) {
   auto picked = std::make_shared<std::vector<SampledToken>>(rows.size());
-  sample(logits, rows, *picked);
+  sample(logits, rows, *picked, draft_logits);
   return PendingSample{int(rows.size()), picked};
 }
 
@@ -186,8 +187,30 @@ void Backend::linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input&, co
   linear(out, x, l);
 }
 
+void Backend::rms_norm_linear(Tensor& out, Tensor& h, const Tensor& x, const Tensor& w, float eps,
+                              float weight_offset, const Linear& l) {
+  rms_norm(h, x, w, eps, weight_offset);
+  linear(out, h, l);
+}
+
+void Backend::linear_add(Tensor& residual, const Tensor& x, const Linear& l) {
+  Tensor out = alloc(residual.dtype, residual.shape);
+  linear(out, x, l);
+  add(residual, residual, out);
+}
+
+void Backend::gated_act_linear_add(Tensor& residual, Tensor& a, const Tensor& gate_up,
+                                   Activation act, const Linear& l) {
+  gated_act(a, gate_up, act);
+  linear_add(residual, a, l);
+}
+
 void Backend::lora_add(Tensor&, const Tensor&, const LinearLora&, const LoraRows&) {
   fail("{}: op 'lora_add' is not implemented", name());
+}
+
+void Backend::segment_sum(Tensor&, const Tensor&, const Tensor&) {
+  fail("{}: op 'segment_sum' is not implemented", name());
 }
 
 void Backend::sub(Tensor&, const Tensor&, const Tensor&) {

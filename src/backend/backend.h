@@ -158,6 +158,22 @@ class Backend {
                                 const Tensor& w, float eps, float weight_offset);
   virtual void gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up, Activation act);
   virtual void linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& q, const Linear& l);
+  // The few-row decode chain around the projections, in ops a backend may fuse (optional):
+  // each is the composition of the ops above written beside it, which the defaults run. The
+  // CUDA backend runs them for 1–8 rows as one FP8 weight stream each, the norm or the
+  // activation in its prologue and the residual add in its epilogue. A model calls them
+  // where fuses_decode_chain(rows) says they pay (default: never).
+  virtual bool fuses_decode_chain(int64_t rows) const { return false; }
+  // h = rms_norm(x, w); out = h · lᵀ.   x, h [T, D], out [T, N]
+  virtual void rms_norm_linear(Tensor& out, Tensor& h, const Tensor& x, const Tensor& w, float eps,
+                               float weight_offset, const Linear& l);
+  // residual += x · lᵀ (the product rounded to the activation dtype first, as linear's
+  // output).   x [T, K], residual [T, N]
+  virtual void linear_add(Tensor& residual, const Tensor& x, const Linear& l);
+  // a = act(gate) * up (gated_act); residual += a · lᵀ (linear_add).
+  //   gate_up [T, 2F], a [T, F], residual [T, N]
+  virtual void gated_act_linear_add(Tensor& residual, Tensor& a, const Tensor& gate_up,
+                                    Activation act, const Linear& l);
   // Writes the step's new K and V into their slots, step.kv(cache).slot_map.
   //   k, v [T, Hkv, Dh]
   virtual void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
@@ -182,6 +198,11 @@ class Backend {
                          const StepTensors& step, const AttentionParams& params) = 0;
   // out[s] = x[index[s]].   out [S, D], x [T, D], index [S] i32
   virtual void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) = 0;
+  // Sums of runs of consecutive rows, in f32: out[e] = Σ x[q] over q in [starts[e],
+  // starts[e+1]) (an empty run sums to zeros). Embedding rows pool their final hidden
+  // states with it (model/pooled_hidden.h). Not pure: a backend without it fails.
+  //   out [E, D] f32, x [Q, D], starts [E+1] i32 (non-decreasing, from 0 to Q)
+  virtual void segment_sum(Tensor& out, const Tensor& x, const Tensor& starts);
   // Mixture-of-experts routing: softmax over experts, keep the top k, optionally
   // renormalize the kept weights to sum to 1.
   //   weights [T, k] f32, ids [T, k] i32, logits [T, E]
@@ -199,14 +220,17 @@ class Backend {
   // --- sampling (backend/sampling.h) ---
   // Picks one token per row of `logits` under that row's parameters; only the results
   // come back to the host. `logits` may be modified (penalties, temperature).
-  //   logits [S, V] (act dtype or f32), rows.size() == S, out.size() == S
-  virtual void sample(Tensor& logits, std::span<const SampleRow> rows,
-                      std::span<SampledToken> out) = 0;
+  // `draft_logits`: the draft model's logits that rows' draft checks read (step 5).
+  //   logits [S, V] (act dtype or f32), rows.size() == S, out.size() == S,
+  //   draft_logits [Q, V] f32 or null
+  virtual void sample(Tensor& logits, std::span<const SampleRow> rows, std::span<SampledToken> out,
+                      const Tensor* draft_logits = nullptr) = 0;
   // sample() in two halves, so the host can plan and issue the next step while the device
   // samples this one: sample_async issues the op and returns; sample_wait blocks until
   // the results are on the host. The defaults run sample() inside sample_async (host
   // backends have nothing to overlap).
-  virtual PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows);
+  virtual PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows,
+                                     const Tensor* draft_logits = nullptr);
   virtual void sample_wait(PendingSample& pending, std::span<SampledToken> out);
   // tokens[dst[i]] = the token `from` picked for its row src[i]: a step's input ids that
   // the previous step has not returned to the host yet, written on the device in order
@@ -250,11 +274,19 @@ class Backend {
 // The CPU backend, on the process-wide thread pool.
 std::unique_ptr<Backend> make_cpu_backend();
 
-// Pieces of the CUDA fast path that can be turned off, to compare against them. They are
-// process-wide: the last backend made sets them for every CUDA backend in the process.
+// Pieces of the CUDA fast path that can be turned off (the environment switches of
+// cli/env_switches.h set them). Each backend holds its own, except pdl, which every kernel
+// launch reads process-wide: the last backend made (or set_options) sets it.
 struct CudaOptions {
-  bool gemv = true;  // 1–2 row linears stream their weights (cuda_gemv.cu); off: cuBLASLt
+  bool gemv = true;  // few-row linears stream their weights (cuda_gemv*.cu); off: the GEMMs
   bool pdl = true;   // kernels overlap their prologue with the previous kernel's tail
+  bool sm90_prefill = true;        // prefill attention on the wgmma kernel where it fits; off:
+                                   // the mma.sync kernel everywhere (cuda_attention_prefill.h)
+  bool fp8_fast_accum = true;      // many-row FP8 GEMMs chain all of K in the tensor cores'
+                                   // accumulator; off: f32 every 128 columns (cuda_linear_fp8.h)
+  bool fp8_decode_fusion = false;  // 1–8 row FP8 steps run the fused decode chain
+                                   // (Backend::fuses_decode_chain; cuda_decode_chain.cu);
+                                   // off until measured on a GPU (issue 45)
 };
 
 // The CUDA backend on GPU `device`. Throws tandem::Error when the build has no CUDA

@@ -43,9 +43,18 @@ void check_mask(const SampleRow& r, size_t row, int64_t vocab, std::string_view 
   fail("{}: row {}: the mask allows no token", op, row);
 }
 
+void check_draft(const SampleRow& r, size_t row, int64_t vocab, std::string_view op, int64_t num_q_rows) {
+  if (!r.draft) return;
+  if (r.draft->token < 0 || r.draft->token >= vocab)
+    fail("{}: row {}: draft token {} is outside the vocabulary (0..{})", op, row, r.draft->token, vocab - 1);
+  if (r.draft->q_row < 0 || r.draft->q_row >= num_q_rows)
+    fail("{}: row {}: draft logits row {} but the op has {}", op, row, r.draft->q_row, num_q_rows);
+}
+
 }  // namespace
 
-void check_sample_rows(std::span<const SampleRow> rows, int64_t vocab, std::string_view op) {
+void check_sample_rows(std::span<const SampleRow> rows, int64_t vocab, std::string_view op,
+                       int64_t num_q_rows) {
   if (vocab < 1 || vocab > (int64_t(1) << 24))
     fail("{}: vocabulary of {} tokens is outside 1..2^24", op, vocab);
   std::vector<uint8_t> seen;
@@ -65,6 +74,7 @@ void check_sample_rows(std::span<const SampleRow> rows, int64_t vocab, std::stri
            kMaxSampleTopLogprobs);
     check_penalties(r, i, vocab, op, seen);
     check_mask(r, i, vocab, op);
+    check_draft(r, i, vocab, op, num_q_rows);
   }
 }
 

@@ -25,6 +25,15 @@
 //      u_i = philox_uniform(seed, counter, i) (lowest id if two tie). This is the
 //      Gumbel-max trick: P(i) = p_i / Σ_kept p_j, exactly the renormalized softmax HF
 //      and vLLM draw from (vLLM's exponential-race sampler is the same trick).
+//   5. speculative decoding's acceptance test, for a row with `draft` (below): q is the
+//      distribution step 4 draws from, computed from row draft->q_row of the op's draft
+//      logits with this row's temperature, top_k, top_p and min_p (no mask, no
+//      penalties: what the draft model's own draw sampled from), p the distribution of
+//      step 4 over this row's logits; with u = philox_uniform(seed, counter, kAcceptIndex),
+//      the token is draft->token when u · q(token) < p(token) (accepted with probability
+//      min(1, p/q)), else the Gumbel-max draw (same u_i as step 4) from the residual
+//      r_i = max(0, p_i − q_i), i.e. token i with probability r_i / Σ r (step 4's draw
+//      when Σ r = 0). Greedy rows ignore `draft` (their token is step 3's).
 // The draw depends only on (seed, counter) — never on the other rows — so a seeded
 // request gets the same tokens whatever else runs, on either backend.
 //
@@ -38,6 +47,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -46,6 +56,16 @@ namespace tandem {
 
 // The most top_logprobs a row may ask for (OpenAI's limit).
 constexpr int kMaxSampleTopLogprobs = 20;
+
+// The Philox index of the acceptance test's uniform (step 5): past every vocabulary index.
+constexpr uint64_t kAcceptIndex = uint64_t(1) << 32;
+
+// A proposal the draft model drew (step 5): the token, and the row of the op's draft
+// logits it was drawn from.
+struct DraftCheck {
+  int32_t token = 0;
+  int32_t q_row = 0;
+};
 
 struct SampleRow {
   float temperature = 0.f;  // <= 0: greedy
@@ -66,6 +86,8 @@ struct SampleRow {
   // Points at memory the caller keeps alive until the op has been issued (the CUDA op
   // copies it into its upload; the CPU op reads it while sampling). At least one bit set.
   std::span<const uint32_t> allowed;
+  // Speculative decoding with a draft model: the proposal this position checks (step 5).
+  std::optional<DraftCheck> draft;
 
   // presence·[count > 0] + frequency·count for penalty entry j (exact in double, so
   // identical whether or not the compiler fuses the multiply-add).
@@ -86,7 +108,10 @@ struct SampledToken {
 // Fails (tandem::Error naming `op`, the row and the value) unless every row fits a
 // vocabulary of `vocab`: penalty lists of equal length with distinct in-range tokens and
 // counts >= 0, top_k >= 0, top_logprobs in [-1, 20], finite temperature and top_p > 0,
-// and a mask, when there is one, of ceil(vocab / 32) words allowing some token.
-void check_sample_rows(std::span<const SampleRow> rows, int64_t vocab, std::string_view op);
+// a mask, when there is one, of ceil(vocab / 32) words allowing some token, and a draft
+// check, when there is one, naming a token of the vocabulary and one of `num_q_rows` draft
+// logits rows.
+void check_sample_rows(std::span<const SampleRow> rows, int64_t vocab, std::string_view op,
+                       int64_t num_q_rows = 0);
 
 }  // namespace tandem

@@ -55,6 +55,16 @@ struct LoraRows {
 constexpr int kLoraTile = 8;
 constexpr int kLoraTileInts = 2 + kLoraTile;
 
+// The step's embedding rows (engine/pooling.h, StepPlan::pool_index): the model puts the
+// final hidden states of tokens `index` through its final norm and sums them run by run
+// into `sums` (model/pooled_hidden.h). Undefined when no row of the step pools.
+struct PoolTensors {
+  Tensor index;   // [Q] i32: tokens (into T) whose final hidden state is pooled
+  Tensor starts;  // [E+1] i32: run e is index[starts[e] .. starts[e+1])
+  Tensor sums;    // [E, D] f32: written by the forward
+  bool defined() const { return index.defined(); }
+};
+
 struct StepTensors {
   Tensor tokens;        // [T] i32
   Tensor positions;     // [T] i32: position of each token in its sequence
@@ -64,6 +74,7 @@ struct StepTensors {
   // Undefined when no row of the step has an adapter (and the model is not recorded in a
   // graph, which reads them always).
   LoraRows lora;
+  PoolTensors pool;  // undefined unless an embedding row pools this step
   // Images (media/image_input.h). media_ends [T] i32: the end (one past the last position)
   // of the image whose soft tokens hold token t, or 0 for a token outside every image; an
   // image lies whole inside its row's context (the scheduler never splits one across

@@ -109,6 +109,15 @@ void add_tokenizer_flag(CLI::App& cmd, std::optional<std::string>& tokenizer) {
                  "(a GGUF file carries one)");
 }
 
+void add_speculative_flag(CLI::App& cmd, std::optional<std::string>& json) {
+  cmd.add_option(
+      "--speculative-config", json,
+      "Speculative decoding, as JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": "
+      "4, \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2} or {\"model\": DIR, "
+      "\"num_speculative_tokens\": 4} (a draft model sharing the tokenizer); "
+      "docs/speculative-decoding.md");
+}
+
 void add_threads_flag(CLI::App& cmd, int& threads) {
   cmd.add_option("--threads", threads,
                  "Threads of the CPU backend's ops (default: the physical cores)")
@@ -128,7 +137,22 @@ CLI::App* add_serve_command(CLI::App& app, CommandLine& line) {
                   "Require this key (Authorization: Bearer KEY or x-api-key)");
   cmd->add_option("--served-model-name", o.served_model_name,
                   "Model name in the API (default: the folder name)");
+  cmd->add_option("--reasoning-parser", o.reasoning_parser,
+                  "Split the thinking from the answer (docs/reasoning.md): qwen3, deepseek_r1, "
+                  "glm45, gemma4, auto (the one the chat template names, none if unclear) or none")
+      ->capture_default_str();
   add_prefix_caching_flag(*cmd, o.enable_prefix_caching);
+  cmd->add_option("--task", o.task,
+                  "auto (generation and /v1/embeddings), generate, or embed (/v1/embeddings "
+                  "only: the generation routes answer 404)")
+      ->check(CLI::IsMember({"auto", "generate", "embed"}))
+      ->capture_default_str();
+  cmd->add_option("--pooling", o.pooling,
+                  "How /v1/embeddings pools the final hidden states: auto (the folder's "
+                  "sentence-transformers 1_Pooling config, else last), last, mean or cls")
+      ->check(CLI::IsMember({"auto", "last", "mean", "cls"}))
+      ->capture_default_str();
+  add_speculative_flag(*cmd, o.speculative_config);
   cmd->add_flag("--log-requests", o.log_requests, "One line per request on stderr");
   add_limit_flags(*cmd, o.limits, o.allowed_hosts);
   cmd->add_flag("--no-web-ui", o.no_web_ui, "Serve no web pages (the chat at / and /dashboard)");
@@ -160,10 +184,15 @@ CLI::App* add_generate_command(CLI::App& app, CommandLine& line) {
   cmd->add_option("--ids", o.ids, "Prompt token ids, comma-separated");
   cmd->add_option("--pixel-values", o.pixel_values,
                   "With --ids: their images, preprocessed (as for logits)");
+  cmd->add_option("--image", o.images,
+                  "An image file (PNG, JPEG, WebP, GIF; repeatable). With --prompt: one user "
+                  "message of the images, then the text, through the chat template; with --ids: "
+                  "the images of the ids' image-token runs, in order");
   add_generate_sampling_flags(*cmd, o);
   add_kv_cache_dtype_flag(*cmd, o.kv_cache_dtype);
   add_lora_flag(*cmd, o.lora);
   add_prefix_caching_flag(*cmd, o.enable_prefix_caching);
+  add_speculative_flag(*cmd, o.speculative_config);
   cmd->add_flag("--json", o.json,
                 "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
   add_threads_flag(*cmd, line.threads);
@@ -264,6 +293,9 @@ CLI::App* add_random_model_command(CLI::App& app, CommandLine& line) {
                   "projections, bf16 rest)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--gguf", o.gguf,
+                  "Write one GGUF file (--out FILE.gguf) of this llama.cpp type: Q8_0, Q4_0, "
+                  "Q4_K_M, Q5_K_M, Q6_K, F16, F32");
   return cmd;
 }
 
@@ -286,9 +318,13 @@ CLI::App* add_quantize_command(CLI::App& app, CommandLine& line) {
   CLI::App* cmd = app.add_subcommand(
       "quantize",
       "Rewrite a 16-bit model folder as a compressed-tensors FP8 checkpoint (per-channel e4m3 "
-      "weights, dynamic per-token activations)");
+      "weights, dynamic per-token activations), or with --gguf TYPE as a llama.cpp GGUF file");
   cmd->add_option("--model", o.model, "Hugging Face model folder (16-bit)")->required();
-  cmd->add_option("--out", o.out, "Output folder")->required();
+  cmd->add_option("--out", o.out, "Output folder (FILE.gguf with --gguf)")->required();
+  cmd->add_option(
+      "--gguf", o.gguf,
+      "Write one GGUF file of this llama.cpp type: Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, "
+      "F16, F32 (llama, mistral, qwen2, qwen3 folders with a byte-level BPE tokenizer)");
   return cmd;
 }
 
@@ -319,6 +355,28 @@ CLI::App* add_bench_command(CLI::App& app, CommandLine& line) {
   cmd->add_option("--constrained-fraction", o.constrained_fraction,
                   "Fraction of the requests constrained by --json-schema (spread evenly)")
       ->capture_default_str();
+  cmd->add_option("--endpoint", o.endpoint,
+                  "completions (streamed generation) or embeddings (/v1/embeddings: inputs/s, "
+                  "tokens/s, latency)")
+      ->check(CLI::IsMember({"completions", "embeddings"}))
+      ->capture_default_str();
+  cmd->add_option("--embed-batch", o.embed_batch,
+                  "--endpoint embeddings: inputs per request (of --input-len tokens each)")
+      ->capture_default_str();
+  cmd->add_option("--embed-encoding", o.embed_encoding,
+                  "--endpoint embeddings: encoding_format asked for, float or base64")
+      ->check(CLI::IsMember({"float", "base64"}))
+      ->capture_default_str();
+  cmd->add_option("--image", o.image,
+                  "Send chat completions carrying synthetic PNG images of this size (e.g. "
+                  "896x896), a new one per request; the prompt becomes --input-len words");
+  cmd->add_option("--images-per-request", o.images_per_request, "Images per request with --image")
+      ->capture_default_str();
+  cmd->add_option("--image-fraction", o.image_fraction,
+                  "Fraction of the requests that carry images (the rest: the text alone)")
+      ->capture_default_str();
+  cmd->add_flag("--same-image", o.same_image,
+                "Send the same images in every request (caches may hit) instead of new ones");
   cmd->add_option("--json", o.json_path, "Write the raw per-request numbers and summaries to FILE");
   cmd->add_option("--plot", o.plot_path,
                   "Draw throughput and TTFT against concurrency to FILE.svg");

@@ -55,6 +55,7 @@ void add_lora_flag(CLI::App& cmd, std::optional<std::string>& lora);
 void add_prefix_caching_flag(CLI::App& cmd, bool& enabled);
 // A tokenizer folder that replaces the model's own.
 void add_tokenizer_flag(CLI::App& cmd, std::optional<std::string>& tokenizer);
+void add_speculative_flag(CLI::App& cmd, std::optional<std::string>& json);
 // The CPU backend's thread pool, on every command that runs a model.
 void add_threads_flag(CLI::App& cmd, int& threads);
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "server/common/server_limits.h"
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 namespace tandem::cli {
 
@@ -32,17 +32,22 @@ struct ServeOptions {
   std::string kv_cache_dtype = "auto";   // auto (the activation dtype) | fp8 | fp8_e4m3
   std::optional<std::string> api_key;
   std::string served_model_name;
+  std::string reasoning_parser = "auto";  // qwen3 | deepseek_r1 | glm45 | gemma4 | auto | none
   bool log_requests = false;
   server::ServerLimits limits;             // limit_flags.h
   std::vector<std::string> allowed_hosts;  // --allowed-hosts; empty: the default rule
   bool no_web_ui = false;  // --no-web-ui: no / and /dashboard pages
   bool enable_prefix_caching = true;  // --no-enable-prefix-caching turns it off
+  std::optional<std::string>
+      speculative_config;                 // --speculative-config JSON (engine/speculative_config.h)
   std::vector<std::string> lora_modules;  // "name=DIR" each: PEFT adapters served by name
   int max_loras = 0;      // adapter slots (at least one per --lora-modules entry)
   int max_lora_rank = 0;  // largest adapter rank a slot takes (at least the modules')
   // POST /v1/load_lora_adapter and /v1/unload_lora_adapter; the slots and rank then default
   // to 4 and 16 at least (room to load adapters into; 16 is vLLM's --max-lora-rank default).
   bool enable_lora_runtime_updates = false;
+  std::string task = "auto";     // --task: auto | generate | embed (server/common/serve_task.h)
+  std::string pooling = "auto";  // --pooling: auto | last | mean | cls (common/pooling_config.h)
 };
 int run_serve(const ServeOptions& o);
 // "4GB", "512MiB", "1000000" → bytes; throws tandem::Error otherwise.
@@ -78,6 +83,8 @@ struct GenerateOptions {
   std::optional<std::string> lora;  // a PEFT adapter folder to run with
   bool enable_prefix_caching = true;    // as serve's
   std::optional<std::string> pixel_values;  // with --ids: their images (cli/pixel_values.h)
+  std::vector<std::string> images;          // --image FILE, repeatable (cli/image_prompt.h)
+  std::optional<std::string> speculative_config;  // as serve's
 };
 int run_generate(const GenerateOptions& o);
 
@@ -127,6 +134,7 @@ struct RandomModelOptions {
   std::string out;
   std::string dtype = "bf16";
   uint64_t seed = 1;
+  std::optional<std::string> gguf;  // --gguf TYPE: one GGUF file of that type at `out`
 };
 int run_random_model(const RandomModelOptions& o);
 // Names accepted by --like.
@@ -143,12 +151,15 @@ struct RandomLoraOptions {
 int run_random_lora(const RandomLoraOptions& o);
 
 // `tandem quantize`: a 16-bit model folder rewritten as a compressed-tensors FP8_DYNAMIC
-// checkpoint (per-channel e4m3 weights, dynamic per-token activations).
+// checkpoint (per-channel e4m3 weights, dynamic per-token activations), or with --gguf TYPE
+// as one GGUF file of that llama.cpp type (Q4_K_M, ...: cli/gguf_export.h).
 struct QuantizeOptions {
   std::string model;
   std::string out;
+  std::optional<std::string> gguf;
 };
 int run_quantize(const QuantizeOptions& o);
+int run_quantize_gguf(const QuantizeOptions& o);
 // The quantization_config llm-compressor writes for FP8_DYNAMIC, with `ignore` (the linears
 // left 16-bit).
 nlohmann::json fp8_dynamic_quantization_config(const std::vector<std::string>& ignore);

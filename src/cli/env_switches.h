@@ -1,18 +1,37 @@
-// The environment switches that turn pieces of the fast path off, to compare against them
-// (docs/cuda.md, "Switches for comparisons"). This is the only place tandem reads them; they
-// travel on as config (EngineConfig, ExecutorConfig, CudaOptions). "0" turns a switch off:
-//   TANDEM_CUDA_GRAPHS  decode steps as recorded CUDA graphs
-//   TANDEM_OVERLAP      the engine issues step n+1 before reading step n's tokens ("1"
-//                       forces it on; unset: where the device runs asynchronously)
-//   TANDEM_CUDA_GEMV    1–2 row linears stream their weights (off: cuBLASLt)
-//   TANDEM_CUDA_PDL     programmatic dependent launch between kernels
-//   TANDEM_CPU_BLOCK_ARITHMETIC  "exact" or "int8": how the CPU backend multiplies GGUF block
-//                       weights (docs/gguf-kernels.md); unset: its default
+// The environment variables tandem reads, all of them, here and nowhere else (docs/cuda.md,
+// "Switches"; docs/cpu.md). They travel on as config: EngineConfig, ExecutorConfig,
+// CudaOptions, and the process-wide CPU settings apply_process_switches() sets. Each guards
+// a real choice (a fallback, an accuracy mode, a size); variants kept only for comparison
+// are deleted once measured (bench/RESULTS.md).
+//
+// "0" turns a switch off, anything else turns it on; unset keeps the default:
+//   TANDEM_CUDA_GRAPHS      decode steps as recorded CUDA graphs
+//   TANDEM_OVERLAP          the engine issues step n+1 before reading step n's tokens ("1"
+//                           forces it on; unset: where the device runs asynchronously)
+//   TANDEM_CUDA_GEMV        1–8 row linears stream their weights (off: the GEMMs)
+//   TANDEM_CUDA_PDL         programmatic dependent launch between kernels
+//   TANDEM_FP8_FAST_ACCUM   many-row FP8 GEMMs chain K in the tensor cores (off: promoted
+//                           f32 sums every 128 columns, the accuracy fallback)
+// Off unless set to something other than "0":
+//   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
+//                           residual adds into the weight streams (issue 45; off until
+//                           measured on a GPU)
+// Valued (a bad value is an error naming the variable):
+//   TANDEM_ATTN_PREFILL=mma|sm90  mma: prefill attention on the mma.sync kernel everywhere
+//                                 (the fallback should the sm90 kernel misbehave)
+//   TANDEM_THREADS=N              the CPU backend's threads (--threads wins)
+//   TANDEM_CPU_ISA=avx2|avx512    cap the CPU kernels' instruction set
+//   TANDEM_CPU_BLOCK_ARITHMETIC=exact|int8  how the CPU backend multiplies GGUF block
+//                                 weights (docs/gguf-kernels.md; checked where the backend
+//                                 is made, cli/model_files.cpp); unset: its default
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "backend/backend.h"
+#include "core/cpu_features.h"
 #include "engine/engine.h"
 
 namespace tandem::cli {
@@ -21,10 +40,25 @@ struct EnvSwitches {
   bool graphs = true;
   Overlap overlap = Overlap::Auto;
   CudaOptions cuda;
-  std::string cpu_block_arithmetic;  // "" (the backend's default), "exact" or "int8"
+  int threads = 0;                   // TANDEM_THREADS; 0: unset
+  std::optional<CpuIsa> cpu_isa;     // TANDEM_CPU_ISA
+  std::string cpu_block_arithmetic;  // TANDEM_CPU_BLOCK_ARITHMETIC; "": the default
 };
 
-// Read from the environment on the first call.
+// A variable's value, or null when unset (std::getenv's contract).
+using EnvLookup = std::function<const char*(const char*)>;
+
+// The switches from `lookup`. Throws tandem::Error naming the variable and its value when
+// a valued one is malformed.
+EnvSwitches parse_env_switches(const EnvLookup& lookup);
+
+// parse_env_switches of the process's environment, read on the first call.
 const EnvSwitches& env_switches();
+
+// Applies the process-wide CPU settings of env_switches(): the ISA cap, and the thread
+// pool's size (threads_flag > 0, from --threads, wins over TANDEM_THREADS). Call once at
+// start-up, before the first model op. False, with the error printed to stderr, when a
+// variable is malformed (the command then exits 1).
+bool apply_process_switches(int threads_flag = 0);
 
 }  // namespace tandem::cli

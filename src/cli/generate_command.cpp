@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/image_prompt.h"
 #include "cli/model_files.h"
 #include "cli/pixel_values.h"
 #include "core/error.h"
@@ -13,26 +14,48 @@
 
 namespace tandem::cli {
 
+namespace {
+
+// The request's prompt: --prompt text (through the chat template when it has --image) or
+// --ids, with the images of --pixel-values or --image.
+GenerationRequest prompt_of(const GenerateOptions& o, const LoadedModel& m) {
+  if (o.pixel_values && !o.ids)
+    fail("--pixel-values needs --ids (the ids with the image tokens expanded)");
+  if (o.pixel_values && !o.images.empty()) fail("give --pixel-values or --image, not both");
+  if (!o.ids && !m.tokenizer)
+    fail("{}: --prompt needs tokenizer.json in the model folder", o.model);
+  GenerationRequest req;
+  ImageFiles images{o.model, tokenizer_source(o.model, o.tokenizer), m.tokenizer,
+                    m.model->vision_spec(), o.images};
+  if (o.ids) {
+    req.prompt = parse_ids(*o.ids);
+    if (o.pixel_values)
+      req.media = media_from_pixel_values(*o.pixel_values, req.prompt, m.model->vision_spec());
+    if (!o.images.empty()) req.media = image_spans_for_ids(images, req.prompt);
+  } else if (!o.images.empty()) {
+    ImagePrompt p = chat_image_prompt(images, *o.prompt);
+    req.prompt = std::move(p.ids);
+    req.media = std::move(p.media);
+  } else {
+    req.prompt = m.tokenizer->encode(*o.prompt, /*add_special_tokens=*/true);
+  }
+  return req;
+}
+
+}  // namespace
+
 int run_generate(const GenerateOptions& o) {
   try {
     if (o.prompt.has_value() == o.ids.has_value()) fail("give exactly one of --prompt and --ids");
     const std::optional<DType> kv_dtype = kv_cache_dtype_from_name(o.kv_cache_dtype);
+    std::optional<SpeculativeConfig> speculative;
+    if (o.speculative_config) speculative = parse_speculative_config(*o.speculative_config);
     LoadedModel m = load_model_folder(
         o.model, o.device,
         LoadOptions{.online = online_quantization(o.quantization),
                     .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}},
         o.tokenizer);
-    GenerationRequest req;
-    if (o.pixel_values && !o.ids)
-      fail("--pixel-values needs --ids (the ids with the image tokens expanded)");
-    if (o.ids) {
-      req.prompt = parse_ids(*o.ids);
-      if (o.pixel_values)
-        req.media = media_from_pixel_values(*o.pixel_values, req.prompt, m.model->vision_spec());
-    } else {
-      if (!m.tokenizer) fail("{}: --prompt needs tokenizer.json in the model folder", o.model);
-      req.prompt = m.tokenizer->encode(*o.prompt, /*add_special_tokens=*/true);
-    }
+    GenerationRequest req = prompt_of(o, m);
     req.max_tokens = o.max_tokens;
     req.ignore_eos = o.ignore_eos;
     req.sampling.temperature = o.temperature;
@@ -43,9 +66,12 @@ int run_generate(const GenerateOptions& o) {
     EngineConfig config;
     config.max_model_len = int(req.prompt.size()) + o.max_tokens;
     config.enable_prefix_caching = o.enable_prefix_caching;
+    config.speculative = speculative;
+    if (speculative) load_draft_model(m, *speculative);
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype);
     if (o.lora) req.lora = engine->load_lora("lora", *o.lora).name;
     auto stream = engine->submit(req);
+    const auto started = std::chrono::steady_clock::now();
     nlohmann::json ids = nlohmann::json::array();
     std::string text, error;
     for (bool done = false; !done;) {
@@ -61,6 +87,19 @@ int run_generate(const GenerateOptions& o) {
       }
     }
     if (!error.empty()) fail("{}", error);
+    if (speculative) {  // what speculation did, on stderr (stdout is the output)
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const SpecDecodeStats st = engine->stats().spec_decode;
+      fmt::print(stderr,
+                 "speculative {}: {} of {} proposals accepted ({:.1f}%), {} tokens in {:.2f} s "
+                 "({:.1f} tok/s)\n",
+                 st.method, st.num_accepted_tokens, st.num_draft_tokens,
+                 st.num_draft_tokens
+                     ? 100.0 * double(st.num_accepted_tokens) / double(st.num_draft_tokens)
+                     : 0.0,
+                 ids.size(), s, double(ids.size()) / s);
+    }
     if (o.json) fmt::print("{}\n", nlohmann::json{{"ids", ids}, {"text", text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     else fmt::print("\n");
     return 0;

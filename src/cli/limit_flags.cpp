@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "cli/commands.h"
 #include "core/error.h"
 #include "template/jinja.h"
@@ -73,6 +75,33 @@ void add_request_flags(CLI::App& app, server::RequestLimits& r) {
       ->capture_default_str();
 }
 
+// Images: the bounds of media/media_limits.h and where images may be read from.
+void add_image_flags(CLI::App& app, MediaLimits& m, server::MediaFetchPolicy& fetch) {
+  app.add_option_function<std::string>(
+         "--max-image-bytes",
+         [&m](const std::string& text) { m.max_image_bytes = uint64_t(parse_bytes(text)); },
+         "Largest encoded image (after base64 decoding)")
+      ->default_str(size_text(size_t(m.max_image_bytes)))
+      ->type_name("SIZE");
+  app.add_option("--max-image-pixels", m.max_image_pixels,
+                 "Largest image, width x height as its header declares (refused before decoding)")
+      ->capture_default_str();
+  app.add_option("--max-images-per-request", m.max_images_per_request,
+                 "Images in one request, over all its messages")
+      ->capture_default_str();
+  app.add_option("--allowed-media-domains", fetch.allowed_domains,
+                 "Hosts http(s) image URLs may be fetched from, comma-separated ('.example.com': "
+                 "the domain and its subdomains). Default: none (only data: URLs)")
+      ->delimiter(',');
+  app.add_option_function<std::string>(
+         "--allowed-local-media-path", [&fetch](const std::string& dir) { fetch.local_root = dir; },
+         "Directory file: image URLs may be read from (symlinks resolved; nothing outside "
+         "it). Default: none")
+      ->type_name("DIR");
+  add_seconds(app, "--media-fetch-timeout", fetch.fetch_timeout,
+              "Seconds one image download may take, redirects included");
+}
+
 void add_template_flags(CLI::App& app, server::TemplateLimits& t) {
   app.add_option("--max-template-iterations", t.max_iterations,
                  "Loop iterations + macro calls of one chat-template render")
@@ -85,6 +114,14 @@ void add_template_flags(CLI::App& app, server::TemplateLimits& t) {
       ->capture_default_str();
 }
 
+void add_grammar_flags(CLI::App& app, server::GrammarCompileLimits& g) {
+  add_size(app, "--max-grammar-bytes", g.max_spec_bytes,
+           "Largest output constraint (JSON schema, regex, choices or GBNF), as text");
+  app.add_option("--max-grammar-insts", g.max_insts,
+                 "Instructions of one compiled output constraint (repetitions unrolled)")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void add_limit_flags(CLI::App& serve, server::ServerLimits& limits,
@@ -92,6 +129,8 @@ void add_limit_flags(CLI::App& serve, server::ServerLimits& limits,
   add_http_flags(serve, limits.http);
   add_request_flags(serve, limits.request);
   add_template_flags(serve, limits.request.chat_template);
+  add_image_flags(serve, limits.request.media, limits.request.media_fetch);
+  add_grammar_flags(serve, limits.request.grammar);
   serve
       .add_option("--allowed-hosts", allowed_hosts,
                   "Host names the server answers, comma-separated ('*': any; '.example.com': "
@@ -124,11 +163,19 @@ void check_limits(const server::ServerLimits& limits) {
   at_least("--max-request-sequences", int64_t(r.max_sequences), 1);
   at_least("--max-request-tokens", r.max_prompt_tokens, 1);
   at_least("--max-stop-length", int64_t(r.max_stop_bytes), 1);
+  at_least("--max-image-bytes", int64_t(r.media.max_image_bytes), 1);
+  at_least("--max-image-pixels", int64_t(r.media.max_image_pixels), 1);
+  at_least("--max-images-per-request", r.media.max_images_per_request, 1);
+  at_least("--media-fetch-timeout", r.media_fetch.fetch_timeout.count(), 1);
+  if (r.media_fetch.local_root && !std::filesystem::is_directory(*r.media_fetch.local_root))
+    fail("--allowed-local-media-path: '{}' is not a directory", r.media_fetch.local_root->string());
   const server::TemplateLimits& t = r.chat_template;
   at_least("--max-template-iterations", t.max_iterations, 1);
   at_least("--max-template-output", int64_t(t.max_output_bytes), 1);
   at_least("--max-template-memory", int64_t(t.max_memory_bytes), 1);
   at_least("--max-template-depth", t.max_depth, 1);
+  at_least("--max-grammar-bytes", int64_t(r.grammar.max_spec_bytes), 1);
+  at_least("--max-grammar-insts", int64_t(r.grammar.max_insts), 1);
   if (t.max_depth > jinja::kMaxRenderDepth)
     fail("--max-template-depth must be at most {} (got {})", jinja::kMaxRenderDepth, t.max_depth);
 }

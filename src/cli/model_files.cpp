@@ -95,6 +95,32 @@ std::string default_served_name(const std::string& model) {
   return name.empty() ? "tandem" : name;
 }
 
+void load_draft_model(LoadedModel& m, const SpeculativeConfig& config) {
+  if (config.method != SpecMethod::DraftModel) return;
+  const std::filesystem::path dir = config.model;
+  if (!std::filesystem::is_directory(dir))
+    fail("--speculative-config: \"model\" {} is not a model folder", dir.string());
+  m.draft = load_model(dir, *m.backend);
+  const int target_vocab = m.model->config().vocab_size, draft_vocab = m.draft->config().vocab_size;
+  if (draft_vocab != target_vocab)
+    fail(
+        "--speculative-config: the draft {} has a vocabulary of {} tokens, the model {}: a draft "
+        "must share the model's tokenizer",
+        dir.string(), draft_vocab, target_vocab);
+  if (!m.tokenizer || !std::filesystem::exists(dir / "tokenizer.json")) return;
+  const std::vector<std::string> mine = m.tokenizer->token_bytes();
+  const std::vector<std::string> theirs = Tokenizer::load(dir / "tokenizer.json")->token_bytes();
+  for (size_t id = 0; id < std::max(mine.size(), theirs.size()); id++) {
+    const std::string a = id < mine.size() ? mine[id] : "",
+                      b = id < theirs.size() ? theirs[id] : "";
+    if (a != b)
+      fail(
+          "--speculative-config: the draft {} has another tokenizer: token {} is '{}' there, '{}' "
+          "in the model",
+          dir.string(), id, b, a);
+  }
+}
+
 std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
                                     std::optional<DType> kv_dtype,
                                     std::optional<BatchFlags> batch, BatchChoice* chosen) {
@@ -103,7 +129,7 @@ std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
   ExecutorConfig executor_config{.kv_dtype = kv_dtype, .graphs = env.graphs};
   const bool gpu = m.backend->device() != Device::CPU;
   std::unique_ptr<Executor> executor =
-      make_executor(std::move(m.backend), std::move(m.model), executor_config);
+      make_executor(std::move(m.backend), std::move(m.model), executor_config, std::move(m.draft));
   if (batch) {
     // The room is asked for the largest step auto could choose (its activations and
     // logits come out of the same memory).

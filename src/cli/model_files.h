@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "engine/batch_defaults.h"
 #include "engine/engine.h"
+#include "engine/speculative_config.h"
 #include "model/model.h"
 
 namespace tandem {
@@ -26,6 +27,8 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
   std::shared_ptr<const Tokenizer> tokenizer;  // null for a folder without tokenizer.json
   std::string weight_format;  // weight_format_name(): "bf16", "fp8_e4m3 per-channel ...", "Q4_K_M: q4_k 120, ..."
+  // Speculative decoding's draft model, on the same backend (load_draft_model).
+  std::unique_ptr<Model> draft;
 };
 
 // `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu); `options`:
@@ -40,6 +43,10 @@ std::filesystem::path tokenizer_source(const std::string& model, const std::opti
 // The API's default model name: the folder's name, or a GGUF file's without ".gguf" and a
 // split model's "-00001-of-0000N".
 std::string default_served_name(const std::string& model);
+// Loads the draft model of `config` (method draft_model; nothing for ngram) beside `m`, on
+// its backend. Throws tandem::Error naming the folder when the draft's vocabulary is not
+// the model's (another size, or another tokenizer.json).
+void load_draft_model(LoadedModel& m, const SpeculativeConfig& config);
 // The capacity for serving the PEFT adapters in `dirs` (read to find their largest rank):
 // max(max_loras, the number of dirs) slots of rank max(max_rank, that rank).
 LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, int max_loras = 0,

@@ -49,6 +49,7 @@ nlohmann::json fp8_dynamic_quantization_config(const std::vector<std::string>& i
 }
 
 int run_quantize(const QuantizeOptions& o) {
+  if (o.gguf) return run_quantize_gguf(o);
   try {
     const fs::path src(o.model), out(o.out);
     std::ifstream cin(src / "config.json");

@@ -1,5 +1,6 @@
 // `tandem random-model`: a Hugging Face folder with random weights of a real shape (and
-// a byte-level tokenizer), so benchmarks never need a download. Llama-style
+// a byte-level tokenizer), so benchmarks never need a download; with --gguf TYPE the same
+// model streamed into one GGUF file of that llama.cpp type (cli/gguf_export.h). Llama-style
 // architectures (llama, mistral, qwen2, qwen3) and Gemma 4 text (random_model_gemma4.cpp),
 // by preset name or from a config.json.
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/gguf_export.h"
 #include "cli/random_model_gemma4.h"
 #include "core/error.h"
 #include "loader/fp8_quantize.h"
@@ -54,6 +56,15 @@ json preset(const std::string& name) {
                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
     return c;
   }
+  if (name == "llama-3.1-70b") {
+    json c = preset("llama-3.1-8b");
+    c["hidden_size"] = 8192;
+    c["num_hidden_layers"] = 80;
+    c["num_attention_heads"] = 64;
+    c["head_dim"] = 128;
+    c["intermediate_size"] = 28672;
+    return c;
+  }
   if (auto gemma4 = gemma4_preset(name)) return *gemma4;
   fail("random-model: unknown preset '{}' (known: {})", name, random_model_presets());
 }
@@ -76,28 +87,28 @@ void add_fp8_projection(SafetensorsWriter& w, const std::string& name, std::vect
   });
 }
 
-// Adds every tensor a Llama-style checkpoint of config `c` holds; with `fp8`, the
-// projections as FP8_DYNAMIC (add_fp8_projection) and the rest in `dtype`.
-void add_llama_tensors(SafetensorsWriter& w, const ModelConfig& c, DType dtype, uint64_t seed,
-                       bool fp8 = false) {
+// One tensor of a random Llama-style checkpoint: random_fill's stream `seed` scaled to
+// `stddev`, or all ones (norms).
+struct RandomTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool ones = false;
+  uint64_t seed = 0;
+  float stddev = 0.f;
+};
+
+// Every tensor a Llama-style checkpoint of config `c` holds, in the order (and so with the
+// seeds) the folder has always been written with.
+std::vector<RandomTensor> llama_tensors(const ModelConfig& c, uint64_t seed) {
   int64_t D = c.hidden_size, Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
   int64_t F = c.intermediate_size, V = c.vocab_size;
   uint64_t counter = seed * 1000003;
+  std::vector<RandomTensor> out;
   auto normal = [&](std::string name, std::vector<int64_t> shape, int64_t fan_in) {
-    uint64_t s = counter++;
-    float std = float(1.0 / std::sqrt(double(fan_in)));
-    if (fp8 && shape.size() == 2 && quantizable_weight_name(name))
-      return add_fp8_projection(w, name, shape, s, std);
-    w.add(std::move(name), dtype, shape, [=](void* dst, size_t bytes) {
-      fill_random(dst, dtype, bytes / dtype_size(dtype), s, std);
-    });
+    out.push_back({std::move(name), std::move(shape), false, counter++,
+                   float(1.0 / std::sqrt(double(fan_in)))});
   };
-  auto ones = [&](std::string name, int64_t n) {
-    w.add(std::move(name), dtype, {n}, [=](void* dst, size_t) {
-      std::vector<float> one(size_t(n), 1.f);
-      convert_from_f32(one.data(), dst, dtype, size_t(n));
-    });
-  };
+  auto ones = [&](std::string name, int64_t n) { out.push_back({std::move(name), {n}, true}); };
   normal("model.embed_tokens.weight", {V, D}, D);
   ones("model.norm.weight", D);
   if (!c.tie_word_embeddings) normal("lm_head.weight", {V, D}, D);
@@ -120,6 +131,51 @@ void add_llama_tensors(SafetensorsWriter& w, const ModelConfig& c, DType dtype, 
     normal(L + "mlp.up_proj.weight", {F, D}, D);
     normal(L + "mlp.down_proj.weight", {D, F}, F);
   }
+  return out;
+}
+
+// Adds every tensor of llama_tensors in `dtype`; with `fp8`, the projections as FP8_DYNAMIC
+// (add_fp8_projection).
+void add_llama_tensors(SafetensorsWriter& w, const ModelConfig& c, DType dtype, uint64_t seed,
+                       bool fp8 = false) {
+  for (const RandomTensor& t : llama_tensors(c, seed)) {
+    if (t.ones) {
+      const int64_t n = t.shape[0];
+      w.add(t.name, dtype, t.shape, [=](void* dst, size_t) {
+        std::vector<float> one(size_t(n), 1.f);
+        convert_from_f32(one.data(), dst, dtype, size_t(n));
+      });
+    } else if (fp8 && t.shape.size() == 2 && quantizable_weight_name(t.name)) {
+      add_fp8_projection(w, t.name, t.shape, t.seed, t.stddev);
+    } else {
+      w.add(t.name, dtype, t.shape, [=](void* dst, size_t bytes) {
+        fill_random(dst, dtype, bytes / dtype_size(dtype), t.seed, t.stddev);
+      });
+    }
+  }
+}
+
+// The same tensors as GGUF export sources: f32 rows holding exactly the values the folder
+// stores in `dtype` (so a GGUF written from here equals one quantized from the folder).
+std::vector<HfTensorSource> llama_sources(const ModelConfig& c, DType dtype, uint64_t seed) {
+  std::vector<HfTensorSource> out;
+  for (const RandomTensor& t : llama_tensors(c, seed)) {
+    Shape shape;
+    shape.ndim = int(t.shape.size());
+    for (size_t d = 0; d < t.shape.size(); d++) shape.dims[d] = t.shape[d];
+    const int64_t cols = t.shape.back();
+    out.push_back({t.name, shape, [t, dtype, cols](float* dst, int64_t first, int64_t count) {
+                     const size_t n = size_t(count * cols);
+                     if (t.ones) {
+                       std::fill_n(dst, n, 1.f);  // norms
+                       return;
+                     }
+                     std::vector<char> stored(n * dtype_size(dtype));
+                     fill_random(stored.data(), dtype, n, t.seed, t.stddev, uint64_t(first * cols));
+                     convert_to_f32(stored.data(), dtype, dst, n);
+                   }});
+  }
+  return out;
 }
 
 void write_json(const std::filesystem::path& p, const json& j) {
@@ -128,10 +184,53 @@ void write_json(const std::filesystem::path& p, const json& j) {
   if (!out) fail("{}: write failed", p.string());
 }
 
+void write_tokenizer_files(const std::filesystem::path& dir, const json& cj, int vocab_size) {
+  write_json(dir / "generation_config.json",
+             {{"eos_token_id", cj.value("eos_token_id", 2)}, {"do_sample", false}});
+  std::ofstream(dir / "tokenizer.json") << byte_level_tokenizer_json(vocab_size);
+  write_json(dir / "tokenizer_config.json",
+             {{"eos_token", "<|im_end|>"},
+              {"pad_token", "<|endoftext|>"},
+              {"chat_template",
+               "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% "
+               "endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"}});
+}
+
+// --gguf TYPE: the same model (the values the folder would hold in `dtype`) streamed into one
+// GGUF file of that type, the tokenizer the folder would have in its metadata.
+int write_random_gguf(const RandomModelOptions& o, json cj, const ModelConfig& c, DType dtype) {
+  const auto type = gguf_file_type_from_name(*o.gguf);
+  if (!type) fail("--gguf: '{}' is not one of {}", *o.gguf, kGgufFileTypes);
+  if (c.model_type == "gemma4_text" || o.dtype == "fp8")
+    fail("random-model --gguf: llama-style models in bf16 or f32 only (got {}, --dtype {})",
+         c.model_type, o.dtype);
+  if (std::filesystem::is_directory(o.out))
+    fail("--out {}: a folder; --gguf writes one file", o.out);
+  const auto tok_dir = std::filesystem::path(o.out).concat(".tokenizer.tmp");
+  std::filesystem::create_directories(tok_dir);
+  write_tokenizer_files(tok_dir, cj, c.vocab_size);
+  cj["torch_dtype"] = o.dtype == "f32" ? "float32" : "bfloat16";
+  auto start = std::chrono::steady_clock::now();
+  uint64_t bytes = 0;
+  try {
+    bytes = write_gguf_model(cj, std::filesystem::path(o.out).stem().string(), tok_dir,
+                             llama_sources(c, dtype, o.seed), *type, o.out);
+  } catch (...) {
+    std::filesystem::remove_all(tok_dir);
+    throw;
+  }
+  std::filesystem::remove_all(tok_dir);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print(stderr, "wrote {} ({}: {:.2f} GB of weights in {:.1f} s, {:.2f} GB/s)\n", o.out,
+             gguf_file_type_name(*type), double(bytes) / 1e9, secs, double(bytes) / 1e9 / secs);
+  return 0;
+}
+
 }  // namespace
 
 std::string random_model_presets() {
-  return std::string("llama-100m, qwen3-0.6b, qwen3-1.7b, llama-3.1-8b, ") + kGemma4Presets;
+  return std::string("llama-100m, qwen3-0.6b, qwen3-1.7b, llama-3.1-8b, llama-3.1-70b, ") +
+         kGemma4Presets;
 }
 
 int run_random_model(const RandomModelOptions& o) {
@@ -155,6 +254,7 @@ int run_random_model(const RandomModelOptions& o) {
                   : (fail("--dtype must be bf16, f32 or fp8 (got {})", o.dtype), DType::F32);
     if (fp8 && c.model_type == "gemma4_text")
       fail("random-model: --dtype fp8 is written for llama-style models only");
+    if (o.gguf) return write_random_gguf(o, cj, c, dtype);
     std::filesystem::create_directories(o.out);
     auto start = std::chrono::steady_clock::now();
     SafetensorsWriter w;
@@ -165,12 +265,7 @@ int run_random_model(const RandomModelOptions& o) {
     cj["torch_dtype"] = o.dtype == "f32" ? "float32" : "bfloat16";
     if (fp8) cj["quantization_config"] = fp8_dynamic_quantization_config({"lm_head"});
     write_json(std::filesystem::path(o.out) / "config.json", cj);
-    write_json(std::filesystem::path(o.out) / "generation_config.json",
-               {{"eos_token_id", cj.value("eos_token_id", 2)}, {"do_sample", false}});
-    std::ofstream(std::filesystem::path(o.out) / "tokenizer.json") << byte_level_tokenizer_json(c.vocab_size);
-    write_json(std::filesystem::path(o.out) / "tokenizer_config.json",
-               {{"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"},
-                {"chat_template", "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"}});
+    write_tokenizer_files(o.out, cj, c.vocab_size);
     double gb = double(w.total_bytes()) / 1e9;
     fmt::print(stderr, "wrote {} ({:.2f} GB of weights in {:.1f} s, {:.2f} GB/s)\n", o.out, gb, secs,
                gb / secs);

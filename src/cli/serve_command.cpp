@@ -19,6 +19,8 @@
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/kv_layout.h"
+#include "server/common/pooling_config.h"
+#include "server/common/reasoning_setup.h"
 #include "server/http_server.h"
 
 namespace tandem::cli {
@@ -54,7 +56,9 @@ void install_signal_handlers() {
 
 void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchChoice& batch,
                       const std::string& device, int port, int64_t kv_bytes,
-                      const std::string& weight_format) {
+                      const std::string& weight_format, const std::string& task,
+                      const std::string& images,
+                      const std::optional<SpeculativeConfig>& speculative) {
   const ModelInfo& info = engine.model_info();
   fmt::print(stderr,
              "tandem ready\n"
@@ -65,15 +69,34 @@ void print_ready_card(const Engine& engine, const ServeOptions& o, const BatchCh
              "  KV cache     {:.1f} MiB {}, {} blocks of {} tokens\n"
              "  batch        {}\n"
              "  prefix cache {}\n"
+             "  task         {}\n"
+             "  images       {}\n"
+             "  speculative  {}\n"
              "  url          http://{}:{}/v1\n",
              info.name, o.model, double(info.num_parameters) / 1e6, info.dtype, device,
              weight_format, info.max_model_len, double(kv_bytes) / double(1 << 20),
-             dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(),
-             info.block_size, batch.reason,
-             o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)", o.host, port);
+             dtype_name(engine.kv_dtype()), engine.kv_blocks().capacity(), info.block_size,
+             batch.reason, o.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)",
+             task, images,
+             speculative ? speculative_summary(*speculative) : "off (--speculative-config)", o.host,
+             port);
   if (!o.no_web_ui)
     fmt::print(stderr, "  web          http://{0}:{1}/ (chat), http://{0}:{1}/dashboard\n",
                o.host, port);
+}
+
+// --speculative-config as /stats shows it.
+nlohmann::json speculative_json(const SpeculativeConfig& c) {
+  nlohmann::json j = {{"method", spec_method_name(c.method)},
+                      {"num_speculative_tokens", c.num_speculative_tokens},
+                      {"adaptive", c.adaptive}};
+  if (c.method == SpecMethod::Ngram) {
+    j["prompt_lookup_max"] = c.prompt_lookup_max;
+    j["prompt_lookup_min"] = c.prompt_lookup_min;
+  } else {
+    j["model"] = c.model;
+  }
+  return j;
 }
 
 // The LoRA room: --max-loras slots (at least one per --lora-modules entry) of rank
@@ -108,10 +131,13 @@ int64_t parse_bytes(const std::string& text) {
 int run_serve(const ServeOptions& o) {
   try {
     check_limits(o.limits);
+    server::check_reasoning_parser_name(o.reasoning_parser);
     const BatchFlags batch_flags{.rows = parse_auto_count(o.batch, "--batch"),
                                  .tokens = parse_auto_count(o.max_batched_tokens,
                                                             "--max-batched-tokens")};
     const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
+    std::optional<SpeculativeConfig> speculative;
+    if (o.speculative_config) speculative = parse_speculative_config(*o.speculative_config);
     server::ServerOptions so;
     so.host = o.host;
     so.port = o.port;
@@ -122,12 +148,17 @@ int run_serve(const ServeOptions& o) {
     if (!o.allowed_hosts.empty()) so.allowed_hosts = o.allowed_hosts;
     so.web_ui = !o.no_web_ui;
     so.lora_runtime_updates = o.enable_lora_runtime_updates;
+    so.task = *server::serve_task_from_name(o.task);  // the flag's values are checked
     server::HttpServer http(so);
     http.start();
     g_server = &http;
     install_signal_handlers();
     fmt::print(stderr, "tandem: listening on http://{}:{} — loading {}\n", o.host, http.port(), o.model);
 
+    // How /v1/embeddings pools, decided before the model loads (a folder it cannot serve fails
+    // fast).
+    std::optional<server::PoolingChoice> pooling;
+    if (server::serves_embeddings(so.task)) pooling = server::choose_pooling(o.model, o.pooling);
     std::vector<std::pair<std::string, std::filesystem::path>> loras = parse_lora_modules(o.lora_modules);
     std::vector<std::filesystem::path> lora_dirs;
     for (auto& [name, dir] : loras) lora_dirs.push_back(dir);
@@ -138,10 +169,12 @@ int run_serve(const ServeOptions& o) {
         o.tokenizer);
     if (!m.tokenizer)
       fail("{}: serving needs tokenizer.json in the model folder (or --tokenizer DIR)", o.model);
+    if (speculative) load_draft_model(m, *speculative);
     EngineConfig config;
     config.scheduler.prompt_concurrency = o.prompt_concurrency;
     config.max_model_len = o.max_model_len;
     config.enable_prefix_caching = o.enable_prefix_caching;
+    config.speculative = speculative;
     config.served_model_name =
         o.served_model_name.empty() ? default_served_name(o.model) : o.served_model_name;
     // Without --kv-budget the executor sizes the cache: every row at full length, within
@@ -152,16 +185,36 @@ int run_serve(const ServeOptions& o) {
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag, batch_flags, &batch);
     for (auto& [name, dir] : loras) engine->load_lora(name, dir);
     engine->start();
-    server::ServedModel served =
-        server::load_served_model(tokenizer_source(o.model, o.tokenizer), *engine, m.tokenizer);
+    server::ServedModel served = server::load_served_model(
+        tokenizer_source(o.model, o.tokenizer), *engine, m.tokenizer,
+        {.reasoning_parser = o.reasoning_parser, .grammar = o.limits.request.grammar});
+    if (pooling) served.pooling = pooling->pooling;
     const int64_t kv_budget = engine->kv_layout().budget_bytes;
-    served.card = {{"batch", batch.rows}, {"max_batched_tokens", batch.tokens},
+    served.card = {{"batch", batch.rows},
+                   {"max_batched_tokens", batch.tokens},
                    {"batch_choice", batch.reason},
-                   {"kv_budget_bytes", kv_budget}, {"prefix_caching", o.enable_prefix_caching},
-                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))}, {"device", device},
-                   {"weight_format", m.weight_format}};
+                   {"kv_budget_bytes", kv_budget},
+                   {"prefix_caching", o.enable_prefix_caching},
+                   {"kv_cache_dtype", std::string(dtype_name(engine->kv_dtype()))},
+                   {"device", device},
+                   {"weight_format", m.weight_format},
+                   {"task", o.task},
+                   {"speculative_config",
+                    speculative ? speculative_json(*speculative) : nlohmann::json()}};
+    const std::string task_line = pooling
+                                      ? fmt::format("{} (embeddings: {} pooling, from {})", o.task,
+                                                    pooling_name(pooling->pooling), pooling->source)
+                                      : o.task;
+    if (pooling) served.card["pooling"] = pooling_name(pooling->pooling);
+    const std::string images = served.images.summary();
+    const std::string reasoning =
+        served.reasoning ? std::string(served.reasoning->syntax->name) : "none";
+    served.card["reasoning_parser"] = reasoning;
     http.set_ready(std::move(served));
-    print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format);
+    print_ready_card(*engine, o, batch, device, http.port(), kv_budget, m.weight_format, task_line,
+                     images, speculative);
+    fmt::print(stderr, "  reasoning    {}{}\n", reasoning,
+               o.reasoning_parser == "auto" ? " (auto: from the chat template)" : "");
     {
       StatsLog running_log(*engine, std::chrono::seconds(10));
       http.wait();

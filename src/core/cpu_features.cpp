@@ -3,6 +3,7 @@
 #include <cpuid.h>
 #include <sched.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -61,14 +62,21 @@ CpuIsa cpu_max_isa() {
   return CpuIsa::Avx2;
 }
 
+namespace {
+
+// The cap set by set_cpu_isa_cap, as the enum's value; -1: none.
+std::atomic<int> g_isa_cap{-1};
+
+}  // namespace
+
+void set_cpu_isa_cap(CpuIsa cap) {
+  g_isa_cap.store(int(cap), std::memory_order_relaxed);
+}
+
 CpuIsa cpu_isa() {
-  static const CpuIsa isa = [] {
-    const CpuIsa max = cpu_max_isa();
-    const char* env = std::getenv("TANDEM_CPU_ISA");
-    const std::optional<CpuIsa> cap = env ? cpu_isa_from_name(env) : std::nullopt;
-    return cap && *cap < max ? *cap : max;
-  }();
-  return isa;
+  const CpuIsa max = cpu_max_isa();
+  const int cap = g_isa_cap.load(std::memory_order_relaxed);
+  return cap >= 0 && CpuIsa(cap) < max ? CpuIsa(cap) : max;
 }
 
 std::string_view cpu_isa_name(CpuIsa isa) {

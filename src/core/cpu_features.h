@@ -26,12 +26,15 @@ struct CpuFeatures {
 // The features of this CPU (cpuid, once).
 const CpuFeatures& cpu_features();
 
-// The widest CpuIsa this CPU runs, capped by TANDEM_CPU_ISA=avx2|avx512 when set (a
-// benchmark's or test's way to compare paths on one machine; a cap above what the CPU
+// The widest CpuIsa this CPU runs, capped by set_cpu_isa_cap (a cap above what the CPU
 // has is ignored).
 CpuIsa cpu_isa();
-// The widest CpuIsa this CPU runs, ignoring the TANDEM_CPU_ISA cap.
+// The widest CpuIsa this CPU runs, ignoring the cap.
 CpuIsa cpu_max_isa();
+// Caps cpu_isa() for the process (TANDEM_CPU_ISA, read by cli/env_switches.h: a way to
+// compare the kernels on one machine). Call at start-up, before any CPU backend exists: a
+// backend keeps the ISA it was made with.
+void set_cpu_isa_cap(CpuIsa cap);
 
 std::string_view cpu_isa_name(CpuIsa isa);  // "avx2", "avx512"
 std::optional<CpuIsa> cpu_isa_from_name(std::string_view name);

@@ -41,7 +41,6 @@ std::unique_ptr<ThreadPool> g_global;
 int g_global_threads = 0;  // 0: not set
 
 int default_threads() {
-  if (const char* env = std::getenv("TANDEM_THREADS")) return std::max(1, std::atoi(env));
   return num_physical_cores();
 }
 

@@ -1,5 +1,6 @@
 // A fixed pool of worker threads for the data-parallel loops of the CPU backend: one per
-// process (global()), sized once (--threads, TANDEM_THREADS, or the physical cores).
+// process (global()), sized once (set_global_threads: --threads or TANDEM_THREADS, read by
+// the cli; else the physical cores).
 // parallel_for splits [0, n) into contiguous chunks that the workers and the calling
 // thread take in turn, and returns when all are done. Not re-entrant: an op calls it and
 // waits, and no chunk calls it again.
@@ -32,8 +33,8 @@ class ThreadPool {
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                     int64_t max_chunks = 0);
 
-  // The process-wide pool. Its size: set_global_threads() if called first, else
-  // TANDEM_THREADS, else the physical cores this process may run on.
+  // The process-wide pool. Its size: set_global_threads() if called first, else the
+  // physical cores this process may run on.
   static ThreadPool& global();
   // Sizes the global pool; call before its first use (a later call with another size
   // fails, since ops hold references to it). n >= 1.

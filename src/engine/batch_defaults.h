@@ -19,10 +19,8 @@
 
 namespace tandem {
 
-// 1,024 as vLLM on GPUs of 70 GB and more: past 256 rows the FP8 8B shape still gains
-// (offline-128/128 on the H200: 22.2k tok/s at 256 rows, 24.9k at 512, 25.7k at 1,024;
-// with the fp8 KV cache 24.3k / 27.3k / 28.4k, bench/RESULTS.md), and a step never takes
-// more rows than requests are in flight, so lighter loads keep their latency.
+// 1,024 as vLLM on GPUs of 70 GB and more: the FP8 8B shape gains up to there (the figures:
+// bench/RESULTS.md), and a step never takes more rows than requests are in flight.
 inline constexpr int kMaxAutoRows = 1024;
 inline constexpr int kTypicalContext = 2048;
 inline constexpr int kCudaAutoTokens = 8192;

@@ -1,63 +1,15 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/error.h"
 #include "engine/media_check.h"
+#include "engine/pooled_rows.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem {
-
-namespace {
-
-enum class GrammarVerdict : uint8_t {
-  Continue,  // more may follow
-  Ended,     // the token was EOS, taken because the output was complete
-  Complete,  // nothing but EOS may follow: the row is done
-  Rejected,  // the token broke the mask (a sampler bug) or the grammar its limits
-};
-
-GrammarVerdict follow_grammar(grammar::Matcher& m, int32_t token, std::string* why) {
-  try {
-    if (!m.accept_token(token)) {
-      *why = fmt::format("token {} is not allowed by the grammar", token);
-      return GrammarVerdict::Rejected;
-    }
-    if (m.is_finished()) return GrammarVerdict::Ended;
-    return m.must_end() ? GrammarVerdict::Complete : GrammarVerdict::Continue;
-  } catch (const grammar::GrammarError& e) {
-    *why = e.what();
-    return GrammarVerdict::Rejected;
-  }
-}
-
-// Where a constrained row stands once its matcher has taken a token's answer part.
-GrammarVerdict verdict_after(grammar::Matcher& m) {
-  if (m.is_finished()) return GrammarVerdict::Ended;
-  return m.must_end() ? GrammarVerdict::Complete : GrammarVerdict::Continue;
-}
-
-// A thinking row's token, before it answers: its thinking decides what the grammar sees.
-GrammarVerdict follow_thinking(Sequence& seq, int32_t token, std::string* why) {
-  grammar::Matcher* m = seq.matcher ? &*seq.matcher : nullptr;
-  try {
-    switch (seq.reasoning->accept(token, m)) {
-      case ReasoningState::Role::Thinking:
-        return GrammarVerdict::Continue;
-      case ReasoningState::Role::Answer:
-        return m ? verdict_after(*m) : GrammarVerdict::Continue;
-      case ReasoningState::Role::Rejected:
-        break;
-    }
-    *why = fmt::format("token {} begins an answer the grammar does not allow", token);
-  } catch (const grammar::GrammarError& e) {
-    *why = e.what();
-  }
-  return GrammarVerdict::Rejected;
-}
-
-}  // namespace
 
 KvSizing kv_sizing(const ModelConfig& model, const EngineConfig& config) {
   return {.block_size = config.scheduler.block_size,
@@ -82,6 +34,7 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
   const ModelConfig& c = e.model;
   info_.name = config_.served_model_name;
   info_.vocab_size = c.vocab_size;
+  info_.hidden_size = c.hidden_size;
   // A sequence must always fit alone, or it could preempt itself forever.
   info_.max_model_len = int(std::min<int64_t>(
       config_.max_model_len.value_or(c.max_position_embeddings), kv_.max_sequence_tokens()));
@@ -96,6 +49,19 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
   for (int g = 0; g < kv_.num_groups(); ++g) {
     const int window = kv_.groups().groups[size_t(g)].window;
     stats_.kv_groups.push_back({window, kv_.pool(g).capacity(), 0, 0});
+  }
+  if (config_.speculative) {
+    const SpeculativeConfig& sc = *config_.speculative;
+    TANDEM_CHECK(sc.method != SpecMethod::DraftModel || (e.draft && kv_layout_.draft_group),
+                 "speculative decoding with a draft model needs an executor that runs it");
+    speculator_ = std::make_unique<Speculator>(
+        sc, SpeculatorSetup{.vocab_size = info_.vocab_size,
+                            .max_model_len = info_.max_model_len,
+                            .eos_token_ids = info_.eos_token_ids,
+                            .block_size = config_.scheduler.block_size,
+                            .draft_table_group = kv_layout_.draft_group.value_or(0),
+                            .draft_num_groups = kv_layout_.draft_num_groups});
+    stats_.spec_decode = speculator_->stats();
   }
 }
 
@@ -121,7 +87,8 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
     if (pl->top < 0 || pl->top > kMaxSampleTopLogprobs)
       return refuse(fmt::format("prompt top logprobs must be in 0..{} (got {})", kMaxSampleTopLogprobs, pl->top));
   }
-  const int min_tokens = request.prompt_logprobs ? 0 : 1;
+  if (auto why = pooling_refusal(request)) return refuse(*why);
+  const int min_tokens = request.prompt_logprobs || request.pooling ? 0 : 1;
   if (request.max_tokens < min_tokens)
     return refuse(fmt::format("max_tokens must be >= {} (got {})", min_tokens, request.max_tokens));
   if (request.grammar && request.grammar->vocab().num_tokens() != info_.vocab_size)
@@ -187,32 +154,20 @@ void Engine::drop_cancelled() {
   }
 }
 
-// `generated`: tokens generated with this one.
-bool Engine::should_stop(const Sequence& seq, int generated, int32_t token) const {
-  if (generated < seq.request.min_tokens) return false;
-  const auto& r = seq.request;
-  if (!r.ignore_eos && std::count(info_.eos_token_ids.begin(), info_.eos_token_ids.end(), token)) return true;
-  return std::count(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) > 0;
-}
-
 // A token of the step in flight arrived for `seq`. A constrained row's matcher follows it;
 // the grammar alone decides when such a row may take EOS, and ends it once only EOS could
 // follow.
 void Engine::emit_token(Sequence& seq, const GeneratedToken& token) {
   if (seq.grammar_failure) return fail_row(seq, *seq.grammar_failure);
-  GrammarVerdict verdict = GrammarVerdict::Continue;
   std::string why;
-  if (seq.reasoning && !seq.reasoning->answering())
-    verdict = follow_thinking(seq, token.token, &why);
-  else if (seq.matcher)
-    verdict = follow_grammar(*seq.matcher, token.token, &why);
+  const GrammarVerdict verdict = seq.constraint.follow(token.token, &why);
   if (verdict == GrammarVerdict::Rejected) return fail_row(seq, why);
   seq.receive(token.token);
   const int generated = int(seq.tokens.size()) - seq.num_prompt;
   StreamChunk chunk;
   chunk.tokens.push_back(token);
   take_prompt_logprobs(seq, chunk);
-  bool stop_token = should_stop(seq, generated, token.token) || verdict == GrammarVerdict::Ended;
+  bool stop_token = seq.stops_on(token.token, generated, info_.eos_token_ids) || verdict == GrammarVerdict::Ended;
   if (seq.detokenizer && !stop_token) chunk.text = seq.stop.push(seq.detokenizer->push(token.token));
   if (seq.stream) seq.stream->push(std::move(chunk));
   if (stop_token || seq.stop.matched() || verdict == GrammarVerdict::Complete)
@@ -254,6 +209,7 @@ void Engine::finish(Sequence& seq, FinishReason reason) {
   last.completion_tokens = seq.num_generated();
   last.cached_tokens = seq.num_cached_tokens.value_or(0);
   take_prompt_logprobs(seq, last);
+  if (seq.pooling && seq.pooling->done()) last.embedding = seq.pooling->vector();
   scheduler_.finish(&seq);
   {
     // Counted before the client can see the end of its stream (and read /stats).
@@ -279,17 +235,22 @@ StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
     TANDEM_CHECK(seq.num_in_flight == 0 || (in_flight_ && seq.in_flight_row),
                  "sequence {}: a token in flight with no step in flight", seq.id);
     const Sequence::LogitRange owed = seq.owed_prompt_logits();
-    plan_rows.push_back({.tokens = seq.tokens,
-                         .start = seq.num_computed,
-                         .count = r.num_tokens,
-                         .block_tables = seq.block_tables,
-                         .num_logits = r.sample ? 1 : 0,
-                         .feed_from = seq.in_flight_row,
-                         .lora_slot = seq.lora ? seq.lora->slot : 0,
-                         .logprob_begin = owed.begin,
-                         .logprob_end = owed.end,
-                         .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0,
-                         .media = seq.request.media});
+    const PositionRange pooled = positions_to_pool(seq);
+    plan_rows.push_back(
+        {.tokens = seq.tokens,
+         .start = seq.num_computed,
+         .count = r.num_tokens,
+         .block_tables = seq.block_tables,
+         .num_logits = r.sample ? 1 + r.num_draft : 0,
+         .feed_from = seq.in_flight_row,
+         .lora_slot = seq.lora ? seq.lora->slot : 0,
+         .logprob_begin = owed.begin,
+         .logprob_end = owed.end,
+         .logprob_top = seq.request.prompt_logprobs ? seq.request.prompt_logprobs->top : 0,
+         .pool_begin = pooled.begin,
+         .pool_end = pooled.end,
+         .draft = std::span<const int32_t>(seq.spec.draft).first(size_t(r.num_draft)),
+         .media = seq.request.media});
   }
   return build_step_plan(plan_rows, config_.scheduler.block_size);
 }
@@ -297,7 +258,9 @@ StepPlan Engine::plan_step(const std::vector<ScheduledRow>& rows) const {
 std::vector<SampleRow> Engine::sample_rows(const std::vector<ScheduledRow>& rows) {
   std::vector<SampleRow> out;
   for (const ScheduledRow& r : rows)
-    if (r.sample) {
+    if (r.sample && r.num_draft > 0) {
+      speculator_->verify_rows(*r.seq, out);  // its K + 1 positions, masked along the proposals
+    } else if (r.sample) {
       Sequence& seq = *r.seq;
       out.push_back(seq.sampler.row(seq.tokens, seq.num_prompt, seq.request.top_logprobs,
                                     seq.num_in_flight));
@@ -310,18 +273,11 @@ std::vector<SampleRow> Engine::sample_rows(const std::vector<ScheduledRow>& rows
 // the host (the overlap rule, engine.h), so the matcher and the thinking are where the row
 // is. Until a thinking row answers, its thinking decides the mask (reasoning_state.h).
 void Engine::fill_grammar_mask(Sequence& seq, SampleRow& row) {
-  const bool thinking = seq.reasoning && seq.reasoning->decides_mask();
-  if (seq.grammar_failure) return;
-  if (!thinking && (!seq.matcher || seq.matcher->is_finished() ||
-                    (seq.reasoning && !seq.reasoning->answering())))
-    return;
+  if (seq.grammar_failure || !seq.constraint.has_mask()) return;
   TANDEM_CHECK(seq.num_in_flight == 0, "sequence {}: a grammar mask with a token in flight", seq.id);
   seq.mask.resize((size_t(info_.vocab_size) + 31) / 32);
   try {
-    if (thinking)
-      seq.reasoning->fill_mask(seq.matcher ? &*seq.matcher : nullptr, seq.mask);
-    else
-      seq.matcher->fill_mask(seq.mask);
+    seq.constraint.fill_mask(seq.mask);
     row.allowed = seq.mask;
   } catch (const grammar::GrammarError& e) {
     seq.grammar_failure = e.what();  // sampled unconstrained; the row fails on arrival
@@ -333,8 +289,8 @@ void Engine::fill_grammar_mask(Sequence& seq, SampleRow& row) {
 bool Engine::reads_tokens_in_flight(const std::vector<ScheduledRow>& rows) const {
   for (const ScheduledRow& r : rows)
     if (r.sample && r.seq->num_in_flight > 0 &&
-        (r.seq->matcher || r.seq->sampler.needs_history() ||
-         (r.seq->reasoning && r.seq->reasoning->reads_last_token())))
+        (r.seq->constraint.matcher || r.seq->sampler.needs_history() ||
+         (r.seq->constraint.reasoning && r.seq->constraint.reasoning->reads_last_token())))
       return true;
   return false;
 }
@@ -351,17 +307,22 @@ void Engine::advance(const std::vector<ScheduledRow>& rows) {
   stats_.prompt_tokens_total += prompt_tokens;
 }
 
-// Each sampled row's sequence now has one more token in flight, at that row of the op.
+// Each sampled row's sequence now has one more token in flight, at that row of the op. A
+// row verifying proposals has at least one; it is never fed (the step is read first).
 Engine::InFlight Engine::mark_in_flight(const std::vector<ScheduledRow>& rows) {
   InFlight f;
+  int position = 0;
   for (const ScheduledRow& r : rows) {
     if (!r.sample) continue;
     Sequence& seq = *r.seq;
     if (seq.status != SeqStatus::Finished) {  // it may have stopped while this step was issued
-      seq.in_flight_row = int(f.seqs.size());
+      if (r.num_draft == 0) seq.in_flight_row = position;
       seq.num_in_flight++;
     }
     f.seqs.push_back(seq.shared_from_this());
+    f.num_positions.push_back(1 + r.num_draft);
+    f.speculative = f.speculative || r.num_draft > 0;
+    position += 1 + r.num_draft;
   }
   return f;
 }
@@ -393,6 +354,7 @@ std::vector<std::shared_ptr<Sequence>> Engine::receive_prompt_logprobs(
 std::optional<Engine::InFlight> Engine::issue(const std::vector<ScheduledRow>& rows) {
   executor_->issue_forward(plan_step(rows));
   const std::vector<std::shared_ptr<Sequence>> scored_only = receive_prompt_logprobs(rows);
+  receive_pooled_runs(rows, executor_->take_pooled());
   advance(rows);
   // The overlap rule (engine.h): the previous step's tokens are read here, while the
   // device runs this step's forward, when a row's sampling needs them on the host.
@@ -414,23 +376,42 @@ void Engine::complete_in_flight() {
   InFlight f = std::move(*in_flight_);
   in_flight_.reset();
   const std::vector<SampledToken> picked = executor_->collect();
-  TANDEM_CHECK(picked.size() == f.seqs.size(), "{} tokens for {} sampled rows", picked.size(),
-               f.seqs.size());
+  size_t at = 0;
   int64_t generated = 0;
   for (size_t i = 0; i < f.seqs.size(); i++) {
+    const size_t n = size_t(f.num_positions[i]);
+    TANDEM_CHECK(at + n <= picked.size(), "{} tokens for more sampled positions", picked.size());
+    const std::span<const SampledToken> mine(picked.data() + at, n);
+    at += n;
     Sequence& seq = *f.seqs[i];
     if (seq.status == SeqStatus::Finished) continue;  // stopped or cancelled meanwhile
-    generated++;
-    emit_token(seq, to_generated(picked[i]));
+    if (n > 1) {
+      generated += emit_verified(seq, mine);
+    } else {
+      generated++;
+      emit_token(seq, to_generated(mine[0]));
+    }
   }
+  TANDEM_CHECK(at == picked.size(), "{} tokens for {} sampled positions", picked.size(), at);
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.generation_tokens_total += generated;
 }
 
 bool Engine::step() {
+  const auto started = std::chrono::steady_clock::now();
   take_inbox();
+  // A row's proposals follow its last token, and a verifying row's tokens decide the next
+  // plan: such steps are read before planning (engine.h).
+  if (in_flight_ && speculator_ &&
+      (in_flight_->speculative || speculator_->may_speculate(scheduler_.running())))
+    complete_in_flight();
   drop_cancelled();
+  if (speculator_) speculator_->propose(scheduler_.running());
   std::vector<ScheduledRow> rows = scheduler_.schedule();
+  if (speculator_) {
+    speculator_->take_schedule(rows);
+    if (speculator_->uses_draft_model()) run_draft(rows);
+  }
   const bool worked = !rows.empty() || in_flight_.has_value();
   std::optional<InFlight> issued;
   if (!rows.empty()) issued = issue(rows);
@@ -450,7 +431,42 @@ bool Engine::step() {
   stats_.prefix_cache_enabled = kv_.prefix_caching();
   stats_.prefix_cache_queries_total = scheduler_.prefix_cache_counts().queries;
   stats_.prefix_cache_hits_total = scheduler_.prefix_cache_counts().hits;
+  if (speculator_) {
+    observe_step(rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    stats_.spec_decode = speculator_->stats();
+  }
   return worked;
+}
+
+// What the step cost, for the speculator's choice of the next (spec_controller.h).
+void Engine::observe_step(const std::vector<ScheduledRow>& rows, double seconds) {
+  if (rows.empty()) return;
+  int tokens = 0;
+  bool speculative = false;
+  for (const ScheduledRow& r : rows) {
+    tokens += r.num_tokens;
+    speculative = speculative || r.num_draft > 0;
+  }
+  speculator_->observe_step(speculative, tokens, seconds);
+}
+
+void Engine::run_draft(std::vector<ScheduledRow>& rows) {
+  const DraftStep step = speculator_->draft_step(rows);
+  if (step.first.tokens.empty()) return;
+  speculator_->take_proposals(rows, executor_->run_draft(step));
+}
+
+int Engine::emit_verified(Sequence& seq, std::span<const SampledToken> picked) {
+  const int k = int(picked.size()) - 1;
+  const int accepted = speculator_->accept(seq, picked);
+  // The step computed the row's last token and its K proposals; the K/V of the rejected
+  // ones goes (only final tokens are ever cached: they are not).
+  scheduler_.rollback(&seq, seq.num_computed - (k - accepted));
+  seq.num_in_flight = accepted + 1;
+  int emitted = 0;
+  for (int i = 0; i <= accepted && seq.status != SeqStatus::Finished; i++, emitted++)
+    emit_token(seq, to_generated(picked[size_t(i)]));
+  return emitted;
 }
 
 void Engine::run_until_idle() {

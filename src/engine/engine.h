@@ -24,6 +24,15 @@
 // step read in between still samples in the new step (its row is issued), unmasked, and
 // its token is dropped on arrival like any token past a stop.
 //
+// Speculative decoding (engine/speculator.h) follows the same rule one step earlier: a row's
+// proposals follow its last token, and a verifying row emits 1..K+1 tokens that decide its
+// next chunk, so a step with such rows is read before the next step is planned, and
+// before proposing the engine reads the step in flight whenever some row may speculate.
+// The device then waits for the host between those steps; the speculator's step costs
+// (spec_controller.h) include that wait, so it speculates only where it still pays.
+// Proposals never enter Sequence::tokens; a verified row's K/V is rolled back to its
+// accepted tokens before any of them is emitted (Engine::emit_verified).
+//
 // Which tokens are final: every entry of Sequence::tokens. The prompt, and each generated
 // token once the host has received it; a token in flight never enters `tokens`, and one
 // that arrives for a finished sequence is dropped. So a full block of `tokens` whose K/V
@@ -50,6 +59,8 @@
 #include "engine/executor.h"
 #include "engine/lora_adapters.h"
 #include "engine/scheduler.h"
+#include "engine/speculative_config.h"
+#include "engine/speculator.h"
 #include "kv/kv_block_manager.h"
 
 namespace tandem {
@@ -76,6 +87,9 @@ struct EngineConfig {
   // Reuse the KV blocks of cached prompt prefixes (kv/kv_block_manager.h);
   // --no-enable-prefix-caching turns it off.
   bool enable_prefix_caching = true;
+  // Speculative decoding (--speculative-config; engine/speculator.h); a draft model must be
+  // the executor's (ExecutorInfo::draft).
+  std::optional<SpeculativeConfig> speculative;
 };
 
 class Engine : public EngineApi {
@@ -121,7 +135,11 @@ class Engine : public EngineApi {
   void drop_cancelled();
   // A step whose sampled tokens are still on their way to the host.
   struct InFlight {
-    std::vector<std::shared_ptr<Sequence>> seqs;  // [S] the sequence of each sampled row
+    std::vector<std::shared_ptr<Sequence>> seqs;  // [R] the sequence of each sampled row
+    // [R] its positions in the sampling op: 1, or K + 1 for a row verifying K proposals
+    std::vector<int> num_positions;
+    // Some row verifies proposals: the step is read before the next one is planned.
+    bool speculative = false;
   };
   // Issues `rows` as one forward and its sampling op, without waiting (plan, issue the
   // forward, advance, read the previous step if the rows need it, sampling rows, issue
@@ -139,9 +157,14 @@ class Engine : public EngineApi {
   // Waits for the in-flight step's tokens and emits them.
   void complete_in_flight();
   void fail_running(const std::string& why);
+  // Speculative decoding: the draft model's proposals for the scheduled rows, and a
+  // verifying row's tokens (its accepted proposals, then the target's own) with its K/V
+  // rolled back to them; returns how many it emitted.
+  void run_draft(std::vector<ScheduledRow>& rows);
+  int emit_verified(Sequence& seq, std::span<const SampledToken> picked);
+  void observe_step(const std::vector<ScheduledRow>& rows, double seconds);
   void emit_token(Sequence& seq, const GeneratedToken& token);
   void finish(Sequence& seq, FinishReason reason);
-  bool should_stop(const Sequence& seq, int generated, int32_t token) const;
   void wait_for_work();
   // LoRA (engine_lora.cpp): the slot image of the folder (off the engine thread), handing
   // it to the engine thread, and the engine thread's side, between steps.
@@ -160,6 +183,7 @@ class Engine : public EngineApi {
   ModelInfo info_;
   bool overlap_ = false;
   std::optional<InFlight> in_flight_;  // owned by the engine thread
+  std::unique_ptr<Speculator> speculator_;  // with --speculative-config
 
   mutable std::mutex inbox_mu_;
   std::condition_variable inbox_cv_;  // signalled by submit() and stop()

@@ -25,6 +25,20 @@ struct KvGroupStats {
   int64_t cached = 0;  // free, holding a reusable prefix (evicted LRU when blocks are needed)
 };
 
+// Speculative decoding's counters (vLLM's spec_decode_* metrics): verify steps of rows
+// with proposals ("drafts"), proposals verified, proposals accepted, and accepted by the
+// proposal's position (0: the first after the row's last token).
+struct SpecDecodeStats {
+  bool enabled = false;
+  std::string method;  // "ngram", "draft_model"
+  int num_speculative_tokens = 0;
+  int64_t num_drafts = 0;
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
+  std::vector<int64_t> accepted_per_position;  // [num_speculative_tokens]
+  int64_t num_speculative_steps = 0;  // steps in which some row verified proposals
+};
+
 struct EngineStats {
   int num_running = 0;
   int num_waiting = 0;
@@ -41,12 +55,14 @@ struct EngineStats {
   int64_t generation_tokens_total = 0;
   int64_t requests_finished = 0;
   std::vector<KvGroupStats> kv_groups;  // [G]; the kv_blocks_* fields are their sums
+  SpecDecodeStats spec_decode;
 };
 
 // Facts about the loaded model that request validation needs.
 struct ModelInfo {
   std::string name;            // served model name
   int vocab_size = 0;
+  int hidden_size = 0;         // the length of an embedding (GenerationRequest::pooling)
   int max_model_len = 0;       // prompt + generated tokens at most
   std::vector<int32_t> eos_token_ids;
   int64_t num_parameters = 0;

@@ -25,6 +25,7 @@
 
 #include "backend/sampling.h"
 #include "core/dtype.h"
+#include "engine/draft_step.h"
 #include "engine/request.h"
 #include "engine/step_plan.h"
 #include "kv/kv_budget.h"
@@ -52,6 +53,11 @@ struct KvLayout {
   DType dtype = DType::F32;     // of every cache tensor
   int64_t budget_bytes = 0;     // the budget it was sized under
   int64_t bytes = 0;            // what the blocks take, all groups together
+  // A draft model's K/V (speculative decoding, draft_step.h) lives in the blocks of this
+  // group (its block ids and tables), beside the target's; it has draft_num_groups groups
+  // of its own, all reading that table.
+  std::optional<int> draft_group;
+  int draft_num_groups = 0;
 };
 
 // What the engine may know of the model an executor runs.
@@ -61,6 +67,9 @@ struct ExecutorInfo {
   DType act_dtype = DType::F32;
   std::string device;         // "cpu", "cuda"
   bool asynchronous = false;  // steps run while the host goes on (the overlap pays)
+  // The draft model of speculative decoding, when the executor runs one (run_draft).
+  std::optional<ModelConfig> draft;
+  int64_t draft_num_parameters = 0;
   VisionSpec vision;          // image input (Model::vision_spec)
 };
 
@@ -104,11 +113,22 @@ class Executor {
   // forgets them. On an asynchronous device that forward's rows were read when it was
   // issued (only the steps that ask for prompt logprobs wait for the device).
   virtual std::vector<GeneratedToken> take_prompt_logprobs() = 0;
+  // The pooled runs of the forward issued last (StepPlan::pool_index): one sum of final
+  // hidden states ([hidden] f32) per run, in plan order; empty when it pooled nothing.
+  // Taking them forgets them. Like prompt logprobs, only the steps that pool wait for the
+  // device. The default serves executors that never pool (the engine then fails the step).
+  virtual std::vector<std::vector<float>> take_pooled() { return {}; }
   // The tokens of the oldest issued step whose tokens are not collected yet (one per
   // sampling row), waiting for them. Requires such a step.
   virtual std::vector<SampledToken> collect() = 0;
   // Forgets every step in flight (after a failed step): nothing is collected or fed from it.
   virtual void reset() = 0;
+
+  // Speculative decoding with a draft model (engine/draft_step.h): runs the draft's
+  // forwards of `step` and returns its proposals, waiting for them. The sampling op issued
+  // next reads the draft logits they were drawn from (SampleRow::draft). Between steps,
+  // before the step's issue_forward. The default runs no draft model and fails.
+  virtual DraftProposals run_draft(const DraftStep& step);
 
   // The host image of `adapter` for one LoRA slot (model/lora/lora_slots.h). Any thread,
   // also while steps run: it reads only the shapes the model was loaded with. Throws
@@ -120,8 +140,10 @@ class Executor {
   virtual void install_lora(int slot, const LoraSlotImage& image) = 0;
 };
 
-// One worker on `backend`, running `model`.
+// One worker on `backend`, running `model`, and `draft` beside it (loaded on the same
+// backend) when speculative decoding has a draft model.
 std::unique_ptr<Executor> make_executor(std::unique_ptr<Backend> backend,
-                                        std::unique_ptr<Model> model, ExecutorConfig config = {});
+                                        std::unique_ptr<Model> model, ExecutorConfig config = {},
+                                        std::unique_ptr<Model> draft = nullptr);
 
 }  // namespace tandem

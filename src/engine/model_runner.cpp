@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/kv_layout.h"
+#include "engine/pooling_step.h"
 
 namespace tandem {
 
@@ -102,7 +103,7 @@ void ModelRunner::enable_graphs(int max_model_len, int max_rows) {
                                            max_blocks, max_rows);
 }
 
-Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev) {
+Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev, Tensor* pooled) {
   TANDEM_CHECK(plan.block_size == block_size_, "plan block size {} vs {}", plan.block_size,
                block_size_);
   TANDEM_CHECK(plan.num_groups() == num_groups(), "plan has {} KV groups, the model {}",
@@ -117,11 +118,16 @@ Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev) {
       TANDEM_CHECK(slot >= 0 && slot < num_blocks(g) * block_size_,
                    "slot {} out of range in KV group {} ({} blocks)", slot, g, num_blocks(g));
   // A recorded decode step samples each row's last token; prompt-logprob rows are others,
-  // and a step writing soft tokens (a one-token image can look like a decode step) is not one.
-  if (graphs_ && plan.logprob_index.empty() && plan.media.empty() && graphs_->fits(plan))
+  // and it pools nothing; a step writing soft tokens (a one-token image can look like a
+  // decode step) is not one either.
+  if (graphs_ && plan.logprob_index.empty() && plan.pool_index.empty() && plan.media.empty() &&
+      graphs_->fits(plan))
     return graphs_->run(plan, prev);
   StepTensors step = upload(plan, prev);
-  return model_.forward(step, kv_);
+  step.pool = upload_pool_tensors(backend_, plan, model_.config().hidden_size);
+  Tensor logits = model_.forward(step, kv_);
+  if (pooled && step.pool.defined()) *pooled = step.pool.sums;
+  return logits;
 }
 
 }  // namespace tandem

@@ -35,8 +35,11 @@ class ModelRunner {
   // Logits of the plan's sample_index tokens, on the device: [S, vocab] in the backend's
   // act dtype ([1, vocab], unread, when the plan samples nothing). They stay there for
   // the sampling op; callers that want host values use backend.to_host_f32().
-  // `prev` is the previous step's sampling op, read for the plan's fed tokens.
-  Tensor forward(const StepPlan& plan, const PendingSample* prev = nullptr);
+  // `prev` is the previous step's sampling op, read for the plan's fed tokens. When the
+  // plan pools (StepPlan::pool_index), `pooled` gets the runs' sums, [E, hidden] f32 on the
+  // device (engine/pooling_step.h).
+  Tensor forward(const StepPlan& plan, const PendingSample* prev = nullptr,
+                 Tensor* pooled = nullptr);
   // On backends with graphs: run decode steps of up to `max_rows` rows as recorded graphs
   // (engine/decode_graphs.h); `max_model_len` bounds the block tables they read.
   void enable_graphs(int max_model_len, int max_rows);

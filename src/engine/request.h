@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/pooling.h"
 #include "media/image_input.h"
 
 namespace tandem {
@@ -70,12 +71,20 @@ struct GenerationRequest {
   // The LoRA adapter to run with, by the name it was loaded under (Engine::load_lora);
   // none: the base model.
   std::optional<std::string> lora;
+  // Speculative decoding (the server's --speculative-config) applies to this request;
+  // false opts out (the API's "speculative_decoding": false). The output is the same
+  // either way (exactly for greedy and seeded n-gram rows, in distribution for sampled
+  // draft-model rows); only its speed differs.
+  bool speculative = true;
   // Prefix-cache isolation: only requests with the same salt share cached KV blocks.
   std::string cache_salt;
   // Scores of the prompt's tokens (the positions asked for are always computed: a
   // prefix-cache hit stops short of them). With max_tokens 0 the request ends, finish
   // Length, once its prompt is computed.
   std::optional<PromptLogprobs> prompt_logprobs;
+  // An embedding request (engine/pooling.h): max_tokens 0, no sampling; its last chunk
+  // carries the pooled final hidden state (StreamChunk::embedding) instead of tokens.
+  std::optional<Pooling> pooling;
 };
 
 enum class FinishReason : uint8_t { Stop, Length, Cancelled, Error };
@@ -118,6 +127,9 @@ struct StreamChunk {
   // GenerationRequest::prompt_logprobs: one entry per prompt position asked for, in
   // order, on the first chunk of the request that carries any (token: the prompt's).
   std::vector<GeneratedToken> prompt_logprobs;
+  // GenerationRequest::pooling: on the last chunk, the pooled vector [hidden] f32 (not
+  // normalized).
+  std::vector<float> embedding;
 };
 
 }  // namespace tandem

@@ -28,6 +28,7 @@ class Sampler {
                 int num_in_flight = 0) const;
 
   uint64_t seed() const { return seed_; }
+  const SamplingParams& params() const { return params_; }
   // True when row() reads the tokens themselves (a penalty is on), not just their count.
   bool needs_history() const;
 

@@ -35,6 +35,7 @@ bool Scheduler::admit_blocks(Sequence* seq, int budget) {
   kv_.apply(seq->block_tables, *plan);
   seq->num_computed = start;
   seq->num_named_blocks = hit.num_blocks;
+  seq->spec.reset_kv();
   if (!seq->num_cached_tokens) {
     seq->num_cached_tokens = std::min(start, seq->num_prompt);
     if (kv_.prefix_caching()) {
@@ -71,6 +72,7 @@ void Scheduler::preempt(Sequence* seq) {
   kv_.release(seq->block_tables);
   seq->num_computed = 0;
   seq->num_named_blocks = 0;
+  seq->spec.reset_kv();
   seq->status = SeqStatus::Preempted;
   running_.erase(std::find(running_.begin(), running_.end(), seq));
   waiting_.push_front(seq);  // it resumes before anything newer
@@ -80,12 +82,16 @@ void Scheduler::preempt(Sequence* seq) {
 void Scheduler::schedule_running(std::vector<ScheduledRow>& rows, StepBudget& budget) {
   for (size_t i = 0; i < running_.size() && budget.tokens > 0;) {
     Sequence* seq = running_[i];
-    const int n =
-        seq->fit_chunk(seq->num_computed, std::min(seq->num_schedulable(), budget.tokens));
+    int n = seq->fit_chunk(seq->num_computed, std::min(seq->num_schedulable(), budget.tokens));
     if (n <= 0 || (seq->prefilling() && budget.prefills == 0)) {
       i++;
       continue;
     }
+    // Proposals take what is left of the budget after the row's own token, and blocks only
+    // where the pools have them.
+    int num_draft = std::min(seq->spec.num_draft, budget.tokens - n);
+    if (num_draft > 0 && grow_blocks(seq, n + num_draft)) n += num_draft;
+    else num_draft = 0;
     // Free blocks by preempting the newest running sequences (none scheduled yet: they
     // come after this one) until this one fits.
     bool fits = grow_blocks(seq, n);
@@ -98,7 +104,7 @@ void Scheduler::schedule_running(std::vector<ScheduledRow>& rows, StepBudget& bu
       continue;
     }
     if (seq->prefilling()) budget.prefills--;
-    rows.push_back({seq, n, seq->samples_after(n)});
+    rows.push_back({seq, n, seq->samples_after(n - num_draft), num_draft});
     budget.tokens -= n;
     i++;
   }
@@ -134,6 +140,13 @@ std::vector<ScheduledRow> Scheduler::schedule() {
 
 void Scheduler::advance(const std::vector<ScheduledRow>& rows) {
   for (auto& r : rows) r.seq->num_computed += r.num_tokens;
+}
+
+void Scheduler::rollback(Sequence* seq, int num_computed) {
+  TANDEM_CHECK(num_computed <= seq->num_computed, "sequence {}: rollback to {} past {}", seq->id,
+               num_computed, seq->num_computed);
+  seq->num_computed = num_computed;
+  kv_.truncate(seq->block_tables, num_computed + 1);
 }
 
 void Scheduler::finish(Sequence* seq, bool cache) {

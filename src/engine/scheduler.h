@@ -10,6 +10,9 @@
 // a sequence may be computed is the sequence's to say (Sequence::num_schedulable: it
 // accounts for tokens still in flight; Sequence::fit_chunk: an image's tokens go in one
 // step, which may then exceed the token budget); the scheduler knows nothing of the overlap.
+// A running row may bring proposals (Sequence::spec.num_draft, engine/speculator.h): they
+// ride in its chunk when the token budget and the blocks allow, and are cut first when not
+// (never a reason to preempt).
 #pragma once
 
 #include <deque>
@@ -38,6 +41,9 @@ struct ScheduledRow {
   Sequence* seq = nullptr;
   int num_tokens = 0;   // computed this step, from seq->num_computed
   bool sample = false;  // the step reaches the sequence's last token
+  // Speculative decoding: the last num_draft of num_tokens are the row's proposals
+  // (Sequence::spec), each position from its last token on sampled.
+  int num_draft = 0;
 };
 
 class Scheduler {
@@ -50,6 +56,9 @@ class Scheduler {
   // Removes it and frees its blocks; `cache` names its computed blocks first (off when
   // the step that computed them failed).
   void finish(Sequence* seq, bool cache = true);
+  // Speculative decoding: the row's K/V holds only its first `num_computed` positions (the
+  // rest were rejected proposals); its blocks past the next token's are released.
+  void rollback(Sequence* seq, int num_computed);
 
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }

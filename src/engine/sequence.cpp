@@ -29,8 +29,9 @@ Sequence::Sequence(int64_t id, GenerationRequest req, std::shared_ptr<RequestStr
       sampler(request.sampling, fallback_seed),
       stop(request.stop),
       lora(lora_use) {
-  if (request.grammar) matcher.emplace(request.grammar);
-  if (request.thinking) reasoning.emplace(*request.thinking, request.grammar);
+  if (request.grammar) constraint.matcher.emplace(request.grammar);
+  if (request.thinking) constraint.reasoning.emplace(*request.thinking, request.grammar);
+  if (request.pooling) pooling.emplace(*request.pooling, num_prompt);
 }
 
 Sequence::~Sequence() = default;

@@ -7,15 +7,18 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/lora_adapters.h"
+#include "engine/pooling.h"
 #include "engine/reasoning_state.h"
+#include "engine/row_constraint.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
+#include "engine/spec_state.h"
 #include "engine/stop_matcher.h"
-#include "grammar/matcher.h"
 #include "kv/kv_block_manager.h"
 #include "kv/prefix_cache.h"
 
@@ -60,12 +63,11 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   Sampler sampler;
   StopMatcher stop;
   std::unique_ptr<IncrementalDecoder> detokenizer;  // null when the engine has no tokenizer
-  // A constrained request's place in its grammar: advanced on every token received. The
-  // mask of its next token is filled into `mask`, which the step's SampleRow points at.
-  std::optional<grammar::Matcher> matcher;
-  // A thinking row's place in its thinking (GenerationRequest::thinking): until it
-  // answers, it decides the row's mask and what of each token the matcher sees.
-  std::optional<ReasoningState> reasoning;
+  // A constrained request's place in its grammar, and a thinking row's place in its
+  // thinking (GenerationRequest::thinking: until it answers, it decides the row's mask and
+  // what of each token the matcher sees); advanced on every token received. The mask of
+  // its next token is filled into `mask`, which the step's SampleRow points at.
+  RowConstraint constraint;
   std::vector<uint32_t> mask;
   // Why the grammar could not give this row's next mask (it outgrew its limits): the row
   // fails when that token arrives, its output so far still a valid prefix.
@@ -77,6 +79,10 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
   std::vector<GeneratedToken> prompt_logprobs;
   int num_prompt_scored = 0;
   bool prompt_logprobs_sent = false;
+  // GenerationRequest::pooling: the hidden states pooled so far (engine/pooling.h).
+  std::optional<PoolingState> pooling;
+  // Speculative decoding: its proposals and acceptance (engine/speculator.h).
+  SpecState spec;
 
   // Positions known so far: received tokens and those in flight.
   int num_tokens() const { return int(tokens.size()) + num_in_flight; }
@@ -112,12 +118,22 @@ struct Sequence : std::enable_shared_from_this<Sequence> {
     const int begin = request.prompt_logprobs->first - 1 + num_prompt_scored;
     return {begin, std::max(begin, num_prompt - 1)};
   }
-  // The first position whose logits are still wanted: a prefix-cache hit must stop at or
-  // before it (the last known token samples the next; owed prompt logprobs come earlier).
+  // The first position whose logits (or hidden state) are still wanted: a prefix-cache hit
+  // must stop at or before it (the last known token samples the next; owed prompt logprobs
+  // and positions an embedding still pools come earlier).
   int first_wanted_logits() const {
     const LogitRange owed = owed_prompt_logits();
     const int last = num_tokens() - 1;
-    return owed.begin < owed.end ? std::min(owed.begin, last) : last;
+    const int first = owed.begin < owed.end ? std::min(owed.begin, last) : last;
+    return pooling && !pooling->done() ? std::min(first, pooling->owed().begin) : first;
+  }
+  // Whether emitting `token` as its `generated`-th output token ends the row: EOS (one of
+  // `eos`, unless ignore_eos) or a stop token, once min_tokens are out.
+  bool stops_on(int32_t token, int generated, std::span<const int32_t> eos) const {
+    if (generated < request.min_tokens) return false;
+    if (!request.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) return true;
+    return std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), token) !=
+           request.stop_token_ids.end();
   }
   // A token of a step in flight arrived (in order: the oldest first).
   void receive(int32_t token) {

@@ -68,17 +68,19 @@ StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
   for (size_t b = 0; b < rows.size(); b++) {
     const PlanRow& r = rows[b];
     const int end = r.start + r.count, known = int(r.tokens.size());
-    TANDEM_CHECK(r.count > 0 && end <= known + (r.feed_from ? 1 : 0),
-                 "row {}: {}+{} of {} tokens{}", b, r.start, r.count, known,
+    TANDEM_CHECK(r.count > 0 && end <= known + int(r.draft.size()) + (r.feed_from ? 1 : 0),
+                 "row {}: {}+{} of {} tokens{}", b, r.start, r.count, known + int(r.draft.size()),
                  r.feed_from ? " and one in flight" : "");
+    TANDEM_CHECK(r.draft.empty() || !r.feed_from, "row {}: proposals after a token in flight", b);
     TANDEM_CHECK(G > 0 && r.block_tables.size() == G, "row {}: {} block tables, row 0 has {}", b,
                  r.block_tables.size(), G);
     for (int p = r.start; p < end; p++) {
-      if (p == known) {  // in flight: the device has it
+      if (p == known && r.feed_from) {  // in flight: the device has it
         plan.feed_index.push_back(int32_t(plan.tokens.size()));
         plan.feed_source.push_back(*r.feed_from);
       }
-      plan.tokens.push_back(p < known ? r.tokens[size_t(p)] : 0);
+      plan.tokens.push_back(p < known ? r.tokens[size_t(p)]
+                            : r.feed_from ? 0 : r.draft[size_t(p - known)]);
       plan.positions.push_back(p);
     }
     const int row_first = int(plan.tokens.size()) - r.count;
@@ -88,6 +90,15 @@ StepPlan build_step_plan(std::span<const PlanRow> rows, int block_size) {
       plan.logprob_index.push_back(row_first + (p - r.start));
       plan.logprob_target.push_back(r.tokens[size_t(p + 1)]);
       plan.logprob_top.push_back(r.logprob_top);
+    }
+    const int pool_first = std::max(r.start, r.pool_begin), pool_end = std::min(end, r.pool_end);
+    if (pool_first < pool_end) {
+      TANDEM_CHECK(pool_end <= known, "row {}: position {} is pooled but not known", b,
+                   pool_end - 1);
+      if (plan.pool_starts.empty()) plan.pool_starts.push_back(0);
+      for (int p = pool_first; p < pool_end; p++)
+        plan.pool_index.push_back(row_first + (p - r.start));
+      plan.pool_starts.push_back(int32_t(plan.pool_index.size()));
     }
     int first_logit = int(plan.tokens.size()) - std::min(r.num_logits, r.count);
     for (int t = first_logit; t < int(plan.tokens.size()); t++) plan.sample_index.push_back(t);

@@ -44,6 +44,11 @@ struct StepPlan {
   std::vector<int32_t> logprob_index;   // [P]
   std::vector<int32_t> logprob_target;  // [P]
   std::vector<int32_t> logprob_top;     // [P]
+  // Embedding rows (engine/pooling.h): the final hidden states of tokens pool_index[q] are
+  // summed run by run, run e over pool_index[pool_starts[e] .. pool_starts[e+1]): one run
+  // per row that pools this step, in row order. Both empty when no row pools.
+  std::vector<int32_t> pool_index;   // [Q]
+  std::vector<int32_t> pool_starts;  // [E+1]
   // Images (StepTensors::media_ends, ::media): [T] the end of the image holding each
   // token, 0 elsewhere; empty when no token of the step is an image token. Each image lies
   // whole inside its row's tokens of the step.
@@ -76,6 +81,12 @@ struct PlanRow {
   // Positions [logprob_begin, logprob_end) (clipped to this row's) score the prompt token
   // after each, with `logprob_top` alternatives (StepPlan::logprob_index).
   int logprob_begin = 0, logprob_end = 0, logprob_top = 0;
+  // Positions [pool_begin, pool_end) (clipped to this row's) are pooled, as one run
+  // (StepPlan::pool_index).
+  int pool_begin = 0, pool_end = 0;
+  // Speculative decoding: proposals after `tokens` (positions tokens.size() on); the row
+  // then has no token in flight.
+  std::span<const int32_t> draft;
   // The sequence's images (sorted by start); those overlapping [start, start + count) must
   // lie inside it (the scheduler never splits one: Sequence::fit_chunk).
   std::span<const MediaSpan> media;

@@ -134,6 +134,16 @@ int KvBlockManager::release_out_of_window(BlockTables& tables, int num_computed,
   return released;
 }
 
+void KvBlockManager::truncate(BlockTables& tables, int num_tokens) {
+  const size_t keep = size_t(blocks_for(num_tokens, block_size_));
+  for (size_t g = 0; g < tables.size(); g++) {
+    std::vector<int32_t>& table = tables[g];
+    for (size_t i = table.size(); i > keep; i--)
+      if (table[i - 1] != BlockPool::kNullBlock) release_block(int(g), table[i - 1], /*keep=*/false);
+    if (table.size() > keep) table.resize(keep);
+  }
+}
+
 void KvBlockManager::release(BlockTables& tables) {
   for (size_t g = 0; g < tables.size(); g++)
     for (auto b = tables[g].rbegin(); b != tables[g].rend(); ++b)

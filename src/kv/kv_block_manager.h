@@ -82,6 +82,10 @@ class KvBlockManager {
   // the later ones can serve only hits inside the generated text and are freed to the
   // free-list head. Returns how many were released.
   int release_out_of_window(BlockTables& tables, int num_computed, int num_keep_blocks = 0);
+  // Releases the blocks past those that hold positions [0, num_tokens), last first, in
+  // every group (speculative decoding's rollback: they held rejected proposals, never
+  // final tokens, so none is named).
+  void truncate(BlockTables& tables, int num_tokens);
   // Releases every block of every group, each table last block first (named blocks stay
   // cached, the others go to the free-list head); the tables become empty.
   void release(BlockTables& tables);

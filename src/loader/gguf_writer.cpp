@@ -1,5 +1,6 @@
 #include "loader/gguf_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -64,19 +65,58 @@ void GgufWriter::add_raw(std::string_view key, GgufType type, std::string encode
   metadata_.push_back(entry(key, type, encoded));
 }
 
-void GgufWriter::add_tensor(std::string_view name, DType dtype, const Shape& shape,
-                            std::string bytes) {
+namespace {
+
+// The file-order dims (ne0 = the row length) and the byte size of a row-major `shape`.
+std::vector<int64_t> file_dims(const Shape& shape) {
+  std::vector<int64_t> ne;
+  for (int d = shape.ndim - 1; d >= 0; d--) ne.push_back(shape.dims[size_t(d)]);
+  return ne;
+}
+
+uint32_t ggml_id(std::string_view name, DType dtype) {
   auto id = ggml_type_of(dtype);
   if (!id) fail("GgufWriter: tensor '{}': GGUF has no type for {}", name, dtype_name(dtype));
+  return *id;
+}
+
+size_t nbytes_of(DType dtype, const Shape& shape) {
   Tensor probe;
   probe.dtype = dtype;
   probe.shape = shape;
-  if (probe.nbytes() != bytes.size())
+  return probe.nbytes();
+}
+
+}  // namespace
+
+void GgufWriter::add_tensor(std::string_view name, DType dtype, const Shape& shape,
+                            std::string bytes) {
+  const uint32_t id = ggml_id(name, dtype);
+  const size_t want = nbytes_of(dtype, shape);
+  if (want != bytes.size())
     fail("GgufWriter: tensor '{}' {} of {} needs {} bytes, got {}", name, shape.str(),
-         dtype_name(dtype), probe.nbytes(), bytes.size());
-  std::vector<int64_t> ne;
-  for (int d = shape.ndim - 1; d >= 0; d--) ne.push_back(shape.dims[size_t(d)]);
-  tensors_.push_back({std::string(name), *id, std::move(ne), std::move(bytes)});
+         dtype_name(dtype), want, bytes.size());
+  PendingTensor t{std::string(name), id, file_dims(shape), std::move(bytes)};
+  t.size = want;
+  tensors_.push_back(std::move(t));
+}
+
+void GgufWriter::add_tensor(std::string_view name, DType dtype, const Shape& shape, RowFill fill,
+                            int64_t row_group) {
+  const uint32_t id = ggml_id(name, dtype);
+  const int64_t cols = shape.ndim ? shape.dims[size_t(shape.ndim - 1)] : 1;
+  if (cols % dtype_block(dtype).elems != 0)
+    fail("GgufWriter: tensor '{}': rows of {} values are not whole {} blocks of {}", name, cols,
+         dtype_name(dtype), dtype_block(dtype).elems);
+  PendingTensor t{std::string(name), id, file_dims(shape), ""};
+  t.fill = std::move(fill);
+  t.size = nbytes_of(dtype, shape);
+  t.row_bytes = int64_t(dtype_row_bytes(dtype, cols));
+  t.rows = t.row_bytes ? int64_t(t.size) / t.row_bytes : 0;
+  t.row_group = std::max<int64_t>(1, row_group);
+  if (t.rows % t.row_group != 0)
+    fail("GgufWriter: tensor '{}': {} rows are not whole groups of {}", name, t.rows, t.row_group);
+  tensors_.push_back(std::move(t));
 }
 
 void GgufWriter::add_tensor(std::string_view name, const Tensor& host) {
@@ -90,40 +130,74 @@ void GgufWriter::add_raw_tensor_info(std::string_view name, uint32_t ggml_type,
   tensors_.push_back({std::string(name), ggml_type, std::move(ne), "", true, offset});
 }
 
-std::string GgufWriter::bytes() const {
+void GgufWriter::emit_data(const PendingTensor& t, const Sink& sink) {
+  if (!t.fill) return sink(t.bytes.data(), t.bytes.size());
+  const int64_t group_bytes = t.row_bytes * t.row_group;
+  const int64_t groups =
+      std::max<int64_t>(1, int64_t(kChunkBytes) / std::max<int64_t>(1, group_bytes));
+  const int64_t chunk_rows = groups * t.row_group;
+  std::vector<char> buf(size_t(std::min(chunk_rows, t.rows) * t.row_bytes));
+  for (int64_t first = 0; first < t.rows; first += chunk_rows) {
+    const int64_t count = std::min(chunk_rows, t.rows - first);
+    t.fill(buf.data(), first, count);
+    sink(buf.data(), size_t(count * t.row_bytes));
+  }
+}
+
+void GgufWriter::emit(const Sink& sink) const {
   std::vector<std::string> metadata = metadata_;
   if (alignment_ != 32) metadata.push_back(entry("general.alignment", GgufType::U32, le(alignment_)));
-  std::string out = "GGUF" + le(uint32_t(3)) + le(uint64_t(tensors_.size())) +
-                    le(uint64_t(metadata.size()));
-  for (const std::string& m : metadata) out += m;
+  std::string head =
+      "GGUF" + le(uint32_t(3)) + le(uint64_t(tensors_.size())) + le(uint64_t(metadata.size()));
+  for (const std::string& m : metadata) head += m;
   uint64_t offset = 0;  // in the data section
   std::vector<uint64_t> offsets;
   for (const PendingTensor& t : tensors_) {
-    out += encode_string(t.name) + le(uint32_t(t.ne.size()));
-    for (int64_t n : t.ne) out += le(n);
-    out += le(t.ggml_type);
+    head += encode_string(t.name) + le(uint32_t(t.ne.size()));
+    for (int64_t n : t.ne) head += le(n);
+    head += le(t.ggml_type);
     offsets.push_back(t.raw ? t.raw_offset : offset);
-    out += le(offsets.back());
-    if (!t.raw) offset = align_up(offset + t.bytes.size(), alignment_);
+    head += le(offsets.back());
+    if (!t.raw) offset = align_up(offset + t.size, alignment_);
   }
-  if (tensors_.empty()) return out;
-  out.resize(align_up(out.size(), alignment_), '\0');
-  const size_t data_start = out.size();
+  if (tensors_.empty()) return sink(head.data(), head.size());
+  head.resize(align_up(head.size(), alignment_), '\0');
+  sink(head.data(), head.size());
+  const std::string zeros(alignment_, '\0');
+  uint64_t at = 0;  // bytes of the data section written
   for (size_t i = 0; i < tensors_.size(); i++) {
     if (tensors_[i].raw) continue;
-    out.resize(data_start + offsets[i], '\0');
-    out += tensors_[i].bytes;
+    sink(zeros.data(), size_t(offsets[i] - at));  // the previous tensor's padding
+    emit_data(tensors_[i], sink);
+    at = offsets[i] + tensors_[i].size;
   }
-  out.resize(data_start + align_up(out.size() - data_start, alignment_), '\0');
+  sink(zeros.data(), size_t(align_up(at, alignment_) - at));
+}
+
+std::string GgufWriter::bytes() const {
+  std::string out;
+  emit([&](const char* data, size_t n) { out.append(data, n); });
   return out;
 }
 
 void GgufWriter::write(const std::filesystem::path& path) const {
-  const std::string data = bytes();
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail("cannot write {}", path.string());
-  out.write(data.data(), std::streamsize(data.size()));
-  if (!out) fail("writing {} failed", path.string());
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  try {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail("cannot write {}", tmp.string());
+    emit([&](const char* data, size_t n) {
+      out.write(data, std::streamsize(n));
+      if (!out) fail("writing {} failed (disk full?)", tmp.string());
+    });
+    out.close();
+    if (!out) fail("writing {} failed", tmp.string());
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw;
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace tandem

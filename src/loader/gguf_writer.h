@@ -1,12 +1,15 @@
 // Writes GGUF v3 files: metadata in the order added, then the tensor infos, then each
 // tensor's bytes at the next multiple of the alignment (general.alignment is written when
 // it is not the default 32). Used by the tests (small files of any shape, including
-// malformed ones through the raw hooks) and by anything that makes a GGUF from tensors it
-// already holds. The whole file is assembled in memory: for test-sized models.
+// malformed ones through the raw hooks) and by `tandem quantize --gguf` / `random-model
+// --gguf`, whose tensors are generated while the file is written (add_tensor with a RowFill):
+// write() holds the header and one chunk of rows at a time, never the model, so a 70B file
+// is written in a few hundred MB. bytes() assembles the whole file in memory (tests).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +39,14 @@ class GgufWriter {
   void add_tensor(std::string_view name, DType dtype, const Shape& shape, std::string bytes);
   // A host tensor's bytes (any DType GGUF holds).
   void add_tensor(std::string_view name, const Tensor& host);
+  // Writes rows [first, first + count) of a tensor's data at dst (count whole rows of
+  // dtype_row_bytes(dtype, row length) each). Called in order, one chunk at a time.
+  using RowFill = std::function<void(void* dst, int64_t first, int64_t count)>;
+  // A tensor whose rows are produced while the file is written, in chunks of whole
+  // `row_group`s (a multiple of it; rows = numel / last dim) of at most ~kChunkBytes.
+  void add_tensor(std::string_view name, DType dtype, const Shape& shape, RowFill fill,
+                  int64_t row_group = 1);
+  static constexpr size_t kChunkBytes = size_t(8) << 20;
   // The tensor info exactly as given (ggml type id, ne in file order, offset) with no data
   // of its own: for malformed files. Its offset is taken as is.
   void add_raw_tensor_info(std::string_view name, uint32_t ggml_type, std::vector<int64_t> ne,
@@ -45,6 +56,8 @@ class GgufWriter {
 
   // The file's bytes.
   std::string bytes() const;
+  // Streams the file to "<path>.tmp", renamed to `path` once complete (a failure never
+  // leaves a truncated file under the real name).
   void write(const std::filesystem::path& path) const;
 
   // Encodings, for add_raw and hand-made files: a u64-length string; an array header.
@@ -59,7 +72,13 @@ class GgufWriter {
     std::string bytes;
     bool raw = false;
     uint64_t raw_offset = 0;
+    RowFill fill;       // set: the data comes from here, `bytes` is empty
+    uint64_t size = 0;  // data bytes
+    int64_t rows = 0, row_bytes = 0, row_group = 1;
   };
+  using Sink = std::function<void(const char* data, size_t n)>;
+  void emit(const Sink& sink) const;
+  static void emit_data(const PendingTensor& t, const Sink& sink);
   std::vector<std::string> metadata_;  // encoded entries: key, type, value
   std::vector<PendingTensor> tensors_;
   uint32_t alignment_ = 32;

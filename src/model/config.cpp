@@ -174,16 +174,26 @@ void validate(const ModelConfig& c, const std::string& src) {
 
 }  // namespace
 
+const json& ModelConfig::raw() const {
+  static const json empty = json::object();
+  return raw_json ? *raw_json : empty;
+}
+
+const json& ModelConfig::multimodal_raw() const {
+  static const json null;
+  return multimodal_json ? *multimodal_json : null;
+}
+
 ModelConfig ModelConfig::parse(const json& j, const std::string& src) {
   if (!j.is_object()) fail("{}: not a JSON object", src);
   if (is_multimodal_config(j)) {
     ModelConfig c = parse(text_model_config(j, src), src + " (text_config)");
     c.multimodal_type = req<std::string>(j, "model_type", src);
-    c.multimodal_raw = j;
+    c.multimodal_json = std::make_shared<const json>(j);
     return c;
   }
   ModelConfig c;
-  c.raw = j;
+  c.raw_json = std::make_shared<const json>(j);
   c.model_type = req<std::string>(j, "model_type", src);
   c.vocab_size = req<int>(j, "vocab_size", src);
   c.hidden_size = req<int>(j, "hidden_size", src);

@@ -4,10 +4,11 @@
 // attention kind (full or sliding) from `layer_types` or the architecture's default.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,7 +43,10 @@ enum class LayerKind : uint8_t { Full, Sliding };
 struct ModelConfig {
   // Not from config.json: room for LoRA adapters, set by the loader's caller (load_model).
   LoraCapacity lora;
-  nlohmann::json raw;  // the whole config.json, for architecture-specific fields
+  // The whole config.json, read only by the parsers of architecture-specific fields
+  // (arch/*_config.cpp, vision/*): raw() is {} when unset. Shared and immutable, so the
+  // header needs only json_fwd.hpp.
+  std::shared_ptr<const nlohmann::json> raw_json;
   std::string model_type;
   int vocab_size = 0;
   int hidden_size = 0;
@@ -82,10 +86,13 @@ struct ModelConfig {
   // top-level model_type ("gemma3", "gemma3n", "gemma4") and its whole config.json; every
   // field above, `raw` included, is its text model's. Empty for a text-only folder.
   std::string multimodal_type;
-  nlohmann::json multimodal_raw;
+  std::shared_ptr<const nlohmann::json> multimodal_json;  // null: not multimodal
   // [num_layers] the layers on which an image's soft tokens see each other both ways
   // (AttentionParams::media_bidirectional), set by a multimodal builder; empty: none.
   std::vector<bool> media_bidirectional;
+
+  const nlohmann::json& raw() const;             // {} when unset
+  const nlohmann::json& multimodal_raw() const;  // null when not multimodal
 
   const RopeConfig& rope_for(int layer) const { return rope.at(layer_kinds[size_t(layer)]); }
   int window_for(int layer) const {

@@ -112,8 +112,14 @@ Tensor tokens_outside_media(Backend& be, const StepTensors& step, int32_t id) {
 
 Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,
                  const Attention& a, const Fp8Input& hq) {
-  const int64_t T = h.dim(0), Hq = a.num_heads, Dh = a.head_dim;
-  Tensor proj = linear(be, h, hq, a.qkv, step);
+  const int64_t T = h.dim(0);
+  Tensor heads = attention_heads(be, linear(be, h, hq, a.qkv, step), step, cache, a);
+  return linear(be, heads.reshape({T, a.num_heads * a.head_dim}), a.o, step);
+}
+
+Tensor attention_heads(Backend& be, const Tensor& proj, const StepTensors& step, PagedKv& cache,
+                       const Attention& a) {
+  const int64_t T = proj.dim(0), Hq = a.num_heads, Dh = a.head_dim;
   Tensor q;
   if (a.reads_shared_kv) {  // the cache was written earlier in this step by its owner
     q = proj.reshape({T, Hq, Dh});
@@ -128,7 +134,7 @@ Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv&
   }
   Tensor attn = be.alloc(be.act_dtype(), {T, Hq, Dh});
   be.attention(attn, q, cache, step, a.params);
-  return linear(be, attn.reshape({T, Hq * Dh}), a.o, step);
+  return attn;
 }
 
 Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const GatedMlp& mlp,

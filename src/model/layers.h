@@ -106,6 +106,10 @@ Tensor tokens_outside_media(Backend& be, const StepTensors& step, int32_t id);
 // an FP8 qkv (Fp8Input; undefined: none).
 Tensor attention(Backend& be, const Tensor& h, const StepTensors& step, PagedKv& cache,
                  const Attention& a, const Fp8Input& hq = {});
+// attention() after its qkv projection and before its output projection: the per-head
+// attention output.   proj [T, (Hq + 2·Hkv)·Dh] → [T, Hq, Dh]
+Tensor attention_heads(Backend& be, const Tensor& proj, const StepTensors& step, PagedKv& cache,
+                       const Attention& a);
 // h [T, D] → [T, D]; hq as in attention(). With an FP8 down projection the gated
 // activation writes its input's e4m3 copy too (Backend::gated_act_fp8).
 Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const GatedMlp& mlp,

@@ -31,7 +31,9 @@ class Model {
   const ModelConfig& config() const { return config_; }
   int64_t num_parameters() const { return num_parameters_; }
   virtual std::vector<LayerKvSpec> kv_specs() const = 0;
-  // Runs the step and returns logits for step.sample_index: [S, vocab] f32 on the device.
+  // Runs the step and returns logits for step.sample_index: [S, vocab] f32 on the device;
+  // when step.pool is defined, also writes its embedding rows' pooled hidden states
+  // (model/pooled_hidden.h).
   // kv[l] is layer l's storage (undefined tensors for sharing layers), addressed through
   // its KV group's slot map and block table (step.kv(kv[l])).
   virtual Tensor forward(const StepTensors& step, std::span<PagedKv> kv) = 0;

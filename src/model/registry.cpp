@@ -69,13 +69,13 @@ std::vector<std::string> architecture_names() {
 }
 
 QuantScheme model_quant_scheme(const ModelConfig& config, const std::optional<QuantScheme>& online) {
-  return resolve_quantization(parse_quantization_config(config.raw, "config.json"), online);
+  return resolve_quantization(parse_quantization_config(config.raw(), "config.json"), online);
 }
 
 std::string weight_format_name(const ModelConfig& config, const std::optional<QuantScheme>& online) {
-  if (auto g = config.raw.find("gguf"); g != config.raw.end() && g->contains("weight_types"))
+  if (auto g = config.raw().find("gguf"); g != config.raw().end() && g->contains("weight_types"))
     return (*g)["weight_types"].get<std::string>();
-  const std::string torch = config.raw.value("torch_dtype", std::string("bfloat16"));
+  const std::string torch = config.raw().value("torch_dtype", std::string("bfloat16"));
   const std::string stored = torch == "float16" ? "f16" : torch == "float32" ? "f32" : "bf16";
   return model_quant_scheme(config, online).describe(stored);
 }

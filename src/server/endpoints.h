@@ -23,6 +23,14 @@ void handle_tokenize(const EndpointContext& ctx, const httplib::Request& req,
                      httplib::Response& res);
 void handle_detokenize(const EndpointContext& ctx, const httplib::Request& req,
                        httplib::Response& res);
+// POST /v1/embeddings (openai/embeddings_endpoint.cpp).
+void handle_embeddings(const EndpointContext& ctx, const httplib::Request& req,
+                       httplib::Response& res);
+// The routes a --task does not serve: a 404 naming the task (common/serve_task.cpp).
+void handle_generation_not_served(const EndpointContext& ctx, const httplib::Request& req,
+                                  httplib::Response& res);
+void handle_embeddings_not_served(const EndpointContext& ctx, const httplib::Request& req,
+                                  httplib::Response& res);
 // --enable-lora-runtime-updates (openai/lora_endpoints.cpp).
 void handle_load_lora_adapter(const EndpointContext& ctx, const httplib::Request& req,
                               httplib::Response& res);

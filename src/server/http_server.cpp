@@ -135,11 +135,17 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::install_routes() {
-  route("POST", "/v1/chat/completions", ApiStyle::OpenAI, handle_chat_completions);
-  route("POST", "/v1/completions", ApiStyle::OpenAI, handle_completions);
-  route("POST", "/v1/messages", ApiStyle::Anthropic, handle_messages);
+  // What --task leaves out answers 404 naming the task (common/serve_task.h).
+  auto generation = [&](Handler h) {
+    return serves_generation(options_.task) ? h : handle_generation_not_served;
+  };
+  route("POST", "/v1/chat/completions", ApiStyle::OpenAI, generation(handle_chat_completions));
+  route("POST", "/v1/completions", ApiStyle::OpenAI, generation(handle_completions));
+  route("POST", "/v1/messages", ApiStyle::Anthropic, generation(handle_messages));
   route("POST", "/v1/messages/count_tokens", ApiStyle::Anthropic, handle_count_tokens);
-  route("POST", "/v1/responses", ApiStyle::OpenAI, handle_responses);
+  route("POST", "/v1/responses", ApiStyle::OpenAI, generation(handle_responses));
+  route("POST", "/v1/embeddings", ApiStyle::OpenAI,
+        serves_embeddings(options_.task) ? handle_embeddings : handle_embeddings_not_served);
   route("GET", "/v1/models", ApiStyle::OpenAI, handle_models);
   route("GET", "/v1/models/(.+)", ApiStyle::OpenAI, handle_models);
   route("POST", "/tokenize", ApiStyle::OpenAI, handle_tokenize);
@@ -296,6 +302,7 @@ void HttpServer::handle_stats(httplib::Response& res) const {
   Json stats =
       metrics_.stats_json(served->engine->stats(), served->engine->model_info(), served->card);
   stats["model"] = model_name();
+  stats["images"] = served->images.card();
   stats["in_flight"] = num_in_flight();
   res.set_content(dump_json(stats), "application/json");
 }

@@ -9,7 +9,8 @@
 //   engine.stop();
 //
 // Routes: POST /v1/chat/completions, /v1/completions, /v1/messages,
-// /v1/messages/count_tokens, /v1/responses, /tokenize, /detokenize; GET /v1/models,
+// /v1/messages/count_tokens, /v1/responses, /v1/embeddings, /tokenize, /detokenize (a
+// route options.task does not serve answers 404); GET /v1/models,
 // /v1/models/{id}, /health, /stats, /metrics. Unknown routes are 404 JSON. /v1/* (and
 // /tokenize, /detokenize) need the API key when one is set, as "Authorization: Bearer KEY"
 // (the scheme in any case) or "x-api-key: KEY"; /health, /stats and /metrics are open, for
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "server/common/api_error.h"
+#include "server/common/serve_task.h"
 #include "server/common/served_model.h"
 #include "server/common/server_limits.h"
 #include "server/common/server_metrics.h"
@@ -58,6 +60,8 @@ struct ServerOptions {
   // --enable-lora-runtime-updates: POST /v1/load_lora_adapter and /v1/unload_lora_adapter
   // (lora_endpoints.cpp). Off, those paths do not exist (404), as in vLLM.
   bool lora_runtime_updates = false;
+  // --task: the generation routes, /v1/embeddings, or both (common/serve_task.h).
+  ServeTask task = ServeTask::Auto;
 };
 
 class HttpServer {

@@ -126,7 +126,7 @@ AddedVocabulary::AddedVocabulary(const json& added_tokens, const BpeModel& model
 }
 
 void AddedVocabulary::split(std::string_view text, bool normalized_set,
-                            std::vector<TextSection>& out) const {
+                            std::vector<TextSection>& out, bool split_special) const {
   if (text.empty()) return;
   const TokenMatcher& matcher = normalized_set ? normalized_ : raw_;
   if (matcher.empty()) {
@@ -144,6 +144,7 @@ void AddedVocabulary::split(std::string_view text, bool normalized_set,
     size_t start = pos, stop = pos + match->first;
     pos = stop;  // matches never overlap, even when one is rejected below
     const AddedToken& t = tokens_[match->second];
+    if (split_special && t.special) continue;
     if (t.single_word) {
       bool space_before = start == 0 || !is_word_char(last_char(text.substr(0, start)));
       size_t after = stop;

@@ -71,7 +71,10 @@ class AddedVocabulary {
 
   // Splits text on the non-normalized tokens (`normalized_set` false; text is the raw input)
   // or on the normalized ones (true; text is normalized). Empty stretches are left out.
-  void split(std::string_view text, bool normalized_set, std::vector<TextSection>& out) const;
+  // `split_special`: special tokens are not cut out but stay text (HF's
+  // split_special_tokens: a match of a special token is dropped, not retried shorter).
+  void split(std::string_view text, bool normalized_set, std::vector<TextSection>& out,
+             bool split_special = false) const;
 
   const AddedToken* by_id(int32_t id) const;
   std::optional<int32_t> id_of(std::string_view content) const;

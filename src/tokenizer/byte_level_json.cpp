@@ -1,4 +1,5 @@
 // A synthetic byte-level BPE tokenizer.json for random-weight benchmark models.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

@@ -19,11 +19,6 @@ using tok::GgufTokenType;
 using tok::GgufVocab;
 using json = nlohmann::json;
 
-// The split regexes of the tokenizer.json files llama.cpp's pre-tokenizer names stand for.
-constexpr const char* kLlama3Split =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* kQwen2Split =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 // llama.cpp's own fallback ("default", or no tokenizer.ggml.pre): four splits in a row.
 constexpr const char* kDefaultSplits[] = {
     R"([\p{P}\$\+<=>\^~\|]+)",
@@ -45,11 +40,13 @@ json byte_level(bool use_regex) {
 void bpe_pre_tokenizer(const GgufVocab& v, json& doc, bool& ignore_merges) {
   const std::string& p = v.pre;
   if (p == "llama-bpe" || p == "llama3" || p == "llama-v3" || p == "smaug-bpe" || p == "dbrx") {
-    doc["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {split(kLlama3Split), byte_level(false)}}};
+    doc["pre_tokenizer"] = {{"type", "Sequence"},
+                            {"pretokenizers", {split(tok::kLlama3Split), byte_level(false)}}};
     ignore_merges = p != "smaug-bpe" && p != "dbrx";
   } else if (p == "qwen2" || p == "deepseek-r1-qwen") {
     doc["normalizer"] = {{"type", "NFC"}};
-    doc["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {split(kQwen2Split), byte_level(false)}}};
+    doc["pre_tokenizer"] = {{"type", "Sequence"},
+                            {"pretokenizers", {split(tok::kQwen2Split), byte_level(false)}}};
   } else if (p == "gpt-2" || p == "phi-2") {
     doc["pre_tokenizer"] = byte_level(true);
   } else if (p == "default") {

@@ -12,6 +12,13 @@
 
 namespace tandem::tok {
 
+// The split regexes of the tokenizer.json files llama.cpp's pre-tokenizer names "llama-bpe"
+// and "qwen2" stand for.
+constexpr const char* kLlama3Split =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kQwen2Split =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // llama.cpp's token types (tokenizer.ggml.token_type).
 enum class GgufTokenType : int32_t {
   Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,

@@ -62,7 +62,7 @@ std::unique_ptr<TokenizerParts> build_parts(const tok::json& j, tok::BpeSource s
 // One stretch of input between non-normalized added tokens: normalize, cut out normalized
 // added tokens, pre-tokenize, and run the model on every piece.
 void encode_stretch(const TokenizerParts& p, std::string_view text, bool at_origin,
-                    std::vector<int32_t>& ids) {
+                    bool split_special, std::vector<int32_t>& ids) {
   tok::NormalizedText normalized;
   std::string_view view = text;
   if (p.normalizer) {
@@ -72,7 +72,7 @@ void encode_stretch(const TokenizerParts& p, std::string_view text, bool at_orig
     at_origin = at_origin && normalized.starts_at_origin;
   }
   std::vector<tok::TextSection> sections;
-  p.added.split(view, /*normalized_set=*/true, sections);
+  p.added.split(view, /*normalized_set=*/true, sections, split_special);
   auto to_model = [&](const tok::Piece& piece) { p.model->tokenize(piece.text, ids); };
   for (const tok::TextSection& s : sections) {
     if (s.token) {
@@ -124,7 +124,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::load(const std::filesystem::path& pa
   return from_json_text(text.str(), file.string());
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens,
+                                       bool split_special_tokens) const {
   const TokenizerParts& p = *parts_;
   std::string repaired;
   if (!tok::is_valid_utf8(text)) {
@@ -134,12 +135,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
   std::vector<tok::TextSection> sections;
-  p.added.split(text, /*normalized_set=*/false, sections);
+  p.added.split(text, /*normalized_set=*/false, sections, split_special_tokens);
   for (const tok::TextSection& s : sections) {
     if (s.token)
       ids.push_back(s.token->id);
     else
-      encode_stretch(p, text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
+      encode_stretch(p, text.substr(s.begin, s.end - s.begin), s.begin == 0, split_special_tokens,
+                     ids);
   }
   if (add_special_tokens && p.post_processor) p.post_processor->process(ids);
   return ids;

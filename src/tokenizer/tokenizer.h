@@ -14,7 +14,7 @@
 // - truncation/padding in tokenizer.json are ignored; BPE dropout is ignored.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -49,7 +49,11 @@ class Tokenizer {
                                                          std::string_view origin = "<memory>");
   ~Tokenizer();
 
-  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;  // thread-safe
+  // `split_special_tokens` (HF's flag of that name): the text of a special token is encoded
+  // as ordinary text, never as the token; other added tokens still match. For text a client
+  // wrote into a chat, which must not be able to write the template's control tokens.
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens,
+                              bool split_special_tokens = false) const;  // thread-safe
   std::string decode(std::span<const int32_t> ids,
                      bool skip_special_tokens) const;  // HF decode exactly
   int vocab_size() const;                              // max id + 1 over vocab and added tokens
@@ -111,7 +115,9 @@ struct TokenizerConfig {
   std::optional<std::string> chat_template;            // the default template
   std::map<std::string, std::string> named_templates;  // e.g. "tool_use"
   std::optional<bool> add_bos_token, add_eos_token;
-  nlohmann::json raw;
+  // The whole tokenizer_config.json (for extra template variables): raw() is {} when unset.
+  std::shared_ptr<const nlohmann::json> raw_json;
+  const nlohmann::json& raw() const;
   // A folder's tokenizer_config.json (missing file -> empty config), or a GGUF file's
   // tokenizer metadata (tokenizer/gguf_tokenizer.h).
   static TokenizerConfig load(const std::filesystem::path& dir);

@@ -1,3 +1,4 @@
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <sstream>
 
@@ -38,10 +39,15 @@ std::optional<std::string> read_text_file(const std::filesystem::path& path) {
 
 }  // namespace
 
+const json& TokenizerConfig::raw() const {
+  static const json empty = json::object();
+  return raw_json ? *raw_json : empty;
+}
+
 TokenizerConfig TokenizerConfig::parse(const json& j, std::string_view origin) {
   if (!j.is_object()) fail("{}: expected a JSON object", origin);
   TokenizerConfig c;
-  c.raw = j;
+  c.raw_json = std::make_shared<const json>(j);
   c.bos_token = token_field(j, "bos_token", origin);
   c.eos_token = token_field(j, "eos_token", origin);
   c.pad_token = token_field(j, "pad_token", origin);

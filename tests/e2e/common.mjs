@@ -82,3 +82,46 @@ export function hangUpAfterFirstChunk(path, body) {
     req.end(payload);
   });
 }
+
+// Starts `tandem serve` with `args` on a free port (under the same served name, so `model`
+// works against it) and waits until it is ready; resolves with its clients and a stop().
+export async function startServer(args, { key = 'e2e-extra-key', timeoutMs = 60_000 } = {}) {
+  const { spawn } = await import('node:child_process');
+  const net = await import('node:net');
+  const port = await new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+  const bin = process.env.TANDEM_BIN ?? 'build/tandem';
+  const child = spawn(bin, ['serve', '--port', String(port), '--api-key', key,
+    '--served-model-name', model, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  const origin = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`tandem serve ${args.join(' ')} exited:\n${log}`);
+    if ((await fetch(`${origin}/health`).catch(() => null))?.status === 200) break;
+    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`never ready:\n${log}`); }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    origin,
+    log: () => log,
+    openai: new OpenAI({ baseURL: `${origin}/v1`, apiKey: key, maxRetries: 0, timeout: 300_000 }),
+    anthropic: new Anthropic({ baseURL: origin, apiKey: key, maxRetries: 0, timeout: 300_000 }),
+    post: async (path, body) => {
+      const res = await fetch(`${origin}${path}`, { method: 'POST', body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } });
+      const text = await res.text();
+      let json = null;
+      try { json = JSON.parse(text); } catch { /* not JSON */ }
+      return { status: res.status, text, json };
+    },
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}

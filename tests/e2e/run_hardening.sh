@@ -8,6 +8,8 @@
 #   open   no --api-key: Host and content-type checks on, --header-timeout 3
 #   keyed  --api-key, and a chat template with hostile modes picked by chat_template_kwargs
 #          (tests/e2e/hardening/hostile_template.jinja)
+#   images the Gemma 3 vision oracle with small image bounds (hostile images:
+#          tests/e2e/hardening/images.test.mjs)
 #   then, from this script: SIGTERM during an endless render (exits within seconds, not
 #   the 30 s drain); a second SIGINT while a stream drains (exits at once with 130);
 #   SIGHUP while a stream runs (the stream completes). Servers are killed on the way out.
@@ -77,12 +79,16 @@ start() {
 status=0
 start open "$src_model" --header-timeout 3
 start keyed "$hostile" --api-key "$api_key"
+# Hostile images need a model that takes images: the Gemma 3 vision oracle, small bounds.
+start images tests/data/oracle/vision/gemma3_vision --max-image-bytes 1MiB \
+  --max-images-per-request 4 --max-image-pixels 4000000
 filter=()
 [ -n "${E2E_FILTER:-}" ] && filter=(--test-name-pattern "$E2E_FILTER")
 OPEN_URL="http://127.0.0.1:$PORT_open" OPEN_PID="$PID_open" \
   KEYED_URL="http://127.0.0.1:$PORT_keyed" KEYED_PID="$PID_keyed" TANDEM_API_KEY="$api_key" \
+  IMAGES_URL="http://127.0.0.1:$PORT_images" IMAGES_PID="$PID_images" \
   node --test --test-concurrency=1 "${filter[@]}" tests/e2e/hardening/*.test.mjs || status=$?
-for name in open keyed; do
+for name in open keyed images; do
   pid_var="PID_$name"
   if ! kill -0 "${!pid_var}" 2>/dev/null; then
     echo "hardening: the $name server died during the tests:" >&2
@@ -169,7 +175,7 @@ kill "${slow_pids[@]}" 2>/dev/null || true
 wait "${slow_pids[@]}" 2>/dev/null || true
 
 if [ "$status" != 0 ]; then
-  for name in open keyed endless drain; do
+  for name in open keyed images endless drain; do
     echo "--- $name server log (tail)" >&2
     tail -n 20 "$work/$name.log" >&2 || true
   done

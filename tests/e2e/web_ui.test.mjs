@@ -2,7 +2,8 @@
 // DevTools protocol by playwright-core, against its own `tandem serve` on the embedded
 // model (models/tiny-kjv, --batch 4, an API key). The chat page must stream the answer
 // /v1/chat/completions gives for the same greedy request, keep the conversation across a
-// reload, regenerate, edit and stop, and render hostile text inertly; the dashboard must
+// reload, regenerate, edit and stop, render hostile text inertly, and send an attached or
+// pasted image as a data: URL part (the text-only model's 400 shown); the dashboard must
 // show the running rows move while `tandem bench` loads the server. Every request the
 // browser makes is recorded: one to any other origin fails the run, as does an uncaught
 // script error or a CSP violation. Screenshots of both pages (and of the chat on a phone)
@@ -14,6 +15,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { chromium } from 'playwright-core';
 
 const bin = process.env.TANDEM_BIN ?? 'build/tandem';
@@ -278,6 +280,67 @@ test('web: the chat fits a phone-sized screen', async () => {
   assert.ok(layout.composer <= 844, 'the message box is on screen');
   await phone.screenshot({ path: path.join(shots, 'web-chat-phone.png') });
   await phone.close();
+});
+
+// A 2x2 PNG (red, green / blue, white), made here: the file the picker and the paste take.
+function png_2x2() {
+  const chunk = (type, data) => {
+    const body = Buffer.concat([Buffer.from(type), data]);
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE(zlib.crc32(body), 8 + data.length);
+    return out;
+  };
+  const ihdr = Buffer.from([0, 0, 0, 2, 0, 0, 0, 2, 8, 2, 0, 0, 0]);  // 2x2, 8-bit RGB
+  const rows = Buffer.from([0, 255, 0, 0, 0, 255, 0, 0, 0, 0, 255, 255, 255, 255]);  // filter 0 each
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr), chunk('IDAT', zlib.deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+}
+const tiny_png = png_2x2();
+
+test('web: an image attached by the file picker or pasted is shown and sent as a data: URL part', async () => {
+  await page.bringToFront();
+  await page.click('#new-chat');
+  // The file picker.
+  await page.setInputFiles('#image-file', { name: 'dots.png', mimeType: 'image/png', buffer: tiny_png });
+  await page.waitForSelector('#attachments img');
+  // A paste into the message box (a screenshot on the clipboard is such an image file).
+  await page.evaluate((b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const data = new DataTransfer();
+    data.items.add(new File([bytes], 'pasted.png', { type: 'image/png' }));
+    document.getElementById('input').dispatchEvent(
+      new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, tiny_png.toString('base64'));
+  await until(async () => (await page.locator('#attachments img').count()) === 2, 'the pasted image');
+  const want_url = `data:image/png;base64,${tiny_png.toString('base64')}`;
+
+  const sent = page.waitForRequest((r) => r.url() === `${origin}/v1/chat/completions`);
+  await page.fill('#input', 'What are these?');
+  await page.press('#input', 'Enter');
+  const body = (await sent).postDataJSON();
+  assert.deepEqual(body.messages, [{ role: 'user', content: [
+    { type: 'image_url', image_url: { url: want_url } },
+    { type: 'image_url', image_url: { url: want_url } },
+    { type: 'text', text: 'What are these?' }] }]);
+  await idle();
+  // The embedded model takes text only: the server's 400 names the part and is shown.
+  assert.match(await page.textContent('#notice'), /messages\[0\]\.content\[0\]: this model does not take images/);
+  assert.equal(await page.locator('#attachments img').count(), 0, 'the composer is cleared');
+  // The conversation shows the images as sent, and keeps them across a reload.
+  const shown = () => page.$$eval('.message.user .images img', (imgs) => imgs.map((i) => i.getAttribute('src')));
+  assert.deepEqual(await shown(), [want_url, want_url]);
+  assert.deepEqual((await stored()).messages[0].images, [want_url, want_url]);
+  await page.reload();
+  await page.waitForSelector('.message.user .images img');
+  assert.deepEqual(await shown(), [want_url, want_url]);
+  assert.equal(await page.textContent('.message.user .content'), 'What are these?');
+  // A file that is not an image the server decodes is refused in the page.
+  await page.setInputFiles('#image-file', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hi') });
+  await page.waitForSelector('#notice:has-text("Only PNG, JPEG, WebP and GIF")');
+  assert.equal(await page.locator('#attachments img').count(), 0);
+  await page.click('#conversations li.current .delete');
 });
 
 test('web: the dashboard shows the running rows move under a tandem bench run', async () => {

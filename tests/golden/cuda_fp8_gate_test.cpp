@@ -147,5 +147,71 @@ TEST(CudaFp8Gate, MoeExpertsAgreeWithTheCpuTwin) {
   }
 }
 
+// The fused decode chain (issue 45; Backend::fuses_decode_chain, DecoderModel::
+// forward_fused): on the llama and qwen3 oracles quantized at load, the teacher-forced
+// logits of steps of 4 tokens through the fused route against the plain forward, on the CPU
+// (the fused ops run as the plain ops they compose: the route's wiring) and, where there is
+// a GPU, on CUDA (the fused kernels against the same backend with the fusion off, and
+// against the CPU twin's bound).
+
+constexpr int kChunk = 4;  // tokens per step: the fused chain's 1–8 rows
+
+// The first prompt of `arch` and its greedy continuation.
+std::vector<int32_t> ids_of(const char* arch) {
+  const OraclePrompt p = load_oracle(arch).front();
+  std::vector<int32_t> ids = p.prompt;
+  ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+  return ids;
+}
+
+Tensor fp8_logits(Backend& be, const char* arch, const std::vector<int32_t>& ids) {
+  auto model = load_model(oracle_dir(arch), be, LoadOptions{.online = online_quantization("fp8")});
+  return teacher_forced_logits(*model, be, ids, kChunk);
+}
+
+double rel(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.numel(), b.numel());
+  return relative_error(a.ptr<float>(), b.ptr<float>(), size_t(std::min(a.numel(), b.numel())));
+}
+
+TEST(FusedDecodeChain, TheCpuRouteComputesThePlainForward) {
+  for (const char* arch : {"llama", "qwen3"}) {
+    const std::vector<int32_t> ids = ids_of(arch);
+    CpuBackend plain, fused;
+    fused.set_fused_decode_chain(true);
+    ASSERT_TRUE(fused.fuses_decode_chain(kChunk));
+    const double err = rel(fp8_logits(fused, arch, ids), fp8_logits(plain, arch, ids));
+    std::printf("%s: fused route vs plain forward on the CPU, rel err %.2e\n", arch, err);
+    // The same f32 ops; only the norm's sum, done apart from the residual add, may round
+    // differently, and a last-bit change of h can move one of its values across an e4m3
+    // midpoint (one term off by an e4m3 step). A wiring slip (a norm, a residual, a layer's
+    // weights) costs O(1).
+    EXPECT_LE(err, 2e-3) << arch;
+  }
+}
+
+TEST(CudaFusedDecodeChain, KernelsAgreeWithTheUnfusedPath) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
+  for (const char* arch : {"llama", "qwen3"}) {
+    const std::vector<int32_t> ids = ids_of(arch);
+    CudaOptions on;
+    on.fp8_decode_fusion = true;  // off by default until measured (issue 45)
+    auto fused = make_cuda_backend(0, on), unfused = make_cuda_backend(0);
+    ASSERT_TRUE(fused->fuses_decode_chain(kChunk));
+    ASSERT_FALSE(unfused->fuses_decode_chain(kChunk));
+    const Tensor a = fp8_logits(*fused, arch, ids), b = fp8_logits(*unfused, arch, ids);
+    CpuBackend twin;
+    twin.set_fp8_inputs_bf16(true);  // the GPU's bf16 activations ahead of each e4m3 rounding
+    const Tensor c = fp8_logits(twin, arch, ids);
+    const double vs_unfused = rel(a, b), vs_twin = rel(a, c), unfused_vs_twin = rel(b, c);
+    std::printf("%s: fused vs unfused %.2e; vs the bf16-input twin: fused %.2e, unfused %.2e\n",
+                arch, vs_unfused, vs_twin, unfused_vs_twin);
+    // Fused and unfused differ only in the norm's sum of squares (its order), which moves h
+    // by a bf16 step now and then.
+    EXPECT_LE(vs_unfused, 1e-2) << arch;
+    EXPECT_LE(vs_twin, 1.25 * unfused_vs_twin + 1e-3) << arch;
+  }
+}
+
 }  // namespace cuda_fp8_gate_test
 }  // namespace tandem::test

@@ -3,15 +3,12 @@
 // logits.i [L + 16, 512], float64 reference arithmetic stored as f32.
 #pragma once
 
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
 #include "core/tensor.h"
-#include "loader/gguf_model.h"
 #include "loader/safetensors.h"
 
 namespace tandem::test {
@@ -39,38 +36,6 @@ inline std::vector<GgufGolden> load_gguf_golden(const std::string& file) {
     out.push_back(std::move(p));
   }
   return out;
-}
-
-// The block types of the file's tensors that `backend` would not keep as they are.
-inline std::vector<std::string> types_not_held(const std::string& file, const Backend& backend) {
-  auto model = GgufModel::open(gguf_dir() / file);
-  std::vector<std::string> missing;
-  for (const auto& shard : model->shards())
-    for (const GgufTensorInfo& t : shard->tensors())
-      if (dtype_is_block(t.dtype) && backend.weight_dtype(t.dtype) != t.dtype) {
-        std::string name(dtype_name(t.dtype));
-        if (std::find(missing.begin(), missing.end(), name) == missing.end()) missing.push_back(name);
-      }
-  return missing;
-}
-
-// TANDEM_REQUIRE_GGUF_KERNELS=1 (set it once the GGUF kernels are merged): a gate that
-// cannot run fails instead of skipping.
-inline bool gguf_kernels_required() {
-  const char* v = std::getenv("TANDEM_REQUIRE_GGUF_KERNELS");
-  return v && std::string(v) == "1";
-}
-
-// Empty when `backend` holds every block type of the file; else the loud reason the gate
-// does not run (a skip message no one can miss in the test log).
-inline std::string gate_not_run(const std::string& file, const Backend& backend) {
-  std::vector<std::string> missing = types_not_held(file, backend);
-  if (missing.empty()) return "";
-  std::string list;
-  for (auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-  return "\n*** GGUF ORACLE GATE NOT RUN: " + file + ": the " + backend.name() +
-         " backend does not hold " + list +
-         " weights yet (Backend::weight_dtype). Enable with the GGUF kernels. ***\n";
 }
 
 }  // namespace tandem::test

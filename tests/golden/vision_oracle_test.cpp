@@ -7,9 +7,18 @@
 //   - all cases submitted at once to `--batch 8` return their solo outputs, also with
 //     --max-batched-tokens 16 (an image then takes a step over the budget) and under KV
 //     pressure (rows preempted and recomputed, their images read from the encoder cache);
-//     no KV block is held at the end.
+//     no KV block is held at the end;
+//   - `tandem generate --image FILE --prompt TEXT` (case 0: one image, then text) builds the
+//     processor's input_ids from the image file and the chat template, and prints the
+//     oracle's greedy continuation.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/image_prompt.h"
 #include "engine/engine.h"
 #include "engine/kv_layout.h"
 #include "engine/teacher_forcing.h"
@@ -69,6 +78,45 @@ TEST_P(VisionOracle, GreedyMatchesThroughTheEngine) {
         << c.media.size() << " images, " << c.prompt.size() << " tokens";
   }
   EXPECT_EQ(engine.kv_blocks().num_used(), 0);
+}
+
+TEST_P(VisionOracle, GenerateWithImageFilesGivesTheProcessorsPromptAndTheGreedy) {
+  const std::filesystem::path dir = vision_oracle_dir(GetParam());
+  nlohmann::json golden = nlohmann::json::parse(std::ifstream(dir / "golden.json"));
+  const nlohmann::json& case0 = golden["cases"][0];
+  ASSERT_EQ(case0["images"].size(), 1u);
+  const std::string text = case0["messages"][0]["content"][1]["text"].get<std::string>();
+  const std::string image = (dir / case0["images"][0].get<std::string>()).string();
+  auto backend = make_cpu_backend();
+  auto model = load_model(dir, *backend);
+  const VisionCase c = cases_of(GetParam(), *model)[0];
+  cli::ImageFiles files{dir, dir, Tokenizer::load(dir), model->vision_spec(), {image}};
+  const cli::ImagePrompt prompt = cli::chat_image_prompt(files, text);
+  EXPECT_EQ(prompt.ids, c.prompt);
+  ASSERT_EQ(prompt.media.size(), c.media.size());
+  EXPECT_EQ(prompt.media[0].start, c.media[0].start);
+  EXPECT_EQ(prompt.media[0].length, c.media[0].length);
+  EXPECT_EQ(cli::image_spans_for_ids(files, c.prompt)[0].length, c.media[0].length);
+
+  cli::GenerateOptions o;
+  o.model = dir.string();
+  o.device = "cpu";
+  o.prompt = text;
+  o.images = {image};
+  o.max_tokens = int(c.greedy.size());
+  o.ignore_eos = true;
+  o.json = true;
+  ::testing::internal::CaptureStdout();
+  const int rc = cli::run_generate(o);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(nlohmann::json::parse(out)["ids"].get<std::vector<int32_t>>(), c.greedy);
+
+  o.images = {(dir / "config.json").string()};  // not an image
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(cli::run_generate(o), 1);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("--image " + o.images[0] + ": "),
+            std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, VisionOracle,

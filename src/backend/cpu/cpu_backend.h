@@ -22,6 +22,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_block_gemm.h"
+#include "backend/cpu/cpu_block_panel_store.h"
 #include "backend/cpu/cpu_host_memory.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -66,13 +67,14 @@ class CpuBackend final : public Backend {
   void attention(Tensor& out, const Tensor& q, const PagedKv& cache, const StepTensors& step,
                  const AttentionParams& params) override;
   void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
+  void segment_sum(Tensor& out, const Tensor& x, const Tensor& starts) override;  // cpu_pool.cpp
   void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                   bool renormalize) override;
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                    const Linear& gate_up, const Linear& down, Activation act) override;
   bool fp8_experts() const override { return true; }
-  void sample(Tensor& logits, std::span<const SampleRow> rows,
-              std::span<SampledToken> out) override;
+  void sample(Tensor& logits, std::span<const SampleRow> rows, std::span<SampledToken> out,
+              const Tensor* draft_logits = nullptr) override;
 
   // --- elementwise and stream-mixing ops (cpu_gemma3n_ops.cpp) ---
   void sub(Tensor& out, const Tensor& a, const Tensor& b) override;
@@ -94,9 +96,18 @@ class CpuBackend final : public Backend {
   // bf16 activations (CUDA) hands them over; off by default. What that rounding alone
   // costs is the yardstick of the CUDA FP8 gate (tests/golden/cuda_fp8_gate_test.cpp).
   void set_fp8_inputs_bf16(bool on) { fp8_inputs_bf16_ = on; }
-  // How linears and experts with ggml block-type weights compute (cpu_block_gemm.h).
+  // Lets models take their fused decode chain (Backend::fuses_decode_chain) on the CPU,
+  // where its ops run as the plain ops they compose: the route's wiring is then checked
+  // against the plain one (tests/golden/fused_decode_test.cpp). Off by default.
+  void set_fused_decode_chain(bool on) { fused_decode_chain_ = on; }
+  bool fuses_decode_chain(int64_t) const override { return fused_decode_chain_; }
+  // How linears and experts with ggml block-type weights compute (cpu_block_gemm.h). Under
+  // Int8, block weights uploaded get panels (cpu_block_panels.h) beside their blocks; set it
+  // before the weights are uploaded (weights uploaded under Exact run Int8 without them).
   void set_block_arithmetic(cpu::BlockArithmetic a) { block_arithmetic_ = a; }
   cpu::BlockArithmetic block_arithmetic() const { return block_arithmetic_; }
+  // Bytes of panels held beside the block weights.
+  size_t block_panel_bytes() const { return panels_.bytes(); }
 
  private:
   // A tensor on huge pages when it is big enough to be streamed (weights through the
@@ -112,8 +123,10 @@ class CpuBackend final : public Backend {
   ThreadPool* pool_;
   CpuIsa isa_;
   bool fp8_inputs_bf16_ = false;
+  bool fused_decode_chain_ = false;
   cpu::BlockArithmetic block_arithmetic_ = cpu::kDefaultBlockArithmetic;
   cpu::HugePageArena weights_;
+  cpu::BlockPanelStore panels_;   // of the block weights uploaded under Int8
   cpu::BufferCache activations_;  // alloc()'s tensors of 64 KiB and more
 };
 

@@ -8,6 +8,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "backend/cpu/cpu_block_int8_tile.h"
+#include "backend/cpu/cpu_block_panel_tile.h"
 #include "backend/cpu/cpu_simd_avx512.h"
 
 namespace tandem::cpu {
@@ -50,10 +51,50 @@ struct Int8Vnni {
   static float reduce(FAcc v) { return Avx512::reduce(v); }
 };
 
+// The panel kernels (cpu_block_panel_tile.h): a panel's 16 rows are one vector, a chunk one
+// vpdpbusd per x row against 4 activation bytes broadcast (an embedded broadcast operand). The
+// high nibbles are taken in place (x & 0xF0 = 16·u: no shift, and vpdpbusd never saturates);
+// their S is S / 16. Offset-128 levels stay unsigned, their offset is the corr term.
+struct PanelVnni {
+  using VI = __m512i;
+  using VF = __m512;
+  static constexpr int kRows = 16, kTile = 4;
+  static constexpr bool kHiShift = false, kSignTrick = false;
+  static VI izero() { return _mm512_setzero_si512(); }
+  static VF fzero() { return _mm512_setzero_ps(); }
+  static VI load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static VI lo_nibbles(VI v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
+  static VI hi_nibbles(VI v) { return _mm512_and_si512(v, _mm512_set1_epi8(char(0xF0))); }
+  static VI dot(VI acc, VI w, const int8_t* x) {
+    return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(load_i32(x)));
+  }
+  // Unused (kSignTrick is false); present for the template.
+  static VI to_signed(VI v) { return v; }
+  static VI abs8(VI v) { return v; }
+  static VI dot_signed(VI acc, VI, VI w, const int8_t* x) { return dot(acc, w, x); }
+  static VI shift4(VI v) { return _mm512_slli_epi32(v, 4); }
+  static VI sub_bcast(VI v, int32_t c) { return _mm512_sub_epi32(v, _mm512_set1_epi32(c)); }
+  static VF cvt(VI v) { return _mm512_cvtepi32_ps(v); }
+  static VF loadf(const float* p) { return _mm512_loadu_ps(p); }
+  static VF mulf(VF a, VF b) { return _mm512_mul_ps(a, b); }
+  static VI widen8(const int8_t* p) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static VF set1f(float v) { return _mm512_set1_ps(v); }
+  static VF fma(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+  static void store(float* p, VF v) { _mm512_storeu_ps(p, v); }
+};
+
 }  // namespace
 
 void block_int8_rows_avx512vnni(const BlockInt8Operands& g, int64_t n0, int64_t n1) {
   with_kind(g.kind, [&]<BlockKind K>() { int8_rows<Int8Vnni, K>(g, n0, n1); });
+}
+
+void block_panel_groups_avx512vnni(const BlockPanelOperands& g, int64_t g0, int64_t g1) {
+  with_kind(g.kind, [&]<BlockKind K>() {
+    if constexpr (kPanelShapes[int(K)].packed) panel_groups<PanelVnni, K>(g, g0, g1);
+  });
 }
 
 }  // namespace tandem::cpu

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_block_kernels.h"
+#include "backend/cpu/cpu_block_panels.h"
 #include "backend/cpu/cpu_gemm_kernels.h"
 #include "core/error.h"
 
@@ -110,8 +111,9 @@ void exact_widened(ThreadPool& pool, float* out, const float* x, const uint8_t* 
   });
 }
 
+// Rows [n0, N) through the row kernels.
 void int8_product(ThreadPool& pool, float* out, const float* x, const uint8_t* w, DType t,
-                  int64_t M, int64_t N, int64_t K, int64_t row_bytes, CpuIsa isa) {
+                  int64_t M, int64_t N, int64_t K, int64_t row_bytes, CpuIsa isa, int64_t n0) {
   thread_local QuantizedActs acts;
   quantize_block_acts(pool, x, M, K, block_act_elems(t), acts);
   BlockInt8Operands g;
@@ -123,11 +125,77 @@ void int8_product(ThreadPool& pool, float* out, const float* x, const uint8_t* w
   g.ldo = N;
   g.kind = block_kind(t);
   const auto rows = block_int8_uses_vnni(isa) ? block_int8_rows_avx512vnni : block_int8_rows_avx2;
-  over_slices(pool, N, slice_rows(N, row_bytes, pool.num_threads()),
-              [&](int64_t n0, int64_t n1) { rows(g, n0, n1); });
+  over_slices(pool, N - n0, slice_rows(N - n0, row_bytes, pool.num_threads()),
+              [&](int64_t a, int64_t b) { rows(g, n0 + a, n0 + b); });
+}
+
+// The activations of one panel product, kept per thread from call to call.
+struct PanelActBuffers {
+  std::vector<int8_t> q;
+  std::vector<float> d, bsum;
+  std::vector<int32_t> corr;
+};
+
+// Rows [0, 16·⌊N / 16⌋) from the panels, the rest through the row kernels.
+void panel_product(ThreadPool& pool, float* out, const float* x, const uint8_t* w,
+                   const uint8_t* panels, DType t, int64_t M, int64_t N, int64_t K,
+                   int64_t row_bytes, CpuIsa isa) {
+  const BlockKind kind = block_kind(t);
+  const PanelShape& P = kPanelShapes[int(kind)];
+  const bool vnni = block_int8_uses_vnni(isa);
+  thread_local PanelActBuffers mine;
+  PanelActBuffers& a = mine;  // the workers' lambdas must see this thread's buffers
+  a.q.resize(size_t(M * K));
+  a.d.resize(size_t(M * (K / P.elems)));
+  a.corr.resize(size_t(M * (K / P.unit)));
+  a.bsum.resize(size_t(M * (K / P.unit)));
+  auto quantize = [&](int64_t m0, int64_t m1) {
+    block_panel_acts_avx2(kind, !vnni, x, K, m0, m1, a.q.data(), a.d.data(), a.corr.data(),
+                          a.bsum.data());
+  };
+  if (M >= 16)
+    pool.parallel_for(M, quantize);
+  else
+    quantize(0, M);
+  BlockPanelOperands g;
+  g.acts = {a.q.data(), a.d.data(), a.corr.data(), a.bsum.data()};
+  g.panels = panels;
+  g.out = out;
+  g.M = M;
+  g.K = K;
+  g.ldo = N;
+  g.kind = kind;
+  const auto groups = vnni ? block_panel_groups_avx512vnni : block_panel_groups_avx2;
+  const int64_t G = N / kPanelRows;
+  pool.parallel_for(G, [&](int64_t g0, int64_t g1) { groups(g, g0, g1); });
+  if (G * kPanelRows < N) int8_product(pool, out, x, w, t, M, N, K, row_bytes, isa, G * kPanelRows);
 }
 
 }  // namespace
+
+bool block_panels_supported(DType t) {
+  return dtype_is_block(t) && kPanelShapes[int(block_kind(t))].packed;
+}
+
+size_t block_panels_bytes(DType t, int64_t N, int64_t K) {
+  if (!block_panels_supported(t)) return 0;
+  const PanelShape& P = kPanelShapes[int(block_kind(t))];
+  TANDEM_CHECK(K > 0 && K % P.elems == 0,
+               "block panels: a {} weight needs rows of whole blocks of {}, got K = {}",
+               dtype_name(t), P.elems, K);
+  return size_t(N / kPanelRows) * size_t(K / P.elems) * size_t(P.block_bytes());
+}
+
+void pack_block_panels(ThreadPool& pool, DType t, const void* w, int64_t N, int64_t K, void* dst) {
+  const size_t panel_bytes = block_panels_bytes(t, kPanelRows, K);
+  const int64_t G = N / kPanelRows;
+  if (panel_bytes == 0 || G == 0) return;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  auto* db = static_cast<uint8_t*>(dst);
+  pool.parallel_for(G, [&](int64_t g0, int64_t g1) {
+    block_pack_panels_avx2(block_kind(t), wb, K, g0, g1, db + size_t(g0) * panel_bytes);
+  });
+}
 
 std::string_view block_arithmetic_name(BlockArithmetic a) {
   return a == BlockArithmetic::Exact ? "exact" : "int8";
@@ -184,7 +252,7 @@ void quantize_block_acts(ThreadPool& pool, const float* x, int64_t M, int64_t K,
 }
 
 void block_gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w, DType t, int64_t M,
-                    int64_t N, int64_t K, BlockArithmetic a, CpuIsa isa) {
+                    int64_t N, int64_t K, BlockArithmetic a, CpuIsa isa, const void* panels) {
   if (M == 0 || N == 0) return;
   const DTypeBlock blk = dtype_block(t);
   TANDEM_CHECK(dtype_is_block(t) && K > 0 && K % blk.elems == 0,
@@ -194,7 +262,11 @@ void block_gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w,
                cpu_isa_name(isa));
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t row_bytes = int64_t(dtype_row_bytes(t, K));
-  if (a == BlockArithmetic::Int8) return int8_product(pool, out, x, wb, t, M, N, K, row_bytes, isa);
+  if (a == BlockArithmetic::Int8 && panels && block_panels_supported(t))
+    return panel_product(pool, out, x, wb, static_cast<const uint8_t*>(panels), t, M, N, K,
+                         row_bytes, isa);
+  if (a == BlockArithmetic::Int8)
+    return int8_product(pool, out, x, wb, t, M, N, K, row_bytes, isa, 0);
   if (M >= exact_widen_rows(isa))
     return exact_widened(pool, out, x, wb, block_kind(t), M, N, K, isa);
   exact_in_registers(pool, out, x, wb, block_kind(t), M, N, K, row_bytes, isa);

@@ -12,6 +12,10 @@
 //     VNNI, vpmaddubsw otherwise) under the weights' own scales. It is exact against its own
 //     twin: the f64 product of the weights and the quantized activations (tests/unit/backend/
 //     cpu_block_gemm_test.cpp), ~1e-2 from the exact one on real models.
+//     With panels (cpu_block_panels.h: 16 weight rows interleaved, packed once at upload) the
+//     Int8 product runs the panel kernels: one vpdpbusd makes 4 products for each of 16 rows,
+//     a block's scales apply to 16 rows at once, and the activations are quantized once per
+//     call for all of them.
 // Both read the weights once per call whatever the number of rows, spread weight rows over
 // the pool, and compute each output in a fixed order: the bits do not depend on the number of
 // rows or threads.
@@ -37,9 +41,19 @@ std::string_view block_arithmetic_name(BlockArithmetic a);  // "exact", "int8"
 std::optional<BlockArithmetic> block_arithmetic_from_name(std::string_view name);
 
 // out [M, N] = x [M, K] · W'ᵀ, W' the values of w [N, K] of the block type t (K a whole number
-// of its blocks), under arithmetic a with the kernels of `isa`.
+// of its blocks), under arithmetic a with the kernels of `isa`. `panels`: w's panels
+// (pack_block_panels), or null; Int8 reads them for rows [0, 16·⌊N / 16⌋) (the rest, and every
+// row without them, through the row kernels). Exact ignores them.
 void block_gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w, DType t, int64_t M,
-                    int64_t N, int64_t K, BlockArithmetic a, CpuIsa isa = cpu_isa());
+                    int64_t N, int64_t K, BlockArithmetic a, CpuIsa isa = cpu_isa(),
+                    const void* panels = nullptr);
+
+// Whether t has panels (cpu_block_panels.h; all but Q2_K and Q3_K), their bytes for a [N, K]
+// weight (⌊N / 16⌋ panels; 0 where t has none), and w's panels packed into dst (64-byte
+// aligned, block_panels_bytes of it), spread over the pool.
+bool block_panels_supported(DType t);
+size_t block_panels_bytes(DType t, int64_t N, int64_t K);
+void pack_block_panels(ThreadPool& pool, DType t, const void* w, int64_t N, int64_t K, void* dst);
 
 // The rows at which Exact decodes weight slices once instead of per group of x rows.
 int64_t exact_widen_rows(CpuIsa isa);

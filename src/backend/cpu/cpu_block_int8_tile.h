@@ -58,7 +58,8 @@ void decode_row_int8(const uint8_t* row, int64_t Kdim, Int8Row<I>& r) {
     B::head(blk, h);
     r.d[size_t(b)] = h.d;
     for (int s = 0; s < kRuns; s++) {
-      r.coef[size_t(b * kRuns + s)] = h.dm * float(h.mn[s]) - o * h.d * float(h.sc[s]);
+      const float min = B::kHasMin ? h.dm * float(h.mn[s]) : 0.f;  // no mn without a min
+      r.coef[size_t(b * kRuns + s)] = min - o * h.d * float(h.sc[s]);
       if constexpr (E == 256)
         for (int l = 0; l < kLanesPerRun; l++)
           r.lanes[size_t((b * kRuns + s) * kLanesPerRun + l)] = typename I::LaneScale(h.sc[s]);

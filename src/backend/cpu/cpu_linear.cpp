@@ -28,7 +28,8 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
   if (T == 0) return;
   float* o = out.ptr<float>();
   if (dtype_is_block(w_dtype))
-    cpu::block_gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K, block_arithmetic_, isa_);
+    cpu::block_gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K, block_arithmetic_,
+                        isa_, panels_.find(w));
   else
     cpu::gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K, {isa_});
   if (!bias.defined()) return;

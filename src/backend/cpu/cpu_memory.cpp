@@ -81,6 +81,8 @@ Tensor CpuBackend::upload(const Tensor& host, DType dtype) {
     fail("upload: {} tensor {} requested from i32 data", dtype_name(dtype), host.shape.str());
   if (out.dtype == host.dtype) {
     std::memcpy(out.data, host.data, host.nbytes());
+    if (dtype_is_block(out.dtype) && block_arithmetic_ == cpu::BlockArithmetic::Int8)
+      panels_.add(*pool_, out);
     return out;
   }
   if (out.dtype == DType::F32) {

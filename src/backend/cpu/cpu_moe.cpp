@@ -144,8 +144,8 @@ void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights
   const int64_t k = T > 0 ? ids.numel() / T : 0;
   TANDEM_CHECK(F > 0 && D > 0 && gu[1] == 2 * F && gu[2] == D,
                "moe_experts: gate_up {} must be [E, 2F, {}]", gu.str(), D);
-  TANDEM_CHECK(dn[0] == E && dn[1] == D && dn[2] == F,
-               "moe_experts: down {} must be [{}, {}, {}]", dn.str(), E, D, F);
+  TANDEM_CHECK(dn[0] == E && dn[1] == D && dn[2] == F, "moe_experts: down {} must be [{}, {}, {}]",
+               dn.str(), E, D, F);
   TANDEM_CHECK(out.rows() == T && out.cols() == D && out.data != x.data,
                "moe_experts: out {} must be a separate [{}, {}] tensor", out.shape.str(), T, D);
   TANDEM_CHECK(ids.numel() == T * k && weights.numel() == T * k,
@@ -158,7 +158,7 @@ void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights
     const int64_t N = w.out_features(), K = w.in_features();
     if (dtype_is_block(w.weight.dtype))
       return cpu::block_gemm_xwt(*pool_, dst, src, w.weight.data, w.weight.dtype, n, N, K,
-                                 block_arithmetic_, isa_);
+                                 block_arithmetic_, isa_, panels_.find(w.weight));
     if (!w.quant) return cpu::gemm_xwt(*pool_, dst, src, w.weight.data, w.weight.dtype, n, N, K);
     Tensor y = Tensor::borrow(dst, DType::F32, {n, N});
     linear_fp8(y, Tensor::borrow(const_cast<float*>(src), DType::F32, {n, K}), w);

@@ -93,6 +93,48 @@ int32_t draw(const float* logits, int64_t vocab, const SampleRow& r, int32_t fir
   return best_id;
 }
 
+// The distribution the draw samples from (step 4): p_i ∝ exp(s_i) over the kept tokens,
+// 0 elsewhere; dense over the vocabulary, in double.
+std::vector<double> kept_distribution(const float* logits, int64_t vocab, const SampleRow& r,
+                                      int32_t first) {
+  const float l_max = logits[first];
+  std::vector<double> p(size_t(vocab), 0.0);
+  double z = 0;
+  for (int32_t i : top_k_top_p(logits, vocab, r, l_max)) {
+    const double s = scaled_logit(logits[i], l_max, r.temperature);
+    if (std::isnan(s) || (i != first && !passes_min_p(s, r.min_p))) continue;
+    p[size_t(i)] = std::exp(s);
+    z += p[size_t(i)];
+  }
+  for (double& x : p) x /= z;  // z >= 1: the first token has s = 0
+  return p;
+}
+
+// Step 5: the draft's proposal, accepted with probability min(1, p/q), else a draw from
+// the residual max(0, p − q) (step 4's draw when nothing is left of it).
+int32_t check_draft(const float* logits, int64_t vocab, const SampleRow& r, int32_t first,
+                    const float* q_logits) {
+  const std::vector<double> p = kept_distribution(logits, vocab, r, first);
+  const std::vector<double> q = kept_distribution(q_logits, vocab, r, first_in_order(q_logits, vocab));
+  const int32_t d = r.draft->token;
+  const double u = philox_uniform(r.seed, r.counter, kAcceptIndex);
+  if (u * q[size_t(d)] < p[size_t(d)]) return d;
+  bool found = false;
+  double best = 0;
+  int32_t best_id = first;
+  for (int64_t i = 0; i < vocab; i++) {
+    const double residual = p[size_t(i)] - q[size_t(i)];
+    if (!(residual > 0)) continue;
+    const double g = gumbel_score(std::log(residual), r.seed, r.counter, int32_t(i));
+    if (!found || g > best) {  // ascending ids: the lowest wins a tie
+      found = true;
+      best = g;
+      best_id = int32_t(i);
+    }
+  }
+  return found ? best_id : draw(logits, vocab, r, first);
+}
+
 // log_softmax at the chosen token and the k best in sample order.
 void fill_logprobs(const float* logits, int64_t vocab, int k, int32_t first, SampledToken& out) {
   double l_max = logits[first], sum = 0;
@@ -109,12 +151,15 @@ void fill_logprobs(const float* logits, int64_t vocab, int k, int32_t first, Sam
   }
 }
 
-SampledToken sample_row(float* logits, int64_t vocab, const SampleRow& r) {
+// `q_logits`: the draft logits row of r.draft (null without one).
+SampledToken sample_row(float* logits, int64_t vocab, const SampleRow& r, const float* q_logits) {
   apply_mask(logits, vocab, r);
   apply_penalties(logits, r);
   int32_t first = first_in_order(logits, vocab);
   SampledToken out;
-  out.token = r.temperature <= 0.f ? first : draw(logits, vocab, r, first);
+  if (r.temperature <= 0.f) out.token = first;
+  else if (q_logits) out.token = check_draft(logits, vocab, r, first, q_logits);
+  else out.token = draw(logits, vocab, r, first);
   if (r.top_logprobs >= 0) fill_logprobs(logits, vocab, r.top_logprobs, first, out);
   return out;
 }
@@ -122,16 +167,28 @@ SampledToken sample_row(float* logits, int64_t vocab, const SampleRow& r) {
 }  // namespace
 
 void CpuBackend::sample(Tensor& logits, std::span<const SampleRow> rows,
-                        std::span<SampledToken> out) {
+                        std::span<SampledToken> out, const Tensor* draft_logits) {
   cpu::check_tensor(logits, DType::F32, "sample", "logits");
   cpu::check_ndim(logits, 2, "sample", "logits");
   int64_t S = logits.dim(0), V = logits.dim(1);
   if (int64_t(rows.size()) != S || int64_t(out.size()) != S)
     fail("sample: logits have {} rows but {} SampleRows and {} outputs", S, rows.size(), out.size());
-  check_sample_rows(rows, V, "sample");
+  int64_t Q = 0;
+  if (draft_logits) {
+    cpu::check_tensor(*draft_logits, DType::F32, "sample", "draft_logits");
+    cpu::check_ndim(*draft_logits, 2, "sample", "draft_logits");
+    if (draft_logits->dim(1) != V)
+      fail("sample: draft logits have {} columns, the logits {}", draft_logits->dim(1), V);
+    Q = draft_logits->dim(0);
+  }
+  check_sample_rows(rows, V, "sample", Q);
   float* base = logits.ptr<float>();
   cpu::parallel_for(*pool_, S, V * 64, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; s++) out[size_t(s)] = sample_row(base + s * V, V, rows[size_t(s)]);
+    for (int64_t s = begin; s < end; s++) {
+      const SampleRow& r = rows[size_t(s)];
+      const float* q = r.draft ? draft_logits->ptr<float>() + int64_t(r.draft->q_row) * V : nullptr;
+      out[size_t(s)] = sample_row(base + s * V, V, r, q);
+    }
   });
 }
 

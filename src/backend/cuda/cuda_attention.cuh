@@ -73,7 +73,8 @@ struct SplitArgs {
 int padded_head_dim(int head_dim);
 // Rows with >= 2 query tokens, on the kernel choose_prefill_kernel (cuda_attention_prefill.h)
 // names for the device.
-void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, cudaStream_t stream);
+void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, bool sm90_on,
+                    cudaStream_t stream);
 // The Hopper (wgmma) prefill kernel (cuda_attention_prefill_sm90.cu): bf16 or e4m3 cache,
 // head dims in (32, 256] padded to 64 / 128 / 256 (`sm90_padded_head_dim`, 0 = not
 // covered), any block size; `prefill_sm90_smem_bytes` is its shared memory per CTA

@@ -19,10 +19,7 @@
 // launch_prefill hands the cases Hopper's kernel covers to it (cuda_attention_prefill_sm90.cu):
 // the rule, choose_prefill_kernel, is at the end of this file and in words in
 // cuda_attention_prefill.h.
-#include <atomic>
 #include <climits>
-#include <cstdlib>
-#include <string_view>
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_attention_prefill.h"
@@ -143,8 +140,9 @@ int padded_head_dim(int head_dim) {
   return 0;
 }
 
-void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, cudaStream_t stream) {
-  if (cuda::choose_prefill_kernel(a.head_dim, a.kv_f8, props) == cuda::PrefillKernel::Sm90)
+void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, bool sm90_on,
+                    cudaStream_t stream) {
+  if (cuda::choose_prefill_kernel(a.head_dim, a.kv_f8, props, sm90_on) == cuda::PrefillKernel::Sm90)
     return launch_prefill_sm90(a, stream);
   switch (padded_head_dim(a.head_dim)) {
     case 32:
@@ -168,63 +166,22 @@ void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, cudaStream_t
 
 namespace tandem::cuda {
 
-namespace {
-
-// Starts off when TANDEM_ATTN_PREFILL=mma (read once, as core/cpu_features.cpp reads
-// TANDEM_CPU_ISA: the backend is made in many places, the choice is the device's).
-Switch& sm90_prefill_switch() {
-  static Switch s;
-  static const bool from_env = [] {
-    const char* v = std::getenv("TANDEM_ATTN_PREFILL");
-    if (v && std::string_view(v) == "mma") s.set(false);
-    return true;
-  }();
-  (void)from_env;
-  return s;
-}
-
-std::atomic<int>& sm90_variant_word() {
-  static std::atomic<int> v = [] {
-    const char* e = std::getenv("TANDEM_SM90_VARIANT");
-    const std::string_view v = e ? e : "";
-    return v == "0" ? 0 : v == "1" ? 1 : 2;
-  }();
-  return v;
-}
-
-}  // namespace
-
-int sm90_variant() {
-  return sm90_variant_word().load(std::memory_order_relaxed);
-}
-
-void set_sm90_variant(int variant) {
-  sm90_variant_word().store(variant, std::memory_order_relaxed);
-}
-
 // The producer rule (cuda_attention_prefill.h says it in words).
 Sm90Loads choose_sm90_loads(bool kv_f8, int head_dim, int block_size, int64_t num_slots) {
   const bool pow2 = block_size > 0 && (block_size & (block_size - 1)) == 0;
   const bool fits = !kv_f8 && pow2 && block_size >= 8 && head_dim >= 64 && head_dim % 8 == 0 &&
                     num_slots < (int64_t(1) << 31);
-  return sm90_variant() >= 1 && fits ? Sm90Loads::Tma : Sm90Loads::CpAsync;
+  return fits ? Sm90Loads::Tma : Sm90Loads::CpAsync;
 }
 
 const char* sm90_loads_name(Sm90Loads l) {
   return l == Sm90Loads::Tma ? "tma" : "cp.async";
 }
 
-bool sm90_prefill_enabled() {
-  return sm90_prefill_switch().on();
-}
-
-void set_sm90_prefill_enabled(bool on) {
-  sm90_prefill_switch().set(on);
-}
-
 // The one rule (cuda_attention_prefill.h says it in words).
-PrefillKernel choose_prefill_kernel(int head_dim, bool kv_f8, const cudaDeviceProp& props) {
-  if (!sm90_prefill_enabled() || props.major != 9) return PrefillKernel::Mma;
+PrefillKernel choose_prefill_kernel(int head_dim, bool kv_f8, const cudaDeviceProp& props,
+                                    bool sm90_on) {
+  if (!sm90_on || props.major != 9) return PrefillKernel::Mma;
   const int smem = attn::prefill_sm90_smem_bytes(head_dim, kv_f8);  // 0: head dim not covered
   if (smem == 0 || size_t(smem) > props.sharedMemPerBlockOptin) return PrefillKernel::Mma;
   return PrefillKernel::Sm90;

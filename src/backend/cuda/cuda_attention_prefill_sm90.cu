@@ -42,32 +42,23 @@
 // arrival also waits on the release copy j + 1 needs; with S >= 2 that release still
 // comes a consumer iteration before copy j is needed.
 //
-// bf16 producer (issue 26, round 2's winner, 152 -> 222 TFLOP/s at 8k on the H200): a
-// tile's block-table reads are hoisted ahead of its copies, and each copy is published by
-// cp.async.mbarrier.arrive.noinc as this thread's part lands, so the producer never blocks
-// on its own copies; the consumers fence the landed generic-proxy writes into the async
-// proxy themselves after each `full` wait. e4m3 keeps the blocking producer above (it
-// widens each tile itself).
+// bf16 cp.async producer (where TMA cannot run): a tile's block-table reads are hoisted
+// ahead of its copies, and each copy is published by cp.async.mbarrier.arrive.noinc as this
+// thread's part lands, so the producer never blocks on its own copies; the consumers fence
+// the landed generic-proxy writes into the async proxy themselves after each `full` wait.
+// e4m3 keeps the blocking producer above (it widens each tile itself).
 //
-// Tried (bench/RESULTS.md, H200): one release per warp and FA3's ping-pong between the two
-// consumer warpgroups (no gain: the producer was the limit), a producer split by ring and a
-// third K stage (both slower than the one producer issuing both rings, with cp.async).
-// With TMA the producer is light, so variant 2 (TANDEM_SM90_VARIANT) runs the ping-pong
-// again on top of it: the consumer warpgroups take turns issuing their GEMMs (named
-// barriers 1 and 2), so one warpgroup's softmax runs under the other's products; and its
-// producer is split by ring after all (one warp a ring: produce_tma). Measured and not
-// kept on top of that (2026-12-03): one `empty` arrival per consumer warpgroup instead of
-// per thread, warpgroup 1 skipping the `full` waits warpgroup 0 made before its turn
-// (FA3's), block-table lines prefetched into L1, the tile's key bounds reduced per warp
-// before the shared atomics (all within noise or slower), and a quarter of the softmax's
-// exponentials on the FMA pipe by a polynomial (FlashAttention-4's split): 11% slower.
+// With TMA the consumer warpgroups take turns issuing their GEMMs (ping-pong, named barriers
+// 1 and 2), so one warpgroup's softmax runs under the other's products, and the producer is
+// a warp per ring (produce_tma). Why this form and not the others measured (TMA without
+// the ping-pong, one producer warp for both rings, FA3's and FA4's other tricks):
+// bench/RESULTS.md, "Moved from the kernel files (house issue)".
 //
 // Work split is the mma.sync kernel's: grid.x is an upper bound on the query tiles
 // (ceil(T·G/128) + B), each CTA finds its (row, tile) on the device; grid.y = kv head.
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstdlib>
 
 #include "backend/cuda/cuda_attention.cuh"
 #include "backend/cuda/cuda_attention_prefill.h"
@@ -112,10 +103,7 @@ struct Config {
   static constexpr int kRawBytes = F8 ? kBlockN * D : 0;  // one staged e4m3 tile
   // Q, the K ring, the V ring, two raw tiles; +1024: the window is aligned up to a
   // swizzle atom inside the kernel. With d128 and a bf16 cache the CTA holds 167,056 B,
-  // just under the 164 KiB carve-out: the two variants measured past it (a third V stage,
-  // a second 2 KB rows buffer) lost 4-8% at every length (bench/RESULTS.md, 2026-12-02),
-  // of which the carve-out itself explains ~2% (this kernel under TANDEM_SM90_CARVEOUT=100,
-  // the 228 KiB one: 458 / 510 / 520 -> 449 / 501 / 511 TFLOP/s at 8k / 32k / 128k).
+  // just under the 164 KiB carve-out (the variants measured past it lost: bench/RESULTS.md).
   static constexpr int kSmem = 1024 + kQBytes + (kStagesK + kStagesV) * kTileBytes + 2 * kRawBytes;
   static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles start on swizzle atoms");
 };
@@ -230,11 +218,8 @@ __device__ void produce_bf16(const AttnArgs& a, const TileRows<kBlockM>& rows, c
 // bytes, or, for a V tile holding keys outside [rows.kmin, rows.kmax], by cp.async with
 // zero-fill, landed and fenced into the async proxy before lane 0's arrival (at most the
 // first and the last V tile: the V warp waits for those copies, the ring keeps the others
-// in flight). Tiles start at kmin, a multiple of the box rows. One warp issuing both rings
-// in copy_of's order ran 15-18% slower (466 / 512 / 522 against 548 / 589 / 614 TFLOP/s
-// at 8k / 32k / 128k on the H200, bench/RESULTS.md, 2026-12-03): a V tile then waited
-// behind the next K tile's release and block-table reads, and behind a V edge tile's
-// synchronous copy the K ring waited too.
+// in flight). Tiles start at kmin, a multiple of the box rows. A warp per ring, so that a
+// V tile never waits behind the next K tile's release (one warp for both: 15-18% slower).
 template <int D>
 __device__ void produce_tma(const AttnArgs& a, const TileRows<kBlockM>& rows, const Ring& ring,
                             int row, int kvh, int kmin, const CUtensorMap* map_k,
@@ -382,9 +367,7 @@ __device__ void consume(const AttnArgs& a, const TileRows<kBlockM>& rows, const 
   // Every tile but the last: S(t + 1) overlaps P(t)·V(t). No branch inside, so ptxas can
   // see that wait<1> retires S's group before its registers are read. K(t + 1) is waited
   // for before the warpgroup takes its turn (FlashAttention-3's order), so a late K tile
-  // never holds the other warpgroup's products back; V is still waited for inside. On the
-  // H200 that is worth ~0.5% at 8k and the noise at 32k and 128k (bench/RESULTS.md,
-  // 2026-12-02, fifth session).
+  // never holds the other warpgroup's products back; V is still waited for inside.
   for (int t = 0; t + 1 < num_tiles; t++) {
     full_k(t + 1);
     turn_begin<kPingPong>(cw);
@@ -433,7 +416,9 @@ __device__ __forceinline__ void produce(const AttnArgs& a, const TileRows<kBlock
 }
 
 // map_k / map_v: the cache's tensor maps with the TMA producer (kTma), unused otherwise.
-template <int D, typename KV, bool kTma, bool kPingPong>
+// The consumers take turns (ping-pong) where TMA feeds them; the cp.async producers are the
+// limit elsewhere, and turns gain nothing there.
+template <int D, typename KV, bool kTma, bool kPingPong = kTma>
 __global__ void __launch_bounds__(kSm90Threads, 1)
     prefill_sm90_kernel(AttnArgs a, const __grid_constant__ CUtensorMap map_k,
                         const __grid_constant__ CUtensorMap map_v) {
@@ -487,24 +472,14 @@ __global__ void __launch_bounds__(kSm90Threads, 1)
   }
 }
 
-template <int D, typename KV, bool kTma, bool kPingPong = false>
+template <int D, typename KV, bool kTma>
 void launch_kernel(const AttnArgs& a, const CUtensorMap& map_k, const CUtensorMap& map_v,
                    cudaStream_t stream) {
   constexpr int smem = Config<D, sizeof(KV) == 1>::kSmem;
-  auto kernel = prefill_sm90_kernel<D, KV, kTma, kPingPong>;
+  auto kernel = prefill_sm90_kernel<D, KV, kTma>;
   static std::atomic<uint64_t> smem_ready;
   cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, smem_ready,
                            "attention prefill (sm90)");
-  // For measurements: TANDEM_SM90_CARVEOUT=P asks for a shared-memory carve-out of P% of
-  // the SM's maximum (100: all of it, leaving L1 its least), instead of the driver's pick.
-  static const int carveout = [] {
-    const char* e = std::getenv("TANDEM_SM90_CARVEOUT");
-    return e != nullptr ? std::atoi(e) : -1;
-  }();
-  if (carveout >= 0)
-    cuda_check(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                    cudaFuncAttributePreferredSharedMemoryCarveout, carveout),
-               "attention prefill (sm90): the carve-out");
   const int64_t tiles = (int64_t(a.num_tokens) * a.group + kBlockM - 1) / kBlockM + a.num_rows;
   cuda_require(tiles < INT_MAX, "attention prefill (sm90): too many query tiles");
   const dim3 grid(unsigned(tiles), unsigned(a.num_kv_heads), 1);
@@ -524,10 +499,7 @@ void launch(const AttnArgs& a, cudaStream_t stream) {
   const auto map = [&](const void* base) {
     return cuda::kv_tensor_map({base, a.head_dim, a.num_kv_heads, box, num_slots});
   };
-  if (cuda::sm90_variant() == 2)
-    launch_kernel<D, bf16, true, true>(a, map(a.k), map(a.v), stream);
-  else
-    launch_kernel<D, bf16, true>(a, map(a.k), map(a.v), stream);
+  launch_kernel<D, bf16, true>(a, map(a.k), map(a.v), stream);
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_memory.h"
 #include "core/error.h"
 
@@ -37,9 +36,7 @@ int cuda_device_count() {
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device, const CudaOptions& options) {
-  set_gemv_enabled(options.gemv);
-  cuda::set_pdl_enabled(options.pdl);
-  return std::make_unique<CudaBackend>(device);
+  return std::make_unique<CudaBackend>(device, options);
 }
 
 namespace {
@@ -57,7 +54,9 @@ void destroy_handles(cudaStream_t stream, cublasHandle_t cublas, cublasLtHandle_
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device) : device_(device) {
+CudaBackend::CudaBackend(int device, const CudaOptions& options)
+    : device_(device), options_(options) {
+  cuda::set_pdl_enabled(options.pdl);
   const int n = cuda_device_count();
   if (device < 0 || device >= n)
     fail("CUDA device {} does not exist ({} usable device(s))", device, n);
@@ -81,6 +80,11 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     destroy_handles(stream_, cublas_, cublas_lt_);
     throw;
   }
+}
+
+void CudaBackend::set_options(const CudaOptions& options) {
+  options_ = options;
+  cuda::set_pdl_enabled(options.pdl);
 }
 
 CudaBackend::~CudaBackend() {

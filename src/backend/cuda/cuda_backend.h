@@ -21,6 +21,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_linear_fp8.h"
 
 namespace tandem {
 
@@ -41,7 +42,7 @@ inline void cuda_require(bool ok, const char* message) {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device);
+  explicit CudaBackend(int device, const CudaOptions& options = {});
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda"; }
@@ -86,29 +87,37 @@ class CudaBackend final : public Backend {
   void rope(Tensor& x, const StepTensors& step, const RopeSpec& spec) override;
   void gated_act(Tensor& out, const Tensor& gate_up, Activation act) override;
   // The FP8 linears' input quantization fused into the op that writes their input
-  // (cuda_norm.cu; TANDEM_FP8_FUSED_QUANT=0 turns it off), read by linear_fp8_input
-  // (cuda_linear_fp8.cu).
+  // (cuda_norm.cu), read by linear_fp8_input (cuda_linear_fp8.cu).
   void rms_norm_fp8(Tensor& out, Fp8Input& q, const Tensor& x, const Tensor& w, float eps,
                     float weight_offset) override;
   void add_rms_norm_fp8(Tensor& out, Fp8Input& q, Tensor& residual, const Tensor& x,
                         const Tensor& w, float eps, float weight_offset) override;
   void gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up, Activation act) override;
   void linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& q, const Linear& l) override;
+  // The fused decode chain (cuda_decode_chain.cu): 1–8 rows, FP8 projections.
+  bool fuses_decode_chain(int64_t rows) const override;
+  void rms_norm_linear(Tensor& out, Tensor& h, const Tensor& x, const Tensor& w, float eps,
+                       float weight_offset, const Linear& l) override;
+  void linear_add(Tensor& residual, const Tensor& x, const Linear& l) override;
+  void gated_act_linear_add(Tensor& residual, Tensor& a, const Tensor& gate_up, Activation act,
+                            const Linear& l) override;
   void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v, const StepTensors& step) override;
   void qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache, const StepTensors& step,
                     const RopeSpec& rope_spec, const QkNorm& norm) override;  // cuda_rope.cu
   void attention(Tensor& out, const Tensor& q, const PagedKv& cache, const StepTensors& step,
                  const AttentionParams& params) override;
   void gather_rows(Tensor& out, const Tensor& x, const Tensor& index) override;
+  void segment_sum(Tensor& out, const Tensor& x, const Tensor& starts) override;  // cuda_pool.cu
   void topk_route(Tensor& weights, Tensor& ids, const Tensor& logits, int k,
                   bool renormalize) override;
   // bf16, FP8 (e4m3) or ggml block-type experts (cuda_moe.cu).
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                    const Linear& gate_up, const Linear& down, Activation act) override;
   bool fp8_experts() const override { return true; }
-  void sample(Tensor& logits, std::span<const SampleRow> rows,
-              std::span<SampledToken> out) override;
-  PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows) override;
+  void sample(Tensor& logits, std::span<const SampleRow> rows, std::span<SampledToken> out,
+              const Tensor* draft_logits = nullptr) override;
+  PendingSample sample_async(Tensor& logits, std::span<const SampleRow> rows,
+                             const Tensor* draft_logits = nullptr) override;
   void sample_wait(PendingSample& pending, std::span<SampledToken> out) override;
   void feed_tokens(Tensor& tokens, std::span<const int32_t> dst, std::span<const int32_t> src,
                    const PendingSample& from) override;
@@ -132,6 +141,14 @@ class CudaBackend final : public Backend {
   cublasLtHandle_t cublas_lt() const { return cublas_lt_; }
   int device_index() const { return device_; }
   const cudaDeviceProp& props() const { return props_; }
+  // The fast-path switches (backend.h); set_options is for tests and benches that compare
+  // settings in one process.
+  const CudaOptions& options() const { return options_; }
+  void set_options(const CudaOptions& options);
+  // Forces the FP8 linears onto one path (cuda_linear_fp8.h), for tests and benches;
+  // Auto (the default) is the rule.
+  void set_fp8_gemm_path(Fp8GemmPath path) { fp8_path_ = path; }
+  Fp8GemmPath fp8_gemm_path() const { return fp8_path_; }
   // Bytes the caching allocator holds from the driver, and the GPU's free memory.
   int64_t reserved_bytes() const;
   int64_t free_device_bytes() const;
@@ -153,6 +170,8 @@ class CudaBackend final : public Backend {
   void act(Tensor& out, const Tensor& gate_up, Activation act, Fp8Input* q);
   Fp8Input alloc_fp8_input(int64_t R, int64_t C);
   int device_;
+  CudaOptions options_;
+  Fp8GemmPath fp8_path_ = Fp8GemmPath::Auto;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

@@ -21,8 +21,8 @@ void check_on_device(const Tensor& t, const char* op, const char* name);
 // Fails unless `t` is BF16 or F32 on CUDA (the float types the elementwise ops take).
 void check_float(const Tensor& t, const char* op, const char* name);
 
-// A process-wide switch, on by default: make_cuda_backend sets it from CudaOptions;
-// benchmarks and tests flip it to compare both settings in one process.
+// A process-wide switch, on by default (PDL: every launch reads it; CudaBackend sets it from
+// CudaOptions::pdl).
 class Switch {
  public:
   bool on() const { return on_.load(std::memory_order_relaxed); }
@@ -56,13 +56,6 @@ inline std::string shape_of(const char* name, const Tensor& t) {
 
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
-}
-
-// A measurement switch of the environment that is on unless set to 0 (TANDEM_QKV_VEC=0,
-// TANDEM_FP8_FUSED_QUANT=0, ...: the path before an optimization, for comparisons).
-inline bool env_on_unless_zero(const char* name) {
-  const char* e = std::getenv(name);
-  return !(e != nullptr && e[0] == '0');
 }
 
 // True when `p` may be read with 16-byte vector loads.

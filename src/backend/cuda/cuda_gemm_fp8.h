@@ -129,7 +129,7 @@ struct Fp8WgmmaArgs {
   const float* w_scales;   // [N] (per_channel) or [1] f32, on the device
   bool per_channel;
   const Tensor* bias;  // [N] bf16, or undefined (always with an f32 out)
-  bool fast_accum = false;  // all of K in wgmma's accumulator (fp8_fast_accum)
+  bool fast_accum = false;  // all of K in wgmma's accumulator (CudaOptions::fp8_fast_accum)
 };
 
 // Launches the GEMM on the backend's stream with programmatic dependent launch. The

@@ -15,7 +15,7 @@
 // have completed, release it with one arrival per consumer warp (lane 0 after the warp's
 // wgmma.wait_group: eight per use, not one per thread).
 //
-// Two loops, chosen per launch by fp8_fast_accum (cuda_linear_fp8.h):
+// Two loops, chosen per launch by CudaOptions::fp8_fast_accum (cuda_linear_fp8.h):
 // mma_fast (the default) chains all of K in one accumulator and keeps a k-block's group in
 // flight while the next is issued; the H200 timed it level with mma or up to 12% faster
 // (gate_up at 256-512 rows), so the promotion's waits are not what limits this kernel.
@@ -135,8 +135,8 @@ __device__ __forceinline__ void mma(float (&acc)[BN / 8][4], const Ring<BN>& rin
 }
 
 // acc = Σ over nk >= 1 k-blocks from `pos` (advanced past them), chained in wgmma's own
-// accumulator (fp8_fast_accum): k-block k's group is issued before k - 1's has completed,
-// and a stage is released once the group after it is in flight (wait_group 1), so the
+// accumulator (CudaOptions::fp8_fast_accum): k-block k's group is issued before k - 1's has
+// completed, and a stage is released once the group after it is in flight (wait_group 1), so the
 // tensor cores never wait for the CUDA cores. One group of all BN tokens (at most 128
 // floats of accumulator).
 template <int BN>

@@ -23,7 +23,7 @@ constexpr int kStageRows = 32;       // token rows per warpgroup's staging
 struct Epilogue {
   void* out;              // [T, N] bf16, or f32 when out_f32
   const float* x_scales;  // [T]
-  cuda::Fp8WeightScales ws;
+  cuda::WeightScales ws;
   const bf16* bias;  // [N] or null
   int T, N;
   bool out_f32;

@@ -268,7 +268,8 @@ void launch_fp8_wgmma(CudaBackend& be, const Fp8WgmmaArgs& a) {
   GemmParams p{};
   p.e.out = a.out->data;
   p.e.x_scales = a.x_scales->ptr<float>();
-  p.e.ws = cuda::Fp8WeightScales{a.w_scales, a.per_channel ? 1 : 0, 1, 1};
+  p.e.ws = cuda::WeightScales{
+      a.w_scales, a.per_channel ? ScaleGranularity::PerChannel : ScaleGranularity::PerTensor};
   p.e.bias = a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr;
   p.e.T = int(T);
   p.e.N = int(N);

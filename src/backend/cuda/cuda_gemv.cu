@@ -25,11 +25,9 @@
 // their conversions, and the SM's issue and shared-memory bandwidth, not HBM, set the pace.
 // cuBLASLt's tensor-core kernels take M >= 3.
 //
-// Not fused: the MLP's gated activation. Staging x = act(gate) · up in each CTA instead of
-// running gated_act first was slower: every CTA computing all the activations costs more
-// than one small kernel whose launch PDL hides.
-//
-// The measurements behind each choice: bench/RESULTS.md (session 6, "Tried and not kept").
+// The measurements behind each choice, and what was tried and not kept (the gated
+// activation staged in each CTA, among others): bench/RESULTS.md (session 6, and "Moved
+// from the kernel files (house issue)").
 //
 // Launched with programmatic dependent launch (cuda_pdl.cuh): the producer fills the ring
 // before anything waits on the kernel before, since weights are never written by a
@@ -41,11 +39,10 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_gemv.h"
-#include "backend/cuda/cuda_mbarrier.cuh"
-#include "backend/cuda/cuda_pdl.cuh"
+#include "backend/cuda/cuda_weight_stream.cuh"
 
 namespace tandem {
 
@@ -53,24 +50,12 @@ namespace {
 
 using cuda::bf16;
 
-constexpr int kRowsPerStage = 16;  // one weight row per consumer warp
-constexpr int kChunk = 1024;       // columns of a row per stage: 2 KB
-constexpr int kMaxStages = 8;
-constexpr int kCtaSmem = 152 * 1024;                // see the top of the file
-constexpr int kThreads = (kRowsPerStage + 1) * 32;  // + the producer warp
-constexpr int kConsumers = kRowsPerStage * 32;
-constexpr int kStageElems = kRowsPerStage * kChunk;  // bf16 elements
-constexpr int kStageBytes = kStageElems * 2;
-constexpr int kBarrierBytes = 128;     // full[stages], empty[stages]
+constexpr int kChunk = 1024;  // columns of a row per stage: 2 KB
+using Ring = cuda::WeightRing<bf16, kChunk>;
 constexpr int kMaxXBytes = 48 * 1024;  // x [M, K] staged as bf16
-static_assert((kCtaSmem - kBarrierBytes - kMaxXBytes) / kStageBytes >= 3, "a ring of >= 3 stages");
-static_assert(kCtaSmem > 114 * 1024, "more than half an SM's 228 KB");
-
-using cuda::bulk_copy;
-using cuda::mbar_arrive;
-using cuda::mbar_arrive_expect;
-using cuda::mbar_init;
-using cuda::mbar_wait;
+static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes) / Ring::kStageBytes >=
+                  3,
+              "a ring of >= 3 stages");
 
 // acc + Σ w[i]·x[i] over 8 bf16 pairs; a bf16 widens to f32 by a shift or a mask.
 __device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
@@ -90,68 +75,29 @@ __device__ __forceinline__ void store_out(bf16* p, float v) {
   *p = __float2bfloat16_rn(v);
 }
 
-using Work = cuda::StreamWork;
-
-// The producer warp: stage i of the CTA is chunk i % chunks of row group i / chunks, in
-// slot i % stages once the consumers released the slot's previous stage. Lane r copies
-// row r.
-__device__ __forceinline__ void produce(const Work& wk, const bf16* w, bf16* ring, uint64_t* full,
-                                        uint64_t* empty, int lane) {
-  for (int i = 0; i < wk.steps; i++) {
-    const int slot = i % wk.stages;
-    if (i >= wk.stages) mbar_wait(&empty[slot], uint32_t(i / wk.stages - 1) & 1u);
-    const int n0 = (wk.group_begin + i / wk.chunks) * kRowsPerStage;
-    const int k0 = (i % wk.chunks) * kChunk;
-    const int rows = min(kRowsPerStage, wk.N - n0), cols = min(kChunk, wk.K - k0);
-    if (lane == 0) mbar_arrive_expect(&full[slot], uint32_t(rows * cols * 2));
-    __syncwarp();
-    if (lane < rows)
-      bulk_copy(ring + slot * kStageElems + lane * kChunk, w + int64_t(n0 + lane) * wk.K + k0,
-                uint32_t(cols * 2), &full[slot]);
-  }
-}
-
 //   out [M, N], x [M, K], w [N, K], bias [N] or null. K % 8 == 0.
-//   Dynamic shared memory: barriers, `stages` ring stages, x.
+//   Dynamic shared memory: the ring (cuda_weight_stream.cuh), then x.
 template <int M, typename Out>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(cuda::kStreamThreads)
     gemv_kernel(Out* __restrict__ out, const bf16* __restrict__ x, const bf16* __restrict__ w,
                 const bf16* __restrict__ bias, int N, int K, int stages) {
   extern __shared__ __align__(128) unsigned char smem[];
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem);
-  uint64_t* empty = full + kMaxStages;
-  bf16* ring = reinterpret_cast<bf16*>(smem + kBarrierBytes);
-  bf16* xs = ring + stages * kStageElems;
+  Ring ring;
+  if (!cuda::open_weight_stream(ring, smem, w, N, K, stages)) return;  // the producer
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; s++) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], kRowsPerStage);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  cuda::pdl_launch_next();
-  const Work wk = cuda::stream_work<kChunk, kRowsPerStage>(N, K, stages);
-  if (warp == kRowsPerStage) {
-    produce(wk, w, ring, full, empty, lane);
-    cuda::pdl_wait();  // the contract: no thread ends before the kernel before has
-    return;
-  }
-
-  cuda::pdl_wait();
-  for (int v = int(threadIdx.x); v < M * K / 8; v += kConsumers)
+  bf16* xs = reinterpret_cast<bf16*>(ring.end());
+  for (int v = int(threadIdx.x); v < M * K / 8; v += cuda::kStreamConsumers)
     reinterpret_cast<uint4*>(xs)[v] = reinterpret_cast<const uint4*>(x)[v];
-  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+  asm volatile("bar.sync 1, %0;" ::"n"(cuda::kStreamConsumers) : "memory");
 
+  const cuda::StreamWork& wk = ring.wk;
   float acc[M];
 #pragma unroll
   for (int m = 0; m < M; m++) acc[m] = 0.f;
   for (int i = 0; i < wk.steps; i++) {
-    const int slot = i % stages, chunk = i % wk.chunks;
+    const int chunk = i % wk.chunks;
     const int k0 = chunk * kChunk, cols = min(kChunk, K - k0);
-    mbar_wait(&full[slot], uint32_t(i / stages) & 1u);
-    const bf16* row = ring + slot * kStageElems + warp * kChunk;
+    const bf16* row = ring.wait(i) + warp * kChunk;
 #pragma unroll
     for (int j = 0; j < kChunk / 256; j++) {  // a lane's 16-byte pieces of the row
       const int k = j * 256 + lane * 8;
@@ -162,10 +108,9 @@ __global__ void __launch_bounds__(kThreads)
           acc[m] = dot8(wv, *reinterpret_cast<const uint4*>(xs + m * K + k0 + k), acc[m]);
       }
     }
-    __syncwarp();
-    if (lane == 0) mbar_arrive(&empty[slot]);
+    ring.release(i, lane);
     if (chunk == wk.chunks - 1) {
-      const int n = (wk.group_begin + i / wk.chunks) * kRowsPerStage + warp;
+      const int n = (wk.group_begin + i / wk.chunks) * cuda::kStreamRows + warp;
 #pragma unroll
       for (int m = 0; m < M; m++) {
         float s = cuda::warp_sum(acc[m]);
@@ -177,27 +122,16 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// ---------------------------------------------------------------- switches
-
-cuda::Switch& gemv_switch() {
-  static cuda::Switch on;
-  return on;
-}
-
 template <int M, typename Out>
 void launch(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
   const int N = int(w.dim(0)), K = int(w.dim(1));
-  auto* kernel = &gemv_kernel<M, Out>;
   static std::atomic<uint64_t> smem_ready{0};
-  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kCtaSmem, smem_ready, "gemv");
   const int x_bytes = M * K * 2;
-  const int stages = std::min(kMaxStages, (kCtaSmem - kBarrierBytes - x_bytes) / kStageBytes);
-  const int64_t groups = cuda::ceil_div(int64_t(N), int64_t(kRowsPerStage));
-  const unsigned grid = unsigned(std::min<int64_t>(groups, be.props().multiProcessorCount));
-  const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + x_bytes);
-  cuda::launch_pdl("gemv_kernel", kernel, dim3(grid), dim3(kThreads), smem, be.stream(),
-                   out.ptr<Out>(), x.ptr<bf16>(), w.ptr<bf16>(),
-                   bias.defined() ? bias.ptr<bf16>() : nullptr, N, K, stages);
+  const int stages = int(cuda::stream_ring_stages(x_bytes, Ring::kStageBytes));
+  cuda::launch_weight_stream("gemv_kernel", &gemv_kernel<M, Out>, smem_ready, be, N, stages,
+                             Ring::kStageBytes, x_bytes, out.ptr<Out>(), x.ptr<bf16>(),
+                             w.ptr<bf16>(), bias.defined() ? bias.ptr<bf16>() : nullptr, N, K,
+                             stages);
 }
 
 // Dispatch on the rows (1 or 2) and the output dtype.
@@ -212,25 +146,17 @@ void launch_any(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w,
 }
 
 // Whether the stream takes M rows of K columns (the staged x is [M, K]).
-bool fits(const Tensor& x, const Tensor& w) {
+bool fits(const CudaBackend& be, const Tensor& x, const Tensor& w) {
   const int64_t M = x.rows(), K = w.dim(1), N = w.dim(0);
-  return gemv_enabled() && M >= 1 && M <= kGemvMaxRows && K % 8 == 0 && N < (int64_t(1) << 31) &&
+  return be.options().gemv && M >= 1 && M <= kGemvMaxRows && K % 8 == 0 && N < (int64_t(1) << 31) &&
          M * K * 2 <= kMaxXBytes && cuda::aligned16(x.data) && cuda::aligned16(w.data);
 }
 
 }  // namespace
 
-bool gemv_enabled() {
-  return gemv_switch().on();
-}
-
-void set_gemv_enabled(bool on) {
-  gemv_switch().set(on);
-}
-
 bool try_gemv(CudaBackend& backend, Tensor& out, const Tensor& x, const Tensor& w,
               const Tensor& bias) {
-  if (!fits(x, w)) return false;
+  if (!fits(backend, x, w)) return false;
   launch_any(backend, out, x, w, bias);
   return true;
 }

@@ -12,16 +12,11 @@ class CudaBackend;
 // once the weights are reused across rows.
 inline constexpr int kGemvMaxRows = 2;
 
-// Whether 1–2 row linears take the weight stream (on by default; CudaOptions::gemv, which
-// `tandem` reads from TANDEM_CUDA_GEMV). set_gemv_enabled is also for benchmarks and tests
-// that compare both paths in one process.
-bool gemv_enabled();
-void set_gemv_enabled(bool on);
-
 // out [T, N] = x [T, K] · w [N, K]ᵀ (+ bias [N]) when the weight stream takes the shape
-// (1 <= T <= kGemvMaxRows, K % 8 == 0, x and w 16-byte aligned, x small enough to stage in
-// shared memory); then it launches and returns true. Otherwise it launches nothing and
-// returns false. The caller has validated dtypes and shapes (CudaBackend::linear).
+// (the backend's CudaOptions::gemv on, 1 <= T <= kGemvMaxRows, K % 8 == 0, x and w 16-byte
+// aligned, x small enough to stage in shared memory); then it launches and returns true. Otherwise
+// it launches nothing and returns false. The caller has validated dtypes and shapes
+// (CudaBackend::linear).
 bool try_gemv(CudaBackend& backend, Tensor& out, const Tensor& x, const Tensor& w,
               const Tensor& bias);
 

@@ -34,13 +34,9 @@
 // launch and its wait on the critical path of every linear: a separate quantize kernel
 // before the stream cost 5–10 µs a linear (bench/RESULTS.md).
 //
-// Tried and not kept (bench/RESULTS.md, 2026-12-02, fifth session): x read once into
-// registers instead of twice from L2, and each row group's sums left to one rotating warp
-// instead of stopping all 16. Alone, in a graph of one linear, the first made every 8B
-// linear 0.2-1.2 µs faster; in the decode step it cost 6% (314 -> 296 tok/s) even held
-// to this kernel's 56 registers, and 11% without that cap (72 registers); the second on
-// top lost more (275). The stream's speed alone is not the measure: what runs beside
-// it in the decode chain (qkv_to_cache, the decode attention's CTAs, under PDL) is.
+// The consumers' schedule is the one that measured fastest in the decode chain, not alone
+// (what runs beside the stream under PDL decides: bench/RESULTS.md, "Moved from the kernel
+// files (house issue)").
 //
 // Launched with programmatic dependent launch: the producer starts the ring before the
 // kernel before it ends (weights are never written by a step); the consumers wait before
@@ -48,6 +44,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
@@ -55,8 +52,8 @@
 #include "backend/cuda/cuda_fp8.cuh"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_gemv_fp8.h"
-#include "backend/cuda/cuda_mbarrier.cuh"
-#include "backend/cuda/cuda_pdl.cuh"
+#include "backend/cuda/cuda_stream_input.cuh"
+#include "backend/cuda/cuda_weight_stream.cuh"
 
 namespace tandem {
 
@@ -64,25 +61,24 @@ namespace {
 
 using cuda::bf16;
 
-constexpr int kRowsPerStage = 16;  // the mma's rows
-constexpr int kChunk = 2048;       // columns (bytes) of a row per stage
+constexpr int kRowsPerStage = cuda::kStreamRows;  // the mma's rows
+constexpr int kChunk = 2048;                      // columns (bytes) of a row per stage
 constexpr int kRowStride = kChunk + 64;
-constexpr int kConsumerWarps = 16;
+using Ring = cuda::WeightRing<uint8_t, kChunk, kRowStride>;
+constexpr int kConsumerWarps = cuda::kStreamConsumerWarps;
+constexpr int kConsumers = cuda::kStreamConsumers;
 constexpr int kWarpCols = kChunk / kConsumerWarps;  // 128: two 64-column segments
-constexpr int kMaxStages = 8;
-constexpr int kCtaSmem = 152 * 1024;  // as cuda_gemv.cu, for the same reasons
-constexpr int kThreads = (kConsumerWarps + 1) * 32;
-constexpr int kConsumers = kConsumerWarps * 32;
-constexpr int kStageBytes = kRowsPerStage * kRowStride;
-constexpr int kBarrierBytes = 128;
+constexpr int kStageBytes = Ring::kStageBytes;
 constexpr int kMaxRows = kFp8GemvMaxRows;  // x rows: the mma's 8 columns
 constexpr int kMaxXBytes = 32 * 1024;       // x [M, K] staged as e4m3 bytes
 // Cross-warp partial sums: [2 group parities][M][16 rows][16 warps] f32.
 constexpr int red_bytes(int M) { return 2 * M * kRowsPerStage * kConsumerWarps * 4; }
 constexpr int kMinStages = 3;
-static_assert((kCtaSmem - kBarrierBytes - kMaxXBytes - red_bytes(kMaxRows)) / kStageBytes >= kMinStages,
+static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes -
+               red_bytes(kMaxRows)) /
+                      kStageBytes >=
+                  kMinStages,
               "a ring of >= 3 stages beside the largest x");
-static_assert(kStageBytes % 16 == 0 && kRowStride % 16 == 0, "bulk copies land 16-byte aligned");
 
 // d += A (16 x 32, e4m3) · B (32 x 8, e4m3), f32 accumulate.
 __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
@@ -96,23 +92,9 @@ __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1
 
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
-
-using Work = cuda::StreamWork;
-
-__device__ __forceinline__ void produce(const Work& wk, const uint8_t* w, uint8_t* ring,
-                                        uint64_t* full, uint64_t* empty, int lane) {
-  for (int i = 0; i < wk.steps; i++) {
-    const int slot = i % wk.stages;
-    if (i >= wk.stages) cuda::mbar_wait(&empty[slot], uint32_t(i / wk.stages - 1) & 1u);
-    const int n0 = (wk.group_begin + i / wk.chunks) * kRowsPerStage;
-    const int k0 = (i % wk.chunks) * kChunk;
-    const int rows = min(kRowsPerStage, wk.N - n0), cols = min(kChunk, wk.K - k0);
-    if (lane == 0) cuda::mbar_arrive_expect(&full[slot], uint32_t(rows * cols));
-    __syncwarp();
-    if (lane < rows)
-      cuda::bulk_copy(ring + slot * kStageBytes + lane * kRowStride,
-                      w + int64_t(n0 + lane) * wk.K + k0, uint32_t(cols), &full[slot]);
-  }
+// The residual-add epilogue: out += v rounded to bf16 first, as linear then add would.
+__device__ __forceinline__ void add_out(bf16* p, float v) {
+  *p = __float2bfloat16_rn(__bfloat162float(*p) + __bfloat162float(__float2bfloat16_rn(v)));
 }
 
 // A warp's four mmas over its 128 columns of a stage: rows g and g + 8 of the stage,
@@ -137,129 +119,38 @@ __device__ __forceinline__ void mma_stage(float (&d)[4], const uint8_t* stage, c
   }
 }
 
-// How the weight and x are scaled. kind: 0 per tensor, 1 per channel, 2 blocks of
-// [block_n, 128] (x then per token and 128 columns).
-struct Scales {
-  const float* static_x = nullptr;  // a static input scale [1], or null: dynamic
-  const float* w = nullptr;
-  int kind = 0;
-  int block_n = 1, num_kb = 1;
-  __device__ __forceinline__ float weight(int n, int kb) const {
-    return kind == 0 ? w[0] : kind == 1 ? w[n] : w[(n / block_n) * num_kb + kb];
-  }
-};
-constexpr int kBlockK = 128;
+// Block weights here are [block_n, 128] blocks (x then per token and 128 columns).
+constexpr int kBlockK = cuda::kStreamBlockK;
 constexpr int kMaxXScales = kMaxXBytes / kBlockK;  // (token, column group) pairs
 
-// s = max(amax, 1e-12) / 448 in f64 for x's entry p, and 1 / s for the f32 fast path.
-__device__ __forceinline__ void set_scale(double* sx, float* sinv, int p, float amax) {
-  sx[p] = fmax(double(amax), 1e-12) / 448.0;
-  sinv[p] = float(1.0 / sx[p]);
-}
-
-// Consumers: xs [M, K] = e4m3(x / s_x), s_x per token (G = 1) or per token and 128
-// columns (G = ⌈K / 128⌉) in sx[m · G + g]: the static input scale, or max(|x|, 1e-12) /
-// 448, in f64, the quotients as f64 ones (cuda::f8_quotient). amax is a max, so every
-// CTA finds the same one.
-__device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv, float* scratch,
-                                           const bf16* __restrict__ x, const Scales& sc, int M,
-                                           int K, int G) {
-  const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
-  const int group = G == 1 ? K : kBlockK;
-  if (sc.static_x != nullptr) {
-    if (tid < M) {
-      sx[tid] = double(*sc.static_x);
-      sinv[tid] = float(1.0 / sx[tid]);
-    }
-  } else if (G == 1) {  // a token's amax over all threads
-    for (int m = 0; m < M; m++) {
-      float amax = 0.f;
-      for (int v = tid; v < K / 8; v += kConsumers) {
-        const uint4 u = reinterpret_cast<const uint4*>(x + int64_t(m) * K)[v];
-        const bf16* e = reinterpret_cast<const bf16*>(&u);
-#pragma unroll
-        for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(__bfloat162float(e[i])));
-      }
-      amax = cuda::warp_max(amax);
-      if (lane == 0) scratch[m * kConsumerWarps + warp] = amax;
-    }
-    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-    if (tid < M) {
-      float amax = 0.f;
-      for (int w = 0; w < kConsumerWarps; w++) amax = fmaxf(amax, scratch[tid * kConsumerWarps + w]);
-      set_scale(sx, sinv, tid, amax);
-    }
-  } else {  // a warp per (token, 128 columns): 16 lanes of 8
-    for (int p = warp; p < M * G; p += kConsumerWarps) {
-      const int m = p / G, k = (p % G) * kBlockK + lane * 8;
-      float amax = 0.f;
-      if (lane < kBlockK / 8 && k < K) {
-        const uint4 u = *reinterpret_cast<const uint4*>(x + int64_t(m) * K + k);
-        const bf16* e = reinterpret_cast<const bf16*>(&u);
-#pragma unroll
-        for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(__bfloat162float(e[i])));
-      }
-      amax = cuda::warp_max(amax);
-      if (lane == 0) set_scale(sx, sinv, p, amax);
-    }
-  }
-  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-  for (int v = tid; v < M * K / 8; v += kConsumers) {
-    const int m = v * 8 / K, p = m * G + (v * 8 - m * K) / group;
-    const double s = sx[p];
-    const float inv = sinv[p];
-    const uint4 u = reinterpret_cast<const uint4*>(x)[v];
-    const bf16* e = reinterpret_cast<const bf16*>(&u);
-    uint32_t q[2] = {0, 0};
-#pragma unroll
-    for (int i = 0; i < 8; i++) q[i / 4] |= uint32_t(cuda::f8_quotient(__bfloat162float(e[i]), s, inv)) << (8 * (i % 4));
-    reinterpret_cast<uint2*>(xs)[v] = make_uint2(q[0], q[1]);
-  }
-  asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-}
-
-//   out [M, N], x [M, K] bf16, w [N, K] e4m3, the scales as `sc` says, bias [N] or null.
-//   K % 16 == 0, 1 <= M <= 8.
-template <typename Out>
-__global__ void __launch_bounds__(kThreads)
-    gemv_fp8_kernel(Out* __restrict__ out, const bf16* __restrict__ x, const uint8_t* __restrict__ w,
-                    Scales sc, const bf16* __restrict__ bias, int M, int N, int K, int stages) {
+//   out [M, N] (kAdd: out += the product), x from `in` (cuda_stream_input.cuh: [M, K] bf16,
+//   or what the fused norm / activation makes it from), w [N, K] e4m3 scaled by `ws`, bias
+//   [N] or null. K % 16 == 0, 1 <= M <= 8.
+template <typename Out, cuda::StreamPrologue P, bool kAdd>
+__global__ void __launch_bounds__(cuda::kStreamThreads)
+    gemv_fp8_kernel(Out* __restrict__ out, cuda::StreamInput in, const uint8_t* __restrict__ w,
+                    cuda::WeightScales ws, const bf16* __restrict__ bias, int M, int N, int K,
+                    int stages) {
+  static_assert(!kAdd || std::is_same_v<Out, bf16>, "the residual stream is bf16");
   extern __shared__ __align__(128) unsigned char smem[];
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem);
-  uint64_t* empty = full + kMaxStages;
-  uint8_t* ring = smem + kBarrierBytes;
-  uint8_t* xs = ring + stages * kStageBytes;
+  Ring ring;
+  if (!cuda::open_weight_stream(ring, smem, w, N, K, stages)) return;  // the producer
+  uint8_t* xs = ring.end();
   float* red = reinterpret_cast<float*>(xs + ((M * K + 15) & ~15));
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; s++) {
-      cuda::mbar_init(&full[s], 1);
-      cuda::mbar_init(&empty[s], kConsumerWarps);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  cuda::pdl_launch_next();
-  const Work wk = cuda::stream_work<kChunk, kRowsPerStage>(N, K, stages);
-  if (warp == kConsumerWarps) {
-    produce(wk, w, ring, full, empty, lane);
-    cuda::pdl_wait();
-    return;
-  }
-
-  cuda::pdl_wait();
-  const bool block = sc.kind == 2;
+  const cuda::StreamWork& wk = ring.wk;
+  const bool block = ws.granularity == ScaleGranularity::Block;
   const int G = block ? (K + kBlockK - 1) / kBlockK : 1;
   __shared__ double sx[kMaxXScales];
   __shared__ float sinv[kMaxXScales];
-  __shared__ float scratch[kMaxRows * kConsumerWarps];
-  quantize_x(xs, sx, sinv, scratch, x, sc, M, K, G);
+  __shared__ float scratch[kMaxRows * kConsumerWarps], rows[kMaxRows], rs[kMaxRows];
+  cuda::quantize_x<P>(xs, sx, sinv, scratch, rows, rs, in, M, K, G);
 
   float d[4] = {0.f, 0.f, 0.f, 0.f};    // this stage's (or, unblocked, this group's) sums
   float tot[4] = {0.f, 0.f, 0.f, 0.f};  // blocks: the group's scaled sums
   const int g = lane >> 2, c = lane & 3;
   for (int i = 0; i < wk.steps; i++) {
-    const int slot = i % stages, chunk = i % wk.chunks;
+    const int chunk = i % wk.chunks;
     const int k0 = chunk * kChunk, cols = min(kChunk, K - k0);
     const int group = wk.group_begin + i / wk.chunks;
     const bool folds = block && warp * kWarpCols < cols;
@@ -269,11 +160,11 @@ __global__ void __launch_bounds__(kThreads)
     float sw[2] = {0.f, 0.f};
     if (folds)
 #pragma unroll
-      for (int h = 0; h < 2; h++) sw[h] = sc.weight(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
-    cuda::mbar_wait(&full[slot], uint32_t(i / stages) & 1u);
-    mma_stage(d, ring + slot * kStageBytes, xs, M, K, k0, cols, warp, lane);
-    __syncwarp();
-    if (lane == 0) cuda::mbar_arrive(&empty[slot]);
+      for (int h = 0; h < 2; h++)
+        sw[h] = ws.at<int>(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
+    const uint8_t* stage = ring.wait(i);
+    mma_stage(d, stage, xs, M, K, k0, cols, warp, lane);
+    ring.release(i, lane);
     if (folds) {  // fold this warp's column block
 #pragma unroll
       for (int j = 0; j < 4; j++) {
@@ -306,52 +197,84 @@ __global__ void __launch_bounds__(kThreads)
           const float4 v = p[q];
           s += (v.x + v.y) + (v.z + v.w);
         }
-        if (!block) s *= float(sx[m]) * sc.weight(n, 0);
+        if (!block) s *= float(sx[m]) * ws.at<int>(n, 0);
         if (bias != nullptr) s += __bfloat162float(bias[n]);
-        store_out(out + int64_t(m) * N + n, s);
+        if constexpr (kAdd)
+          add_out(out + int64_t(m) * N + n, s);
+        else
+          store_out(out + int64_t(m) * N + n, s);
       }
     }
   }
 }
 
 // Ring stages left beside x and the cross-warp sums.
+int64_t other_bytes(int64_t M, int64_t K) {
+  return ((M * K + 15) & ~int64_t(15)) + red_bytes(int(M));
+}
 int ring_stages(int64_t M, int64_t K) {
-  const int64_t rest = kCtaSmem - kBarrierBytes - ((M * K + 15) & ~int64_t(15)) - red_bytes(int(M));
-  return int(std::min<int64_t>(kMaxStages, rest / kStageBytes));
+  return int(cuda::stream_ring_stages(other_bytes(M, K), kStageBytes));
 }
 
-template <typename Out>
-void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
+template <typename Out, cuda::StreamPrologue P, bool kAdd>
+void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a, const cuda::StreamInput& in) {
   const int M = int(a.x->rows()), N = int(a.w->dim(0)), K = int(a.w->dim(1));
-  auto* kernel = &gemv_fp8_kernel<Out>;
   static std::atomic<uint64_t> smem_ready{0};
-  cuda::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kCtaSmem, smem_ready, "gemv fp8");
   const int stages = ring_stages(M, K);
-  const int64_t groups = cuda::ceil_div(int64_t(N), int64_t(kRowsPerStage));
-  const unsigned grid = unsigned(std::min<int64_t>(groups, be.props().multiProcessorCount));
-  const size_t smem = size_t(kBarrierBytes + stages * kStageBytes + ((M * K + 15) & ~15) + red_bytes(M));
-  Scales sc{a.static_scale ? a.static_scale->ptr<float>() : nullptr, a.w_scales->ptr<float>(),
-            a.block_n > 0 ? 2 : a.per_channel ? 1 : 0, std::max(a.block_n, 1),
-            int(cuda::ceil_div(int64_t(K), int64_t(kBlockK)))};
-  cuda::launch_pdl("gemv_fp8_kernel", kernel, dim3(grid), dim3(kThreads), smem, be.stream(),
-                   out.ptr<Out>(), a.x->ptr<bf16>(), a.w->ptr<uint8_t>(), sc,
-                   a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages);
+  cuda::launch_weight_stream(
+      "gemv_fp8_kernel", &gemv_fp8_kernel<Out, P, kAdd>, smem_ready, be, N, stages, kStageBytes,
+      other_bytes(M, K), out.ptr<Out>(), in, a.w->ptr<uint8_t>(), a.w_scales,
+      a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages);
+}
+
+// The kernel's input operands for `a` (the fusion's source, or x itself).
+cuda::StreamInput stream_input(const Fp8GemvArgs& a) {
+  const Fp8GemvFusion& f = a.fusion;
+  cuda::StreamInput in;
+  in.src = (f.input == Fp8GemvFusion::Input::X ? a.x : f.src)->ptr<bf16>();
+  in.static_x = a.static_scale;
+  if (f.input == Fp8GemvFusion::Input::Norm) {
+    in.norm_w = f.norm_w->ptr<bf16>();
+    in.eps = f.eps;
+    in.offset = f.offset;
+  }
+  if (f.input != Fp8GemvFusion::Input::X && f.h != nullptr) in.h = f.h->ptr<bf16>();
+  return in;
 }
 
 }  // namespace
 
 bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void* x, const void* w) {
-  return gemv_enabled() && M >= 1 && M <= kMaxRows && K % 16 == 0 && N < (int64_t(1) << 31) &&
-         (block_k == 0 || (block_k == kBlockK && M * ((K + kBlockK - 1) / kBlockK) <= kMaxXScales)) &&
+  return M >= 1 && M <= kMaxRows && K % 16 == 0 && N < (int64_t(1) << 31) &&
+         (block_k == 0 ||
+          (block_k == kBlockK && M * ((K + kBlockK - 1) / kBlockK) <= kMaxXScales)) &&
          M * K <= kMaxXBytes && ring_stages(M, K) >= kMinStages && cuda::aligned16(x) &&
          cuda::aligned16(w);
 }
 
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
-  if (out.dtype == DType::F32)
-    launch<float>(be, out, a);
-  else
-    launch<bf16>(be, out, a);
+  using cuda::StreamPrologue;
+  using Input = Fp8GemvFusion::Input;
+  const Fp8GemvFusion& f = a.fusion;
+  const cuda::StreamInput in = stream_input(a);
+  cuda_require(f.input == Input::X || out.dtype == DType::BF16,
+               "gemv fp8: a fused prologue writes a bf16 out");
+  if (f.input == Input::Norm) {
+    cuda_require(!f.add, "gemv fp8: the norm prologue stores its out");
+    return launch<bf16, StreamPrologue::Norm, false>(be, out, a, in);
+  }
+  if (f.input == Input::GatedAct) {
+    cuda_require(f.add, "gemv fp8: the activation prologue adds into its out");
+    if (f.act == Activation::SiLU)
+      return launch<bf16, StreamPrologue::ActSilu, true>(be, out, a, in);
+    return launch<bf16, StreamPrologue::ActGelu, true>(be, out, a, in);
+  }
+  if (f.add) {
+    cuda_require(out.dtype == DType::BF16, "gemv fp8: the residual it adds into is bf16");
+    return launch<bf16, StreamPrologue::Plain, true>(be, out, a, in);
+  }
+  if (out.dtype == DType::F32) return launch<float, StreamPrologue::Plain, false>(be, out, a, in);
+  launch<bf16, StreamPrologue::Plain, false>(be, out, a, in);
 }
 
 }  // namespace tandem

@@ -1,19 +1,18 @@
-// Row-moving and row-mixing ops on CUDA: linear (cuBLASLt, bf16 in/out, f32 compute, bias
-// in the epilogue), embedding lookup, row gather.
+// Row-moving and row-mixing ops on CUDA: linear (1–2 rows: the weight stream, cuda_gemv.cu;
+// else cuBLASLt, cuda_lt_gemm.h: bf16 in/out, f32 compute, bias in the epilogue; cublasGemmEx
+// where cuBLASLt takes no algorithm), embedding lookup, row gather.
 //
 // linear in column-major terms: row-major out [T, N] is column-major C (N x T), x [T, K] is
 // column-major (K x T), w [N, K] is column-major (K x N); so C = op(W) · X with op = T:
 // m = N, n = T, k = K, lda = ldb = K, ldc = N.
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_block_linear.h"
-#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_gemv.h"
+#include "backend/cuda/cuda_lt_gemm.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_pdl.cuh"
 
@@ -78,123 +77,6 @@ __global__ void add_bias_kernel(bf16* __restrict__ out, const bf16* __restrict__
     out[i] = __float2bfloat16_rn(__bfloat162float(out[i]) + __bfloat162float(bias[i % N]));
 }
 
-// ---------------------------------------------------------------- cuBLASLt plan
-
-// Largest power of two (<= 256) the address is a multiple of.
-uint32_t alignment_of(const void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  if (a == 0) return 256;
-  const uintptr_t low = a & (~a + 1);
-  return uint32_t(low < 256 ? low : 256);
-}
-
-// What the heuristic's answer depends on.
-struct GemmKey {
-  int device;
-  int64_t m, n, k;
-  uint32_t align_a, align_b, align_c;
-  bool bias;
-  bool out_f32;  // f32 output (logits, router scores): no rounding to bf16 after the sum
-  bool operator<(const GemmKey& o) const {
-    return std::tie(device, m, n, k, align_a, align_b, align_c, bias, out_f32) <
-           std::tie(o.device, o.m, o.n, o.k, o.align_a, o.align_b, o.align_c, o.bias, o.out_f32);
-  }
-};
-
-// The descriptors of one bf16 "TN" GEMM; destroyed with the object.
-struct LtGemm {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-
-  LtGemm(const GemmKey& key, const void* bias) {
-    cublas_check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                 "linear: cublasLtMatmulDescCreate");
-    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-    set(CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans));
-    set(CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans));
-    if (bias) {
-      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-      const cudaDataType_t bias_type = CUDA_R_16BF;
-      set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
-      set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
-      set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
-    }
-    layout(&a, key.k, key.m, CUDA_R_16BF);  // w, stored K x N
-    layout(&b, key.k, key.n, CUDA_R_16BF);  // x, stored K x T
-    layout(&c, key.m, key.n, key.out_f32 ? CUDA_R_32F : CUDA_R_16BF);  // out, stored N x T
-  }
-  ~LtGemm() {
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-  }
-  LtGemm(const LtGemm&) = delete;
-  LtGemm& operator=(const LtGemm&) = delete;
-
-  void set(cublasLtMatmulDescAttributes_t attr, const void* value, size_t size) {
-    cublas_check(cublasLtMatmulDescSetAttribute(desc, attr, value, size),
-                 "linear: cublasLtMatmulDescSetAttribute");
-  }
-  static void layout(cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, cudaDataType_t type) {
-    cublas_check(cublasLtMatrixLayoutCreate(l, type, uint64_t(rows), uint64_t(cols), rows),
-                 "linear: cublasLtMatrixLayoutCreate");
-  }
-};
-
-// cuBLASLt's algorithm for a shape, or none (then cublasGemmEx runs it).
-struct AlgoChoice {
-  bool found = false;
-  cublasLtMatmulAlgo_t algo{};
-};
-
-// Choices per shape and alignment: the heuristic costs tens of microseconds, a lookup less.
-struct AlgoCache {
-  std::mutex mutex;
-  std::map<GemmKey, AlgoChoice> algos;
-};
-
-AlgoCache& algo_cache() {
-  static AlgoCache cache;
-  return cache;
-}
-
-// The heuristic's first algorithm for `key`, if cuBLASLt has one.
-AlgoChoice find_algo(cublasLtHandle_t lt, const GemmKey& key, const LtGemm& gemm) {
-  AlgoCache& cache = algo_cache();
-  std::lock_guard lock(cache.mutex);
-  if (auto it = cache.algos.find(key); it != cache.algos.end()) return it->second;
-  cublasLtMatmulPreference_t pref = nullptr;
-  cublas_check(cublasLtMatmulPreferenceCreate(&pref), "linear: cublasLtMatmulPreferenceCreate");
-  const uint64_t workspace = CudaAllocator::kWorkspaceBytes;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                       sizeof(workspace));
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c}};
-  for (const auto& [attr, value] : aligns)
-    cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value));
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      lt, gemm.desc, gemm.a, gemm.b, gemm.c, gemm.c, pref, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  AlgoChoice choice;
-  if (status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS)
-    choice = {true, result.algo};
-  cache.algos.emplace(key, choice);
-  return choice;
-}
-
-// After cuBLASLt refused the heuristic's choice at run time: use cublasGemmEx from now on.
-void forget_algo(const GemmKey& key) {
-  AlgoCache& cache = algo_cache();
-  std::lock_guard lock(cache.mutex);
-  cache.algos[key] = AlgoChoice{};
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- launchers
@@ -227,25 +109,23 @@ void CudaBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
   if (T <= kGemvMaxRows && try_gemv(*this, out, x, w, bias)) return;
   // cuBLASLt's bias epilogue reads the bias with vector loads: keep it for aligned biases.
   const bool lt_bias = bias.defined() && cuda::aligned16(bias.data);
-  const GemmKey key{
-      device_,       N, T, K, alignment_of(w.data), alignment_of(x.data), alignment_of(out.data),
-      bias.defined(), out_f32};
-  const float alpha = 1.f, beta = 0.f;
   if (!bias.defined() || lt_bias) {
-    LtGemm gemm(key, bias.defined() ? bias.data : nullptr);
-    const AlgoChoice choice = find_algo(cublas_lt_, key, gemm);
-    if (choice.found) {
-      const cublasStatus_t status =
-          cublasLtMatmul(cublas_lt_, gemm.desc, &alpha, w.data, gemm.a, x.data, gemm.b, &beta,
-                         out.data, gemm.c, out.data, gemm.c, &choice.algo, allocator_->workspace(),
-                         CudaAllocator::kWorkspaceBytes, stream_);
-      if (status == CUBLAS_STATUS_SUCCESS) return;
-      // Refused before launching anything: fall back below.
-      if (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE)
-        cublas_check(status, "linear: cublasLtMatmul");
-      forget_algo(key);
-    }
+    cuda::LtGemmKey key;
+    key.device = device_;
+    key.m = N;
+    key.n = T;
+    key.k = K;
+    key.out_type = out_f32 ? CUDA_R_32F : CUDA_R_16BF;
+    key.align_a = cuda::lt_alignment_of(w.data);
+    key.align_b = cuda::lt_alignment_of(x.data);
+    key.align_c = cuda::lt_alignment_of(out.data);
+    key.bias = bias.defined();
+    const cuda::LtContext ctx{cublas_lt_, stream_, allocator_->workspace()};
+    if (cuda::run_lt_gemm(
+            ctx, key, {w.data, x.data, out.data, bias.defined() ? bias.data : nullptr}, "linear"))
+      return;
   }
+  const float alpha = 1.f, beta = 0.f;
   TANDEM_CUDA_REQUIRE(N < (int64_t(1) << 31) && T < (int64_t(1) << 31) && K < (int64_t(1) << 31),
                       "linear: dims too large for cublasGemmEx");
   cublas_check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, int(N), int(T), int(K), &alpha,

@@ -8,12 +8,8 @@
 // m = N entries (s_w per channel), the B scale vector n = T entries (s_x per token).
 #include <cuda_fp8.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <type_traits>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
@@ -23,6 +19,7 @@
 #include "backend/cuda/cuda_gemv_fp8.h"
 #include "backend/cuda/cuda_linear_fp8.cuh"
 #include "backend/cuda/cuda_linear_fp8.h"
+#include "backend/cuda/cuda_lt_gemm.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_pdl.cuh"
 
@@ -31,11 +28,6 @@ namespace tandem {
 namespace {
 
 using cuda::bf16;
-
-std::atomic<Fp8GemmPath> g_path{Fp8GemmPath::Auto};
-
-// -1: not yet read from the environment.
-std::atomic<int> g_fast_accum{-1};
 
 // ---------------------------------------------------------------- kernels
 
@@ -84,7 +76,8 @@ __global__ void quantize_rows_kernel(uint8_t* __restrict__ xq, float* __restrict
   }
 }
 
-using WeightScales = cuda::Fp8WeightScales;
+using cuda::Fp8Call;
+using cuda::WeightScales;
 
 // Two e4m3 bytes → two floats, exactly.
 __device__ __forceinline__ float2 f8x2_to_float2(uint16_t pair) {
@@ -112,26 +105,26 @@ __device__ __forceinline__ float f8_to_float(uint8_t b) {
   return f8x2_to_float2(uint16_t(b)).x;
 }
 
-constexpr int kStreamWarps = 8;   // output rows per block
-constexpr int kStreamRows = 2;    // tokens per block (grid.y covers the rest)
+constexpr int kPlainWarps = 8;  // output rows per block
+constexpr int kPlainRows = 2;   // tokens per block (grid.y covers the rest)
 
 // The weight stream: out[t, n] = Σ_g s_x[t, g] · s_w(n, g) · Σ_{k∈g} xq[t, k] · wq[n, k]
-// (+ bias[n]). A warp per output row n, kStreamRows tokens per block; kVec: 16 bytes per
+// (+ bias[n]). A warp per output row n, kPlainRows tokens per block; kVec: 16 bytes per
 // lane per load (K % 16 == 0, group % 16 == 0, 16-byte aligned rows), else one element.
 //   out [T, N] (OutT: bf16 or f32), xq [T, K], w [N, K], x_scales [T, G]
 template <bool kVec, typename OutT>
-__global__ void __launch_bounds__(kStreamWarps * 32)
-fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
-                  const float* __restrict__ x_scales, const uint8_t* __restrict__ w,
-                  WeightScales ws, const bf16* __restrict__ bias, int64_t T, int64_t N,
-                  int64_t K, int64_t group, int64_t num_groups) {
+__global__ void __launch_bounds__(kPlainWarps * 32)
+    fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
+                      const float* __restrict__ x_scales, const uint8_t* __restrict__ w,
+                      WeightScales ws, const bf16* __restrict__ bias, int64_t T, int64_t N,
+                      int64_t K, int64_t group, int64_t num_groups) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n = int64_t(blockIdx.x) * kStreamWarps + warp;
-  const int64_t t0 = int64_t(blockIdx.y) * kStreamRows;
+  const int64_t n = int64_t(blockIdx.x) * kPlainWarps + warp;
+  const int64_t t0 = int64_t(blockIdx.y) * kPlainRows;
   if (n >= N) return;
-  const int rows = T - t0 < kStreamRows ? int(T - t0) : kStreamRows;
+  const int rows = T - t0 < kPlainRows ? int(T - t0) : kPlainRows;
   const uint8_t* wrow = w + n * K;
-  float acc[kStreamRows] = {};
+  float acc[kPlainRows] = {};
   if constexpr (kVec) {
 #pragma unroll 4
     for (int64_t k = int64_t(lane) * 16; k < K; k += 32 * 16) {
@@ -139,7 +132,7 @@ fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
       const int64_t g = k / group;
       const float sw = ws.at(n, g);
 #pragma unroll
-      for (int r = 0; r < kStreamRows; r++) {
+      for (int r = 0; r < kPlainRows; r++) {
         if (r >= rows) break;
         const int64_t t = t0 + r;
         const uint4 xv = *reinterpret_cast<const uint4*>(xq + t * K + k);
@@ -158,7 +151,7 @@ fp8_stream_kernel(OutT* __restrict__ out, const uint8_t* __restrict__ xq,
     }
   }
 #pragma unroll
-  for (int r = 0; r < kStreamRows; r++) {
+  for (int r = 0; r < kPlainRows; r++) {
     float v = acc[r];
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     if (lane == 0 && r < rows) {
@@ -196,192 +189,115 @@ __global__ void fp8_add_bias_kernel(bf16* __restrict__ out, const bf16* __restri
 
 // ---------------------------------------------------------------- cuBLASLt e4m3 GEMM
 
-struct Fp8GemmKey {
-  int device;
-  int64_t m, n, k;
-  bool scaled;   // OUTER_VEC_32F scales (else unscaled, f32 out)
-  bool out_f32;
-  bool fast;     // CUBLASLT_MATMUL_DESC_FAST_ACCUM
-  bool operator<(const Fp8GemmKey& o) const {
-    return std::tie(device, m, n, k, scaled, out_f32, fast) <
-           std::tie(o.device, o.m, o.n, o.k, o.scaled, o.out_f32, o.fast);
-  }
-};
-
-struct Fp8LtGemm {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-
-  Fp8LtGemm(const Fp8GemmKey& key, const float* a_scale, const float* b_scale) {
-    cublas_check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                 "linear fp8: cublasLtMatmulDescCreate");
-    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-    set(CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans));
-    set(CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans));
-    if (key.fast) {
-      const int8_t fast = 1;
-      set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast));
-    }
-    if (key.scaled) {
-      const cublasLtMatmulMatrixScale_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-      set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode));
-      set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode));
-      set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof(a_scale));
-      set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof(b_scale));
-    }
-    layout(&a, key.k, key.m, CUDA_R_8F_E4M3);
-    layout(&b, key.k, key.n, CUDA_R_8F_E4M3);
-    layout(&c, key.m, key.n, key.out_f32 ? CUDA_R_32F : CUDA_R_16BF);
-  }
-  ~Fp8LtGemm() {
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-  }
-  Fp8LtGemm(const Fp8LtGemm&) = delete;
-  Fp8LtGemm& operator=(const Fp8LtGemm&) = delete;
-
-  void set(cublasLtMatmulDescAttributes_t attr, const void* value, size_t size) {
-    cublas_check(cublasLtMatmulDescSetAttribute(desc, attr, value, size),
-                 "linear fp8: cublasLtMatmulDescSetAttribute");
-  }
-  static void layout(cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, cudaDataType_t type) {
-    cublas_check(cublasLtMatrixLayoutCreate(l, type, uint64_t(rows), uint64_t(cols), rows),
-                 "linear fp8: cublasLtMatrixLayoutCreate");
-  }
-};
-
-struct Fp8Algo {
-  bool found = false;
-  cublasLtMatmulAlgo_t algo{};
-};
-
-struct Fp8AlgoCache {
-  std::mutex mutex;
-  std::map<Fp8GemmKey, Fp8Algo> algos;
-};
-
-Fp8AlgoCache& fp8_algo_cache() {
-  static Fp8AlgoCache cache;
-  return cache;
-}
-
-constexpr int kCandidates = 16;
-
-// cuBLASLt's candidate algorithms for a GEMM, best-guess first: the count written to `out`.
-// (Fixed arrays: nvcc 13's front end fails on std::vector of these C structs.)
-int candidate_algos(cublasLtHandle_t lt, const Fp8LtGemm& gemm, cublasLtMatmulAlgo_t (&out)[kCandidates]) {
-  cublasLtMatmulPreference_t pref = nullptr;
-  cublas_check(cublasLtMatmulPreferenceCreate(&pref), "linear fp8: cublasLtMatmulPreferenceCreate");
-  const uint64_t workspace = CudaAllocator::kWorkspaceBytes;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                       sizeof(workspace));
-  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
-  int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      lt, gemm.desc, gemm.a, gemm.b, gemm.c, gemm.c, pref, kCandidates, results, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  int n = 0;
-  if (status != CUBLAS_STATUS_SUCCESS) return 0;
-  for (int i = 0; i < found && i < kCandidates; i++)
-    if (results[i].state == CUBLAS_STATUS_SUCCESS) out[n++] = results[i].algo;
-  return n;
-}
-
-struct Fp8GemmCall {
-  cublasLtHandle_t lt;
-  cudaStream_t stream;
-  void* workspace;
-  const void *w, *xq;
-  void* d;
-};
-
-cublasStatus_t matmul(const Fp8GemmCall& c, const Fp8LtGemm& gemm, const cublasLtMatmulAlgo_t& algo) {
-  const float alpha = 1.f, beta = 0.f;
-  return cublasLtMatmul(c.lt, gemm.desc, &alpha, c.w, gemm.a, c.xq, gemm.b, &beta, c.d, gemm.c, c.d,
-                        gemm.c, &algo, c.workspace, CudaAllocator::kWorkspaceBytes, c.stream);
-}
-
-// Steps of at most this many rows (decode steps, the graphs' sizes) pick their algorithm
-// by timing cuBLASLt's candidates on first use: its first guess for the e4m3 GEMMs with
-// outer-vector scales runs the o and down projections of a 256-row step slower than bf16
-// (bench/RESULTS.md). Longer steps (prefill; many distinct sizes) take the first guess.
-constexpr int64_t kTunedMaxRows = 512;
-
-// The fastest candidate on the call's own buffers (min of 3 runs each), or the first when
-// the stream is being captured (the runner warms every graph up eagerly first, so the
-// timed choice is made before capture).
-Fp8Algo pick_algo(const Fp8GemmCall& c, const Fp8GemmKey& key, const Fp8LtGemm& gemm) {
-  cublasLtMatmulAlgo_t algos[kCandidates];
-  const int num_algos = candidate_algos(c.lt, gemm, algos);
-  if (num_algos == 0) return Fp8Algo{};
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cuda_check(cudaStreamIsCapturing(c.stream, &capture), "linear fp8: cudaStreamIsCapturing");
-  Fp8Algo best{true, algos[0]};
-  if (num_algos == 1 || key.n > kTunedMaxRows || capture != cudaStreamCaptureStatusNone)
-    return best;
-  cudaEvent_t start, stop;
-  cuda_check(cudaEventCreate(&start), "linear fp8: cudaEventCreate");
-  cuda_check(cudaEventCreate(&stop), "linear fp8: cudaEventCreate");
-  float best_ms = -1.f;
-  for (int i = 0; i < num_algos; i++) {
-    const cublasLtMatmulAlgo_t& algo = algos[i];
-    if (matmul(c, gemm, algo) != CUBLAS_STATUS_SUCCESS) continue;  // warm-up; skip the unfit
-    float ms = -1.f;
-    for (int r = 0; r < 3; r++) {
-      cuda_check(cudaEventRecord(start, c.stream), "linear fp8: cudaEventRecord");
-      if (matmul(c, gemm, algo) != CUBLAS_STATUS_SUCCESS) break;
-      cuda_check(cudaEventRecord(stop, c.stream), "linear fp8: cudaEventRecord");
-      cuda_check(cudaEventSynchronize(stop), "linear fp8: cudaEventSynchronize");
-      float t = 0.f;
-      cuda_check(cudaEventElapsedTime(&t, start, stop), "linear fp8: cudaEventElapsedTime");
-      if (ms < 0.f || t < ms) ms = t;
-    }
-    if (ms >= 0.f && (best_ms < 0.f || ms < best_ms)) {
-      best.algo = algo;
-      best_ms = ms;
-    }
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return best;
-}
-
-Fp8Algo find_fp8_algo(const Fp8GemmCall& c, const Fp8GemmKey& key, const Fp8LtGemm& gemm) {
-  Fp8AlgoCache& cache = fp8_algo_cache();
-  std::lock_guard lock(cache.mutex);
-  if (auto it = cache.algos.find(key); it != cache.algos.end()) return it->second;
-  const Fp8Algo choice = pick_algo(c, key, gemm);
-  cache.algos.emplace(key, choice);
-  return choice;
-}
-
-void forget_fp8_algo(const Fp8GemmKey& key) {
-  Fp8AlgoCache& cache = fp8_algo_cache();
-  std::lock_guard lock(cache.mutex);
-  cache.algos[key] = Fp8Algo{};
-}
-
-// Runs the e4m3 GEMM into `d` (bf16 or f32 per key); false when cuBLASLt takes no
-// algorithm for it (nothing launched).
-bool run_fp8_gemm(cublasLtHandle_t lt, cudaStream_t stream, void* workspace, const Fp8GemmKey& key,
-                  const void* w, const void* xq, void* d, const float* a_scale,
-                  const float* b_scale) {
-  Fp8LtGemm gemm(key, a_scale, b_scale);
-  const Fp8GemmCall call{lt, stream, workspace, w, xq, d};
-  const Fp8Algo choice = find_fp8_algo(call, key, gemm);
-  if (!choice.found) return false;
-  const cublasStatus_t status = matmul(call, gemm, choice.algo);
-  if (status == CUBLAS_STATUS_SUCCESS) return true;
-  if (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE)
-    cublas_check(status, "linear fp8: cublasLtMatmul");
-  forget_fp8_algo(key);
-  return false;
+// Runs the e4m3 GEMM d [T, N] = xq · wᵀ (cuda_lt_gemm.h) in f32 or bf16, with the scales
+// as OUTER_VEC_32F vectors when given (a_scale [N], b_scale [T]) or unscaled; false when
+// cuBLASLt takes no algorithm for it (nothing launched).
+bool run_fp8_gemm(const cuda::LtContext& ctx, int device, int64_t T, int64_t N, int64_t K,
+                  bool out_f32, bool fast, const void* w, const void* xq, void* d,
+                  const float* a_scale, const float* b_scale) {
+  cuda::LtGemmKey key;
+  key.device = device;
+  key.m = N;
+  key.n = T;
+  key.k = K;
+  key.ab_type = CUDA_R_8F_E4M3;
+  key.out_type = out_f32 ? CUDA_R_32F : CUDA_R_16BF;
+  key.outer_scales = a_scale != nullptr;
+  key.fast_accum = fast;
+  return cuda::run_lt_gemm(ctx, key, {w, xq, d, nullptr, a_scale, b_scale}, "linear fp8");
 }
 
 std::string dims(int64_t a, int64_t b) {
   return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
+}
+
+// ---------------------------------------------------------------- the paths
+
+// x's e4m3 copy and scales [T, ⌈K / group⌉], by the quantize kernel.
+Fp8Input quantize_input(CudaBackend& be, const Fp8Call& c) {
+  Fp8Input xq{be.alloc(DType::F8E4M3, {c.T, c.K}),
+              be.alloc(DType::F32, {c.T, cuda::ceil_div(c.K, c.group)})};
+  cuda::launch_quantize_rows(be.stream(), xq.q.ptr<uint8_t>(), xq.scales.ptr<float>(),
+                             c.x->ptr<bf16>(), c.T, c.K, c.group, c.static_scale);
+  return xq;
+}
+
+// The kernels of a call whose x is quantized, in the order they are tried.
+enum class Fp8Path {
+  Wgmma,        // tandem's wgmma GEMM (cuda_gemm_fp8.h), scales and bias in its epilogue
+  LtScaled,     // cuBLASLt e4m3 with OUTER_VEC_32F scales (+ a bias kernel)
+  LtEpilogue,   // cuBLASLt e4m3 unscaled to f32 + the scale kernel
+  PlainStream,  // fp8_stream_kernel: every layout and shape
+};
+
+// The path for a call that the weight stream does not take (cuda_linear_fp8.h says the rule
+// in words). The cuBLASLt paths may still be refused at run time: then the next one runs.
+Fp8Path choose_fp8_path(const Fp8Call& c, const Fp8Input& xq, Fp8GemmPath forced,
+                        const cudaDeviceProp& props) {
+  const bool wgmma = forced == Fp8GemmPath::Wgmma ||
+                     (forced == Fp8GemmPath::Auto && fp8_wgmma_preferred(c.T, c.N, c.K));
+  if (wgmma && !c.ws.block() && fp8_wgmma_fits(props, c.T, c.N, c.K, c.w->data, xq.q.data))
+    return Fp8Path::Wgmma;
+  const bool lt_shape = !c.ws.block() && c.K % 16 == 0 && c.N % 16 == 0 &&
+                        cuda::aligned16(c.w->data) && cuda::aligned16(c.out->data);
+  if (forced == Fp8GemmPath::Stream || !lt_shape || c.T <= 2) return Fp8Path::PlainStream;
+  return forced != Fp8GemmPath::Epilogue && c.ws.per_channel() ? Fp8Path::LtScaled
+                                                               : Fp8Path::LtEpilogue;
+}
+
+// cuBLASLt's scaled e4m3 GEMM straight into out, then the bias; false: refused.
+bool launch_lt_scaled(CudaBackend& be, const cuda::LtContext& ctx, const Fp8Call& c,
+                      const Fp8Input& xq, bool fast) {
+  if (!run_fp8_gemm(ctx, be.device_index(), c.T, c.N, c.K, c.out_f32, fast, c.w->data, xq.q.data,
+                    c.out->data, c.ws.s, xq.scales.ptr<float>()))
+    return false;
+  if (const bf16* bias = c.bias_ptr()) {
+    fp8_add_bias_kernel<<<cuda::grid_stride_blocks(c.T * c.N, 256), 256, 0, be.stream()>>>(
+        c.out->ptr<bf16>(), bias, c.T, c.N);
+    TANDEM_CUDA_LAUNCHED("fp8_add_bias_kernel");
+  }
+  return true;
+}
+
+// cuBLASLt's unscaled e4m3 GEMM into an f32 accumulator, then the scale kernel; false:
+// refused.
+bool launch_lt_epilogue(CudaBackend& be, const cuda::LtContext& ctx, const Fp8Call& c,
+                        const Fp8Input& xq, bool fast) {
+  Tensor acc = be.alloc(DType::F32, {c.T, c.N});
+  if (!run_fp8_gemm(ctx, be.device_index(), c.T, c.N, c.K, true, fast, c.w->data, xq.q.data,
+                    acc.data, nullptr, nullptr))
+    return false;
+  const unsigned blocks = cuda::grid_stride_blocks(c.T * c.N, 256);
+  const float* x_scales = xq.scales.ptr<float>();
+  if (c.out_f32)
+    fp8_scale_kernel<float><<<blocks, 256, 0, be.stream()>>>(
+        c.out->ptr<float>(), acc.ptr<float>(), x_scales, c.ws, c.bias_ptr(), c.T, c.N);
+  else
+    fp8_scale_kernel<bf16><<<blocks, 256, 0, be.stream()>>>(c.out->ptr<bf16>(), acc.ptr<float>(),
+                                                            x_scales, c.ws, c.bias_ptr(), c.T, c.N);
+  TANDEM_CUDA_LAUNCHED("fp8_scale_kernel");
+  return true;
+}
+
+// fp8_stream_kernel: a warp per output row, kPlainRows tokens per block.
+void launch_plain_stream(CudaBackend& be, const Fp8Call& c, const Fp8Input& xq) {
+  const bool vec = c.K % 16 == 0 && c.group % 16 == 0 && cuda::aligned16(c.w->data) &&
+                   cuda::aligned16(xq.q.data);
+  const dim3 grid(unsigned(cuda::ceil_div(c.N, kPlainWarps)),
+                  unsigned(cuda::ceil_div(c.T, kPlainRows)));
+  const dim3 threads(kPlainWarps * 32);
+  auto launch = [&](auto kernel, auto* o) {
+    kernel<<<grid, threads, 0, be.stream()>>>(o, xq.q.ptr<uint8_t>(), xq.scales.ptr<float>(),
+                                              c.w->ptr<uint8_t>(), c.ws, c.bias_ptr(), c.T, c.N,
+                                              c.K, c.group, cuda::ceil_div(c.K, c.group));
+  };
+  if (c.out_f32)
+    launch(vec ? &fp8_stream_kernel<true, float> : &fp8_stream_kernel<false, float>,
+           c.out->ptr<float>());
+  else
+    launch(vec ? &fp8_stream_kernel<true, bf16> : &fp8_stream_kernel<false, bf16>,
+           c.out->ptr<bf16>());
+  TANDEM_CUDA_LAUNCHED("fp8_stream_kernel");
 }
 
 }  // namespace
@@ -399,38 +315,10 @@ void launch_quantize_rows(cudaStream_t stream, uint8_t* xq, float* scales, const
              static_scale);
 }
 
-}  // namespace cuda
+// ---------------------------------------------------------------- checks
 
-void set_fp8_gemm_path(Fp8GemmPath path) { g_path.store(path); }
-Fp8GemmPath fp8_gemm_path() { return g_path.load(); }
-
-void set_fp8_fast_accum(bool fast) { g_fast_accum.store(fast ? 1 : 0); }
-bool fp8_fast_accum() {
-  int v = g_fast_accum.load();
-  if (v < 0) {
-    const int want = cuda::env_on_unless_zero("TANDEM_FP8_FAST_ACCUM") ? 1 : 0;
-    g_fast_accum.compare_exchange_strong(v, want);
-    v = g_fast_accum.load();
-  }
-  return v == 1;
-}
-
-// out [T, N] = x [T, K] · (scaled Wq)ᵀ (+ bias), the declared W8A8 arithmetic.
-// linear() with x's e4m3 copy from the op that wrote x (Fp8Input): where the Linear takes it,
-// the copy replaces the quantize kernel. (The weight stream, 1-8 rows, quantizes x in each
-// CTA all the same; the ops make no copy for so few rows: alloc_fp8_input.)
-void CudaBackend::linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& xq,
-                                  const Linear& l) {
-  if (!xq.defined() || !l.takes_fp8_input()) return linear(out, x, l);
-  cuda::check_tensor(xq.q, DType::F8E4M3, "linear fp8", "x's e4m3 copy");
-  cuda::check_tensor(xq.scales, DType::F32, "linear fp8", "x's scales");
-  TANDEM_CUDA_REQUIRE(xq.q.shape == x.shape && xq.scales.numel() == x.rows(),
-                      "linear fp8: x's e4m3 copy " + xq.q.shape.str() + " / scales " +
-                          xq.scales.shape.str() + " do not match x " + x.shape.str());
-  linear_fp8(out, x, l, &xq);
-}
-
-void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, const Fp8Input* pre) {
+// Every check of linear_fp8: dtypes, shapes, the scales' layout (linear.h).
+Fp8Call check_fp8_call(Tensor& out, const Tensor& x, const Linear& l) {
   const Tensor &w = l.weight, &bias = l.bias;
   const LinearQuant& q = *l.quant;
   const bool out_f32 = out.dtype == DType::F32;
@@ -451,10 +339,8 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
   const bool block = q.granularity == ScaleGranularity::Block;
   TANDEM_CUDA_REQUIRE(!block || (q.block_n > 0 && q.block_k > 0),
                       "linear fp8: block scales need block sizes");
-  WeightScales ws{q.weight_scale.ptr<float>(),
-                  q.granularity == ScaleGranularity::PerTensor ? 0 : block ? 2 : 1,
-                  block ? q.block_n : 1, block ? cuda::ceil_div(K, q.block_k) : 1};
-  const int64_t want = ws.kind == 0 ? 1 : ws.kind == 1 ? N : cuda::ceil_div(N, q.block_n) * ws.num_k_blocks;
+  const WeightScales ws = cuda::weight_scales(q, K);
+  const int64_t want = ws.count(N);
   TANDEM_CUDA_REQUIRE(q.weight_scale.numel() == want,
                       "linear fp8: weight_scale " + q.weight_scale.shape.str() + " must have " +
                           std::to_string(want) + " values for w " + w.shape.str());
@@ -469,83 +355,59 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
     TANDEM_CUDA_REQUIRE(bias.numel() == N, "linear fp8: bias " + bias.shape.str() +
                                                " must have " + std::to_string(N) + " elements");
   }
-  if (T == 0 || N == 0) return;
-  TANDEM_CUDA_REQUIRE(cuda::ceil_div(T, kStreamRows) <= 65535 && N < (int64_t(1) << 31),
+  return Fp8Call{&out, &x, &w, ws, &bias, static_scale, T, N, K, block ? q.block_k : K, out_f32};
+}
+
+// 1–8 rows: the FP8 weight stream, which quantizes x in each of its CTAs (so no quantize
+// kernel runs before it).
+bool takes_weight_stream(const Fp8Call& c, Fp8GemmPath forced, bool stream_on) {
+  return (forced == Fp8GemmPath::Auto || forced == Fp8GemmPath::Lt) && stream_on &&
+         fp8_gemv_fits(c.T, c.N, c.K, c.ws.block() ? c.group : 0, c.x->data, c.w->data);
+}
+
+}  // namespace cuda
+
+// out [T, N] = x [T, K] · (scaled Wq)ᵀ (+ bias), the declared W8A8 arithmetic.
+// linear() with x's e4m3 copy from the op that wrote x (Fp8Input): where the Linear takes it,
+// the copy replaces the quantize kernel. (The weight stream, 1-8 rows, quantizes x in each
+// CTA all the same; the ops make no copy for so few rows: alloc_fp8_input.)
+void CudaBackend::linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& xq,
+                                   const Linear& l) {
+  if (!xq.defined() || !l.takes_fp8_input()) return linear(out, x, l);
+  cuda::check_tensor(xq.q, DType::F8E4M3, "linear fp8", "x's e4m3 copy");
+  cuda::check_tensor(xq.scales, DType::F32, "linear fp8", "x's scales");
+  TANDEM_CUDA_REQUIRE(xq.q.shape == x.shape && xq.scales.numel() == x.rows(),
+                      "linear fp8: x's e4m3 copy " + xq.q.shape.str() + " / scales " +
+                          xq.scales.shape.str() + " do not match x " + x.shape.str());
+  linear_fp8(out, x, l, &xq);
+}
+
+// Checks, then the weight stream (1–8 rows), else x quantized (or its copy from the op that
+// wrote it: pre) and the first path of choose_fp8_path that takes the call.
+void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, const Fp8Input* pre) {
+  const Fp8Call c = cuda::check_fp8_call(out, x, l);
+  if (c.T == 0 || c.N == 0) return;
+  TANDEM_CUDA_REQUIRE(cuda::ceil_div(c.T, kPlainRows) <= 65535 && c.N < (int64_t(1) << 31),
                       "linear fp8: dims too large");
-
-  const bf16* bias_ptr = bias.defined() ? bias.ptr<bf16>() : nullptr;
-  const Fp8GemmPath path = fp8_gemm_path();
-  // 1–8 rows: the weight stream, which quantizes x itself.
-  if ((path == Fp8GemmPath::Auto || path == Fp8GemmPath::Lt) &&
-      fp8_gemv_fits(T, N, K, block ? q.block_k : 0, x.data, w.data)) {
-    launch_fp8_gemv(*this, out, {&x, static_scale ? &q.input_scale : nullptr, &w, &q.weight_scale,
-                                 ws.kind == 1, block ? int(q.block_n) : 0, &bias});
-    return;
+  const Fp8GemmPath forced = fp8_path_;
+  if (cuda::takes_weight_stream(c, forced, options_.gemv))
+    return launch_fp8_gemv(*this, out, {&x, c.static_scale, &l.weight, c.ws, &l.bias});
+  const Fp8Input xq = pre != nullptr ? *pre : quantize_input(*this, c);
+  const bool fast = options_.fp8_fast_accum;
+  const cuda::LtContext lt{cublas_lt_, stream_, allocator_->workspace()};
+  switch (choose_fp8_path(c, xq, forced, props_)) {
+    case Fp8Path::Wgmma:
+      return launch_fp8_wgmma(
+          *this, {&out, &xq.q, &xq.scales, &l.weight, c.ws.s, c.ws.per_channel(), &l.bias, fast});
+    case Fp8Path::LtScaled:
+      if (launch_lt_scaled(*this, lt, c, xq, fast)) return;
+      [[fallthrough]];
+    case Fp8Path::LtEpilogue:
+      if (launch_lt_epilogue(*this, lt, c, xq, fast)) return;
+      [[fallthrough]];
+    case Fp8Path::PlainStream:
+      return launch_plain_stream(*this, c, xq);
   }
-
-  // 1. x → e4m3 and its scales (or the copy the op that wrote x made: pre).
-  const int64_t group = block ? q.block_k : K, num_groups = cuda::ceil_div(K, group);
-  Tensor xq, x_scales;
-  if (pre != nullptr) {
-    xq = pre->q;
-    x_scales = pre->scales;
-  } else {
-    xq = alloc(DType::F8E4M3, {T, K});
-    x_scales = alloc(DType::F32, {T, num_groups});
-    cuda::launch_quantize_rows(stream_, xq.ptr<uint8_t>(), x_scales.ptr<float>(), x.ptr<bf16>(), T,
-                               K, group, static_scale);
-  }
-
-  // 2. The product: the wgmma GEMM where it fits (and, under Auto, where it is measured to
-  // be faster: fp8_wgmma_preferred), else cuBLASLt, else the plain stream.
-  const bool wgmma_path = path == Fp8GemmPath::Wgmma ||
-                          (path == Fp8GemmPath::Auto && fp8_wgmma_preferred(T, N, K));
-  if (wgmma_path && !block && fp8_wgmma_fits(props_, T, N, K, w.data, xq.data)) {
-    launch_fp8_wgmma(*this, {&out, &xq, &x_scales, &w, ws.s, ws.kind == 1, &bias, fp8_fast_accum()});
-    return;
-  }
-  const bool lt_shape = !block && K % 16 == 0 && N % 16 == 0 && cuda::aligned16(w.data) &&
-                        cuda::aligned16(out.data);
-  if (path != Fp8GemmPath::Stream && lt_shape && T > 2) {
-    const bool fast = fp8_fast_accum();
-    const Fp8GemmKey scaled{device_, N, T, K, true, out_f32, fast};
-    if (path != Fp8GemmPath::Epilogue && ws.kind == 1 &&
-        run_fp8_gemm(cublas_lt_, stream_, allocator_->workspace(), scaled, w.data, xq.data,
-                     out.data, ws.s, x_scales.ptr<float>())) {
-      if (bias_ptr) {
-        fp8_add_bias_kernel<<<cuda::grid_stride_blocks(T * N, 256), 256, 0, stream_>>>(
-            out.ptr<bf16>(), bias_ptr, T, N);
-        TANDEM_CUDA_LAUNCHED("fp8_add_bias_kernel");
-      }
-      return;
-    }
-    Tensor acc = alloc(DType::F32, {T, N});
-    const Fp8GemmKey unscaled{device_, N, T, K, false, true, fast};
-    if (run_fp8_gemm(cublas_lt_, stream_, allocator_->workspace(), unscaled, w.data, xq.data,
-                     acc.data, nullptr, nullptr)) {
-      const unsigned blocks = cuda::grid_stride_blocks(T * N, 256);
-      if (out_f32)
-        fp8_scale_kernel<float><<<blocks, 256, 0, stream_>>>(out.ptr<float>(), acc.ptr<float>(),
-                                                             x_scales.ptr<float>(), ws, bias_ptr, T, N);
-      else
-        fp8_scale_kernel<bf16><<<blocks, 256, 0, stream_>>>(out.ptr<bf16>(), acc.ptr<float>(),
-                                                            x_scales.ptr<float>(), ws, bias_ptr, T, N);
-      TANDEM_CUDA_LAUNCHED("fp8_scale_kernel");
-      return;
-    }
-  }
-  const bool vec = K % 16 == 0 && group % 16 == 0 && cuda::aligned16(w.data) && cuda::aligned16(xq.data);
-  const dim3 grid(unsigned(cuda::ceil_div(N, kStreamWarps)), unsigned(cuda::ceil_div(T, kStreamRows)));
-  const dim3 threads(kStreamWarps * 32);
-  auto launch = [&](auto kernel, auto* o) {
-    kernel<<<grid, threads, 0, stream_>>>(o, xq.ptr<uint8_t>(), x_scales.ptr<float>(),
-                                          w.ptr<uint8_t>(), ws, bias_ptr, T, N, K, group, num_groups);
-  };
-  if (out_f32)
-    launch(vec ? &fp8_stream_kernel<true, float> : &fp8_stream_kernel<false, float>, out.ptr<float>());
-  else
-    launch(vec ? &fp8_stream_kernel<true, bf16> : &fp8_stream_kernel<false, bf16>, out.ptr<bf16>());
-  TANDEM_CUDA_LAUNCHED("fp8_stream_kernel");
 }
 
 }  // namespace tandem

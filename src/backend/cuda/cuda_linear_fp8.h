@@ -1,6 +1,6 @@
 // The FP8 (e4m3) linears on CUDA: cuda_linear_fp8.cu. Host header, safe for nvcc and g++.
 //
-// Which path takes a call (Auto):
+// Which path takes a call (Auto; in code: takes_weight_stream, then choose_fp8_path):
 //   - 1–8 rows, per-tensor, per-channel or 128-column block weights, x small enough to
 //     stage in a CTA: the FP8 weight stream (cuda_gemv_fp8.cu: cuda_gemv.cu's bulk-copy
 //     ring at half the bytes per weight, mma.sync e4m3), which quantizes x itself.
@@ -25,6 +25,7 @@
 
 namespace tandem {
 
+// CudaBackend::set_fp8_gemm_path: one path forced, for tests and benches that compare them.
 enum class Fp8GemmPath : uint8_t {
   Auto,      // as above
   Stream,    // the plain stream for every shape (the simplest kernel, for comparisons)
@@ -33,22 +34,13 @@ enum class Fp8GemmPath : uint8_t {
   Wgmma,     // the wgmma GEMM for 1–512 rows where it fits, else as Lt
 };
 
-// Process-wide, for tests and benchmarks that compare the paths in one process.
-void set_fp8_gemm_path(Fp8GemmPath path);
-Fp8GemmPath fp8_gemm_path();
-
-// How the many-row tensor-core GEMMs (cuBLASLt's e4m3 GEMM and the wgmma GEMM) sum over K.
-// Fast (the default): all of K is chained in the tensor cores' own accumulator
-// (cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM; CUTLASS's FP8FastAccum kernels, which vLLM
-// and TensorRT-LLM serve with), which keeps fewer bits in its running sum. Promoted
-// (false): the tensor cores' partial sum of every 128 columns is added into an f32 total on
-// the CUDA cores, as cuBLASLt and CUTLASS do by default. On the H200 (bench/RESULTS.md,
-// 2026-12-02, third session): offline-128/128 in FP8 20.2k -> 21.0k output tok/s; against
-// the CPU twin's f32 sums at K = 14,336 the f32 outputs' relative error grows from 1.1e-4 to
-// 2.6e-3 (cuBLASLt) and 4.3e-4 (wgmma), under the bf16 outputs' own rounding (1.7e-3), and
-// the oracle models' KL gate is unchanged. The weight stream (1-8 rows) always sums in
-// f32. Process-wide; the first call reads TANDEM_FP8_FAST_ACCUM (0 = promoted).
-void set_fp8_fast_accum(bool fast);
-bool fp8_fast_accum();
+// How the many-row tensor-core GEMMs (cuBLASLt's e4m3 GEMM and the wgmma GEMM) sum over K
+// (CudaOptions::fp8_fast_accum). Fast, the default: all of K chained in the tensor cores'
+// own accumulator (cuBLASLt's FAST_ACCUM; CUTLASS's FP8FastAccum kernels, which vLLM and
+// TensorRT-LLM serve with): 4–5% more throughput. Promoted (off): each 128 columns' partial
+// sum added into an f32 total on the CUDA cores, kept as the fallback for accuracy: against
+// f32 sums at K = 14,336 the f32 outputs' relative error is 1.1e-4 against fast's 2.6e-3
+// (cuBLASLt) / 4.3e-4 (wgmma) (bench/RESULTS.md, 2026-12-02, third session). The weight
+// stream (1–8 rows) always sums in f32.
 
 }  // namespace tandem

@@ -1,7 +1,6 @@
-// mbarriers and 1-D bulk copies (sm_90), for the weight streams (cuda_gemv.cu,
-// cuda_gemv_fp8.cu): a producer warp copies global memory into shared-memory stages that
-// complete on an mbarrier; consumers wait on a stage's phase and release it; and how the
-// rows are split over the CTAs.
+// mbarriers and 1-D bulk copies (sm_90), for the weight streams (cuda_weight_stream.cuh) and
+// the other producer/consumer kernels: a producer copies global memory into shared-memory
+// stages that complete on an mbarrier; consumers wait on a stage's phase and release it.
 #pragma once
 
 #include <cstdint>
@@ -53,24 +52,6 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t b
           "r"(mbar_smem_addr(dst)),
       "l"(src), "r"(bytes), "r"(mbar_smem_addr(bar))
       : "memory");
-}
-
-// Which weight rows a stream's CTA takes: a contiguous run of row groups (kRows rows each,
-// split evenly over the grid), every group in ceil(K / kChunk) stages.
-struct StreamWork {
-  int N, K, stages;
-  int chunks;              // stages per row group: ceil(K / kChunk)
-  int group_begin, steps;  // first row group, stages in all
-};
-
-template <int kChunk, int kRows>
-__device__ __forceinline__ StreamWork stream_work(int N, int K, int stages) {
-  StreamWork wk{N, K, stages, (K + kChunk - 1) / kChunk, 0, 0};
-  const int64_t groups = (int64_t(N) + kRows - 1) / kRows;
-  wk.group_begin = int(int64_t(blockIdx.x) * groups / gridDim.x);
-  const int group_end = int(int64_t(blockIdx.x + 1) * groups / gridDim.x);
-  wk.steps = (group_end - wk.group_begin) * wk.chunks;
-  return wk;
 }
 
 }  // namespace tandem::cuda

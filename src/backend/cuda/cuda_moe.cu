@@ -238,9 +238,7 @@ cuda::Fp8ExpertWeights fp8_experts_of(const Linear& l, const std::string& name) 
   }
   cuda::Fp8ExpertWeights w;
   w.w = l.weight.ptr<uint8_t>();
-  w.scales = {q.weight_scale.ptr<float>(),
-              q.granularity == ScaleGranularity::PerTensor ? 0 : block ? 2 : 1,
-              block ? q.block_n : 1, block ? want[2] : 1};
+  w.scales = cuda::weight_scales(q, K);
   w.scales_per_expert = want.numel() / E;
   w.block_k = block ? q.block_k : 0;
   return w;

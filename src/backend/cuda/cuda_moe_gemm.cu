@@ -323,9 +323,9 @@ __global__ void __launch_bounds__(kThreads)
   // The column groups: block_k columns of block weights (a multiple of kBK, so each K step
   // lies in one group), else all of K; dynamic inputs have one scale per row and group.
   // (Scales are looked up per weight row, so a block may straddle the tile's columns.)
-  Fp8WeightScales ws = w.scales;
+  WeightScales ws = w.scales;
   ws.s += int64_t(e) * w.scales_per_expert;
-  const int64_t group = ws.kind == 2 ? w.block_k : K, groups = ws.num_k_blocks;
+  const int64_t group = ws.block() ? w.block_k : K, groups = ws.num_k_blocks;
   double s_static = 1.0;  // as quantize_rows_kernel takes a static scale: in f64
   if constexpr (kStatic) s_static = double(in.input_scale[e]);
   const float inv_static = float(1.0 / s_static);

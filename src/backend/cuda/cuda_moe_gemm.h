@@ -73,7 +73,7 @@ void launch_block_tile_gemm(cudaStream_t stream, void* out, bool out_f32, const 
 // e · scales_per_expert.
 struct Fp8ExpertWeights {
   const uint8_t* w = nullptr;  // [E, Nw, K] e4m3
-  Fp8WeightScales scales;      // expert 0's: [1], [Nw] or [⌈Nw / block_n⌉, ⌈K / block_k⌉]
+  WeightScales scales;         // expert 0's: [1], [Nw] or [⌈Nw / block_n⌉, ⌈K / block_k⌉]
   int64_t scales_per_expert = 1;
   int64_t block_k = 0;         // block weights only; a multiple of kMoeTileK (the caller checks)
 };

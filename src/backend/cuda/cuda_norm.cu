@@ -259,19 +259,13 @@ void check_norm_weight(const Tensor& w, int64_t C, const char* op) {
 
 // ---------------------------------------------------------------- launchers
 
-// Whether the *_fp8 ops write their output's e4m3 copy (Fp8Input): on, unless
-// TANDEM_FP8_FUSED_QUANT=0 (for comparisons; the linears then quantize x themselves).
-bool fused_fp8_input_enabled() {
-  static const bool on = cuda::env_on_unless_zero("TANDEM_FP8_FUSED_QUANT");
-  return on;
-}
-
-// The e4m3 copy of an [R, C] output and its scales, or an undefined one when fusion is off or
-// for at most kFp8GemvMaxRows rows: the FP8 weight stream that takes those quantizes x in
-// each of its CTAs, under the weights' first bytes, and a copy made before it only lengthens
-// the step (decode-b1 on the H200's 8B shape: 306 -> 292 tok/s with one).
+// The e4m3 copy of an [R, C] output and its scales (2-3% more offline throughput than a
+// quantize kernel before the linear), or an undefined one for at most kFp8GemvMaxRows rows:
+// the FP8 weight stream that takes those quantizes x in each of its CTAs, under the weights'
+// first bytes, and a copy made before it only lengthens the step (decode-b1 on the H200's 8B
+// shape: 306 -> 292 tok/s with one; bench/RESULTS.md, 2026-12-02, third session).
 Fp8Input CudaBackend::alloc_fp8_input(int64_t R, int64_t C) {
-  if (!fused_fp8_input_enabled() || R <= kFp8GemvMaxRows) return Fp8Input{};
+  if (R <= kFp8GemvMaxRows) return Fp8Input{};
   return Fp8Input{alloc(DType::F8E4M3, {R, C}), alloc(DType::F32, {R})};
 }
 

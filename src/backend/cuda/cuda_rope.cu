@@ -436,12 +436,11 @@ void CudaBackend::qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache,
   a.eps = norm.eps;
   a.offset = norm.weight_offset;
   const int64_t heads = Hq + 2 * Hkv;
-  // The vectorized kernel where it applies (TANDEM_QKV_VEC=0: the one-warp-per-head one,
-  // for measurements).
-  static const bool vec_enabled = cuda::env_on_unless_zero("TANDEM_QKV_VEC");
-  const bool vec = vec_enabled && (Dh == 64 || Dh == 128 || Dh == 256) &&
-                   spec.rotary_dim % 16 == 0 && cuda::aligned16(a.qkv) && cuda::aligned16(a.q) &&
-                   cuda::aligned16(a.k_cache) && cuda::aligned16(a.v_cache);
+  // The vectorized kernel where it applies (2.4x the one-warp-per-head kernel on an
+  // 8,192-token step, bench/RESULTS.md 2026-12-02 fourth session); that one for the rest.
+  const bool vec = (Dh == 64 || Dh == 128 || Dh == 256) && spec.rotary_dim % 16 == 0 &&
+                   cuda::aligned16(a.qkv) && cuda::aligned16(a.q) && cuda::aligned16(a.k_cache) &&
+                   cuda::aligned16(a.v_cache);
   if (vec) {
     const int64_t per_block = 8 * (32 / (Dh / 8));  // 8 warps' heads
     const dim3 grid(unsigned(T), unsigned((heads + per_block - 1) / per_block));

@@ -172,33 +172,54 @@ __device__ int32_t pick_best(bool found, double best, int32_t best_id, int32_t f
   return block_reduce(id, INT_MAX, [](int32_t a, int32_t b) { return a < b ? a : b; }, sh);
 }
 
-__device__ int32_t draw(const float* l, int vocab, const RowParams& p, int32_t first,
-                        Scratch& sh) {
-  const float l_max = l[first];
-  const float temperature = p.temperature;
+// The tokens the draw keeps (step 4): those ranked at most cut_k and cut_p (top-k and
+// top-p; kNoCut: no cut), passing min-p, and always the first of the order.
+struct KeptSet {
+  const float* l;
+  int32_t first;
+  float l_max;
+  u64 cut_k = kNoCut, cut_p = kNoCut;
+
+  // The token's scaled logit s when kept (NaN scores are never kept).
+  __device__ bool keeps(int i, const RowParams& p, double* s) const {
+    const u64 r = u64(sample_order_rank(l[i], i));
+    if (i != first && (r > cut_k || r > cut_p)) return false;
+    *s = scaled_logit(l[i], l_max, p.temperature);
+    return !isnan(*s) && (i == first || passes_min_p(*s, p.min_p));
+  }
+};
+
+__device__ KeptSet kept_set(const float* l, int vocab, const RowParams& p, int32_t first,
+                            Scratch& sh) {
+  KeptSet k{l, first, l[first]};
+  const float l_max = k.l_max, temperature = p.temperature;
   auto rank_of = [l](int i) { return u64(sample_order_rank(l[i], i)); };
   auto mass_of = [l, l_max, temperature](int i) {
     return u64(sample_mass(scaled_logit(l[i], l_max, temperature)));
   };
-  u64 cut_k = kNoCut, cut_p = kNoCut;
   if (p.top_k > 0 && p.top_k < vocab)
-    cut_k = radix_select<true>(vocab, u64(p.top_k), rank_of, mass_of, [](int) { return true; }, sh);
+    k.cut_k = radix_select<true>(
+        vocab, u64(p.top_k), rank_of, mass_of, [](int) { return true; }, sh);
   if (p.top_p < 1.f) {
+    const u64 cut_k = k.cut_k;
     auto in_k = [rank_of, cut_k](int i) { return rank_of(i) <= cut_k; };
     u64 total = 0;
     for (int i = int(threadIdx.x); i < vocab; i += kThreads)
       if (in_k(i)) total += mass_of(i);
     total = block_reduce(total, 0ull, [](u64 a, u64 b) { return a + b; }, sh);
-    cut_p = radix_select<false>(vocab, top_p_target(p.top_p, total), rank_of, mass_of, in_k, sh);
+    k.cut_p = radix_select<false>(vocab, top_p_target(p.top_p, total), rank_of, mass_of, in_k, sh);
   }
+  return k;
+}
+
+__device__ int32_t draw(const float* l, int vocab, const RowParams& p, int32_t first, Scratch& sh) {
+  const KeptSet kept = kept_set(l, vocab, p, first, sh);
   bool found = false;
   double best = 0;
   int32_t best_id = INT_MAX;
   for (int i = int(threadIdx.x); i < vocab; i += kThreads) {
-    u64 r = rank_of(i);
-    if (i != first && (r > cut_k || r > cut_p)) continue;
-    double s = scaled_logit(l[i], l_max, temperature);
-    if (i != first && !passes_min_p(s, p.min_p)) continue;
+    double s;
+    if (!kept.keeps(i, p, &s)) continue;
     double g = gumbel_score(s, p.seed, p.counter, i);
     if (isnan(g)) continue;
     if (!found || g > best || (g == best && i < best_id)) {
@@ -207,6 +228,48 @@ __device__ int32_t draw(const float* l, int vocab, const RowParams& p, int32_t f
       best_id = i;
     }
   }
+  return pick_best(found, best, best_id, first, sh);
+}
+
+// Σ exp(s_i) over the kept tokens: the draw's distribution is exp(s_i) / that.
+__device__ double kept_mass(const KeptSet& kept, int vocab, const RowParams& p, Scratch& sh) {
+  double z = 0, s;
+  for (int i = int(threadIdx.x); i < vocab; i += kThreads)
+    if (kept.keeps(i, p, &s)) z += exp(s);
+  return block_reduce(
+      z, 0.0, [](double a, double b) { return a + b; }, sh);
+}
+
+__device__ double kept_prob(const KeptSet& kept, int i, const RowParams& p, double z) {
+  double s;
+  return kept.keeps(i, p, &s) ? exp(s) / z : 0.0;
+}
+
+// Step 5: the draft's proposal, accepted with probability min(1, p/q) (q from the draft
+// logits row `q`, raw: no mask or penalties), else the draw from max(0, p − q); step 4's
+// draw when nothing is left of the residual.   l, q [V]
+__device__ int32_t check_draft(const float* l, const float* q, int vocab, const RowParams& p,
+                               int32_t first, Scratch& sh) {
+  const KeptSet target = kept_set(l, vocab, p, first, sh);
+  const KeptSet draft = kept_set(q, vocab, p, first_in_order(q, vocab, sh), sh);
+  const double zp = kept_mass(target, vocab, p, sh), zq = kept_mass(draft, vocab, p, sh);
+  const int32_t d = p.draft_token;
+  const double u = philox_uniform(p.seed, p.counter, kAcceptIndex);
+  if (u * kept_prob(draft, d, p, zq) < kept_prob(target, d, p, zp)) return d;
+  bool found = false;
+  double best = 0;
+  int32_t best_id = INT_MAX;
+  for (int i = int(threadIdx.x); i < vocab; i += kThreads) {
+    const double residual = kept_prob(target, i, p, zp) - kept_prob(draft, i, p, zq);
+    if (!(residual > 0)) continue;
+    const double g = gumbel_score(log(residual), p.seed, p.counter, i);
+    if (!found || g > best || (g == best && i < best_id)) {
+      found = true;
+      best = g;
+      best_id = i;
+    }
+  }
+  if (!__syncthreads_or(found)) return draw(l, vocab, p, first, sh);
   return pick_best(found, best, best_id, first, sh);
 }
 
@@ -283,8 +346,8 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const T* logits, float* work, int vocab, const RowParams* params,
                   const int32_t* penalty_tokens, const float* penalty_offsets,
-                  const uint32_t* masks, const u64* partial, int num_partials,
-                  RowResult* results) {
+                  const uint32_t* masks, const float* q_logits, const u64* partial,
+                  int num_partials, RowResult* results) {
   __shared__ Scratch sh;
   const RowParams p = params[blockIdx.x];
   const T* src = logits + size_t(blockIdx.x) * size_t(vocab);
@@ -316,7 +379,11 @@ __global__ void __launch_bounds__(kThreads)
     best = block_reduce(best, kNoCut, [](u64 a, u64 b) { return a < b ? a : b; }, sh);
     first = int32_t(best & 0xFFFFFFFFull);
   }
-  int32_t token = p.temperature > 0.f ? draw(l, vocab, p, first, sh) : first;
+  int32_t token = first;
+  if (p.temperature > 0.f && p.drafted)
+    token = check_draft(l, q_logits + size_t(p.q_row) * size_t(vocab), vocab, p, first, sh);
+  else if (p.temperature > 0.f)
+    token = draw(l, vocab, p, first, sh);
   RowResult& res = results[blockIdx.x];
   if (p.top_logprobs >= 0) write_logprobs(l, vocab, p.top_logprobs, first, token, res, sh);
   if (threadIdx.x == 0) res.token = token;
@@ -326,7 +393,7 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_sample(cudaStream_t stream, int num_sms, const Tensor& logits, float* work,
                    const RowParams* params, const int32_t* pen_tokens, const float* pen_offsets,
-                   const uint32_t* masks, RowResult* results,
+                   const uint32_t* masks, const float* q_logits, RowResult* results,
                    const std::function<Tensor(int64_t)>& scratch_i32) {
   const int64_t S = logits.dim(0), V = logits.dim(1);
   // Fewer rows than ~2 waves of blocks: the first-in-order scan goes wide first.
@@ -343,8 +410,8 @@ void launch_sample(cudaStream_t stream, int num_sms, const Tensor& logits, float
       TANDEM_CUDA_LAUNCHED("first_partial_kernel");
     }
     sample_kernel<T><<<unsigned(S), kThreads, 0, stream>>>(typed, work, int(V), params, pen_tokens,
-                                                          pen_offsets, masks, part, int(chunks),
-                                                          results);
+                                                           pen_offsets, masks, q_logits, part,
+                                                           int(chunks), results);
     TANDEM_CUDA_LAUNCHED("sample_kernel");
   };
   if (logits.dtype == DType::BF16)

@@ -33,8 +33,12 @@ struct RowParams {
   u64 counter;
   int32_t masked;      // 1: the row has a mask at word mask_begin of the masks; 0: none
   int32_t mask_begin;
+  int32_t drafted;  // 1: check the draft model's proposal draft_token (sampling.h, step 5)
+  int32_t draft_token;
+  int32_t q_row;  // ... drawn from this row of the draft logits
+  int32_t unused;
 };
-static_assert(sizeof(RowParams) == 56, "RowParams is packed into 4-byte words");
+static_assert(sizeof(RowParams) == 72, "RowParams is packed into 4-byte words");
 
 struct RowResult {
   int32_t token;
@@ -49,10 +53,12 @@ constexpr int64_t kResultWords = sizeof(RowResult) / 4;
 
 // Samples every row of logits [S, V] (bf16 or f32) on `stream`: work [S, V] f32 (may be
 // the logits themselves when f32), params [S] and the penalty lists as pack_rows lays
-// them out, masks as pack_rows lays them out (null when no row has one), results [S]. `scratch_i32(n)` gives an i32 device tensor of n elements that
-// must live until the kernels have run (stream order).
+// them out, masks as pack_rows lays them out (null when no row has one), draft logits
+// [Q, V] f32 (null when no row checks a proposal), results [S]. `scratch_i32(n)` gives an
+// i32 device tensor of n elements that must live until the kernels have run (stream order).
 void launch_sample(cudaStream_t stream, int num_sms, const Tensor& logits, float* work,
                    const RowParams* params, const int32_t* pen_tokens, const float* pen_offsets,
-                   const uint32_t* masks, RowResult* results, const std::function<Tensor(int64_t)>& scratch_i32);
+                   const uint32_t* masks, const float* q_logits, RowResult* results,
+                   const std::function<Tensor(int64_t)>& scratch_i32);
 
 }  // namespace tandem

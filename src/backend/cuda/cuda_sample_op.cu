@@ -37,9 +37,22 @@ std::vector<int32_t> pack_rows(std::span<const SampleRow> rows, int64_t* num_pen
   int32_t at = 0, mask_at = 0;
   for (size_t s = 0; s < rows.size(); s++) {
     const SampleRow& r = rows[s];
-    RowParams p{r.temperature, r.top_p, r.min_p, r.repetition_penalty, r.top_k,
-                r.top_logprobs, at, at + int32_t(r.penalty_tokens.size()), r.seed, r.counter,
-                r.allowed.empty() ? 0 : 1, mask_at};
+    RowParams p{r.temperature,
+                r.top_p,
+                r.min_p,
+                r.repetition_penalty,
+                r.top_k,
+                r.top_logprobs,
+                at,
+                at + int32_t(r.penalty_tokens.size()),
+                r.seed,
+                r.counter,
+                r.allowed.empty() ? 0 : 1,
+                mask_at,
+                r.draft ? 1 : 0,
+                r.draft ? r.draft->token : 0,
+                r.draft ? r.draft->q_row : 0,
+                0};
     std::memcpy(words.data() + s * kRowWords, &p, sizeof(p));
     if (!r.allowed.empty()) {
       std::memcpy(masks + mask_at, r.allowed.data(), r.allowed.size() * 4);
@@ -139,19 +152,27 @@ __global__ void feed_kernel(int32_t* tokens, const int32_t* pairs, int n, const 
 }  // namespace
 
 void CudaBackend::sample(Tensor& logits, std::span<const SampleRow> rows,
-                         std::span<SampledToken> out) {
-  PendingSample pending = sample_async(logits, rows);
+                         std::span<SampledToken> out, const Tensor* draft_logits) {
+  PendingSample pending = sample_async(logits, rows, draft_logits);
   sample_wait(pending, out);
 }
 
-PendingSample CudaBackend::sample_async(Tensor& logits, std::span<const SampleRow> rows) {
+PendingSample CudaBackend::sample_async(Tensor& logits, std::span<const SampleRow> rows,
+                                        const Tensor* draft_logits) {
   cuda_require(logits.device == Device::CUDA, "sample: logits must be on the GPU");
   cuda_require(logits.dtype == DType::BF16 || logits.dtype == DType::F32,
                "sample: logits must be bf16 or f32");
   cuda_require(logits.ndim() == 2, "sample: logits must be [S, V]");
   const int64_t S = logits.dim(0), V = logits.dim(1);
   cuda_require(int64_t(rows.size()) == S, "sample: need one SampleRow per logits row");
-  check_sample_rows(rows, V, "sample");  // also bounds V by 2^24 (ids in 24 bits)
+  int64_t Q = 0;
+  if (draft_logits) {
+    cuda_require(draft_logits->device == Device::CUDA && draft_logits->dtype == DType::F32 &&
+                     draft_logits->ndim() == 2 && draft_logits->dim(1) == V,
+                 "sample: draft logits must be f32 [Q, V] on the GPU");
+    Q = draft_logits->dim(0);
+  }
+  check_sample_rows(rows, V, "sample", Q);  // also bounds V by 2^24 (ids in 24 bits)
   if (!sample_pool_) sample_pool_ = std::make_shared<SamplePool>();
   auto state = std::make_shared<CudaPendingSample>();
   state->pool = sample_pool_;
@@ -172,10 +193,10 @@ PendingSample CudaBackend::sample_async(Tensor& logits, std::span<const SampleRo
   Tensor work = logits.dtype == DType::F32 ? logits : alloc(DType::F32, {S, V});
   state->results = alloc(DType::I32, {S, kResultWords});
   auto* dev_results = static_cast<RowResult*>(state->results.data);
-  launch_sample(stream_, props_.multiProcessorCount, logits, work.ptr<float>(), params,
-                pen_tokens, pen_offsets, masks, dev_results, [&](int64_t words) {
-                  return alloc(DType::I32, {words});
-                });
+  const float* q_logits = Q > 0 ? draft_logits->ptr<float>() : nullptr;
+  launch_sample(stream_, props_.multiProcessorCount, logits, work.ptr<float>(), params, pen_tokens,
+                pen_offsets, masks, q_logits, dev_results,
+                [&](int64_t words) { return alloc(DType::I32, {words}); });
 
   state->slot = sample_pool_->take(S);
   cuda_check(cudaMemcpyAsync(state->slot->host, dev_results, size_t(S) * sizeof(RowResult),

@@ -11,6 +11,7 @@
 
 #include "cli/bench/bench_options.h"
 #include "cli/bench/bench_report.h"
+#include "cli/bench/embeddings_bench.h"
 #include "cli/bench/load_gen.h"
 #include "cli/bench/svg_plot.h"
 #include "cli/bench/workload.h"
@@ -44,6 +45,23 @@ void validate(const BenchOptions& o, int token_max) {
   if (o.shared_prefix_len < 0)
     fail("--shared-prefix-len must be >= 0 (got {})", o.shared_prefix_len);
   if (o.multi_turn < 0) fail("--multi-turn must be >= 0 (got {})", o.multi_turn);
+  if (o.images_per_request < 1 || o.images_per_request > 64)
+    fail("--images-per-request must be in [1, 64] (got {})", o.images_per_request);
+  if (!(o.image_fraction >= 0 && o.image_fraction <= 1))
+    fail("--image-fraction must be in [0, 1] (got {})", o.image_fraction);
+  if (!o.image.empty() && o.multi_turn > 0) fail("--image does not combine with --multi-turn");
+}
+
+// --image: the workload, or none.
+ImageWorkload image_workload(const BenchOptions& o) {
+  ImageWorkload w;
+  if (o.image.empty()) return w;
+  std::tie(w.width, w.height) = parse_image_size(o.image);
+  w.per_request = o.images_per_request;
+  w.fraction = o.image_fraction;
+  w.same_image = o.same_image;
+  w.seed = o.seed;
+  return w;
 }
 
 ProgressFn progress_printer(int concurrency) {
@@ -102,11 +120,12 @@ RequestShape probe(const Endpoint& endpoint, RequestShape shape, const BenchOpti
   std::vector<int32_t> prompt = random_prompts(rng, 1, o.input_len, o.token_min, token_max)[0];
   RequestShape small = shape;
   small.max_tokens = std::min(shape.max_tokens, 4);
-  RequestRecord r = send_completion(endpoint, small, prompt, steady_seconds());
+  // Index -1: with --image, a request that carries images (if any does), unlike any other.
+  RequestRecord r = send_completion(endpoint, small, prompt, steady_seconds(), false, -1);
   if (r.ok) return shape;
   if (r.error.rfind("HTTP 400", 0) == 0 && shape.force_length) {
     small.force_length = false;
-    RequestRecord plain = send_completion(endpoint, small, prompt, steady_seconds());
+    RequestRecord plain = send_completion(endpoint, small, prompt, steady_seconds(), false, -1);
     if (plain.ok) {
       fmt::print(stderr,
                  "warning: the server refused min_tokens/ignore_eos ({}); requests may stop "
@@ -116,20 +135,23 @@ RequestShape probe(const Endpoint& endpoint, RequestShape shape, const BenchOpti
       return shape;
     }
   }
-  fail("the warm-up request to {}{}/v1/completions failed: {}", endpoint.origin, endpoint.prefix,
-       r.error);
+  fail("the warm-up request to {}{}{} failed: {}", endpoint.origin, endpoint.prefix,
+       request_path(shape), r.error);
 }
 
-
-// With --json-schema: output tokens/s and mean TPOT of the constrained and the other
-// requests apart (the unconstrained rows must not slow down beside constrained ones).
-void report_classes(const LoadResult& result) {
+// Output tokens/s, mean TPOT and (for images) mean TTFT of two classes of requests apart:
+// with --json-schema the constrained ones and the others (the unconstrained rows must not
+// slow down beside constrained ones); with --image-fraction < 1 those with images and the
+// text-only ones.
+void report_classes(const LoadResult& result, bool (*in_class)(const RequestRecord&),
+                    const char* names[2]) {
   int64_t tokens[2] = {0, 0};
-  double tpot[2] = {0, 0};
+  double tpot[2] = {0, 0}, ttft[2] = {0, 0};
   int n[2] = {0, 0}, n_tpot[2] = {0, 0};
   for (const RequestRecord& r : result.records) {
     if (!r.ok) continue;
-    const int c = r.constrained ? 1 : 0;
+    const int c = in_class(r) ? 1 : 0;
+    ttft[c] += r.ttft_s;
     n[c]++;
     tokens[c] += r.num_output_tokens;
     if (auto t = time_per_output_token(r)) {
@@ -140,9 +162,11 @@ void report_classes(const LoadResult& result) {
   if (n[1] == 0) return;
   for (int c : {1, 0}) {
     if (n[c] == 0) continue;
-    fmt::print("  {:<13} {:>4} requests  {:>9.1f} output tok/s  mean TPOT {:.2f} ms\n",
-               c ? "constrained" : "unconstrained", n[c], double(tokens[c]) / result.duration_s,
-               n_tpot[c] ? 1e3 * tpot[c] / n_tpot[c] : 0.0);
+    fmt::print(
+        "  {:<13} {:>4} requests  {:>9.1f} output tok/s  mean TPOT {:.2f} ms  mean TTFT "
+        "{:.1f} ms\n",
+        names[c], n[c], double(tokens[c]) / result.duration_s,
+        n_tpot[c] ? 1e3 * tpot[c] / n_tpot[c] : 0.0, 1e3 * ttft[c] / n[c]);
   }
 }
 
@@ -160,7 +184,12 @@ void report_run(const RunSummary& s, const LoadResult& result) {
       break;
     }
   fmt::print("{}", table_row(s));
-  report_classes(result);
+  const char* constrained[2] = {"unconstrained", "constrained"};
+  report_classes(
+      result, [](const RequestRecord& r) { return r.constrained; }, constrained);
+  const char* images[2] = {"text only", "with images"};
+  report_classes(
+      result, [](const RequestRecord& r) { return r.with_images; }, images);
   std::fflush(stdout);
 }
 
@@ -199,6 +228,8 @@ int run_bench(const BenchOptions& o) {
     shape.model = !o.models.empty() ? o.models[0]
                   : o.model.empty() ? discover_model(endpoint)
                                     : o.model;
+    if (o.endpoint == "embeddings")
+      return run_embeddings_bench(o, endpoint, shape.model, token_max);
     shape.max_tokens = o.output_len;
     shape.temperature = o.temperature;
     if (!o.json_schema_path.empty()) {
@@ -212,12 +243,19 @@ int run_bench(const BenchOptions& o) {
       shape.constrained_fraction = o.constrained_fraction;
     }
     shape.return_token_ids = o.multi_turn > 0;  // to resend each reply as generated
+    shape.images = image_workload(o);
     shape = probe(endpoint, shape, o, token_max);
 
     BenchSetup setup{o.url,          shape.model,   o.input_len,        o.output_len,
                      o.request_rate, o.temperature, o.seed,             shape.force_length,
                      o.shared_prefix_len, o.multi_turn};
-    fmt::print("{}\n{}", describe_setup(setup), table_header());
+    fmt::print("{}\n", describe_setup(setup));
+    if (shape.images.on())
+      fmt::print("images: {}x{} PNG, {} per request, on {:.0f}% of the requests, {}\n",
+                 shape.images.width, shape.images.height, shape.images.per_request,
+                 100 * shape.images.fraction,
+                 shape.images.same_image ? "the same in every request" : "new in every request");
+    fmt::print("{}", table_header());
     std::fflush(stdout);
     std::mt19937_64 prompt_rng(o.seed);
     std::mt19937_64 arrival_rng(o.seed + 1);

@@ -3,6 +3,7 @@
 // of a sweep and reports throughput and latency percentiles (TTFT, TPOT, ITL). Two
 // workloads exercise a prefix cache: --shared-prefix-len (every prompt starts with the
 // same tokens) and --multi-turn (conversations that resend their history each turn).
+// --image WxH sends chat completions with synthetic images instead.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,19 @@ struct BenchOptions {
   // --constrained-fraction F of the requests are constrained (spread evenly).
   std::string json_schema_path;
   double constrained_fraction = 1.0;
+  // --endpoint: "completions" (streamed generation), or "embeddings" (/v1/embeddings,
+  // embeddings_bench.h), where each request carries embed_batch inputs of input_len tokens
+  // and asks for vectors in embed_encoding ("float" or "base64").
+  std::string endpoint = "completions";
+  int embed_batch = 1;
+  std::string embed_encoding = "float";
+  // --image WxH: chat requests carrying synthetic PNGs of that size (image_workload.h),
+  // --images-per-request of them, on --image-fraction of the requests; --same-image sends
+  // one image everywhere (for cache hits) instead of a fresh one per request.
+  std::string image;
+  int images_per_request = 1;
+  double image_fraction = 1.0;
+  bool same_image = false;
 };
 
 int run_bench(const BenchOptions& options);

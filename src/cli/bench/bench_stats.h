@@ -26,6 +26,7 @@ struct RequestRecord {
   double e2e_s = 0;                // end of the stream, seconds since sent
   std::vector<double> arrivals_s;  // every content chunk, seconds since sent (ascending)
   bool constrained = false;        // sent with the run's JSON schema
+  bool with_images = false;        // --image: it carried the run's images
   int turn = 0;                    // --multi-turn: the turn of its conversation (0-based)
   std::optional<int> cached_tokens;  // usage.prompt_tokens_details.cached_tokens, when sent
   std::vector<int32_t> output_ids;   // generated ids, when the server streamed them

@@ -109,10 +109,13 @@ bool RequestShape::constrained(int i) const {
   return std::floor(double(i + 1) * constrained_fraction) > std::floor(double(i) * constrained_fraction);
 }
 
+const char* request_path(const RequestShape& shape) {
+  return shape.images.on() ? "/v1/chat/completions" : "/v1/completions";
+}
+
 std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt,
-                            bool constrained) {
+                            bool constrained, int index) {
   json body = {{"model", shape.model},
-               {"prompt", prompt},
                {"max_tokens", shape.max_tokens},
                {"temperature", shape.temperature},
                {"stream", true},
@@ -126,7 +129,22 @@ std::string completion_body(const RequestShape& shape, const std::vector<int32_t
         {"type", "json_schema"},
         {"json_schema", {{"name", "bench"}, {"strict", true}, {"schema", json::parse(shape.schema_text)}}}};
   if (shape.return_token_ids) body["return_token_ids"] = true;
+  if (!shape.images.on()) {
+    body["prompt"] = prompt;
+    return body.dump();
+  }
+  json content = json::parse(image_content_json(shape.images, index, prompt_words(prompt)));
+  body["messages"] = json::array({{{"role", "user"}, {"content", std::move(content)}}});
   return body.dump();
+}
+
+HttpAnswer post_json(const Endpoint& endpoint, const std::string& path, const std::string& body) {
+  httplib::Client client(endpoint.origin);
+  configure(client, endpoint);
+  auto res = client.Post((endpoint.prefix + path).c_str(), request_headers(endpoint), body,
+                         "application/json");
+  if (!res) return {transport_error(res.error()), 0, {}};
+  return {"", res->status, res->body};
 }
 
 std::string discover_model(const Endpoint& endpoint) {
@@ -146,18 +164,19 @@ std::string discover_model(const Endpoint& endpoint) {
 
 RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shape,
                               const std::vector<int32_t>& prompt, double run_start_s,
-                              bool constrained) {
+                              bool constrained, int index) {
   RequestRecord rec;
   rec.constrained = constrained;
+  rec.with_images = shape.images.carries(index);
   rec.num_prompt_tokens = int(prompt.size());
   httplib::Client client(endpoint.origin);
   configure(client, endpoint);
   httplib::Request req;
   req.method = "POST";
-  req.path = endpoint.prefix + "/v1/completions";
+  req.path = endpoint.prefix + request_path(shape);
   req.headers = request_headers(endpoint);
   req.set_header("Content-Type", "application/json");
-  req.body = completion_body(shape, prompt, constrained);
+  req.body = completion_body(shape, prompt, constrained, index);
 
   StreamTally tally;
   int status = 0;
@@ -182,15 +201,14 @@ RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shap
   httplib::Result result = client.send(req);
   rec.e2e_s = steady_seconds() - sent;
   judge(rec, result, status, error_body, tally);
+  // A chat prompt's tokens are the server's count (text and images), when it sends usage.
+  if (shape.images.on() && tally.usage_prompt_tokens)
+    rec.num_prompt_tokens = *tally.usage_prompt_tokens;
   return rec;
 }
 
-namespace {
-
-// Runs job(0..num_jobs) on `concurrency` threads; each job returns its records, which land
-// at [job × per_job, …). Progress counts records.
 LoadResult run_jobs(int num_jobs, int per_job, int concurrency, const ProgressFn& progress,
-                    const std::function<std::vector<RequestRecord>(int job, double start)>& job) {
+                    const JobFn& job) {
   const int n = num_jobs * per_job;
   LoadResult result;
   result.records.resize(size_t(n));
@@ -221,11 +239,13 @@ LoadResult run_jobs(int num_jobs, int per_job, int concurrency, const ProgressFn
   return result;
 }
 
+namespace {
+
 RequestRecord send_guarded(const Endpoint& endpoint, const RequestShape& shape,
                            const std::vector<int32_t>& prompt, double start,
-                           bool constrained = false) {
+                           bool constrained = false, int index = 0) {
   try {
-    return send_completion(endpoint, shape, prompt, start, constrained);
+    return send_completion(endpoint, shape, prompt, start, constrained, index);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; keep the run going
     RequestRecord rec;
     rec.error = std::string("client: ") + e.what();
@@ -272,9 +292,8 @@ LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const L
   TANDEM_CHECK(plan.send_at_s.empty() || int(plan.send_at_s.size()) == n);
   return run_jobs(n, 1, plan.concurrency, progress, [&](int i, double start) {
     if (!plan.send_at_s.empty()) sleep_until_seconds(start + plan.send_at_s[size_t(i)]);
-    return std::vector<RequestRecord>{send_guarded(endpoint, shape.for_request(i),
-                                                   plan.prompts[size_t(i)], start,
-                                                   shape.constrained(i))};
+    return std::vector<RequestRecord>{send_guarded(
+        endpoint, shape.for_request(i), plan.prompts[size_t(i)], start, shape.constrained(i), i)};
   });
 }
 

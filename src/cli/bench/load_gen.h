@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/bench/bench_stats.h"
+#include "cli/bench/image_workload.h"
 
 namespace tandem::cli::bench {
 
@@ -40,12 +41,26 @@ struct RequestShape {
   // Whether request i is constrained: floor(i·F) steps up at i, so F of them, spread evenly.
   bool constrained(int i) const;
   bool return_token_ids = false;  // ask for the generated ids (vLLM's and tandem's field)
+  // --image: chat requests with synthetic images instead of token-id completions.
+  ImageWorkload images;
 };
 
 // {"model", "prompt": [ids], "max_tokens", ["min_tokens", "ignore_eos"], "temperature",
-//  "stream": true, "stream_options": {"include_usage": true}, ["response_format"]}
+//  "stream": true, "stream_options": {"include_usage": true}, ["response_format"]}; with
+// shape.images on, a chat body instead: "messages" with request `index`'s images and the
+// prompt as words (image_workload.h) in place of "prompt".
 std::string completion_body(const RequestShape& shape, const std::vector<int32_t>& prompt,
-                            bool constrained = false);
+                            bool constrained = false, int index = 0);
+// "/v1/chat/completions" with images on, else "/v1/completions".
+const char* request_path(const RequestShape& shape);
+
+// A plain (not streamed) POST of a JSON body to {prefix}{path}, read whole.
+struct HttpAnswer {
+  std::string error;  // the transport's failure ("could not connect ..."); "" when answered
+  int status = 0;
+  std::string body;
+};
+HttpAnswer post_json(const Endpoint& endpoint, const std::string& path, const std::string& body);
 
 // GET {prefix}/v1/models → the first model id. Throws tandem::Error naming the URL and
 // the reason when the server is unreachable or lists no model.
@@ -55,7 +70,7 @@ std::string discover_model(const Endpoint& endpoint);
 // request is ok when the server answered 200, streamed no error and ended with [DONE].
 RequestRecord send_completion(const Endpoint& endpoint, const RequestShape& shape,
                               const std::vector<int32_t>& prompt, double run_start_s,
-                              bool constrained = false);
+                              bool constrained = false, int index = 0);
 
 struct LoadPlan {
   int concurrency = 1;
@@ -73,6 +88,13 @@ using ProgressFn = std::function<void(int num_done, int num_total, int num_error
 
 LoadResult run_load(const Endpoint& endpoint, const RequestShape& shape, const LoadPlan& plan,
                     const ProgressFn& progress = {});
+
+// Runs job(0..num_jobs) on `concurrency` threads; each job returns its records (sent with
+// `start`, the run's zero, as run_start_s), which land at [job × per_job, …) with their
+// index set. Progress counts records. run_load and run_conversations are such runs.
+using JobFn = std::function<std::vector<RequestRecord>(int job, double start)>;
+LoadResult run_jobs(int num_jobs, int per_job, int concurrency, const ProgressFn& progress,
+                    const JobFn& job);
 
 // --multi-turn: a conversation's turns go one after another. Turn t + 1 sends turn t's
 // prompt, its reply — the generated ids when the server streams them (return_token_ids),

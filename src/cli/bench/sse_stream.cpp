@@ -38,9 +38,16 @@ namespace {
 
 using nlohmann::json;
 
+bool non_empty_string(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
+}
+
+// A completions chunk's text, a chat chunk's delta content, or generated ids.
 bool has_content(const json& choice) {
-  auto text = choice.find("text");
-  if (text != choice.end() && text->is_string() && !text->get_ref<const std::string&>().empty())
+  if (non_empty_string(choice, "text")) return true;
+  auto delta = choice.find("delta");
+  if (delta != choice.end() && delta->is_object() && non_empty_string(*delta, "content"))
     return true;
   auto ids = choice.find("token_ids");
   return ids != choice.end() && ids->is_array() && !ids->empty();

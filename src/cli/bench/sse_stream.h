@@ -1,6 +1,6 @@
-// Reading an OpenAI /v1/completions stream as it arrives: SSE framing over bytes that come
-// in arbitrary pieces, and what each `data:` payload says (a token arrival, the usage
-// chunk, an error, the [DONE] sentinel).
+// Reading an OpenAI /v1/completions (or chat completions) stream as it arrives: SSE framing over
+// bytes that come in arbitrary pieces, and what each `data:` payload says (a token arrival, the
+// usage chunk, an error, the [DONE] sentinel).
 #pragma once
 
 #include <functional>

@@ -66,6 +66,8 @@ class Gemma3nModel : public Model {
 
   // The model around the layers (gemma3n_forward.cpp).
   Tensor init_streams(const Tensor& x0);                          // [N, T, D]
+  // The final hidden state of tokens `index`: their streams folded back into one.
+  Tensor folded(const Tensor& streams, const Tensor& index);      // [I, D]
   Tensor logits(const Tensor& streams, const StepTensors& step);  // [S, V] f32
 
   // One decoder layer (gemma3n_layer.cpp). streams [N, T, D] in place, pli [T, P].

@@ -1,5 +1,6 @@
 #include "model/arch/gemma3n_config.h"
 
+#include <nlohmann/json.hpp>
 #include <cmath>
 #include <string>
 
@@ -32,7 +33,7 @@ bool has_value(const json& j, const char* key) {
 // and rope_scaling only ever applies to full layers. ModelConfig parsed the explicit
 // values; this replaces what it filled with generic defaults.
 void fix_rope(ModelConfig& c) {
-  const json& j = c.raw;
+  const json& j = c.raw();
   const double full_theta = field_or<double>(j, "rope_theta", 1e6);
   const double local_theta = field_or<double>(j, "rope_local_base_freq", 1e4);
   const json* params = nullptr;
@@ -60,8 +61,8 @@ void fix_rope(ModelConfig& c) {
 // layer_types defaults to four sliding layers then one full; the window to 512; the
 // final logit softcap to 30.
 void fix_layers(ModelConfig& c) {
-  c.sliding_window = field_or<int>(c.raw, "sliding_window", 512);
-  if (!has_value(c.raw, "layer_types")) {
+  c.sliding_window = field_or<int>(c.raw(), "sliding_window", 512);
+  if (!has_value(c.raw(), "layer_types")) {
     c.layer_kinds.clear();
     for (int i = 0; i < c.num_layers; i++)
       c.layer_kinds.push_back((i + 1) % 5 == 0 ? LayerKind::Full : LayerKind::Sliding);
@@ -69,18 +70,18 @@ void fix_layers(ModelConfig& c) {
   if (c.sliding_window <= 0)
     fail("config.json: sliding_window must be > 0 (got {})", c.sliding_window);
   // Absent means HF's default 30; an explicit null means none (ModelConfig read it as 0).
-  if (!c.raw.contains("final_logit_softcapping")) c.final_logit_softcap = 30.f;
+  if (!c.raw().contains("final_logit_softcapping")) c.final_logit_softcap = 30.f;
 }
 
 // Default: the first 10 layers 95% sparse when there are more than 10, else none.
 std::vector<float> parse_sparsity(const ModelConfig& c) {
   const int L = c.num_layers;
   std::vector<float> p(size_t(L), 0.f);
-  if (!has_value(c.raw, "activation_sparsity_pattern")) {
+  if (!has_value(c.raw(), "activation_sparsity_pattern")) {
     if (L > 10) std::fill(p.begin(), p.begin() + 10, 0.95f);
     return p;
   }
-  p = field_or<std::vector<float>>(c.raw, "activation_sparsity_pattern", {});
+  p = field_or<std::vector<float>>(c.raw(), "activation_sparsity_pattern", {});
   if (int(p.size()) != L)
     fail("config.json: activation_sparsity_pattern has {} entries for {} layers", p.size(), L);
   for (float v : p)
@@ -114,7 +115,7 @@ void check_positive(const char* name, int v) {
 }  // namespace
 
 Gemma3nConfig Gemma3nConfig::parse(ModelConfig& c) {
-  const json& j = c.raw;
+  const json& j = c.raw();
   Gemma3nConfig g;
   g.altup_num_inputs = field_or<int>(j, "altup_num_inputs", 4);
   g.altup_active_idx = field_or<int>(j, "altup_active_idx", 0);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/arch/gemma3n.h"
+#include "model/pooled_hidden.h"
 
 namespace tandem::arch {
 
@@ -32,22 +33,30 @@ Tensor Gemma3nModel::init_streams(const Tensor& x0) {
   return streams;
 }
 
-// The sampled tokens' streams, unprojected (altup_out) and rescaled to stream 0's RMS,
-// averaged; then the LM head.   streams [N, T, D] → [S, V] f32
-Tensor Gemma3nModel::logits(const Tensor& streams, const StepTensors& step) {
+// The tokens' streams, unprojected (altup_out) and rescaled to stream 0's RMS, averaged.
+//   streams [N, T, D], index [I] → [I, D]
+Tensor Gemma3nModel::folded(const Tensor& streams, const Tensor& index) {
   const int N = gemma_.altup_num_inputs;
-  Tensor first = gather_rows(backend_, stream(streams, 0), step.sample_index);  // [S, D]
+  Tensor first = gather_rows(backend_, stream(streams, 0), index);  // [I, D]
   Tensor sum = backend_.alloc(first.dtype, first.shape);
   backend_.copy(sum, first);
   Tensor unembedded = backend_.alloc(first.dtype, first.shape);
   for (int n = 1; n < N; n++) {
-    Tensor picked = gather_rows(backend_, stream(streams, n), step.sample_index);
+    Tensor picked = gather_rows(backend_, stream(streams, n), index);
     backend_.linear(unembedded, picked, altup_out_[size_t(n - 1)]);
     backend_.match_rms(unembedded, first, kStreamMinMeanSquare);
     backend_.add(sum, sum, unembedded);
   }
   backend_.scale(sum, float(1.0 / N));
-  return lm_head_logits(backend_, sum, head_);
+  return sum;
+}
+
+// The embedding rows' pooled hidden states (pooled_hidden.h), then the sampled tokens'
+// logits.   streams [N, T, D] → [S, V] f32
+Tensor Gemma3nModel::logits(const Tensor& streams, const StepTensors& step) {
+  if (step.pool.defined())
+    pool_hidden(backend_, folded(streams, step.pool.index), step.pool, head_.final_norm);
+  return lm_head_logits(backend_, folded(streams, step.sample_index), head_);
 }
 
 Tensor Gemma3nModel::forward(const StepTensors& step, std::span<PagedKv> kv) {

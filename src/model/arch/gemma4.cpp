@@ -64,8 +64,8 @@ Gemma4Model::Gemma4Model(ModelConfig config, const Checkpoint& checkpoint, Backe
   // Text-only checkpoints name tensors "model.…"; Gemma4ForConditionalGeneration's files
   // hold the same text model under "model.language_model.…" (multimodal_names.h).
   prefix_ = text_model_prefix(checkpoint);
-  if (auto pad = config_.raw.find("pad_token_id");
-      pad != config_.raw.end() && pad->is_number_integer())
+  if (auto pad = config_.raw().find("pad_token_id");
+      pad != config_.raw().end() && pad->is_number_integer())
     pad_token_id_ = pad->get<int32_t>();
   if (pad_token_id_ < 0 || pad_token_id_ >= config_.vocab_size)
     fail("{}: pad_token_id {} is outside the vocabulary (0..{})", checkpoint.dir().string(),

@@ -1,5 +1,6 @@
 #include "model/arch/gemma4_config.h"
 
+#include <nlohmann/json.hpp>
 #include <map>
 #include <string>
 
@@ -52,7 +53,7 @@ void add_override(Overrides& out, int layer, const std::string& key, const json&
 // `per_layer_config` as written, or HF's default: every full layer gets global_head_dim
 // (default 512) and, with attention_k_eq_v, num_global_key_value_heads.
 Overrides per_layer_overrides(const ModelConfig& c) {
-  const json& raw = c.raw;
+  const json& raw = c.raw();
   Overrides out;
   if (!absent(raw, "per_layer_config")) {
     const json& plc = raw.at("per_layer_config");
@@ -128,7 +129,7 @@ void parse_moe(Gemma4Config& g, const json& raw) {
 }  // namespace
 
 void apply_gemma4_defaults(ModelConfig& c) {
-  const json& raw = c.raw;
+  const json& raw = c.raw();
   if (get_or<std::string>(raw, "use_bidirectional_attention", "") == "all")
     fail("{}: use_bidirectional_attention 'all' (non-causal) cannot generate text", kSrc);
   if (absent(raw, "head_dim")) c.head_dim = 256;
@@ -160,7 +161,7 @@ void apply_gemma4_defaults(ModelConfig& c) {
 }
 
 Gemma4Config parse_gemma4_config(const ModelConfig& c) {
-  const json& raw = c.raw;
+  const json& raw = c.raw();
   Gemma4Config g;
   g.hidden_size_per_layer_input = raw.contains("hidden_size_per_layer_input")
                                       ? get_or<int>(raw, "hidden_size_per_layer_input", 0)

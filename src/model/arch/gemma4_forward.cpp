@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/arch/gemma4.h"
+#include "model/pooled_hidden.h"
 
 namespace tandem::arch {
 
@@ -57,7 +58,7 @@ Tensor Gemma4Model::forward(const StepTensors& step, std::span<PagedKv> kv) {
     Tensor layer_pli = P > 0 ? pli.slice_rows(int64_t(i), 1).reshape({T, P}) : Tensor{};
     layer_forward(layers_[i], x, layer_pli, step, kv, int(i));
   }
-  return lm_head_logits(backend_, gather_rows(backend_, x, step.sample_index), head_);
+  return step_outputs(backend_, x, step, head_);  // logits, and pooled rows (pooled_hidden.h)
 }
 
 }  // namespace tandem::arch

@@ -19,7 +19,7 @@ namespace tandem::arch {
 namespace {
 
 void require_multimodal(const ModelConfig& c, const Checkpoint& ck) {
-  if (c.multimodal_raw.is_null())
+  if (c.multimodal_raw().is_null())
     fail("{}: model_type '{}' needs a text_config and a vision_config in config.json",
          ck.dir().string(), c.multimodal_type.empty() ? c.model_type : c.multimodal_type);
 }

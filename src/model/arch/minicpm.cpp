@@ -13,8 +13,8 @@ namespace tandem::arch {
 
 DecoderTraits minicpm_traits(const ModelConfig& c) {
   auto number = [&](const char* key, double fallback) {
-    auto it = c.raw.find(key);
-    if (it == c.raw.end() || it->is_null()) return fallback;
+    auto it = c.raw().find(key);
+    if (it == c.raw().end() || it->is_null()) return fallback;
     if (!it->is_number() || it->get<double>() <= 0)
       fail("config.json: '{}' must be a positive number, got {}", key, it->dump());
     return it->get<double>();

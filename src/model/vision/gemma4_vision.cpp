@@ -65,7 +65,7 @@ StepTensors rope_positions(Backend& be, std::span<const ImageInput* const> image
 }  // namespace
 
 Gemma4VisionConfig parse_gemma4_vision_config(const ModelConfig& c) {
-  const nlohmann::json& top = c.multimodal_raw;
+  const nlohmann::json& top = c.multimodal_raw();
   const nlohmann::json& v = top.contains("vision_config") && top["vision_config"].is_object()
                                 ? top["vision_config"]
                                 : nlohmann::json::object();
@@ -97,7 +97,7 @@ Gemma4VisionConfig parse_gemma4_vision_config(const ModelConfig& c) {
   g.boi_token_id = config_field(top, "boi_token_id", "boi_token_index", g.boi_token_id, kGemma4VisionSrc);
   g.eoi_token_id = config_field(top, "eoi_token_id", "eoi_token_index", g.eoi_token_id, kGemma4VisionSrc);
   g.bidirectional =
-      config_field<std::string>(c.raw, "use_bidirectional_attention", "", kGemma4VisionSrc) == "vision";
+      config_field<std::string>(c.raw(), "use_bidirectional_attention", "", kGemma4VisionSrc) == "vision";
   if (g.hidden_size <= 0 || g.intermediate_size <= 0 || g.num_layers <= 0 || g.num_heads <= 0 ||
       g.num_kv_heads <= 0 || g.num_heads % g.num_kv_heads != 0)
     fail(

@@ -62,7 +62,7 @@ int SiglipConfig::tokens_per_side() const {
 }
 
 SiglipConfig parse_siglip_config(const ModelConfig& c) {
-  const nlohmann::json& top = c.multimodal_raw;
+  const nlohmann::json& top = c.multimodal_raw();
   const nlohmann::json& v = top.contains("vision_config") && top["vision_config"].is_object()
                                 ? top["vision_config"]
                                 : nlohmann::json::object();

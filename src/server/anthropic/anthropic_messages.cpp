@@ -9,7 +9,7 @@ namespace {
 
 // One turn's blocks, sorted into what the template needs.
 struct TurnParts {
-  std::string text;
+  ContentBuilder content;             // text and (user turns) image blocks, in order
   Json tool_calls = Json::array();    // assistant tool_use blocks
   Json tool_results = Json::array();  // user tool_result blocks, as "tool" messages
 };
@@ -33,12 +33,15 @@ Json tool_result_message(const FieldReader& block) {
 }
 
 void add_block(const Json& block_json, const std::string& path, const std::string& role,
-               TurnParts& parts) {
+               TurnParts& parts, std::vector<ImagePart>* images) {
   FieldReader block(block_json, path);
   std::string type = block.require_string("type");
   if (type == "text") {
-    if (!parts.text.empty()) parts.text += '\n';
-    parts.text += block.require_string("text");
+    parts.content.add_text(block.require_string("text"));
+  } else if (type == "image") {
+    if (role != "user" || !images) refuse_image_here(block.name("type"), type);
+    images->push_back(read_anthropic_image_block(block_json, path));
+    parts.content.add_image();
   } else if (type == "tool_use" && role == "assistant") {
     parts.tool_calls.push_back(tool_use_call(block));
   } else if (type == "tool_result" && role == "user") {
@@ -51,7 +54,8 @@ void add_block(const Json& block_json, const std::string& path, const std::strin
   }
 }
 
-void add_turn(const Json& message, const std::string& path, Json& out) {
+void add_turn(const Json& message, const std::string& path, Json& out,
+              std::vector<ImagePart>* images) {
   FieldReader f(message, path);
   std::string role = f.require_string("role");
   if (role != "user" && role != "assistant")
@@ -60,27 +64,30 @@ void add_turn(const Json& message, const std::string& path, Json& out) {
   const Json& content = f.require("content");
   TurnParts parts;
   if (content.is_string()) {
-    parts.text = content.get<std::string>();
+    parts.content.add_text(content.get<std::string>());
   } else if (content.is_array()) {
     for (size_t i = 0; i < content.size(); ++i)
-      add_block(content[i], item_path(f.name("content"), i), role, parts);
+      add_block(content[i], item_path(f.name("content"), i), role, parts, images);
   } else {
     invalid_request(f.name("content"), "'{}' must be a string or a list of blocks, got {}",
                     f.name("content"), json_type_name(content));
   }
   for (Json& result : parts.tool_results) out.push_back(std::move(result));
+  Json text = parts.content.content();
   if (role == "assistant" && !parts.tool_calls.empty()) {
     out.push_back({{"role", "assistant"},
-                   {"content", parts.text},
+                   {"content", std::move(text)},
                    {"tool_calls", std::move(parts.tool_calls)}});
-  } else if (!parts.text.empty() || parts.tool_results.empty()) {
-    out.push_back({{"role", role}, {"content", parts.text}});
+  } else if (parts.content.has_image() || !text.get_ref<const std::string&>().empty() ||
+             parts.tool_results.empty()) {
+    out.push_back({{"role", role}, {"content", std::move(text)}});
   }
 }
 
 }  // namespace
 
-Json anthropic_to_chat_messages(const Json* system, const Json& messages) {
+Json anthropic_to_chat_messages(const Json* system, const Json& messages,
+                                std::vector<ImagePart>* images) {
   Json out = Json::array();
   if (system) {
     std::string text = content_text(*system, "system", {"text"});
@@ -89,7 +96,8 @@ Json anthropic_to_chat_messages(const Json* system, const Json& messages) {
   if (!messages.is_array())
     invalid_request("messages", "'messages' must be an array, got {}", json_type_name(messages));
   if (messages.empty()) invalid_request("messages", "'messages' must not be empty");
-  for (size_t i = 0; i < messages.size(); ++i) add_turn(messages[i], item_path("messages", i), out);
+  for (size_t i = 0; i < messages.size(); ++i)
+    add_turn(messages[i], item_path("messages", i), out, images);
   return out;
 }
 

@@ -14,6 +14,10 @@ Json tool_use_json(const ToolCall& call, Json input) {
           {"input", std::move(input)}};
 }
 
+Json thinking_json(const std::string& thinking) {
+  return {{"type", "thinking"}, {"thinking", thinking}, {"signature", ""}};
+}
+
 Json parsed_arguments(const ToolCall& call) {
   JsonParse parsed = parse_bounded_json(call.arguments, JsonLimits{});
   // parse_tool_calls only yields objects it has parsed under the same limits; defensive.
@@ -52,9 +56,9 @@ const char* anthropic_stop_reason(FinishReason reason, bool has_tool_use,
 
 Json format_anthropic_message(const ResponseMeta& meta, const AnthropicFormat& format,
                               const ChoiceResult& result) {
-  ToolCallParse parsed{result.text, {}};
-  if (format.parse_tool_calls) parsed = parse_tool_calls(result.text);
+  AnswerParts parsed = split_answer(result.text, format.reasoning, format.parse_tool_calls);
   Json content = Json::array();
+  if (!parsed.reasoning.empty()) content.push_back(thinking_json(parsed.reasoning));
   if (!parsed.content.empty() || parsed.calls.empty())
     content.push_back({{"type", "text"}, {"text", parsed.content}});
   for (const ToolCall& call : parsed.calls)
@@ -69,7 +73,9 @@ Json format_anthropic_message(const ResponseMeta& meta, const AnthropicFormat& f
 }
 
 AnthropicStreamEncoder::AnthropicStreamEncoder(ResponseMeta meta, AnthropicFormat format)
-    : meta_(std::move(meta)), format_(format) {}
+    : meta_(std::move(meta)),
+      format_(format),
+      answer_(format_.reasoning, format_.parse_tool_calls) {}
 
 std::string AnthropicStreamEncoder::begin() {
   Json message =
@@ -78,8 +84,37 @@ std::string AnthropicStreamEncoder::begin() {
          sse_event("ping", {{"type", "ping"}});
 }
 
+// The thinking block comes first (the reasoning always precedes the answer): opened on the
+// first reasoning text, closed, signature last, when the answer begins or at the end.
+std::string AnthropicStreamEncoder::thinking_delta(const std::string& text) {
+  std::string out;
+  if (!thinking_open_) {
+    out += sse_event("content_block_start", {{"type", "content_block_start"},
+                                             {"index", next_index_},
+                                             {"content_block", thinking_json("")}});
+    thinking_open_ = true;
+  }
+  out += sse_event("content_block_delta",
+                   {{"type", "content_block_delta"},
+                    {"index", next_index_},
+                    {"delta", {{"type", "thinking_delta"}, {"thinking", text}}}});
+  return out;
+}
+
+std::string AnthropicStreamEncoder::close_thinking_block() {
+  if (!thinking_open_) return {};
+  thinking_open_ = false;
+  const int index = next_index_++;
+  return sse_event("content_block_delta",
+                   {{"type", "content_block_delta"},
+                    {"index", index},
+                    {"delta", {{"type", "signature_delta"}, {"signature", ""}}}}) +
+         sse_event("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
+}
+
 std::string AnthropicStreamEncoder::text_delta(const std::string& text) {
   std::string out;
+  has_text_ = true;
   if (!text_open_) {
     out += sse_event("content_block_start", {{"type", "content_block_start"},
                                              {"index", next_index_},
@@ -116,16 +151,10 @@ std::string AnthropicStreamEncoder::tool_use_block(const ToolCall& call) {
 
 std::string AnthropicStreamEncoder::chunk(int, const StreamChunk& chunk) {
   output_tokens_ += int(chunk.tokens.size());
-  ToolCallStream::Delta delta{chunk.text, {}};
-  if (format_.parse_tool_calls) {
-    delta = tools_.push(chunk.text);
-    if (chunk.finish) {
-      ToolCallStream::Delta rest = tools_.finish();
-      delta.content += rest.content;
-      for (ToolCall& c : rest.calls) delta.calls.push_back(std::move(c));
-    }
-  }
+  AnswerParts delta = answer_.take(chunk);
   std::string out;
+  if (!delta.reasoning.empty()) out += thinking_delta(delta.reasoning);
+  if (!delta.content.empty() || !delta.calls.empty()) out += close_thinking_block();
   if (!delta.content.empty()) out += text_delta(delta.content);
   for (const ToolCall& call : delta.calls) {
     out += close_text_block();  // before the tool block takes the next index
@@ -141,8 +170,9 @@ std::string AnthropicStreamEncoder::chunk(int, const StreamChunk& chunk) {
 }
 
 std::string AnthropicStreamEncoder::end() {
-  std::string out;
-  if (next_index_ == 0 && !text_open_) out += text_delta("");  // never an empty content list
+  std::string out = close_thinking_block();
+  // Never without a text or tool_use block (a thinking block alone is not an answer).
+  if (num_tool_uses_ == 0 && !text_open_ && !has_text_) out += text_delta("");
   out += close_text_block();
   bool has_tool_use = num_tool_uses_ > 0;
   bool stopped_by_string = !matched_stop_.empty() && !has_tool_use && finish_ == FinishReason::Stop;

@@ -14,7 +14,7 @@ void handle_messages(const EndpointContext& ctx, const httplib::Request& req,
     MessagesRequest r = parse_messages_request(
         body, ctx.model.defaults, ctx.model.engine->model_info().vocab_size, ctx.limits);
     prepare_chat_generation(ctx, r, {"messages", "max_tokens"});
-    AnthropicFormat format{int(r.generation.prompt.size()), r.parse_tool_calls};
+    AnthropicFormat format{int(r.generation.prompt.size()), r.parse_tool_calls, r.reasoning};
     GenerationPlan plan{"msg_", {std::move(r.generation)}};
     answer_with<AnthropicStreamEncoder>(plan, r.stream, format, format_anthropic_message);
     return plan;
@@ -26,9 +26,8 @@ void handle_count_tokens(const EndpointContext& ctx, const httplib::Request& req
   Json body = read_request_body(ctx, req);
   ChatGeneration conversation;
   read_anthropic_conversation(FieldReader(body), conversation);
-  std::vector<int32_t> ids =
-      chat_builder(ctx.model).tokens(conversation.prompt, request_render_limits(ctx));
-  reply_json(res, {{"input_tokens", ids.size()}});
+  ChatPromptTokens prompt = chat_prompt_tokens(ctx, conversation.prompt, "messages", false);
+  reply_json(res, {{"input_tokens", prompt.ids.size()}});
 }
 
 }  // namespace tandem::server

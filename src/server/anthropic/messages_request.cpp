@@ -32,15 +32,40 @@ ToolForcing anthropic_tool_forcing(const FieldReader& f) {
   return {};
 }
 
+// thinking {"type": "enabled", "budget_tokens": N} | {"type": "disabled"} | {"type":
+// "adaptive"}: turns the template's thinking on or off (enable_thinking, and DeepSeek
+// V3.x's `thinking`, unless chat_template_kwargs sets them) and bounds it. Absent or
+// adaptive: the template's default.
+void read_thinking(const FieldReader& f, ChatGeneration& out) {
+  const Json* thinking = f.object_field("thinking");
+  if (!thinking) return;
+  FieldReader t(*thinking, "thinking");
+  std::string type = t.require_string("type");
+  if (type == "adaptive") return;
+  if (type != "enabled" && type != "disabled")
+    invalid_request(t.name("type"), "'{}' must be enabled, disabled or adaptive; got '{}'",
+                    t.name("type"), type);
+  const bool on = type == "enabled";
+  if (on) {
+    t.require("budget_tokens");
+    out.thinking_budget = t.integer("budget_tokens", 1, kMaxTokensLimit);
+  }
+  Json& kwargs = out.prompt.template_kwargs;
+  for (const char* key : {"enable_thinking", "thinking"})
+    if (!kwargs.contains(key)) kwargs[key] = on;
+}
+
 }  // namespace
 
 void read_anthropic_conversation(const FieldReader& f, ChatGeneration& out) {
   const Json* system = f.has("system") ? &f.object()["system"] : nullptr;
-  out.prompt.messages = anthropic_to_chat_messages(system, f.require("messages"));
+  out.prompt.messages =
+      anthropic_to_chat_messages(system, f.require("messages"), &out.prompt.images);
   Json tools = anthropic_tools_to_chat(f.array_field("tools"));
   bool allowed = anthropic_tool_choice_allows_calls(f);
   offer_tools(std::move(tools), allowed, anthropic_tool_forcing(f), out);
-  out.prompt.template_kwargs = read_template_kwargs(f);
+  read_prompt_options(f, out.prompt);
+  read_thinking(f, out);
 }
 
 MessagesRequest parse_messages_request(const Json& body, const GenerationRequest& defaults,

@@ -67,6 +67,11 @@ class LimitCheck {
 }  // namespace
 
 JsonParse parse_bounded_json(std::string_view text, const JsonLimits& limits) {
+  // nlohmann's lexer reads a NUL byte as the end of the input, so "{}\0garbage" would
+  // parse; JSON text never holds one raw (inside strings it is escaped as \u0000).
+  if (size_t nul = text.find('\0'); nul != std::string_view::npos)
+    return JsonParse{std::nullopt, JsonRefusal::Malformed,
+                     fmt::format("it holds a NUL byte at offset {}", nul)};
   LimitCheck check(limits);
   bool ok = Json::sax_parse(text, &check);
   if (!ok || check.refused()) {

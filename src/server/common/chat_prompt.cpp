@@ -2,6 +2,10 @@
 
 #include "server/common/api_error.h"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
 namespace tandem::server {
 namespace {
 
@@ -21,8 +25,8 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 // transformers' special_tokens_map: every "*_token" field of tokenizer_config.json.
 Json special_tokens_of(const TokenizerConfig& config) {
   Json out = Json::object();
-  if (config.raw.is_object())
-    for (auto it = config.raw.begin(); it != config.raw.end(); ++it)
+  if (config.raw().is_object())
+    for (auto it = config.raw().begin(); it != config.raw().end(); ++it)
       if (ends_with(it.key(), "_token"))
         if (auto s = token_string(it.value())) out[it.key()] = *s;
   auto set = [&](const char* key, const std::optional<std::string>& v) {
@@ -39,9 +43,13 @@ Json special_tokens_of(const TokenizerConfig& config) {
 // generation continues that message (transformers' continue_final_message).
 std::string cut_after_final_message(const std::string& rendered, const Json& messages) {
   const Json& last = messages.back();
-  std::string content = last.contains("content") && last["content"].is_string()
-                            ? last["content"].get<std::string>()
-                            : std::string();
+  std::string content;
+  if (last.contains("content") && last["content"].is_string()) {
+    content = last["content"].get<std::string>();
+  } else if (last.contains("content") && last["content"].is_array()) {
+    for (const Json& item : last["content"])  // with images: its last text item
+      if (item.value("type", "") == "text") content = item.value("text", "");
+  }
   size_t begin = content.find_first_not_of(" \t\r\n");
   size_t end = content.find_last_not_of(" \t\r\n");
   std::string core = begin == std::string::npos ? "" : content.substr(begin, end - begin + 1);
@@ -97,46 +105,86 @@ std::shared_ptr<const ChatPromptBuilder> ChatPromptBuilder::create(
   if (tool_it != config.named_templates.end())
     b->tool_template_ = jinja::Template::parse(tool_it->second);
   b->special_tokens_ = special_tokens_of(config);
+  if (tokenizer) b->guard_ = std::make_shared<const SpecialTextGuard>(*tokenizer);
   b->tokenizer_ = std::move(tokenizer);
   return b;
 }
 
-Json ChatPromptBuilder::base_context() const {
-  return special_tokens_;
+std::vector<std::string> ChatPromptBuilder::reserved_template_variables() const {
+  std::vector<std::string> out = {"messages",        "tools",        "add_generation_prompt",
+                                  "raise_exception", "strftime_now", "bos_token",
+                                  "eos_token",       "pad_token",    "unk_token"};
+  for (auto it = special_tokens_.begin(); it != special_tokens_.end(); ++it)
+    if (std::find(out.begin(), out.end(), it.key()) == out.end()) out.push_back(it.key());
+  return out;
 }
 
-std::string ChatPromptBuilder::render(const ChatPromptInput& input,
-                                      const jinja::RenderLimits& limits) const {
+// chat_template_kwargs may add variables, not replace the ones the server validated or the
+// model's own (a client's `messages` there would bypass every check on messages).
+void ChatPromptBuilder::check_kwargs(const Json& kwargs) const {
+  if (kwargs.empty()) return;
+  const std::vector<std::string> reserved = reserved_template_variables();
+  for (auto it = kwargs.begin(); it != kwargs.end(); ++it)
+    if (std::find(reserved.begin(), reserved.end(), it.key()) != reserved.end())
+      invalid_request("chat_template_kwargs." + it.key(),
+                      "'chat_template_kwargs.{}' is reserved: the server sets '{}' itself "
+                      "(reserved: {})",
+                      it.key(), it.key(), fmt::join(reserved, ", "));
+}
+
+// The template's variables; with `originals`, the client's strings have their special-token
+// text marked (special_text.h) and the texts marked are appended there.
+Json ChatPromptBuilder::context_of(const ChatPromptInput& input,
+                                   std::vector<std::string>* originals) const {
+  auto client = [&](const Json& value) {
+    return originals ? guard_->mark(value, *originals) : value;
+  };
+  Json context = special_tokens_;
+  context["messages"] = client(input.messages);
+  if (input.tools.is_array() && !input.tools.empty()) context["tools"] = client(input.tools);
+  context["add_generation_prompt"] = input.add_generation_prompt;
+  for (auto it = input.template_kwargs.begin(); it != input.template_kwargs.end(); ++it)
+    context[it.key()] = client(it.value());
+  return context;
+}
+
+RenderedPrompt ChatPromptBuilder::render_prompt(const ChatPromptInput& input,
+                                                const jinja::RenderLimits& limits) const {
   if (input.messages.empty()) invalid_request("messages", "'messages' must not be empty");
   if (input.continue_final_message && input.add_generation_prompt)
     invalid_request("continue_final_message",
                     "continue_final_message and add_generation_prompt cannot both be true");
+  check_kwargs(input.template_kwargs);
   bool with_tools = input.tools.is_array() && !input.tools.empty();
   // transformers picks the "tool_use" template when tools are given and it exists.
   const jinja::Template& tmpl =
       (with_tools && tool_template_) || !default_template_ ? *tool_template_ : *default_template_;
-  Json context = base_context();
-  context["messages"] = input.messages;
-  if (with_tools) context["tools"] = input.tools;
-  context["add_generation_prompt"] = input.add_generation_prompt;
-  for (auto it = input.template_kwargs.begin(); it != input.template_kwargs.end(); ++it)
-    context[it.key()] = it.value();
+  std::vector<std::string> originals;
+  const bool guarded = input.split_special_tokens && guard_;
+  Json context = context_of(input, guarded ? &originals : nullptr);
   std::string text;
   try {
     text = tmpl.render(context, jinja::RenderOptions{input.now, limits});
   } catch (const jinja::TemplateError& e) {
     render_failed(e);
   }
-  return input.continue_final_message ? cut_after_final_message(text, input.messages) : text;
+  RenderedPrompt out = SpecialTextGuard::unmark(text, originals);
+  if (input.continue_final_message) {
+    out.text = cut_after_final_message(out.text, input.messages);
+    std::erase_if(out.plain,
+                  [&](const RenderedPrompt::Span& s) { return s.begin >= out.text.size(); });
+    if (!out.plain.empty()) out.plain.back().end = std::min(out.plain.back().end, out.text.size());
+  }
+  return out;
 }
 
 std::vector<int32_t> ChatPromptBuilder::tokens(const ChatPromptInput& input,
                                                const jinja::RenderLimits& limits) const {
-  return tokenize(render(input, limits));
+  return tokenize(render_prompt(input, limits));
 }
 
-std::vector<int32_t> ChatPromptBuilder::tokenize(const std::string& rendered) const {
-  return tokenizer_->encode(rendered, /*add_special_tokens=*/false);
+std::vector<int32_t> ChatPromptBuilder::tokenize(const RenderedPrompt& rendered) const {
+  return SpecialTextGuard::tokenize(*tokenizer_, rendered);
 }
 
 }  // namespace tandem::server

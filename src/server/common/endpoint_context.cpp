@@ -3,6 +3,7 @@
 #include "server/common/api_error.h"
 #include "server/common/prompt_limits.h"
 #include "server/common/request_fields.h"
+#include "server/common/request_images.h"
 
 namespace tandem::server {
 
@@ -41,12 +42,22 @@ jinja::RenderLimits request_render_limits(const EndpointContext& ctx) {
   return render_limits(ctx.limits.chat_template, ctx.cancel);
 }
 
-std::vector<int32_t> chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
-                                        const char* field) {
+ChatPromptTokens chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                    const char* field, bool for_generation) {
   const ChatPromptBuilder& builder = chat_builder(ctx.model);
-  std::string text = builder.render(prompt, request_render_limits(ctx));
-  check_prompt_length(text.size(), ctx.model.prompt_bound, ctx.model.engine->model_info(), field);
-  return builder.tokenize(text);
+  const ServedImages& served = ctx.model.images;
+  std::vector<ProcessedImage> images =
+      process_request_images(served, prompt.images, ctx.limits.media, ctx.limits.media_fetch);
+  RenderedPrompt rendered = builder.render_prompt(prompt, request_render_limits(ctx));
+  if (served.takes_images) expand_image_markers(rendered, *served.processor, images, field);
+  if (for_generation)
+    check_prompt_length(rendered.text.size(), ctx.model.prompt_bound,
+                        ctx.model.engine->model_info(), field);
+  ChatPromptTokens out;
+  out.ids = builder.tokenize(rendered);
+  if (!images.empty()) out.media = image_spans(out.ids, served.soft_token_id, images);
+  out.text = std::move(rendered.text);
+  return out;
 }
 
 void reply_json(httplib::Response& res, const Json& body, int status) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/request.h"
 #include "server/common/api_error.h"
 #include "server/common/generation_run.h"
 #include "server/common/logprobs_format.h"
@@ -39,10 +40,17 @@ void require_served_model(const EndpointContext& ctx, const Json& body);
 
 TokenText token_text_of(const ServedModel& model);
 const ChatPromptBuilder& chat_builder(const ServedModel& model);  // 400 if the model has none
-// A generation's chat prompt: rendered under the request's limits, refused before it is
-// tokenized if its length alone shows it cannot fit the context, then tokenized.
-std::vector<int32_t> chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
-                                        const char* field);
+// A generation's chat prompt: its images read and preprocessed (request_images.h), rendered
+// under the request's limits, each image marker the template wrote expanded, refused before
+// it is tokenized if its length alone shows it cannot fit the context (unless
+// `for_generation` is false: the token-counting routes count any prompt), then tokenized.
+struct ChatPromptTokens {
+  std::string text;  // as rendered (where a reasoning row starts is read off its end)
+  std::vector<int32_t> ids;
+  std::vector<MediaSpan> media;  // where its images' soft tokens are (empty without images)
+};
+ChatPromptTokens chat_prompt_tokens(const EndpointContext& ctx, const ChatPromptInput& prompt,
+                                    const char* field, bool for_generation = true);
 // The template bounds of this request (the server's limits and its stop flag).
 jinja::RenderLimits request_render_limits(const EndpointContext& ctx);
 void reply_json(httplib::Response& res, const Json& body, int status = 200);

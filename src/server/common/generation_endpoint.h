@@ -73,8 +73,10 @@ void serve_generation(const EndpointContext& ctx, const httplib::Request& req,
 
 // Steps 4 to 7 for a conversation: the constraint or forced tool call compiled into
 // request.generation.grammar, the conversation rendered and tokenized into its prompt (a
-// text that cannot fit is refused before it is tokenized), and max_tokens fitted to the
-// context (not given: the rest of it, as vLLM does for chat). `names` are the prompt's and
+// text that cannot fit is refused before it is tokenized), the row's thinking set up from
+// where the prompt leaves it (request.reasoning, request.generation.thinking: the grammar
+// starts after the thinking; reasoning_setup.h), and max_tokens fitted to the context (not
+// given: the rest of it, as vLLM does for chat). `names` are the prompt's and
 // max tokens' fields, named in errors. `num_choices` > 0 (chat's n): the prompt's tokens ×
 // n must be within --max-request-tokens (a 400 naming "n"); the APIs without n pass 0.
 void prepare_chat_generation(const EndpointContext& ctx, ChatGeneration& request,

@@ -20,6 +20,11 @@ Json read_template_kwargs(const FieldReader& f) {
   return kwargs;
 }
 
+void read_prompt_options(const FieldReader& f, ChatPromptInput& out) {
+  out.template_kwargs = read_template_kwargs(f);
+  out.split_special_tokens = f.boolean("split_special_tokens").value_or(true);
+}
+
 void offer_tools(Json tools, bool allowed, const ToolForcing& forcing, ChatGeneration& out) {
   if (allowed) out.prompt.tools = std::move(tools);
   out.parse_tool_calls = allowed && !out.prompt.tools.is_null();

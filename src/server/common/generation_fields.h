@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "engine/request.h"
+#include "server/common/answer_split.h"
 #include "server/common/chat_prompt.h"
 #include "server/common/json_text.h"
 #include "server/common/request_fields.h"
@@ -34,6 +35,14 @@ struct ChatGeneration : GenerationFields {
   OutputConstraint constraint;    // response_format, text.format, structured_outputs
   bool parse_tool_calls = false;  // tools were given and tool_choice allows calls
   ToolForcing forced_tools;       // tool_choice forces a call (to any tool, or the one named)
+  // Tokens a row may think before the engine ends its thinking block (chat's
+  // thinking_token_budget, Anthropic's thinking.budget_tokens); nullopt: unbounded.
+  std::optional<int64_t> thinking_budget;
+  // The field the budget came from, named in the 400 when the model has no reasoning
+  // parser; empty: a budget the model cannot use is ignored (Anthropic's `thinking`).
+  std::string budget_field;
+  // Set by prepare_chat_generation: how the output splits into reasoning and content.
+  ReasoningSplit reasoning;
 };
 
 // The most tokens any API lets a request ask for.
@@ -51,6 +60,11 @@ std::optional<int64_t> read_max_tokens(const FieldReader& fields, std::string_vi
 
 // Template variables from chat_template_kwargs (and a top-level enable_thinking).
 Json read_template_kwargs(const FieldReader& fields);
+
+// The prompt options every chat API takes: the template variables above, and
+// split_special_tokens (special-token text in the client's messages stays text unless false;
+// chat_prompt.h).
+void read_prompt_options(const FieldReader& fields, ChatPromptInput& out);
 
 // The request's tools (OpenAI's chat shape, or null), offered to the model unless
 // tool_choice said "none" (`allowed` false): then the template sees none and no output is

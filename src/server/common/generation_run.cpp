@@ -136,6 +136,7 @@ void append_chunk(ChoiceResult& result, const StreamChunk& chunk) {
   result.text += chunk.text;
   result.tokens.insert(result.tokens.end(), chunk.tokens.begin(), chunk.tokens.end());
   if (!chunk.prompt_logprobs.empty()) result.prompt_logprobs = chunk.prompt_logprobs;
+  if (!chunk.embedding.empty()) result.embedding = chunk.embedding;
   if (!chunk.finish) return;
   result.finish = *chunk.finish;
   result.matched_stop = chunk.matched_stop;

@@ -78,6 +78,7 @@ struct ChoiceResult {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;  // prompt tokens read from the prefix cache
+  std::vector<float> embedding;  // GenerationRequest::pooling: the pooled vector
 };
 
 // Reads the run to its end; nullopt if the client left or the server stopped first.

@@ -1,5 +1,7 @@
 #include "server/common/reasoning_setup.h"
 
+#include "core/error.h"
+
 namespace tandem::server {
 
 std::shared_ptr<const ThinkingVocab> make_thinking_vocab(const Tokenizer& tokenizer,
@@ -31,6 +33,34 @@ std::optional<ThinkingControl> thinking_control(std::shared_ptr<const ThinkingVo
                                                 bool constrained) {
   if (start == ThinkingStart::Closed || (!budget && !constrained)) return std::nullopt;
   return ThinkingControl{std::move(vocab), start == ThinkingStart::Open, budget};
+}
+
+void check_reasoning_parser_name(std::string_view name) {
+  if (name != "auto" && name != "none" && !reasoning_format_named(name))
+    fail("--reasoning-parser: unknown parser '{}' (known: {})", name, kReasoningParserNames);
+}
+
+std::optional<ServedReasoning> served_reasoning(std::string_view name, const Tokenizer& tokenizer,
+                                                const ModelInfo& info,
+                                                const std::optional<std::string>& chat_template) {
+  check_reasoning_parser_name(name);
+  std::optional<ReasoningFormat> format = reasoning_format_named(name);
+  if (name == "auto" && chat_template) format = detect_reasoning_format(*chat_template);
+  if (!format) return std::nullopt;
+  const ReasoningSyntax& syntax = reasoning_syntax(*format);
+  return ServedReasoning{&syntax, make_thinking_vocab(tokenizer, info, syntax),
+                         delimiters_are_special(tokenizer, syntax)};
+}
+
+ReasoningSplit prepare_thinking(const ServedReasoning* reasoning, std::string_view prompt,
+                                std::optional<int> budget, GenerationRequest& out) {
+  if (!reasoning) return {};
+  ReasoningSplit split{reasoning->syntax, thinking_start(*reasoning->syntax, prompt)};
+  out.thinking = thinking_control(reasoning->vocab, split.start, budget, out.grammar != nullptr);
+  // The parser must see the delimiters, even where they are control tokens.
+  if (reasoning->keep_special_tokens && split.start != ThinkingStart::Closed)
+    out.skip_special_tokens = false;
+  return split;
 }
 
 }  // namespace tandem::server

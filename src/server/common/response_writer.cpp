@@ -5,21 +5,20 @@
 #include "server/common/api_error.h"
 
 namespace tandem::server {
-namespace {
 
 // A request the engine refused is the client's error; a failed step (server_error), or
 // one that struck after tokens were produced, is the server's.
-[[noreturn]] void throw_engine_error(const std::string& message, bool before_any_token,
-                                     bool server_error) {
+void throw_engine_error(const std::string& message, bool before_any_token, bool server_error) {
   if (before_any_token && !server_error) throw ApiError(400, "invalid_request_error", message);
   throw internal_error(message);
 }
 
-// The client is gone: nothing can be sent; the status only shows in logs.
 void mark_client_gone(httplib::Response& res) {
   res.status = kClientClosedRequest;
   res.set_content("{}", "application/json");
 }
+
+namespace {
 
 struct StreamState {
   std::unique_ptr<GenerationRun> run;

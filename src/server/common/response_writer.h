@@ -18,6 +18,14 @@ inline constexpr int kClientClosedRequest = 499;
 
 using ResultFormatter = std::function<Json(const std::vector<ChoiceResult>&)>;
 
+// A choice that ended in an engine error, as the ApiError it answers: 400 if it came before
+// any token and the engine refused the request, else 500.
+[[noreturn]] void throw_engine_error(const std::string& message, bool before_any_token,
+                                     bool server_error);
+// The client is gone: nothing can be sent; the status (kClientClosedRequest) only shows in
+// logs.
+void mark_client_gone(httplib::Response& res);
+
 // Waits for every choice, then answers 200 with format(results). An engine error is an
 // ApiError: 400 if it came before any token (the request could never run), else 500.
 void respond_when_done(httplib::Response& res, GenerationRun& run, const ClientWatch& watch,

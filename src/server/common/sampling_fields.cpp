@@ -39,9 +39,11 @@ void read_seed(const FieldReader& f, SamplingParams& s) {
 
 void read_stopping(const FieldReader& f, const SamplingFieldSpec& spec, int vocab_size,
                    GenerationRequest& out) {
-  if (f.has(spec.stop_field))
+  if (f.has(spec.stop_field)) {
+    if (!spec.stop_may_be_string) f.array_field(spec.stop_field);  // a 400 unless a list
     out.stop = f.string_or_list(spec.stop_field, {spec.max_stop_strings, spec.max_stop_bytes,
                                                   "--max-stop-strings", "--max-stop-length"});
+  }
   for (int64_t id : f.integer_list("stop_token_ids", 0, int64_t(vocab_size) - 1))
     out.stop_token_ids.push_back(int32_t(id));
   if (auto m = f.integer("min_tokens", 0, kMaxMinTokens)) out.min_tokens = int(*m);
@@ -59,11 +61,18 @@ void read_cache_salt(const FieldReader& f, GenerationRequest& out) {
   out.cache_salt = std::move(*salt);
 }
 
+// tandem's "speculative_decoding": false opts a request out of the server's speculative
+// decoding (--speculative-config); its output is the same either way, only its speed differs.
+void read_speculative(const FieldReader& f, GenerationRequest& out) {
+  if (auto b = f.boolean("speculative_decoding")) out.speculative = *b;
+}
+
 }  // namespace
 
 SamplingFieldSpec sampling_spec(const RequestLimits& limits, const char* stop_field) {
   SamplingFieldSpec spec;
   spec.stop_field = stop_field;
+  spec.stop_may_be_string = std::string_view(stop_field) != "stop_sequences";
   spec.max_stop_strings = limits.max_stop_strings;
   spec.max_stop_bytes = limits.max_stop_bytes;
   return spec;
@@ -76,6 +85,7 @@ void read_sampling_fields(const FieldReader& fields, const SamplingFieldSpec& sp
   read_seed(fields, out.sampling);
   read_stopping(fields, spec, vocab_size, out);
   read_cache_salt(fields, out);
+  read_speculative(fields, out);
 }
 
 std::vector<GenerationRequest> expand_choices(const GenerationRequest& base, int n) {

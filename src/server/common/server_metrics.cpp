@@ -71,6 +71,42 @@ double prefix_hit_rate(const EngineStats& s) {
 
 namespace {
 
+// Speculative decoding (vLLM's spec_decode_* counters, under our prefix).
+void write_spec_decode(std::string& out, const SpecDecodeStats& s, const std::string& labels) {
+  if (!s.enabled) return;
+  write_header(out, "spec_decode_num_drafts_total", "counter",
+               "Number of spec decoding drafts (rows that verified proposals in a step).");
+  write_sample(out, "spec_decode_num_drafts_total", labels, double(s.num_drafts));
+  write_header(out, "spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.");
+  write_sample(out, "spec_decode_num_draft_tokens_total", labels, double(s.num_draft_tokens));
+  write_header(out, "spec_decode_num_accepted_tokens_total", "counter",
+               "Number of accepted tokens.");
+  write_sample(out, "spec_decode_num_accepted_tokens_total", labels, double(s.num_accepted_tokens));
+  write_header(out, "spec_decode_num_accepted_tokens_per_pos_total", "counter",
+               "Accepted tokens per draft position.");
+  for (size_t i = 0; i < s.accepted_per_position.size(); ++i)
+    write_sample(out, "spec_decode_num_accepted_tokens_per_pos_total",
+                 fmt::format("{},position=\"{}\"", labels, i), double(s.accepted_per_position[i]));
+}
+
+Json spec_decode_json(const SpecDecodeStats& s) {
+  if (!s.enabled) return {{"enabled", false}};
+  const double rate =
+      s.num_draft_tokens ? double(s.num_accepted_tokens) / double(s.num_draft_tokens) : 0.0;
+  const double length =
+      s.num_drafts ? 1.0 + double(s.num_accepted_tokens) / double(s.num_drafts) : 0.0;
+  return {{"enabled", true},
+          {"method", s.method},
+          {"num_speculative_tokens", s.num_speculative_tokens},
+          {"drafts_total", s.num_drafts},
+          {"draft_tokens_total", s.num_draft_tokens},
+          {"accepted_tokens_total", s.num_accepted_tokens},
+          {"acceptance_rate", rate},
+          {"mean_acceptance_length", length},
+          {"accepted_per_position", s.accepted_per_position},
+          {"speculative_steps_total", s.num_speculative_steps}};
+}
+
 Json kv_groups_json(const EngineStats& stats) {
   Json groups = Json::array();
   for (const KvGroupStats& g : stats.kv_groups)
@@ -177,6 +213,7 @@ std::string ServerMetrics::prometheus(const EngineStats& stats,
   write_sample(out, "generation_tokens_total", labels, double(stats.generation_tokens_total));
   write_header(out, "num_preemptions_total", "counter", "Cumulative number of preemptions.");
   write_sample(out, "num_preemptions_total", labels, double(stats.num_preemptions));
+  write_spec_decode(out, stats.spec_decode, labels);
   write_header(out, "request_success_total", "counter", "Count of finished requests.");
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -217,6 +254,7 @@ Json ServerMetrics::stats_json(const EngineStats& stats, const ModelInfo& model,
               {"requests_finished", stats.requests_finished},
               {"preemptions", stats.num_preemptions},
               {"kv_groups", kv_groups_json(stats)},
+              {"speculative_decoding", spec_decode_json(stats.spec_decode)},
               {"tokens_per_second_1m", generated_tokens_per_second()},
               {"latency_1m",
                {{"ttft_s", latency_json(ttft_1m_)},

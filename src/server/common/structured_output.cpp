@@ -182,7 +182,8 @@ GrammarSpec tool_call_spec(const Json& tools, const ToolForcing& forcing, ToolCa
 }
 
 std::shared_ptr<grammar::GrammarCache> make_grammar_cache(const Tokenizer& tokenizer,
-                                                          const ModelInfo& info) {
+                                                          const ModelInfo& info,
+                                                          const GrammarCompileLimits& limits) {
   grammar::TokenVocabParams p;
   p.token_bytes = tokenizer.token_bytes();
   p.token_bytes.resize(size_t(info.vocab_size));  // ids past the tokenizer: never allowed
@@ -191,8 +192,11 @@ std::shared_ptr<grammar::GrammarCache> make_grammar_cache(const Tokenizer& token
     p.is_special[size_t(id)] = tokenizer.is_special(id);
   for (int32_t eos : info.eos_token_ids)
     if (eos >= 0 && eos < info.vocab_size) p.eos_ids.push_back(eos);
+  grammar::GrammarCacheOptions options;
+  options.max_spec_bytes = limits.max_spec_bytes;
+  options.program.max_insts = limits.max_insts;
   return std::make_shared<grammar::GrammarCache>(
-      std::make_shared<const grammar::TokenVocab>(std::move(p)));
+      std::make_shared<const grammar::TokenVocab>(std::move(p)), options);
 }
 
 void attach_grammar(grammar::GrammarCache& cache, const OutputConstraint& constraint,

@@ -68,9 +68,11 @@ OutputConstraint read_output_constraint(const FieldReader& fields,
 grammar::GrammarSpec tool_call_spec(const Json& tools, const ToolForcing& forcing,
                                     ToolCallFormat format, const std::string& param);
 
-// The served model's grammar cache: its vocabulary as bytes, padded to the logits' width.
+// The served model's grammar cache: its vocabulary as bytes, padded to the logits' width,
+// compiling within `limits` (--max-grammar-bytes, --max-grammar-insts).
 std::shared_ptr<grammar::GrammarCache> make_grammar_cache(const Tokenizer& tokenizer,
-                                                          const ModelInfo& info);
+                                                          const ModelInfo& info,
+                                                          const GrammarCompileLimits& limits = {});
 
 // Compiles the constraint into out.grammar (nothing when there is none): a GrammarError is
 // a 400 on its field that names the keyword and the path. A forced tool call (with the

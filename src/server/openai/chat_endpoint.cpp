@@ -14,8 +14,13 @@ void handle_chat_completions(const EndpointContext& ctx, const httplib::Request&
     ChatCompletionRequest r = parse_chat_request(
         body, ctx.model.defaults, ctx.model.engine->model_info().vocab_size, ctx.limits);
     prepare_chat_generation(ctx, r, {"messages", "max_tokens"}, r.n);
-    ChatFormat format{r.top_logprobs, r.parse_tool_calls, token_text_of(ctx.model),
-                      int(r.generation.prompt.size())};
+    ChatFormat format{r.top_logprobs,
+                      r.parse_tool_calls,
+                      token_text_of(ctx.model),
+                      int(r.generation.prompt.size()),
+                      r.reasoning,
+                      r.return_token_ids,
+                      r.return_token_ids ? r.generation.prompt : std::vector<int32_t>()};
     GenerationPlan plan{"chatcmpl-", expand_choices(r.generation, r.n)};
     answer_with<ChatStreamEncoder>(plan, r.stream, std::move(format), format_chat_completion, r.n,
                                    r.include_usage);

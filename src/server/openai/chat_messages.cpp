@@ -44,8 +44,17 @@ Json normalize_tool_calls(const Json& calls, const std::string& path, const Json
   return out;
 }
 
+Json read_message_content(const Json& content, const std::string& path, const std::string& role,
+                          const MessageContent& how) {
+  if (how.already_read) return content;
+  if (!how.images) return content_text(content, path, {"text", "input_text"});
+  const bool user = role == "user";
+  ContentKinds kinds{{"text", "input_text"}, "image_url", user ? read_openai_image_part : nullptr};
+  return read_content(content, path, kinds, *how.images);
+}
+
 Json normalize_openai_message(const Json& message, const std::string& path,
-                              const JsonLimits& limits) {
+                              const JsonLimits& limits, const MessageContent& how) {
   FieldReader f(message, path);
   std::string role = f.require_string("role");
   if (role == "developer") role = "system";  // OpenAI's newer name; templates know "system"
@@ -59,7 +68,7 @@ Json normalize_openai_message(const Json& message, const std::string& path,
   if (has_calls)
     out["tool_calls"] = normalize_tool_calls(message["tool_calls"], f.name("tool_calls"), limits);
   if (f.has("content")) {
-    out["content"] = content_text(message["content"], f.name("content"), {"text", "input_text"});
+    out["content"] = read_message_content(message["content"], f.name("content"), role, how);
   } else if (role == "assistant") {
     out["content"] = "";  // as vLLM passes it: templates that concatenate content still work
   } else {
@@ -73,13 +82,14 @@ Json normalize_openai_message(const Json& message, const std::string& path,
 
 }  // namespace
 
-Json normalize_openai_messages(const Json& messages, const JsonLimits& limits) {
+Json normalize_openai_messages(const Json& messages, const JsonLimits& limits,
+                               MessageContent content) {
   if (!messages.is_array())
     invalid_request("messages", "'messages' must be an array, got {}", json_type_name(messages));
   if (messages.empty()) invalid_request("messages", "'messages' must not be empty");
   Json out = Json::array();
   for (size_t i = 0; i < messages.size(); ++i)
-    out.push_back(normalize_openai_message(messages[i], item_path("messages", i), limits));
+    out.push_back(normalize_openai_message(messages[i], item_path("messages", i), limits, content));
   return out;
 }
 

@@ -6,19 +6,32 @@
 // speaks.
 #pragma once
 
+#include <vector>
+
+#include "server/common/image_parts.h"
 #include "server/common/json_text.h"
 #include "server/common/server_limits.h"
 #include "server/common/structured_output.h"
 
 namespace tandem::server {
 
+// How normalize_openai_messages reads each message's content (common/content_parts.h).
+struct MessageContent {
+  // Receives the image_url parts of user turns, in order; null: image parts are 400s.
+  std::vector<ImagePart>* images = nullptr;
+  // The content is already in the template's shape (the Responses API reads its own input
+  // items, naming their own paths in errors): taken as it is.
+  bool already_read = false;
+};
+
 // OpenAI `messages`: roles system/developer/user/assistant/tool; content a string or a
-// list of text parts (joined with "\n", as vLLM does); assistant tool_calls with their
-// JSON-string arguments parsed into objects (templates render them with `tojson`) within
-// `limits` (past them: a 400 naming the field); an assistant turn without content gets ""
-// (as vLLM does). Non-text parts, unknown roles, missing user/system/tool content and an
-// empty list are 400s.
-Json normalize_openai_messages(const Json& messages, const JsonLimits& limits = {});
+// list of text parts (joined with "\n", as vLLM does) and, in user turns, image_url parts
+// (as `content` says); assistant tool_calls with their JSON-string arguments parsed into
+// objects (templates render them with `tojson`) within `limits` (past them: a 400 naming
+// the field); an assistant turn without content gets "" (as vLLM does). Other parts,
+// unknown roles, missing user/system/tool content and an empty list are 400s.
+Json normalize_openai_messages(const Json& messages, const JsonLimits& limits = {},
+                               MessageContent content = {});
 
 // OpenAI `tools`: [{"type": "function", "function": {"name", "description"?,
 // "parameters"?}}], checked and passed through in order. Returns null for no tools.

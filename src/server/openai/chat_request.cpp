@@ -28,7 +28,7 @@ void read_logprobs(const FieldReader& f, ChatCompletionRequest& out) {
 }
 
 void read_prompt_flags(const FieldReader& f, ChatCompletionRequest& out) {
-  out.prompt.template_kwargs = read_template_kwargs(f);
+  read_prompt_options(f, out.prompt);
   out.prompt.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   out.prompt.continue_final_message = f.boolean("continue_final_message").value_or(false);
   if (out.prompt.continue_final_message && !f.has("add_generation_prompt"))
@@ -42,7 +42,8 @@ ChatCompletionRequest parse_chat_request(const Json& body, const GenerationReque
   FieldReader f(body);
   ChatCompletionRequest out;
   start_generation(f, defaults, out);
-  out.prompt.messages = normalize_openai_messages(f.require("messages"), limits.json);
+  out.prompt.messages =
+      normalize_openai_messages(f.require("messages"), limits.json, {.images = &out.prompt.images});
   read_tools(f, out);
   read_prompt_flags(f, out);
   out.max_tokens = read_max_tokens(f, "max_completion_tokens");
@@ -52,8 +53,11 @@ ChatCompletionRequest parse_chat_request(const Json& body, const GenerationReque
   out.stream = stream.stream;
   out.include_usage = stream.include_usage;
   out.constraint = read_output_constraint(f, limits.json);
+  out.thinking_budget = f.integer("thinking_token_budget", 0, kMaxTokensLimit);
+  out.budget_field = "thinking_token_budget";
   check_unsupported_fields(f, out.n);
   read_logprobs(f, out);
+  out.return_token_ids = f.boolean("return_token_ids").value_or(false);
   read_sampling_fields(f, sampling_spec(limits), vocab_size, out.generation);
   return out;
 }

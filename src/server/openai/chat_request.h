@@ -15,6 +15,7 @@ struct ChatCompletionRequest : ChatGeneration {
   int n = 1;
   bool include_usage = false;
   int top_logprobs = -1;  // -1: no logprobs; else the alternatives per token
+  bool return_token_ids = false;  // vLLM's: prompt_token_ids and choices[i].token_ids
 };
 
 // `defaults` carries the model's sampling defaults; `vocab_size` bounds token ids.

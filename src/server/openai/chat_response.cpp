@@ -7,30 +7,42 @@
 namespace tandem::server {
 namespace {
 
+Json generated_ids(const std::vector<GeneratedToken>& tokens) {
+  Json ids = Json::array();
+  for (const GeneratedToken& t : tokens) ids.push_back(t.token);
+  return ids;
+}
+
+// The reasoning fields of a message or delta: `reasoning_content` (DeepSeek's and vLLM's
+// name, which most clients read) and `reasoning` (vLLM's newer one).
+void set_reasoning(Json& message, const std::string& reasoning) {
+  Json value = reasoning.empty() ? Json() : Json(reasoning);
+  message["reasoning_content"] = value;
+  message["reasoning"] = std::move(value);
+}
+
 Json chat_choice(int index, const ChatFormat& format, const ChoiceResult& r) {
   Json message = {{"role", "assistant"}};
-  bool has_calls = false;
-  if (format.parse_tool_calls) {
-    ToolCallParse parsed = parse_tool_calls(r.text);
-    has_calls = !parsed.calls.empty();
-    message["content"] = has_calls && parsed.content.empty() ? Json() : Json(parsed.content);
-    if (has_calls) {
-      Json calls = Json::array();
-      for (const ToolCall& c : parsed.calls) calls.push_back(openai_tool_call(c));
-      message["tool_calls"] = std::move(calls);
-    }
-  } else {
-    message["content"] = r.text;
+  AnswerParts answer = split_answer(r.text, format.reasoning, format.parse_tool_calls);
+  const bool has_calls = !answer.calls.empty();
+  message["content"] = has_calls && answer.content.empty() ? Json() : Json(answer.content);
+  if (format.reasoning.on()) set_reasoning(message, answer.reasoning);
+  if (has_calls) {
+    Json calls = Json::array();
+    for (const ToolCall& c : answer.calls) calls.push_back(openai_tool_call(c));
+    message["tool_calls"] = std::move(calls);
   }
   Json logprobs;
   if (format.top_logprobs >= 0)
     logprobs = {
         {"content", chat_logprobs_content(r.tokens, format.top_logprobs, format.token_text)}};
-  return {{"index", index},
-          {"message", std::move(message)},
-          {"logprobs", std::move(logprobs)},
-          {"finish_reason", openai_finish_reason(r.finish, has_calls)},
-          {"stop_reason", openai_stop_reason(r.matched_stop)}};
+  Json choice = {{"index", index},
+                 {"message", std::move(message)},
+                 {"logprobs", std::move(logprobs)},
+                 {"finish_reason", openai_finish_reason(r.finish, has_calls)},
+                 {"stop_reason", openai_stop_reason(r.matched_stop)}};
+  if (format.return_token_ids) choice["token_ids"] = generated_ids(r.tokens);
+  return choice;
 }
 
 }  // namespace
@@ -44,20 +56,19 @@ Json format_chat_completion(const ResponseMeta& meta, const ChatFormat& format,
     usage.completion_tokens += results[i].completion_tokens;
     usage.cached_tokens = std::max(usage.cached_tokens, results[i].cached_tokens);  // one prompt
   }
-  return {{"id", meta.id},
-          {"object", "chat.completion"},
-          {"created", meta.created},
-          {"model", meta.model},
-          {"choices", std::move(choices)},
-          {"usage", openai_usage(usage)}};
+  Json out = {
+      {"id", meta.id},       {"object", "chat.completion"},   {"created", meta.created},
+      {"model", meta.model}, {"choices", std::move(choices)}, {"usage", openai_usage(usage)}};
+  if (format.return_token_ids) out["prompt_token_ids"] = format.prompt_ids;
+  return out;
 }
 
 ChatStreamEncoder::ChatStreamEncoder(ResponseMeta meta, ChatFormat format, int num_choices,
                                      bool include_usage)
-    : meta_(std::move(meta)),
-      format_(std::move(format)),
-      include_usage_(include_usage),
-      choices_(size_t(num_choices)) {}
+    : meta_(std::move(meta)), format_(std::move(format)), include_usage_(include_usage) {
+  for (int i = 0; i < num_choices; ++i)
+    choices_.push_back({AnswerStream(format_.reasoning, format_.parse_tool_calls)});
+}
 
 Json ChatStreamEncoder::chunk_json(int choice, Json delta, Json logprobs,
                                    Json finish_reason) const {
@@ -74,34 +85,53 @@ Json ChatStreamEncoder::chunk_json(int choice, Json delta, Json logprobs,
 
 std::string ChatStreamEncoder::begin() {
   std::string out;
-  for (size_t i = 0; i < choices_.size(); ++i)
-    out += sse_data(chunk_json(int(i), {{"role", "assistant"}, {"content", ""}}, Json(), Json()));
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Json c = chunk_json(int(i), {{"role", "assistant"}, {"content", ""}}, Json(), Json());
+    if (format_.return_token_ids && i == 0) c["prompt_token_ids"] = format_.prompt_ids;
+    out += sse_data(c);
+  }
+  return out;
+}
+
+// A chunk's deltas in order: reasoning, content, then each call whole. The chunk's
+// logprobs and token ids ride on its first delta (on an empty content delta when it has
+// none yet).
+std::string ChatStreamEncoder::deltas(int choice, const AnswerParts& parts, Json logprobs,
+                                      Json token_ids) {
+  ChoiceState& state = choices_[size_t(choice)];
+  std::string out;
+  auto emit = [&](Json delta) {
+    Json c = chunk_json(choice, std::move(delta), std::move(logprobs), Json());
+    if (!token_ids.is_null()) c["choices"][0]["token_ids"] = std::move(token_ids);
+    logprobs = Json();
+    token_ids = Json();
+    out += sse_data(c);
+  };
+  if (!parts.reasoning.empty()) {
+    Json delta = Json::object();
+    set_reasoning(delta, parts.reasoning);
+    emit(std::move(delta));
+  }
+  if (!parts.content.empty() || !logprobs.is_null() || !token_ids.is_null())
+    emit({{"content", parts.content}});
+  for (const ToolCall& call : parts.calls) {
+    Json tc = openai_tool_call(call, state.num_calls++);
+    out += sse_data(chunk_json(choice, {{"tool_calls", Json::array({tc})}}, Json(), Json()));
+  }
   return out;
 }
 
 std::string ChatStreamEncoder::chunk(int choice, const StreamChunk& chunk) {
   ChoiceState& state = choices_[size_t(choice)];
   state.num_tokens += int(chunk.tokens.size());
-  ToolCallStream::Delta delta{chunk.text, {}};
-  if (format_.parse_tool_calls) {
-    delta = state.tools.push(chunk.text);
-    if (chunk.finish) {
-      ToolCallStream::Delta rest = state.tools.finish();
-      delta.content += rest.content;
-      for (ToolCall& c : rest.calls) delta.calls.push_back(std::move(c));
-    }
-  }
-  std::string out;
   Json logprobs;
   if (format_.top_logprobs >= 0 && !chunk.tokens.empty())
     logprobs = {
         {"content", chat_logprobs_content(chunk.tokens, format_.top_logprobs, format_.token_text)}};
-  if (!delta.content.empty() || !logprobs.is_null())
-    out += sse_data(chunk_json(choice, {{"content", delta.content}}, std::move(logprobs), Json()));
-  for (const ToolCall& call : delta.calls) {
-    Json tc = openai_tool_call(call, state.num_calls++);
-    out += sse_data(chunk_json(choice, {{"tool_calls", Json::array({tc})}}, Json(), Json()));
-  }
+  Json token_ids;
+  if (format_.return_token_ids && !chunk.tokens.empty()) token_ids = generated_ids(chunk.tokens);
+  std::string out =
+      deltas(choice, state.answer.take(chunk), std::move(logprobs), std::move(token_ids));
   if (chunk.finish) {
     completion_tokens_ += chunk.completion_tokens > 0 ? chunk.completion_tokens : state.num_tokens;
     cached_tokens_ = std::max(cached_tokens_, chunk.cached_tokens);

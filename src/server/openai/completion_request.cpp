@@ -5,61 +5,12 @@
 #include "server/common/request_fields.h"
 #include "server/common/sampling_fields.h"
 #include "server/openai/openai_fields.h"
+#include "server/openai/prompt_inputs.h"
 
 namespace tandem::server {
 namespace {
 
 constexpr int64_t kMaxLogprobs = 20;
-
-std::vector<int32_t> id_list(const Json& list, const std::string& path, int vocab_size) {
-  std::vector<int32_t> ids;
-  ids.reserve(list.size());
-  for (const Json& item : list) {
-    if (!item.is_number_integer())
-      invalid_request("prompt", "'{}' must hold only integers, found {}", path,
-                      json_type_name(item));
-    int64_t id = item.get<int64_t>();
-    if (id < 0 || id >= vocab_size)
-      invalid_request("prompt", "Token id {} in '{}' is out of the vocabulary [0, {})", id, path,
-                      vocab_size);
-    ids.push_back(int32_t(id));
-  }
-  if (ids.empty()) invalid_request("prompt", "'{}' must not be an empty list", path);
-  return ids;
-}
-
-// The four shapes of `prompt`, told apart by the first element.
-std::vector<CompletionPrompt> read_prompts(const Json& prompt, int vocab_size) {
-  std::vector<CompletionPrompt> out;
-  if (prompt.is_string()) {
-    out.push_back({prompt.get<std::string>(), {}});
-    return out;
-  }
-  if (!prompt.is_array())
-    invalid_request("prompt",
-                    "'prompt' must be a string, a list of strings, a list of token ids "
-                    "or a list of token-id lists; got {}",
-                    json_type_name(prompt));
-  if (prompt.empty()) invalid_request("prompt", "'prompt' must not be empty");
-  if (prompt[0].is_number_integer()) {
-    out.push_back({std::nullopt, id_list(prompt, "prompt", vocab_size)});
-    return out;
-  }
-  for (size_t i = 0; i < prompt.size(); ++i) {
-    std::string path = item_path("prompt", i);
-    if (prompt[i].is_string() && prompt[0].is_string()) {
-      out.push_back({prompt[i].get<std::string>(), {}});
-    } else if (prompt[i].is_array() && prompt[0].is_array()) {
-      out.push_back({std::nullopt, id_list(prompt[i], path, vocab_size)});
-    } else {
-      invalid_request("prompt",
-                      "'{}' is {}: a prompt list must hold only strings or only "
-                      "token-id lists",
-                      path, json_type_name(prompt[i]));
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -68,7 +19,7 @@ CompletionRequest parse_completion_request(const Json& body, const GenerationReq
   FieldReader f(body);
   CompletionRequest out;
   start_generation(f, defaults, out);
-  out.prompts = read_prompts(f.require("prompt"), vocab_size);
+  out.prompts = read_prompt_inputs(f.require("prompt"), "prompt", vocab_size);
   out.max_tokens = read_max_tokens(f, "max_tokens", /*min=*/0);
   out.n = read_num_choices(f, limits.max_choices);
   if (out.prompts.size() * size_t(out.n) > limits.max_sequences)

@@ -12,13 +12,11 @@
 #include "server/common/json_text.h"
 #include "server/common/server_limits.h"
 #include "server/common/structured_output.h"
+#include "server/openai/prompt_inputs.h"
 
 namespace tandem::server {
 
-struct CompletionPrompt {
-  std::optional<std::string> text;  // a text prompt (tokenized by the endpoint)
-  std::vector<int32_t> ids;         // a token-id prompt, checked against the vocabulary
-};
+using CompletionPrompt = PromptInput;  // a text or token ids (prompt_inputs.h)
 
 // max_tokens: default 16 (OpenAI's and vLLM's).
 struct CompletionRequest : GenerationFields {

@@ -21,7 +21,9 @@ Json model_card(const EndpointContext& ctx, const std::string& id, const std::st
           {"root", root},
           {"parent", parent},
           {"max_model_len", ctx.model.engine->model_info().max_model_len},
-          {"weight_format", ctx.model.card.value("weight_format", std::string())}};
+          {"weight_format", ctx.model.card.value("weight_format", std::string())},
+          {"input_modalities",
+           ctx.model.images.takes_images ? Json::array({"text", "image"}) : Json::array({"text"})}};
 }
 
 Json model_cards(const EndpointContext& ctx) {
@@ -34,11 +36,12 @@ Json model_cards(const EndpointContext& ctx) {
 std::vector<int32_t> tokenize_body(const EndpointContext& ctx, const FieldReader& f) {
   if (f.has("messages")) {
     ChatPromptInput prompt;
-    prompt.messages = normalize_openai_messages(f.require("messages"), ctx.limits.json);
+    prompt.messages = normalize_openai_messages(f.require("messages"), ctx.limits.json,
+                                                {.images = &prompt.images});
     prompt.tools = normalize_openai_tools(f.array_field("tools"));
-    prompt.template_kwargs = read_template_kwargs(f);
+    read_prompt_options(f, prompt);
     prompt.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
-    return chat_builder(ctx.model).tokens(prompt, request_render_limits(ctx));
+    return chat_prompt_tokens(ctx, prompt, "messages", false).ids;
   }
   std::string text = f.require_string("prompt");
   return ctx.model.tokenizer->encode(text, f.boolean("add_special_tokens").value_or(true));

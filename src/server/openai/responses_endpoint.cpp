@@ -14,8 +14,12 @@ void handle_responses(const EndpointContext& ctx, const httplib::Request& req,
     ResponsesRequest r = parse_responses_request(
         body, ctx.model.defaults, ctx.model.engine->model_info().vocab_size, ctx.limits);
     prepare_chat_generation(ctx, r, {"input", "max_output_tokens"});
-    ResponsesFormat format{int(r.generation.prompt.size()), std::move(r.echo), random_id("msg_"),
-                           r.parse_tool_calls};
+    ResponsesFormat format{int(r.generation.prompt.size()),
+                           std::move(r.echo),
+                           random_id("msg_"),
+                           r.parse_tool_calls,
+                           r.reasoning,
+                           random_id("rs_")};
     GenerationPlan plan{"resp_", {std::move(r.generation)}};
     answer_with<ResponsesStreamEncoder>(plan, r.stream, std::move(format), format_response);
     return plan;

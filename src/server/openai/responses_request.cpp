@@ -10,15 +10,19 @@
 namespace tandem::server {
 namespace {
 
-Json message_item(const FieldReader& f) {
+// A message item, its content in the template's shape; input_image parts of user turns
+// go to `images`.
+Json message_item(const FieldReader& f, std::vector<ImagePart>& images) {
   std::string role = f.require_string("role");
   if (role == "developer") role = "system";
   if (role != "user" && role != "assistant" && role != "system")
     invalid_request(f.name("role"), "'{}' must be user, assistant, system or developer; got '{}'",
                     f.name("role"), role);
-  std::string text =
-      content_text(f.require("content"), f.name("content"), {"input_text", "output_text", "text"});
-  return {{"role", role}, {"content", text}};
+  ContentKinds kinds{{"input_text", "output_text", "text"},
+                     "input_image",
+                     role == "user" ? read_responses_image_part : nullptr};
+  return {{"role", role},
+          {"content", read_content(f.require("content"), f.name("content"), kinds, images)}};
 }
 
 // A function_call item as the assistant tool call it records (OpenAI chat shape).
@@ -37,11 +41,12 @@ Json function_call_output(const FieldReader& f) {
 }
 
 // The input items as chat messages; consecutive function calls are one assistant turn.
-void add_input_item(const Json& item, const std::string& path, Json& messages) {
+void add_input_item(const Json& item, const std::string& path, Json& messages,
+                    std::vector<ImagePart>& images) {
   FieldReader f(item, path);
   std::string type = f.string("type").value_or("message");
   if (type == "message") {
-    messages.push_back(message_item(f));
+    messages.push_back(message_item(f, images));
   } else if (type == "function_call") {
     Json call = function_call(f);
     Json& last = messages.empty() ? messages : messages.back();
@@ -59,7 +64,7 @@ void add_input_item(const Json& item, const std::string& path, Json& messages) {
   }
 }
 
-Json read_input(const FieldReader& f, const JsonLimits& limits) {
+Json read_input(const FieldReader& f, const JsonLimits& limits, std::vector<ImagePart>& images) {
   Json messages = Json::array();
   if (auto instructions = f.string("instructions"))
     messages.push_back({{"role", "system"}, {"content", *instructions}});
@@ -69,12 +74,12 @@ Json read_input(const FieldReader& f, const JsonLimits& limits) {
   } else if (input.is_array()) {
     if (input.empty()) invalid_request("input", "'input' must not be empty");
     for (size_t i = 0; i < input.size(); ++i)
-      add_input_item(input[i], item_path("input", i), messages);
+      add_input_item(input[i], item_path("input", i), messages, images);
   } else {
     invalid_request("input", "'input' must be a string or a list of items, got {}",
                     json_type_name(input));
   }
-  return normalize_openai_messages(messages, limits);
+  return normalize_openai_messages(messages, limits, {.images = nullptr, .already_read = true});
 }
 
 // Responses function tools ({"type": "function", "name", "description", "parameters",
@@ -136,10 +141,12 @@ ResponsesRequest parse_responses_request(const Json& body, const GenerationReque
   ResponsesRequest out;
   start_generation(f, defaults, out);
   refuse_unsupported(f);
-  out.prompt.messages = read_input(f, limits.json);
+  out.prompt.messages = read_input(f, limits.json, out.prompt.images);
   read_tool_fields(f, out);
-  out.prompt.template_kwargs = read_template_kwargs(f);
+  read_prompt_options(f, out.prompt);
   out.max_tokens = read_max_tokens(f, "max_output_tokens");
+  out.thinking_budget = f.integer("thinking_token_budget", 0, kMaxTokensLimit);
+  out.budget_field = "thinking_token_budget";
   out.stream = f.boolean("stream").value_or(false);
   if (const Json* text = f.object_field("text"))
     out.constraint = {read_text_format(FieldReader(*text, "text")), "text.format"};

@@ -18,6 +18,18 @@ Json message_item(const ResponsesFormat& f, const char* status, Json content) {
           {"content", std::move(content)}};
 }
 
+Json reasoning_text(const std::string& text) {
+  return {{"type", "reasoning_text"}, {"text", text}};
+}
+
+Json reasoning_item(const ResponsesFormat& f, const char* status, Json content) {
+  return {{"type", "reasoning"},
+          {"id", f.reasoning_id},
+          {"summary", Json::array()},
+          {"content", std::move(content)},
+          {"status", status}};
+}
+
 Json function_call_item(const ToolCall& call, const char* status, const std::string& arguments) {
   return {{"type", "function_call"},
           {"id", random_id("fc_")},
@@ -66,18 +78,23 @@ const char* item_status(const ChoiceResult& result) {
 
 Json format_response(const ResponseMeta& meta, const ResponsesFormat& format,
                      const ChoiceResult& result) {
-  ToolCallParse parsed{result.text, {}};
-  if (format.parse_tool_calls) parsed = parse_tool_calls(result.text);
+  AnswerParts answer = split_answer(result.text, format.reasoning, format.parse_tool_calls);
   Json output = Json::array();
-  if (!parsed.content.empty() || parsed.calls.empty())
-    output.push_back(message_item(format, item_status(result), Json::array({output_text(parsed.content)})));
-  for (const ToolCall& call : parsed.calls)
+  if (!answer.reasoning.empty())
+    output.push_back(
+        reasoning_item(format, "completed", Json::array({reasoning_text(answer.reasoning)})));
+  if (!answer.content.empty() || answer.calls.empty())
+    output.push_back(
+        message_item(format, item_status(result), Json::array({output_text(answer.content)})));
+  for (const ToolCall& call : answer.calls)
     output.push_back(function_call_item(call, "completed", call.arguments));
   return response_json(meta, format, &result, std::move(output));
 }
 
 ResponsesStreamEncoder::ResponsesStreamEncoder(ResponseMeta meta, ResponsesFormat format)
-    : meta_(std::move(meta)), format_(std::move(format)) {}
+    : meta_(std::move(meta)),
+      format_(std::move(format)),
+      answer_(format_.reasoning, format_.parse_tool_calls) {}
 
 std::string ResponsesStreamEncoder::event(const char* type, Json fields) {
   Json payload = {{"type", type}, {"sequence_number", sequence_++}};
@@ -124,47 +141,93 @@ std::string ResponsesStreamEncoder::close_message() {
   return out;
 }
 
-// Content goes to the message item (opened on its first text); each call is an item of
-// its own, whole: added, its arguments in one delta, done.
-std::string ResponsesStreamEncoder::emit(const ToolCallStream::Delta& delta) {
+// The reasoning item: opened on the first reasoning text, closed when the answer begins
+// (the reasoning always comes first) or at the end.
+std::string ResponsesStreamEncoder::emit_reasoning(const std::string& text) {
   std::string out;
-  if (!delta.content.empty()) {
+  if (!reasoning_index_) {
+    reasoning_index_ = items_.size();
+    reasoning_open_ = true;
+    items_.push_back(reasoning_item(format_, "in_progress", Json::array()));
+    out += event("response.output_item.added",
+                 {{"output_index", int(*reasoning_index_)}, {"item", items_.back()}});
+    out += event("response.content_part.added", {{"item_id", format_.reasoning_id},
+                                                 {"output_index", int(*reasoning_index_)},
+                                                 {"content_index", 0},
+                                                 {"part", reasoning_text("")}});
+  }
+  reasoning_ += text;
+  out += event("response.reasoning_text.delta", {{"item_id", format_.reasoning_id},
+                                                 {"output_index", int(*reasoning_index_)},
+                                                 {"content_index", 0},
+                                                 {"delta", text}});
+  return out;
+}
+
+std::string ResponsesStreamEncoder::close_reasoning() {
+  if (!reasoning_open_) return {};
+  reasoning_open_ = false;
+  const int index = int(*reasoning_index_);
+  Json& item = items_[*reasoning_index_];
+  item = reasoning_item(format_, "completed", Json::array({reasoning_text(reasoning_)}));
+  std::string out = event("response.reasoning_text.done", {{"item_id", format_.reasoning_id},
+                                                           {"output_index", index},
+                                                           {"content_index", 0},
+                                                           {"text", reasoning_}});
+  out += event("response.content_part.done", {{"item_id", format_.reasoning_id},
+                                              {"output_index", index},
+                                              {"content_index", 0},
+                                              {"part", reasoning_text(reasoning_)}});
+  out += event("response.output_item.done", {{"output_index", index}, {"item", item}});
+  return out;
+}
+
+// Each call is an item of its own, whole: added, its arguments in one delta, done.
+std::string ResponsesStreamEncoder::emit_call(const ToolCall& call) {
+  const int index = int(items_.size());
+  Json item = function_call_item(call, "in_progress", "");
+  const std::string id = item["id"];
+  std::string out = event("response.output_item.added", {{"output_index", index}, {"item", item}});
+  out += event("response.function_call_arguments.delta",
+               {{"item_id", id}, {"output_index", index}, {"delta", call.arguments}});
+  out += event("response.function_call_arguments.done",
+               {{"item_id", id}, {"output_index", index}, {"arguments", call.arguments}});
+  item["arguments"] = call.arguments;
+  item["status"] = "completed";
+  out += event("response.output_item.done", {{"output_index", index}, {"item", item}});
+  items_.push_back(std::move(item));
+  return out;
+}
+
+// Reasoning to its item, content to the message item (opened on its first text), calls.
+std::string ResponsesStreamEncoder::emit(const AnswerParts& parts) {
+  std::string out;
+  if (!parts.reasoning.empty()) out += emit_reasoning(parts.reasoning);
+  if (!parts.content.empty() || !parts.calls.empty()) out += close_reasoning();
+  if (!parts.content.empty()) {
     out += open_message();
-    text_ += delta.content;
+    text_ += parts.content;
     out += event("response.output_text.delta", {{"item_id", format_.item_id},
                                                 {"output_index", int(*message_index_)},
                                                 {"content_index", 0},
-                                                {"delta", delta.content},
+                                                {"delta", parts.content},
                                                 {"logprobs", Json::array()}});
   }
-  for (const ToolCall& call : delta.calls) {
-    const int index = int(items_.size());
-    Json item = function_call_item(call, "in_progress", "");
-    const std::string id = item["id"];
-    out += event("response.output_item.added", {{"output_index", index}, {"item", item}});
-    out += event("response.function_call_arguments.delta",
-                 {{"item_id", id}, {"output_index", index}, {"delta", call.arguments}});
-    out += event("response.function_call_arguments.done",
-                 {{"item_id", id}, {"output_index", index}, {"arguments", call.arguments}});
-    item["arguments"] = call.arguments;
-    item["status"] = "completed";
-    out += event("response.output_item.done", {{"output_index", index}, {"item", item}});
-    items_.push_back(std::move(item));
-  }
+  for (const ToolCall& call : parts.calls) out += emit_call(call);
   return out;
 }
 
 std::string ResponsesStreamEncoder::chunk(int, const StreamChunk& chunk) {
   append_chunk(result_, chunk);
   if (chunk.text.empty()) return {};
-  if (!format_.parse_tool_calls) return emit({chunk.text, {}});
-  return emit(tools_.push(chunk.text));
+  return emit(answer_.push(chunk.text));
 }
 
 std::string ResponsesStreamEncoder::end() {
-  std::string out;
-  if (format_.parse_tool_calls) out += emit(tools_.finish());
-  if (items_.empty()) out += open_message();  // an empty answer is still a message
+  std::string out = emit(answer_.finish());
+  out += close_reasoning();
+  // An answer with no text and no call is still a message.
+  if (!message_index_ && items_.size() == (reasoning_index_ ? 1u : 0u)) out += open_message();
   out += close_message();
   out += event("response.completed", {{"response", response_json(meta_, format_, &result_, items_)}});
   return out;

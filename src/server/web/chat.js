@@ -1,20 +1,24 @@
 // The chat page (/): wires the form, the sampling controls, the model picker and the
-// conversation list to the server. State lives in three places: the conversations
-// (conversations.js, localStorage), the settings (settings.js) and `busy`, the answer
-// now streaming (its AbortController; Stop aborts it). body[data-state] is "generating"
+// conversation list to the server. State lives in four places: the conversations
+// (conversations.js, localStorage), the settings (settings.js), `attached`, the images the
+// next message will carry (file picker, paste or drop; shown above the message box), and
+// `busy`, the answer now streaming (its AbortController; Stop aborts it). body[data-state] is "generating"
 // while an answer streams and "idle" otherwise.
 import { ApiError, api_key, get_json, set_api_key } from './api.js';
 import { Conversations } from './conversations.js';
 import { chat_request, generate } from './generation.js';
 import { Settings } from './settings.js';
-import { render_conversation_list, render_messages, update_streaming } from './chat_view.js';
+import { render_attachments, render_conversation_list, render_messages, update_streaming } from './chat_view.js';
 
 const MODEL_KEY = 'tandem.model';
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'];
+const MAX_IMAGE_BYTES = 20 << 20;  // the server's default --max-image-bytes
 const $ = (id) => document.getElementById(id);
 
 const conversations = new Conversations();
 const settings = new Settings(document);
 let busy = null;  // { controller } while an answer streams
+let attached = [];  // data: URLs of the images the next message carries
 
 function render() {
   const conv = conversations.current();
@@ -92,21 +96,58 @@ async function answer() {
 }
 
 function send(text) {
-  if (busy || !text.trim()) return;
+  if (busy || (!text.trim() && !attached.length)) return;
   const conv = conversations.current();
-  conv.messages.push({ role: 'user', content: text });
+  const message = { role: 'user', content: text };
+  if (attached.length) message.images = attached;
+  conv.messages.push(message);
   conversations.save(conv);
   $('input').value = '';
+  set_attached([]);
   answer();
 }
 
 function edit(index, text) {
   if (busy) return;
   const conv = conversations.current();
+  const images = conv.messages[index]?.images;  // an edit changes the text, keeps the images
   conv.messages = conv.messages.slice(0, index);
-  conv.messages.push({ role: 'user', content: text });
+  conv.messages.push(images ? { role: 'user', content: text, images } : { role: 'user', content: text });
   conversations.save(conv);
   answer();
+}
+
+function set_attached(urls) {
+  attached = urls;
+  render_attachments($('attachments'), attached, (i) => set_attached(attached.filter((_, k) => k !== i)));
+}
+
+function read_as_data_url(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+// Images from the file picker, a paste or a drop, sent as data: URLs. Formats the server
+// does not decode, and files over its default size bound, are refused here with a note.
+async function attach(files) {
+  const images = [...files].filter((f) => IMAGE_TYPES.includes(f.type) && f.size <= MAX_IMAGE_BYTES);
+  if (images.length < files.length)
+    notice('Only PNG, JPEG, WebP and GIF images up to 20 MiB can be attached.');
+  try {
+    const urls = await Promise.all(images.map(read_as_data_url));
+    set_attached([...attached, ...urls]);
+  } catch (err) {
+    notice(`The image could not be read: ${err}`);
+  }
+}
+
+// The files a paste or drop carries (a pasted screenshot is one).
+function files_of(transfer) {
+  return [...(transfer?.items ?? [])].filter((i) => i.kind === 'file').map((i) => i.getAsFile()).filter(Boolean);
 }
 
 function regenerate() {
@@ -156,6 +197,22 @@ function wire() {
     }
   });
   $('stop').addEventListener('click', () => busy?.controller.abort());
+  $('attach').addEventListener('click', () => $('image-file').click());
+  $('image-file').addEventListener('change', () => {
+    attach($('image-file').files);
+    $('image-file').value = '';
+  });
+  $('input').addEventListener('paste', (e) => {
+    const files = files_of(e.clipboardData);
+    if (!files.length) return;  // plain text pastes as usual
+    e.preventDefault();
+    attach(files);
+  });
+  $('composer').addEventListener('dragover', (e) => e.preventDefault());
+  $('composer').addEventListener('drop', (e) => {
+    e.preventDefault();
+    attach(files_of(e.dataTransfer));
+  });
   $('new-chat').addEventListener('click', () => {
     if (busy) return;
     conversations.start_new();

@@ -29,7 +29,10 @@ function message_item(message, index, { busy, actions, can_regenerate }) {
   const li = el('li', { class: `message ${message.role}`, 'data-index': index });
   const content = el('div', { class: 'content' });
   set_content(content, message);
-  li.append(el('div', { class: 'role' }, message.role === 'user' ? 'You' : 'Model'), content);
+  li.append(el('div', { class: 'role' }, message.role === 'user' ? 'You' : 'Model'));
+  const images = message.role === 'user' ? images_of(message) : null;
+  if (images) li.append(images);
+  li.append(content);
   if (message.stats) li.append(el('div', { class: 'stats' }, format_stats(message.stats)));
   const buttons = [];
   if (message.role === 'user' && !busy)
@@ -46,6 +49,24 @@ export function set_content(node, message) {
   } else {
     node.textContent = message.content;
   }
+}
+
+// A user message's images, as sent: only data:image/ URLs are shown (anything else in
+// storage is not ours), and the page's CSP allows no other image source either.
+function images_of(message) {
+  const urls = (message.images ?? []).filter((u) => typeof u === 'string' && u.startsWith('data:image/'));
+  if (!urls.length) return null;
+  return el('div', { class: 'images' }, urls.map((src, i) => el('img', { src, alt: `image ${i + 1}` })));
+}
+
+// The images waiting to be sent, each with a button that removes it.
+export function render_attachments(box, urls, remove) {
+  box.replaceChildren(...urls.map((src, i) => el('figure', {}, [
+    el('img', { src, alt: `attached image ${i + 1}` }),
+    el('button', { type: 'button', class: 'remove secondary', 'aria-label': `Remove image ${i + 1}`,
+      on_click: () => remove(i) }, '×'),
+  ])));
+  box.hidden = urls.length === 0;
 }
 
 // The streaming answer: the last message's content and a live figure.

@@ -1,6 +1,7 @@
 // The conversations, kept in the browser's localStorage (nothing is stored on the server).
 // A conversation: { id, title, updated (ms since epoch), messages: [{ role, content,
-// stats? }] } where stats (generation.js) ride on assistant messages. The list is kept
+// images?, stats? }] } where images (data: URLs) ride on user messages and stats
+// (generation.js) on assistant messages. The list is kept
 // newest first; `current` names the one on screen.
 
 const LIST_KEY = 'tandem.conversations';
@@ -56,7 +57,7 @@ export class Conversations {
   save(c) {
     if (!c.title) {
       const first = c.messages.find((m) => m.role === 'user');
-      if (first) c.title = first.content.replace(/\s+/g, ' ').trim().slice(0, 60);
+      if (first) c.title = first.content.replace(/\s+/g, ' ').trim().slice(0, 60) || (first.images?.length ? 'Image' : '');
     }
     c.updated = Date.now();
     this.list = [c, ...this.list.filter((x) => x.id !== c.id)];
@@ -77,6 +78,12 @@ export class Conversations {
           return;
         } catch { /* keep dropping */ }
       }
+      // One conversation still too large (its images): store its text without the images
+      // (they stay on screen until the page reloads).
+      const text_only = this.list.map((c) => ({ ...c, messages: c.messages.map(({ images, ...m }) => m) }));
+      try {
+        localStorage.setItem(LIST_KEY, JSON.stringify(text_only));
+      } catch { /* nothing more to drop */ }
     }
   }
 }

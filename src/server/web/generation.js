@@ -9,7 +9,7 @@ import { post_stream } from './api.js';
 export function chat_request(model, settings, messages) {
   const all = [];
   if (settings.system_prompt.trim()) all.push({ role: 'system', content: settings.system_prompt });
-  for (const m of messages) all.push({ role: m.role, content: m.content });
+  for (const m of messages) all.push({ role: m.role, content: message_content(m) });
   const body = {
     model,
     messages: all,
@@ -21,6 +21,15 @@ export function chat_request(model, settings, messages) {
   };
   if (settings.seed !== null) body.seed = settings.seed;
   return body;
+}
+
+// A message's content as the API takes it: its text, or, with images, image_url parts
+// (data: URLs, as attached) followed by the text.
+function message_content(m) {
+  if (!m.images?.length) return m.content;
+  const parts = m.images.map((url) => ({ type: 'image_url', image_url: { url } }));
+  if (m.content) parts.push({ type: 'text', text: m.content });
+  return parts;
 }
 
 // Streams the answer; on_text(text_so_far) after every chunk. Resolves with the answer

@@ -55,11 +55,18 @@ BlockWeight random_weight(DType t, int64_t N, int64_t K, std::mt19937& rng) {
   return b;
 }
 
+// The product through the row kernels, or with panels (cpu_block_panels.h) packed from w.
 std::vector<float> block_product(ThreadPool& pool, const std::vector<float>& x,
                                  const BlockWeight& w, DType t, int64_t M, int64_t N, int64_t K,
-                                 BlockArithmetic a, CpuIsa isa) {
+                                 BlockArithmetic a, CpuIsa isa, bool panels = false) {
   std::vector<float> out(size_t(M * N), std::nanf(""));
-  cpu::block_gemm_xwt(pool, out.data(), x.data(), w.blocks.data(), t, M, N, K, a, isa);
+  std::vector<uint8_t> packed;
+  if (panels) {
+    packed.resize(cpu::block_panels_bytes(t, N, K));
+    cpu::pack_block_panels(pool, t, w.blocks.data(), N, K, packed.data());
+  }
+  cpu::block_gemm_xwt(pool, out.data(), x.data(), w.blocks.data(), t, M, N, K, a, isa,
+                      panels ? packed.data() : nullptr);
   return out;
 }
 
@@ -87,8 +94,11 @@ struct Case {
   int64_t M, N, K;
 };
 
-// Ks of one and several blocks of 256 (every type), Ms on both sides of exact_widen_rows.
-constexpr Case kCases[] = {{1, 37, 256}, {3, 20, 512}, {5, 9, 768}, {17, 13, 512}};
+// Ks of one and several blocks of 256 (every type), Ms on both sides of exact_widen_rows and
+// of the panel kernels' tiles (4 rows on AVX-512, 2 on AVX2), Ns of whole panels of 16 rows,
+// of panels and rows past them, and of rows alone.
+constexpr Case kCases[] = {{1, 37, 256}, {3, 20, 512},  {5, 9, 768},  {17, 13, 512},
+                           {7, 48, 768}, {2, 32, 1024}, {66, 17, 256}};
 
 TEST(CpuBlockGemm, ExactIsTheF32GemmOverTheDecodedWeights) {
   ThreadPool pool(3);
@@ -129,37 +139,43 @@ TEST(CpuBlockGemm, Int8IsItsTwinToRoundOffAndNearExact) {
         for (CpuIsa isa : isas()) {
           SCOPED_TRACE(testing::Message() << dtype_name(t) << " " << cpu_isa_name(isa)
                                           << " M=" << c.M << " N=" << c.N << " K=" << c.K);
-          const std::vector<float> got =
-              block_product(pool, x, w, t, c.M, c.N, c.K, BlockArithmetic::Int8, isa);
-          for (size_t i = 0; i < got.size(); i++)
-            ASSERT_NEAR(got[i], ref[i], 2e-6 * mag[i] + 1e-7) << "output " << i;
-          EXPECT_LT(test::rel_err(got, exact), 2e-2);
+          for (bool panels : {false, true}) {
+            SCOPED_TRACE(panels ? "panels" : "rows");
+            const std::vector<float> got =
+                block_product(pool, x, w, t, c.M, c.N, c.K, BlockArithmetic::Int8, isa, panels);
+            for (size_t i = 0; i < got.size(); i++)
+              ASSERT_NEAR(got[i], ref[i], 2e-6 * mag[i] + 1e-7) << "output " << i;
+            EXPECT_LT(test::rel_err(got, exact), 2e-2);
+          }
         }
       }
   }
 }
 
-// Row m's outputs are the same bits alone, in a step of 17 rows, and on 1 or 3 threads.
+// Row m's outputs are the same bits alone, in a step of 17 rows, and on 1 or 3 threads (with
+// panels too: 16 of the 39 weight rows past the panels).
 TEST(CpuBlockGemm, RowsDoNotDependOnTheStepOrTheThreads) {
   ThreadPool one(1), three(3);
   std::mt19937 rng(11);
-  const int64_t M = 17, N = 29, K = 512;
+  const int64_t M = 17, N = 39, K = 512;
   for (DType t : kTypes) {
     const BlockWeight w = random_weight(t, N, K, rng);
     const std::vector<float> x = test::random_vec(rng, size_t(M * K));
     for (CpuIsa isa : isas())
-      for (BlockArithmetic a : {BlockArithmetic::Exact, BlockArithmetic::Int8}) {
-        SCOPED_TRACE(testing::Message() << dtype_name(t) << " " << cpu_isa_name(isa) << " "
-                                        << cpu::block_arithmetic_name(a));
-        const std::vector<float> all = block_product(three, x, w, t, M, N, K, a, isa);
-        const std::vector<float> serial = block_product(one, x, w, t, M, N, K, a, isa);
-        ASSERT_EQ(std::memcmp(all.data(), serial.data(), all.size() * 4), 0);
-        for (int64_t m : {int64_t(0), int64_t(5), M - 1}) {
-          const std::vector<float> xm(x.begin() + m * K, x.begin() + (m + 1) * K);
-          const std::vector<float> solo = block_product(three, xm, w, t, 1, N, K, a, isa);
-          ASSERT_EQ(std::memcmp(solo.data(), all.data() + m * N, size_t(N) * 4), 0) << "row " << m;
+      for (BlockArithmetic a : {BlockArithmetic::Exact, BlockArithmetic::Int8})
+        for (bool p : {false, true}) {
+          SCOPED_TRACE(testing::Message() << dtype_name(t) << " " << cpu_isa_name(isa) << " "
+                                          << cpu::block_arithmetic_name(a) << (p ? " panels" : ""));
+          const std::vector<float> all = block_product(three, x, w, t, M, N, K, a, isa, p);
+          const std::vector<float> serial = block_product(one, x, w, t, M, N, K, a, isa, p);
+          ASSERT_EQ(std::memcmp(all.data(), serial.data(), all.size() * 4), 0);
+          for (int64_t m : {int64_t(0), int64_t(5), M - 1}) {
+            const std::vector<float> xm(x.begin() + m * K, x.begin() + (m + 1) * K);
+            const std::vector<float> solo = block_product(three, xm, w, t, 1, N, K, a, isa, p);
+            ASSERT_EQ(std::memcmp(solo.data(), all.data() + m * N, size_t(N) * 4), 0)
+                << "row " << m;
+          }
         }
-      }
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -76,6 +77,46 @@ TEST(CpuBlockOps, LinearAddsTheBias) {
       ref[size_t(m * 24 + n)] = s;
     }
   EXPECT_LT(test::rel_err(test::to_vec(be, out), ref), test::kTol);
+}
+
+// Under Int8, upload packs panels beside the blocks (cpu_block_panels.h) and linear reads them
+// for a weight and for its views that start at a whole panel; a view that starts inside one
+// runs the row kernels. Under Exact nothing is packed.
+TEST(CpuBlockOps, Int8LinearReadsThePanelsPackedAtUpload) {
+  CpuBackend be, exact;
+  exact.set_block_arithmetic(cpu::BlockArithmetic::Exact);
+  std::mt19937 rng(6);
+  const int64_t N = 40, K = 512, M = 3;
+  const Blocks w = random_blocks(DType::Q4_K, {N, K}, rng);
+  const std::vector<float> x = test::random_vec(rng, size_t(M * K));
+  const Tensor wd = be.upload(w.blocks, DType::Q4_K);
+  exact.upload(w.blocks, DType::Q4_K);
+  EXPECT_EQ(be.block_panel_bytes(), cpu::block_panels_bytes(DType::Q4_K, N, K));
+  EXPECT_GT(be.block_panel_bytes(), 0u);
+  EXPECT_EQ(exact.block_panel_bytes(), 0u);
+  // rows [r0, r0 + n) of the product, straight from the kernels, with or without panels.
+  auto kernels = [&](int64_t r0, int64_t n, bool panels) {
+    const uint8_t* rows = w.blocks.ptr<uint8_t>() + r0 * int64_t(dtype_row_bytes(DType::Q4_K, K));
+    std::vector<uint8_t> packed(cpu::block_panels_bytes(DType::Q4_K, n, K));
+    if (panels) cpu::pack_block_panels(be.pool(), DType::Q4_K, rows, n, K, packed.data());
+    std::vector<float> out(size_t(M * n));
+    cpu::block_gemm_xwt(be.pool(), out.data(), x.data(), rows, DType::Q4_K, M, n, K,
+                        cpu::BlockArithmetic::Int8, be.isa(), panels ? packed.data() : nullptr);
+    return out;
+  };
+  auto linear = [&](const Tensor& weight) {
+    Tensor out = be.alloc(DType::F32, {M, weight.dim(0)});
+    be.linear(out, test::device_f32(be, x, {M, K}), Linear{weight});
+    return test::to_vec(be, out);
+  };
+  for (auto [r0, n, panels] : {std::tuple{int64_t(0), N, true}, {16, 24, true}, {8, 32, false}}) {
+    SCOPED_TRACE(testing::Message() << "rows " << r0 << "+" << n);
+    const std::vector<float> got = linear(wd.slice_rows(r0, n)), want = kernels(r0, n, panels);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+    if (!panels) {  // the rows a misplaced panel would have given differ
+      EXPECT_NE(std::memcmp(got.data(), kernels(r0, n, true).data(), got.size() * 4), 0);
+    }
+  }
 }
 
 TEST(CpuBlockOps, MoeOnBlockExpertsIsMoeOnTheDecodedExperts) {

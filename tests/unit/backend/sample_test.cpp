@@ -387,5 +387,161 @@ TEST(CpuSample, DrawsFollowTheSoftmaxOverAllowedTokens) {
   }
 }
 
+// Speculative decoding: the sampling op's acceptance test for a draft model's proposals
+// (backend/sampling.h, step 5) on the CPU: a proposal drawn from q and checked against p leaves the
+// output distributed as p (chi-square over many counters, for p and q far apart, with top-k and
+// top-p cuts in both); proposals p favours at least as much as q are always accepted; a
+// rejected proposal is never the output, which then lies where p exceeds q; a draw is a
+// pure function of (seed, counter); bad draft rows are refused naming the row.
+
+constexpr int kVocab = 6;
+
+SampleRow row(float temperature, uint64_t counter, int top_k = 0, float top_p = 1.f) {
+  SampleRow r;
+  r.temperature = temperature;
+  r.top_k = top_k;
+  r.top_p = top_p;
+  r.seed = 77;
+  r.counter = counter;
+  return r;
+}
+
+// The draft's draw from q (its own stream), then the target's check of it against p.
+struct Checked {
+  int32_t proposal = 0;
+  int32_t token = 0;
+};
+
+Checked draw_and_check(Backend& be, const std::vector<float>& p_logits,
+                       const std::vector<float>& q_logits, SampleRow r) {
+  Tensor q = test::device_f32(be, q_logits, {1, kVocab});
+  SampleRow draft = r;
+  draft.counter |= uint64_t(1) << 63;
+  std::vector<SampledToken> proposal(1);
+  be.sample(q, std::vector<SampleRow>{draft}, proposal);
+  Tensor p = test::device_f32(be, p_logits, {1, kVocab});
+  Tensor q_again = test::device_f32(be, q_logits, {1, kVocab});
+  r.draft = DraftCheck{proposal[0].token, 0};
+  std::vector<SampledToken> out(1);
+  be.sample(p, std::vector<SampleRow>{r}, out, &q_again);
+  return {proposal[0].token, out[0].token};
+}
+
+// p_i ∝ exp(l_i / T) over the tokens top-k and top-p keep.
+std::vector<double> target_distribution(const std::vector<float>& logits, float temperature,
+                                        int top_k, float top_p) {
+  std::vector<int> order(kVocab);
+  for (int i = 0; i < kVocab; i++) order[size_t(i)] = i;
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
+  std::vector<double> p(kVocab, 0.0);
+  double z = 0;
+  for (int i : order) z += std::exp(double(logits[size_t(i)]) / temperature);
+  const int k = top_k > 0 ? top_k : kVocab;
+  double mass = 0, kept_z = 0;
+  for (int j = 0; j < k; j++) {
+    const int i = order[size_t(j)];
+    p[size_t(i)] = std::exp(double(logits[size_t(i)]) / temperature);
+    kept_z += p[size_t(i)];
+  }
+  double target = top_p * kept_z;
+  for (int j = 0; j < k; j++) {
+    const int i = order[size_t(j)];
+    if (mass >= target) p[size_t(i)] = 0;
+    mass += std::exp(double(logits[size_t(i)]) / temperature);
+  }
+  z = 0;
+  for (double x : p) z += x;
+  for (double& x : p) x /= z;
+  return p;
+}
+
+TEST(SpecSample, DraftProposalsCheckedAgainstTheTargetFollowTheTarget) {
+  auto be = make_cpu_backend();
+  const std::vector<float> p = {2.0f, 0.5f, 1.5f, -1.0f, 0.0f, 1.0f};
+  const std::vector<float> q = {0.0f, 2.5f, 0.2f, 1.0f, -0.5f, 1.2f};  // far from p
+  struct Cut {
+    float temperature;
+    int top_k;
+    float top_p;
+  };
+  for (Cut c : {Cut{1.f, 0, 1.f}, Cut{0.7f, 4, 1.f}, Cut{1.3f, 0, 0.8f}}) {
+    SCOPED_TRACE(testing::Message()
+                 << "T " << c.temperature << " top_k " << c.top_k << " top_p " << c.top_p);
+    const int n = 20000;
+    std::map<int32_t, int> counts;
+    int accepted = 0;
+    for (int i = 0; i < n; i++) {
+      Checked ch = draw_and_check(*be, p, q, row(c.temperature, uint64_t(i), c.top_k, c.top_p));
+      counts[ch.token]++;
+      accepted += ch.token == ch.proposal;
+    }
+    // 5 degrees of freedom at most: the 0.1% critical value is 20.5.
+    EXPECT_LT(chi_square(counts, target_distribution(p, c.temperature, c.top_k, c.top_p), n), 20.5);
+    EXPECT_GT(accepted, n / 10);      // the rule does accept
+    EXPECT_LT(accepted, n * 9 / 10);  // ... and reject
+  }
+}
+
+// The same check with a deliberately wrong rule (accepting every proposal) would give q,
+// not p: the chi-square above has the power to tell them apart.
+TEST(SpecSample, TheChiSquareTellsQFromP) {
+  auto be = make_cpu_backend();
+  const std::vector<float> p = {2.0f, 0.5f, 1.5f, -1.0f, 0.0f, 1.0f};
+  const std::vector<float> q = {0.0f, 2.5f, 0.2f, 1.0f, -0.5f, 1.2f};
+  const int n = 20000;
+  std::map<int32_t, int> proposals;
+  for (int i = 0; i < n; i++)
+    proposals[draw_and_check(*be, p, q, row(1.f, uint64_t(i))).proposal]++;
+  EXPECT_GT(chi_square(proposals, target_distribution(p, 1.f, 0, 1.f), n), 1000.0);
+}
+
+TEST(SpecSample, AcceptanceFollowsTheRatio) {
+  auto be = make_cpu_backend();
+  const std::vector<float> logits = {1.0f, 0.0f, 0.5f, -0.5f, 0.2f, 0.1f};
+  // p == q: every proposal is accepted.
+  for (int i = 0; i < 200; i++) {
+    Checked ch = draw_and_check(*be, logits, logits, row(1.f, uint64_t(i)));
+    EXPECT_EQ(ch.token, ch.proposal) << "counter " << i;
+  }
+  // q puts less on token 0 than p: a proposal of 0 is always accepted; a rejected proposal
+  // is never emitted, and what is emitted instead has p > q.
+  const std::vector<float> q = {0.0f, 1.0f, 0.5f, -0.5f, 0.2f, 0.1f};
+  const std::vector<double> pd = target_distribution(logits, 1.f, 0, 1.f);
+  const std::vector<double> qd = target_distribution(q, 1.f, 0, 1.f);
+  int rejected = 0;
+  for (int i = 0; i < 2000; i++) {
+    Checked ch = draw_and_check(*be, logits, q, row(1.f, uint64_t(i)));
+    if (ch.proposal == 0) EXPECT_EQ(ch.token, 0);
+    if (ch.token != ch.proposal) {
+      rejected++;
+      EXPECT_GT(pd[size_t(ch.token)], qd[size_t(ch.token)]) << "counter " << i;
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  // Pure function of (seed, counter).
+  EXPECT_EQ(draw_and_check(*be, logits, q, row(1.f, 5)).token,
+            draw_and_check(*be, logits, q, row(1.f, 5)).token);
+}
+
+TEST(SpecSample, RefusesBadDraftRows) {
+  auto be = make_cpu_backend();
+  const std::vector<float> logits(kVocab, 0.f);
+  Tensor p = test::device_f32(*be, logits, {1, kVocab});
+  Tensor q = test::device_f32(*be, logits, {1, kVocab});
+  std::vector<SampledToken> out(1);
+  SampleRow r = row(1.f, 0);
+  r.draft = DraftCheck{kVocab, 0};
+  EXPECT_THROW(be->sample(p, std::vector<SampleRow>{r}, out, &q), Error);
+  r.draft = DraftCheck{1, 1};  // q has one row
+  try {
+    be->sample(p, std::vector<SampleRow>{r}, out, &q);
+    ADD_FAILURE() << "a draft row past the draft logits was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("draft logits row 1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(be->sample(p, std::vector<SampleRow>{r}, out), Error);  // no draft logits at all
+}
+
 }  // namespace sample_test
 }  // namespace tandem

@@ -4,10 +4,10 @@
 // filled blocks, windows that cut a block (with the blocks before the window freed to
 // -1), softcap, GQA 1..32, head dims 64 / 128 / 256 and padded ones (80, 96), block sizes
 // 8 (one TMA box of 8 keys), 12 (not a power of two), 16, 64, 128 and 256 (blocks wider
-// than a key tile), many query tiles per row, and a context of more than 32k keys. Each
-// sm90 variant runs every case (TANDEM_SM90_VARIANT, when set, picks one): 0 = cp.async,
-// 1 = TMA where choose_sm90_loads allows it, 2 = TMA with the consumers' ping-pong. The
-// rules that pick the kernel and the producer are checked on their own, without a GPU.
+// than a key tile), many query tiles per row, and a context of more than 32k keys. The
+// producer is the one choose_sm90_loads picks for the case (TMA with the consumers'
+// ping-pong; cp.async for e4m3, block size 12 and head dim 40). The rules that pick the
+// kernel and the producer are checked on their own, without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -117,41 +117,18 @@ std::vector<float> attend(Backend& be, const AttnCase& c, const HostAttnStep& s,
   return test::to_vec(be, out);
 }
 
-// Sets the process-wide kernel switch for a scope and restores it.
-class Sm90Prefill {
- public:
-  explicit Sm90Prefill(bool on) : saved_(cuda::sm90_prefill_enabled()) {
-    cuda::set_sm90_prefill_enabled(on);
-  }
-  ~Sm90Prefill() { cuda::set_sm90_prefill_enabled(saved_); }
-
- private:
-  bool saved_;
-};
+// The backend's prefill kernel switch (CudaOptions::sm90_prefill).
+void set_sm90_prefill(CudaBackend& be, bool on) {
+  CudaOptions options = be.options();
+  options.sm90_prefill = on;
+  be.set_options(options);
+}
 
 // Every cache value and new K/V row rounded through e4m3 (what an e4m3 cache holds).
 AttnData through_f8(AttnData d) {
   for (auto* v : {&d.k_cache, &d.v_cache, &d.k_new, &d.v_new})
     for (float& x : *v) x = f8e4m3_to_f32(f32_to_f8e4m3(x));
   return d;
-}
-
-// Sets the process-wide sm90 variant for a scope and restores it.
-class Sm90Variant {
- public:
-  explicit Sm90Variant(int v) : saved_(cuda::sm90_variant()) { cuda::set_sm90_variant(v); }
-  ~Sm90Variant() { cuda::set_sm90_variant(saved_); }
-
- private:
-  int saved_;
-};
-
-// The variants to run: the one TANDEM_SM90_VARIANT names (so a device run can
-// leash each on its own), else both.
-std::vector<int> variants_under_test() {
-  const char* e = std::getenv("TANDEM_SM90_VARIANT");
-  if (e && *e) return {cuda::sm90_variant()};
-  return {0, 1, 2};
 }
 
 // d with NaN in every cache slot no prefill query can see: slots past a row's context
@@ -181,7 +158,7 @@ AttnData with_hidden_nan(const AttnCase& c, const HostAttnStep& s, AttnData d) {
   return d;
 }
 
-// The CPU twin, the sm90 kernel (each producer variant) and the mma.sync kernel on one
+// The CPU twin, the sm90 kernel and the mma.sync kernel on one
 // case's inputs: every GPU answer matches the twin, and the sm90 ones the mma.sync one.
 // With an e4m3 cache the twin runs on the e4m3-rounded values; with hidden_nan the GPU
 // kernels get with_hidden_nan's cache, the twin the clean one (the same answer).
@@ -192,78 +169,69 @@ void compare_kernels(test::Backends& be, const AttnCase& c, uint32_t seed, bool 
   const AttnData clean = random_data(c, s, rng);
   const std::vector<float> want = attend(*be.cpu, c, s, f8 ? through_f8(clean) : clean);
   const AttnData d = hidden_nan ? with_hidden_nan(c, s, clean) : clean;
-  std::vector<float> mma;
-  {
-    Sm90Prefill off(false);
-    mma = attend(*be.gpu, c, s, d, f8);
-  }
+  set_sm90_prefill(*be.gpu, false);
+  const std::vector<float> mma = attend(*be.gpu, c, s, d, f8);
+  set_sm90_prefill(*be.gpu, true);
   {
     SCOPED_TRACE("mma.sync kernel vs the CPU twin");
     expect_output(mma, want, c);
   }
   const int64_t num_slots = int64_t(s.num_blocks) * c.block_size;
-  for (int v : variants_under_test()) {
-    Sm90Prefill on(true);
-    Sm90Variant variant(v);
-    ASSERT_EQ(cuda::choose_prefill_kernel(c.Dh, f8, be.gpu->props()), PrefillKernel::Sm90);
-    const cuda::Sm90Loads loads = cuda::choose_sm90_loads(f8, c.Dh, c.block_size, num_slots);
-    SCOPED_TRACE(testing::Message() << "sm90 variant " << v << " (" << cuda::sm90_loads_name(loads)
-                                    << ") vs the CPU twin and the mma.sync kernel");
-    const std::vector<float> sm90 = attend(*be.gpu, c, s, d, f8);
-    expect_output(sm90, want, c);
-    EXPECT_LE(test::rel_err(sm90, mma), test::kBf16Tol) << "sm90 vs mma.sync kernel";
-  }
+  ASSERT_EQ(cuda::choose_prefill_kernel(c.Dh, f8, be.gpu->props(), true), PrefillKernel::Sm90);
+  const cuda::Sm90Loads loads = cuda::choose_sm90_loads(f8, c.Dh, c.block_size, num_slots);
+  SCOPED_TRACE(testing::Message() << "sm90 kernel (" << cuda::sm90_loads_name(loads)
+                                  << ") vs the CPU twin and the mma.sync kernel");
+  const std::vector<float> sm90 = attend(*be.gpu, c, s, d, f8);
+  expect_output(sm90, want, c);
+  EXPECT_LE(test::rel_err(sm90, mma), test::kBf16Tol) << "sm90 vs mma.sync kernel";
 }
 
 TEST(CudaAttentionSm90, TheRuleNamesTheKernel) {
   cudaDeviceProp h200{};
   h200.major = 9;
   h200.sharedMemPerBlockOptin = 232448;  // 227 KB
-  Sm90Prefill on(true);
   for (int d : {40, 64, 80, 96, 128, 200, 256})
-    EXPECT_EQ(cuda::choose_prefill_kernel(d, false, h200), PrefillKernel::Sm90) << "head dim " << d;
+    EXPECT_EQ(cuda::choose_prefill_kernel(d, false, h200, true), PrefillKernel::Sm90)
+        << "head dim " << d;
   for (int d : {16, 32, 264, 512})
-    EXPECT_EQ(cuda::choose_prefill_kernel(d, false, h200), PrefillKernel::Mma) << "head dim " << d;
+    EXPECT_EQ(cuda::choose_prefill_kernel(d, false, h200, true), PrefillKernel::Mma)
+        << "head dim " << d;
   for (int d : {64, 128})
-    EXPECT_EQ(cuda::choose_prefill_kernel(d, true, h200), PrefillKernel::Sm90) << "e4m3, d" << d;
-  EXPECT_EQ(cuda::choose_prefill_kernel(256, true, h200), PrefillKernel::Mma)
+    EXPECT_EQ(cuda::choose_prefill_kernel(d, true, h200, true), PrefillKernel::Sm90)
+        << "e4m3, d" << d;
+  EXPECT_EQ(cuda::choose_prefill_kernel(256, true, h200, true), PrefillKernel::Mma)
       << "e4m3 at d256: the staging tile does not fit";
   cudaDeviceProp small = h200;
   small.sharedMemPerBlockOptin = 150 * 1024;  // holds d64's ring, not d128's
-  EXPECT_EQ(cuda::choose_prefill_kernel(64, false, small), PrefillKernel::Sm90);
-  EXPECT_EQ(cuda::choose_prefill_kernel(128, false, small), PrefillKernel::Mma);
+  EXPECT_EQ(cuda::choose_prefill_kernel(64, false, small, true), PrefillKernel::Sm90);
+  EXPECT_EQ(cuda::choose_prefill_kernel(128, false, small, true), PrefillKernel::Mma);
   for (int major : {8, 10, 12}) {
     cudaDeviceProp other = h200;
     other.major = major;
-    EXPECT_EQ(cuda::choose_prefill_kernel(128, false, other), PrefillKernel::Mma) << "sm " << major;
+    EXPECT_EQ(cuda::choose_prefill_kernel(128, false, other, true), PrefillKernel::Mma)
+        << "sm " << major;
   }
-  Sm90Prefill off(false);
-  EXPECT_EQ(cuda::choose_prefill_kernel(128, false, h200), PrefillKernel::Mma) << "switched off";
+  EXPECT_EQ(cuda::choose_prefill_kernel(128, false, h200, false), PrefillKernel::Mma)
+      << "switched off";
 }
 
 TEST(CudaAttentionSm90, TheRuleNamesTheProducer) {
   using cuda::Sm90Loads;
   constexpr int64_t kSlots = 1 << 20;
-  for (int v : {1, 2}) {
-    SCOPED_TRACE(testing::Message() << "variant " << v);
-    Sm90Variant tma(v);
-    for (int bs : {8, 16, 64, 128, 256})
-      EXPECT_EQ(cuda::choose_sm90_loads(false, 128, bs, kSlots), Sm90Loads::Tma) << "block " << bs;
-    for (int d : {64, 80, 96, 256})
-      EXPECT_EQ(cuda::choose_sm90_loads(false, d, 16, kSlots), Sm90Loads::Tma) << "head dim " << d;
-    for (int bs : {1, 4, 12, 24})
-      EXPECT_EQ(cuda::choose_sm90_loads(false, 128, bs, kSlots), Sm90Loads::CpAsync)
-          << "block " << bs;
-    EXPECT_EQ(cuda::choose_sm90_loads(true, 128, 16, kSlots), Sm90Loads::CpAsync) << "e4m3";
-    EXPECT_EQ(cuda::choose_sm90_loads(false, 40, 16, kSlots), Sm90Loads::CpAsync)
-        << "head dim 40: narrower than one box";
-    EXPECT_EQ(cuda::choose_sm90_loads(false, 100, 16, kSlots), Sm90Loads::CpAsync)
-        << "rows of 200 bytes: not whole 16-byte chunks";
-    EXPECT_EQ(cuda::choose_sm90_loads(false, 128, 16, int64_t(1) << 31), Sm90Loads::CpAsync)
-        << "slots past int32 coordinates";
-  }
-  Sm90Variant cp_async(0);
-  EXPECT_EQ(cuda::choose_sm90_loads(false, 128, 16, kSlots), Sm90Loads::CpAsync) << "variant 0";
+  for (int bs : {8, 16, 64, 128, 256})
+    EXPECT_EQ(cuda::choose_sm90_loads(false, 128, bs, kSlots), Sm90Loads::Tma) << "block " << bs;
+  for (int d : {64, 80, 96, 256})
+    EXPECT_EQ(cuda::choose_sm90_loads(false, d, 16, kSlots), Sm90Loads::Tma) << "head dim " << d;
+  for (int bs : {1, 4, 12, 24})
+    EXPECT_EQ(cuda::choose_sm90_loads(false, 128, bs, kSlots), Sm90Loads::CpAsync)
+        << "block " << bs;
+  EXPECT_EQ(cuda::choose_sm90_loads(true, 128, 16, kSlots), Sm90Loads::CpAsync) << "e4m3";
+  EXPECT_EQ(cuda::choose_sm90_loads(false, 40, 16, kSlots), Sm90Loads::CpAsync)
+      << "head dim 40: narrower than one box";
+  EXPECT_EQ(cuda::choose_sm90_loads(false, 100, 16, kSlots), Sm90Loads::CpAsync)
+      << "rows of 200 bytes: not whole 16-byte chunks";
+  EXPECT_EQ(cuda::choose_sm90_loads(false, 128, 16, int64_t(1) << 31), Sm90Loads::CpAsync)
+      << "slots past int32 coordinates";
 }
 
 TEST(CudaAttentionSm90, MatchesTheCpuTwinAndTheMmaKernel) {

@@ -28,16 +28,18 @@
 namespace tandem {
 namespace cuda_fp8_linear_test {
 
+// Restores the wgmma GEMM's process-wide split override (the path and the accumulation
+// are the test's own backend's).
 struct PathGuard {
-  Fp8GemmPath saved = fp8_gemm_path();
   int saved_splits = fp8_wgmma_splits();
-  bool saved_fast = fp8_fast_accum();
-  ~PathGuard() {
-    set_fp8_gemm_path(saved);
-    set_fp8_wgmma_splits(saved_splits);
-    set_fp8_fast_accum(saved_fast);
-  }
+  ~PathGuard() { set_fp8_wgmma_splits(saved_splits); }
 };
+
+void set_fast_accum(CudaBackend& be, bool fast) {
+  CudaOptions options = be.options();
+  options.fp8_fast_accum = fast;
+  be.set_options(options);
+}
 
 struct Layout {
   ScaleGranularity granularity;
@@ -80,10 +82,13 @@ Fp8Case make_case(test::Backends& be, std::mt19937& rng, int64_t N, int64_t K, L
 }
 
 // The bound for f32 outputs: the f32 sums are off by the summation order alone (1e-4 at
-// K = 4,096), or, with K chained in the tensor cores' accumulator (fp8_fast_accum, the
-// default), by its shorter running sum too (cuBLASLt's: 1.2e-3 at K = 4,096, 2.6e-3 at
-// 14,336 on the H200). bf16 outputs keep 5e-3 either way (their rounding is 1.7e-3).
-double f32_bound() { return fp8_fast_accum() ? 5e-3 : 1e-3; }
+// K = 4,096), or, with K chained in the tensor cores' accumulator (CudaOptions::
+// fp8_fast_accum, the default), by its shorter running sum too (cuBLASLt's: 1.2e-3 at
+// K = 4,096, 2.6e-3 at 14,336 on the H200). bf16 outputs keep 5e-3 either way (their
+// rounding is 1.7e-3).
+double f32_bound(const test::Backends& be) {
+  return be.gpu->options().fp8_fast_accum ? 5e-3 : 1e-3;
+}
 
 bool is_sm90(const test::Backends& be) {
   return be.gpu->props().major == 9 && be.gpu->props().minor == 0;
@@ -115,7 +120,7 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
           const bool block = layout.granularity == ScaleGranularity::Block;
           const bool static_input = variant == 1 && !block, with_bias = variant == 1;
           const bool out_f32 = variant == 2;
-          set_fp8_gemm_path(path);
+          be.gpu->set_fp8_gemm_path(path);
           Fp8Case c = make_case(be, rng, shape.N, shape.K, layout, static_input, with_bias);
           for (int64_t T : {1, 2, 3, 8, 17, 256}) {
             SCOPED_TRACE(testing::Message() << "path " << int(path) << " granularity "
@@ -127,7 +132,8 @@ TEST(CudaFp8Linear, MatchesTheCpuTwin) {
             be.cpu->linear(ref, test::put(*be.cpu, x, {T, shape.K}), c.cpu);
             Tensor out = test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
             be.gpu->linear(out, test::put(*be.gpu, x, {T, shape.K}), c.gpu);
-            EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref), out_f32 ? f32_bound() : 5e-3);
+            EXPECT_LE(test::rel_err_between(*be.gpu, out, *be.cpu, ref),
+                      out_f32 ? f32_bound(be) : 5e-3);
           }
         }
 }
@@ -169,7 +175,7 @@ TEST(CudaFp8Linear, WgmmaQuick) {
   PathGuard guard;
   test::Backends be;
   if (!is_sm90(be)) GTEST_SKIP() << "the wgmma GEMM needs an sm_90 GPU";
-  set_fp8_gemm_path(Fp8GemmPath::Wgmma);
+  be.gpu->set_fp8_gemm_path(Fp8GemmPath::Wgmma);
   std::mt19937 rng(23);
   const cudaDeviceProp& props = be.gpu->props();
   const Shape2 shapes[] = {{4096, 4096}, {200, 4160}, {96, 208}};
@@ -201,7 +207,7 @@ TEST(CudaFp8Linear, WgmmaEdgesMatchTheCpuTwin) {
   PathGuard guard;
   test::Backends be;
   if (!is_sm90(be)) GTEST_SKIP() << "the wgmma GEMM needs an sm_90 GPU";
-  set_fp8_gemm_path(Fp8GemmPath::Wgmma);
+  be.gpu->set_fp8_gemm_path(Fp8GemmPath::Wgmma);
   std::mt19937 rng(21);
   const Layout layouts[] = {{ScaleGranularity::PerTensor}, {ScaleGranularity::PerChannel}};
   const Shape2 shapes[] = {{200, 4160}, {130, 416}, {96, 208}, {640, 1024}};
@@ -230,7 +236,7 @@ TEST(CudaFp8Linear, WgmmaEdgesMatchTheCpuTwin) {
             be.gpu->linear(out, xg, c.gpu);
             const std::vector<float> got = test::to_vec(*be.gpu, out);
             const double err = test::rel_err(got, want);
-            EXPECT_LE(err, out_f32 ? f32_bound() : 5e-3) << where_off(got, want, shape.N);
+            EXPECT_LE(err, out_f32 ? f32_bound(be) : 5e-3) << where_off(got, want, shape.N);
             if (splits != 0) continue;
             Tensor again =
                 test::poisoned(*be.gpu, out_f32 ? DType::F32 : DType::BF16, {T, shape.N});
@@ -264,7 +270,7 @@ TEST(CudaFp8Linear, WgmmaSplitsAreDeterministic) {
       SCOPED_TRACE(testing::Message()
                    << "T " << T << " path " << int(path) << " tile " << plan.token_tile << " x"
                    << plan.token_tiles << " ctas " << plan.ctas);
-      set_fp8_gemm_path(path);
+      be.gpu->set_fp8_gemm_path(path);
       Tensor a = be.gpu->alloc(DType::BF16, {T, 4096}), b = be.gpu->alloc(DType::BF16, {T, 4096});
       be.gpu->linear(a, x, c.gpu);
       be.gpu->linear(b, x, c.gpu);
@@ -275,7 +281,7 @@ TEST(CudaFp8Linear, WgmmaSplitsAreDeterministic) {
 }
 
 // The tensor-core GEMMs with K chained in the tensor cores' own accumulator
-// (fp8_fast_accum) and promoted every 128 columns, on the 8B model's widest K (down,
+// (CudaOptions::fp8_fast_accum) and promoted every 128 columns, on the 8B model's widest K (down,
 // 14,336) and on 4,096, at a decode batch's and a prefill chunk's row counts, against the
 // CPU twin's f32 sums: fast within 5e-3 (measured up to 3.1e-3; the bar is 1e-2),
 // promoted within 5e-3 (bf16 out) and 1e-3 (f32 out); the figures are printed for the
@@ -298,8 +304,8 @@ TEST(CudaFp8Linear, FastAccumulationStaysCloseToTheCpuTwin) {
         for (const bool fast : {false, true})
           for (const DType dtype : {DType::BF16, DType::F32}) {
             if (path == Fp8GemmPath::Wgmma && (!is_sm90(be) || T > kFp8WgmmaMaxRows)) continue;
-            set_fp8_gemm_path(path);
-            set_fp8_fast_accum(fast);
+            be.gpu->set_fp8_gemm_path(path);
+            set_fast_accum(*be.gpu, fast);
             Tensor out = test::poisoned(*be.gpu, dtype, {T, shape.N});
             be.gpu->linear(out, x, c.gpu);
             const double err = test::rel_err(test::to_vec(*be.gpu, out), want);

@@ -14,14 +14,14 @@ using test::kBf16Tol;
 using test::put;
 using test::rel_err_between;
 
-// Restores both switches when a test ends, whatever it set.
-struct SwitchGuard {
-  bool gemv = gemv_enabled(), pdl = cuda::pdl_enabled();
-  ~SwitchGuard() {
-    set_gemv_enabled(gemv);
-    cuda::set_pdl_enabled(pdl);
-  }
-};
+// The backend's weight-stream and PDL switches (CudaOptions; PDL is process-wide, and every
+// backend made sets it again).
+void set_switches(CudaBackend& be, bool gemv, bool pdl) {
+  CudaOptions options = be.options();
+  options.gemv = gemv;
+  options.pdl = pdl;
+  be.set_options(options);
+}
 
 struct GemvShape {
   int64_t K, N;
@@ -33,8 +33,6 @@ constexpr GemvShape kShapes[] = {{8, 7},       {1024, 8},   {1032, 130},
 
 TEST(CudaGemv, MatchesCpuForEveryRowCountItTakes) {
   TANDEM_SKIP_WITHOUT_CUDA();
-  SwitchGuard guard;
-  set_gemv_enabled(true);
   test::Backends be;
   std::mt19937 rng(23);
   for (int64_t M = 1; M <= kGemvMaxRows; M++)
@@ -58,8 +56,6 @@ TEST(CudaGemv, MatchesCpuForEveryRowCountItTakes) {
 
 TEST(CudaGemv, DeclinesShapesItDoesNotTake) {
   TANDEM_SKIP_WITHOUT_CUDA();
-  SwitchGuard guard;
-  set_gemv_enabled(true);
   test::Backends be;
   std::mt19937 rng(29);
   auto make = [&](int64_t rows, int64_t cols) {
@@ -72,7 +68,8 @@ TEST(CudaGemv, DeclinesShapesItDoesNotTake) {
   Tensor big = make(2, 20480);  // 80 KB of x: more than the stream stages
   Tensor out2 = be.gpu->alloc(DType::BF16, {2, 8});
   EXPECT_FALSE(try_gemv(*be.gpu, out2, big, make(8, 20480), {}));
-  set_gemv_enabled(false);
+  EXPECT_TRUE(try_gemv(*be.gpu, out1, make(1, 64), make(16, 64), {}));
+  set_switches(*be.gpu, /*gemv=*/false, /*pdl=*/true);
   EXPECT_FALSE(try_gemv(*be.gpu, out1, make(1, 64), make(16, 64), {}));
 }
 
@@ -81,7 +78,6 @@ TEST(CudaGemv, DeclinesShapesItDoesNotTake) {
 // a result that differs from the ordinary launch order.
 TEST(CudaGemv, ProgrammaticChainInAGraphMatchesOrdinaryLaunches) {
   TANDEM_SKIP_WITHOUT_CUDA();
-  SwitchGuard guard;
   test::Backends be;
   std::mt19937 rng(31);
   const int64_t M = 2, D = 1024, F = 2816;
@@ -97,13 +93,11 @@ TEST(CudaGemv, ProgrammaticChainInAGraphMatchesOrdinaryLaunches) {
     be.gpu->gated_act(g, a, Activation::SiLU);
     be.gpu->linear(y, g, Linear{w2});
   };
-  set_gemv_enabled(false);
-  cuda::set_pdl_enabled(false);
+  set_switches(*be.gpu, /*gemv=*/false, /*pdl=*/false);
   chain();
   const std::vector<float> expected = test::to_vec(*be.gpu, y);
 
-  set_gemv_enabled(true);
-  cuda::set_pdl_enabled(true);
+  set_switches(*be.gpu, /*gemv=*/true, /*pdl=*/true);
   be.gpu->capture_begin();
   chain();
   std::shared_ptr<void> graph = be.gpu->capture_end();

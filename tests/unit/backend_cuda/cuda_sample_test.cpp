@@ -230,5 +230,75 @@ TEST(CudaSample, RejectsMalformedRows) {
   EXPECT_THROW(run(*gpu, logits, 1, 64, DType::BF16, {twice}), std::exception);
 }
 
+// Speculative decoding's acceptance test (step 5), against the CPU twin: rows of the menu
+// (greedy ones ignore the proposal; penalties apply to the target's logits only), a third
+// of them masked, each checking a proposal the CPU op drew from its own row of the draft
+// logits q (f32 on both backends; the target's in bf16 on the GPU). Accepted proposals and
+// residual draws alike must match.
+void compare_drafts(int rounds, int S, int V, float scale) {
+  auto cpu = make_cpu_backend();
+  auto gpu = make_cuda_backend(0);
+  std::mt19937 rng(uint32_t(V) + uint32_t(S));
+  int accepted = 0, sampled = 0;
+  for (int round = 0; round < rounds; round++) {
+    SCOPED_TRACE(testing::Message() << "V " << V << " round " << round);
+    const std::vector<float> logits = bf16_logits(rng, size_t(S) * size_t(V), scale);
+    const std::vector<float> q = bf16_logits(rng, size_t(S) * size_t(V), scale);
+    std::vector<SampleRow> rows, draws;
+    for (int s = 0; s < S; s++) {
+      rows.push_back(menu_row(rng, s + round, V));
+      SampleRow d;  // the draft's draw: the row's truncation, its own stream
+      d.temperature = rows.back().temperature;
+      d.top_k = rows.back().top_k;
+      d.top_p = rows.back().top_p;
+      d.min_p = rows.back().min_p;
+      d.seed = rows.back().seed ^ 0x5bd1e995u;
+      d.counter = rows.back().counter;
+      draws.push_back(d);
+    }
+    std::vector<float> q_copy = q;  // the CPU op may work in place
+    Tensor q_host = Tensor::borrow(q_copy.data(), DType::F32, {S, V});
+    std::vector<SampledToken> proposals(static_cast<size_t>(S));
+    cpu->sample(q_host, draws, proposals);
+    std::vector<std::vector<uint32_t>> masks(static_cast<size_t>(S));
+    for (int s = 0; s < S; s++) {
+      SampleRow& r = rows[size_t(s)];
+      r.draft = DraftCheck{proposals[size_t(s)].token, s};
+      if (s % 3 == 1) {
+        masks[size_t(s)] = random_mask(rng, V, 0.5, r.draft->token);
+        r.allowed = masks[size_t(s)];
+      }
+    }
+    auto run_with_q = [&](Backend& be, DType dtype) {
+      std::vector<float> l = logits, qq = q;
+      Tensor t = be.upload(Tensor::borrow(l.data(), DType::F32, {S, V}), dtype);
+      Tensor qt = be.upload(Tensor::borrow(qq.data(), DType::F32, {S, V}), DType::F32);
+      std::vector<SampledToken> out(static_cast<size_t>(S));
+      be.sample(t, rows, out, &qt);
+      return out;
+    };
+    const auto want = run_with_q(*cpu, DType::F32);
+    const auto got = run_with_q(*gpu, DType::BF16);
+    expect_same(got, want, rows);
+    for (int s = 0; s < S; s++) {
+      if (rows[size_t(s)].temperature <= 0.f) continue;
+      sampled++;
+      accepted += want[size_t(s)].token == rows[size_t(s)].draft->token;
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, sampled);  // both the acceptance and the residual draw ran
+}
+
+TEST(CudaSample, DraftChecksMatchCpuOnASmallVocabulary) {
+  SKIP_WITHOUT_GPU();
+  compare_drafts(8, 33, 512, 1.f);
+}
+
+TEST(CudaSample, DraftChecksMatchCpuOnAQwenSizedVocabulary) {
+  SKIP_WITHOUT_GPU();
+  compare_drafts(2, 22, 151936, 2.f);
+}
+
 }  // namespace cuda_sample_test
 }  // namespace tandem

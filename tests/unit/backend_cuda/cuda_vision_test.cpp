@@ -104,13 +104,14 @@ TEST(CudaVisionAttention, ImageSpansMatchCpuOnBothPrefillKernels) {
   test::Backends be;
   const std::vector<SpanRow> rows = {
       {0, 150, {{5, 90}, {100, 104}}}, {60, 140, {{70, 130}}}, {40, 41, {}}, {0, 64, {{0, 64}}}};
-  const bool saved = cuda::sm90_prefill_enabled();
   for (bool sm90 : {false, true})
     for (int Dh : {64, 72, 128})
       for (int window : {0, 24}) {
         SCOPED_TRACE(testing::Message()
                      << (sm90 ? "sm90" : "mma") << " Dh " << Dh << " window " << window);
-        cuda::set_sm90_prefill_enabled(sm90);
+        CudaOptions options;
+        options.sm90_prefill = sm90;  // false: the mma.sync kernel everywhere
+        be.gpu = std::make_unique<CudaBackend>(0, options);
         AttentionParams params{.scale = 0.125f, .window = window, .media_bidirectional = true};
         std::mt19937 rng(Dh + window);
         const Tensor cpu = run_attention(*be.cpu, rows, params, 8, 2, Dh, rng);
@@ -120,7 +121,6 @@ TEST(CudaVisionAttention, ImageSpansMatchCpuOnBothPrefillKernels) {
         const Tensor causal = run_attention(*be.gpu, rows, params, 8, 2, Dh, rng);
         EXPECT_GT(rel_err_between(*be.gpu, causal, *be.cpu, cpu), 1e-2);
       }
-  cuda::set_sm90_prefill_enabled(saved);
 }
 
 }  // namespace cuda_vision_test

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "cli/model_files.h"
 #include "engine/engine.h"
 #include "server/common/json_text.h"
@@ -29,14 +31,18 @@ struct LocalLoraRuntime {
 
 class LocalServer {
  public:
-  // `loras`: (name, folder) of PEFT adapters to serve, as --lora-modules name=DIR.
+  // `loras`: (name, folder) of PEFT adapters to serve, as --lora-modules name=DIR;
+  // `arithmetic`: the CPU backend's on GGUF block weights, as TANDEM_CPU_BLOCK_ARITHMETIC.
   LocalServer(const std::filesystem::path& dir, EngineConfig config,
               const std::vector<std::pair<std::string, std::filesystem::path>>& loras = {},
-              LocalLoraRuntime runtime = {}) {
+              LocalLoraRuntime runtime = {},
+              std::optional<cpu::BlockArithmetic> arithmetic = std::nullopt) {
     std::vector<std::filesystem::path> lora_dirs;
     for (auto& [name, d] : loras) lora_dirs.push_back(d);
     const LoraCapacity lora = cli::lora_capacity_for(lora_dirs, runtime.max_loras, runtime.max_rank);
     cli::LoadedModel m = cli::load_model_folder(dir, "cpu", LoadOptions{.lora = lora});
+    if (arithmetic) dynamic_cast<CpuBackend&>(*m.backend).set_block_arithmetic(*arithmetic);
+    if (config.speculative) cli::load_draft_model(m, *config.speculative);
     engine_ = cli::make_engine(m, std::move(config), std::nullopt);
     for (auto& [name, d] : loras) engine_->load_lora(name, d);
     engine_->start();
@@ -47,7 +53,9 @@ class LocalServer {
     options.lora_runtime_updates = runtime.enabled;
     http_ = std::make_unique<server::HttpServer>(options);
     http_->start();
-    http_->set_ready(server::load_served_model(dir, *engine_, m.tokenizer));
+    server::ServedModel served = server::load_served_model(dir, *engine_, m.tokenizer);
+    served.card = {{"weight_format", m.weight_format}};  // as serve's ready card names it
+    http_->set_ready(std::move(served));
   }
   ~LocalServer() {
     http_->stop();

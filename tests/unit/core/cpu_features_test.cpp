@@ -19,6 +19,14 @@ TEST(CpuFeatures, IsaFollowsTheFeatureBits) {
   EXPECT_LE(cpu_isa(), cpu_max_isa());
 }
 
+// The cap TANDEM_CPU_ISA sets (through cli/env_switches.h): never above what the CPU has.
+TEST(CpuFeatures, TheCapLowersTheIsaOnly) {
+  set_cpu_isa_cap(CpuIsa::Avx2);
+  EXPECT_EQ(cpu_isa(), CpuIsa::Avx2);
+  set_cpu_isa_cap(CpuIsa::Avx512);
+  EXPECT_EQ(cpu_isa(), cpu_max_isa()) << "a cap above the CPU is ignored";
+}
+
 TEST(CpuFeatures, IsaNamesRoundTrip) {
   for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512})
     EXPECT_EQ(cpu_isa_from_name(cpu_isa_name(isa)), isa);

@@ -196,6 +196,68 @@ TEST(GrammarEngine, MixedBatchesOverlapAsTheSerialLoopDoes) {
   }
 }
 
+// Speculative decoding (engine/speculator.h): every proposed position is masked as it
+// would be without speculation (the grammar advanced along the proposals before it), a
+// proposal the grammar rejects is cut there, and the rows emit exactly what they emit
+// without speculation — greedy and seeded sampled rows, n-gram proposals looked up in a
+// prompt full of schema-valid JSON and a draft model's (another oracle model: noise the
+// grammar cuts).
+TEST(GrammarEngine, SpeculatingRowsMaskEveryProposedPosition) {
+  auto tok = Tokenizer::load(test::oracle_model("llama") / "tokenizer.json");
+  std::vector<int32_t> json_prompt;
+  for (const char* text : {R"({"name":"ab","age":12})", R"({"name":"abc","age":7,"tags":["red"]})"})
+    for (int32_t id : tok->encode(std::string(text) + " " + text, false)) json_prompt.push_back(id);
+  std::vector<GenerationRequest> reqs;
+  auto choice = cache().get(grammar::GrammarSpec::choice({"alpha", "beta", "gamma delta"}));
+  for (int i = 0; i < 6; i++) {
+    GenerationRequest r =
+        constrained(i % 3 == 2 ? choice : person_grammar(), i, i % 2 ? 0.9f : 0.f, 60);
+    r.prompt = json_prompt;
+    r.prompt.push_back(int32_t(10 + i));
+    reqs.push_back(r);
+  }
+  auto outcomes = [&](std::optional<SpeculativeConfig> spec) {
+    EngineConfig c = config(Overlap::Off, 4);
+    c.speculative = spec;
+    auto backend = make_cpu_backend();
+    auto model = load_model(test::oracle_model("llama"), *backend);
+    std::unique_ptr<Model> draft;
+    if (spec && spec->method == SpecMethod::DraftModel)
+      draft = load_model(test::oracle_model("qwen2"), *backend);
+    Engine engine(make_executor(std::move(backend), std::move(model), {}, std::move(draft)),
+                  nullptr, c);
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const auto& r : reqs) streams.push_back(engine.submit(r));
+    engine.run_until_idle();
+    std::vector<Outcome> out;
+    for (auto& s : streams) out.push_back(collect(*s));
+    if (spec) EXPECT_GT(engine.stats().spec_decode.num_draft_tokens, 0);
+    if (spec && spec->method == SpecMethod::Ngram)
+      EXPECT_GT(engine.stats().spec_decode.num_accepted_tokens, 0);
+    EXPECT_EQ(engine.kv_blocks().num_used(), 0);
+    return out;
+  };
+  SpeculativeConfig ngram{.method = SpecMethod::Ngram,
+                          .num_speculative_tokens = 6,
+                          .prompt_lookup_max = 4,
+                          .prompt_lookup_min = 1,
+                          .adaptive = false};
+  SpeculativeConfig draft{.method = SpecMethod::DraftModel,
+                          .num_speculative_tokens = 3,
+                          .model = "qwen2",
+                          .adaptive = false};
+  const std::vector<Outcome> plain = outcomes(std::nullopt);
+  for (const SpeculativeConfig& sc : {ngram, draft}) {
+    SCOPED_TRACE(spec_method_name(sc.method));
+    const std::vector<Outcome> spec = outcomes(sc);
+    for (size_t i = 0; i < reqs.size(); i++) {
+      if (sc.method == SpecMethod::Ngram || reqs[i].sampling.greedy())
+        EXPECT_EQ(spec[i].tokens, plain[i].tokens) << "request " << i;
+      if (i % 3 != 2) expect_person(spec[i]);
+    }
+  }
+}
+
 TEST(GrammarEngine, RefusesAGrammarForAnotherVocabulary) {
   grammar::TokenVocabParams p;
   for (int b = 0; b < 300; b++) p.token_bytes.push_back(std::string(1, char(b % 256)));

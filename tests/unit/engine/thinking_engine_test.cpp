@@ -233,6 +233,43 @@ TEST(ThinkingEngine, OverlapEmitsWhatTheSerialLoopEmits) {
   }
 }
 
+// Speculative decoding composes with thinking: a proposed position is masked like any
+// other (the forced end tokens of a spent budget, the grammar after the block), so rows
+// that propose from a prompt full of thinking blocks emit what they emit without it.
+TEST(ThinkingEngine, SpeculationEmitsWhatThePlainLoopEmits) {
+  std::vector<int32_t> blocks;
+  for (int32_t id :
+       tokenizer()->encode("<think>\nso</think>{\"total\": 1}<think>\nso so</think>", false))
+    blocks.push_back(id);
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 6; ++i) {
+    GenerationRequest r = thinking_request(
+        i, i % 2 == 0, i % 3 == 0 ? std::nullopt : std::optional(2 + i), 50, i % 2 ? 0.9f : 0.f);
+    r.prompt.insert(r.prompt.end(), blocks.begin(), blocks.end());
+    if (i % 3 == 1) {
+      r.grammar = invoice_grammar();
+      r.ignore_eos = false;
+    }
+    reqs.push_back(r);
+  }
+  EngineConfig spec = config(Overlap::Off, 4);
+  spec.speculative = SpeculativeConfig{.method = SpecMethod::Ngram,
+                                       .num_speculative_tokens = 5,
+                                       .prompt_lookup_max = 3,
+                                       .prompt_lookup_min = 1,
+                                       .adaptive = false};
+  auto plain = run(config(Overlap::Off, 4), reqs);
+  auto speculated = run(spec, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(plain[i].tokens, speculated[i].tokens) << "request " << i;
+    EXPECT_EQ(plain[i].finish, speculated[i].finish) << "request " << i;
+  }
+  auto engine = test::cpu_engine("llama", spec);  // and it did speculate
+  for (const auto& r : reqs) engine->submit(r);
+  engine->run_until_idle();
+  EXPECT_GT(engine->stats().spec_decode.num_accepted_tokens, 0);
+}
+
 TEST(ThinkingEngine, RefusesBadControls) {
   GenerationRequest negative = thinking_request(1, true, -1, 10);
   GenerationRequest no_vocab = thinking_request(1, true, 3, 10);

@@ -1,6 +1,6 @@
 // GgufFile over llama.cpp's own files (the oracle's F32, Q8_0 and Q4_K_M llama) and over
 // files written by GgufWriter: header, every metadata value type, tensor infos, offsets and
-// the bytes the views point at.
+// the bytes the views point at. GgufWriter's generated (streamed) tensors.
 #include "loader/gguf_file.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,11 @@
 #include <cmath>
 #include <cstring>
 
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include "core/error.h"
 #include "loader/gguf_writer.h"
 #include "loader_test_util.h"
 
@@ -219,6 +224,73 @@ TEST(GgufFile, FuzzSeedsAreValidFiles) {
     seeds++;
   }
   EXPECT_GE(seeds, 3);
+}
+
+// GgufWriter's generated tensors (RowFill): the same file as the tensor held whole, rows asked
+// for in order, in whole row groups, in chunks of bounded size; write() leaves no partial file.
+
+std::string rows_bytes(int64_t rows, int64_t cols) {
+  std::string s(size_t(rows * cols) * 4, '\0');
+  float* f = reinterpret_cast<float*>(s.data());
+  for (int64_t i = 0; i < rows * cols; i++) f[i] = float(i % 977) * 0.5f;
+  return s;
+}
+
+TEST(GgufWriterStream, GeneratedTensorIsTheHeldOne) {
+  const int64_t rows = 3000, cols = 1024;  // 12 MB of f32: more than one chunk
+  const std::string data = rows_bytes(rows, cols);
+  GgufWriter held, streamed;
+  for (GgufWriter* w : {&held, &streamed}) {
+    w->add_string("general.architecture", "llama");
+    w->add_tensor("a", DType::F32, {5}, std::string(20, '\x01'));
+  }
+  held.add_tensor("t", DType::F32, {rows, cols}, data);
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  streamed.add_tensor(
+      "t", DType::F32, {rows, cols},
+      [&](void* dst, int64_t first, int64_t count) {
+        calls.emplace_back(first, count);
+        std::memcpy(dst, data.data() + size_t(first * cols) * 4, size_t(count * cols) * 4);
+      },
+      /*row_group=*/8);
+  EXPECT_EQ(streamed.bytes(), held.bytes());
+  ASSERT_GT(calls.size(), 1u);
+  int64_t next = 0;
+  for (auto [first, count] : calls) {
+    EXPECT_EQ(first, next);
+    EXPECT_EQ(first % 8, 0);
+    EXPECT_LE(size_t(count * cols) * 4, GgufWriter::kChunkBytes);
+    next = first + count;
+  }
+  EXPECT_EQ(next, rows);
+}
+
+TEST(GgufWriterStream, BlockRowsAndGroupsAreChecked) {
+  GgufWriter w;
+  auto none = [](void*, int64_t, int64_t) {};
+  EXPECT_THROW(w.add_tensor("q", DType::Q4_K, {4, 100}, none), Error);    // 100 % 256
+  EXPECT_THROW(w.add_tensor("g", DType::F32, {10, 16}, none, 4), Error);  // 10 % 4
+  w.add_tensor("ok", DType::Q8_0, {4, 64},
+               [](void* dst, int64_t, int64_t count) { std::memset(dst, 0, size_t(count) * 68); });
+  auto file = GgufFile::from_bytes(w.bytes(), "ok.gguf");
+  EXPECT_EQ(file->tensors()[0].nbytes, 4u * 68u);
+}
+
+TEST(GgufWriterStream, AFailingFillLeavesNoFile) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("tandem-writer-" + std::to_string(::getpid()) + ".gguf");
+  GgufWriter w;
+  w.add_tensor("t", DType::F32, {4, 4},
+               [](void*, int64_t, int64_t) { throw Error("no more data"); });
+  EXPECT_THROW(w.write(path), Error);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(path).concat(".tmp")));
+  GgufWriter ok;
+  ok.add_tensor("t", DType::F32, {2}, std::string(8, '\0'));
+  ok.write(path);
+  EXPECT_TRUE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(path).concat(".tmp")));
+  std::filesystem::remove(path);
 }
 
 }  // namespace gguf_file_test

@@ -1,6 +1,7 @@
 // Gemma 3n's configuration: HF's defaults for absent fields (Gemma3nTextConfig), the KV
 // sharing map (HF's kv_shared_layer_index), the sparsity multiplier Φ⁻¹, and clear
 // errors for configs HF rejects.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -50,7 +50,7 @@ TEST(MultimodalConfig, ASparseGemma3TextConfigGetsHfDefaults) {
   EXPECT_DOUBLE_EQ(c.rope_for(5).theta, 1e6);
   EXPECT_EQ(c.rope_for(0).type, "default");
   EXPECT_DOUBLE_EQ(c.rope_for(0).theta, 1e4);
-  EXPECT_EQ(c.raw.value("torch_dtype", ""), "bfloat16");
+  EXPECT_EQ(c.raw().value("torch_dtype", ""), "bfloat16");
 }
 
 TEST(MultimodalConfig, SiglipConfigTakesItsDefaultsAndTheTopLevelIds) {

@@ -8,15 +8,21 @@
 //
 // Without the fetched files the vocabulary tests skip with a message, except under
 // scripts/test.sh and CI (TANDEM_REQUIRE_FETCHED=1), where a missing file fails.
+//
+// And the other way: a folder's tokenizer written as GGUF metadata (gguf_vocab_writer.h)
+// reads back to the same ids.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+#include "core/error.h"
 #include "loader/gguf_file.h"
 #include "loader/gguf_writer.h"
 #include "tokenizer/gguf_tokenizer.h"
+#include "tokenizer/gguf_vocab_writer.h"
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
@@ -226,6 +232,102 @@ TEST(GgufTokenizer, ConfigFromTheFile) {
   EXPECT_EQ(c.eos_token, "<|im_end|>");
   EXPECT_EQ(c.bos_token, "<|endoftext|>");
   EXPECT_EQ(c.add_bos_token, false);
+}
+
+// A folder's tokenizer written as GGUF metadata (gguf_vocab_writer.h) and read back as a GGUF
+// vocabulary (gguf_tokenizer.h) encodes every tokenizer_golden.json string to the golden ids,
+// with and without special tokens: the tiny oracle tokenizer (GPT-2 split), Llama 3.1's
+// (llama-bpe, BOS from the post-processor) and Qwen3's (qwen2 split). The ids past the
+// vocabulary are padded as convert_hf_to_gguf.py pads them; vocabularies llama.cpp's gpt2 model
+// cannot hold are refused by name.
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::shared_ptr<const GgufFile> vocab_file(const fs::path& dir, int vocab_size) {
+  GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  add_gguf_vocab(w, dir, json{{"vocab_size", vocab_size}});
+  return GgufFile::from_bytes(w.bytes(), (dir / "vocab.gguf").string());
+}
+
+class GgufVocabWriter : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufVocabWriter, GoldenIdsThroughTheFile) {
+  auto folder = golden_tokenizer(GetParam());
+  ASSERT_TRUE(folder);
+  auto file = vocab_file(tokenizer_path(GetParam()).parent_path(), folder->vocab_size());
+  auto tok = tokenizer_from_gguf(file->metadata());
+  EXPECT_EQ(tok->vocab_size(), folder->vocab_size());
+  int checked = 0;
+  for (const json& c : goldens()[GetParam()]["encode"]) {
+    const std::string text = c["text"];
+    EXPECT_EQ(tok->encode(text, false), c["ids"].get<std::vector<int32_t>>()) << text;
+    EXPECT_EQ(tok->encode(text, true), c["ids_with_special"].get<std::vector<int32_t>>()) << text;
+    checked++;
+  }
+  EXPECT_GT(checked, 10);
+  const TokenizerConfig from_file = tokenizer_config_from_gguf(file->metadata());
+  const TokenizerConfig from_folder =
+      TokenizerConfig::load(tokenizer_path(GetParam()).parent_path());
+  EXPECT_EQ(from_file.eos_token, from_folder.eos_token);
+  EXPECT_EQ(from_file.chat_template, from_folder.chat_template);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, GgufVocabWriter,
+                         ::testing::Values("tiny-bpe", "llama3_1", "qwen3"), [](const auto& info) {
+                           return info.param == "tiny-bpe" ? std::string("tiny_bpe") : info.param;
+                         });
+
+TEST(GgufVocabWriterPadding, IdsUpToVocabSizeAreUnused) {
+  auto file = vocab_file(tokenizer_path("tiny-bpe").parent_path(), 520);
+  const GgufMetadata& md = file->metadata();
+  auto tokens = md.find("tokenizer.ggml.tokens");
+  ASSERT_TRUE(tokens);
+  auto tok = tokenizer_from_gguf(md);
+  EXPECT_EQ(tok->vocab_size(), 520);
+  EXPECT_EQ(tok->id_to_token(515), "[PAD515]");
+  EXPECT_EQ(tok->id_to_token(2), "<|im_end|>");
+  EXPECT_EQ(md.get_string("tokenizer.ggml.pre"), "gpt-2");
+  EXPECT_EQ(md.get_string("tokenizer.ggml.model"), "gpt2");
+}
+
+class GgufVocabWriterRefusal : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tandem-vocab-writer-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    std::ifstream in(tokenizer_path("tiny-bpe"));
+    doc_ = json::parse(in);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string error_for(const json& doc) {
+    std::ofstream(dir_ / "tokenizer.json") << doc.dump();
+    try {
+      vocab_file(dir_, 512);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  fs::path dir_;
+  json doc_;
+};
+
+TEST_F(GgufVocabWriterRefusal, NamesWhatItCannotWrite) {
+  json spm = doc_;
+  spm["model"]["byte_fallback"] = true;
+  EXPECT_NE(error_for(spm).find("with byte fallback"), std::string::npos);
+  json unigram = doc_;
+  unigram["model"]["type"] = "Unigram";
+  EXPECT_NE(error_for(unigram).find("a Unigram model"), std::string::npos);
+  json split = doc_;
+  split["pre_tokenizer"] = {{"type", "Sequence"},
+                            {"pretokenizers",
+                             {{{"type", "Split"}, {"pattern", {{"Regex", "\\d+"}}}},
+                              {{"type", "ByteLevel"}, {"use_regex", false}}}}};
+  EXPECT_NE(error_for(split).find("none llama.cpp names"), std::string::npos);
+  EXPECT_EQ(error_for(doc_), "");
 }
 
 }  // namespace gguf_tokenizer_test

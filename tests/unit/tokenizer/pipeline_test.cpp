@@ -56,6 +56,21 @@ TEST(AddedTokens, LongestMatchWins) {
   EXPECT_EQ(tok->encode("<<a", false), (Ids{0, 5}));
 }
 
+// HF's split_special_tokens: a special token's text is encoded as the text it is, while
+// added tokens that are not special still match; a special match is not retried shorter.
+TEST(AddedTokens, SplitSpecialTokensEncodesTheirTextAsText) {
+  json j = char_tokenizer({"<", ">", "a", "e", "n", "d"});  // ids 0..5
+  j["added_tokens"] = {added(10, "<end>"), added(11, "<a>", {{"special", false}}),
+                       added(12, "<en", {{"special", false}})};
+  auto tok = build(j);
+  EXPECT_EQ(tok->encode("a<end><a>", false), (Ids{2, 10, 11}));
+  EXPECT_EQ(tok->encode("a<end><a>", false, /*split_special_tokens=*/true),
+            (Ids{2, 0, 3, 4, 5, 1, 11}));
+  // "<en" is a prefix of the special "<end>": the longer special match wins, then is text.
+  EXPECT_EQ(tok->encode("<end", false, true), (Ids{12, 5}));
+  EXPECT_EQ(tok->encode("<end>", false, true), (Ids{0, 3, 4, 5, 1}));
+}
+
 TEST(AddedTokens, NormalizedTokensMatchTheNormalizedText) {
   json j = char_tokenizer({"<", ">", "f", "o"});
   j["normalizer"] = {{"type", "Lowercase"}};

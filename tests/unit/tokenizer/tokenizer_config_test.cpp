@@ -35,7 +35,7 @@ TEST(TokenizerConfig, TokensAsStringsOrObjects) {
   EXPECT_EQ(c.add_bos_token, true);
   EXPECT_FALSE(c.add_eos_token.has_value());
   EXPECT_EQ(c.chat_template, "{{ messages }}");
-  EXPECT_EQ(c.raw["custom_field"], 7);
+  EXPECT_EQ(c.raw()["custom_field"], 7);
 }
 
 TEST(TokenizerConfig, NamedTemplatesExposeTheDefault) {

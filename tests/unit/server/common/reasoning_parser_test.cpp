@@ -8,9 +8,10 @@
 #include <random>
 #include <sstream>
 
-#include "server/openai/chat_messages.h"
+#include "server/common/answer_split.h"
 #include "server/common/chat_prompt.h"
 #include "server/common/reasoning_parser.h"
+#include "server/openai/chat_messages.h"
 
 namespace tandem::server {
 namespace reasoning_parser_test {
@@ -238,6 +239,71 @@ TEST(ReasoningParser, ForcedEndTextClosesTheBlock) {
     ReasoningDelta d = split_reasoning(s, ThinkingStart::Open, out);
     EXPECT_EQ(d.reasoning, "half a thought") << s.name;
     EXPECT_EQ(d.content, "{}") << s.name;
+  }
+}
+
+// One choice's output split into reasoning, content and tool calls (answer_split.h): calls
+// are parsed from the content only, and the split of a stream equals the split of the
+// whole however the text was cut (the content around calls aside, as tool_calls.h has it).
+
+const ReasoningSplit kQwen{&reasoning_syntax(ReasoningFormat::Qwen3), ThinkingStart::MayOpen};
+const ReasoningSplit kOpened{&reasoning_syntax(ReasoningFormat::DeepSeekR1), ThinkingStart::Open};
+
+const char* kCall = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>";
+
+TEST(AnswerSplit, CallsAreParsedFromTheContentOnly) {
+  const std::string text =
+      std::string("<think>\nI could write ") + kCall + " here.\n</think>\n\n" + "Done." + kCall;
+  AnswerParts a = split_answer(text, kQwen, /*parse_tool_calls=*/true);
+  EXPECT_EQ(a.reasoning, std::string("I could write ") + kCall + " here.");
+  EXPECT_EQ(a.content, "Done.");
+  ASSERT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(a.calls[0].name, "f");
+  EXPECT_EQ(a.calls[0].arguments, "{\"x\":1}");
+  // A call inside a block the prompt opened and the output never closed: thinking.
+  AnswerParts cut = split_answer(std::string("thinking ") + kCall, kOpened, true);
+  EXPECT_TRUE(cut.calls.empty());
+  EXPECT_EQ(cut.content, "");
+  // No parser: the text is all content, and the call in it is parsed.
+  AnswerParts plain = split_answer(text, ReasoningSplit{}, true);
+  EXPECT_EQ(plain.reasoning, "");
+  EXPECT_EQ(plain.calls.size(), 2u);
+}
+
+TEST(AnswerSplit, TheStreamAddsUpToTheWhole) {
+  const std::vector<std::pair<std::string, ReasoningSplit>> outputs = {
+      {std::string("<think>a ") + kCall + "</think>\n\nanswer " + kCall + " tail", kQwen},
+      {"reasoning\n</think>\n\n{\"total\": 3}", kOpened},
+      {std::string("no thinking at all ") + kCall, kQwen},
+      {"<think>never closed", kQwen},
+  };
+  std::mt19937 rng(43);
+  for (const auto& [text, split] : outputs) {
+    for (bool tools : {false, true}) {
+      const AnswerParts whole = split_answer(text, split, tools);
+      for (int trial = 0; trial < 20; ++trial) {
+        AnswerStream stream(split, tools);
+        AnswerParts sum;
+        size_t at = 0;
+        while (at < text.size()) {
+          size_t n = std::uniform_int_distribution<size_t>(1, 7)(rng);
+          StreamChunk chunk;
+          chunk.text = text.substr(at, n);
+          at += chunk.text.size();
+          if (at == text.size()) chunk.finish = FinishReason::Stop;
+          sum.append(stream.take(chunk));
+        }
+        EXPECT_EQ(sum.reasoning, whole.reasoning) << text;
+        // With calls, the whole trims the content around them and a stream cannot take
+        // back what it sent (tool_calls_test.cpp's contract); without, they are equal.
+        if (whole.calls.empty()) {
+          EXPECT_EQ(sum.content, whole.content) << text;
+        }
+        ASSERT_EQ(sum.calls.size(), whole.calls.size()) << text;
+        for (size_t i = 0; i < sum.calls.size(); ++i)
+          EXPECT_EQ(sum.calls[i].arguments, whole.calls[i].arguments);
+      }
+    }
   }
 }
 

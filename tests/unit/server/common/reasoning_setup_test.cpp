@@ -4,6 +4,7 @@
 // promise both sides rely on: the server's parser and the engine's thinking state read the
 // same bytes the same way, so the answer the engine constrained is the content the API
 // returns.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,0 +1,48 @@
+#include "engine/step_cost_model.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace tandem {
+
+int StepCostModel::bucket_of(int num_tokens) {
+  const unsigned n = unsigned(std::max(num_tokens, 1));
+  return std::min(int(std::bit_width(n - 1)), kBuckets - 1);  // 1 → 0, 2 → 1, 3..4 → 2, ...
+}
+
+void StepCostModel::observe(int num_tokens, double seconds) {
+  if (num_tokens <= 0 || !(seconds >= 0)) return;
+  Bucket& b = buckets_[size_t(bucket_of(num_tokens))];
+  if (b.samples == 0) {
+    b.tokens = num_tokens;
+    b.seconds = seconds;
+  } else {
+    b.tokens += kWeight * (num_tokens - b.tokens);
+    b.seconds += kWeight * (seconds - b.seconds);
+  }
+  b.samples++;
+}
+
+int StepCostModel::samples(int num_tokens) const {
+  return buckets_[size_t(bucket_of(num_tokens))].samples;
+}
+
+std::optional<double> StepCostModel::cost(int num_tokens) const {
+  const Bucket* below = nullptr;  // the measured bucket with the most tokens <= num_tokens
+  const Bucket* above = nullptr;  // the measured bucket with the fewest tokens > num_tokens
+  for (const Bucket& b : buckets_) {
+    if (b.samples == 0) continue;
+    if (b.tokens <= num_tokens) {
+      if (!below || b.tokens > below->tokens) below = &b;
+    } else if (!above || b.tokens < above->tokens) {
+      above = &b;
+    }
+  }
+  if (!below && !above) return std::nullopt;
+  if (!above) return below->seconds;
+  if (!below) return above->seconds;
+  const double t = (num_tokens - below->tokens) / (above->tokens - below->tokens);
+  return below->seconds + t * (above->seconds - below->seconds);
+}
+
+}  // namespace tandem

@@ -1,0 +1,174 @@
+// The parts of speculative decoding that need no model: --speculative-config parsing (every
+// error names its field), the n-gram proposer (what followed the latest earlier occurrence
+// of the longest suffix, a repeating pattern continued), the step cost model and the
+// controller that speculates only where the measured costs say it pays.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "engine/ngram_index.h"
+#include "engine/spec_controller.h"
+#include "engine/speculative_config.h"
+#include "engine/step_cost_model.h"
+
+namespace tandem {
+namespace spec_parts_test {
+
+TEST(SpeculativeConfig, ParsesVllmSpellings) {
+  SpeculativeConfig c = parse_speculative_config(
+      R"({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2})");
+  EXPECT_EQ(c.method, SpecMethod::Ngram);
+  EXPECT_EQ(c.num_speculative_tokens, 4);
+  EXPECT_EQ(c.prompt_lookup_max, 4);
+  EXPECT_EQ(c.prompt_lookup_min, 2);
+  EXPECT_TRUE(c.adaptive);
+  c = parse_speculative_config(
+      R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3})");
+  EXPECT_EQ(c.prompt_lookup_min, 3);  // vLLM: the one given stands for both
+  c = parse_speculative_config(R"({"method": "ngram", "num_speculative_tokens": 3})");
+  EXPECT_EQ(c.prompt_lookup_min, 5);
+  EXPECT_EQ(c.prompt_lookup_max, 5);
+  c = parse_speculative_config(
+      R"({"model": "/m/draft", "num_speculative_tokens": 5, "adaptive": false})");
+  EXPECT_EQ(c.method, SpecMethod::DraftModel);
+  EXPECT_EQ(c.model, "/m/draft");
+  EXPECT_FALSE(c.adaptive);
+  EXPECT_EQ(speculative_summary(c), "draft_model, K = 5, draft /m/draft, fixed");
+}
+
+TEST(SpeculativeConfig, ErrorsNameTheField) {
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"[1]", "JSON object"},
+      {"{", "not JSON"},
+      {R"({"method": "ngram"})", "num_speculative_tokens"},
+      {R"({"method": "ngram", "num_speculative_tokens": 0})", "num_speculative_tokens"},
+      {R"({"method": "ngram", "num_speculative_tokens": 99})", "num_speculative_tokens"},
+      {R"({"method": "ngram", "num_speculative_tokens": "4"})", "num_speculative_tokens"},
+      {R"({"method": "eagle", "num_speculative_tokens": 4})", "method"},
+      {R"({"num_speculative_tokens": 4})", "method"},
+      {R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 4, "prompt_lookup_max": 2})",
+       "prompt_lookup_min"},
+      {R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 0})",
+       "prompt_lookup_max"},
+      {R"({"method": "draft_model", "num_speculative_tokens": 2})", "model"},
+      {R"({"method": "ngram", "num_speculative_tokens": 2, "draft_tensor_parallel_size": 1})",
+       "draft_tensor_parallel_size"},
+      {R"({"model": "d", "num_speculative_tokens": 2, "adaptive": 1})", "adaptive"},
+  };
+  for (auto [text, field] : bad) {
+    try {
+      parse_speculative_config(text);
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << text << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("--speculative-config"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(NgramIndex, ProposesWhatFollowedTheLatestOccurrenceOfTheLongestSuffix) {
+  NgramIndex index(1, 3);
+  //                               0  1  2  3  4  5  6  7  8  9
+  std::vector<int32_t> t = {5, 6, 7, 8, 1, 6, 7, 9, 2, 6};
+  // Suffix [6]: its latest earlier occurrence is at 5, followed by 7 9 2 6.
+  EXPECT_EQ(index.propose(t, 3), (std::vector<int32_t>{7, 9, 2}));
+  t.push_back(7);  // suffix [6 7] (longer) last at 5..6, followed by 9 2 6 7
+  EXPECT_EQ(index.propose(t, 2), (std::vector<int32_t>{9, 2}));
+  t.push_back(8);  // [6 7 8] occurred at 1..3: the longest suffix wins over [7 8] / [8]
+  EXPECT_EQ(index.propose(t, 4), (std::vector<int32_t>{1, 6, 7, 9}));
+  EXPECT_TRUE(index.propose(std::vector<int32_t>{1, 2, 3}, 4).empty());  // no earlier occurrence
+  EXPECT_TRUE(NgramIndex(1, 3).propose(t, 0).empty());
+}
+
+TEST(NgramIndex, ARepeatingPatternContinuesWithItsPeriod) {
+  NgramIndex index(2, 2);
+  const std::vector<int32_t> t = {4, 1, 2, 3, 1, 2, 3, 1, 2};
+  // [1 2] last occurred at 4..5 (period 3): 3, then the proposal itself goes on.
+  EXPECT_EQ(index.propose(t, 7), (std::vector<int32_t>{3, 1, 2, 3, 1, 2, 3}));
+  NgramIndex run(1, 2);
+  EXPECT_EQ(run.propose(std::vector<int32_t>{9, 9, 9}, 3), (std::vector<int32_t>{9, 9, 9}));
+}
+
+TEST(NgramIndex, MinimumLengthAndManyTokens) {
+  NgramIndex index(3, 4);
+  EXPECT_EQ(index.propose(std::vector<int32_t>{1, 2, 3, 1, 2, 3}, 2), (std::vector<int32_t>{1, 2}));
+  EXPECT_TRUE(
+      NgramIndex(3, 4).propose(std::vector<int32_t>{1, 2, 5, 2}, 2).empty());  // only [2] repeats
+  // A long context grows the tables; lookups stay exact.
+  std::vector<int32_t> t;
+  for (int i = 0; i < 20000; i++) t.push_back(int32_t((i * 7919) % 1009));
+  t.push_back(t[100]);
+  t.push_back(t[101]);
+  t.push_back(t[102]);
+  NgramIndex big(3, 3);
+  EXPECT_EQ(big.propose(t, 2), (std::vector<int32_t>{t[103], t[104]}));
+}
+
+TEST(StepCostModel, InterpolatesMeasuredBuckets) {
+  StepCostModel m;
+  EXPECT_FALSE(m.cost(8));
+  m.observe(1, 0.010);
+  EXPECT_DOUBLE_EQ(*m.cost(64), 0.010);  // beyond the largest measured: its cost
+  m.observe(64, 0.074);
+  EXPECT_NEAR(*m.cost(32), 0.010 + 31.0 / 63.0 * 0.064, 1e-12);
+  EXPECT_DOUBLE_EQ(*m.cost(1), 0.010);
+  m.observe(1, 0.020);  // a bucket follows its new measurements
+  EXPECT_NEAR(*m.cost(1), 0.012, 1e-12);
+  EXPECT_EQ(m.samples(1), 2);
+}
+
+// A step of n tokens costs `base + per_token · n`.
+void teach(SpecController& c, double base, double per_token) {
+  for (int n : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})
+    for (bool spec : {true, false}) c.observe_step(spec, n, base + per_token * n);
+}
+
+TEST(SpecController, SpeculatesWhereVerifyingIsCheapAndAcceptanceHigh) {
+  SpecController c(/*adaptive=*/true);
+  const std::vector<SpecCandidate> one = {{4, 0.8}};
+  EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{0});  // nothing measured: a plain step first
+  teach(c, 0.010, 0.00001);                             // memory-bound: tokens nearly free
+  EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{4});
+  EXPECT_EQ(c.choose(std::vector<SpecCandidate>{{4, 0.0}}, 1, 1),
+            std::vector<int>{0});  // never accepted
+  // Compute-bound: each token costs as much as the rest of the step; only a sure thing pays.
+  SpecController busy(true);
+  teach(busy, 0.0, 0.001);
+  std::vector<SpecCandidate> many(256, SpecCandidate{4, 0.6});
+  std::vector<int> k = busy.choose(many, 256, 256);
+  for (int x : k) EXPECT_EQ(x, 0);
+  EXPECT_FALSE(busy.may_speculate(many, 256, 256));
+}
+
+TEST(SpecController, AfterManySpeculativeStepsOnePlainStepMeasuresAgain) {
+  SpecController c(true);
+  teach(c, 0.010, 0.00001);
+  const std::vector<SpecCandidate> one = {{4, 0.8}};
+  for (int i = 0; i < SpecController::kPlainRefresh; i++) {
+    ASSERT_EQ(c.choose(one, 1, 1), std::vector<int>{4}) << "step " << i;
+    c.observe_step(true, 5, 0.010);
+  }
+  EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{0});
+  c.observe_step(false, 1, 0.010);
+  EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{4});
+}
+
+TEST(SpecController, AcceptanceFollowsTheRowAndForgetsIdleRows) {
+  SpecController c(true);
+  SpecState row;
+  c.observe_row(row, 4, 4);  // 4 reached, all accepted
+  ASSERT_TRUE(row.acceptance);
+  EXPECT_GT(*row.acceptance, 0.5);
+  const double high = *row.acceptance;
+  c.observe_row(row, 4, 0);  // the first rejected: one position reached
+  EXPECT_LT(*row.acceptance, high);
+  for (int i = 0; i < SpecController::kForgetSteps; i++) c.observe_idle(row);
+  EXPECT_FALSE(row.acceptance);
+  EXPECT_DOUBLE_EQ(expected_accepted(0.5, 3), 0.5 + 0.25 + 0.125);
+  SpecController fixed(false);  // not adaptive: every proposal, every step
+  teach(fixed, 0.0, 0.001);
+  EXPECT_EQ(fixed.choose(std::vector<SpecCandidate>{{3, 0.0}, {0, 0.9}}, 2, 2),
+            (std::vector<int>{3, 0}));
+}
+
+}  // namespace spec_parts_test
+}  // namespace tandem
