@@ -12,6 +12,7 @@
 //     chunked beside a generating row, against the CPU engine's f32 vectors: cosine ≥ 0.999
 //     and relative error ≤ 3e-2 (cuda_gate_test.cpp's logit gates allow the same order),
 //     and the same inputs again (through the prefix cache) give the same vectors.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,8 +67,8 @@ struct HeadTransform {
 
 HeadTransform head_transform(const ModelConfig& c) {
   HeadTransform t;
-  if (c.raw.contains("dim_model_base") && c.raw["dim_model_base"].is_number())
-    t.divisor = double(c.hidden_size) / c.raw["dim_model_base"].get<double>();
+  if (c.raw().contains("dim_model_base") && c.raw()["dim_model_base"].is_number())
+    t.divisor = double(c.hidden_size) / c.raw()["dim_model_base"].get<double>();
   t.softcap = c.final_logit_softcap;
   return t;
 }

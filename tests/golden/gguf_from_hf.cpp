@@ -11,7 +11,7 @@
 #include "loader/gguf_writer.h"
 
 namespace tandem::test {
-namespace gguf_from_hf {
+namespace {
 
 using json = nlohmann::json;
 
@@ -132,7 +132,7 @@ void add_metadata(GgufWriter& w, const json& c, const Arch& a) {
   }
 }
 
-}  // namespace gguf_from_hf
+}  // namespace
 
 void write_gguf_from_hf(const std::filesystem::path& hf_dir, const std::filesystem::path& out,
                         const HfToGgufOptions& options) {

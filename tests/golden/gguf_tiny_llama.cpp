@@ -8,7 +8,7 @@
 #include "core/error.h"
 
 namespace tandem::test {
-namespace gguf_tiny_llama {
+namespace {
 
 // ggml's type ids for the dtypes the oracle files hold.
 DType ggml_dtype(uint32_t id) {
@@ -111,7 +111,7 @@ class Cursor {
   size_t pos_ = 0;
 };
 
-}  // namespace gguf_tiny_llama
+}  // namespace
 
 GgufTestFile::GgufTestFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -158,7 +158,7 @@ double GgufTestFile::number(const std::string& key) const {
   return it->second;
 }
 
-namespace gguf_tiny_llama {
+namespace {
 
 struct Dims {
   int64_t D, H, Hkv, Dh, V;
@@ -255,7 +255,7 @@ class Projector {
   bool f32_;
 };
 
-}  // namespace gguf_tiny_llama
+}  // namespace
 
 std::vector<float> tiny_llama_logits(Backend& be, const GgufTestFile& f,
                                      const std::vector<int32_t>& tokens, bool dequantize_first) {

@@ -7,7 +7,7 @@
 
 namespace tandem::test {
 
-namespace vision_fixture {
+namespace {
 
 std::vector<int32_t> ids_of(const Tensor& t) {
   const int32_t* p = t.ptr<int32_t>();
@@ -37,7 +37,7 @@ std::vector<std::pair<int, int>> runs_of(const std::vector<int32_t>& prompt, int
   return runs;
 }
 
-}  // namespace vision_fixture
+}  // namespace
 
 std::filesystem::path vision_oracle_dir(const std::string& name) {
   return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "vision" / name;

@@ -6,7 +6,7 @@
 
 namespace tandem::grammar::test {
 
-namespace schema_checker {
+namespace {
 
 using Json = nlohmann::ordered_json;
 
@@ -217,7 +217,7 @@ class Checker {
   const Json& root_;
 };
 
-}  // namespace schema_checker
+}  // namespace
 
 bool schema_valid(const Json& schema, const Json& value) {
   return Checker(schema).valid(schema, value);

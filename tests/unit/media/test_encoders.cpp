@@ -34,7 +34,7 @@ RgbImage pattern_image(int width, int height, uint32_t seed) {
 
 // ---- PNG ----
 
-namespace test_encoders {
+namespace {
 void png_write_bytes(png_structp png, png_bytep data, size_t size) {
   auto* out = static_cast<Bytes*>(png_get_io_ptr(png));
   out->insert(out->end(), data, data + size);
@@ -62,7 +62,7 @@ Bytes pack_row(const PngSpec& s, const uint8_t* samples) {
   }
   return row;
 }
-}  // namespace test_encoders
+}  // namespace
 
 Bytes encode_png(const PngSpec& s) {
   Bytes out;
@@ -225,7 +225,7 @@ Bytes encode_webp_animation(const std::vector<Bytes>& frames, int width, int hei
 
 // ---- GIF ----
 
-namespace test_encoders {
+namespace {
 int gif_write_bytes(GifFileType* gif, const GifByteType* data, int size) {
   auto* out = static_cast<Bytes*>(gif->UserData);
   out->insert(out->end(), data, data + size);
@@ -243,7 +243,7 @@ ColorMapObject* make_map(const std::vector<uint8_t>& rgb) {
 void check(int status, const char* what) {
   if (status == GIF_ERROR) throw std::runtime_error(what);
 }
-}  // namespace test_encoders
+}  // namespace
 
 Bytes encode_gif(const GifSpec& spec) {
   Bytes out;

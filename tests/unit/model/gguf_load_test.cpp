@@ -60,7 +60,7 @@ class BlockKeepingBackend final : public Backend {
   TANDEM_NO_OP(void gather_rows(Tensor&, const Tensor&, const Tensor&))
   TANDEM_NO_OP(void topk_route(Tensor&, Tensor&, const Tensor&, int, bool))
   TANDEM_NO_OP(void moe_experts(Tensor&, const Tensor&, const Tensor&, const Tensor&, const Linear&, const Linear&, Activation))
-  TANDEM_NO_OP(void sample(Tensor&, std::span<const SampleRow>, std::span<SampledToken>))
+  TANDEM_NO_OP(void sample(Tensor&, std::span<const SampleRow>, std::span<SampledToken>, const Tensor*))
 #undef TANDEM_NO_OP
 };
 
