@@ -113,8 +113,9 @@ class QuantizingBackend final : public Backend {
                    const Linear& d, Activation a) override {
     cpu_.moe_experts(o, x, w, ids, gu, d, a);
   }
-  void sample(Tensor& l, std::span<const SampleRow> rows, std::span<SampledToken> out) override {
-    cpu_.sample(l, rows, out);
+  void sample(Tensor& l, std::span<const SampleRow> rows, std::span<SampledToken> out,
+              const Tensor* draft_logits) override {
+    cpu_.sample(l, rows, out, draft_logits);
   }
 
  private:

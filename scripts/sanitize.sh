@@ -7,12 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${TANDEM_JOBS:-$(nproc)}"
+unity=OFF
+[ "${TANDEM_UNITY:-0}" = 1 ] && unity=ON
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # -O1: what ASan is usually run at; most of the build time is the compiler's.
 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DCMAKE_CXX_COMPILER=clang++ -DTANDEM_CUDA=OFF -DTANDEM_BENCH=OFF \
-  -DTANDEM_SANITIZE=ON -DTANDEM_FUZZ=ON -DTANDEM_GOLDEN_TESTS=OFF "${launcher[@]}" >/dev/null
+  -DTANDEM_SANITIZE=ON -DTANDEM_FUZZ=ON -DTANDEM_GOLDEN_TESTS=OFF -DTANDEM_UNITY=$unity "${launcher[@]}" >/dev/null
 start=$(date +%s)
 cmake --build build-san -j "$jobs" --target unit_tests fuzz_targets
 built=$(date +%s)

@@ -1,5 +1,7 @@
 #include "server/host_policy.h"
 
+#include "core/ascii.h"
+
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -10,12 +12,6 @@
 
 namespace tandem::server {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool is_ip_literal(const std::string& name) {
   in6_addr v6;
@@ -30,7 +26,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 std::optional<std::string> machine_name() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return std::nullopt;
-  return lower(buf);
+  return ascii_lower(buf);
 }
 
 }  // namespace
@@ -38,13 +34,13 @@ std::optional<std::string> machine_name() {
 std::string host_name_of(std::string_view host_header) {
   if (!host_header.empty() && host_header.front() == '[') {
     size_t close = host_header.find(']');
-    return lower(host_header.substr(
+    return ascii_lower(host_header.substr(
         1, close == std::string_view::npos ? std::string_view::npos : close - 1));
   }
   size_t colon = host_header.rfind(':');
   if (colon != std::string_view::npos && host_header.find(':') == colon)
     host_header = host_header.substr(0, colon);  // one colon: a port (two or more: bare IPv6)
-  std::string name = lower(host_header);
+  std::string name = ascii_lower(host_header);
   if (!name.empty() && name.back() == '.') name.pop_back();  // "localhost." is localhost
   return name;
 }
@@ -55,7 +51,7 @@ HostPolicy HostPolicy::create(const std::string& bind_host,
   HostPolicy p;
   if (allowed) {
     for (const std::string& entry : *allowed) {
-      std::string e = lower(entry);
+      std::string e = ascii_lower(entry);
       if (e == "*") p.any_ = true;
       if (e.size() > 1 && e.front() == '.') {
         p.suffixes_.push_back(e);

@@ -15,6 +15,12 @@
 
 namespace tandem::jinja {
 
+// An AST node (the parser's two files build them the same way).
+template <typename T, typename... Args>
+std::unique_ptr<T> make_node(Args&&... args) {
+  return std::make_unique<T>(std::forward<Args>(args)...);
+}
+
 std::unique_ptr<Program> parse_program(const std::string& source);
 
 class Parser {

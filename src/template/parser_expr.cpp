@@ -10,11 +10,6 @@
 namespace tandem::jinja {
 namespace {
 
-template <typename T, typename... Args>
-std::unique_ptr<T> make(Args&&... args) {
-  return std::make_unique<T>(std::forward<Args>(args)...);
-}
-
 bool is_compare_op(Tok t) {
   return t == Tok::Eq || t == Tok::Ne || t == Tok::Lt || t == Tok::LtEq || t == Tok::Gt ||
          t == Tok::GtEq;
@@ -52,7 +47,7 @@ ExprPtr Parser::parse_condexpr() {
   unknown_.resize(mark);
   SoftScope soft(*this, true);
   while (skip_name("if")) {
-    auto node = make<CondExpr>(line);
+    auto node = make_node<CondExpr>(line);
     node->test = parse_or();
     if (skip_name("else")) node->expr2 = parse_condexpr();
     node->expr1 = std::move(expr1);
@@ -66,7 +61,7 @@ ExprPtr Parser::parse_or() {
   int line = cur().line;
   ExprPtr left = parse_and();
   while (skip_name("or")) {
-    left = make<BinaryExpr>(ExprKind::Or, BinOp::Add, std::move(left), parse_and(), line);
+    left = make_node<BinaryExpr>(ExprKind::Or, BinOp::Add, std::move(left), parse_and(), line);
     line = cur().line;
   }
   return left;
@@ -76,7 +71,7 @@ ExprPtr Parser::parse_and() {
   int line = cur().line;
   ExprPtr left = parse_not();
   while (skip_name("and")) {
-    left = make<BinaryExpr>(ExprKind::And, BinOp::Add, std::move(left), parse_not(), line);
+    left = make_node<BinaryExpr>(ExprKind::And, BinOp::Add, std::move(left), parse_not(), line);
     line = cur().line;
   }
   return left;
@@ -85,7 +80,7 @@ ExprPtr Parser::parse_and() {
 ExprPtr Parser::parse_not() {
   if (cur().is_name("not")) {
     int line = advance().line;
-    return make<UnaryExpr>(ExprKind::Not, parse_not(), line);
+    return make_node<UnaryExpr>(ExprKind::Not, parse_not(), line);
   }
   return parse_compare();
 }
@@ -93,7 +88,7 @@ ExprPtr Parser::parse_not() {
 ExprPtr Parser::parse_compare() {
   int line = cur().line;
   ExprPtr expr = parse_math1();
-  auto node = make<CompareExpr>(nullptr, line);
+  auto node = make_node<CompareExpr>(nullptr, line);
   while (true) {
     if (is_compare_op(cur().type)) {
       CmpOp op = compare_op(advance().type);
@@ -117,7 +112,7 @@ ExprPtr Parser::parse_math1() {
   ExprPtr left = parse_concat();
   while (cur().type == Tok::Add || cur().type == Tok::Sub) {
     BinOp op = advance().type == Tok::Add ? BinOp::Add : BinOp::Sub;
-    left = make<BinaryExpr>(ExprKind::Binary, op, std::move(left), parse_concat(), line);
+    left = make_node<BinaryExpr>(ExprKind::Binary, op, std::move(left), parse_concat(), line);
     line = cur().line;
   }
   return left;
@@ -129,7 +124,7 @@ ExprPtr Parser::parse_concat() {
   items.push_back(parse_math2());
   while (skip_if(Tok::Tilde)) items.push_back(parse_math2());
   if (items.size() == 1) return std::move(items[0]);
-  return make<ConcatExpr>(std::move(items), line);
+  return make_node<ConcatExpr>(std::move(items), line);
 }
 
 ExprPtr Parser::parse_math2() {
@@ -154,7 +149,7 @@ ExprPtr Parser::parse_math2() {
         return left;
     }
     advance();
-    left = make<BinaryExpr>(ExprKind::Binary, op, std::move(left), parse_pow(), line);
+    left = make_node<BinaryExpr>(ExprKind::Binary, op, std::move(left), parse_pow(), line);
     line = cur().line;
   }
 }
@@ -163,7 +158,7 @@ ExprPtr Parser::parse_pow() {
   int line = cur().line;
   ExprPtr left = parse_unary();
   while (skip_if(Tok::Pow)) {
-    left = make<BinaryExpr>(ExprKind::Binary, BinOp::Pow, std::move(left), parse_unary(), line);
+    left = make_node<BinaryExpr>(ExprKind::Binary, BinOp::Pow, std::move(left), parse_unary(), line);
     line = cur().line;
   }
   return left;
@@ -174,9 +169,9 @@ ExprPtr Parser::parse_unary(bool with_filter) {
   int line = cur().line;
   ExprPtr node;
   if (skip_if(Tok::Sub)) {
-    node = make<UnaryExpr>(ExprKind::Neg, parse_unary(false), line);
+    node = make_node<UnaryExpr>(ExprKind::Neg, parse_unary(false), line);
   } else if (skip_if(Tok::Add)) {
-    node = make<UnaryExpr>(ExprKind::Pos, parse_unary(false), line);
+    node = make_node<UnaryExpr>(ExprKind::Pos, parse_unary(false), line);
   } else {
     node = parse_primary();
   }
@@ -199,26 +194,26 @@ ExprPtr Parser::parse_primary(bool with_namespace) {
   switch (tok.type) {
     case Tok::Name: {
       std::string name = advance().text;
-      if (name == "true" || name == "True") return make<ConstExpr>(Value::boolean(true), line);
-      if (name == "false" || name == "False") return make<ConstExpr>(Value::boolean(false), line);
-      if (name == "none" || name == "None") return make<ConstExpr>(Value::none(), line);
+      if (name == "true" || name == "True") return make_node<ConstExpr>(Value::boolean(true), line);
+      if (name == "false" || name == "False") return make_node<ConstExpr>(Value::boolean(false), line);
+      if (name == "none" || name == "None") return make_node<ConstExpr>(Value::none(), line);
       if (with_namespace && cur().type == Tok::Dot) {
         advance();
         std::string attr = expect(Tok::Name).text;
-        return make<NSRefExpr>(std::move(name), std::move(attr), line);
+        return make_node<NSRefExpr>(std::move(name), std::move(attr), line);
       }
       note_name(name);
-      return make<NameExpr>(std::move(name), line);
+      return make_node<NameExpr>(std::move(name), line);
     }
     case Tok::String: {
       std::string s;
       while (cur().type == Tok::String) s += advance().text;  // adjacent literals join
-      return make<ConstExpr>(Value::string(std::move(s)), line);
+      return make_node<ConstExpr>(Value::string(std::move(s)), line);
     }
     case Tok::Int:
-      return make<ConstExpr>(Value::integer(advance().int_value), line);
+      return make_node<ConstExpr>(Value::integer(advance().int_value), line);
     case Tok::Float:
-      return make<ConstExpr>(Value::number(advance().float_value), line);
+      return make_node<ConstExpr>(Value::number(advance().float_value), line);
     case Tok::LParen: {
       advance();
       ExprPtr node = parse_tuple(false, true, {}, true);
@@ -264,7 +259,7 @@ ExprPtr Parser::parse_tuple(bool simplified, bool with_condexpr,
     if (!explicit_parens)
       fail(fmt::format("Expected an expression, got '{}'", describe(cur().type)));
   }
-  return make<SeqExpr>(ExprKind::Tuple, std::move(args), line);
+  return make_node<SeqExpr>(ExprKind::Tuple, std::move(args), line);
 }
 
 ExprPtr Parser::parse_list() {
@@ -276,11 +271,11 @@ ExprPtr Parser::parse_list() {
     items.push_back(parse_expression());
   }
   expect(Tok::RBracket);
-  return make<SeqExpr>(ExprKind::List, std::move(items), line);
+  return make_node<SeqExpr>(ExprKind::List, std::move(items), line);
 }
 
 ExprPtr Parser::parse_dict() {
-  auto node = make<DictExpr>(expect(Tok::LBrace).line);
+  auto node = make_node<DictExpr>(expect(Tok::LBrace).line);
   while (cur().type != Tok::RBrace) {
     if (!node->pairs.empty()) expect(Tok::Comma);
     if (cur().type == Tok::RBrace) break;
@@ -299,7 +294,7 @@ ExprPtr Parser::parse_postfix(ExprPtr node) {
       node = parse_subscript(std::move(node));
     } else if (t == Tok::LParen) {
       int line = cur().line;
-      auto call = make<CallExpr>(std::move(node), line);
+      auto call = make_node<CallExpr>(std::move(node), line);
       call->args = parse_call_args();
       node = std::move(call);
     } else {
@@ -317,7 +312,7 @@ ExprPtr Parser::parse_filter_expr(ExprPtr node) {
       node = parse_test(std::move(node));
     } else if (t == Tok::LParen) {
       int line = cur().line;
-      auto call = make<CallExpr>(std::move(node), line);
+      auto call = make_node<CallExpr>(std::move(node), line);
       call->args = parse_call_args();
       node = std::move(call);
     } else {
@@ -331,9 +326,9 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
   int line = tok.line;
   if (tok.type == Tok::Dot) {
     const Token& attr = advance();
-    if (attr.type == Tok::Name) return make<GetattrExpr>(std::move(node), attr.text, line);
+    if (attr.type == Tok::Name) return make_node<GetattrExpr>(std::move(node), attr.text, line);
     if (attr.type != Tok::Int) fail("expected name or number", attr.line);
-    return make<GetitemExpr>(std::move(node), make<ConstExpr>(Value::integer(attr.int_value), line),
+    return make_node<GetitemExpr>(std::move(node), make_node<ConstExpr>(Value::integer(attr.int_value), line),
                              line);
   }
   ExprList args;
@@ -343,13 +338,13 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
   }
   expect(Tok::RBracket);
   ExprPtr index =
-      args.size() == 1 ? std::move(args[0]) : make<SeqExpr>(ExprKind::Tuple, std::move(args), line);
-  return make<GetitemExpr>(std::move(node), std::move(index), line);
+      args.size() == 1 ? std::move(args[0]) : make_node<SeqExpr>(ExprKind::Tuple, std::move(args), line);
+  return make_node<GetitemExpr>(std::move(node), std::move(index), line);
 }
 
 ExprPtr Parser::parse_subscribed() {
   int line = cur().line;
-  auto slice = make<SliceExpr>(line);
+  auto slice = make_node<SliceExpr>(line);
   if (cur().type == Tok::Colon) {
     advance();
   } else {
@@ -413,7 +408,7 @@ ExprPtr Parser::parse_filter(ExprPtr node, bool start_inline) {
     std::string name = parse_dotted_name();
     if (!soft_ && !find_filter(name))
       unknown_.emplace_back(fmt::format("No filter named '{}'.", name), line);
-    auto f = make<FilterExpr>(ExprKind::Filter, std::move(node), std::move(name), line);
+    auto f = make_node<FilterExpr>(ExprKind::Filter, std::move(node), std::move(name), line);
     if (cur().type == Tok::LParen) f->args = parse_call_args();
     node = std::move(f);
     start_inline = false;
@@ -427,7 +422,7 @@ ExprPtr Parser::parse_test(ExprPtr node) {
   std::string name = parse_dotted_name();
   if (!soft_ && !find_test(name))
     unknown_.emplace_back(fmt::format("No test named '{}'.", name), line);
-  auto t = make<FilterExpr>(ExprKind::Test, std::move(node), std::move(name), line);
+  auto t = make_node<FilterExpr>(ExprKind::Test, std::move(node), std::move(name), line);
   Tok type = cur().type;
   if (type == Tok::LParen) {
     t->args = parse_call_args();
@@ -437,7 +432,7 @@ ExprPtr Parser::parse_test(ExprPtr node) {
     if (cur().is_name("is")) fail("You cannot chain multiple tests with is");
     t->args.args.push_back(parse_postfix(parse_primary()));
   }
-  if (negated) return make<UnaryExpr>(ExprKind::Not, std::move(t), line);
+  if (negated) return make_node<UnaryExpr>(ExprKind::Not, std::move(t), line);
   return t;
 }
 

@@ -8,11 +8,6 @@
 namespace tandem::jinja {
 namespace {
 
-template <typename T, typename... Args>
-std::unique_ptr<T> make(Args&&... args) {
-  return std::make_unique<T>(std::forward<Args>(args)...);
-}
-
 std::string join_quoted(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) out += (i ? " or '" : "'") + names[i] + "'";
@@ -87,11 +82,11 @@ StmtList Parser::subparse(const std::vector<std::string>& end_tokens) {
   while (cur().type != Tok::Eof) {
     const Token& tok = cur();
     if (tok.type == Tok::Data) {
-      body.push_back(make<TextStmt>(tok.text, tok.line));
+      body.push_back(make_node<TextStmt>(tok.text, tok.line));
       advance();
     } else if (tok.type == Tok::VarBegin) {
       int line = advance().line;
-      body.push_back(make<PrintStmt>(parse_tuple(false, true, {}, false), line));
+      body.push_back(make_node<PrintStmt>(parse_tuple(false, true, {}, false), line));
       expect(Tok::VarEnd);
     } else if (tok.type == Tok::BlockBegin) {
       advance();
@@ -162,8 +157,8 @@ StmtPtr Parser::parse_statement() {
       items.push_back(parse_expression());
     }
     // Each expression prints in turn: the same as printing their str() concatenation.
-    ExprPtr e = items.size() == 1 ? std::move(items[0]) : make<ConcatExpr>(std::move(items), line);
-    stmt = make<PrintStmt>(std::move(e), line);
+    ExprPtr e = items.size() == 1 ? std::move(items[0]) : make_node<ConcatExpr>(std::move(items), line);
+    stmt = make_node<PrintStmt>(std::move(e), line);
   } else {
     tag_stack_.pop_back();
     fail(fmt::format("Encountered unknown tag '{}'.", name), tok.line);
@@ -173,7 +168,7 @@ StmtPtr Parser::parse_statement() {
 }
 
 StmtPtr Parser::parse_if() {
-  auto node = make<IfStmt>(advance().line);
+  auto node = make_node<IfStmt>(advance().line);
   SoftScope soft(*this, true);
   while (true) {
     ExprPtr test = parse_tuple(false, false, {}, false);
@@ -188,7 +183,7 @@ StmtPtr Parser::parse_if() {
 }
 
 StmtPtr Parser::parse_for() {
-  auto node = make<ForStmt>(advance().line);
+  auto node = make_node<ForStmt>(advance().line);
   node->target = parse_assign_target(true, false, {"in"}, false);
   std::function<bool(const Expr&)> binds_loop = [&](const Expr& e) {
     if (e.kind == ExprKind::Name) return static_cast<const NameExpr&>(e).name == "loop";
@@ -218,12 +213,12 @@ StmtPtr Parser::parse_set() {
   int line = advance().line;
   ExprPtr target = parse_assign_target(true, false, {}, true);
   if (skip_if(Tok::Assign)) {
-    auto node = make<SetStmt>(line);
+    auto node = make_node<SetStmt>(line);
     node->target = std::move(target);
     node->value = parse_tuple(false, true, {}, false);
     return node;
   }
-  auto node = make<SetBlockStmt>(line);
+  auto node = make_node<SetBlockStmt>(line);
   node->target = std::move(target);
   SoftScope hard(*this, false);
   if (cur().type == Tok::Pipe) node->filter = parse_filter(nullptr, false);
@@ -256,7 +251,7 @@ void Parser::parse_macro_body(MacroDef& def, const char* end_tag) {
 }
 
 StmtPtr Parser::parse_macro() {
-  auto node = make<MacroStmt>(advance().line);
+  auto node = make_node<MacroStmt>(advance().line);
   node->def.name = expect(Tok::Name).text;
   parse_signature(node->def);
   parse_macro_body(node->def, "endmacro");
@@ -264,7 +259,7 @@ StmtPtr Parser::parse_macro() {
 }
 
 StmtPtr Parser::parse_call_block() {
-  auto node = make<CallBlockStmt>(advance().line);
+  auto node = make_node<CallBlockStmt>(advance().line);
   if (cur().type == Tok::LParen) parse_signature(node->caller);
   node->caller.name = "caller";
   {
@@ -277,14 +272,14 @@ StmtPtr Parser::parse_call_block() {
 }
 
 StmtPtr Parser::parse_generation() {
-  auto node = make<CallBlockStmt>(advance().line);
+  auto node = make_node<CallBlockStmt>(advance().line);
   node->caller.name = "caller";
   parse_macro_body(node->caller, "endgeneration");
   return node;
 }
 
 StmtPtr Parser::parse_filter_block() {
-  auto node = make<FilterBlockStmt>(advance().line);
+  auto node = make_node<FilterBlockStmt>(advance().line);
   SoftScope hard(*this, false);
   node->filter = parse_filter(nullptr, true);
   node->body = parse_body({"endfilter"}, true);
@@ -292,7 +287,7 @@ StmtPtr Parser::parse_filter_block() {
 }
 
 StmtPtr Parser::parse_with() {
-  auto node = make<WithStmt>(advance().line);
+  auto node = make_node<WithStmt>(advance().line);
   SoftScope hard(*this, false);
   while (cur().type != Tok::BlockEnd) {
     if (!node->assignments.empty()) expect(Tok::Comma);
@@ -309,11 +304,11 @@ StmtPtr Parser::parse_loop_control(StmtKind kind) {
   if (loop_depth_ == 0)
     fail(kind == StmtKind::Break ? "'break' outside loop" : "'continue' not properly in loop",
          line);
-  return make<Stmt>(kind, line);
+  return make_node<Stmt>(kind, line);
 }
 
 StmtPtr Parser::parse_block() {
-  auto node = make<WithStmt>(advance().line);  // a block renders in place, in its own scope
+  auto node = make_node<WithStmt>(advance().line);  // a block renders in place, in its own scope
   std::string name = expect(Tok::Name).text;
   skip_name("scoped");
   skip_name("required");
@@ -328,7 +323,7 @@ StmtPtr Parser::parse_block() {
 }
 
 StmtPtr Parser::parse_autoescape() {
-  auto node = make<AutoescapeStmt>(advance().line);
+  auto node = make_node<AutoescapeStmt>(advance().line);
   node->enabled = parse_expression();
   node->body = parse_body({"endautoescape"}, true);
   return node;
@@ -348,7 +343,7 @@ StmtPtr Parser::parse_loader_tag(const std::string& tag) {
     while (cur().type != Tok::BlockEnd) advance();
   }
   if ((cur().is_name("with") || cur().is_name("without")) && peek().is_name("context")) pos_ += 2;
-  return make<FailStmt>("no loader for this environment specified", line);
+  return make_node<FailStmt>("no loader for this environment specified", line);
 }
 
 ExprPtr Parser::parse_assign_target(bool with_tuple, bool name_only,
@@ -357,7 +352,7 @@ ExprPtr Parser::parse_assign_target(bool with_tuple, bool name_only,
   ExprPtr target;
   if (name_only) {
     const Token& tok = expect(Tok::Name);
-    target = make<NameExpr>(tok.text, tok.line);
+    target = make_node<NameExpr>(tok.text, tok.line);
   } else if (with_tuple) {
     target = parse_tuple(true, true, extra_end, false, with_namespace);
   } else {

@@ -249,7 +249,7 @@ bool metaspace_drops_first(const json& j, const LoadContext& ctx) {
   return it == j.end() || !it->is_string() || it->get<std::string>() != "never";
 }
 
-std::unique_ptr<Decoder> make_sequence(const json& j, const LoadContext& ctx) {
+std::unique_ptr<Decoder> make_decoder_sequence(const json& j, const LoadContext& ctx) {
   const json& list = require_field(j, "decoders", ctx);
   if (!list.is_array()) ctx.fail("\"decoders\" must be an array");
   std::vector<std::unique_ptr<Decoder>> steps;
@@ -293,7 +293,7 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const LoadContext& ctx) {
     return std::make_unique<BpeSuffixDecoder>(
         it != j.end() && it->is_string() ? it->get<std::string>() : "</w>");
   }
-  if (type == "Sequence") return make_sequence(j, ctx);
+  if (type == "Sequence") return make_decoder_sequence(j, ctx);
   ctx.fail(
       "unknown type '{}' (supported: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, "
       "Strip, WordPiece, BPEDecoder, Sequence)",

@@ -208,7 +208,7 @@ std::unique_ptr<Normalizer> make_bert(const json& j, const LoadContext& ctx) {
   return std::make_unique<BertNormalizer>(o);
 }
 
-std::unique_ptr<Normalizer> make_sequence(const json& j, const LoadContext& ctx) {
+std::unique_ptr<Normalizer> make_normalizer_sequence(const json& j, const LoadContext& ctx) {
   const json& list = require_field(j, "normalizers", ctx);
   if (!list.is_array()) ctx.fail("\"normalizers\" must be an array");
   std::vector<std::unique_ptr<Normalizer>> steps;
@@ -237,7 +237,7 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const LoadContext& ct
   if (type == "Prepend") return std::make_unique<Prepend>(require_string(j, "prepend", ctx));
   if (type == "ByteLevel") return std::make_unique<ByteLevelNormalizer>();
   if (type == "BertNormalizer") return make_bert(j, ctx);
-  if (type == "Sequence") return make_sequence(j, ctx);
+  if (type == "Sequence") return make_normalizer_sequence(j, ctx);
   ctx.fail(
       "unknown type '{}' (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
       "StripAccents, Replace, Prepend, ByteLevel, BertNormalizer, Sequence)",

@@ -158,7 +158,7 @@ PrependScheme parse_prepend_scheme(const json& j, const LoadContext& ctx) {
   ctx.fail("unknown Metaspace prepend_scheme '{}'", s);
 }
 
-std::unique_ptr<PreTokenizer> make_sequence(const json& j, const LoadContext& ctx) {
+std::unique_ptr<PreTokenizer> make_pre_tokenizer_sequence(const json& j, const LoadContext& ctx) {
   const json& list = require_field(j, "pretokenizers", ctx);
   if (!list.is_array()) ctx.fail("\"pretokenizers\" must be an array");
   std::vector<std::unique_ptr<PreTokenizer>> steps;
@@ -184,7 +184,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const LoadContex
     return std::make_unique<MetaspacePreTokenizer>(char_field(j, "replacement", ctx),
                                                    parse_prepend_scheme(j, ctx),
                                                    bool_field(j, "split", true, ctx));
-  if (type == "Sequence") return make_sequence(j, ctx);
+  if (type == "Sequence") return make_pre_tokenizer_sequence(j, ctx);
   if (auto simple = make_char_class_pre_tokenizer(type, j, ctx)) return simple;
   ctx.fail(
       "unknown type '{}' (supported: ByteLevel, Split, Metaspace, Digits, Whitespace, "

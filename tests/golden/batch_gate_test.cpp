@@ -8,7 +8,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace batch_gate_test {
 
 struct BatchCase {
   std::string arch;
@@ -58,5 +58,5 @@ INSTANTIATE_TEST_SUITE_P(Architectures, BatchGate, ::testing::ValuesIn(cases()),
                            return info.param.arch + "_budget" + std::to_string(info.param.max_batched_tokens);
                          });
 
-}  // namespace
+}  // namespace batch_gate_test
 }  // namespace tandem::test

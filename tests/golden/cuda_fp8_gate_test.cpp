@@ -29,7 +29,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace cuda_fp8_gate_test {
 
 double mean_kl(const Tensor& ref, const Tensor& ours) {
   const int64_t V = ref.cols();
@@ -213,5 +213,5 @@ TEST(CudaFusedDecodeChain, KernelsAgreeWithTheUnfusedPath) {
   }
 }
 
-}  // namespace
+}  // namespace cuda_fp8_gate_test
 }  // namespace tandem::test

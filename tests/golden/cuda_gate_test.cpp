@@ -27,7 +27,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace cuda_gate_test {
 
 bool have_gpu() { return cuda_device_count() > 0; }
 
@@ -186,5 +186,5 @@ INSTANTIATE_TEST_SUITE_P(Architectures, CudaGate,
                                            "gemma4_moe"),
                          [](const auto& info) { return info.param; });
 
-}  // namespace
+}  // namespace cuda_gate_test
 }  // namespace tandem::test

@@ -17,7 +17,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace cuda_lora_gate_test {
 
 namespace fs = std::filesystem;
 
@@ -180,5 +180,5 @@ TEST_P(CudaLoraGate, MixedBatchEqualsSoloWithGraphs) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaLoraGate, ::testing::ValuesIn(lora_archs()),
                          [](const auto& info) { return info.param; });
 
-}  // namespace
+}  // namespace cuda_lora_gate_test
 }  // namespace tandem::test

@@ -16,7 +16,7 @@
 #include "vision_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace cuda_vision_gate_test {
 
 std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -123,5 +123,5 @@ INSTANTIATE_TEST_SUITE_P(Folders, CudaVisionGate,
                                            "gemma4_vision_causal"),
                          [](const auto& info) { return info.param; });
 
-}  // namespace
+}  // namespace cuda_vision_gate_test
 }  // namespace tandem::test

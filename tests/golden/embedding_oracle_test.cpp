@@ -12,6 +12,7 @@
 //     chunked beside a generating row, against the CPU engine's f32 vectors: cosine ≥ 0.999
 //     and relative error ≤ 3e-2 (cuda_gate_test.cpp's logit gates allow the same order),
 //     and the same inputs again (through the prefix cache) give the same vectors.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,7 +22,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace embedding_oracle_test {
 
 // Every fixture folder: a model and the oracle's goldens side by side.
 std::vector<std::string> oracle_archs() {
@@ -66,8 +67,8 @@ struct HeadTransform {
 
 HeadTransform head_transform(const ModelConfig& c) {
   HeadTransform t;
-  if (c.raw.contains("dim_model_base") && c.raw["dim_model_base"].is_number())
-    t.divisor = double(c.hidden_size) / c.raw["dim_model_base"].get<double>();
+  if (c.raw().contains("dim_model_base") && c.raw()["dim_model_base"].is_number())
+    t.divisor = double(c.hidden_size) / c.raw()["dim_model_base"].get<double>();
   t.softcap = c.final_logit_softcap;
   return t;
 }
@@ -224,5 +225,5 @@ TEST_P(EmbeddingOracle, BatchedGpuVectorsMatchTheCpu) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, EmbeddingOracle, ::testing::ValuesIn(oracle_archs()),
                          [](const auto& info) { return info.param; });
 
-}  // namespace
+}  // namespace embedding_oracle_test
 }  // namespace tandem::test

@@ -30,7 +30,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace fp8_moe_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -103,5 +103,5 @@ TEST_P(Fp8Moe, CpuExpertsLoadInEveryLayout) {
 
 INSTANTIATE_TEST_SUITE_P(Oracle, Fp8Moe, testing::Values("mixtral", "qwen3_moe"));
 
-}  // namespace
+}  // namespace fp8_moe_test
 }  // namespace tandem::test

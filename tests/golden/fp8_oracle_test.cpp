@@ -21,7 +21,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace fp8_oracle_test {
 
 std::vector<std::filesystem::path> fp8_fixtures() {
   std::vector<std::filesystem::path> dirs;
@@ -55,5 +55,5 @@ TEST(Fp8Oracle, CpuLogitsMatchTheDeclaredScheme) {
   }
 }
 
-}  // namespace
+}  // namespace fp8_oracle_test
 }  // namespace tandem::test

@@ -27,7 +27,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace gguf_arch_test {
 
 namespace fs = std::filesystem;
 
@@ -406,5 +406,5 @@ TEST(GgufExportOracle, F32FilesReproduceTheTransformersGoldens) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace gguf_arch_test
 }  // namespace tandem::test

@@ -19,7 +19,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace gguf_arithmetic_test {
 
 struct GoldenPrompt {
   std::vector<int32_t> tokens;  // prompt + greedy continuation
@@ -116,5 +116,5 @@ INSTANTIATE_TEST_SUITE_P(OracleFiles, GgufArithmetic,
                            return s;
                          });
 
-}  // namespace
+}  // namespace gguf_arithmetic_test
 }  // namespace tandem::test

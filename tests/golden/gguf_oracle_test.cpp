@@ -24,7 +24,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace gguf_oracle_test {
 
 using cpu::BlockArithmetic;
 
@@ -106,5 +106,5 @@ INSTANTIATE_TEST_SUITE_P(Files, GgufOracleGreedy,
                                            GgufCase{"llama-Q5_K_M.gguf", kExact, 0}),
                          case_name);
 
-}  // namespace
+}  // namespace gguf_oracle_test
 }  // namespace tandem::test

@@ -24,7 +24,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace gguf_serve_gate_test {
 
 using server::Json;
 
@@ -292,5 +292,5 @@ TEST_F(GgufCommands, EvalScoresAreTheFolders) {
     }
 }
 
-}  // namespace
+}  // namespace gguf_serve_gate_test
 }  // namespace tandem::test

@@ -18,7 +18,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace lora_oracle_test {
 
 namespace fs = std::filesystem;
 
@@ -138,5 +138,5 @@ TEST(LoraEngine, UnknownAdapterIsRefused) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, LoraOracle, ::testing::ValuesIn(lora_archs()),
                          [](const auto& info) { return info.param; });
 
-}  // namespace
+}  // namespace lora_oracle_test
 }  // namespace tandem::test

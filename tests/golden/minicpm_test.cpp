@@ -16,7 +16,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace minicpm_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -119,5 +119,5 @@ TEST_F(MiniCpm, RejectsANonPositiveScale) {
   EXPECT_THROW(load_model(dir, *backend), Error);
 }
 
-}  // namespace
+}  // namespace minicpm_test
 }  // namespace tandem::test

@@ -8,7 +8,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace oracle_parity_test {
 
 class OracleParity : public ::testing::TestWithParam<std::string> {};
 
@@ -60,5 +60,5 @@ INSTANTIATE_TEST_SUITE_P(Architectures, OracleParity,
                                            "gemma4_moe", "gemma4_kvshare", "gemma4_moe_nople"),
                          [](const auto& info) { return info.param; });
 
-}  // namespace
+}  // namespace oracle_parity_test
 }  // namespace tandem::test

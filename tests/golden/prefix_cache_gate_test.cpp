@@ -19,7 +19,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace prefix_cache_gate_test {
 
 using server::Json;
 
@@ -232,5 +232,5 @@ INSTANTIATE_TEST_SUITE_P(Architectures, PrefixCacheGate, ::testing::ValuesIn(cas
                            return info.param.arch + "_" + variant_name(info.param.variant);
                          });
 
-}  // namespace
+}  // namespace prefix_cache_gate_test
 }  // namespace tandem::test

@@ -15,7 +15,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace serve_batch_gate_test {
 
 using server::Json;
 
@@ -107,5 +107,5 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ServeBatchGate, ::testing::ValuesIn(case
                                   std::to_string(info.param.max_batched_tokens);
                          });
 
-}  // namespace
+}  // namespace serve_batch_gate_test
 }  // namespace tandem::test

@@ -15,7 +15,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace serve_lora_gate_test {
 
 namespace fs = std::filesystem;
 using server::Json;
@@ -94,5 +94,5 @@ TEST_P(ServeLoraGate, EveryRowGetsItsAdaptersGreedy) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, ServeLoraGate, ::testing::ValuesIn(lora_archs()),
                          [](const auto& info) { return info.param; });
 
-}  // namespace
+}  // namespace serve_lora_gate_test
 }  // namespace tandem::test

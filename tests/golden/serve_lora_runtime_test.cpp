@@ -17,7 +17,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace serve_lora_runtime_test {
 
 namespace fs = std::filesystem;
 using server::Json;
@@ -248,5 +248,5 @@ TEST_F(Runtime, AnAdapterWithALiveRequestIsNotUnloaded) {
   expect_no_kv_leak();
 }
 
-}  // namespace
+}  // namespace serve_lora_runtime_test
 }  // namespace tandem::test

@@ -18,7 +18,7 @@
 #include "oracle_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace spec_serve_gate_test {
 
 using server::Json;
 
@@ -226,5 +226,5 @@ TEST(SpecServeGate, StructuredOutputAndStopStringsAsWithoutSpeculation) {
   }
 }
 
-}  // namespace
+}  // namespace spec_serve_gate_test
 }  // namespace tandem::test

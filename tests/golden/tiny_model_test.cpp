@@ -10,7 +10,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::test {
-namespace {
+namespace tiny_model_test {
 
 TEST(TinyModel, GreedyMatchesTransformers) {
   std::filesystem::path dir = std::filesystem::path(TANDEM_TEST_DATA) / ".." / ".." / "models" / "tiny-kjv";
@@ -40,5 +40,5 @@ TEST(TinyModel, GreedyMatchesTransformers) {
   EXPECT_EQ(text, ref.at("text").get<std::string>());
 }
 
-}  // namespace
+}  // namespace tiny_model_test
 }  // namespace tandem::test

@@ -9,7 +9,7 @@
 #include "vision_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace vision_engine_test {
 
 struct Reply {
   std::vector<int32_t> tokens;
@@ -153,5 +153,5 @@ TEST(VisionEngine, BadImagesAreRefusedAndTheEngineGoesOn) {
   EXPECT_EQ(l.engine->kv_blocks().num_used(), 0);
 }
 
-}  // namespace
+}  // namespace vision_engine_test
 }  // namespace tandem::test

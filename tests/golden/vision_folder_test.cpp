@@ -19,7 +19,7 @@
 #include "vision_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace vision_folder_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -174,5 +174,5 @@ TEST(VisionFolders, Gemma3nLoadsItsTextModelAndRefusesImages) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace vision_folder_test
 }  // namespace tandem::test

@@ -26,7 +26,7 @@
 #include "vision_fixture.h"
 
 namespace tandem::test {
-namespace {
+namespace vision_oracle_test {
 
 std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -217,5 +217,5 @@ INSTANTIATE_TEST_SUITE_P(Folders, VisionBatchGate, ::testing::ValuesIn(batch_cas
                                   std::to_string(info.param.max_batched_tokens);
                          });
 
-}  // namespace
+}  // namespace vision_oracle_test
 }  // namespace tandem::test

@@ -11,7 +11,7 @@ namespace tandem {
 
 namespace {
 
-constexpr const char* kSrc = "config.json (gemma4 vision_config)";
+constexpr const char* kGemma4VisionSrc = "config.json (gemma4 vision_config)";
 const char* const kProjections[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                                     "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
                                     "mlp.down_proj"};
@@ -70,49 +70,49 @@ Gemma4VisionConfig parse_gemma4_vision_config(const ModelConfig& c) {
                                 ? top["vision_config"]
                                 : nlohmann::json::object();
   Gemma4VisionConfig g;
-  g.hidden_size = config_field(v, "hidden_size", g.hidden_size, kSrc);
-  g.intermediate_size = config_field(v, "intermediate_size", g.intermediate_size, kSrc);
-  g.num_layers = config_field(v, "num_hidden_layers", g.num_layers, kSrc);
-  g.num_heads = config_field(v, "num_attention_heads", g.num_heads, kSrc);
-  g.num_kv_heads = config_field(v, "num_key_value_heads", g.num_kv_heads, kSrc);
-  g.head_dim = config_field(v, "head_dim", g.head_dim, kSrc);
-  g.rms_norm_eps = float(config_field(v, "rms_norm_eps", 1e-6, kSrc));
-  const nlohmann::json rope = config_field(v, "rope_parameters", nlohmann::json::object(), kSrc);
-  g.rope_theta = config_field(rope, "rope_theta", g.rope_theta, kSrc);
-  const std::string rope_type = config_field<std::string>(rope, "rope_type", "default", kSrc);
+  g.hidden_size = config_field(v, "hidden_size", g.hidden_size, kGemma4VisionSrc);
+  g.intermediate_size = config_field(v, "intermediate_size", g.intermediate_size, kGemma4VisionSrc);
+  g.num_layers = config_field(v, "num_hidden_layers", g.num_layers, kGemma4VisionSrc);
+  g.num_heads = config_field(v, "num_attention_heads", g.num_heads, kGemma4VisionSrc);
+  g.num_kv_heads = config_field(v, "num_key_value_heads", g.num_kv_heads, kGemma4VisionSrc);
+  g.head_dim = config_field(v, "head_dim", g.head_dim, kGemma4VisionSrc);
+  g.rms_norm_eps = float(config_field(v, "rms_norm_eps", 1e-6, kGemma4VisionSrc));
+  const nlohmann::json rope = config_field(v, "rope_parameters", nlohmann::json::object(), kGemma4VisionSrc);
+  g.rope_theta = config_field(rope, "rope_theta", g.rope_theta, kGemma4VisionSrc);
+  const std::string rope_type = config_field<std::string>(rope, "rope_type", "default", kGemma4VisionSrc);
   if (rope_type != "default" && rope_type != "axial")
-    fail("{}: rope_type '{}' is not supported (default, axial)", kSrc, rope_type);
-  g.pooling_kernel_size = config_field(v, "pooling_kernel_size", g.pooling_kernel_size, kSrc);
-  g.patch_size = config_field(v, "patch_size", g.patch_size, kSrc);
+    fail("{}: rope_type '{}' is not supported (default, axial)", kGemma4VisionSrc, rope_type);
+  g.pooling_kernel_size = config_field(v, "pooling_kernel_size", g.pooling_kernel_size, kGemma4VisionSrc);
+  g.patch_size = config_field(v, "patch_size", g.patch_size, kGemma4VisionSrc);
   g.position_embedding_size =
-      config_field(v, "position_embedding_size", g.position_embedding_size, kSrc);
-  g.use_clipped_linears = config_field(v, "use_clipped_linears", false, kSrc);
-  g.standardize = config_field(v, "standardize", false, kSrc);
+      config_field(v, "position_embedding_size", g.position_embedding_size, kGemma4VisionSrc);
+  g.use_clipped_linears = config_field(v, "use_clipped_linears", false, kGemma4VisionSrc);
+  g.standardize = config_field(v, "standardize", false, kGemma4VisionSrc);
   const std::string act =
-      config_field<std::string>(v, "hidden_activation", "gelu_pytorch_tanh", kSrc);
+      config_field<std::string>(v, "hidden_activation", "gelu_pytorch_tanh", kGemma4VisionSrc);
   if (act != "gelu_pytorch_tanh" && act != "gelu_tanh" && act != "gelu_new")
-    fail("{}: hidden_activation '{}' is not supported (gelu_pytorch_tanh)", kSrc, act);
+    fail("{}: hidden_activation '{}' is not supported (gelu_pytorch_tanh)", kGemma4VisionSrc, act);
   g.image_token_id =
-      config_field(top, "image_token_id", "image_token_index", g.image_token_id, kSrc);
-  g.boi_token_id = config_field(top, "boi_token_id", "boi_token_index", g.boi_token_id, kSrc);
-  g.eoi_token_id = config_field(top, "eoi_token_id", "eoi_token_index", g.eoi_token_id, kSrc);
+      config_field(top, "image_token_id", "image_token_index", g.image_token_id, kGemma4VisionSrc);
+  g.boi_token_id = config_field(top, "boi_token_id", "boi_token_index", g.boi_token_id, kGemma4VisionSrc);
+  g.eoi_token_id = config_field(top, "eoi_token_id", "eoi_token_index", g.eoi_token_id, kGemma4VisionSrc);
   g.bidirectional =
-      config_field<std::string>(c.raw(), "use_bidirectional_attention", "", kSrc) == "vision";
+      config_field<std::string>(c.raw(), "use_bidirectional_attention", "", kGemma4VisionSrc) == "vision";
   if (g.hidden_size <= 0 || g.intermediate_size <= 0 || g.num_layers <= 0 || g.num_heads <= 0 ||
       g.num_kv_heads <= 0 || g.num_heads % g.num_kv_heads != 0)
     fail(
         "{}: sizes must be positive and num_attention_heads ({}) a multiple of "
         "num_key_value_heads ({})",
-        kSrc, g.num_heads, g.num_kv_heads);
+        kGemma4VisionSrc, g.num_heads, g.num_kv_heads);
   if (g.head_dim <= 0 || g.head_dim % 4 != 0)
-    fail("{}: head_dim {} must be a positive multiple of 4 (2D RoPE: two even halves)", kSrc,
+    fail("{}: head_dim {} must be a positive multiple of 4 (2D RoPE: two even halves)", kGemma4VisionSrc,
          g.head_dim);
   if (g.patch_size <= 0 || g.pooling_kernel_size <= 0 || g.position_embedding_size <= 0)
     fail("{}: patch_size {}, pooling_kernel_size {} and position_embedding_size {} must be > 0",
-         kSrc, g.patch_size, g.pooling_kernel_size, g.position_embedding_size);
+         kGemma4VisionSrc, g.patch_size, g.pooling_kernel_size, g.position_embedding_size);
   for (int32_t id : {g.image_token_id, g.boi_token_id, g.eoi_token_id})
     if (id < 0 || id >= c.vocab_size)
-      fail("{}: image token id {} is outside the vocabulary (0..{})", kSrc, id, c.vocab_size - 1);
+      fail("{}: image token id {} is outside the vocabulary (0..{})", kGemma4VisionSrc, id, c.vocab_size - 1);
   return g;
 }
 

@@ -11,7 +11,7 @@ namespace tandem {
 
 namespace {
 
-constexpr const char* kSrc = "config.json (gemma3 vision_config)";
+constexpr const char* kSiglipSrc = "config.json (gemma3 vision_config)";
 
 WeightMap siglip_weight_map(const std::string& V) {
   const std::string L = V + "encoder.layers.{i}.", A = L + "self_attn.";
@@ -67,39 +67,39 @@ SiglipConfig parse_siglip_config(const ModelConfig& c) {
                                 ? top["vision_config"]
                                 : nlohmann::json::object();
   SiglipConfig s;
-  s.hidden_size = config_field(v, "hidden_size", s.hidden_size, kSrc);
-  s.intermediate_size = config_field(v, "intermediate_size", s.intermediate_size, kSrc);
-  s.num_layers = config_field(v, "num_hidden_layers", s.num_layers, kSrc);
-  s.num_heads = config_field(v, "num_attention_heads", s.num_heads, kSrc);
-  s.image_size = config_field(v, "image_size", s.image_size, kSrc);
-  s.patch_size = config_field(v, "patch_size", s.patch_size, kSrc);
-  s.layer_norm_eps = float(config_field(v, "layer_norm_eps", 1e-6, kSrc));
-  const std::string act = config_field<std::string>(v, "hidden_act", "gelu_pytorch_tanh", kSrc);
+  s.hidden_size = config_field(v, "hidden_size", s.hidden_size, kSiglipSrc);
+  s.intermediate_size = config_field(v, "intermediate_size", s.intermediate_size, kSiglipSrc);
+  s.num_layers = config_field(v, "num_hidden_layers", s.num_layers, kSiglipSrc);
+  s.num_heads = config_field(v, "num_attention_heads", s.num_heads, kSiglipSrc);
+  s.image_size = config_field(v, "image_size", s.image_size, kSiglipSrc);
+  s.patch_size = config_field(v, "patch_size", s.patch_size, kSiglipSrc);
+  s.layer_norm_eps = float(config_field(v, "layer_norm_eps", 1e-6, kSiglipSrc));
+  const std::string act = config_field<std::string>(v, "hidden_act", "gelu_pytorch_tanh", kSiglipSrc);
   if (act != "gelu_pytorch_tanh" && act != "gelu_tanh" && act != "gelu_new")
-    fail("{}: hidden_act '{}' is not supported (gelu_pytorch_tanh)", kSrc, act);
-  if (int ch = config_field(v, "num_channels", 3, kSrc); ch != 3)
-    fail("{}: num_channels must be 3 (got {})", kSrc, ch);
-  s.mm_tokens_per_image = config_field(top, "mm_tokens_per_image", s.mm_tokens_per_image, kSrc);
+    fail("{}: hidden_act '{}' is not supported (gelu_pytorch_tanh)", kSiglipSrc, act);
+  if (int ch = config_field(v, "num_channels", 3, kSiglipSrc); ch != 3)
+    fail("{}: num_channels must be 3 (got {})", kSiglipSrc, ch);
+  s.mm_tokens_per_image = config_field(top, "mm_tokens_per_image", s.mm_tokens_per_image, kSiglipSrc);
   s.image_token_id =
-      config_field(top, "image_token_index", "image_token_id", s.image_token_id, kSrc);
-  s.boi_token_id = config_field(top, "boi_token_index", "boi_token_id", s.boi_token_id, kSrc);
-  s.eoi_token_id = config_field(top, "eoi_token_index", "eoi_token_id", s.eoi_token_id, kSrc);
+      config_field(top, "image_token_index", "image_token_id", s.image_token_id, kSiglipSrc);
+  s.boi_token_id = config_field(top, "boi_token_index", "boi_token_id", s.boi_token_id, kSiglipSrc);
+  s.eoi_token_id = config_field(top, "eoi_token_index", "eoi_token_id", s.eoi_token_id, kSiglipSrc);
   if (s.hidden_size <= 0 || s.num_heads <= 0 || s.hidden_size % s.num_heads != 0 ||
       s.intermediate_size <= 0 || s.num_layers <= 0)
     fail(
         "{}: hidden_size {} must be a positive multiple of num_attention_heads {} (and the "
         "layer counts positive)",
-        kSrc, s.hidden_size, s.num_heads);
+        kSiglipSrc, s.hidden_size, s.num_heads);
   if (s.patch_size <= 0 || s.image_size <= 0 || s.image_size % s.patch_size != 0)
-    fail("{}: image_size {} must be a positive multiple of patch_size {}", kSrc, s.image_size,
+    fail("{}: image_size {} must be a positive multiple of patch_size {}", kSiglipSrc, s.image_size,
          s.patch_size);
   const int side = s.patches_per_side(), tokens = s.tokens_per_side();
   if (s.mm_tokens_per_image <= 0 || tokens * tokens != s.mm_tokens_per_image || side % tokens != 0)
     fail("{}: mm_tokens_per_image {} must be a square whose side divides the {} patches per side",
-         kSrc, s.mm_tokens_per_image, side);
+         kSiglipSrc, s.mm_tokens_per_image, side);
   for (int32_t id : {s.image_token_id, s.boi_token_id, s.eoi_token_id})
     if (id < 0 || id >= c.vocab_size)
-      fail("{}: image token id {} is outside the vocabulary (0..{})", kSrc, id, c.vocab_size - 1);
+      fail("{}: image token id {} is outside the vocabulary (0..{})", kSiglipSrc, id, c.vocab_size - 1);
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "server/common/api_error.h"
+#include "core/ascii.h"
 #include "server/common/image_source.h"
 #include "server/http/httplib_types.h"
 
@@ -13,12 +14,6 @@ namespace tandem::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // The host part of an authority ("host", "host:port", "[v6]:port"): host and port.
 bool split_authority(std::string_view authority, int default_port, HttpUrl& out) {
@@ -40,7 +35,7 @@ bool split_authority(std::string_view authority, int default_port, HttpUrl& out)
     if (ec != std::errc() || end != port.data() + port.size() || out.port < 1 || out.port > 65535)
       return false;
   }
-  out.host = lower(host);
+  out.host = ascii_lower(host);
   return !out.host.empty();
 }
 
@@ -116,7 +111,7 @@ std::optional<HttpUrl> parse_http_url(const std::string& url) {
   HttpUrl out;
   size_t colon = url.find("://");
   if (colon == std::string::npos) return std::nullopt;
-  out.scheme = lower(std::string_view(url).substr(0, colon));
+  out.scheme = ascii_lower(std::string_view(url).substr(0, colon));
   if (out.scheme != "http" && out.scheme != "https") return std::nullopt;
   std::string_view rest = std::string_view(url).substr(colon + 3);
   size_t end = rest.find_first_of("/?#");

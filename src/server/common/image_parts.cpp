@@ -2,20 +2,15 @@
 
 #include <cctype>
 
+#include "core/ascii.h"
 #include "server/common/api_error.h"
 #include "server/common/request_fields.h"
 
 namespace tandem::server {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool starts_with_ci(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && lower(s.substr(0, prefix.size())) == prefix;
+  return s.size() >= prefix.size() && ascii_lower(s.substr(0, prefix.size())) == prefix;
 }
 
 // A URL for a message: its scheme and a bounded head, never a whole data: payload.
@@ -29,7 +24,7 @@ ImagePart data_url_part(std::string_view url, const std::string& path, const std
   size_t comma = url.find(',');
   if (comma == std::string_view::npos)
     invalid_request(field, "'{}' is not a valid data: URL (no ',' before the data)", field);
-  std::string header = lower(url.substr(5, comma - 5));  // after "data:"
+  std::string header = ascii_lower(url.substr(5, comma - 5));  // after "data:"
   bool base64 = header.size() >= 7 && header.compare(header.size() - 7, 7, ";base64") == 0;
   if (!base64)
     invalid_request(field,
@@ -59,7 +54,7 @@ void check_detail(const FieldReader& f) {
 }  // namespace
 
 bool is_supported_image_type(std::string_view media_type) {
-  std::string t = lower(media_type);
+  std::string t = ascii_lower(media_type);
   return t == "image/png" || t == "image/jpeg" || t == "image/jpg" || t == "image/webp" ||
          t == "image/gif";
 }
@@ -129,7 +124,7 @@ ImagePart read_anthropic_image_block(const Json& block, const std::string& path)
   ImagePart part;
   part.path = path;
   part.source = ImageSource::kData;
-  part.media_type = lower(media_type);
+  part.media_type = ascii_lower(media_type);
   part.payload = source.require_string("data");
   return part;
 }

@@ -1,5 +1,7 @@
 #include "server/http/request_head.h"
 
+#include "core/ascii.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,12 +24,6 @@ std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // Splits the head into lines without their CRLF / LF; leading blank lines are skipped
@@ -130,7 +126,7 @@ std::optional<HttpRefusal> read_framing(const httplib::Request& req, BodyFraming
     if (req.version == "HTTP/1.0")
       return refusal(400, "Transfer-Encoding is not allowed in an HTTP/1.0 request.");
     if (req.get_header_value_count("Transfer-Encoding") > 1 ||
-        lower(req.get_header_value("Transfer-Encoding")) != "chunked")
+        ascii_lower(req.get_header_value("Transfer-Encoding")) != "chunked")
       return refusal(501, fmt::format("Transfer-Encoding '{}' is not supported (only chunked).",
                                       req.get_header_value("Transfer-Encoding")));
     body.kind = BodyFraming::Kind::Chunked;
@@ -142,7 +138,7 @@ std::optional<HttpRefusal> read_framing(const httplib::Request& req, BodyFraming
 
 std::optional<HttpRefusal> read_coding(const httplib::Request& req, BodyFraming& body) {
   if (!req.has_header("Content-Encoding")) return std::nullopt;
-  std::string coding = lower(req.get_header_value("Content-Encoding"));
+  std::string coding = ascii_lower(req.get_header_value("Content-Encoding"));
   if (req.get_header_value_count("Content-Encoding") == 1) {
     if (coding == "identity") return std::nullopt;
     if (coding == "gzip" || coding == "x-gzip") body.coding = ContentCoding::Gzip;
@@ -160,10 +156,10 @@ std::optional<HttpRefusal> read_connection(RequestHead& head) {
   if (req.version == "HTTP/1.1" && req.get_header_value_count("Host") != 1)
     return refusal(400, "An HTTP/1.1 request must carry exactly one Host header.");
   head.keep_alive = req.version == "HTTP/1.1";
-  std::string connection = lower(req.get_header_value("Connection"));
+  std::string connection = ascii_lower(req.get_header_value("Connection"));
   if (connection.find("close") != std::string::npos) head.keep_alive = false;
   if (req.has_header("Expect")) {
-    if (lower(req.get_header_value("Expect")) != "100-continue")
+    if (ascii_lower(req.get_header_value("Expect")) != "100-continue")
       return refusal(
           417, fmt::format("Expectation '{}' is not supported.", req.get_header_value("Expect")));
     head.body.expect_continue = true;

@@ -6,7 +6,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_add_rms_norm_test {
 
 using test::device_f32;
 using test::to_vec;
@@ -96,5 +96,5 @@ TEST(CpuAddRmsNorm, RejectsBadShapesAndAliasing) {
   EXPECT_THROW(be->add_rms_norm(out, res, x, be->zeros(DType::F32, {4}), 1e-6f, 0.f), Error);
 }
 
-}  // namespace
+}  // namespace cpu_add_rms_norm_test
 }  // namespace tandem

@@ -17,7 +17,7 @@
 #include "step_builder.h"
 
 namespace tandem {
-namespace {
+namespace cpu_attention_f8_test {
 
 using test::device_f32;
 using test::RowSpec;
@@ -219,5 +219,5 @@ TEST(CpuAttentionF8, RejectsCachesItCannotRead) {
   EXPECT_THROW(be->write_kv(mixed, k, k, step), Error);
 }
 
-}  // namespace
+}  // namespace cpu_attention_f8_test
 }  // namespace tandem

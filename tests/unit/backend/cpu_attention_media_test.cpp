@@ -15,7 +15,7 @@
 #include "step_builder.h"
 
 namespace tandem {
-namespace {
+namespace cpu_attention_media_test {
 
 using test::device_f32;
 using test::device_i32;
@@ -216,5 +216,5 @@ TEST(CpuAttentionMedia, RefusesEndsBeforeTheirTokenOrPastTheContext) {
   EXPECT_NO_THROW(be->attention(out, q, cache, step, params));
 }
 
-}  // namespace
+}  // namespace cpu_attention_media_test
 }  // namespace tandem

@@ -14,7 +14,7 @@
 #include "step_builder.h"
 
 namespace tandem {
-namespace {
+namespace cpu_attention_test {
 
 using test::device_f32;
 using test::kTol;
@@ -333,5 +333,5 @@ TEST(CpuAttention, RejectsBadStepsAndShapes) {
   EXPECT_THROW(be->attention(out, q, cache, ok, params), Error);
 }
 
-}  // namespace
+}  // namespace cpu_attention_test
 }  // namespace tandem

@@ -19,7 +19,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_block_gemm_test {
 
 using cpu::BlockArithmetic;
 
@@ -199,5 +199,5 @@ TEST(CpuBlockGemm, RefusesRowsOfPartialBlocks) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_block_gemm_test
 }  // namespace tandem

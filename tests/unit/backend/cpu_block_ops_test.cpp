@@ -15,7 +15,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_block_ops_test {
 
 struct Blocks {
   Tensor blocks;  // host, in the block type
@@ -157,5 +157,5 @@ TEST(CpuBlockOps, RefusesPartialBlocksNamingTheType) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_block_ops_test
 }  // namespace tandem

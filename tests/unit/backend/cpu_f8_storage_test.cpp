@@ -11,7 +11,7 @@
 #include "core/dtype.h"
 
 namespace tandem {
-namespace {
+namespace cpu_f8_storage_test {
 
 bool is_nan_code(int code) {
   return (code & 0x7f) == 0x7f;
@@ -57,5 +57,5 @@ TEST(F8E4M3, CpuBackendStoresF8TensorsAsBytes) {
   EXPECT_EQ(std::memcmp(copy.data, up.data, 4), 0);
 }
 
-}  // namespace
+}  // namespace cpu_f8_storage_test
 }  // namespace tandem

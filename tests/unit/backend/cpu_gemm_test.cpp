@@ -17,7 +17,7 @@
 #include "core/cpu_features.h"
 
 namespace tandem {
-namespace {
+namespace cpu_gemm_test {
 
 using cpu::GemmOptions;
 using cpu::GemmPath;
@@ -254,5 +254,5 @@ TEST(CpuGemm, LinearTakesSixteenBitWeights) {
   EXPECT_EQ(be->weight_dtype(DType::F8E4M3), DType::F8E4M3);
 }
 
-}  // namespace
+}  // namespace cpu_gemm_test
 }  // namespace tandem

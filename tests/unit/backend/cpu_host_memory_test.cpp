@@ -18,7 +18,7 @@
 #include "core/dtype.h"
 
 namespace tandem {
-namespace {
+namespace cpu_host_memory_test {
 
 constexpr uintptr_t kHuge = uintptr_t(2) << 20;
 
@@ -165,5 +165,5 @@ TEST(CpuBufferCache, BackendAllocReusesLargeActivations) {
   EXPECT_EQ(c.numel(), n);
 }
 
-}  // namespace
+}  // namespace cpu_host_memory_test
 }  // namespace tandem

@@ -13,7 +13,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_linear_fp8_test {
 
 struct Case {
   ScaleGranularity granularity;
@@ -175,5 +175,5 @@ TEST(CpuLinearFp8, RefusesMismatchedScalesAndFp8ElsewhereThanLinear) {
   EXPECT_THROW(be->linear(out, x, unscaled), Error);  // an FP8 weight without its scales
 }
 
-}  // namespace
+}  // namespace cpu_linear_fp8_test
 }  // namespace tandem

@@ -6,7 +6,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_linear_test {
 
 using test::device_f32;
 using test::device_i32;
@@ -123,5 +123,5 @@ TEST(CpuGatherRows, PicksRowsInIndexOrder) {
       be->gather_rows(out, device_f32(*be, x, {6, 10}), device_i32(*be, {0, 1, 6, 2}, {4})), Error);
 }
 
-}  // namespace
+}  // namespace cpu_linear_test
 }  // namespace tandem

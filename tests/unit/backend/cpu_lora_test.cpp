@@ -6,7 +6,7 @@
 #include "core/error.h"
 
 namespace tandem::test {
-namespace {
+namespace cpu_lora_test {
 
 std::vector<double> reference(const std::vector<float>& y, const std::vector<float>& x,
                               const std::vector<float>& a, const std::vector<float>& b,
@@ -99,5 +99,5 @@ TEST(LoraTiles, CutEachAdaptersRunAndNeverMixTwo) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_lora_test
 }  // namespace tandem::test

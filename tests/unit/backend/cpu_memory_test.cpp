@@ -9,7 +9,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_memory_test {
 
 using test::host_f32;
 using test::host_i32;
@@ -135,5 +135,5 @@ TEST(CpuMemory, WriteI32AndCopy) {
   EXPECT_THROW(be->copy(dst, a), Error);  // dtype mismatch
 }
 
-}  // namespace
+}  // namespace cpu_memory_test
 }  // namespace tandem

@@ -12,7 +12,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_moe_test {
 
 using test::device_f32;
 using test::device_i32;
@@ -273,5 +273,5 @@ TEST(CpuMoeExperts, RejectsBadIdsAndShapes) {
       Error);
 }
 
-}  // namespace
+}  // namespace cpu_moe_test
 }  // namespace tandem

@@ -6,7 +6,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_norm_test {
 
 using test::device_f32;
 using test::kTol;
@@ -142,5 +142,5 @@ TEST(CpuThreads, RowOpsAreBitIdenticalAcrossThreadCounts) {
   EXPECT_EQ(results[0], results[1]);
 }
 
-}  // namespace
+}  // namespace cpu_norm_test
 }  // namespace tandem

@@ -11,7 +11,7 @@
 #include "step_builder.h"
 
 namespace tandem {
-namespace {
+namespace cpu_rope_test {
 
 using test::device_f32;
 using test::kTol;
@@ -191,5 +191,5 @@ TEST(CpuRope, RejectsBadSpecs) {
   EXPECT_THROW(be->rope(wrong_t, step, make_spec(16)), Error);
 }
 
-}  // namespace
+}  // namespace cpu_rope_test
 }  // namespace tandem

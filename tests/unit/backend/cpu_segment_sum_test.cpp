@@ -6,7 +6,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_segment_sum_test {
 
 std::vector<double> reference(const std::vector<float>& x, const std::vector<int32_t>& starts,
                               int D) {
@@ -54,5 +54,5 @@ TEST(CpuSegmentSum, BadRunsAreRefused) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_segment_sum_test
 }  // namespace tandem

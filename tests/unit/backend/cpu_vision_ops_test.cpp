@@ -9,7 +9,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace cpu_vision_ops_test {
 
 using test::device_f32;
 using test::kTol;
@@ -82,5 +82,5 @@ TEST(CpuClamp, ClampsEachValueAndLeavesInfiniteSidesOpen) {
   EXPECT_THROW(be->clamp(open, 2.f, 1.f), Error);
 }
 
-}  // namespace
+}  // namespace cpu_vision_ops_test
 }  // namespace tandem

@@ -10,7 +10,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace gemma3n_ops_test {
 
 using test::device_f32;
 using test::kTol;
@@ -167,5 +167,5 @@ TEST(Gemma3nOps, SwapLeadingDimsTransposesBlocks) {
   EXPECT_THROW(be->swap_leading_dims(wrong, device_f32(*be, x, {A, B, C})), Error);
 }
 
-}  // namespace
+}  // namespace gemma3n_ops_test
 }  // namespace tandem

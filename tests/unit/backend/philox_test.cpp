@@ -9,7 +9,7 @@
 #include "backend/philox.h"
 
 namespace tandem {
-namespace {
+namespace philox_test {
 
 void expect_block(Philox4x32 ctr, uint32_t k0, uint32_t k1, Philox4x32 want) {
   Philox4x32 got = philox4x32_10(ctr, k0, k1);
@@ -73,5 +73,5 @@ TEST(Philox, UniformDecilesAreEvenlyFilled) {
   EXPECT_LT(chi2, 27.9);  // 9 degrees of freedom, p = 0.001
 }
 
-}  // namespace
+}  // namespace philox_test
 }  // namespace tandem

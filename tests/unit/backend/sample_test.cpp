@@ -14,7 +14,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace sample_test {
 
 std::vector<SampledToken> sample(Backend& be, const std::vector<float>& logits,
                                  std::vector<SampleRow> rows) {
@@ -543,5 +543,5 @@ TEST(SpecSample, RefusesBadDraftRows) {
   EXPECT_THROW(be->sample(p, std::vector<SampleRow>{r}, out), Error);  // no draft logits at all
 }
 
-}  // namespace
+}  // namespace sample_test
 }  // namespace tandem

@@ -22,7 +22,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_attention_sm90_test {
 
 using cuda::PrefillKernel;
 using namespace test::attention;
@@ -287,5 +287,5 @@ TEST(CudaAttentionSm90, LongContextMatches) {
   compare_kernels(be, c, 7);
 }
 
-}  // namespace
+}  // namespace cuda_attention_sm90_test
 }  // namespace tandem

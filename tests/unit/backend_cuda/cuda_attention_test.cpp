@@ -19,7 +19,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_attention_test {
 
 using test::kBf16Tol;
 using namespace test::attention;
@@ -251,5 +251,5 @@ TEST(CudaAttention, RejectsBadShapes) {
   EXPECT_THROW(be.gpu->attention(o520, q520, big, step, c.params), Error);  // head dim > 512
 }
 
-}  // namespace
+}  // namespace cuda_attention_test
 }  // namespace tandem

@@ -16,7 +16,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_block_linear_test {
 
 using test::put;
 
@@ -205,5 +205,5 @@ TEST(CudaBlockLinear, RefusesPartialBlocks) {
   EXPECT_THROW(gpu.linear(out, gpu.zeros(DType::BF16, {1, 48}), l), Error);
 }
 
-}  // namespace
+}  // namespace cuda_block_linear_test
 }  // namespace tandem

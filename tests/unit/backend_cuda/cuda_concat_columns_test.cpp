@@ -8,7 +8,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_concat_columns_test {
 
 using test::to_vec;
 
@@ -43,5 +43,5 @@ TEST(CudaConcatColumns, JoinsPiecesLikeTheCpu) {
   }
 }
 
-}  // namespace
+}  // namespace cuda_concat_columns_test
 }  // namespace tandem

@@ -7,7 +7,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_core_ops_test {
 
 using test::kBf16Tol;
 using test::put;
@@ -220,5 +220,5 @@ TEST(CudaGatedAct, SiluAndGeluTanh) {
     }
 }
 
-}  // namespace
+}  // namespace cuda_core_ops_test
 }  // namespace tandem

@@ -22,7 +22,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_decode_chain_test {
 
 using test::kBf16Tol;
 using test::put;
@@ -240,5 +240,5 @@ TEST(CudaFusedDecode, GatedActLinearAddMatchesTheTwin) {
       }
 }
 
-}  // namespace
+}  // namespace cuda_decode_chain_test
 }  // namespace tandem

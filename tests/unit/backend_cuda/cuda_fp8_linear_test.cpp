@@ -26,7 +26,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_fp8_linear_test {
 
 // Restores the wgmma GEMM's process-wide split override (the path and the accumulation
 // are the test's own backend's).
@@ -395,5 +395,5 @@ TEST(CudaFp8Linear, RefusesWhatItCannotCompute) {
   EXPECT_THROW(be.gpu->linear(out, wrong_x, c.gpu), Error);
 }
 
-}  // namespace
+}  // namespace cuda_fp8_linear_test
 }  // namespace tandem

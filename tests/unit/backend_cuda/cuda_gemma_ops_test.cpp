@@ -14,7 +14,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_gemma_ops_test {
 
 using test::kBf16Tol;
 using test::put;
@@ -242,5 +242,5 @@ TEST(CudaGemmaOps, SwapLeadingDimsIsExactForAnyDtype) {
   EXPECT_THROW(be.gpu->swap_leading_dims(other, x), Error);
 }
 
-}  // namespace
+}  // namespace cuda_gemma_ops_test
 }  // namespace tandem

@@ -8,7 +8,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_gemv_test {
 
 using test::kBf16Tol;
 using test::put;
@@ -109,5 +109,5 @@ TEST(CudaGemv, ProgrammaticChainInAGraphMatchesOrdinaryLaunches) {
   }
 }
 
-}  // namespace
+}  // namespace cuda_gemv_test
 }  // namespace tandem

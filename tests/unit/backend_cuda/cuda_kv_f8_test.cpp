@@ -17,7 +17,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_kv_f8_test {
 
 using test::kBf16Tol;
 using namespace test::attention;
@@ -173,5 +173,5 @@ TEST(CudaKvF8, RejectsMixedOrMisalignedCaches) {
   EXPECT_THROW(be.gpu->write_kv(narrow, kv8, kv8, step), Error);
 }
 
-}  // namespace
+}  // namespace cuda_kv_f8_test
 }  // namespace tandem

@@ -12,7 +12,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_lora_test {
 
 struct LoraCase {
   const char* name;
@@ -156,5 +156,5 @@ TEST(CudaLora, GraphReplaysReadTheRowsAndBanksOfEachStep) {
   }
 }
 
-}  // namespace
+}  // namespace cuda_lora_test
 }  // namespace tandem

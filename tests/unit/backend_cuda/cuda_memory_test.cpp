@@ -10,7 +10,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_memory_test {
 
 using test::to_vec;
 
@@ -224,5 +224,5 @@ TEST(CudaAllocator, TensorsMayOutliveTheBackend) {
   survivor = Tensor{};  // returns the block to an allocator the backend no longer owns
 }
 
-}  // namespace
+}  // namespace cuda_memory_test
 }  // namespace tandem

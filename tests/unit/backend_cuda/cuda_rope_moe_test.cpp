@@ -13,7 +13,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_rope_moe_test {
 
 using test::kBf16Tol;
 using test::put;
@@ -440,5 +440,5 @@ TEST(CudaMoeExperts, SteadyStateAllocatesNothingNew) {
   EXPECT_EQ(gpu.reserved_bytes(), reserved);
 }
 
-}  // namespace
+}  // namespace cuda_rope_moe_test
 }  // namespace tandem

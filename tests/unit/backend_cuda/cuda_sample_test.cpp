@@ -14,7 +14,7 @@
 #include "core/dtype.h"
 
 namespace tandem {
-namespace {
+namespace cuda_sample_test {
 
 #define SKIP_WITHOUT_GPU() \
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine"
@@ -300,5 +300,5 @@ TEST(CudaSample, DraftChecksMatchCpuOnAQwenSizedVocabulary) {
   compare_drafts(2, 22, 151936, 2.f);
 }
 
-}  // namespace
+}  // namespace cuda_sample_test
 }  // namespace tandem

@@ -7,7 +7,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_segment_sum_test {
 
 TEST(CudaSegmentSum, MatchesCpu) {
   TANDEM_SKIP_WITHOUT_CUDA();
@@ -47,5 +47,5 @@ TEST(CudaSegmentSum, BadShapesAreRefused) {
   EXPECT_THROW(be.gpu->segment_sum(wrong_dtype, x, starts), Error);
 }
 
-}  // namespace
+}  // namespace cuda_segment_sum_test
 }  // namespace tandem

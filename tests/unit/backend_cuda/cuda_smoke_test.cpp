@@ -4,7 +4,7 @@
 #include "backend/backend.h"
 
 namespace tandem {
-namespace {
+namespace cuda_smoke_test {
 
 TEST(CudaBackend, StartsWhenAGpuIsPresent) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
@@ -13,5 +13,5 @@ TEST(CudaBackend, StartsWhenAGpuIsPresent) {
   EXPECT_EQ(backend->device(), Device::CUDA);
 }
 
-}  // namespace
+}  // namespace cuda_smoke_test
 }  // namespace tandem

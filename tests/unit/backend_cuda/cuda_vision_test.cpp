@@ -11,7 +11,7 @@
 #include "cuda_test_util.h"
 
 namespace tandem {
-namespace {
+namespace cuda_vision_test {
 
 using test::kBf16Tol;
 using test::put;
@@ -123,5 +123,5 @@ TEST(CudaVisionAttention, ImageSpansMatchCpuOnBothPrefillKernels) {
       }
 }
 
-}  // namespace
+}  // namespace cuda_vision_test
 }  // namespace tandem

@@ -11,7 +11,7 @@
 #include "backend/cuda/cuda_gemm_fp8.h"
 
 namespace tandem {
-namespace {
+namespace fp8_gemm_plan_test {
 
 constexpr int kSms = 132;                       // an H200
 constexpr int kSmemOptin = 232448;              // its opt-in shared memory per block (227 KB)
@@ -186,5 +186,5 @@ TEST(Fp8WgmmaPlan, FitsOnlySm90AlignedWholeRowShapes) {
   EXPECT_FALSE(fp8_wgmma_fits(props, 64, 4096, 4096, a, a)) << "two stages of 256 tokens";
 }
 
-}  // namespace
+}  // namespace fp8_gemm_plan_test
 }  // namespace tandem

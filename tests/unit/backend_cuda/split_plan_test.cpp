@@ -5,7 +5,7 @@
 #include "backend/cuda/cuda_split_plan.h"
 
 namespace tandem::attn {
-namespace {
+namespace split_plan_test {
 
 constexpr int kSms = 132;  // an H200
 constexpr int64_t kCounters = 64 * kSms;
@@ -60,5 +60,5 @@ TEST(SplitPlan, StaysWithinTheKeysTheCountersAndTheMaximum) {
   }
 }
 
-}  // namespace
+}  // namespace split_plan_test
 }  // namespace tandem::attn

@@ -29,7 +29,7 @@
 #include "server/http/httplib_types.h"
 
 namespace tandem::cli::bench {
-namespace {
+namespace bench_e2e_test {
 
 const char* kLlama = TANDEM_TEST_DATA "/oracle/llama";
 
@@ -201,11 +201,11 @@ TEST(BenchWorkload, PromptsAndScheduleAreSeededAndInRange) {
   EXPECT_NEAR(at.back(), 19.99, 1.5);
 }
 
-}  // namespace
+}  // namespace bench_e2e_test
 }  // namespace tandem::cli::bench
 
 namespace tandem::cli::bench {
-namespace {
+namespace bench_e2e_test {
 
 using nlohmann::json;
 
@@ -348,5 +348,5 @@ TEST_F(ImageHost, ARunSendsImagesOnTheRequestsThatCarryThem) {
   EXPECT_EQ(hashes_.size(), 12u);
 }
 
-}  // namespace
+}  // namespace bench_e2e_test
 }  // namespace tandem::cli::bench

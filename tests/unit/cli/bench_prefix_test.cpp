@@ -14,7 +14,7 @@
 #include "local_server.h"
 
 namespace tandem::cli::bench {
-namespace {
+namespace bench_prefix_test {
 
 using test::LocalServer;
 
@@ -86,5 +86,5 @@ TEST(BenchPrefix, TallyReadsCachedTokensAndTokenIds) {
   EXPECT_EQ(tally.usage_cached_tokens, 32);
 }
 
-}  // namespace
+}  // namespace bench_prefix_test
 }  // namespace tandem::cli::bench

@@ -8,7 +8,7 @@
 #include "cli/bench/sse_stream.h"
 
 namespace tandem::cli::bench {
-namespace {
+namespace bench_sse_test {
 
 // A stream as an OpenAI-compatible server sends it (the shape of tandem's and vLLM's):
 // two text chunks, an empty-text chunk that carries a token id, the finish chunk, the
@@ -96,5 +96,5 @@ TEST(BenchSse, ErrorPayloadAndMalformedChunk) {
   EXPECT_FALSE(bad.done);
 }
 
-}  // namespace
+}  // namespace bench_sse_test
 }  // namespace tandem::cli::bench

@@ -5,7 +5,7 @@
 #include "cli/bench/bench_stats.h"
 
 namespace tandem::cli::bench {
-namespace {
+namespace bench_stats_test {
 
 TEST(BenchPercentile, LinearInterpolationBetweenClosestRanks) {
   // rank = p/100 × (n − 1): p50 of 4 values sits halfway between the 2nd and 3rd.
@@ -87,5 +87,5 @@ TEST(BenchStats, EmptyRunHasNoPercentiles) {
   EXPECT_EQ(*s.request_rate, 2.0);
 }
 
-}  // namespace
+}  // namespace bench_stats_test
 }  // namespace tandem::cli::bench

@@ -10,7 +10,7 @@
 #include "core/error.h"
 
 namespace tandem::cli::bench {
-namespace {
+namespace bench_svg_test {
 
 size_t count(const std::string& text, const std::string& needle) {
   size_t n = 0;
@@ -152,5 +152,5 @@ TEST(BenchSvg, SweepPlotFromSummaries) {
   EXPECT_NE(svg.find(">TTFT p99</text>"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace bench_svg_test
 }  // namespace tandem::cli::bench

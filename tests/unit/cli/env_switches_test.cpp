@@ -11,7 +11,7 @@
 #include "core/error.h"
 
 namespace tandem::cli {
-namespace {
+namespace env_switches_test {
 
 // A fake environment.
 EnvSwitches parse(const std::map<std::string, std::string>& env) {
@@ -90,5 +90,5 @@ TEST(EnvSwitches, CpuIsaByName) {
             "TANDEM_CPU_ISA='sse4': expected avx2 or avx512");
 }
 
-}  // namespace
+}  // namespace env_switches_test
 }  // namespace tandem::cli

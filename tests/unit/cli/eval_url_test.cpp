@@ -15,7 +15,7 @@
 #include "local_server.h"
 
 namespace tandem {
-namespace {
+namespace eval_url_test {
 
 std::filesystem::path scratch() {
   auto dir = std::filesystem::temp_directory_path() / "tandem_eval_url";
@@ -159,5 +159,5 @@ TEST(EvalUrl, NoServerIsAClearError) {
   EXPECT_NE(testing::internal::GetCapturedStderr().find("could not connect"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace eval_url_test
 }  // namespace tandem

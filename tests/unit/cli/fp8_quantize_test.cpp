@@ -19,7 +19,7 @@
 #include "model/model.h"
 
 namespace tandem::cli {
-namespace {
+namespace fp8_quantize_test {
 
 namespace fs = std::filesystem;
 
@@ -99,5 +99,5 @@ TEST(Fp8Quantize, RefusesAnAlreadyQuantizedCheckpoint) {
   EXPECT_EQ(run_quantize({.model = src.string(), .out = scratch("requant").string()}), 1);
 }
 
-}  // namespace
+}  // namespace fp8_quantize_test
 }  // namespace tandem::cli

@@ -16,7 +16,7 @@
 #include "model/model.h"
 
 namespace tandem::cli {
-namespace {
+namespace gemma4_random_model_test {
 
 using json = nlohmann::json;
 
@@ -95,5 +95,5 @@ TEST(Gemma4RandomModel, SmallCheckpointLoadsEveryTensorAndRuns) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace gemma4_random_model_test
 }  // namespace tandem::cli

@@ -21,7 +21,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::cli {
-namespace {
+namespace gguf_model_files_test {
 
 namespace fs = std::filesystem;
 
@@ -244,5 +244,5 @@ TEST(QuantizeGguf, NonFiniteWeightIsRefusedByName) {
   fs::remove_all(d);
 }
 
-}  // namespace
+}  // namespace gguf_model_files_test
 }  // namespace tandem::cli

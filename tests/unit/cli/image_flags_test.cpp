@@ -8,7 +8,7 @@
 #include "core/error.h"
 
 namespace tandem::cli {
-namespace {
+namespace image_flags_test {
 
 struct Parsed {
   server::ServerLimits limits;
@@ -65,5 +65,5 @@ TEST(ImageFlags, NonsenseIsRefusedNamingTheFlag) {
   refused({"--allowed-local-media-path", "/no/such/dir/here"}, "--allowed-local-media-path");
 }
 
-}  // namespace
+}  // namespace image_flags_test
 }  // namespace tandem::cli

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace tandem::cli {
-namespace {
+namespace stats_line_test {
 
 TEST(StatsLine, ReportsTheIntervalAndTheHitRate) {
   EngineStats before, now;
@@ -41,5 +41,5 @@ TEST(StatsLine, SaysNothingWhenIdle) {
   EXPECT_NE(stats_line(idle, finished, 10.0), "");
 }
 
-}  // namespace
+}  // namespace stats_line_test
 }  // namespace tandem::cli

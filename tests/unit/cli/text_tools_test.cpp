@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 
 namespace tandem::cli {
-namespace {
+namespace text_tools_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -128,5 +128,5 @@ TEST(TextTools, BadInputExitsNonZero) {
   EXPECT_NE(err.find("99999"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace text_tools_test
 }  // namespace tandem::cli

@@ -8,7 +8,7 @@
 #include "core/base64.h"
 
 namespace tandem {
-namespace {
+namespace base64_test {
 
 std::vector<uint8_t> bytes_of(std::string_view s) {
   return {s.begin(), s.end()};
@@ -64,5 +64,5 @@ TEST(Base64, MalformedInputIsRefusedWithWhere) {
   EXPECT_FALSE(base64::decode("Zm9v-_==", &why));  // the URL-safe alphabet is not this one
 }
 
-}  // namespace
+}  // namespace base64_test
 }  // namespace tandem

@@ -13,7 +13,7 @@
 #include "core/ggml_blocks.h"
 
 namespace tandem {
-namespace {
+namespace block_quant_test {
 
 using namespace ggml;
 
@@ -170,5 +170,5 @@ TEST(BlockQuant, RefusesPartialBlocksAndNonFiniteValues) {
   EXPECT_THROW(quantize_row(DType::Q8_0, x.data(), blocks.data(), 256), Error);
 }
 
-}  // namespace
+}  // namespace block_quant_test
 }  // namespace tandem

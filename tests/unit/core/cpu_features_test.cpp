@@ -8,7 +8,7 @@
 #include "core/cpu_features.h"
 
 namespace tandem {
-namespace {
+namespace cpu_features_test {
 
 TEST(CpuFeatures, IsaFollowsTheFeatureBits) {
   const CpuFeatures& f = cpu_features();
@@ -42,5 +42,5 @@ TEST(CpuFeatures, PhysicalCoresAreWithinTheLogicalOnes) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_features_test
 }  // namespace tandem

@@ -12,7 +12,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace dtype_test {
 
 TEST(Dtype, SizesNamesAndSafetensorsSpellings) {
   EXPECT_EQ(dtype_size(DType::F32), 4u);
@@ -84,5 +84,5 @@ TEST(Dtype, ArrayConversionsAgreeWithTheScalarOnes) {
   EXPECT_THROW(convert_from_f32(as_f32, as_f32, DType::I32, 3), Error);
 }
 
-}  // namespace
+}  // namespace dtype_test
 }  // namespace tandem

@@ -13,7 +13,7 @@
 #include "core/dtype.h"
 
 namespace tandem {
-namespace {
+namespace f8e4m3_test {
 
 // The value of a code from the format's definition, in double.
 double spec_value(int code) {
@@ -129,5 +129,5 @@ TEST(F8E4M3, RoundsToTheNearestCodeOverTheWholeRange) {
   }
 }
 
-}  // namespace
+}  // namespace f8e4m3_test
 }  // namespace tandem

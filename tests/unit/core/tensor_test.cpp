@@ -7,7 +7,7 @@
 #include "core/tensor.h"
 
 namespace tandem {
-namespace {
+namespace tensor_test {
 
 TEST(Tensor, ShapeCountsComparesAndPrints) {
   Shape s{2, 3, 4};
@@ -62,11 +62,11 @@ TEST(Tensor, BorrowOwnsNothing) {
   EXPECT_FALSE(Tensor{}.defined());
 }
 
-}  // namespace
+}  // namespace tensor_test
 }  // namespace tandem
 
 namespace tandem {
-namespace {
+namespace tensor_test {
 
 // A tensor whose last dim is 0 has its rows and no bytes (nbytes once divided by that dim).
 TEST(Tensor, EmptyLastDimHasRowsAndNoBytes) {
@@ -76,5 +76,5 @@ TEST(Tensor, EmptyLastDimHasRowsAndNoBytes) {
   EXPECT_EQ(Tensor::empty_host(DType::Q4_K, {2, 0}).nbytes(), 0u);
 }
 
-}  // namespace
+}  // namespace tensor_test
 }  // namespace tandem

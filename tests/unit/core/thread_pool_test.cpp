@@ -12,7 +12,7 @@
 #include "core/thread_pool.h"
 
 namespace tandem {
-namespace {
+namespace thread_pool_test {
 
 // Runs one job and checks that its chunks cover [0, n) exactly once.
 void expect_exact_cover(ThreadPool& pool, int64_t n, int64_t max_chunks) {
@@ -77,5 +77,5 @@ TEST(ThreadPool, GlobalSizeIsFixedOnceUsed) {
   EXPECT_EQ(ThreadPool::global().num_threads(), n);
 }
 
-}  // namespace
+}  // namespace thread_pool_test
 }  // namespace tandem

@@ -9,7 +9,7 @@
 #include "core/utf8.h"
 
 namespace tandem {
-namespace {
+namespace utf8_test {
 
 TEST(Utf8, EncodesAndDecodesEveryLengthAtItsBoundaries) {
   for (char32_t c : {0x0u, 0x7Fu, 0x80u, 0x7FFu, 0x800u, 0xFFFFu, 0x10000u, 0x10FFFFu}) {
@@ -90,5 +90,5 @@ TEST(Utf8, NormalizesAroundAsciiRuns) {
   EXPECT_EQ(utf8::normalize("\xEF\xAC\x81", utf8::NormalForm::NFKC), "fi");
 }
 
-}  // namespace
+}  // namespace utf8_test
 }  // namespace tandem

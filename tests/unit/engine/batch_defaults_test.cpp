@@ -8,7 +8,7 @@
 #include "engine/batch_defaults.h"
 
 namespace tandem {
-namespace {
+namespace batch_defaults_test {
 
 // Llama-3.1-8B's KV in bf16: 32 layers × 8 KV heads × 128 × (K, V) × 2 bytes.
 constexpr int64_t kLlama8bTokenBytes = 32 * 8 * 128 * 2 * 2;
@@ -73,5 +73,5 @@ TEST(BatchDefaults, ParsesAutoOrAPositiveCount) {
     EXPECT_THROW(parse_auto_count(bad, "--batch"), Error) << bad;
 }
 
-}  // namespace
+}  // namespace batch_defaults_test
 }  // namespace tandem

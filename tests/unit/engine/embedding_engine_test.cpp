@@ -11,7 +11,7 @@
 #include "engine_test_util.h"
 
 namespace tandem {
-namespace {
+namespace embedding_engine_test {
 
 using test::prompt_of;
 
@@ -211,5 +211,5 @@ TEST(EmbeddingEngine, ACancelledEmbeddingFreesItsBlocks) {
   EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
-}  // namespace
+}  // namespace embedding_engine_test
 }  // namespace tandem

@@ -6,7 +6,7 @@
 #include "engine/encoder_cache.h"
 
 namespace tandem {
-namespace {
+namespace encoder_cache_test {
 
 constexpr int64_t kWidth = 4;  // soft-token width of the fake encoder
 
@@ -96,5 +96,5 @@ TEST(EncoderCache, RefusesAnEncoderThatReturnsTheWrongRows) {
                Error);
 }
 
-}  // namespace
+}  // namespace encoder_cache_test
 }  // namespace tandem

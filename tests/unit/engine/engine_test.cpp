@@ -11,7 +11,7 @@
 #include "engine/teacher_forcing.h"
 
 namespace tandem {
-namespace {
+namespace engine_test {
 
 std::unique_ptr<Engine> make_engine(EngineConfig config) { return test::cpu_engine("llama", config); }
 
@@ -112,5 +112,5 @@ TEST(Engine, RowLogitsDoNotDependOnTheOtherRows) {
   EXPECT_LE(worst, 1e-5);
 }
 
-}  // namespace
+}  // namespace engine_test
 }  // namespace tandem

@@ -18,7 +18,7 @@
 #include "kv/block_pool.h"
 
 namespace tandem {
-namespace {
+namespace fp8_kv_engine_test {
 
 std::unique_ptr<Engine> make_engine(EngineConfig config, std::optional<DType> kv_dtype = {}) {
   return test::cpu_engine("llama", config, {.kv_dtype = kv_dtype});
@@ -146,5 +146,5 @@ TEST(Fp8KvEngine, RefusesACacheDtypeTheBackendCannotStore) {
   }
 }
 
-}  // namespace
+}  // namespace fp8_kv_engine_test
 }  // namespace tandem

@@ -13,7 +13,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace tandem {
-namespace {
+namespace grammar_engine_test {
 
 constexpr int kVocab = 512;  // the oracle llama's logits
 constexpr int32_t kEos = 2;
@@ -269,5 +269,5 @@ TEST(GrammarEngine, RefusesAGrammarForAnotherVocabulary) {
   EXPECT_NE(out[0].error.find("300 tokens"), std::string::npos) << out[0].error;
 }
 
-}  // namespace
+}  // namespace grammar_engine_test
 }  // namespace tandem

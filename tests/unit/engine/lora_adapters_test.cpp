@@ -6,7 +6,7 @@
 #include "engine/lora_adapters.h"
 
 namespace tandem {
-namespace {
+namespace lora_adapters_test {
 
 LoraRefusal refusal_of(LoraAdapters& r, const std::string& name) {
   try {
@@ -90,5 +90,5 @@ TEST(LoraAdapters, RefusalsSayWhy) {
   EXPECT_EQ(refusal_of(r, ""), LoraRefusal::BadName);
 }
 
-}  // namespace
+}  // namespace lora_adapters_test
 }  // namespace tandem

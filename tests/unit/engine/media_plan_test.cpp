@@ -9,7 +9,7 @@
 #include "engine/step_plan.h"
 
 namespace tandem {
-namespace {
+namespace media_plan_test {
 
 std::shared_ptr<const ImageInput> image_of(int soft_tokens, uint64_t hash) {
   auto im = std::make_shared<ImageInput>();
@@ -112,5 +112,5 @@ TEST(MediaPlan, TheSchedulerNeverSplitsAnImage) {
   EXPECT_TRUE(sched.idle());
 }
 
-}  // namespace
+}  // namespace media_plan_test
 }  // namespace tandem

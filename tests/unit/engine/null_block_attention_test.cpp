@@ -15,7 +15,7 @@
 #include "../kv/grow_tables.h"
 
 namespace tandem {
-namespace {
+namespace null_block_attention_test {
 
 constexpr int kBlock = 4, kWindow = 6, kBlocks = 8, kHq = 2, kHkv = 1, kDh = 8;
 
@@ -97,5 +97,5 @@ TEST(NullBlockAttention, PoisonedNullBlockNeverReachesWindowedAttention) {
   }
 }
 
-}  // namespace
+}  // namespace null_block_attention_test
 }  // namespace tandem

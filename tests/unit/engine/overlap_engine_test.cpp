@@ -11,7 +11,7 @@
 #include "engine_test_util.h"
 
 namespace tandem {
-namespace {
+namespace overlap_engine_test {
 
 std::unique_ptr<Engine> make_engine(EngineConfig config) { return test::cpu_engine("llama", config); }
 
@@ -177,5 +177,5 @@ TEST(OverlapEngine, CancellationWhileAStepIsInFlightFreesEverything) {
   EXPECT_EQ(engine->stats().generation_tokens_total, int64_t(emitted));
 }
 
-}  // namespace
+}  // namespace overlap_engine_test
 }  // namespace tandem

@@ -8,7 +8,7 @@
 #include "engine/step_plan.h"
 
 namespace tandem {
-namespace {
+namespace pooling_test {
 
 TEST(Pooling, NamesRoundTripAndUnknownOnesAreRefused) {
   for (Pooling p : {Pooling::Last, Pooling::Mean, Pooling::Cls})
@@ -75,5 +75,5 @@ TEST(Pooling, APrefixHitStopsAtTheFirstPositionStillOwed) {
   EXPECT_EQ(Sequence(3, r, nullptr, 0).first_wanted_logits(), 0);
 }
 
-}  // namespace
+}  // namespace pooling_test
 }  // namespace tandem

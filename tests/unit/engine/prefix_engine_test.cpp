@@ -9,7 +9,7 @@
 #include "engine_test_util.h"
 
 namespace tandem {
-namespace {
+namespace prefix_engine_test {
 
 using test::drain;
 using test::greedy;
@@ -146,5 +146,5 @@ TEST(PrefixEngine, OverlappedStepsHashOnlyFinalTokens) {
   EXPECT_EQ(on->kv_blocks().num_used(), 0);
 }
 
-}  // namespace
+}  // namespace prefix_engine_test
 }  // namespace tandem

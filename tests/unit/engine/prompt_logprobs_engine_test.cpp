@@ -9,7 +9,7 @@
 #include "engine_test_util.h"
 
 namespace tandem {
-namespace {
+namespace prompt_logprobs_engine_test {
 
 using test::prompt_of;
 
@@ -186,5 +186,5 @@ TEST(PromptLogprobs, BadRequestsAreRefused) {
   EXPECT_FALSE(refused(scoring(prompt_of(10, 5), 10, 20)));
 }
 
-}  // namespace
+}  // namespace prompt_logprobs_engine_test
 }  // namespace tandem

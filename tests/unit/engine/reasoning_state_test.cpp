@@ -12,7 +12,7 @@
 #include "grammar/grammar.h"
 
 namespace tandem {
-namespace {
+namespace reasoning_state_test {
 
 constexpr int32_t kEos = 256, kThink = 257, kEndThink = 258, kEndThenBrace = 259,
                   kEndThenX = 260, kNewline = '\n';
@@ -193,5 +193,5 @@ TEST(ReasoningState, BudgetForcesTheEnd) {
   EXPECT_TRUE(later.forcing());
 }
 
-}  // namespace
+}  // namespace reasoning_state_test
 }  // namespace tandem

@@ -9,7 +9,7 @@
 #include "engine/sampler.h"
 
 namespace tandem {
-namespace {
+namespace sampler_test {
 
 std::map<int32_t, int32_t> penalty_map(const SampleRow& r) {
   EXPECT_EQ(r.penalty_tokens.size(), r.output_counts.size());
@@ -102,5 +102,5 @@ TEST(Sampler, ToGeneratedKeepsLogprobs) {
   EXPECT_FLOAT_EQ(g.top_logprobs[1].logprob, -1.5f);
 }
 
-}  // namespace
+}  // namespace sampler_test
 }  // namespace tandem

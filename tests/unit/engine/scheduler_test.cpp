@@ -7,7 +7,7 @@
 #include "scheduler_harness.h"
 
 namespace tandem {
-namespace {
+namespace scheduler_test {
 
 // One full-attention group of `num_blocks` blocks: the layout of a model without windows.
 KvBlockManager full_attention(int num_blocks, int block_size) {
@@ -132,5 +132,5 @@ TEST(Scheduler, PromptConcurrencyCapsPrefillingRows) {
   EXPECT_EQ(h.step().size(), 4u);  // two decoding + two new prefills
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace tandem

@@ -13,7 +13,7 @@
 #include "engine_test_util.h"
 
 namespace tandem {
-namespace {
+namespace spec_engine_test {
 
 struct Outcome {
   std::vector<int32_t> tokens;
@@ -453,5 +453,5 @@ TEST(SpecDistribution, DraftModelSamplingKeepsTheTargetsJointDistribution) {
   EXPECT_GT(wrong_chi, critical_value(wrong_df)) << "the test cannot tell a wrong acceptance rule";
 }
 
-}  // namespace
+}  // namespace spec_engine_test
 }  // namespace tandem

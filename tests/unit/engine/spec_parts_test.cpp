@@ -11,7 +11,7 @@
 #include "engine/step_cost_model.h"
 
 namespace tandem {
-namespace {
+namespace spec_parts_test {
 
 TEST(SpeculativeConfig, ParsesVllmSpellings) {
   SpeculativeConfig c = parse_speculative_config(
@@ -170,5 +170,5 @@ TEST(SpecController, AcceptanceFollowsTheRowAndForgetsIdleRows) {
             (std::vector<int>{3, 0}));
 }
 
-}  // namespace
+}  // namespace spec_parts_test
 }  // namespace tandem

@@ -8,7 +8,7 @@
 #include "engine/step_plan.h"
 
 namespace tandem {
-namespace {
+namespace step_plan_test {
 
 TEST(StepPlan, InFlightTokenIsFedFromThePreviousSamplingOp) {
   const std::vector<int32_t> a{5, 6, 7}, b{9, 8, 7, 6, 5};
@@ -57,5 +57,5 @@ TEST(StepPlan, ALastTokenInFlightLeavesNothingToSchedule) {
   EXPECT_EQ(seq.num_generated(), 2);
 }
 
-}  // namespace
+}  // namespace step_plan_test
 }  // namespace tandem

@@ -3,7 +3,7 @@
 #include "engine/stop_matcher.h"
 
 namespace tandem {
-namespace {
+namespace stop_matcher_test {
 
 // Feeds pieces one by one and returns everything emitted.
 std::string feed(StopMatcher& m, std::initializer_list<const char*> pieces) {
@@ -39,5 +39,5 @@ TEST(StopMatcher, EarliestStopWins) {
   EXPECT_EQ(m.matched(), "lo");
 }
 
-}  // namespace
+}  // namespace stop_matcher_test
 }  // namespace tandem

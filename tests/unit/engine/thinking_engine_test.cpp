@@ -15,7 +15,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace tandem {
-namespace {
+namespace thinking_engine_test {
 
 constexpr int kVocab = 512;  // the oracle llama's logits
 constexpr int32_t kEos = 2;
@@ -286,5 +286,5 @@ TEST(ThinkingEngine, RefusesBadControls) {
   EXPECT_NE(out[2].error.find("300 tokens"), std::string::npos) << out[2].error;
 }
 
-}  // namespace
+}  // namespace thinking_engine_test
 }  // namespace tandem

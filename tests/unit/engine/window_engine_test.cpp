@@ -16,7 +16,7 @@
 #include "../kv/grow_tables.h"
 
 namespace tandem {
-namespace {
+namespace window_engine_test {
 
 constexpr int kWindow = 24;  // sliding_window of both fixtures
 
@@ -170,5 +170,5 @@ TEST(WindowEngine, RowLogitsHoldWhenOtherRowsReuseReleasedBlocks) {
   EXPECT_EQ(kv.num_used(), 0);
 }
 
-}  // namespace
+}  // namespace window_engine_test
 }  // namespace tandem

@@ -13,7 +13,7 @@
 #include "scheduler_harness.h"
 
 namespace tandem {
-namespace {
+namespace window_scheduler_test {
 
 constexpr int kWindow = 8, kBlock = 4;
 constexpr int32_t kNull = BlockPool::kNullBlock;
@@ -160,5 +160,5 @@ TEST(WindowScheduler, SlidingOnlyModelRunsPastItsPoolSize) {
   EXPECT_EQ(kv.num_used(), 0);
 }
 
-}  // namespace
+}  // namespace window_scheduler_test
 }  // namespace tandem

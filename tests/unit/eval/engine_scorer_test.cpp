@@ -14,7 +14,7 @@
 #include "engine/kv_layout.h"
 
 namespace tandem::eval {
-namespace {
+namespace engine_scorer_test {
 
 std::filesystem::path oracle_dir() {
   return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "llama";
@@ -156,5 +156,5 @@ TEST_F(EngineScorerTest, PerplexityWindowsAgreeWithTheReference) {
   EXPECT_THROW(scorer.rolling_nll(text, 5000, std::nullopt), Error);  // past the context
 }
 
-}  // namespace
+}  // namespace engine_scorer_test
 }  // namespace tandem::eval

@@ -10,7 +10,7 @@
 #include "eval/teacher_forced_scorer.h"
 
 namespace tandem::eval {
-namespace {
+namespace eval_command_test {
 
 std::filesystem::path oracle_dir() {
   return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "llama";
@@ -145,5 +145,5 @@ TEST(EvalCommand, TaskNamesResolveInTheTasksFolder) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace eval_command_test
 }  // namespace tandem::eval

@@ -10,7 +10,7 @@
 #include "eval/task_reader.h"
 
 namespace tandem::eval {
-namespace {
+namespace evaluate_test {
 
 // Log-likelihoods by (context, continuation), outputs by prompt, windows as set; it
 // records the size of every batch it is given. Anything not set is an error.
@@ -180,5 +180,5 @@ TEST(Evaluate, PerplexityPassesTheLimitAsWindows) {
   EXPECT_DOUBLE_EQ(metric(two, "nll").estimate.value, 16.0 / 6.0);
 }
 
-}  // namespace
+}  // namespace evaluate_test
 }  // namespace tandem::eval

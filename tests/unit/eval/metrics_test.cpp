@@ -6,7 +6,7 @@
 #include "eval/metrics.h"
 
 namespace tandem::eval {
-namespace {
+namespace metrics_test {
 
 TEST(Metrics, MeanStderrOfZeroOneScores) {
   // 3 of 4 right: p = 0.75, sample variance 0.25 (= 4·p(1−p)/3), stderr √(0.25/4) = 0.25.
@@ -69,5 +69,5 @@ TEST(Metrics, NormalizeForMatchOnlyTouchesWhitespace) {
   EXPECT_NE(normalize_for_match("earth"), normalize_for_match("earth."));
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace tandem::eval

@@ -6,7 +6,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::eval {
-namespace {
+namespace request_tokens_test {
 
 std::shared_ptr<const Tokenizer> tiny_kjv() {
   static auto tok = Tokenizer::load(std::filesystem::path(TANDEM_TEST_DATA) / ".." / ".." /
@@ -60,5 +60,5 @@ TEST(RequestTokens, EmptySidesAreErrors) {
   EXPECT_THROW(request_tokens(tok, "word", ""), Error);
 }
 
-}  // namespace
+}  // namespace request_tokens_test
 }  // namespace tandem::eval

@@ -8,7 +8,7 @@
 #include "eval/task_reader.h"
 
 namespace tandem::eval {
-namespace {
+namespace task_reader_test {
 
 const std::filesystem::path kOrigin = "/tasks/t.jsonl";
 
@@ -172,5 +172,5 @@ TEST(TaskReader, TheCommittedTasksParse) {
   EXPECT_EQ(num_tasks, 6);
 }
 
-}  // namespace
+}  // namespace task_reader_test
 }  // namespace tandem::eval

@@ -13,7 +13,7 @@
 #include "loader/safetensors.h"
 
 namespace tandem::eval {
-namespace {
+namespace teacher_forced_scorer_test {
 
 std::filesystem::path oracle_dir() {
   return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "llama";
@@ -207,5 +207,5 @@ TEST(TeacherForcedScorerContext, LongRequestsDropTheOldestContextTokens) {
   EXPECT_THROW(short_scorer.score_tokens(r.prompt, too_long), Error);
 }
 
-}  // namespace
+}  // namespace teacher_forced_scorer_test
 }  // namespace tandem::eval

@@ -9,7 +9,7 @@
 #include "walk_support.h"
 
 namespace tandem::grammar::test {
-namespace {
+namespace grammar_cache_test {
 
 TEST(GrammarCache, SameSpecSameGrammarLruDropsTheOldest) {
   GrammarCacheOptions options;
@@ -164,5 +164,5 @@ TEST(GrammarThreads, SharedGrammarServesConcurrentRows) {
   EXPECT_EQ(num_bad, std::vector<int>(4, 0));
 }
 
-}  // namespace
+}  // namespace grammar_cache_test
 }  // namespace tandem::grammar::test

@@ -8,7 +8,7 @@
 #include "grammar_test_support.h"
 
 namespace tandem::grammar::test {
-namespace {
+namespace numeric_range_test {
 
 std::string bound_schema(const char* type, std::optional<long> lo, bool lo_ex,
                          std::optional<long> hi, bool hi_ex) {
@@ -184,5 +184,5 @@ TEST(Decimal, ParseCompareRound) {
   EXPECT_EQ(decimal_from_json(Json(18446744073709551615ull))->to_string(), "18446744073709551615");
 }
 
-}  // namespace
+}  // namespace numeric_range_test
 }  // namespace tandem::grammar::test

@@ -9,7 +9,7 @@
 #include "walk_support.h"
 
 namespace tandem::grammar::test {
-namespace {
+namespace property_test {
 
 // Bounded: every string, array and number has a largest size, so every walk must end.
 const char* const kBoundedSchemas[] = {
@@ -133,5 +133,5 @@ ws ::= | " " | "\n" [ \t]{0,20}
   });
 }
 
-}  // namespace
+}  // namespace property_test
 }  // namespace tandem::grammar::test

@@ -6,7 +6,7 @@
 #include "schema_checker.h"
 
 namespace tandem::grammar::test {
-namespace {
+namespace schema_cases_test {
 
 Json load(const char* file) {
   std::ifstream in(cases_dir() / file);
@@ -55,5 +55,5 @@ TEST(SchemaCases, GrammarAndCheckerAgreeWithTheTable) {
   EXPECT_GE(num_checked, 400u);
 }
 
-}  // namespace
+}  // namespace schema_cases_test
 }  // namespace tandem::grammar::test

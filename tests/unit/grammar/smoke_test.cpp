@@ -1,7 +1,7 @@
 #include "grammar_test_support.h"
 
 namespace tandem::grammar::test {
-namespace {
+namespace smoke_test {
 
 TEST(GrammarSmoke, ChoicesRegexGbnfSchema) {
   GrammarSpec c = GrammarSpec::choice({"yes", "no", "maybe"});
@@ -29,11 +29,11 @@ TEST(GrammarSmoke, ChoicesRegexGbnfSchema) {
   EXPECT_FALSE(accepts(s, R"({})"));
 }
 
-}  // namespace
+}  // namespace smoke_test
 }  // namespace tandem::grammar::test
 
 namespace tandem::grammar::test {
-namespace {
+namespace smoke_test {
 
 // A call in tail position is a jump, so right recursion keeps a constant stack: reading
 // 2,000 characters visits a handful of automaton states, not one per character.
@@ -64,5 +64,5 @@ TEST(GrammarMatcher, CopiesForkIndependently) {
   EXPECT_TRUE(b.must_end());
 }
 
-}  // namespace
+}  // namespace smoke_test
 }  // namespace tandem::grammar::test

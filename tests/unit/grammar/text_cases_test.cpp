@@ -7,7 +7,7 @@
 #include "grammar_test_support.h"
 
 namespace tandem::grammar::test {
-namespace {
+namespace text_cases_test {
 
 Json load(const char* file) {
   std::ifstream in(cases_dir() / file);
@@ -124,5 +124,5 @@ TEST(SpecErrors, RegexAndChoices) {
   EXPECT_FALSE(error_of(GrammarSpec::choice({"", "a"})));
 }
 
-}  // namespace
+}  // namespace text_cases_test
 }  // namespace tandem::grammar::test

@@ -6,7 +6,7 @@
 #include "walk_support.h"
 
 namespace tandem::grammar::test {
-namespace {
+namespace token_mask_test {
 
 std::vector<GrammarSpec> specs() {
   return {
@@ -158,5 +158,5 @@ TEST(TokenMask, TokensSpanningStructure) {
   EXPECT_GT(allowed_ids(words).size(), 1u);
 }
 
-}  // namespace
+}  // namespace token_mask_test
 }  // namespace tandem::grammar::test

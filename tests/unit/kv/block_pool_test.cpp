@@ -6,7 +6,7 @@
 #include "kv/block_pool.h"
 
 namespace tandem {
-namespace {
+namespace block_pool_test {
 
 TEST(BlockPool, NullBlockIsNeverHandedOut) {
   BlockPool pool(5);
@@ -46,5 +46,5 @@ TEST(BlockPool, BlocksForRoundsUp) {
   EXPECT_EQ(blocks_for(17, 16), 2);
 }
 
-}  // namespace
+}  // namespace block_pool_test
 }  // namespace tandem

@@ -10,7 +10,7 @@
 #include "grow_tables.h"
 
 namespace tandem {
-namespace {
+namespace kv_block_manager_test {
 
 constexpr int32_t kNull = BlockPool::kNullBlock;
 
@@ -150,5 +150,5 @@ TEST(KvBlockManager, SlidingOnlySequenceOutgrowsItsPool) {
   EXPECT_EQ(kv.num_used(), 0);
 }
 
-}  // namespace
+}  // namespace kv_block_manager_test
 }  // namespace tandem

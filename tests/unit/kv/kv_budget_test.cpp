@@ -10,7 +10,7 @@
 #include "kv/block_pool.h"
 
 namespace tandem {
-namespace {
+namespace kv_budget_test {
 
 // Blocks a row at num_computed `nc` touches when it computes `n` tokens under `window`:
 // the blocks of every key its queries see and of every key it writes, counted one by one.
@@ -108,5 +108,5 @@ TEST(KvBudget, SlidingOnlyModelNeedsNoFullGroup) {
   EXPECT_EQ(plan_group_blocks(g, std::vector<int64_t>{5}, s), (std::vector<int>{9}));
 }
 
-}  // namespace
+}  // namespace kv_budget_test
 }  // namespace tandem

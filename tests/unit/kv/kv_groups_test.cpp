@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 namespace tandem {
-namespace {
+namespace kv_groups_test {
 
 TEST(KvGroups, FullLayersOnlyMakeOneGroup) {
   std::vector<KvLayerKind> layers(4, KvLayerKind{0});
@@ -77,5 +77,5 @@ TEST(KvGroups, RejectsSharingThatWouldReadReleasedBlocks) {
   EXPECT_THROW(make_kv_groups(std::vector<KvLayerKind>{}), Error);
 }
 
-}  // namespace
+}  // namespace kv_groups_test
 }  // namespace tandem

@@ -6,7 +6,7 @@
 #include "kv/kv_block_manager.h"
 
 namespace tandem {
-namespace {
+namespace media_prefix_test {
 
 constexpr int kBs = 4;
 
@@ -66,5 +66,5 @@ TEST(MediaPrefix, AHitNeverEndsInsideAnImage) {
   EXPECT_EQ(c.kv.find_prefix(chain, t, 3).num_blocks, 3);         // without the rule, 12
 }
 
-}  // namespace
+}  // namespace media_prefix_test
 }  // namespace tandem

@@ -13,7 +13,7 @@
 #include "kv/kv_block_manager.h"
 
 namespace tandem {
-namespace {
+namespace pool_accounting_test {
 
 // The pool as a list and a map: what BlockPool must agree with after every operation.
 struct PoolModel {
@@ -150,5 +150,5 @@ TEST(PoolAccounting, BlockManagerTablesOwnEveryUsedBlockOnce) {
   }
 }
 
-}  // namespace
+}  // namespace pool_accounting_test
 }  // namespace tandem

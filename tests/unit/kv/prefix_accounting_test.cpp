@@ -13,7 +13,7 @@
 #include "kv/kv_block_manager.h"
 
 namespace tandem {
-namespace {
+namespace prefix_accounting_test {
 
 constexpr int kBs = 4;
 constexpr int32_t kNull = BlockPool::kNullBlock;
@@ -169,5 +169,5 @@ TEST(PrefixAccounting, RandomJoinFinishPreemptEvictKeepsTheBooksAndTheKv) {
   }
 }
 
-}  // namespace
+}  // namespace prefix_accounting_test
 }  // namespace tandem

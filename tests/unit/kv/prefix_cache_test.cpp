@@ -9,7 +9,7 @@
 #include "kv/block_pool.h"
 
 namespace tandem {
-namespace {
+namespace prefix_cache_test {
 
 std::vector<int32_t> iota_tokens(int n, int32_t first) {
   std::vector<int32_t> out;
@@ -99,5 +99,5 @@ TEST(PrefixCache, ReleaseFirstDropsTheName) {
   EXPECT_EQ(pool.free_blocks().front(), b);
 }
 
-}  // namespace
+}  // namespace prefix_cache_test
 }  // namespace tandem

@@ -5,7 +5,7 @@
 #include "kv/kv_block_manager.h"
 
 namespace tandem {
-namespace {
+namespace prefix_manager_test {
 
 constexpr int32_t kNull = BlockPool::kNullBlock;
 constexpr int kBs = 4;
@@ -190,5 +190,5 @@ TEST(PrefixManager, OffMeansNoNamesNoHits) {
   EXPECT_EQ(kv.find_prefix(b.chain, b.tokens, 2).num_blocks, 0);
 }
 
-}  // namespace
+}  // namespace prefix_manager_test
 }  // namespace tandem

@@ -12,7 +12,7 @@
 #include "loader_test_util.h"
 
 namespace tandem {
-namespace {
+namespace checkpoint_test {
 
 namespace fs = std::filesystem;
 using test::TempDir;
@@ -235,5 +235,5 @@ TEST(CheckpointErrors, GetOfAMissingTensor) {
             fmt::format("tensor 'v' not found in {}", dir.path().string()));
 }
 
-}  // namespace
+}  // namespace checkpoint_test
 }  // namespace tandem

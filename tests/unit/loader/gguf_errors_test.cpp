@@ -13,7 +13,7 @@
 #include "loader_test_util.h"
 
 namespace tandem {
-namespace {
+namespace gguf_errors_test {
 
 using test::TempDir;
 
@@ -202,5 +202,5 @@ TEST_F(GgufErrors, TensorLayout) {
   EXPECT_CONTAINS(open_error(whole.substr(0, 70)), "truncated: tensor 'a' needs 8 bytes");
 }
 
-}  // namespace
+}  // namespace gguf_errors_test
 }  // namespace tandem

@@ -17,7 +17,7 @@
 #include "loader_test_util.h"
 
 namespace tandem {
-namespace {
+namespace gguf_file_test {
 
 namespace fs = std::filesystem;
 using test::TempDir;
@@ -208,11 +208,11 @@ TEST(GgufFile, DetectsGgufByItsMagic) {
   EXPECT_FALSE(is_gguf_file(dir / "missing.gguf"));
 }
 
-}  // namespace
+}  // namespace gguf_file_test
 }  // namespace tandem
 
 namespace tandem {
-namespace {
+namespace gguf_file_test {
 
 // The fuzz target's seeds (tests/fuzz/corpus/gguf) are files the reader accepts, so fuzzing
 // starts from inside the format.
@@ -293,5 +293,5 @@ TEST(GgufWriterStream, AFailingFillLeavesNoFile) {
   std::filesystem::remove(path);
 }
 
-}  // namespace
+}  // namespace gguf_file_test
 }  // namespace tandem

@@ -10,7 +10,7 @@
 #include "loader_test_util.h"
 
 namespace tandem {
-namespace {
+namespace gguf_model_test {
 
 namespace fs = std::filesystem;
 using test::TempDir;
@@ -186,5 +186,5 @@ TEST(GgufQuantPlan, SeventyBAttnVIsQ5K) {
   EXPECT_EQ(type(GgufFileType::Q4_K_M, "blk.11.attn_v.weight", {8192, 8192}, mha), DType::Q4_K);
 }
 
-}  // namespace
+}  // namespace gguf_model_test
 }  // namespace tandem

@@ -6,7 +6,7 @@
 #include "loader/quant_scheme.h"
 
 namespace tandem {
-namespace {
+namespace quant_scheme_test {
 
 using json = nlohmann::json;
 
@@ -81,5 +81,5 @@ TEST(QuantScheme, OnlineAndResolution) {
   EXPECT_EQ(scale_tensor_name("a.q_proj.weight", "weight_scale"), "a.q_proj.weight_scale");
 }
 
-}  // namespace
+}  // namespace quant_scheme_test
 }  // namespace tandem

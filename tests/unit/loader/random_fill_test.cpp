@@ -14,7 +14,7 @@
 #include "loader_test_util.h"
 
 namespace tandem {
-namespace {
+namespace random_fill_test {
 
 constexpr size_t kN = size_t(1) << 20;
 
@@ -112,5 +112,5 @@ TEST(RandomFill, RejectsI32) {
   EXPECT_THROW(fill_random(&x, DType::I32, 1, 0, 1.f), Error);
 }
 
-}  // namespace
+}  // namespace random_fill_test
 }  // namespace tandem

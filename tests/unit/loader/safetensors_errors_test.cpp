@@ -9,7 +9,7 @@
 #include "loader_test_util.h"
 
 namespace tandem {
-namespace {
+namespace safetensors_errors_test {
 
 using test::TempDir;
 
@@ -173,5 +173,5 @@ TEST_F(SafetensorsErrors, WriteIntoAMissingFolder) {
   EXPECT_CONTAINS(e, "No such file");
 }
 
-}  // namespace
+}  // namespace safetensors_errors_test
 }  // namespace tandem

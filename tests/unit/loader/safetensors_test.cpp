@@ -11,7 +11,7 @@
 #include "loader_test_util.h"
 
 namespace tandem {
-namespace {
+namespace safetensors_test {
 
 using test::TempDir;
 
@@ -249,5 +249,5 @@ TEST(SafetensorsWriter, RejectsBadTensors) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace safetensors_test
 }  // namespace tandem

@@ -9,7 +9,7 @@
 #include "test_encoders.h"
 
 namespace tandem {
-namespace {
+namespace exif_orientation_test {
 
 using test::Bytes;
 
@@ -125,5 +125,5 @@ TEST(ExifOrientation, OutOfRangeValuesAreIgnored) {
   }
 }
 
-}  // namespace
+}  // namespace exif_orientation_test
 }  // namespace tandem

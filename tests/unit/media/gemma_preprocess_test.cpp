@@ -9,7 +9,7 @@
 #include "test_encoders.h"
 
 namespace tandem {
-namespace {
+namespace gemma_preprocess_test {
 
 ImageProcessorConfig gemma4(int patch, int pooling, int max_soft_tokens) {
   ImageProcessorConfig c = parse_image_processor_config(
@@ -169,5 +169,5 @@ TEST(ContentHash, PixelsAndSizeNotTheFile) {
   EXPECT_EQ(webp.format, ImageFormat::kWebP);
 }
 
-}  // namespace
+}  // namespace gemma_preprocess_test
 }  // namespace tandem

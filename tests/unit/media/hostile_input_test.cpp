@@ -12,7 +12,7 @@
 #include "test_encoders.h"
 
 namespace tandem {
-namespace {
+namespace hostile_input_test {
 
 using test::Bytes;
 
@@ -213,5 +213,5 @@ TEST(HostileImage, GarbageEmptyAndOtherFormats) {
   expect_error(png, MediaErrorKind::kCorrupt, "PNG");
 }
 
-}  // namespace
+}  // namespace hostile_input_test
 }  // namespace tandem

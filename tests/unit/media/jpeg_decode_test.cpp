@@ -12,7 +12,7 @@
 #include <jpeglib.h>
 
 namespace tandem {
-namespace {
+namespace jpeg_decode_test {
 
 using test::Bytes;
 
@@ -105,5 +105,5 @@ TEST(JpegDecode, CmykIsInvertedThenConvertedAsPil) {
   }
 }
 
-}  // namespace
+}  // namespace jpeg_decode_test
 }  // namespace tandem

@@ -10,7 +10,7 @@
 #include "test_files.h"
 
 namespace tandem {
-namespace {
+namespace oracle_pixels_test {
 
 using test::RawTensor;
 
@@ -111,5 +111,5 @@ INSTANTIATE_TEST_SUITE_P(Oracle, VisionOracle,
                          ::testing::Values("gemma3_vision", "gemma4_vision_bidir",
                                            "gemma4_vision_causal"));
 
-}  // namespace
+}  // namespace oracle_pixels_test
 }  // namespace tandem

@@ -6,7 +6,7 @@
 #include "test_encoders.h"
 
 namespace tandem {
-namespace {
+namespace png_decode_test {
 
 using test::Bytes;
 using test::PngSpec;
@@ -124,5 +124,5 @@ TEST(PngDecode, GrayWithTrnsIsPlainGray) {
   expect_pixel(out, 1, 0, 200, 200, 200);
 }
 
-}  // namespace
+}  // namespace png_decode_test
 }  // namespace tandem

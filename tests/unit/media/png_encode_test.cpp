@@ -8,7 +8,7 @@
 #include "test_encoders.h"
 
 namespace tandem {
-namespace {
+namespace png_encode_test {
 
 TEST(PngEncode, RoundTripsThroughTheDecoder) {
   for (auto [w, h] : {std::pair{1, 1}, {7, 3}, {64, 64}, {301, 17}}) {
@@ -26,5 +26,5 @@ TEST(PngEncode, AnEmptyImageIsAnError) {
   EXPECT_THROW(encode_png(RgbImage()), Error);
 }
 
-}  // namespace
+}  // namespace png_encode_test
 }  // namespace tandem

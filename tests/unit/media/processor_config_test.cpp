@@ -14,7 +14,7 @@
 #include "test_files.h"
 
 namespace tandem {
-namespace {
+namespace processor_config_test {
 
 namespace fs = std::filesystem;
 
@@ -187,5 +187,5 @@ TEST(ImagePrompt, ExpansionTextAsTheProcessorsWriteIt) {
   EXPECT_EQ(image_prompt_text(g4, two), "<|image><|image|><|image|><image|>");
 }
 
-}  // namespace
+}  // namespace processor_config_test
 }  // namespace tandem

@@ -11,7 +11,7 @@
 #include "test_encoders.h"
 
 namespace tandem {
-namespace {
+namespace resample_test {
 
 // The kernels from their definitions (Pillow's formulas, written independently).
 double kernel(ResampleFilter f, double x) {
@@ -199,5 +199,5 @@ TEST(Resample, FilterNumbersArePils) {
   EXPECT_EQ(resample_filter_from_pil(6), std::nullopt);
 }
 
-}  // namespace
+}  // namespace resample_test
 }  // namespace tandem

@@ -9,7 +9,7 @@
 #include "test_encoders.h"
 
 namespace tandem {
-namespace {
+namespace webp_gif_decode_test {
 
 using test::Bytes;
 
@@ -165,5 +165,5 @@ TEST(GifDecode, InterlacedEqualsPlain) {
   EXPECT_EQ(decode(test::encode_gif(s)).pixels, plain.pixels);
 }
 
-}  // namespace
+}  // namespace webp_gif_decode_test
 }  // namespace tandem

@@ -8,7 +8,7 @@
 #include "model/rope.h"
 
 namespace tandem {
-namespace {
+namespace config_test {
 
 using json = nlohmann::json;
 
@@ -132,5 +132,5 @@ TEST(Rope, PartialRotaryUsesTheLeadingDims) {
   EXPECT_FLOAT_EQ(s.inv_freq[1], float(1.0 / std::pow(10000.0, 2.0 / 32)));
 }
 
-}  // namespace
+}  // namespace config_test
 }  // namespace tandem

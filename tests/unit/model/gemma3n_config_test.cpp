@@ -11,7 +11,7 @@
 #include "model/arch/gemma3n_config.h"
 
 namespace tandem::arch {
-namespace {
+namespace gemma3n_config_test {
 
 using json = nlohmann::json;
 
@@ -143,5 +143,5 @@ TEST(Gemma3nConfig, RejectsWhatHfRejects) {
   EXPECT_NE(parse_error(j).find("no earlier layer"), std::string::npos) << parse_error(j);
 }
 
-}  // namespace
+}  // namespace gemma3n_config_test
 }  // namespace tandem::arch

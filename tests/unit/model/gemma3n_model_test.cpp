@@ -15,7 +15,7 @@
 #include "model/model.h"
 
 namespace tandem::test {
-namespace {
+namespace gemma3n_model_test {
 
 namespace fs = std::filesystem;
 
@@ -266,5 +266,5 @@ TEST_F(Gemma3nModelTest, RowsOfOneStepAreIndependent) {
   EXPECT_LE(rel_err(*backend_, got, want, 0), 1e-5);
 }
 
-}  // namespace
+}  // namespace gemma3n_model_test
 }  // namespace tandem::test

@@ -11,7 +11,7 @@
 #include "model/arch/gemma4_config.h"
 
 namespace tandem::arch {
-namespace {
+namespace gemma4_config_test {
 
 using json = nlohmann::json;
 const std::string S = "sliding_attention", F = "full_attention";
@@ -235,5 +235,5 @@ TEST(Gemma4Config, LoadsTheTextModelOfAMultimodalCheckpoint) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace gemma4_config_test
 }  // namespace tandem::arch

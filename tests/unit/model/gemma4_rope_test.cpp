@@ -8,7 +8,7 @@
 #include "model/rope.h"
 
 namespace tandem {
-namespace {
+namespace gemma4_rope_test {
 
 RopeConfig proportional(double partial, double theta, double factor = 1.0) {
   RopeConfig r;
@@ -83,5 +83,5 @@ TEST(Gemma4Rope, ZeroFrequencyPairsPassThroughTheOp) {
   for (int i : {1, 2, 3, 5, 6, 7}) EXPECT_EQ(o[i], float(i + 1)) << i;
 }
 
-}  // namespace
+}  // namespace gemma4_rope_test
 }  // namespace tandem

@@ -17,7 +17,7 @@
 #include "model/model.h"
 
 namespace tandem {
-namespace {
+namespace gguf_load_test {
 
 namespace fs = std::filesystem;
 
@@ -60,7 +60,7 @@ class BlockKeepingBackend final : public Backend {
   TANDEM_NO_OP(void gather_rows(Tensor&, const Tensor&, const Tensor&))
   TANDEM_NO_OP(void topk_route(Tensor&, Tensor&, const Tensor&, int, bool))
   TANDEM_NO_OP(void moe_experts(Tensor&, const Tensor&, const Tensor&, const Tensor&, const Linear&, const Linear&, Activation))
-  TANDEM_NO_OP(void sample(Tensor&, std::span<const SampleRow>, std::span<SampledToken>))
+  TANDEM_NO_OP(void sample(Tensor&, std::span<const SampleRow>, std::span<SampledToken>, const Tensor*))
 #undef TANDEM_NO_OP
 };
 
@@ -243,11 +243,11 @@ TEST(GgufLoad, RefusalsNameTheKeyOrTensor) {
   fs::remove(p);
 }
 
-}  // namespace
+}  // namespace gguf_load_test
 }  // namespace tandem
 
 namespace tandem {
-namespace {
+namespace gguf_load_test {
 
 // A projection in pieces of different weight types (Linear::pieces) computes what one fused
 // weight of the same values computes: each piece's columns, with its bias, side by side.
@@ -285,5 +285,5 @@ TEST(GgufLoad, PiecesComputeLikeOneFusedWeight) {
     EXPECT_NEAR(got.ptr<float>()[i], want.ptr<float>()[i], 1e-5f * (1.f + std::fabs(want.ptr<float>()[i]))) << i;
 }
 
-}  // namespace
+}  // namespace gguf_load_test
 }  // namespace tandem

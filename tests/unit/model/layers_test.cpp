@@ -9,7 +9,7 @@
 #include "model/layers.h"
 
 namespace tandem {
-namespace {
+namespace layers_test {
 
 Tensor put(Backend& be, const std::vector<float>& v, Shape shape) {
   Tensor host = Tensor::empty_host(DType::F32, shape);
@@ -91,5 +91,5 @@ TEST(Layers, MoeRunsTheExpertTheRouterPicks) {
   }
 }
 
-}  // namespace
+}  // namespace layers_test
 }  // namespace tandem

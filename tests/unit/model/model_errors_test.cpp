@@ -11,7 +11,7 @@
 #include "model/model.h"
 
 namespace tandem {
-namespace {
+namespace model_errors_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -157,5 +157,5 @@ TEST_F(BrokenModel, CorruptConfig) {
   EXPECT_NE(load_error().find("config.json"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace model_errors_test
 }  // namespace tandem

@@ -11,7 +11,7 @@
 #include "model/vision/siglip.h"
 
 namespace tandem {
-namespace {
+namespace multimodal_config_test {
 
 using json = nlohmann::json;
 
@@ -142,5 +142,5 @@ TEST(ImageCheck, Gemma4PatchesMustFillTheirCells) {
   EXPECT_EQ(check_image(none, patches(4, 4)), std::optional<std::string>("no towers"));
 }
 
-}  // namespace
+}  // namespace multimodal_config_test
 }  // namespace tandem

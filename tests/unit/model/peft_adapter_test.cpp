@@ -14,7 +14,7 @@
 #include "model/model.h"
 
 namespace tandem {
-namespace {
+namespace peft_adapter_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -116,5 +116,5 @@ TEST(PeftAdapter, RefusesModulesThatDoNotFitTheModel) {
   EXPECT_THROW(load_peft_adapter(write_adapter("untargeted", c, "model.layers.0.self_attn.o_proj", 4, 64, 64)), Error);
 }
 
-}  // namespace
+}  // namespace peft_adapter_test
 }  // namespace tandem

@@ -12,7 +12,7 @@
 #include "test_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace cancellation_test {
 
 using namespace std::chrono_literals;
 
@@ -145,5 +145,5 @@ TEST(Shutdown, RequestStopIsPickedUpByWait) {
   EXPECT_EQ(waiter.wait_for(3s), std::future_status::ready);
 }
 
-}  // namespace
+}  // namespace cancellation_test
 }  // namespace tandem::server::testing

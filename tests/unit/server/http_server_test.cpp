@@ -5,7 +5,7 @@
 #include "test_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace http_server_test {
 
 void expect_openai_error(const HttpReply& r, int status, const std::string& param = "*") {
   EXPECT_EQ(r.status, status) << r.body;
@@ -265,5 +265,5 @@ TEST(HttpServer, TokenizeAndDetokenize) {
             tok->encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", false));
 }
 
-}  // namespace
+}  // namespace http_server_test
 }  // namespace tandem::server::testing

@@ -8,7 +8,7 @@
 #include "test_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace image_http_test {
 
 namespace fs = std::filesystem;
 
@@ -252,5 +252,5 @@ TEST(ReturnTokenIds, ChatCompletionsWholeAndStreamed) {
   EXPECT_EQ(streamed, Json::array({72, 87}));
 }
 
-}  // namespace
+}  // namespace image_http_test
 }  // namespace tandem::server::testing

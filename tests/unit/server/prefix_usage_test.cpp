@@ -7,7 +7,7 @@
 #include "test_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace prefix_usage_test {
 
 // The default script, but the final chunk reports `cached` prompt tokens (choice i: cached + i).
 void script_cached(TestServer& s, int cached) {
@@ -132,5 +132,5 @@ TEST(PrefixUsage, StatsAndMetricsShowTheCache) {
   EXPECT_NE(m.find("tandem:kv_blocks_cached{model_name=\"test-model\"} 30"), std::string::npos) << m;
 }
 
-}  // namespace
+}  // namespace prefix_usage_test
 }  // namespace tandem::server::testing

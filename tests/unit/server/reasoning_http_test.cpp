@@ -8,7 +8,7 @@
 #include "reasoning_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace reasoning_http_test {
 
 struct Split {
   std::string reasoning, content;
@@ -328,5 +328,5 @@ TEST(Thinking, ControlTokenDelimitersKeepSpecialTokens) {
   EXPECT_TRUE(s.engine.requests().back().skip_special_tokens);
 }
 
-}  // namespace
+}  // namespace reasoning_http_test
 }  // namespace tandem::server::testing

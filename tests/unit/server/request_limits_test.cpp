@@ -12,7 +12,7 @@
 #include "test_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace request_limits_test {
 
 using namespace std::chrono_literals;
 
@@ -237,5 +237,5 @@ TEST(RequestLimits, StoppingTheServerCancelsARenderInProgress) {
   EXPECT_EQ(r.status, 503) << r.body;
 }
 
-}  // namespace
+}  // namespace request_limits_test
 }  // namespace tandem::server::testing

@@ -13,7 +13,7 @@
 #include "template/jinja.h"
 
 namespace tandem::jinja {
-namespace {
+namespace api_test {
 
 using nlohmann::ordered_json;
 
@@ -123,5 +123,5 @@ TEST(JinjaApi, DeepMacroRecursionFailsCleanly) {
   EXPECT_NE(msg.find("RecursionError"), std::string::npos) << msg;
 }
 
-}  // namespace
+}  // namespace api_test
 }  // namespace tandem::jinja

@@ -17,7 +17,7 @@
 #include "template/jinja.h"
 
 namespace tandem::jinja {
-namespace {
+namespace cases_test {
 
 using nlohmann::ordered_json;
 
@@ -115,5 +115,5 @@ TEST(JinjaCasesTables, AllLoad) {
   EXPECT_GE(all_groups().size(), 37u);
 }
 
-}  // namespace
+}  // namespace cases_test
 }  // namespace tandem::jinja

@@ -14,7 +14,7 @@
 
 #include "template/jinja.h"
 
-namespace {
+namespace golden_test {
 
 using nlohmann::ordered_json;
 using tandem::jinja::RenderOptions;
@@ -120,4 +120,4 @@ TEST(ChatTemplateGoldenFile, CoversAllTemplates) {
   EXPECT_EQ(golden()["scenarios"].size(), 5u);
 }
 
-}  // namespace
+}  // namespace golden_test

@@ -13,7 +13,7 @@
 #include "template/jinja.h"
 
 namespace tandem::jinja {
-namespace {
+namespace limits_test {
 
 using nlohmann::ordered_json;
 
@@ -179,5 +179,5 @@ TEST(RenderLimits, TheDefaultsLeaveRealTemplatesAlone) {
   EXPECT_GT(o.text.size(), 5000u * 200);
 }
 
-}  // namespace
+}  // namespace limits_test
 }  // namespace tandem::jinja

@@ -11,7 +11,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace bpe_model_test {
 
 using nlohmann::json;
 
@@ -148,5 +148,5 @@ TEST(BpeModel, SubwordPrefixAndSuffix) {
   EXPECT_EQ(ids, (std::vector<int32_t>{4, 2}));
 }
 
-}  // namespace
+}  // namespace bpe_model_test
 }  // namespace tandem::test

@@ -10,7 +10,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace fuzz_test {
 
 // Text built from pieces that stress the pipeline: ASCII words and punctuation, runs of
 // spaces and newlines, precomposed non-ASCII letters, CJK, emoji, digits, contractions, and
@@ -122,5 +122,5 @@ TEST_P(FuzzTest, RandomIdsDecodeOrThrowOutOfRange) {
 INSTANTIATE_TEST_SUITE_P(AllTokenizers, FuzzTest, ::testing::ValuesIn(golden_keys()),
                          golden_key_name);
 
-}  // namespace
+}  // namespace fuzz_test
 }  // namespace tandem::test

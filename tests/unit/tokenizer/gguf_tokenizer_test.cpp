@@ -26,7 +26,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace gguf_tokenizer_test {
 
 namespace fs = std::filesystem;
 
@@ -330,5 +330,5 @@ TEST_F(GgufVocabWriterRefusal, NamesWhatItCannotWrite) {
   EXPECT_EQ(error_for(doc_), "");
 }
 
-}  // namespace
+}  // namespace gguf_tokenizer_test
 }  // namespace tandem::test

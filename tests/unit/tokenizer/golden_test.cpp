@@ -6,7 +6,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace golden_test {
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
@@ -38,5 +38,5 @@ TEST_P(GoldenTest, DecodeMatches) {
 INSTANTIATE_TEST_SUITE_P(AllTokenizers, GoldenTest, ::testing::ValuesIn(golden_keys()),
                          golden_key_name);
 
-}  // namespace
+}  // namespace golden_test
 }  // namespace tandem::test

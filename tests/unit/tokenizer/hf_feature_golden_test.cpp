@@ -11,7 +11,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace hf_feature_golden_test {
 
 using nlohmann::json;
 
@@ -80,5 +80,5 @@ TEST(HfFeatureGoldens, RealTokenizersOnExtraTexts) {
   }
 }
 
-}  // namespace
+}  // namespace hf_feature_golden_test
 }  // namespace tandem::test

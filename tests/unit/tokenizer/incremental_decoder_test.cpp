@@ -10,7 +10,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace incremental_decoder_test {
 
 // Streams ids through an IncrementalDecoder checking the invariants; returns the text.
 std::string stream_and_check(const std::shared_ptr<const Tokenizer>& tok,
@@ -169,5 +169,5 @@ TEST(IncrementalDecoder, OutOfRangeIdThrows) {
   EXPECT_EQ(dec.push(tok->encode("a", false)[0]), "a");  // still usable afterwards
 }
 
-}  // namespace
+}  // namespace incremental_decoder_test
 }  // namespace tandem::test

@@ -10,7 +10,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace load_error_test {
 
 using nlohmann::json;
 
@@ -120,5 +120,5 @@ TEST(LoadErrors, MissingFileAndBadJson) {
   EXPECT_THROW(Tokenizer::from_json_text("[1, 2]", "x.json"), Error);
 }
 
-}  // namespace
+}  // namespace load_error_test
 }  // namespace tandem::test

@@ -10,7 +10,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace pipeline_test {
 
 using nlohmann::json;
 
@@ -257,5 +257,5 @@ TEST(Tokenizer, EncodeIsThreadSafe) {
   for (int m : mismatches) EXPECT_EQ(m, 0);
 }
 
-}  // namespace
+}  // namespace pipeline_test
 }  // namespace tandem::test

@@ -10,7 +10,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem {
-namespace {
+namespace token_bytes_test {
 
 // decode(ids) is the concatenation of the ids' bytes whenever that is valid UTF-8 (HF turns
 // invalid bytes into U+FFFD), less the leading space a Strip decoder removes at the start.
@@ -60,5 +60,5 @@ TEST(TokenBytes, SpecialSpacesAndByteTokens) {
   EXPECT_EQ(m[size_t(*mistral->token_to_id("</s>"))], "</s>");
 }
 
-}  // namespace
+}  // namespace token_bytes_test
 }  // namespace tandem

@@ -8,7 +8,7 @@
 #include "tokenizer_test_support.h"
 
 namespace tandem::test {
-namespace {
+namespace tokenizer_config_test {
 
 using nlohmann::json;
 
@@ -98,5 +98,5 @@ TEST(ByteLevelTokenizerJson, LoadsWithChatMLSpecialsAndRoundTrips) {
   EXPECT_EQ(Tokenizer::from_json_text(byte_level_tokenizer_json(259))->vocab_size(), 259);
 }
 
-}  // namespace
+}  // namespace tokenizer_config_test
 }  // namespace tandem::test

@@ -7,7 +7,7 @@
 #include "tokenizer/unicode.h"
 
 namespace tandem::tok {
-namespace {
+namespace unicode_test {
 
 const std::string R = "\xEF\xBF\xBD";  // U+FFFD
 
@@ -123,5 +123,5 @@ TEST(Pattern, LiteralAndRegexSegmentsCoverTheText) {
   ASSERT_EQ(s.size(), 1u);  // HF: one empty non-match
 }
 
-}  // namespace
+}  // namespace unicode_test
 }  // namespace tandem::tok

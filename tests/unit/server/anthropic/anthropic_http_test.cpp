@@ -4,7 +4,7 @@
 #include "../test_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace anthropic_http_test {
 
 Json messages_body(const std::string& text, Json extra = Json::object()) {
   Json body = {{"model", "test-model"},
@@ -152,5 +152,5 @@ TEST(Messages, CountTokens) {
                 .size());
 }
 
-}  // namespace
+}  // namespace anthropic_http_test
 }  // namespace tandem::server::testing

@@ -5,7 +5,7 @@
 #include "../expect_400.h"
 
 namespace tandem::server {
-namespace {
+namespace anthropic_messages_test {
 
 TEST(AnthropicMessages, SystemBlocksAndTools) {
   Json system = Json::parse(R"([{"type": "text", "text": "You are terse."}])");
@@ -45,5 +45,5 @@ TEST(AnthropicMessages, BadInputIs400) {
       "messages[0].content[0].type");
 }
 
-}  // namespace
+}  // namespace anthropic_messages_test
 }  // namespace tandem::server

@@ -12,7 +12,7 @@
 #include "server/openai/chat_messages.h"
 
 namespace tandem::server {
-namespace {
+namespace chat_prompt_golden_test {
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -67,5 +67,5 @@ TEST(ChatPromptGolden, MatchesTransformers) {
   EXPECT_EQ(checked, 330);
 }
 
-}  // namespace
+}  // namespace chat_prompt_golden_test
 }  // namespace tandem::server

@@ -13,7 +13,7 @@
 #include "server/openai/chat_messages.h"
 
 namespace tandem::server {
-namespace {
+namespace chat_prompt_test {
 
 const char* kLlamaDir = TANDEM_TEST_DATA "/oracle/llama";
 
@@ -233,5 +233,5 @@ TEST(SpecialText, MarkersPassThroughEveryRealTemplate) {
   EXPECT_GT(compared, 40);
 }
 
-}  // namespace
+}  // namespace chat_prompt_test
 }  // namespace tandem::server

@@ -8,7 +8,7 @@
 #include "server/common/sse.h"
 
 namespace tandem::server {
-namespace {
+namespace formats_test {
 
 std::string fake_text(int32_t id) {
   return id == 9 ? std::string("\xe2\x82") : "t" + std::to_string(id);
@@ -108,5 +108,5 @@ TEST(Sse, Framing) {
   EXPECT_EQ(kSseDone, "data: [DONE]\n\n");
 }
 
-}  // namespace
+}  // namespace formats_test
 }  // namespace tandem::server

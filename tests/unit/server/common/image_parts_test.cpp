@@ -12,7 +12,7 @@
 #include "server/openai/responses_request.h"
 
 namespace tandem::server {
-namespace {
+namespace image_parts_test {
 
 Json openai_image(const std::string& url) {
   return {{"type", "image_url"}, {"image_url", {{"url", url}}}};
@@ -174,5 +174,5 @@ TEST(ContentParts, ResponsesInputImages) {
   expect_400([&] { parse_responses_request(assistant, {}, 512); }, "input[0].content[1].type");
 }
 
-}  // namespace
+}  // namespace image_parts_test
 }  // namespace tandem::server

@@ -20,7 +20,7 @@
 #include "server/common/served_images.h"
 
 namespace tandem::server {
-namespace {
+namespace image_prompt_golden_test {
 
 namespace fs = std::filesystem;
 
@@ -118,5 +118,5 @@ TEST_P(ImagePromptGolden, RenderedExpandedAndTokenizedAsTheProcessor) {
 INSTANTIATE_TEST_SUITE_P(Oracle, ImagePromptGolden,
                          ::testing::Values("gemma3_vision", "gemma4_vision_bidir"));
 
-}  // namespace
+}  // namespace image_prompt_golden_test
 }  // namespace tandem::server

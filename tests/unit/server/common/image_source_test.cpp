@@ -16,7 +16,7 @@
 #include "server/http/httplib_types.h"
 
 namespace tandem::server {
-namespace {
+namespace image_source_test {
 
 namespace fs = std::filesystem;
 using namespace testing;
@@ -214,5 +214,5 @@ TEST_F(RemoteMedia, DownloadsAreBounded) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace image_source_test
 }  // namespace tandem::server

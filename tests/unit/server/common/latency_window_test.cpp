@@ -9,7 +9,7 @@
 #include "server/common/latency_window.h"
 
 namespace tandem::server {
-namespace {
+namespace latency_window_test {
 
 using Clock = LatencyWindow::Clock;
 using std::chrono::seconds;
@@ -82,5 +82,5 @@ TEST(LatencyWindow, BinsAreFivePercentWide) {
   }
 }
 
-}  // namespace
+}  // namespace latency_window_test
 }  // namespace tandem::server

@@ -10,7 +10,7 @@
 #include "server/common/prompt_bound.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace prompt_bound_test {
 
 nlohmann::json llama_tokenizer_json() {
   std::ifstream in(std::string(llama_dir()) + "/tokenizer.json");
@@ -82,5 +82,5 @@ TEST(PromptBound, NoBoundWhereTextCanVanishBeforeTheModel) {
   EXPECT_TRUE(without([](auto&) {}));
 }
 
-}  // namespace
+}  // namespace prompt_bound_test
 }  // namespace tandem::server::testing

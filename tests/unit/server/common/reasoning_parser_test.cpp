@@ -14,7 +14,7 @@
 #include "server/openai/chat_messages.h"
 
 namespace tandem::server {
-namespace {
+namespace reasoning_parser_test {
 
 std::string template_text(const std::string& name) {
   std::ifstream in(std::string(TANDEM_TEST_DATA "/chat_templates/") + name + ".jinja",
@@ -307,5 +307,5 @@ TEST(AnswerSplit, TheStreamAddsUpToTheWhole) {
   }
 }
 
-}  // namespace
+}  // namespace reasoning_parser_test
 }  // namespace tandem::server

@@ -14,7 +14,7 @@
 #include "server/common/reasoning_setup.h"
 
 namespace tandem::server {
-namespace {
+namespace reasoning_setup_test {
 
 ModelInfo info_of(int vocab_size, std::vector<int32_t> eos) {
   ModelInfo info;
@@ -148,5 +148,5 @@ TEST(ReasoningSetup, ParserAndEngineAgreeWhereTheAnswerBegins) {
   EXPECT_GT(num_thought, 10);
 }
 
-}  // namespace
+}  // namespace reasoning_setup_test
 }  // namespace tandem::server

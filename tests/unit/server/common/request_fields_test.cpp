@@ -8,7 +8,7 @@
 #include "server/openai/openai_fields.h"
 
 namespace tandem::server {
-namespace {
+namespace request_fields_test {
 
 // Runs fn, expecting a 400 that names `param`; returns the message.
 template <typename Fn>
@@ -204,5 +204,5 @@ TEST(OpenAIFields, StreamOptionsAndFormats) {
       "logit_bias");
 }
 
-}  // namespace
+}  // namespace request_fields_test
 }  // namespace tandem::server

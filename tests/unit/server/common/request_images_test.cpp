@@ -9,7 +9,7 @@
 #include "server/common/request_images.h"
 
 namespace tandem::server {
-namespace {
+namespace request_images_test {
 
 using namespace testing;
 
@@ -159,5 +159,5 @@ TEST_F(RequestImages, ASpanMismatchIsAnInternalError) {
   EXPECT_THROW(image_spans(extra, soft, one), ApiError);
 }
 
-}  // namespace
+}  // namespace request_images_test
 }  // namespace tandem::server

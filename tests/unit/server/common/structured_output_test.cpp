@@ -8,7 +8,7 @@
 #include "server/common/tool_calls.h"
 
 namespace tandem::server {
-namespace {
+namespace structured_output_test {
 
 std::shared_ptr<const grammar::TokenVocab> byte_vocab() {
   grammar::TokenVocabParams p;
@@ -118,5 +118,5 @@ TEST(StructuredOutput, CompileErrorsAre400sNamingKeywordAndPath) {
   EXPECT_NE(g.grammar, nullptr);
 }
 
-}  // namespace
+}  // namespace structured_output_test
 }  // namespace tandem::server

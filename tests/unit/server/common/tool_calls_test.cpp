@@ -5,7 +5,7 @@
 #include "server/common/json_text.h"
 
 namespace tandem::server {
-namespace {
+namespace tool_calls_test {
 
 Json args(const ToolCall& c) {
   return Json::parse(c.arguments);
@@ -131,5 +131,5 @@ TEST(ToolCalls, StreamEmitsCallWhenBlockCloses) {
   EXPECT_TRUE(stream.finish().empty());  // whitespace after a call is not content
 }
 
-}  // namespace
+}  // namespace tool_calls_test
 }  // namespace tandem::server

@@ -10,7 +10,7 @@
 #include "server/http/body_reader.h"
 
 namespace tandem::server::http {
-namespace {
+namespace body_reader_test {
 
 // Hands out `data` in slices of `slice` bytes, then reports Closed; counts what it gave.
 class StringSource : public ByteSource {
@@ -163,5 +163,5 @@ TEST(BodyReader, AClientThatLeavesMidBodyIsClosed) {
   EXPECT_EQ(read("5\r\nab", chunked_framing(), 100).status, BodyStatus::Closed);
 }
 
-}  // namespace
+}  // namespace body_reader_test
 }  // namespace tandem::server::http

@@ -13,7 +13,7 @@
 #include "../test_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace http_transport_test {
 
 using namespace std::chrono_literals;
 
@@ -346,5 +346,5 @@ TEST(HttpTransport, AHeadPastTheHeaderLimitIs431) {
   expect_still_serving(s);
 }
 
-}  // namespace
+}  // namespace http_transport_test
 }  // namespace tandem::server::testing

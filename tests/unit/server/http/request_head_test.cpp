@@ -6,7 +6,7 @@
 #include "server/http/request_head.h"
 
 namespace tandem::server::http {
-namespace {
+namespace request_head_test {
 
 RequestHead parse_ok(const std::string& head) {
   auto r = parse_request_head(head);
@@ -104,5 +104,5 @@ TEST(RequestHead, PercentDecoding) {
   EXPECT_FALSE(percent_decode("%g0", false));
 }
 
-}  // namespace
+}  // namespace request_head_test
 }  // namespace tandem::server::http

@@ -5,7 +5,7 @@
 #include "../expect_400.h"
 
 namespace tandem::server {
-namespace {
+namespace chat_messages_test {
 
 TEST(ChatMessages, StringsAndTextPartsBecomeStrings) {
   Json in = Json::parse(R"([
@@ -61,5 +61,5 @@ TEST(ChatMessages, ToolsAndToolChoice) {
   expect_400([&] { tool_choice_allows_calls(&odd); }, "tool_choice");
 }
 
-}  // namespace
+}  // namespace chat_messages_test
 }  // namespace tandem::server

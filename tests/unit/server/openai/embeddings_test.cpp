@@ -18,7 +18,7 @@
 #include "server/openai/embeddings_response.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace embeddings_test {
 
 // The scripted engine's "pooled vector" of a prompt: [size, first id, 3, -4] (hidden 4).
 std::vector<float> fake_vector(const GenerationRequest& r) {
@@ -239,11 +239,11 @@ TEST(EmbeddingsFormat, Base64OfKnownFloatsAndNonFiniteVectors) {
   EXPECT_THROW(client_embedding({1.f, NAN}, std::nullopt, true), ApiError);
 }
 
-}  // namespace
+}  // namespace embeddings_test
 }  // namespace tandem::server::testing
 
 namespace tandem::server {
-namespace {
+namespace embeddings_test {
 
 namespace fs = std::filesystem;
 
@@ -325,5 +325,5 @@ TEST_F(PoolingConfig, FoldersThatWouldGetOtherVectorsAreRefusedNamingTheFile) {
   EXPECT_NE(error_of().find("modules.json"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace embeddings_test
 }  // namespace tandem::server

@@ -5,7 +5,7 @@
 #include "../test_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace openai_http_test {
 
 std::shared_ptr<const Tokenizer> llama_tokenizer() {
   static auto tok = Tokenizer::load(llama_dir());
@@ -402,5 +402,5 @@ TEST(Completions, Streaming) {
   EXPECT_EQ(chunks.back()["usage"]["completion_tokens"], 2);
 }
 
-}  // namespace
+}  // namespace openai_http_test
 }  // namespace tandem::server::testing

@@ -6,7 +6,7 @@
 #include "../test_server.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace responses_http_test {
 
 std::vector<std::string> event_names(const std::vector<SseEvent>& events) {
   std::vector<std::string> names;
@@ -213,5 +213,5 @@ TEST(Responses, BadToolFieldsAre400sNamingTheField) {
   EXPECT_EQ(s.post("/v1/responses", responses_body({})).status, 200);  // still serving
 }
 
-}  // namespace
+}  // namespace responses_http_test
 }  // namespace tandem::server::testing

@@ -14,7 +14,7 @@
 #include "server/web/web_pages.h"
 
 namespace tandem::server::testing {
-namespace {
+namespace web_pages_test {
 
 const std::filesystem::path kWebDir =
     std::filesystem::path(TANDEM_TEST_DATA).parent_path().parent_path() / "src/server/web";
@@ -129,5 +129,5 @@ TEST(WebPages, OffWithoutTheWebUi) {
   EXPECT_EQ(s.get("/health").status, 200);
 }
 
-}  // namespace
+}  // namespace web_pages_test
 }  // namespace tandem::server::testing
