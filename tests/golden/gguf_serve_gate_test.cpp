@@ -9,6 +9,8 @@
 // features: structured output, the fp8 KV cache, perplexity and eval.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <latch>
 #include <thread>
 
@@ -169,7 +171,12 @@ TEST(GgufFeatures, StructuredOutputFollowsTheSchema) {
     ASSERT_TRUE(out.is_object()) << reply.dump();
     EXPECT_EQ(out.size(), 2u) << out.dump();
     ASSERT_TRUE(out["name"].is_string()) << out.dump();
-    EXPECT_LE(out["name"].get<std::string>().size(), 8u);
+    // maxLength counts code points (JSON Schema), not UTF-8 bytes.
+    const std::string name = out["name"].get<std::string>();
+    EXPECT_LE(std::count_if(name.begin(), name.end(),
+                            [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }),
+              8)
+        << out.dump();
     ASSERT_TRUE(out["n"].is_number_integer()) << out.dump();
     EXPECT_GE(out["n"].get<int>(), 0);
     EXPECT_LE(out["n"].get<int>(), 99);
