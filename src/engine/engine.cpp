@@ -313,6 +313,7 @@ Engine::InFlight Engine::mark_in_flight(const std::vector<ScheduledRow>& rows) {
   InFlight f;
   int position = 0;
   for (const ScheduledRow& r : rows) {
+    f.num_tokens += r.num_tokens;
     if (!r.sample) continue;
     Sequence& seq = *r.seq;
     if (seq.status != SeqStatus::Finished) {  // it may have stopped while this step was issued
@@ -393,6 +394,15 @@ void Engine::complete_in_flight() {
     }
   }
   TANDEM_CHECK(at == picked.size(), "{} tokens for {} sampled positions", picked.size(), at);
+  // The step's cost for the speculator: from its own step() call (a draft's forwards
+  // included) or the previous step's tokens, whichever came later, to its tokens. With the
+  // overlapped loop a step() call issues one step and waits for the one before, so the
+  // call's own duration would charge each step its predecessor's cost.
+  const auto now = std::chrono::steady_clock::now();
+  if (speculator_)
+    speculator_->observe_step(f.speculative, f.num_tokens,
+                              std::chrono::duration<double>(now - std::max(f.started, last_completion_)).count());
+  last_completion_ = now;
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.generation_tokens_total += generated;
 }
@@ -415,6 +425,7 @@ bool Engine::step() {
   const bool worked = !rows.empty() || in_flight_.has_value();
   std::optional<InFlight> issued;
   if (!rows.empty()) issued = issue(rows);
+  if (issued) issued->started = started;
   if (in_flight_) complete_in_flight();  // step n's tokens, while step n+1 runs
   in_flight_ = std::move(issued);
   if (in_flight_ && !overlap_) complete_in_flight();
@@ -431,23 +442,8 @@ bool Engine::step() {
   stats_.prefix_cache_enabled = kv_.prefix_caching();
   stats_.prefix_cache_queries_total = scheduler_.prefix_cache_counts().queries;
   stats_.prefix_cache_hits_total = scheduler_.prefix_cache_counts().hits;
-  if (speculator_) {
-    observe_step(rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    stats_.spec_decode = speculator_->stats();
-  }
+  if (speculator_) stats_.spec_decode = speculator_->stats();
   return worked;
-}
-
-// What the step cost, for the speculator's choice of the next (spec_controller.h).
-void Engine::observe_step(const std::vector<ScheduledRow>& rows, double seconds) {
-  if (rows.empty()) return;
-  int tokens = 0;
-  bool speculative = false;
-  for (const ScheduledRow& r : rows) {
-    tokens += r.num_tokens;
-    speculative = speculative || r.num_draft > 0;
-  }
-  speculator_->observe_step(speculative, tokens, seconds);
 }
 
 void Engine::run_draft(std::vector<ScheduledRow>& rows) {

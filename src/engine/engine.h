@@ -45,6 +45,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <future>
@@ -140,6 +141,10 @@ class Engine : public EngineApi {
     std::vector<int> num_positions;
     // Some row verifies proposals: the step is read before the next one is planned.
     bool speculative = false;
+    // What the speculator's cost model charges it (spec_controller.h): the query tokens of
+    // every row, and when its step() call began (a draft model runs before the forward).
+    int num_tokens = 0;
+    std::chrono::steady_clock::time_point started;
   };
   // Issues `rows` as one forward and its sampling op, without waiting (plan, issue the
   // forward, advance, read the previous step if the rows need it, sampling rows, issue
@@ -162,7 +167,6 @@ class Engine : public EngineApi {
   // rolled back to them; returns how many it emitted.
   void run_draft(std::vector<ScheduledRow>& rows);
   int emit_verified(Sequence& seq, std::span<const SampledToken> picked);
-  void observe_step(const std::vector<ScheduledRow>& rows, double seconds);
   void emit_token(Sequence& seq, const GeneratedToken& token);
   void finish(Sequence& seq, FinishReason reason);
   void wait_for_work();
@@ -183,6 +187,9 @@ class Engine : public EngineApi {
   ModelInfo info_;
   bool overlap_ = false;
   std::optional<InFlight> in_flight_;  // owned by the engine thread
+  // When the last in-flight step's tokens arrived: a step's cost is the time from then (or
+  // from its own step() call, if later) to its own tokens' arrival (complete_in_flight).
+  std::chrono::steady_clock::time_point last_completion_;
   std::unique_ptr<Speculator> speculator_;  // with --speculative-config
 
   mutable std::mutex inbox_mu_;
