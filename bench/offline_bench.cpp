@@ -3,9 +3,12 @@
 // (prefill included, as TensorRT-LLM's tables count it).
 //   offline_bench MODEL_DIR|FILE.gguf [--device cuda|cpu] [--input 128] [--output 128] [--num 256]
 //                 [--batch 256] [--max-batched-tokens 8192] [--repeat 1]
-//                 [--kv-cache-dtype auto|fp8|fp8_e4m3] [--threads N]
+//                 [--kv-cache-dtype auto|fp8|fp8_e4m3] [--threads N] [--quantization fp8]
+//                 [--speculative-config JSON]
 // `--num 1 --batch 1 --input 128 --output 256` is decode-b1: it also prints the decode
-// rate after the first token (the bandwidth-roofline comparison).
+// rate after the first token (the bandwidth-roofline comparison). With
+// --speculative-config (n-gram or a draft model, as on `serve`) it also prints what
+// speculation did: proposals, acceptance, tokens per verifying row.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include <random>
 
 #include "cli/env_switches.h"
+#include "cli/model_files.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "engine/engine.h"
@@ -38,7 +42,8 @@ double cpu_seconds() {
 }
 
 struct Options {
-  std::string dir, device = "cuda", kv_cache_dtype = "auto";
+  std::string dir, device = "cuda", kv_cache_dtype = "auto", quantization = "none";
+  std::optional<std::string> speculative;  // --speculative-config JSON
   int input = 128, output = 128, num = 256, batch = 256, max_batched_tokens = 8192, repeat = 1;
   int threads = 0;  // the CPU backend's pool (0: the physical cores)
 };
@@ -57,6 +62,8 @@ Options parse(int argc, char** argv) {
     else if (k == "--repeat") o.repeat = std::stoi(v);
     else if (k == "--kv-cache-dtype") o.kv_cache_dtype = v;
     else if (k == "--threads") o.threads = std::stoi(v);
+    else if (k == "--quantization") o.quantization = v;
+    else if (k == "--speculative-config") o.speculative = v;
     else throw std::runtime_error("unknown option " + k);
   }
   return o;
@@ -155,15 +162,19 @@ int main(int argc, char** argv) {
       return 1;  // --threads, TANDEM_THREADS, TANDEM_CPU_ISA
     const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
     auto load_start = Clock::now();
-    const cli::EnvSwitches& env = cli::env_switches();  // TANDEM_CUDA_GRAPHS, TANDEM_OVERLAP, ...
-    auto backend = o.device == "cpu" ? make_cpu_backend() : make_cuda_backend(0, env.cuda);
-    auto model = load_model(o.dir, *backend);
-    backend->synchronize();
+    cli::LoadedModel m = cli::load_model_folder(
+        o.dir, o.device, LoadOptions{.online = online_quantization(o.quantization)});
+    std::optional<SpeculativeConfig> speculative;
+    if (o.speculative) {
+      speculative = parse_speculative_config(*o.speculative);
+      cli::load_draft_model(m, *speculative);
+    }
+    m.backend->synchronize();
     double load_s = seconds_since(load_start);
-    int vocab = model->config().vocab_size;
-    fmt::print("model {} ({:.2f}B params) on {}: loaded in {:.1f} s\n", o.dir,
-               double(model->num_parameters()) / 1e9, backend->name(), load_s);
-    if (backend->device() == Device::CPU)
+    int vocab = m.model->config().vocab_size;
+    fmt::print("model {} ({:.2f}B params, {}) on {}: loaded in {:.1f} s\n", o.dir,
+               double(m.model->num_parameters()) / 1e9, m.weight_format, m.backend->name(), load_s);
+    if (m.backend->device() == Device::CPU)
       fmt::print("cpu: {} threads, {} kernels\n", ThreadPool::global().num_threads(),
                  cpu_isa_name(cpu_isa()));
     EngineConfig config;
@@ -171,15 +182,14 @@ int main(int argc, char** argv) {
     config.scheduler.max_batched_tokens = o.max_batched_tokens;
     config.scheduler.prompt_concurrency = o.batch;
     config.max_model_len = o.input + o.output;
-    config.overlap = env.overlap;
-    const DType kv_dtype = kv_dtype_flag.value_or(backend->act_dtype());
+    config.speculative = speculative;
+    const DType kv_dtype = kv_dtype_flag.value_or(m.backend->act_dtype());
     int64_t want = int64_t(std::min(o.num, o.batch)) * (o.input + o.output + 16);
-    config.kv_budget_bytes = want * kv_bytes_per_block(model->kv_specs(), 16, kv_dtype) / 16;
-    ExecutorConfig executor{.kv_dtype = kv_dtype, .graphs = env.graphs};
-    Engine engine(make_executor(std::move(backend), std::move(model), executor), nullptr, config);
-    fmt::print("batch {} rows, {} tokens per step, KV {:.2f} GiB {}\n", o.batch,
-               o.max_batched_tokens, double(engine.kv_layout().budget_bytes) / double(1 << 30),
-               dtype_name(engine.kv_dtype()));
+    int64_t per_block = kv_bytes_per_block(m.model->kv_specs(), 16, kv_dtype);
+    if (m.draft) per_block += kv_bytes_per_block(m.draft->kv_specs(), 16, kv_dtype);
+    config.kv_budget_bytes = want * per_block / 16;
+    std::unique_ptr<Engine> owned = cli::make_engine(m, config, kv_dtype);  // env: graphs, overlap
+    Engine& engine = *owned;
     Options warm = o;
     warm.num = std::min(o.num, 4);
     warm.output = std::min(o.output, 8);
@@ -189,6 +199,14 @@ int main(int argc, char** argv) {
     std::sort(rates.begin(), rates.end());
     fmt::print("offline-{}/{} num {} batch {}: {:.0f} output tok/s (median of {})\n", o.input,
                o.output, o.num, o.batch, rates[rates.size() / 2], rates.size());
+    if (speculative) {
+      const SpecDecodeStats st = engine.stats().spec_decode;
+      fmt::print("speculative {}: {} verifying rows, {} proposals, {} accepted ({:.1f}%), "
+                 "{:.2f} tokens per verifying row\n",
+                 st.method, st.num_drafts, st.num_draft_tokens, st.num_accepted_tokens,
+                 st.num_draft_tokens ? 100.0 * double(st.num_accepted_tokens) / double(st.num_draft_tokens) : 0.0,
+                 st.num_drafts ? 1.0 + double(st.num_accepted_tokens) / double(st.num_drafts) : 0.0);
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -195,6 +195,9 @@ CLI::App* add_generate_command(CLI::App& app, CommandLine& line) {
   add_speculative_flag(*cmd, o.speculative_config);
   cmd->add_flag("--json", o.json,
                 "Print {\"ids\": [...], \"text\": \"...\"} at the end instead of streaming");
+  cmd->add_flag("--timing", o.timing,
+                "Print the generated tokens, seconds and tok/s on stderr (what speculation did is "
+                "printed there whenever it is on)");
   add_threads_flag(*cmd, line.threads);
   return cmd;
 }

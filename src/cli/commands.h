@@ -78,6 +78,7 @@ struct GenerateOptions {
   float min_p = 0.f;
   std::optional<uint64_t> seed;
   bool json = false;
+  bool timing = false;  // --timing: tokens, seconds and tok/s on stderr
   bool ignore_eos = false;
   std::string kv_cache_dtype = "auto";  // auto | fp8 | fp8_e4m3 (as serve's)
   std::optional<std::string> lora;  // a PEFT adapter folder to run with

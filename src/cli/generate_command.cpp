@@ -87,12 +87,13 @@ int run_generate(const GenerateOptions& o) {
       }
     }
     if (!error.empty()) fail("{}", error);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (o.timing && !speculative)
+      fmt::print(stderr, "{} tokens in {:.3f} s ({:.1f} tok/s)\n", ids.size(), s, double(ids.size()) / s);
     if (speculative) {  // what speculation did, on stderr (stdout is the output)
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       const SpecDecodeStats st = engine->stats().spec_decode;
       fmt::print(stderr,
-                 "speculative {}: {} of {} proposals accepted ({:.1f}%), {} tokens in {:.2f} s "
+                 "speculative {}: {} of {} proposals accepted ({:.1f}%), {} tokens in {:.3f} s "
                  "({:.1f} tok/s)\n",
                  st.method, st.num_accepted_tokens, st.num_draft_tokens,
                  st.num_draft_tokens

@@ -56,6 +56,16 @@ json preset(const std::string& name) {
                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
     return c;
   }
+  if (name == "llama-3.2-1b") {  // speculative decoding's draft for the 8B shape
+    json c = preset("llama-3.1-8b");
+    c["hidden_size"] = 2048;
+    c["num_hidden_layers"] = 16;
+    c["head_dim"] = 64;
+    c["intermediate_size"] = 8192;
+    c["tie_word_embeddings"] = true;
+    c["rope_scaling"]["factor"] = 32.0;
+    return c;
+  }
   if (name == "llama-3.1-70b") {
     json c = preset("llama-3.1-8b");
     c["hidden_size"] = 8192;
@@ -229,7 +239,7 @@ int write_random_gguf(const RandomModelOptions& o, json cj, const ModelConfig& c
 }  // namespace
 
 std::string random_model_presets() {
-  return std::string("llama-100m, qwen3-0.6b, qwen3-1.7b, llama-3.1-8b, llama-3.1-70b, ") +
+  return std::string("llama-100m, qwen3-0.6b, qwen3-1.7b, llama-3.2-1b, llama-3.1-8b, llama-3.1-70b, ") +
          kGemma4Presets;
 }
 
