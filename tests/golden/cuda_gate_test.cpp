@@ -183,7 +183,7 @@ TEST_P(CudaGate, BatchedGreedyEqualsSoloOnTheGpu) {
 INSTANTIATE_TEST_SUITE_P(Architectures, CudaGate,
                          ::testing::Values("llama", "qwen2", "qwen3", "mistral", "phi3", "gemma2",
                                            "gemma3", "qwen3_moe", "mixtral", "gemma3n", "gemma4",
-                                           "gemma4_moe"),
+                                           "gemma4_moe", "gemma4_kvshare", "gemma4_moe_nople"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace cuda_gate_test
