@@ -13,7 +13,7 @@ int StepCostModel::bucket_of(int num_tokens) {
 void StepCostModel::observe(int num_tokens, double seconds) {
   if (num_tokens <= 0 || !(seconds >= 0)) return;
   Bucket& b = buckets_[size_t(bucket_of(num_tokens))];
-  if (b.samples == 0) {
+  if (b.samples <= 1) {  // the first (a warm-up) is replaced by the second
     b.tokens = num_tokens;
     b.seconds = seconds;
   } else {

@@ -6,6 +6,10 @@
 // so that a size never tried gets tried once and is then known), below the smallest
 // that bucket's. Nothing measured: nullopt.
 //
+// A bucket's first measurement is a warm-up (a shape's first step may capture its CUDA
+// graph or touch memory for the first time): the second replaces it, and only then does the
+// average begin.
+//
 // A step's cost depends on more than its tokens (context lengths, sampling, the host's
 // share); the buckets average over what the server actually runs, and follow it as it
 // changes (each new step weighs kWeight).

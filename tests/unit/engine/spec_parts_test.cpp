@@ -112,9 +112,11 @@ TEST(StepCostModel, InterpolatesMeasuredBuckets) {
   m.observe(64, 0.074);
   EXPECT_NEAR(*m.cost(32), 0.010 + 31.0 / 63.0 * 0.064, 1e-12);
   EXPECT_DOUBLE_EQ(*m.cost(1), 0.010);
-  m.observe(1, 0.020);  // a bucket follows its new measurements
-  EXPECT_NEAR(*m.cost(1), 0.012, 1e-12);
-  EXPECT_EQ(m.samples(1), 2);
+  m.observe(1, 0.020);  // the second measurement replaces the first (a warm-up) ...
+  EXPECT_DOUBLE_EQ(*m.cost(1), 0.020);
+  m.observe(1, 0.010);  // ... then a bucket follows its new measurements
+  EXPECT_NEAR(*m.cost(1), 0.018, 1e-12);
+  EXPECT_EQ(m.samples(1), 3);
 }
 
 // A step of n tokens costs `base + per_token · n`.
@@ -151,6 +153,23 @@ TEST(SpecController, AfterManySpeculativeStepsOnePlainStepMeasuresAgain) {
   EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{0});
   c.observe_step(false, 1, 0.010);
   EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{4});
+}
+
+TEST(SpecController, AfterManyPlainStepsOneSpeculativeStepMeasuresAgain) {
+  SpecController c(true);
+  teach(c, 0.010, 0.00001);
+  for (int n : {2, 3, 5})  // verify steps measured as dear (twice: a bucket's first is a warm-up)
+    for (int i = 0; i < 2; i++) c.observe_step(true, n, 1.0);
+  const std::vector<SpecCandidate> one = {{4, 0.8}};
+  for (int i = 0; i < SpecController::kSpecRefresh; i++) {
+    ASSERT_EQ(c.choose(one, 1, 1), std::vector<int>{0}) << "step " << i;
+    c.observe_step(false, 1, 0.010);
+  }
+  EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{4});  // measured again ...
+  c.observe_step(true, 5, 1.0);
+  EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{0});  // ... and still dear
+  for (int i = 0; i < SpecController::kSpecRefresh; i++) c.observe_step(false, 1, 0.010);
+  EXPECT_EQ(c.choose(std::vector<SpecCandidate>{{4, 0.0}}, 1, 1), std::vector<int>{0});  // never accepted: no gain at any cost
 }
 
 TEST(SpecController, AcceptanceFollowsTheRowAndForgetsIdleRows) {
