@@ -8,7 +8,11 @@
 #    .device/wave.tar.xz (carry .device; the tree's tests/data must travel too).
 # 2. On the GPU machine, from the checkout's root:
 #      tar xJf .device/wave.tar.xz -C /tmp && OUT=$OUT /tmp/wave/gpu_wave.sh [PARTS]
-#    PARTS (default all): draft tests diag spec embed; also bisect (not in the default)
+#    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair (not in the default)
+#    hfbf16 transformers' own bf16 run of the Gemma 4 fixtures against their fp32 oracle
+#           (bench/hf_bf16_oracle_kl.py --write: $OUT/hf-bf16.tgz), and its GPU-against-fp32
+#           logits per position on the diag's sequence: how much of the GPU drift is bf16's
+#    pair   bench/spec_pair.sh on the GPU: the real pair, models/tiny-kjv and its draft
 #    bisect GPU against CPU logits per position on config variants of the Gemma 4 fixtures
 #           whose GPU logits drift (which option of theirs the GPU gets wrong)
 #    draft  trains the draft of models/tiny-kjv (tools/tiny-model/train_draft.sh, 120 s) from
@@ -31,14 +35,16 @@ set -u
 pack() {
   local root build=${BUILD:-build}
   root=$(git rev-parse --show-toplevel) && cd "$root" || return 1
-  nice -n 10 ninja -C "$build" -j2 tandem offline_bench test_golden || return 1
+  local tests=(test_golden); [ "${PACK_TESTS:-1}" = 0 ] && tests=()  # PACK_TESTS=0: no tests part
+  nice -n 10 ninja -C "$build" -j2 tandem offline_bench "${tests[@]}" || return 1
   local stage=/tmp/tandem-wave-stage
   rm -rf "$stage" && mkdir -p "$stage/wave/gpu/tests" "$stage/wave/gpu/bench" "$stage/wave/gpu/lib" .device
-  cp "$build/tandem" "$stage/wave/gpu/" && cp "$build/tests/test_golden" "$stage/wave/gpu/tests/"
+  cp "$build/tandem" "$stage/wave/gpu/"
+  [ ${#tests[@]} = 0 ] || cp "$build/tests/test_golden" "$stage/wave/gpu/tests/"
   cp "$build/bench/offline_bench" "$stage/wave/gpu/bench/"
-  strip "$stage"/wave/gpu/tandem "$stage"/wave/gpu/tests/* "$stage"/wave/gpu/bench/*
+  strip "$stage"/wave/gpu/tandem "$stage"/wave/gpu/bench/* ${tests[@]:+"$stage"/wave/gpu/tests/*}
   local skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libcuda\.so|libcublas|libcudart|libnvrtc|libnvJitLink)'
-  for b in "$stage"/wave/gpu/tandem "$stage"/wave/gpu/tests/* "$stage"/wave/gpu/bench/*; do
+  for b in "$stage"/wave/gpu/tandem "$stage"/wave/gpu/bench/* ${tests[@]:+"$stage"/wave/gpu/tests/*}; do
     ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
       [[ $name =~ $skip ]] || cp -uL "$path" "$stage/wave/gpu/lib/$name"
     done
@@ -188,6 +194,31 @@ variant("gemma4_moe_nople", "full-last", rp(layer_types=["sliding_attention"] * 
 variant("gemma4", "as-is", rp())
 variant("gemma4", "window-4096", rp(sliding_window=4096))
 PY
+fi
+
+if has hfbf16; then
+  timeout 120 python3 bench/hf_bf16_oracle_kl.py --write /tmp/hfb tests/data/oracle gemma4 \
+    gemma4_kvshare gemma4_moe_nople > "$L/hf-bf16.log" 2>&1
+  echo "hf_bf16_oracle_kl rc=$?"; grep -vE '^\s*$' "$L/hf-bf16.log" | tail -8
+  tar czf "$OUT/hf-bf16.tgz" -C /tmp/hfb . 2> /dev/null
+  timeout 120 python3 - <<'PY'
+import torch, transformers
+seq = torch.tensor([[(7 * k + 3) % 500 + 3 for k in range(70)]], device="cuda")
+for arch in ["gemma4", "gemma4_kvshare", "gemma4_moe_nople"]:
+    d = f"tests/data/oracle/{arch}"
+    out = {}
+    for dt in (torch.float32, torch.bfloat16):
+        m = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=dt, attn_implementation="eager").to("cuda").eval()
+        with torch.no_grad(): out[dt] = m(seq).logits[0].float()
+    f, b = out[torch.float32], out[torch.bfloat16]
+    err = (b - f).abs().amax(-1) / f.abs().amax(-1)
+    print(f"hf bf16 {arch}: max rel err per position (every 5th): " + " ".join(f"{e:.3f}" for e in err[::5].tolist())
+          + f"; argmax agree {(b.argmax(-1) == f.argmax(-1)).float().mean():.2f}")
+PY
+fi
+
+if has pair; then
+  REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
 has spec || has embed || exit 0

@@ -11,11 +11,17 @@
 //   - on the GPU (bf16; skipped without one): every pooling of every prompt, batched and
 //     chunked beside a generating row, against the CPU engine's f32 vectors: cosine ≥ 0.999
 //     and relative error ≤ 3e-2 (cuda_gate_test.cpp's logit gates allow the same order),
-//     and the same inputs again (through the prefix cache) give the same vectors.
+//     and the same inputs again (through the prefix cache) give the same vectors. Fixtures
+//     whose own transformers bf16 run misses the logit gate (hf_bf16.json beside them, as
+//     cuda_gate_test.cpp reads it: MoE routers at their margins, Gemma 4 variants with
+//     sharp attention) drift as far in any bf16 run; there the distance to the CPU is
+//     printed, not held, and the rest still is.
 #include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 
 #include "engine/engine.h"
 #include "loader/checkpoint.h"
@@ -85,6 +91,15 @@ std::vector<float> logits_of(const std::vector<float>& e, const std::vector<floa
     out[v] = float(dot);
   }
   return out;
+}
+
+// Whether transformers' own bf16 run of the fixture misses the CUDA logit gate's absolute
+// bounds (KL <= 1e-3, top-1 >= 0.99: cuda_gate_test.cpp), by its hf_bf16.json.
+bool bf16_sensitive(const std::string& arch) {
+  std::ifstream f(oracle_dir(arch) / "hf_bf16.json");
+  if (!f) return false;
+  const nlohmann::json ref = nlohmann::json::parse(f);
+  return ref.at("mean_kl").get<double>() > 1e-3 || ref.at("top1_decided").get<double>() < 0.99;
 }
 
 double cosine(const std::vector<float>& a, const std::vector<float>& b) {
@@ -206,12 +221,20 @@ TEST_P(EmbeddingOracle, BatchedGpuVectorsMatchTheCpu) {
   gen.ignore_eos = true;
   auto generating = gpu->submit(gen);
   const std::vector<std::vector<float>> got = embed_each(*gpu, all);
+  const bool sensitive = bf16_sensitive(GetParam());
+  double worst = 1;
   for (size_t i = 0; i < all.size(); i++) {
     SCOPED_TRACE(fmt::format("input {} ({})", i, pooling_name(*all[i].pooling)));
     ASSERT_EQ(got[i].size(), want[i].size());
+    for (float v : got[i]) ASSERT_TRUE(std::isfinite(v));
+    worst = std::min(worst, cosine(got[i], want[i]));
+    if (sensitive) continue;
     EXPECT_GE(cosine(got[i], want[i]), 0.999);
     EXPECT_LE(relative_error(got[i].data(), want[i].data(), want[i].size()), 3e-2);
   }
+  if (sensitive)
+    std::printf("[ %-10s ] bf16-sensitive (transformers' own bf16 run misses the logit gate): "
+                "GPU vs CPU cosine >= %.4f, not held\n", GetParam().c_str(), worst);
   int tokens = 0;
   while (auto c = generating->pop(std::chrono::milliseconds(0))) tokens += int(c->tokens.size());
   EXPECT_EQ(tokens, 20);
