@@ -23,8 +23,9 @@ namespace spec_serve_gate_test {
 
 using server::Json;
 
-const std::vector<std::string> kArchs = {"llama",  "qwen2",  "qwen3",     "mistral", "phi3",
-                                         "gemma2", "gemma3", "qwen3_moe", "mixtral"};
+const std::vector<std::string> kArchs = {"llama",   "qwen2",   "qwen3",  "mistral",
+                                         "phi3",    "gemma2",  "gemma3", "qwen3_moe",
+                                         "mixtral", "gemma3n", "gemma4", "gemma4_moe"};
 
 // The draft of a target: another oracle architecture.
 std::string draft_for(const std::string& arch) {
@@ -172,8 +173,9 @@ TEST(SpecServeGate, TightKvBudget) {
           kv_bytes_per_block(model->kv_specs(), 16, DType::F32) +
           (std::string(method) == "draft" ? kv_bytes_per_block(draft->kv_specs(), 16, DType::F32)
                                           : 0);
-      const int blocks =
-          std::string(arch) != "gemma2" ? 12 : std::string(method) == "draft" ? 64 : 16;
+      const int blocks = std::string(arch) != "gemma2"    ? 12
+                         : std::string(method) == "draft" ? 64
+                                                          : 16;
       auto served = serve(arch, 2048, spec_config(method, arch), blocks * block);
       expect_batch_greedy(*served, prompts);
       Json stats = served->settled_stats();
