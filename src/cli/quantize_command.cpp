@@ -2,7 +2,7 @@
 // checkpoint llm-compressor writes: every projection weight (quantizable_weight_name) as
 // F8_E4M3 [out, in] plus weight_scale BF16 [out, 1]; everything else copied as stored;
 // config.json gains the quantization_config transformers and vLLM read, with every other
-// linear (lm_head, MoE routers and experts, side projections) listed in `ignore`. The
+// linear (lm_head, MoE routers, side projections) listed in `ignore`. The
 // bytes are those online quantization (--quantization fp8) computes (fp8_quantize.h), so
 // the written folder loads back to the same logits.
 #include <fmt/format.h>

@@ -174,11 +174,15 @@ std::string scale_tensor_name(const std::string& weight_name, const std::string&
 }
 
 bool quantizable_weight_name(const std::string& name) {
-  const std::string tail = "_proj.weight";
-  // MoE experts stay 16-bit: online quantization (and `tandem quantize`) does not cover
-  // them yet. FP8 expert checkpoints load as they are (Backend::fp8_experts).
-  if (name.find(".experts.") != std::string::npos) return false;
-  return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  auto ends_with = [&](const std::string& tail) {
+    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  // Mixtral's experts are w1 (gate), w3 (up) and w2 (down); every other 2-D projection,
+  // a Qwen3-MoE expert's included, ends in "_proj.weight".
+  if (name.find(".experts.") != std::string::npos &&
+      (ends_with(".w1.weight") || ends_with(".w2.weight") || ends_with(".w3.weight")))
+    return true;
+  return ends_with("_proj.weight");
 }
 
 }  // namespace tandem

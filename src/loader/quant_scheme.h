@@ -61,9 +61,10 @@ QuantScheme resolve_quantization(QuantScheme checkpoint, const std::optional<Qua
 // "weight_scale" → "a.q_proj.weight_scale").
 std::string scale_tensor_name(const std::string& weight_name, const std::string& suffix);
 // Whether online quantization and `tandem quantize` convert the checkpoint weight
-// `name`: the 2-D weights of the attention and MLP projections ("*_proj.weight").
-// Embeddings, lm_head, norms, MoE routers and experts (an FP8 expert checkpoint loads on
-// the CPU backend only) and the small Gemma 3n side projections stay 16-bit.
+// `name`: the 2-D weights of the attention and MLP projections ("*_proj.weight") and of
+// the MoE experts (Qwen3-MoE's "*_proj.weight", Mixtral's "experts.{e}.w1/w2/w3.weight").
+// Embeddings, lm_head, norms, MoE routers, Gemma 4's stacked experts and the small Gemma 3n
+// side projections stay 16-bit.
 bool quantizable_weight_name(const std::string& name);
 
 }  // namespace tandem

@@ -77,7 +77,10 @@ TEST(QuantScheme, OnlineAndResolution) {
   EXPECT_TRUE(quantizable_weight_name("model.layers.0.self_attn.q_proj.weight"));
   EXPECT_FALSE(quantizable_weight_name("lm_head.weight"));
   EXPECT_FALSE(quantizable_weight_name("model.layers.0.mlp.gate.weight"));
-  EXPECT_FALSE(quantizable_weight_name("model.layers.0.mlp.experts.3.up_proj.weight"));
+  EXPECT_TRUE(quantizable_weight_name("model.layers.0.mlp.experts.3.up_proj.weight"));
+  EXPECT_TRUE(quantizable_weight_name("model.layers.0.block_sparse_moe.experts.3.w2.weight"));
+  EXPECT_FALSE(quantizable_weight_name("model.layers.0.block_sparse_moe.gate.weight"));
+  EXPECT_FALSE(quantizable_weight_name("model.layers.0.w2.weight"));
   EXPECT_EQ(scale_tensor_name("a.q_proj.weight", "weight_scale"), "a.q_proj.weight_scale");
 }
 
