@@ -46,7 +46,10 @@ serve() {  # serve LOG [VAR=VALUE...]: starts the server, waits until it answers
 }
 stop_server() { kill "$server"; wait "$server" 2> /dev/null; server=""; }
 trap '[ -n "$server" ] && kill "$server"' EXIT
-stat() { curl -s "$URL/stats" | python3 -c "import json,sys; v=json.load(sys.stdin)['$1']; print(0 if v is None else v)"; }
+# One number of /stats (null: 0), without python: the server writes compact JSON.
+stat() {
+  curl -s "$URL/stats" | grep -o "\"$1\": *[^,}]*" | sed 's/.*: *//; s/null/0/' | head -1
+}
 bench() {  # bench NAME ARGS...: one tandem bench run, its table on stdout, stderr to a log
   local name=$1; shift
   show "$T" bench --url "$URL" "$@"
@@ -75,9 +78,10 @@ bench ttft --image 896x896 --image-fraction 0.5 --concurrency 1 --num-requests "
   --input-len 64 --output-len 16
 ms1=$(stat vision_encode_ms_total); n1=$(stat images_encoded_total)
 show curl -s "$URL/stats" "# vision_encode_ms_total, images_encoded_total before and after"
-python3 -c "
-n = $n1 - $n0; ms = $ms1 - $ms0
-print(f'encode: {n} images of 896x896 in {ms:.1f} ms of encoder time: {ms / n:.2f} ms per image' if n else 'encode: no image was encoded')"
+awk -v n0="$n0" -v n1="$n1" -v ms0="$ms0" -v ms1="$ms1" 'BEGIN {
+  n = n1 - n0; ms = ms1 - ms0
+  if (n > 0) printf "encode: %d images of 896x896 in %.1f ms of encoder time: %.2f ms per image\n", n, ms, ms / n
+  else print "encode: no image was encoded (images_encoded_total " n0 " -> " n1 ")" }'
 stop_server
 
 step "2. output tok/s at concurrency 64: half the requests with one 896x896 image, then all text"
