@@ -18,8 +18,8 @@
 #include "engine/engine.h"
 #include "engine/teacher_forcing.h"
 #include "loader/checkpoint.h"
-#include "model/arch/gemma4_config.h"
 #include "media/png_encode.h"
+#include "model/arch/gemma4_config.h"
 #include "model/model.h"
 #include "model/vision/siglip.h"
 
