@@ -16,6 +16,9 @@
 //   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
 //                           residual adds into the weight streams (issue 45; off until
 //                           measured on a GPU)
+//   TANDEM_VISION_TIMING    time the vision encoder on a GPU (a wait for the device before
+//                           and after each step's image encoding; /stats
+//                           vision_encode_ms_total; docs/images.md, "Measuring")
 // Valued (a bad value is an error naming the variable):
 //   TANDEM_ATTN_PREFILL=mma|sm90  mma: prefill attention on the mma.sync kernel everywhere
 //                                 (the fallback should the sm90 kernel misbehave)
@@ -43,6 +46,7 @@ struct EnvSwitches {
   int threads = 0;                   // TANDEM_THREADS; 0: unset
   std::optional<CpuIsa> cpu_isa;     // TANDEM_CPU_ISA
   std::string cpu_block_arithmetic;  // TANDEM_CPU_BLOCK_ARITHMETIC; "": the default
+  bool vision_timing = false;        // TANDEM_VISION_TIMING
 };
 
 // A variable's value, or null when unset (std::getenv's contract).

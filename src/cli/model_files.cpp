@@ -126,7 +126,8 @@ std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
                                     std::optional<BatchFlags> batch, BatchChoice* chosen) {
   const EnvSwitches& env = env_switches();
   config.overlap = env.overlap;
-  ExecutorConfig executor_config{.kv_dtype = kv_dtype, .graphs = env.graphs};
+  ExecutorConfig executor_config{
+      .kv_dtype = kv_dtype, .graphs = env.graphs, .vision_timing = env.vision_timing};
   const bool gpu = m.backend->device() != Device::CPU;
   std::unique_ptr<Executor> executor =
       make_executor(std::move(m.backend), std::move(m.model), executor_config, std::move(m.draft));

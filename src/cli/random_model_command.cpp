@@ -1,8 +1,9 @@
 // `tandem random-model`: a Hugging Face folder with random weights of a real shape (and
 // a byte-level tokenizer), so benchmarks never need a download; with --gguf TYPE the same
 // model streamed into one GGUF file of that llama.cpp type (cli/gguf_export.h). Llama-style
-// architectures (llama, mistral, qwen2, qwen3) and Gemma 4 text (random_model_gemma4.cpp),
-// by preset name or from a config.json.
+// architectures (llama, mistral, qwen2, qwen3), Gemma 4 text (random_model_gemma4.cpp) and
+// multimodal Gemma 3 with its vision tower (random_model_gemma3.cpp), by preset name or
+// from a config.json.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/gguf_export.h"
+#include "cli/random_model_gemma3.h"
 #include "cli/random_model_gemma4.h"
 #include "core/error.h"
 #include "loader/fp8_quantize.h"
@@ -76,6 +78,7 @@ json preset(const std::string& name) {
     return c;
   }
   if (auto gemma4 = gemma4_preset(name)) return *gemma4;
+  if (auto gemma3 = gemma3_preset(name)) return *gemma3;
   fail("random-model: unknown preset '{}' (known: {})", name, random_model_presets());
 }
 
@@ -211,7 +214,9 @@ void write_tokenizer_files(const std::filesystem::path& dir, const json& cj, int
 int write_random_gguf(const RandomModelOptions& o, json cj, const ModelConfig& c, DType dtype) {
   const auto type = gguf_file_type_from_name(*o.gguf);
   if (!type) fail("--gguf: '{}' is not one of {}", *o.gguf, kGgufFileTypes);
-  if (c.model_type == "gemma4_text" || o.dtype == "fp8")
+  const bool llama_style = c.model_type == "llama" || c.model_type == "mistral" ||
+                           c.model_type == "qwen2" || c.model_type == "qwen3";
+  if (!llama_style || o.dtype == "fp8")
     fail("random-model --gguf: llama-style models in bf16 or f32 only (got {}, --dtype {})",
          c.model_type, o.dtype);
   if (std::filesystem::is_directory(o.out))
@@ -240,7 +245,7 @@ int write_random_gguf(const RandomModelOptions& o, json cj, const ModelConfig& c
 
 std::string random_model_presets() {
   return std::string("llama-100m, qwen3-0.6b, qwen3-1.7b, llama-3.2-1b, llama-3.1-8b, llama-3.1-70b, ") +
-         kGemma4Presets;
+         kGemma4Presets + ", " + kGemma3Presets;
 }
 
 int run_random_model(const RandomModelOptions& o) {
@@ -256,26 +261,40 @@ int run_random_model(const RandomModelOptions& o) {
       if (cj.is_discarded()) fail("{}: invalid JSON", *o.config);
     }
     ModelConfig c = ModelConfig::parse(cj, o.like ? *o.like : *o.config);
+    const bool gemma3 = c.multimodal_type == "gemma3";
     static const char* supported[] = {"llama", "mistral", "qwen2", "qwen3", "gemma4_text"};
-    if (std::find(std::begin(supported), std::end(supported), c.model_type) == std::end(supported))
-      fail("random-model: model_type '{}' is not supported (llama, mistral, qwen2, qwen3, gemma4_text)", c.model_type);
+    if (!gemma3 &&
+        std::find(std::begin(supported), std::end(supported), c.model_type) == std::end(supported))
+      fail(
+          "random-model: model_type '{}' is not supported (llama, mistral, qwen2, qwen3, "
+          "gemma4_text, multimodal gemma3)",
+          c.model_type);
     const bool fp8 = o.dtype == "fp8";
     DType dtype = o.dtype == "bf16" || fp8 ? DType::BF16 : o.dtype == "f32" ? DType::F32
                   : (fail("--dtype must be bf16, f32 or fp8 (got {})", o.dtype), DType::F32);
-    if (fp8 && c.model_type == "gemma4_text")
+    if (gemma3 && !(cj.contains("vision_config") && cj["vision_config"].is_object()))
+      fail("random-model: a gemma3 config needs a vision_config (the SigLIP tower)");
+    if (fp8 && (c.model_type == "gemma4_text" || gemma3))
       fail("random-model: --dtype fp8 is written for llama-style models only");
     if (o.gguf) return write_random_gguf(o, cj, c, dtype);
     std::filesystem::create_directories(o.out);
     auto start = std::chrono::steady_clock::now();
     SafetensorsWriter w;
-    if (c.model_type == "gemma4_text") add_gemma4_tensors(w, c, dtype, o.seed);
-    else add_llama_tensors(w, c, dtype, o.seed, fp8);
+    if (gemma3)
+      add_gemma3_tensors(w, c, dtype, o.seed);
+    else if (c.model_type == "gemma4_text")
+      add_gemma4_tensors(w, c, dtype, o.seed);
+    else
+      add_llama_tensors(w, c, dtype, o.seed, fp8);
     w.write_sharded(o.out, uint64_t(5) << 30);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     cj["torch_dtype"] = o.dtype == "f32" ? "float32" : "bfloat16";
     if (fp8) cj["quantization_config"] = fp8_dynamic_quantization_config({"lm_head"});
     write_json(std::filesystem::path(o.out) / "config.json", cj);
-    write_tokenizer_files(o.out, cj, c.vocab_size);
+    if (gemma3)
+      write_gemma3_side_files(o.out, c);
+    else
+      write_tokenizer_files(o.out, cj, c.vocab_size);
     double gb = double(w.total_bytes()) / 1e9;
     fmt::print(stderr, "wrote {} ({:.2f} GB of weights in {:.1f} s, {:.2f} GB/s)\n", o.out, gb, secs,
                gb / secs);

@@ -1,6 +1,7 @@
 #include "engine/encoder_cache.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/error.h"
 
@@ -23,7 +24,14 @@ std::vector<Tensor> EncoderCache::get(std::span<const ImageInput* const> images,
     if (!queued) missing.push_back(im);
   }
   if (!missing.empty()) {
+    if (timed_ && synchronize_) backend_->synchronize();  // the steps before are not ours
+    const auto started = std::chrono::steady_clock::now();
     const Tensor all = encode(missing);
+    if (timed_) {
+      if (synchronize_) backend_->synchronize();
+      encode_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    }
     int64_t row = 0;
     for (const ImageInput* im : missing) {
       TANDEM_CHECK(row + im->num_soft_tokens <= all.dim(0),

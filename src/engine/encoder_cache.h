@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -36,6 +37,17 @@ class EncoderCache {
   int64_t bytes() const { return bytes_; }
   size_t size() const { return entries_.size(); }
   int64_t num_encoded() const { return num_encoded_; }  // images encoded since construction
+  // Timing of the encoder: wall time of each encode call, summed. On a device that runs
+  // asynchronously an encode is timed only when `synchronize` asks to wait for the device
+  // before and after it (two waits per encoding step: TANDEM_VISION_TIMING); a synchronous
+  // (CPU) backend is timed as it runs. encode_seconds() is nullopt when nothing is timed.
+  void set_timing(bool timed, bool synchronize) {
+    timed_ = timed;
+    synchronize_ = synchronize;
+  }
+  std::optional<double> encode_seconds() const {
+    return timed_ ? std::optional<double>(encode_seconds_) : std::nullopt;
+  }
 
  private:
   struct Entry {
@@ -49,6 +61,9 @@ class EncoderCache {
   int64_t capacity_;
   int64_t bytes_ = 0;
   int64_t num_encoded_ = 0;
+  bool timed_ = false;
+  bool synchronize_ = false;
+  double encode_seconds_ = 0;
   std::list<Entry> entries_;  // most recently used first
   std::unordered_map<uint64_t, std::list<Entry>::iterator> by_hash_;
 };

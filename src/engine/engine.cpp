@@ -442,6 +442,10 @@ bool Engine::step() {
   stats_.prefix_cache_enabled = kv_.prefix_caching();
   stats_.prefix_cache_queries_total = scheduler_.prefix_cache_counts().queries;
   stats_.prefix_cache_hits_total = scheduler_.prefix_cache_counts().hits;
+  const VisionEncodeStats vision = executor_->vision_encode_stats();
+  stats_.images_encoded_total = vision.images;
+  stats_.vision_encode_ms_total.reset();
+  if (vision.seconds) stats_.vision_encode_ms_total = *vision.seconds * 1e3;
   if (speculator_) stats_.spec_decode = speculator_->stats();
   return worked;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,10 @@ struct EngineStats {
   int64_t requests_finished = 0;
   std::vector<KvGroupStats> kv_groups;  // [G]; the kv_blocks_* fields are their sums
   SpecDecodeStats spec_decode;
+  // Images run through the vision encoder (encoder-cache hits not counted), and the
+  // encoder's wall time over them when it is timed (ExecutorConfig::vision_timing).
+  int64_t images_encoded_total = 0;
+  std::optional<double> vision_encode_ms_total;
 };
 
 // Facts about the loaded model that request validation needs.

@@ -44,6 +44,15 @@ struct ExecutorConfig {
   bool graphs = true;  // decode steps as recorded graphs, where the device has them
   // Bytes of encoded images kept for reuse (engine/encoder_cache.h).
   int64_t encoder_cache_bytes = int64_t(256) << 20;
+  // Time the vision encoder on an asynchronous device too, waiting for the device around
+  // each encoding step (TANDEM_VISION_TIMING; engine/encoder_cache.h). A CPU is timed always.
+  bool vision_timing = false;
+};
+
+// The vision encoder's work since start-up (Executor::vision_encode_stats).
+struct VisionEncodeStats {
+  int64_t images = 0;             // images (and crops) encoded; cache hits are not
+  std::optional<double> seconds;  // their encoding's wall time, when timed (see above)
 };
 
 // The KV cache an executor allocated: what the engine's block manager mirrors.
@@ -129,6 +138,9 @@ class Executor {
   // next reads the draft logits they were drawn from (SampleRow::draft). Between steps,
   // before the step's issue_forward. The default runs no draft model and fails.
   virtual DraftProposals run_draft(const DraftStep& step);
+
+  // Between steps, on the engine's thread. The default: an executor that encodes nothing.
+  virtual VisionEncodeStats vision_encode_stats() const { return {}; }
 
   // The host image of `adapter` for one LoRA slot (model/lora/lora_slots.h). Any thread,
   // also while steps run: it reads only the shapes the model was loaded with. Throws

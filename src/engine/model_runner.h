@@ -31,6 +31,7 @@ class ModelRunner {
   // the encoder cache, which holds at most this many bytes (default 256 MiB).
   void set_encoder_cache_bytes(int64_t bytes) { encoder_cache_ = EncoderCache(backend_, bytes); }
   const EncoderCache& encoder_cache() const { return encoder_cache_; }
+  EncoderCache& encoder_cache() { return encoder_cache_; }
 
   // Logits of the plan's sample_index tokens, on the device: [S, vocab] in the backend's
   // act dtype ([1, vocab], unread, when the plan samples nothing). They stay there for

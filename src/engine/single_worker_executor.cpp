@@ -90,6 +90,10 @@ class SingleWorkerExecutor final : public Executor {
   void install_lora(int slot, const LoraSlotImage& image) override {
     install_lora_slot(*backend_, model_->lora_targets(), slot, image);
   }
+  VisionEncodeStats vision_encode_stats() const override {
+    if (!runner_) return {};
+    return {runner_->encoder_cache().num_encoded(), runner_->encoder_cache().encode_seconds()};
+  }
 
  private:
   std::unique_ptr<Backend> backend_;
@@ -139,6 +143,8 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
                                           layout.dtype);
   if (draft_) draft_->allocate(layout.num_blocks[size_t(*layout.draft_group)], s.block_size, layout.dtype);
   runner_->set_encoder_cache_bytes(config_.encoder_cache_bytes);
+  runner_->encoder_cache().set_timing(config_.vision_timing || !info_.asynchronous,
+                                      config_.vision_timing && info_.asynchronous);
   return layout;
 }
 

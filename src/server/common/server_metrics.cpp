@@ -260,7 +260,10 @@ Json ServerMetrics::stats_json(const EngineStats& stats, const ModelInfo& model,
                {{"ttft_s", latency_json(ttft_1m_)},
                 {"itl_s", latency_json(itl_1m_)},
                 {"e2e_s", latency_json(e2e_1m_)}}},
-              {"max_model_len", model.max_model_len}};
+              {"max_model_len", model.max_model_len},
+              {"images_encoded_total", stats.images_encoded_total},
+              {"vision_encode_ms_total",
+               stats.vision_encode_ms_total ? Json(*stats.vision_encode_ms_total) : Json(nullptr)}};
   if (card.is_object())
     for (auto it = card.begin(); it != card.end(); ++it) out[it.key()] = it.value();
   return out;

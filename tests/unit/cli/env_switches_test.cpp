@@ -40,6 +40,7 @@ TEST(EnvSwitches, UnsetMeansTheFastPath) {
   EXPECT_TRUE(s.cuda.sm90_prefill);
   EXPECT_TRUE(s.cuda.fp8_fast_accum);
   EXPECT_FALSE(s.cuda.fp8_decode_fusion) << "off until measured (issue 45)";
+  EXPECT_FALSE(s.vision_timing) << "it waits for the device: asked for only";
   EXPECT_EQ(s.threads, 0);
   EXPECT_FALSE(s.cpu_isa.has_value());
 }
@@ -59,11 +60,14 @@ TEST(EnvSwitches, ZeroTurnsEachSwitchOff) {
 }
 
 TEST(EnvSwitches, AnythingButZeroTurnsASwitchOn) {
-  const EnvSwitches s = parse(
-      {{"TANDEM_OVERLAP", "1"}, {"TANDEM_CUDA_GEMV", "yes"}, {"TANDEM_FP8_DECODE_FUSION", "1"}});
+  const EnvSwitches s = parse({{"TANDEM_OVERLAP", "1"},
+                               {"TANDEM_CUDA_GEMV", "yes"},
+                               {"TANDEM_FP8_DECODE_FUSION", "1"},
+                               {"TANDEM_VISION_TIMING", "1"}});
   EXPECT_EQ(s.overlap, Overlap::On);
   EXPECT_TRUE(s.cuda.gemv);
   EXPECT_TRUE(s.cuda.fp8_decode_fusion);
+  EXPECT_TRUE(s.vision_timing);
   EXPECT_FALSE(parse({{"TANDEM_FP8_DECODE_FUSION", "0"}}).cuda.fp8_decode_fusion);
 }
 

@@ -185,6 +185,8 @@ TEST_F(ImageServer, ModelsAndStatsSayItTakesImages) {
   EXPECT_EQ(stats["images"]["takes_images"], true);
   EXPECT_EQ(stats["images"]["processor"], "Gemma 3");
   EXPECT_EQ(stats["images"]["tokens_per_image"], 16);
+  EXPECT_EQ(stats["images_encoded_total"], 0);             // the engine's count (a fake here)
+  EXPECT_TRUE(stats["vision_encode_ms_total"].is_null());  // untimed: null, not 0
 }
 
 TEST(TextOnlyModel, RefusesImagesClearlyOnEveryApi) {
