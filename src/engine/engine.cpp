@@ -102,7 +102,8 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
     if (t->budget && *t->budget < 0)
       return refuse(fmt::format("the thinking budget must be >= 0 (got {})", *t->budget));
   }
-  if (auto bad = check_media(request, info_.vision, kv_.max_step_tokens())) return refuse(*bad);
+  if (auto bad = check_media(request, info_.vision, kv_.max_step_tokens(int64_t(n) + request.max_tokens)))
+    return refuse(*bad);
   if (int64_t(n) + request.max_tokens > info_.max_model_len)
     return refuse(fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the context length ({})",
                               n, request.max_tokens, info_.max_model_len));

@@ -234,16 +234,20 @@ int KvBlockManager::num_cached() const {
   return total;
 }
 
-int64_t KvBlockManager::max_step_tokens() const {
+int64_t KvBlockManager::max_step_tokens(int64_t sequence_tokens) const {
   int64_t most = INT64_MAX;
   for (int g = 0; g < num_groups(); g++) {
     const int window = groups_.groups[size_t(g)].window;
     if (window == 0) continue;
+    const int64_t capacity = pools_[size_t(g)].capacity();  // the null block aside
+    // A sequence no longer than what the pool holds whole never waits on its window: every
+    // step of it fits.
+    if (sequence_tokens <= capacity * block_size_) continue;
     // A step from c holds blocks [first_live_block(c), ⌈(c + n) / bs⌉): at most the held
     // window's blocks, one partial block, then n's.
     const int held = window + (prefix_caching_ ? block_size_ : 0);
     const int64_t behind = (held + block_size_ - 2) / block_size_ + 1;
-    const int64_t usable = int64_t(pools_[size_t(g)].capacity()) - behind;
+    const int64_t usable = capacity - behind;
     most = std::min(most, std::max<int64_t>(0, usable) * block_size_);
   }
   return most;

@@ -114,10 +114,11 @@ class KvBlockManager {
   // Most tokens one sequence can hold: only the full-attention group limits it
   // (INT64_MAX when every layer slides).
   int64_t max_sequence_tokens() const;
-  // Most tokens one sequence can compute in one step with the pools to itself: a window
-  // group must hold its held window and the step's tokens at once (INT64_MAX without
-  // window groups). An image, computed in one step, must fit.
-  int64_t max_step_tokens() const;
+  // Most tokens one sequence of at most `sequence_tokens` tokens can compute in one step
+  // with the pools to itself: a window group must hold what it keeps behind the step (its
+  // held window, or the whole sequence when that is shorter) and the step's tokens at once
+  // (INT64_MAX without window groups). An image, computed in one step, must fit.
+  int64_t max_step_tokens(int64_t sequence_tokens = INT64_MAX) const;
 
  private:
   // First logical block group g holds for a sequence at num_computed (the held window).

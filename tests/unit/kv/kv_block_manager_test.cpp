@@ -150,5 +150,20 @@ TEST(KvBlockManager, SlidingOnlySequenceOutgrowsItsPool) {
   EXPECT_EQ(kv.num_used(), 0);
 }
 
+TEST(KvBlockManager, MaxStepTokensCountsTheWindowOnlyForSequencesLongerThanThePool) {
+  // A window of 24 in blocks of 4, three blocks (the null block and two usable: 8 tokens).
+  std::vector<KvLayerKind> layers{{24}, {0}};
+  KvBlockManager kv(make_kv_groups(layers), std::vector<int>{20, 3}, 4);
+  // A long sequence keeps up to 24 tokens behind a step: nothing is left for the step.
+  EXPECT_EQ(kv.max_step_tokens(), 0);
+  EXPECT_EQ(kv.max_step_tokens(100), 0);
+  // A sequence the pool holds whole never waits on its window (what `generate --image`
+  // sizes its cache for: prompt + max_tokens).
+  EXPECT_EQ(kv.max_step_tokens(8), INT64_MAX);
+  EXPECT_EQ(kv.max_step_tokens(9), 0);
+  KvBlockManager big(make_kv_groups(layers), std::vector<int>{20, 12}, 4);  // 11 usable
+  EXPECT_EQ(big.max_step_tokens(), (11 - 7) * 4);  // 24 behind: (24 + 2) / 4 + 1 = 7 blocks
+}
+
 }  // namespace kv_block_manager_test
 }  // namespace tandem
