@@ -109,12 +109,16 @@ std::optional<Tensor> WeightLoader::read(const std::string& name, int layer, Sha
     present += checkpoint_.has(expand_name(src, layer, src.find("{e}") != std::string::npos ? 0 : -1));
   if (present == 0 && rule->optional) return std::nullopt;
 
+  const WeightSlice slice = slicer_ ? slicer_(name, layer) : WeightSlice{};
+  if (slice.kind == WeightSlice::Kind::Absent) return std::nullopt;
+  counts_upload_ = slice.kind != WeightSlice::Kind::Whole || tp_rank_ == 0;
+  auto concat = [&](const std::vector<Tensor>& parts) { return concat_rows(parts, label); };
   bool stacked = rule->sources[0].find("{e}") != std::string::npos;
   std::vector<Tensor> pieces;
   for (int e = 0; e < (stacked ? num_experts_ : 1); e++) {
     std::vector<Tensor> parts;
     for (auto& src : rule->sources) parts.push_back(read_source(src, layer, stacked ? e : -1));
-    pieces.push_back(concat_rows(parts, label));
+    pieces.push_back(slice_parts(parts, slice, label, concat));
   }
   Tensor host = concat_rows(pieces, label);
   if (stacked) {  // [E·R, C] → [E, R, C]
@@ -129,8 +133,19 @@ std::optional<Tensor> WeightLoader::read(const std::string& name, int layer, Sha
   return host;
 }
 
+void WeightLoader::set_slicer(WeightSlicer slicer, int rank) {
+  if (lora_)
+    fail(
+        "{}: LoRA adapters are not sharded for tensor parallelism yet (serve them at "
+        "--tensor-parallel-size 1)",
+        checkpoint_.dir().string());
+  slicer_ = std::move(slicer);
+  tp_rank_ = rank;
+}
+
 Tensor WeightLoader::upload(const Tensor& host) {
-  num_parameters_ += host.numel();
+  if (counts_upload_) num_parameters_ += host.numel();
+  counts_upload_ = true;
   Tensor device = backend_.upload(host, backend_.weight_dtype(host.dtype));
   report_progress(int64_t(host.nbytes()));
   return device;
@@ -185,6 +200,11 @@ Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expec
                                  bool must_exist) {
   Linear l;
   const WeightRule* rule = find(name);
+  if (slicer_ && rule && (loads_as_fp8(*rule, layer) || mixed_types(*rule, layer)))
+    fail(
+        "{}: weight '{}': tensor parallelism reads 16-bit and f32 safetensors weights only "
+        "(not FP8 or mixed-type projections)",
+        checkpoint_.dir().string(), expand_name(name, layer));
   if (rule && loads_as_fp8(*rule, layer)) {
     l = load_fp8_linear(*rule, layer, expected);
   } else if (rule && mixed_types(*rule, layer)) {
