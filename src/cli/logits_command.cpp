@@ -21,7 +21,11 @@ int run_logits(const LogitsOptions& o) {
                                                   .tp = {.size = o.tensor_parallel_size}});
     if (m.tp_ranks) {  // every rank runs every chunk; rank 0 holds the gathered logits
       if (o.pixel_values) fail("--pixel-values does not run under --tensor-parallel-size yet");
-      Tensor logits = teacher_forced_logits(*m.tp_ranks, ids);
+      if (o.lora)  // each rank its slices of the adapter
+        for (int r = 0; r < m.tp_ranks->size(); r++)
+          write_lora_slot(m.tp_ranks->backend(r), m.tp_ranks->model(r).lora_targets(), 1,
+                          load_peft_adapter(*o.lora));
+      Tensor logits = teacher_forced_logits(*m.tp_ranks, ids, 0, 16, o.lora ? 1 : 0);
       write_npy(o.out, logits);
       fmt::print(stderr, "wrote {} [{} x {}] f32 ({} ranks)\n", o.out, logits.dim(0), logits.dim(1),
                  m.tp_ranks->size());

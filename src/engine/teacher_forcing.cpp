@@ -61,13 +61,13 @@ Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int
 }
 
 Tensor teacher_forced_logits(TpRanks& ranks, std::span<const int32_t> ids, int chunk,
-                             int block_size) {
+                             int block_size, int lora_slot) {
   std::vector<std::unique_ptr<ModelRunner>> runners;
   for (int r = 0; r < ranks.size(); r++)
     runners.push_back(std::make_unique<ModelRunner>(
         ranks.model(r), ranks.backend(r), blocks_of(int(ids.size()), block_size), block_size));
-  return teacher_force(ranks.model(0).config(), runners[0]->num_groups(), ids, chunk, block_size, 0,
-                       {}, [&](const StepPlan& plan) {
+  return teacher_force(ranks.model(0).config(), runners[0]->num_groups(), ids, chunk, block_size,
+                       lora_slot, {}, [&](const StepPlan& plan) {
                          Tensor logits;
                          ranks.run([&](int r) {
                            Tensor out = runners[size_t(r)]->forward(plan);

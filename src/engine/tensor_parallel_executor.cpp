@@ -2,6 +2,7 @@
 #include "engine/tensor_parallel_executor.h"
 
 #include <deque>
+#include <iterator>
 #include <utility>
 
 #include "core/error.h"
@@ -81,13 +82,30 @@ class TensorParallelExecutor final : public Executor {
     for (auto& f : feeds_) f = PendingSample{};
   }
 
-  LoraSlotImage lora_image(const PeftAdapter&) const override {
-    fail(
-        "LoRA adapters are not sharded for tensor parallelism yet (serve them at "
-        "--tensor-parallel-size 1)");
+  // An adapter is cut like its base weights: each rank's image fits its own targets
+  // (model/lora/lora_slots.h). The image holds the ranks' images one after another.
+  LoraSlotImage lora_image(const PeftAdapter& adapter) const override {
+    LoraSlotImage all;
+    for (int r = 0; r < ranks_->size(); r++) {
+      LoraSlotImage mine = lora_slot_image(ranks_->model(r).lora_targets(), adapter);
+      std::move(mine.a.begin(), mine.a.end(), std::back_inserter(all.a));
+      std::move(mine.b.begin(), mine.b.end(), std::back_inserter(all.b));
+    }
+    return all;
   }
-  void install_lora(int, const LoraSlotImage&) override {
-    fail("LoRA adapters are not sharded for tensor parallelism yet");
+  void install_lora(int slot, const LoraSlotImage& image) override {
+    size_t at = 0;
+    for (int r = 0; r < ranks_->size(); r++) {
+      const LoraTargets& targets = ranks_->model(r).lora_targets();
+      const size_t n = targets.targets.size();
+      TANDEM_CHECK(at + n <= image.a.size() && at + n <= image.b.size(),
+                   "install_lora: an image of {} targets for {} ranks", image.a.size(),
+                   ranks_->size());
+      LoraSlotImage mine{.a = {image.a.begin() + long(at), image.a.begin() + long(at + n)},
+                         .b = {image.b.begin() + long(at), image.b.begin() + long(at + n)}};
+      install_lora_slot(ranks_->backend(r), targets, slot, mine);
+      at += n;
+    }
   }
 
  private:

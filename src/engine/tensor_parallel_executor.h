@@ -7,8 +7,8 @@
 // engine, scheduler and KV manager see one executor, as with one worker.
 //
 // The KV budget (--kv-budget) is per rank: each rank's cache holds its KV heads of every
-// block. No draft model and no LoRA slots (both fail with a clear error); steps are
-// synchronous (the ranks are CPU threads).
+// block. LoRA adapters are cut like their base weights (each rank installs its slices). No
+// draft model (run_draft fails); steps are synchronous (the ranks are CPU threads).
 #pragma once
 
 #include <memory>

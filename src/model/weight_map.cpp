@@ -134,11 +134,6 @@ std::optional<Tensor> WeightLoader::read(const std::string& name, int layer, Sha
 }
 
 void WeightLoader::set_slicer(WeightSlicer slicer, int rank) {
-  if (lora_)
-    fail(
-        "{}: LoRA adapters are not sharded for tensor parallelism yet (serve them at "
-        "--tensor-parallel-size 1)",
-        checkpoint_.dir().string());
   slicer_ = std::move(slicer);
   tp_rank_ = rank;
 }
@@ -221,14 +216,37 @@ Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expec
 
 void WeightLoader::add_lora_slots(Linear& l, const WeightRule& rule, int layer) {
   LoraTarget t{.layer = layer, .in_features = l.in_features()};
+  t.full_in_features = t.in_features;
+  // Under tensor parallelism the adapter is cut like its base weight (model/tp_slices.h):
+  // B's rows where the weight's rows are split, A's columns where its columns are.
+  const WeightSlice slice = slicer_ ? slicer_(rule.name, layer) : WeightSlice{};
+  int64_t fused_row = 0;  // the source's first row in the whole fused projection
   for (auto& src : rule.sources) {
     std::string weight = expand_name(src, layer);
     const std::string suffix = ".weight";
     TANDEM_CHECK(weight.size() > suffix.size() && weight.ends_with(suffix),
                  "LoRA: projection source '{}' is not a '.weight' tensor", weight);
-    int64_t rows = checkpoint_.get(weight).dim(0);
-    t.shards.push_back({weight.substr(0, weight.size() - suffix.size()), t.out_features, rows});
-    t.out_features += rows;
+    const Tensor source = checkpoint_.get(weight);
+    LoraShard shard{.module = weight.substr(0, weight.size() - suffix.size()),
+                    .row_offset = t.out_features,
+                    .num_rows = source.dim(0),
+                    .full_rows = source.dim(0)};
+    if (slice.kind == WeightSlice::Kind::Rows) {
+      shard.num_rows = 0;
+      for (const WeightSlice::Range& r : slice.rows) {
+        const int64_t lo = std::max(r.begin, fused_row);
+        const int64_t hi = std::min(r.begin + r.count, fused_row + source.dim(0));
+        if (lo >= hi) continue;
+        shard.source_rows.push_back({lo - fused_row, hi - lo});
+        shard.num_rows += hi - lo;
+      }
+    } else if (slice.kind == WeightSlice::Kind::Columns) {
+      t.a_first_col = slice.columns.begin;
+      t.full_in_features = source.dim(1);
+    }
+    fused_row += source.dim(0);
+    t.out_features += shard.num_rows;
+    t.shards.push_back(std::move(shard));
   }
   TANDEM_CHECK(t.out_features == l.out_features(), "LoRA: the sources of '{}' have {} rows, the projection {}",
                expand_name(rule.name, layer), t.out_features, l.out_features());

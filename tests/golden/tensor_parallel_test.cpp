@@ -2,8 +2,9 @@
 // communicator sums in rank order whatever the thread timing; N ranks, each holding its
 // slices, reproduce the oracle's teacher-forced logits within 1e-4 (dense, GQA with KV heads
 // split or replicated, MoE, sliding window), and through the tensor-parallel executor the
-// batch gate's continuations, with the prefix cache serving repeats; a dimension N does not
-// divide, and what is not split yet, are clear errors.
+// batch gate's continuations, with the prefix cache serving repeats; LoRA adapters cut like
+// their base weights match PEFT; a dimension N does not divide, and what is not split yet,
+// are clear errors.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,7 +15,11 @@
 #include "cli/model_files.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine/sampler.h"
 #include "engine/teacher_forcing.h"
+#include "loader/safetensors.h"
+#include "lora_fixture.h"
+#include "model/lora/lora_slots.h"
 #include "oracle_fixture.h"
 
 namespace tandem::test {
@@ -173,12 +178,17 @@ INSTANTIATE_TEST_SUITE_P(Architectures, TensorParallelParity, ::testing::ValuesI
                            return info.param.arch + "_tp" + std::to_string(info.param.size);
                          });
 
-// Greedy continuations through the tensor-parallel executor: `prompts` submitted at once.
-std::vector<std::vector<int32_t>> serve_greedy(Engine& engine,
-                                               const std::vector<OraclePrompt>& prompts,
-                                               bool batched) {
+// Greedy continuations through the tensor-parallel executor: `prompts` submitted at once
+// (batched) or one after another; and the prompt tokens the prefix cache served.
+struct Served {
+  std::vector<std::vector<int32_t>> tokens;
+  int cached_tokens = 0;
+};
+
+Served serve_greedy(Engine& engine, const std::vector<OraclePrompt>& prompts, bool batched) {
   std::vector<std::shared_ptr<RequestStream>> streams;
-  std::vector<std::vector<int32_t>> out(prompts.size());
+  Served out;
+  out.tokens.resize(prompts.size());
   for (size_t i = 0; i < prompts.size(); i++) {
     GenerationRequest req;
     req.prompt = prompts[i].prompt;
@@ -190,8 +200,10 @@ std::vector<std::vector<int32_t>> serve_greedy(Engine& engine,
   }
   engine.run_until_idle();
   for (size_t i = 0; i < prompts.size(); i++)
-    while (auto c = streams[i]->pop(std::chrono::milliseconds(0)))
-      for (auto& t : c->tokens) out[i].push_back(t.token);
+    while (auto c = streams[i]->pop(std::chrono::milliseconds(0))) {
+      for (auto& t : c->tokens) out.tokens[i].push_back(t.token);
+      out.cached_tokens += c->cached_tokens;
+    }
   return out;
 }
 
@@ -205,15 +217,14 @@ TEST_P(TensorParallelBatchGate, AllPromptsAtOnceMatchTheOracleAtTp2) {
   config.enable_prefix_caching = true;
   std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
   const std::vector<OraclePrompt> prompts = load_oracle(GetParam());
-  const auto together = serve_greedy(*engine, prompts, /*batched=*/true);
-  // Alone, one after another: the second round reads the first's blocks from the prefix cache.
-  for (int round = 0; round < 2; round++) {
-    const auto alone = serve_greedy(*engine, prompts, /*batched=*/false);
-    for (size_t i = 0; i < prompts.size(); i++)
-      EXPECT_EQ(alone[i], prompts[i].greedy) << "prompt " << i << " alone, round " << round;
-  }
+  const Served together = serve_greedy(*engine, prompts, /*batched=*/true);
   for (size_t i = 0; i < prompts.size(); i++)
-    EXPECT_EQ(together[i], prompts[i].batch_greedy) << "prompt " << i << " at batch 8";
+    EXPECT_EQ(together.tokens[i], prompts[i].batch_greedy) << "prompt " << i << " at batch 8";
+  // Alone, one after another: the prompts' full blocks come from the prefix cache now.
+  const Served alone = serve_greedy(*engine, prompts, /*batched=*/false);
+  for (size_t i = 0; i < prompts.size(); i++)
+    EXPECT_EQ(alone.tokens[i], prompts[i].greedy) << "prompt " << i << " alone";
+  EXPECT_GT(alone.cached_tokens, 0) << "the prefix cache served nothing";
   EXPECT_EQ(engine->kv_blocks().num_used(), 0);
 }
 
@@ -221,6 +232,31 @@ INSTANTIATE_TEST_SUITE_P(Architectures, TensorParallelBatchGate,
                          ::testing::Values("llama", "qwen3", "gemma2", "mistral", "qwen3_moe",
                                            "mixtral"),
                          [](const auto& info) { return info.param; });
+
+// Prompt logprobs ride in the same forward (rank 0 scores them): each is log_softmax of the
+// oracle's logits at the position before it.
+TEST(TensorParallelExecutor, PromptLogprobsMatchTheOracle) {
+  cli::LoadedModel m = load_ranks("qwen3", 2);
+  std::unique_ptr<Engine> engine = cli::make_engine(m, EngineConfig{}, std::nullopt);
+  const OraclePrompt p = load_oracle("qwen3").front();
+  GenerationRequest req;
+  req.prompt = p.prompt;
+  req.max_tokens = 1;
+  req.sampling.temperature = 0;
+  req.prompt_logprobs = PromptLogprobs{.first = 1, .top = 0};
+  auto stream = engine->submit(req);
+  engine->run_until_idle();
+  std::vector<GeneratedToken> got;
+  while (auto c = stream->pop(std::chrono::milliseconds(0)))
+    got.insert(got.end(), c->prompt_logprobs.begin(), c->prompt_logprobs.end());
+  ASSERT_EQ(got.size(), p.prompt.size() - 1);
+  const int64_t V = p.logits.cols();
+  for (size_t i = 0; i < got.size(); i++) {
+    const std::span<const float> row(p.logits.ptr<float>() + int64_t(i) * V, size_t(V));
+    EXPECT_EQ(got[i].token, p.prompt[i + 1]);
+    EXPECT_NEAR(got[i].logprob, token_logprob(row, p.prompt[i + 1], 0, nullptr), 1e-3) << i;
+  }
+}
 
 // The message of the tandem::Error `fn` throws ("" when it throws none).
 std::string error_of(const std::function<void()>& fn) {
@@ -240,12 +276,94 @@ TEST(TensorParallelErrors, ADimensionNDoesNotDivideIsNamed) {
 }
 
 TEST(TensorParallelErrors, WhatIsNotSplitYetIsRefused) {
-  const std::string lora =
-      error_of([] { load_ranks("llama", 2, LoraCapacity{.max_loras = 1, .max_rank = 8}); });
-  EXPECT_NE(lora.find("LoRA adapters are not sharded"), std::string::npos) << lora;
   const std::string gemma4 = error_of([] { load_ranks("gemma4", 2); });
   EXPECT_NE(gemma4.find("does not split model_type 'gemma4_text'"), std::string::npos) << gemma4;
 }
+
+std::vector<int32_t> ids_of(const Tensor& t) {
+  return std::vector<int32_t>(t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel());
+}
+
+// LoRA adapters cut like their base weights: B's rows with q|k|v and gate|up, A's columns
+// with o and down. Each adapter in its own slot on every rank; PEFT's logits within 1e-4.
+class TensorParallelLora : public ::testing::TestWithParam<TpCase> {};
+
+TEST_P(TensorParallelLora, TeacherForcedLogitsMatchPeft) {
+  const std::string arch = GetParam().arch;
+  const std::vector<std::string> names = adapter_names(arch);
+  ASSERT_FALSE(names.empty());
+  cli::LoadedModel m =
+      load_ranks(arch, GetParam().size, {.max_loras = int(names.size()), .max_rank = 8});
+  for (size_t a = 0; a < names.size(); a++) {
+    const PeftAdapter adapter = load_peft_adapter(lora_root() / arch / ("lora_" + names[a]));
+    for (int r = 0; r < m.tp_ranks->size(); r++)
+      write_lora_slot(m.tp_ranks->backend(r), m.tp_ranks->model(r).lora_targets(), int(a) + 1,
+                      adapter);
+  }
+  auto golden = SafetensorsFile::open(lora_root() / arch / "lora_golden.safetensors");
+  const auto prompts = load_oracle(arch);
+  for (size_t a = 0; a < names.size(); a++)
+    for (size_t i = 0; i < prompts.size(); i++) {
+      const std::string key = names[a] + "." + std::to_string(i);
+      std::vector<int32_t> ids = prompts[i].prompt,
+                           greedy = ids_of(golden->tensor("greedy_" + key));
+      ids.insert(ids.end(), greedy.begin(), greedy.end());
+      Tensor want = golden->tensor("logits_" + key);
+      Tensor ours = teacher_forced_logits(*m.tp_ranks, ids, 0, 16, int(a) + 1);
+      ASSERT_EQ(ours.numel(), want.numel()) << key;
+      EXPECT_LE(relative_error(ours.ptr<float>(), want.ptr<float>(), size_t(want.numel())), 1e-4)
+          << "adapter " << key;
+    }
+}
+
+// Through the tensor-parallel executor (Executor::lora_image / install_lora per rank): every
+// prompt with the base model and with each adapter, all at once.
+TEST_P(TensorParallelLora, MixedBatchGreedyMatchesPeft) {
+  const std::string arch = GetParam().arch;
+  const std::vector<std::string> names = adapter_names(arch);
+  cli::LoadedModel m =
+      load_ranks(arch, GetParam().size, {.max_loras = int(names.size()), .max_rank = 8});
+  EngineConfig config;
+  config.scheduler.max_rows = 16;
+  std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
+  for (auto& n : names) engine->load_lora(n, lora_root() / arch / ("lora_" + n));
+  auto golden = SafetensorsFile::open(lora_root() / arch / "lora_golden.safetensors");
+  const auto prompts = load_oracle(arch);
+  std::vector<std::pair<std::shared_ptr<RequestStream>, std::vector<int32_t>>> jobs;
+  for (size_t i = 0; i < prompts.size(); i++)
+    for (size_t a = 0; a <= names.size(); a++) {
+      GenerationRequest req;
+      req.prompt = prompts[i].prompt;
+      req.max_tokens = int(prompts[i].greedy.size());
+      req.sampling.temperature = 0;
+      req.ignore_eos = true;
+      if (a > 0) req.lora = names[a - 1];
+      jobs.push_back(
+          {engine->submit(req),
+           a == 0 ? prompts[i].greedy
+                  : ids_of(golden->tensor("greedy_" + names[a - 1] + "." + std::to_string(i)))});
+    }
+  engine->run_until_idle();
+  for (size_t j = 0; j < jobs.size(); j++) {
+    std::vector<int32_t> got;
+    while (auto c = jobs[j].first->pop(std::chrono::milliseconds(0)))
+      for (auto& t : c->tokens) got.push_back(t.token);
+    EXPECT_EQ(got, jobs[j].second) << "job " << j;
+  }
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
+}
+
+std::vector<TpCase> lora_cases() {
+  std::vector<TpCase> out;
+  for (const std::string& arch : lora_archs()) out.push_back({arch, 2});
+  out.push_back({"llama", 4});  // KV heads replicated: B's k and v rows on two ranks each
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelLora, ::testing::ValuesIn(lora_cases()),
+                         [](const auto& info) {
+                           return info.param.arch + "_tp" + std::to_string(info.param.size);
+                         });
 
 }  // namespace tensor_parallel_test
 }  // namespace tandem::test
