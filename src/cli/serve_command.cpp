@@ -181,6 +181,8 @@ int run_serve(const ServeOptions& o) {
     // what the device can spare after the weights.
     if (o.kv_budget) config.kv_budget_bytes = parse_bytes(*o.kv_budget);
     std::string device = m.backend->name();
+    if (m.tp_ranks)  // the card's KV cache line is one rank's (docs/tensor-parallel.md)
+      device += fmt::format(" x {} tensor-parallel ranks (KV cache per rank)", m.tp_ranks->size());
     BatchChoice batch;
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag, batch_flags, &batch);
     for (auto& [name, dir] : loras) engine->load_lora(name, dir);
