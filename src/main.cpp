@@ -29,7 +29,11 @@ int main(int argc, char** argv) {
       {add_quantize_command(app, line), [&] { return run_quantize(line.quantize); }},
       {add_bench_command(app, line), [&] { return run_bench(line.bench); }},
   };
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(cli_args(argc, argv));  // with -tp spelled out
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
   // TANDEM_THREADS, TANDEM_CPU_ISA, --threads
   if (!apply_process_switches(line.threads)) return 1;
   if (line.serve.model.empty()) line.serve.model = default_model_dir();

@@ -118,6 +118,19 @@ void add_speculative_flag(CLI::App& cmd, std::optional<std::string>& json) {
       "docs/speculative-decoding.md");
 }
 
+std::vector<std::string> cli_args(int argc, const char* const* argv) {
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; i--) {
+    std::string a = argv[i];
+    if (a == "-tp")
+      a = "--tensor-parallel-size";
+    else if (a.starts_with("-tp="))
+      a = "--tensor-parallel-size=" + a.substr(4);
+    args.push_back(std::move(a));
+  }
+  return args;
+}
+
 void add_threads_flag(CLI::App& cmd, int& threads) {
   cmd.add_option("--threads", threads,
                  "Threads of the CPU backend's ops (default: the physical cores)")

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/bench/bench_options.h"
 #include "cli/commands.h"
@@ -40,15 +41,27 @@ inline constexpr const char* kQuantizationHelp =
     "Quantize a 16-bit checkpoint at load: none or fp8 (e4m3 per-channel weights, dynamic "
     "per-token activations)";
 
-// --model, --device and --quantization, on a command that loads a model. `o` is one of
-// commands.h's option structs: they name these three fields alike.
+inline constexpr const char* kTensorParallelHelp =
+    "Split the model over N tensor-parallel ranks (-tp N; CPU ranks: threads of this "
+    "process; docs/tensor-parallel.md)";
+
+// --model, --device, --quantization and --tensor-parallel-size, on a command that loads a
+// model. `o` is one of commands.h's option structs: they name these fields alike.
 template <class Options>
 void add_model_flags(CLI::App& cmd, Options& o, const ModelFlag& model) {
   CLI::Option* flag = cmd.add_option("--model", o.model, model.help);
   if (model.required) flag->required();
   cmd.add_option("--device", o.device, kDeviceHelp)->capture_default_str();
   cmd.add_option("--quantization", o.quantization, kQuantizationHelp);
+  cmd.add_option("--tensor-parallel-size", o.tensor_parallel_size, kTensorParallelHelp)
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
 }
+
+// The command line as CLI11 parses it (App::parse's reversed vector, without the program
+// name), with the aliases CLI11 cannot declare spelled out: "-tp N" and "-tp=N" (CLI11
+// takes one-letter short flags only) become --tensor-parallel-size.
+std::vector<std::string> cli_args(int argc, const char* const* argv);
 
 void add_kv_cache_dtype_flag(CLI::App& cmd, std::string& dtype);
 void add_lora_flag(CLI::App& cmd, std::optional<std::string>& lora);

@@ -22,6 +22,7 @@ struct ServeOptions {
   std::optional<std::string> tokenizer;
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
+  int tensor_parallel_size = 1;             // -tp N: ranks (docs/tensor-parallel.md)
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string batch = "auto";               // --batch / --decode-concurrency: rows per step
@@ -57,6 +58,7 @@ struct LogitsOptions {
   std::string model;
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
+  int tensor_parallel_size = 1;             // -tp N: ranks (docs/tensor-parallel.md)
   std::string ids;  // "1,2,3"
   std::string out;  // .npy path
   std::optional<std::string> lora;  // a PEFT adapter folder to run with
@@ -69,6 +71,7 @@ struct GenerateOptions {
   std::optional<std::string> tokenizer;  // --tokenizer DIR (as serve's)
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
+  int tensor_parallel_size = 1;             // -tp N: ranks (docs/tensor-parallel.md)
   std::optional<std::string> prompt;
   std::optional<std::string> ids;
   int max_tokens = 64;
@@ -94,6 +97,7 @@ struct PerplexityOptions {
   std::optional<std::string> tokenizer;  // --tokenizer DIR (as serve's)
   std::string device = "auto";  // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
+  int tensor_parallel_size = 1;             // -tp N: ranks (docs/tensor-parallel.md)
   std::string file;
   int context = 0;  // window length; 0 = the model's max_position_embeddings
 };
@@ -104,6 +108,7 @@ struct EvalOptions {
   std::optional<std::string> tokenizer;  // --tokenizer DIR (as serve's)
   std::string device = "auto";     // cpu | cuda | auto (cuda when a GPU is present)
   std::optional<std::string> quantization;  // --quantization: none | fp8 (quantize a 16-bit checkpoint at load)
+  int tensor_parallel_size = 1;             // -tp N: ranks (docs/tensor-parallel.md)
   std::vector<std::string> tasks;  // task names in tasks_dir or .jsonl paths; none: all there
   std::string tasks_dir;           // default: eval/tasks of the checkout
   std::optional<size_t> limit;     // the first N items of each task (windows for perplexity)

@@ -93,15 +93,20 @@ ScorerChoice in_process_scorer(const EvalOptions& o) {
   if (o.scorer != "engine" && o.scorer != "reference")
     fail("--scorer is engine or reference (got '{}')", o.scorer);
   ScorerChoice c;
-  LoadedModel m =
-      load_model_folder(o.model, o.device, LoadOptions{.online = online_quantization(o.quantization)},
-                        o.tokenizer);
+  LoadedModel m = load_model_folder(o.model, o.device,
+                                    LoadOptions{.online = online_quantization(o.quantization),
+                                                .tp = {.size = o.tensor_parallel_size}},
+                                    o.tokenizer);
   if (!m.tokenizer) fail("{}: eval needs tokenizer.json in the model folder", o.model);
   c.model = o.model;
   c.device = m.backend->name();
   c.vocab = m.model->config().vocab_size;
   if (o.scorer == "reference") {
     if (kv_dtype) fail("--kv-cache-dtype needs the engine scorer (the reference has no KV cache of its own dtype)");
+    if (m.tp_ranks)
+      fail(
+          "--scorer reference does not run under --tensor-parallel-size yet (the engine scorer "
+          "does)");
     auto tf = std::make_unique<eval::TeacherForcedScorer>(*m.model, *m.backend, m.tokenizer);
     c.scorer = std::move(tf);
     c.reference_model = std::move(m);

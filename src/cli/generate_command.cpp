@@ -53,7 +53,8 @@ int run_generate(const GenerateOptions& o) {
     LoadedModel m = load_model_folder(
         o.model, o.device,
         LoadOptions{.online = online_quantization(o.quantization),
-                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{}},
+                    .lora = o.lora ? lora_capacity_for({*o.lora}) : LoraCapacity{},
+                    .tp = {.size = o.tensor_parallel_size}},
         o.tokenizer);
     GenerationRequest req = prompt_of(o, m);
     req.max_tokens = o.max_tokens;

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/env_switches.h"
+#include "engine/tensor_parallel_executor.h"
 
 #include <charconv>
 
@@ -70,7 +71,10 @@ LoadedModel load_model_folder(const std::filesystem::path& dir, const std::strin
     fail("--tokenizer {}: no tokenizer.json there", *tokenizer);
   LoadedModel m;
   m.backend = make_backend(device);
-  m.model = load_model(dir, *m.backend, options);
+  if (options.tp.sharded())  // rank 0 into m.model, the others beside it (engine/tp_ranks.h)
+    m.tp_ranks = TpRanks::load(dir, options.tp.size, options, *m.backend, m.model);
+  else
+    m.model = load_model(dir, *m.backend, options);
   m.weight_format = weight_format_name(m.model->config(), options.online);
   const std::filesystem::path source = tokenizer_source(dir.string(), tokenizer);
   if (tokenizer || gguf || std::filesystem::exists(source / "tokenizer.json"))
@@ -129,8 +133,16 @@ std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
   ExecutorConfig executor_config{
       .kv_dtype = kv_dtype, .graphs = env.graphs, .vision_timing = env.vision_timing};
   const bool gpu = m.backend->device() != Device::CPU;
+  if (m.tp_ranks && m.draft)
+    fail(
+        "--speculative-config with a draft model does not run under --tensor-parallel-size "
+        "{} yet",
+        m.tp_ranks->size());
   std::unique_ptr<Executor> executor =
-      make_executor(std::move(m.backend), std::move(m.model), executor_config, std::move(m.draft));
+      m.tp_ranks ? make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
+                                                 std::move(m.tp_ranks), executor_config)
+                 : make_executor(std::move(m.backend), std::move(m.model), executor_config,
+                                 std::move(m.draft));
   if (batch) {
     // The room is asked for the largest step auto could choose (its activations and
     // logits come out of the same memory).

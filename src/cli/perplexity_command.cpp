@@ -15,7 +15,8 @@ namespace tandem::cli {
 int run_perplexity(const PerplexityOptions& o) {
   try {
     LoadedModel m = load_model_folder(o.model, o.device,
-                                      LoadOptions{.online = online_quantization(o.quantization)},
+                                      LoadOptions{.online = online_quantization(o.quantization),
+                                                  .tp = {.size = o.tensor_parallel_size}},
                                       o.tokenizer);
     if (!m.tokenizer) fail("{}: perplexity needs tokenizer.json in the model folder", o.model);
     std::ifstream in(o.file, std::ios::binary);
@@ -24,7 +25,8 @@ int run_perplexity(const PerplexityOptions& o) {
     text << in.rdbuf();
     std::vector<int32_t> ids = m.tokenizer->encode(text.str(), /*add_special_tokens=*/false);
     int window = o.context > 0 ? o.context : m.model->config().max_position_embeddings;
-    PerplexityResult r = perplexity(*m.model, *m.backend, ids, window);
+    PerplexityResult r = m.tp_ranks ? perplexity(*m.tp_ranks, ids, window)
+                                    : perplexity(*m.model, *m.backend, ids, window);
     fmt::print("tokens {}  scored {}  window {}\nmean_nll {:.5f}  perplexity {:.4f}\n",
                ids.size(), r.num_scored, window, r.mean_nll, r.perplexity);
     return 0;

@@ -162,11 +162,11 @@ int run_serve(const ServeOptions& o) {
     std::vector<std::pair<std::string, std::filesystem::path>> loras = parse_lora_modules(o.lora_modules);
     std::vector<std::filesystem::path> lora_dirs;
     for (auto& [name, dir] : loras) lora_dirs.push_back(dir);
-    LoadedModel m = load_model_folder(
-        o.model, o.device,
-        LoadOptions{.online = online_quantization(o.quantization),
-                    .lora = serve_lora_capacity(o, lora_dirs)},
-        o.tokenizer);
+    LoadedModel m = load_model_folder(o.model, o.device,
+                                      LoadOptions{.online = online_quantization(o.quantization),
+                                                  .lora = serve_lora_capacity(o, lora_dirs),
+                                                  .tp = {.size = o.tensor_parallel_size}},
+                                      o.tokenizer);
     if (!m.tokenizer)
       fail("{}: serving needs tokenizer.json in the model folder (or --tokenizer DIR)", o.model);
     if (speculative) load_draft_model(m, *speculative);
@@ -181,6 +181,8 @@ int run_serve(const ServeOptions& o) {
     // what the device can spare after the weights.
     if (o.kv_budget) config.kv_budget_bytes = parse_bytes(*o.kv_budget);
     std::string device = m.backend->name();
+    if (m.tp_ranks)  // the card's KV cache line is one rank's (docs/tensor-parallel.md)
+      device += fmt::format(" x {} tensor-parallel ranks (KV cache per rank)", m.tp_ranks->size());
     BatchChoice batch;
     std::unique_ptr<Engine> engine = make_engine(m, config, kv_dtype_flag, batch_flags, &batch);
     for (auto& [name, dir] : loras) engine->load_lora(name, dir);

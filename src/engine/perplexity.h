@@ -7,6 +7,7 @@
 #include <span>
 
 #include "backend/backend.h"
+#include "engine/tp_ranks.h"
 #include "model/model.h"
 
 namespace tandem {
@@ -19,5 +20,7 @@ struct PerplexityResult {
 
 PerplexityResult perplexity(Model& model, Backend& backend, std::span<const int32_t> ids,
                             int window);
+// The same through a tensor-parallel group's ranks (engine/tp_ranks.h).
+PerplexityResult perplexity(TpRanks& ranks, std::span<const int32_t> ids, int window);
 
 }  // namespace tandem

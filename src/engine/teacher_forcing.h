@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/tp_ranks.h"
 #include "media/image_input.h"
 #include "model/model.h"
 
@@ -18,5 +19,9 @@ namespace tandem {
 Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int32_t> ids,
                              int chunk = 0, int block_size = 16, int lora_slot = 0,
                              std::span<const MediaSpan> media = {});
+// The same through the ranks of a tensor-parallel group (engine/tp_ranks.h): every rank
+// runs every chunk, rank 0's gathered logits are returned. No images.
+Tensor teacher_forced_logits(TpRanks& ranks, std::span<const int32_t> ids, int chunk = 0,
+                             int block_size = 16, int lora_slot = 0);
 
 }  // namespace tandem

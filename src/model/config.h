@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/communicator.h"
 #include "model/lora/lora_targets.h"
 
 namespace tandem {
@@ -43,6 +44,9 @@ enum class LayerKind : uint8_t { Full, Sliding };
 struct ModelConfig {
   // Not from config.json: room for LoRA adapters, set by the loader's caller (load_model).
   LoraCapacity lora;
+  // Not from config.json: the tensor-parallel slice a model holds (model/tp_slices.h), set
+  // by load_model from LoadOptions::tp. Every field below stays the whole model's.
+  TpShard tp;
   // The whole config.json, read only by the parsers of architecture-specific fields
   // (arch/*_config.cpp, vision/*): raw() is {} when unset. Shared and immutable, so the
   // header needs only json_fwd.hpp.

@@ -35,10 +35,20 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
     : Model(std::move(config)), traits_(traits), backend_(backend) {
   const ModelConfig& c = config_;
   WeightLoader w(checkpoint, backend, std::move(map), c.num_experts, &lora_);
-  int64_t V = c.vocab_size, D = c.hidden_size;
+  if (c.tp.sharded()) w.set_slicer(decoder_slicer(c, c.tp), c.tp.rank);
+  int64_t V = c.vocab_size / c.tp.size, D = c.hidden_size;  // this rank's vocabulary rows
   embed_ = w.load("embed", -1, {V, D});
   head_.final_norm = load_norm(w, "final_norm", -1);
   head_.head = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
+  if (c.tp.sharded()) {  // the lookup's table gains a zero row (vocab_slice_embedding)
+    Tensor table = backend.zeros(embed_.dtype, {V + 1, D});
+    Tensor rows = table.slice_rows(0, V);
+    backend.copy(rows, embed_);
+    const bool tied = head_.head.weight.data == embed_.data;
+    embed_ = table;
+    if (tied) head_.head.weight = rows;
+    head_.gather = c.tp.comm;
+  }
   head_.logit_divisor = traits_.logit_divisor;
   head_.softcap = float(c.final_logit_softcap);
   layers_.resize(size_t(c.num_layers));
@@ -55,8 +65,11 @@ RmsNorm DecoderModel::load_norm(WeightLoader& w, const std::string& name, int la
 void DecoderModel::load_layer(WeightLoader& w, int i) {
   const ModelConfig& c = config_;
   DecoderLayer& l = layers_[size_t(i)];
-  int64_t D = c.hidden_size, Dh = c.head_dim, F = c.intermediate_sizes[size_t(i)];
-  int64_t QKV = (c.num_heads + 2 * c.num_kv_heads) * Dh;
+  // This rank's heads and columns (model/tp_slices.h; the whole model at size 1).
+  const TpHeads heads = tp_heads(c, c.tp);
+  const int64_t N = c.tp.size;
+  int64_t D = c.hidden_size, Dh = c.head_dim, F = c.intermediate_sizes[size_t(i)] / N;
+  int64_t QKV = (heads.q_heads + 2 * heads.kv_heads) * Dh;
   l.attn_norm = load_norm(w, "layers.{i}.attn_norm", i);
   Attention& a = l.attention;
   a.qkv = w.load_linear("layers.{i}.qkv", i, {QKV, D});
@@ -64,14 +77,14 @@ void DecoderModel::load_layer(WeightLoader& w, int i) {
             .k = w.load("layers.{i}.k_norm", i, {Dh}, false),
             .eps = float(c.rms_norm_eps),
             .weight_offset = traits_.norm_weight_offset};
-  a.o = w.load_linear("layers.{i}.o", i, {D, c.num_heads * Dh});
+  a.o = w.load_linear("layers.{i}.o", i, {D, heads.q_heads * Dh});
   a.rope = make_rope(c.rope_for(i), c.head_dim, c.max_position_embeddings);
   a.params.scale = float(1.0 / std::sqrt(c.query_pre_attn_scalar.value_or(double(Dh))));
   a.params.softcap = c.attn_logit_softcap;
   a.params.window = c.window_for(i);
   a.params.media_bidirectional = c.media_bidirectional_at(i);
-  a.num_heads = c.num_heads;
-  a.num_kv_heads = c.num_kv_heads;
+  a.num_heads = heads.q_heads;
+  a.num_kv_heads = heads.kv_heads;
   a.head_dim = c.head_dim;
   l.post_attn_norm = load_norm(w, "layers.{i}.post_attn_norm", i, false);
   l.ffn_norm = load_norm(w, "layers.{i}.ffn_norm", i);
@@ -79,7 +92,7 @@ void DecoderModel::load_layer(WeightLoader& w, int i) {
   bool sparse = c.num_experts > 0 && (i + 1) % c.decoder_sparse_step == 0 &&
                 std::find(c.mlp_only_layers.begin(), c.mlp_only_layers.end(), i) == c.mlp_only_layers.end();
   if (sparse) {
-    int64_t E = c.num_experts, Fe = c.moe_intermediate_size;
+    int64_t E = c.num_experts, Fe = c.moe_intermediate_size / N;
     l.moe.router = w.load_linear("layers.{i}.router", i, {E, D});
     l.moe.experts_gate_up = w.load_experts("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
     l.moe.experts_down = w.load_experts("layers.{i}.experts_down", i, {E, D, Fe});
@@ -93,16 +106,27 @@ void DecoderModel::load_layer(WeightLoader& w, int i) {
   }
 }
 
+Tensor DecoderModel::embed(const StepTensors& step, float scale) {
+  const TpShard& tp = config_.tp;
+  if (!tp.sharded()) return embedding(backend_, embed_, step.tokens, scale);
+  const int64_t first = int64_t(tp.rank) * (config_.vocab_size / tp.size);
+  Tensor x = vocab_slice_embedding(backend_, embed_, step.tokens, first, scale);
+  tp.comm->all_reduce_sum(x);  // exactly one rank holds each id's row
+  return x;
+}
+
 std::vector<LayerKvSpec> DecoderModel::kv_specs() const {
   std::vector<LayerKvSpec> specs;
   for (int i = 0; i < config_.num_layers; i++)
-    specs.push_back({config_.num_kv_heads, config_.head_dim, config_.window_for(i), std::nullopt});
+    specs.push_back({tp_heads(config_, config_.tp).kv_heads, config_.head_dim,
+                     config_.window_for(i), std::nullopt});
   return specs;
 }
 
 Tensor DecoderModel::attention_block(const DecoderLayer& l, const Tensor& h, const Fp8Input& hq,
                                      const StepTensors& step, PagedKv& kv) {
   Tensor out = attention(backend_, h, step, kv, l.attention, hq);
+  if (config_.tp.comm) config_.tp.comm->all_reduce_sum(out);  // the ranks' heads meet
   if (l.post_attn_norm.defined()) rms_norm_in_place(backend_, out, l.post_attn_norm);
   return out;
 }
@@ -110,6 +134,7 @@ Tensor DecoderModel::attention_block(const DecoderLayer& l, const Tensor& h, con
 Tensor DecoderModel::mlp_block(const DecoderLayer& l, const Tensor& h, const Fp8Input& hq,
                                const StepTensors& step) {
   Tensor out = l.sparse() ? moe(backend_, h, h, l.moe) : gated_mlp(backend_, h, step, l.mlp, hq);
+  if (config_.tp.comm) config_.tp.comm->all_reduce_sum(out);  // the ranks' columns meet
   if (l.post_ffn_norm.defined()) rms_norm_in_place(backend_, out, l.post_ffn_norm);
   return out;
 }
@@ -117,7 +142,7 @@ Tensor DecoderModel::mlp_block(const DecoderLayer& l, const Tensor& h, const Fp8
 // Every layer dense with FP8 projections (the chain the CUDA backend fuses is FP8's), no
 // sandwich norms, no μP residual scaling, no shared KV, and no adapters in the step.
 bool DecoderModel::takes_fused_chain(const StepTensors& step) const {
-  if (traits_.residual_multiplier != 1.f || step.lora.defined() ||
+  if (traits_.residual_multiplier != 1.f || step.lora.defined() || config_.tp.sharded() ||
       !backend_.fuses_decode_chain(step.tokens.numel()))
     return false;
   return std::all_of(layers_.begin(), layers_.end(), [](const DecoderLayer& l) {
@@ -162,7 +187,7 @@ Tensor DecoderModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
   // joins x and the next norm runs in the same pass (add_rms_norm). Where the block's input
   // projection is FP8 (Linear::takes_fp8_input), the norm also writes h's e4m3 copy hq
   // (Backend::add_rms_norm_fp8), which the projection reads instead of quantizing h.
-  Tensor x = embedding(backend_, embed_, step.tokens, embed_scale * traits_.embedding_multiplier);
+  Tensor x = embed(step, embed_scale * traits_.embedding_multiplier);
   write_media_rows(backend_, x, step);
   auto scaled = [&](Tensor out) {
     if (traits_.residual_multiplier != 1.f) backend_.scale(out, traits_.residual_multiplier);

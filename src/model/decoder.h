@@ -8,6 +8,7 @@
 #include "loader/checkpoint.h"
 #include "model/layers.h"
 #include "model/model.h"
+#include "model/tp_slices.h"
 #include "model/weight_map.h"
 
 namespace tandem {
@@ -55,11 +56,13 @@ class DecoderModel : public Model {
   // The forward of a step the backend runs as its fused decode chain
   // (Backend::fuses_decode_chain): the same function in the ops that fuse.
   bool takes_fused_chain(const StepTensors& step) const;
+  // The step's token embeddings [T, D] (a vocabulary-split lookup under tensor parallelism).
+  Tensor embed(const StepTensors& step, float scale);
   Tensor forward_fused(const StepTensors& step, std::span<PagedKv> kv);
 
   DecoderTraits traits_;
   Backend& backend_;
-  Tensor embed_;  // [V, D]
+  Tensor embed_;  // [V, D]; under tensor parallelism [V/N + 1, D] (vocab_slice_embedding)
   LmHead head_;   // final norm [D], lm_head [V, D] (the embedding when tied)
   std::vector<DecoderLayer> layers_;
 };

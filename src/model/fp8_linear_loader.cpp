@@ -77,6 +77,9 @@ Linear WeightLoader::load_fp8_linear(const WeightRule& rule, int layer, Shape ex
 Linear WeightLoader::load_experts(const std::string& name, int layer, Shape expected) {
   const WeightRule* rule = find(name);
   if (!rule || !loads_as_fp8(*rule, layer)) return Linear{.weight = load(name, layer, expected)};
+  if (slicer_)
+    fail("{}: '{}' holds FP8 MoE experts, which tensor parallelism does not split yet",
+         checkpoint_.dir().string(), expand_name(name, layer));
   const std::string dir = checkpoint_.dir().string(), label = expand_name(name, layer);
   if (!backend_.fp8_experts())
     fail("{}: '{}' holds FP8 MoE experts, which the {} backend does not run (the cpu and "

@@ -10,6 +10,9 @@ namespace tandem {
 
 std::unique_ptr<Model> load_gguf_model(const std::filesystem::path& path, Backend& backend,
                                        const LoadOptions& options) {
+  if (options.tp.sharded())
+    fail("{}: tensor parallelism reads safetensors folders only (not GGUF files yet)",
+         path.string());
   if (options.online && options.online->fp8())
     fail("{}: --quantization {} applies to 16-bit checkpoints; a GGUF file's weights load as "
          "stored (use a file of the type you want)", path.string(), options.online->method);

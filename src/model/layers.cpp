@@ -75,6 +75,21 @@ Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scal
   return out;
 }
 
+Tensor vocab_slice_embedding(Backend& be, const Tensor& table, const Tensor& ids, int64_t first,
+                             float scale) {
+  TANDEM_CHECK(be.device() == Device::CPU && ids.device == Device::CPU && ids.dtype == DType::I32,
+               "the vocabulary-split embedding runs on CPU ranks only (backend {})", be.name());
+  const int64_t local = table.dim(0) - 1;  // the last row is zeros
+  std::vector<int32_t> mapped(size_t(ids.numel()));
+  for (size_t t = 0; t < mapped.size(); t++) {
+    const int64_t id = int64_t(ids.ptr<int32_t>()[t]) - first;
+    mapped[t] = int32_t(id >= 0 && id < local ? id : local);
+  }
+  Tensor local_ids = be.alloc(DType::I32, {ids.numel()});
+  be.write_i32(local_ids, mapped.data(), int64_t(mapped.size()));
+  return embedding(be, table, local_ids, scale);
+}
+
 Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index) {
   Tensor out = be.alloc(x.dtype, {index.numel(), x.cols()});
   be.gather_rows(out, x, index);
@@ -166,7 +181,10 @@ Tensor lm_head_logits(Backend& be, const Tensor& hidden, const LmHead& head) {
   if (head.logit_divisor != 1.f) be.scale(normed, 1.f / head.logit_divisor);
   Tensor logits = linear_f32(be, normed, head.head);
   if (head.softcap > 0.f) be.softcap(logits, head.softcap);
-  return logits;
+  if (!head.gather) return logits;
+  Tensor all = be.alloc(DType::F32, {logits.rows(), logits.cols() * head.gather->size()});
+  head.gather->all_gather_columns(all, logits);
+  return all;
 }
 
 }  // namespace tandem

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/communicator.h"
 
 namespace tandem {
 
@@ -65,6 +66,9 @@ struct LmHead {
   Linear head;  // [V, D] (the embedding when tied)
   float logit_divisor = 1.f;
   float softcap = 0.f;
+  // Tensor parallelism: `head` holds this rank's V/N vocabulary rows, and the ranks' logits
+  // are gathered into [S, V] (model/tp_slices.h); null: the whole head.
+  Communicator* gather = nullptr;
 };
 
 // x · Wᵀ (+ b) in the activation dtype.   x [T, K] → [T, N]
@@ -88,6 +92,12 @@ void rms_norm_in_place(Backend& be, Tensor& x, const RmsNorm& n);
 Tensor add_rms_norm(Backend& be, Tensor& residual, const Tensor& x, const RmsNorm& n);
 // table[ids] · scale.   table [V, D], ids [T] i32 → [T, D]
 Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scale);
+// Tensor parallelism's lookup in a vocabulary slice: `table` [V/N + 1, D] holds rows
+// [first, first + V/N) of the embedding and a zero row last; an id outside them reads the
+// zero row, so the all-reduce of the ranks' outputs is the whole lookup. CPU ranks only
+// (the ids are read on the host).   ids [T] i32 → [T, D]
+Tensor vocab_slice_embedding(Backend& be, const Tensor& table, const Tensor& ids, int64_t first,
+                             float scale);
 // x[index].   x [T, D], index [S] i32 → [S, D]
 Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index);
 // A device vector of n ones (an unweighted norm's weight, a +1 bias).

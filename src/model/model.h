@@ -67,6 +67,10 @@ class Model {
 struct LoadOptions {
   std::optional<QuantScheme> online;
   LoraCapacity lora;
+  // Tensor parallelism: load only rank tp.rank's slices (model/tp_slices.h). The decoder
+  // architectures (DecoderModel) take it; others, GGUF files and multimodal folders are
+  // refused when tp.size > 1.
+  TpShard tp;
 };
 
 // Reads config.json, picks the architecture from the registry, loads the weights: as

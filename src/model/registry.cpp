@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "loader/gguf_file.h"
 #include "model/arch/archs.h"
+#include "model/tp_slices.h"
 
 namespace tandem {
 namespace {
@@ -54,6 +55,29 @@ void check_declared_layers(const ModelConfig& config, const Checkpoint& checkpoi
          config.num_layers, held);
 }
 
+// Tensor parallelism splits DecoderModel's architectures only (model/tp_slices.h); the
+// dimensions it cuts must divide by N. Checked before a weight is read.
+void check_tensor_parallel(const ModelConfig& config, const std::string& type,
+                           const std::filesystem::path& dir) {
+  if (!config.tp.sharded()) return;
+  static const char* const kSplit[] = {"llama",  "qwen2",       "qwen3",     "mistral", "phi3",
+                                       "gemma2", "gemma3_text", "qwen3_moe", "mixtral", "minicpm"};
+  if (std::find(std::begin(kSplit), std::end(kSplit), type) == std::end(kSplit))
+    fail(
+        "{}: tensor parallelism does not split model_type '{}' yet (it splits llama, qwen2, "
+        "qwen3, mistral, phi3, gemma2, gemma3_text, qwen3_moe, mixtral, minicpm)",
+        (dir / "config.json").string(), type);
+  TANDEM_CHECK(config.tp.comm && config.tp.comm->size() == config.tp.size &&
+                   config.tp.comm->rank() == config.tp.rank,
+               "tensor parallelism: rank {} of {} needs its communicator", config.tp.rank,
+               config.tp.size);
+  try {
+    check_tp_dims(config, config.tp.size);
+  } catch (const Error& e) {
+    fail("{}: {}", (dir / "config.json").string(), e.what());
+  }
+}
+
 }  // namespace
 
 ArchBuilder find_architecture(const std::string& model_type) {
@@ -85,6 +109,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& bac
   if (is_gguf_file(dir)) return load_gguf_model(dir, backend, options);
   ModelConfig config = ModelConfig::load(dir);
   config.lora = options.lora;
+  config.tp = options.tp;
   // A multimodal folder's builder is its top-level type's: it loads the text model and
   // the towers.
   const std::string& type =
@@ -96,6 +121,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& bac
     fail("{}: unknown model_type '{}' (supported: {})", (dir / "config.json").string(), type,
          known);
   }
+  check_tensor_parallel(config, type, dir);
   Checkpoint checkpoint = Checkpoint::open(dir);
   check_declared_layers(config, checkpoint, (dir / "config.json").string());
   checkpoint.set_quant(model_quant_scheme(config, options.online));

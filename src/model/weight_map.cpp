@@ -109,12 +109,16 @@ std::optional<Tensor> WeightLoader::read(const std::string& name, int layer, Sha
     present += checkpoint_.has(expand_name(src, layer, src.find("{e}") != std::string::npos ? 0 : -1));
   if (present == 0 && rule->optional) return std::nullopt;
 
+  const WeightSlice slice = slicer_ ? slicer_(name, layer) : WeightSlice{};
+  if (slice.kind == WeightSlice::Kind::Absent) return std::nullopt;
+  counts_upload_ = slice.kind != WeightSlice::Kind::Whole || tp_rank_ == 0;
+  auto concat = [&](const std::vector<Tensor>& parts) { return concat_rows(parts, label); };
   bool stacked = rule->sources[0].find("{e}") != std::string::npos;
   std::vector<Tensor> pieces;
   for (int e = 0; e < (stacked ? num_experts_ : 1); e++) {
     std::vector<Tensor> parts;
     for (auto& src : rule->sources) parts.push_back(read_source(src, layer, stacked ? e : -1));
-    pieces.push_back(concat_rows(parts, label));
+    pieces.push_back(slice_parts(parts, slice, label, concat));
   }
   Tensor host = concat_rows(pieces, label);
   if (stacked) {  // [E·R, C] → [E, R, C]
@@ -129,8 +133,14 @@ std::optional<Tensor> WeightLoader::read(const std::string& name, int layer, Sha
   return host;
 }
 
+void WeightLoader::set_slicer(WeightSlicer slicer, int rank) {
+  slicer_ = std::move(slicer);
+  tp_rank_ = rank;
+}
+
 Tensor WeightLoader::upload(const Tensor& host) {
-  num_parameters_ += host.numel();
+  if (counts_upload_) num_parameters_ += host.numel();
+  counts_upload_ = true;
   Tensor device = backend_.upload(host, backend_.weight_dtype(host.dtype));
   report_progress(int64_t(host.nbytes()));
   return device;
@@ -185,6 +195,11 @@ Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expec
                                  bool must_exist) {
   Linear l;
   const WeightRule* rule = find(name);
+  if (slicer_ && rule && (loads_as_fp8(*rule, layer) || mixed_types(*rule, layer)))
+    fail(
+        "{}: weight '{}': tensor parallelism reads 16-bit and f32 safetensors weights only "
+        "(not FP8 or mixed-type projections)",
+        checkpoint_.dir().string(), expand_name(name, layer));
   if (rule && loads_as_fp8(*rule, layer)) {
     l = load_fp8_linear(*rule, layer, expected);
   } else if (rule && mixed_types(*rule, layer)) {
@@ -201,14 +216,37 @@ Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expec
 
 void WeightLoader::add_lora_slots(Linear& l, const WeightRule& rule, int layer) {
   LoraTarget t{.layer = layer, .in_features = l.in_features()};
+  t.full_in_features = t.in_features;
+  // Under tensor parallelism the adapter is cut like its base weight (model/tp_slices.h):
+  // B's rows where the weight's rows are split, A's columns where its columns are.
+  const WeightSlice slice = slicer_ ? slicer_(rule.name, layer) : WeightSlice{};
+  int64_t fused_row = 0;  // the source's first row in the whole fused projection
   for (auto& src : rule.sources) {
     std::string weight = expand_name(src, layer);
     const std::string suffix = ".weight";
     TANDEM_CHECK(weight.size() > suffix.size() && weight.ends_with(suffix),
                  "LoRA: projection source '{}' is not a '.weight' tensor", weight);
-    int64_t rows = checkpoint_.get(weight).dim(0);
-    t.shards.push_back({weight.substr(0, weight.size() - suffix.size()), t.out_features, rows});
-    t.out_features += rows;
+    const Tensor source = checkpoint_.get(weight);
+    LoraShard shard{.module = weight.substr(0, weight.size() - suffix.size()),
+                    .row_offset = t.out_features,
+                    .num_rows = source.dim(0),
+                    .full_rows = source.dim(0)};
+    if (slice.kind == WeightSlice::Kind::Rows) {
+      shard.num_rows = 0;
+      for (const WeightSlice::Range& r : slice.rows) {
+        const int64_t lo = std::max(r.begin, fused_row);
+        const int64_t hi = std::min(r.begin + r.count, fused_row + source.dim(0));
+        if (lo >= hi) continue;
+        shard.source_rows.push_back({lo - fused_row, hi - lo});
+        shard.num_rows += hi - lo;
+      }
+    } else if (slice.kind == WeightSlice::Kind::Columns) {
+      t.a_first_col = slice.columns.begin;
+      t.full_in_features = source.dim(1);
+    }
+    fused_row += source.dim(0);
+    t.out_features += shard.num_rows;
+    t.shards.push_back(std::move(shard));
   }
   TANDEM_CHECK(t.out_features == l.out_features(), "LoRA: the sources of '{}' have {} rows, the projection {}",
                expand_name(rule.name, layer), t.out_features, l.out_features());

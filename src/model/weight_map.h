@@ -11,6 +11,7 @@
 #include "backend/linear.h"
 #include "loader/checkpoint.h"
 #include "model/lora/lora_targets.h"
+#include "model/tp_slices.h"
 
 namespace tandem {
 
@@ -56,6 +57,12 @@ class WeightLoader {
   Linear load_lm_head(const Tensor& embed, Shape expected, bool tied);
   // Total parameters loaded so far.
   int64_t num_parameters() const { return num_parameters_; }
+  // Tensor parallelism (model/tp_slices.h): from now on every weight is read as `slicer`
+  // cuts it for rank `rank`, and the shapes given to load* are the slice's. A weight held
+  // whole counts as parameters on rank 0 only, so the ranks' counts add up to the model's.
+  // LoRA slots are cut like their projections; FP8 and mixed-type (GGUF) projections are
+  // refused under it.
+  void set_slicer(WeightSlicer slicer, int rank);
 
  private:
   const WeightRule* find(const std::string& name) const;
@@ -89,6 +96,9 @@ class WeightLoader {
   int num_experts_;
   LoraTargets* lora_;
   int64_t num_parameters_ = 0;
+  WeightSlicer slicer_;  // empty: every weight whole
+  int tp_rank_ = 0;
+  bool counts_upload_ = true;  // whether the weight being read counts as parameters
   int64_t total_bytes_ = 0;   // the checkpoint's files, for the progress line
   int64_t loaded_bytes_ = 0;
   int reported_tenths_ = 0;

@@ -1,6 +1,8 @@
 #include "model/lora/lora_slots.h"
 
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -29,9 +31,9 @@ std::map<std::string, ShardRef> match_modules(const LoraTargets& targets, const 
            "(attention q/k/v/o and MLP gate/up/down)", where, name);
     const LoraTarget& t = targets.targets[it->second.target];
     const LoraShard& shard = t.shards[it->second.shard];
-    if (m.a.dim(1) != t.in_features || m.b.dim(0) != shard.num_rows)
+    if (m.a.dim(1) != t.full_in_features || m.b.dim(0) != shard.full_rows)
       fail("{}: module '{}': lora_A {} and lora_B {} do not fit the projection [{}, {}]", where,
-           name, m.a.shape.str(), m.b.shape.str(), shard.num_rows, t.in_features);
+           name, m.a.shape.str(), m.b.shape.str(), shard.full_rows, t.full_in_features);
     if (m.a.dim(0) > targets.capacity.max_rank)
       fail("{}: module '{}' has rank {}, above the server's max LoRA rank {}", where, name,
            m.a.dim(0), targets.capacity.max_rank);
@@ -76,14 +78,22 @@ LoraSlotImage lora_slot_image(const LoraTargets& targets, const PeftAdapter& ad)
     const LoraTarget& t = targets.targets[ref.target];
     const LoraShard& shard = t.shards[ref.shard];
     const int64_t r = m.a.dim(0), K = t.in_features, R = t.bank.rank();
+    const int64_t full_K = t.full_in_features, k0 = t.a_first_col;  // a rank's columns of A
     const int64_t col0 = int64_t(ref.shard) * max_rank;
     float* pa = image.a[ref.target].ptr<float>();
     float* pb = image.b[ref.target].ptr<float>();
     for (int64_t j = 0; j < r; j++)
-      for (int64_t k = 0; k < K; k++) pa[(col0 + j) * K + k] = m.a.ptr<float>()[j * K + k];
-    for (int64_t n = 0; n < shard.num_rows; n++)
-      for (int64_t j = 0; j < r; j++)
-        pb[(shard.row_offset + n) * R + col0 + j] = m.scaling * m.b.ptr<float>()[n * r + j];
+      for (int64_t k = 0; k < K; k++)
+        pa[(col0 + j) * K + k] = m.a.ptr<float>()[j * full_K + k0 + k];
+    // The module's rows this shard holds (all of them unless tensor parallelism split them).
+    std::vector<std::pair<int64_t, int64_t>> ranges = shard.source_rows;
+    if (ranges.empty()) ranges.push_back({0, shard.num_rows});
+    int64_t n = 0;
+    for (auto [first, count] : ranges)
+      for (int64_t i = 0; i < count; i++, n++)
+        for (int64_t j = 0; j < r; j++)
+          pb[(shard.row_offset + n) * R + col0 + j] =
+              m.scaling * m.b.ptr<float>()[(first + i) * r + j];
   }
   // In the banks' dtype already, so installing is a plain copy.
   for (size_t i = 0; i < targets.targets.size(); i++) {

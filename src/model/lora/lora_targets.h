@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/linear.h"
@@ -29,12 +30,21 @@ struct LoraShard {
   std::string module;      // PEFT's module name: the checkpoint name less ".weight"
   int64_t row_offset = 0;  // its first output row in the fused projection
   int64_t num_rows = 0;
+  // Tensor parallelism (model/tp_slices.h) splits q|k|v and gate|up by output rows: the
+  // module's rows this rank holds, (first, count) ranges in order, their counts adding up
+  // to num_rows; empty: all of them. full_rows: the module's own (lora_B's) rows.
+  std::vector<std::pair<int64_t, int64_t>> source_rows;
+  int64_t full_rows = 0;
 };
 
 struct LoraTarget {
   int layer = 0;
   std::vector<LoraShard> shards;  // in the fused projection's row order
   int64_t in_features = 0;        // K
+  // Tensor parallelism splits o and down by input columns: this rank's K columns are
+  // [a_first_col, a_first_col + K) of the module's full_in_features (lora_A's columns).
+  int64_t a_first_col = 0;
+  int64_t full_in_features = 0;
   int64_t out_features = 0;       // N = Σ shard rows
   LinearLora bank;                // a [slots, max_rank · shards, K], b [slots, N, max_rank · shards]
 };

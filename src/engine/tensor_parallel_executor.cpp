@@ -1,0 +1,219 @@
+// The tensor-parallel Executor (engine/tensor_parallel_executor.h).
+#include "engine/tensor_parallel_executor.h"
+
+#include <deque>
+#include <iterator>
+#include <utility>
+
+#include "core/error.h"
+#include "engine/kv_layout.h"
+#include "engine/model_runner.h"
+#include "engine/pooling_step.h"
+#include "engine/sampler.h"
+
+namespace tandem {
+namespace {
+
+// The sampled ids as a rank's backend reads them for fed tokens: the host backends'
+// pending state (Backend::sample_async) holds the picked tokens.
+PendingSample tp_fed_ids(std::span<const int32_t> ids) {
+  auto picked = std::make_shared<std::vector<SampledToken>>(ids.size());
+  for (size_t i = 0; i < ids.size(); i++) (*picked)[i].token = ids[i];
+  return PendingSample{int(ids.size()), picked};
+}
+
+class TensorParallelExecutor final : public Executor {
+ public:
+  TensorParallelExecutor(std::unique_ptr<Backend> backend0, std::unique_ptr<Model> model0,
+                         std::shared_ptr<TpRanks> ranks, ExecutorConfig config)
+      : backend0_(std::move(backend0)),
+        model0_(std::move(model0)),
+        ranks_(std::move(ranks)),
+        config_(config) {
+    TANDEM_CHECK(&ranks_->model(0) == model0_.get() && &ranks_->backend(0) == backend0_.get(),
+                 "tensor-parallel executor: rank 0 is not the group's");
+    info_.model = model0_->config();
+    for (int r = 0; r < ranks_->size(); r++)
+      info_.num_parameters += ranks_->model(r).num_parameters();
+    info_.act_dtype = backend0_->act_dtype();
+    info_.device = backend0_->name();
+    info_.asynchronous = false;
+    info_.vision = model0_->vision_spec();
+    feeds_.resize(size_t(ranks_->size()));
+  }
+
+  const ExecutorInfo& info() const override { return info_; }
+
+  KvRoom kv_room(const KvSizing& sizing) const override {
+    const DType dtype = config_.kv_dtype.value_or(backend0_->act_dtype());
+    return {.bytes_available = spare_bytes(),
+            .bytes_per_token = kv_bytes_per_block(model0_->kv_specs(), sizing.block_size, dtype) /
+                               sizing.block_size};
+  }
+
+  KvLayout allocate_kv(const KvSizing& sizing) override;
+
+  void prepare(int max_model_len, int max_rows) override {
+    TANDEM_CHECK(!runners_.empty(), "prepare: allocate_kv first");
+    if (config_.graphs)
+      for (auto& runner : runners_) runner->enable_graphs(max_model_len, max_rows);
+  }
+
+  void issue_forward(const StepPlan& plan) override;
+  void issue_sampling(std::span<const SampleRow> rows) override;
+
+  std::vector<GeneratedToken> take_prompt_logprobs() override {
+    return std::exchange(prompt_logprobs_, {});
+  }
+  std::vector<std::vector<float>> take_pooled() override { return std::exchange(pooled_, {}); }
+
+  std::vector<SampledToken> collect() override {
+    TANDEM_CHECK(!sampled_.empty(), "collect: no step in flight");
+    std::vector<SampledToken> tokens = std::move(sampled_.front());
+    sampled_.pop_front();
+    return tokens;
+  }
+
+  void reset() override {
+    sampled_.clear();
+    logits_.reset();
+    prompt_logprobs_.clear();
+    pooled_.clear();
+    for (auto& f : feeds_) f = PendingSample{};
+  }
+
+  // An adapter is cut like its base weights: each rank's image fits its own targets
+  // (model/lora/lora_slots.h). The image holds the ranks' images one after another.
+  LoraSlotImage lora_image(const PeftAdapter& adapter) const override {
+    LoraSlotImage all;
+    for (int r = 0; r < ranks_->size(); r++) {
+      LoraSlotImage mine = lora_slot_image(ranks_->model(r).lora_targets(), adapter);
+      std::move(mine.a.begin(), mine.a.end(), std::back_inserter(all.a));
+      std::move(mine.b.begin(), mine.b.end(), std::back_inserter(all.b));
+    }
+    return all;
+  }
+  void install_lora(int slot, const LoraSlotImage& image) override {
+    size_t at = 0;
+    for (int r = 0; r < ranks_->size(); r++) {
+      const LoraTargets& targets = ranks_->model(r).lora_targets();
+      const size_t n = targets.targets.size();
+      TANDEM_CHECK(at + n <= image.a.size() && at + n <= image.b.size(),
+                   "install_lora: an image of {} targets for {} ranks", image.a.size(),
+                   ranks_->size());
+      LoraSlotImage mine{.a = {image.a.begin() + long(at), image.a.begin() + long(at + n)},
+                         .b = {image.b.begin() + long(at), image.b.begin() + long(at + n)}};
+      install_lora_slot(ranks_->backend(r), targets, slot, mine);
+      at += n;
+    }
+  }
+
+ private:
+  // What one rank's device spares for its KV cache: the ranks share this machine's RAM, so
+  // a quarter of it split N ways.
+  int64_t spare_bytes() const { return backend0_->available_memory() / 4 / ranks_->size(); }
+
+  std::unique_ptr<Backend> backend0_;
+  std::unique_ptr<Model> model0_;
+  std::shared_ptr<TpRanks> ranks_;
+  ExecutorConfig config_;
+  ExecutorInfo info_;
+  std::vector<std::unique_ptr<ModelRunner>> runners_;  // [N], from allocate_kv on
+  std::vector<PendingSample> feeds_;               // [N] each rank's copy of the latest sampled ids
+  std::deque<std::vector<SampledToken>> sampled_;  // steps not collected yet, oldest first
+  std::optional<Tensor> logits_;                   // rank 0's, of the forward issued last
+  std::vector<GeneratedToken> prompt_logprobs_;
+  std::vector<std::vector<float>> pooled_;
+};
+
+KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
+  TANDEM_CHECK(runners_.empty(), "allocate_kv: the KV cache is allocated already");
+  // Every rank has the same KV geometry (its share of the heads), so one layout serves all.
+  const std::vector<LayerKvSpec> specs = model0_->kv_specs();
+  KvLayout layout;
+  layout.dtype = config_.kv_dtype.value_or(backend0_->act_dtype());
+  layout.groups = kv_groups_of(specs);
+  const std::vector<int64_t> block_bytes =
+      group_block_bytes(specs, layout.groups, sizing.block_size, layout.dtype);
+  KvSizing s = sizing;
+  if (!s.budget_bytes) {
+    const int64_t want = kv_bytes(plan_group_blocks(layout.groups, block_bytes, s), block_bytes);
+    const int64_t two_blocks = 2 * kv_bytes_per_block(specs, s.block_size, layout.dtype);
+    if (spare_bytes() < want) s.budget_bytes = std::max(spare_bytes(), two_blocks);
+  }
+  layout.num_blocks = plan_group_blocks(layout.groups, block_bytes, s);
+  layout.bytes = kv_bytes(layout.num_blocks, block_bytes);
+  layout.budget_bytes = s.budget_bytes.value_or(layout.bytes);
+  for (int r = 0; r < ranks_->size(); r++) {
+    runners_.push_back(std::make_unique<ModelRunner>(
+        ranks_->model(r), ranks_->backend(r), layout.num_blocks, s.block_size, layout.dtype));
+    runners_.back()->set_encoder_cache_bytes(config_.encoder_cache_bytes);
+  }
+  return layout;
+}
+
+void TensorParallelExecutor::issue_forward(const StepPlan& plan) {
+  TANDEM_CHECK(!runners_.empty(), "issue: allocate_kv first");
+  TANDEM_CHECK(!logits_, "issue: the previous step's logits were never sampled");
+  prompt_logprobs_.clear();
+  pooled_.clear();
+  // Prompt logprobs ride in the same forward: their rows first, the sampled rows after.
+  StepPlan both = plan;
+  both.sample_index = plan.logprob_index;
+  both.sample_index.insert(both.sample_index.end(), plan.sample_index.begin(),
+                           plan.sample_index.end());
+  const StepPlan& run = plan.logprob_index.empty() ? plan : both;
+  Tensor logits, pooled;
+  ranks_->run([&](int r) {
+    const PendingSample* prev = feeds_[size_t(r)].state ? &feeds_[size_t(r)] : nullptr;
+    Tensor rank_pooled;
+    Tensor out = runners_[size_t(r)]->forward(run, prev, &rank_pooled);
+    if (r == 0) {
+      logits = out;
+      pooled = rank_pooled;
+    }
+  });
+  const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
+  if (num_prompt_rows > 0) {
+    const Tensor host = backend0_->to_host_f32(logits.slice_rows(0, num_prompt_rows));
+    const size_t vocab = size_t(host.shape[1]);
+    prompt_logprobs_.resize(size_t(num_prompt_rows));
+    for (size_t p = 0; p < prompt_logprobs_.size(); p++) {
+      GeneratedToken& g = prompt_logprobs_[p];
+      g.token = plan.logprob_target[p];
+      g.logprob = token_logprob(std::span<const float>(host.ptr<float>() + p * vocab, vocab),
+                                g.token, plan.logprob_top[p], &g.top_logprobs);
+    }
+  }
+  if (!plan.sample_index.empty())
+    logits_ = logits.slice_rows(num_prompt_rows, int64_t(plan.sample_index.size()));
+  if (pooled.defined()) pooled_ = pooled_runs_to_host(*backend0_, pooled);
+}
+
+void TensorParallelExecutor::issue_sampling(std::span<const SampleRow> rows) {
+  TANDEM_CHECK(logits_, "issue_sampling: no forward waits to be sampled");
+  Tensor logits = std::move(*logits_);
+  logits_.reset();
+  // Rank 0 samples (on the host: the result is ready at once) and broadcasts the ids.
+  PendingSample pending = backend0_->sample_async(logits, rows);
+  std::vector<SampledToken> tokens(size_t(pending.num_rows));
+  backend0_->sample_wait(pending, tokens);
+  std::vector<std::vector<int32_t>> ids(size_t(ranks_->size()),
+                                        std::vector<int32_t>(tokens.size()));
+  for (size_t i = 0; i < tokens.size(); i++) ids[0][i] = tokens[i].token;
+  ranks_->run([&](int r) { ranks_->comm(r).broadcast(ids[size_t(r)], 0); });
+  for (int r = 0; r < ranks_->size(); r++) feeds_[size_t(r)] = tp_fed_ids(ids[size_t(r)]);
+  sampled_.push_back(std::move(tokens));
+}
+
+}  // namespace
+
+std::unique_ptr<Executor> make_tensor_parallel_executor(std::unique_ptr<Backend> backend0,
+                                                        std::unique_ptr<Model> model0,
+                                                        std::shared_ptr<TpRanks> ranks,
+                                                        ExecutorConfig config) {
+  return std::make_unique<TensorParallelExecutor>(std::move(backend0), std::move(model0),
+                                                  std::move(ranks), config);
+}
+
+}  // namespace tandem

@@ -1,0 +1,27 @@
+// The tensor-parallel Executor (engine/executor.h; docs/tensor-parallel.md): N CPU ranks
+// (engine/tp_ranks.h), each with its slices of the model, its own ModelRunner — its heads
+// of the KV cache, the same number of blocks as every other rank — and its own upload of
+// the same StepPlan. Every rank runs every forward; the ranks meet in two all-reduces a
+// layer (after attention's o and the MLP's down) and in the gathered logits. Rank 0
+// samples, and the sampled ids are broadcast, so every rank feeds the same tokens. The
+// engine, scheduler and KV manager see one executor, as with one worker.
+//
+// The KV budget (--kv-budget) is per rank: each rank's cache holds its KV heads of every
+// block. LoRA adapters are cut like their base weights (each rank installs its slices). No
+// draft model (run_draft fails); steps are synchronous (the ranks are CPU threads).
+#pragma once
+
+#include <memory>
+
+#include "engine/executor.h"
+#include "engine/tp_ranks.h"
+
+namespace tandem {
+
+// `backend0` and `model0` are rank 0's (TpRanks::load), moved in beside the group.
+std::unique_ptr<Executor> make_tensor_parallel_executor(std::unique_ptr<Backend> backend0,
+                                                        std::unique_ptr<Model> model0,
+                                                        std::shared_ptr<TpRanks> ranks,
+                                                        ExecutorConfig config = {});
+
+}  // namespace tandem

@@ -1,0 +1,150 @@
+#include "model/tp_slices.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace tandem {
+namespace {
+
+void check_divides(int64_t dim, int size, const char* what) {
+  if (dim % size != 0)
+    fail("tensor parallelism: {} = {} is not divisible by --tensor-parallel-size {}", what, dim,
+         size);
+}
+
+using Range = WeightSlice::Range;
+
+WeightSlice rows_of(std::vector<Range> ranges) {
+  return {.kind = WeightSlice::Kind::Rows, .rows = std::move(ranges)};
+}
+
+// This rank's rows of a fused q|k|v [(Hq + 2·Hkv)·Dh, ...].
+WeightSlice qkv_rows(const ModelConfig& c, const TpShard& tp) {
+  const TpHeads h = tp_heads(c, tp);
+  const int64_t Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
+  return rows_of({{int64_t(tp.rank) * h.q_heads * Dh, h.q_heads * Dh},
+                  {(Hq + h.kv_first) * Dh, h.kv_heads * Dh},
+                  {(Hq + Hkv + h.kv_first) * Dh, h.kv_heads * Dh}});
+}
+
+// This rank's rows of a fused gate|up [2F, ...].
+WeightSlice gate_up_rows(int64_t F, const TpShard& tp) {
+  const int64_t f = F / tp.size;
+  return rows_of({{tp.rank * f, f}, {F + tp.rank * f, f}});
+}
+
+WeightSlice columns_of(int64_t K, const TpShard& tp) {
+  const int64_t k = K / tp.size;
+  return {.kind = WeightSlice::Kind::Columns, .columns = {tp.rank * k, k}};
+}
+
+}  // namespace
+
+void check_tp_dims(const ModelConfig& c, int size) {
+  if (size <= 1) return;
+  check_divides(c.num_heads, size, "num_attention_heads");
+  if (c.num_kv_heads >= size)
+    check_divides(c.num_kv_heads, size, "num_key_value_heads");
+  else if (size % c.num_kv_heads != 0)
+    fail(
+        "tensor parallelism: --tensor-parallel-size {} is not a multiple of num_key_value_heads "
+        "= {} (KV heads are replicated only when N is)",
+        size, c.num_kv_heads);
+  for (int F : c.intermediate_sizes) check_divides(F, size, "intermediate_size");
+  if (c.num_experts > 0) check_divides(c.moe_intermediate_size, size, "moe_intermediate_size");
+  check_divides(c.vocab_size, size, "vocab_size");
+}
+
+TpHeads tp_heads(const ModelConfig& c, const TpShard& tp) {
+  TpHeads h;
+  h.q_heads = c.num_heads / tp.size;
+  if (c.num_kv_heads >= tp.size) {
+    h.kv_heads = c.num_kv_heads / tp.size;
+    h.kv_first = tp.rank * h.kv_heads;
+  } else {  // each rank's query heads lie in one KV group (N is a multiple of Hkv)
+    h.kv_heads = 1;
+    h.kv_first = tp.rank * h.q_heads / (c.num_heads / c.num_kv_heads);
+  }
+  return h;
+}
+
+WeightSlicer decoder_slicer(const ModelConfig& c, const TpShard& tp) {
+  return [c, tp](const std::string& name, int layer) -> WeightSlice {
+    const int64_t V = c.vocab_size, Dh = c.head_dim;
+    const int64_t F = layer >= 0 ? c.intermediate_sizes[size_t(layer)] : 0;
+    if (name == "embed" || name == "lm_head")
+      return rows_of({{tp.rank * (V / tp.size), V / tp.size}});
+    if (name == "layers.{i}.qkv" || name == "layers.{i}.qkv_bias") return qkv_rows(c, tp);
+    if (name == "layers.{i}.o") return columns_of(c.num_heads * Dh, tp);
+    if (name == "layers.{i}.gate_up" || name == "layers.{i}.gate_up_bias")
+      return gate_up_rows(F, tp);
+    if (name == "layers.{i}.down") return columns_of(F, tp);
+    if (name == "layers.{i}.experts_gate_up") return gate_up_rows(c.moe_intermediate_size, tp);
+    if (name == "layers.{i}.experts_down") return columns_of(c.moe_intermediate_size, tp);
+    if (name == "layers.{i}.o_bias" || name == "layers.{i}.down_bias")
+      return tp.rank == 0 ? WeightSlice{} : WeightSlice{.kind = WeightSlice::Kind::Absent};
+    for (const char* whole : {"final_norm", "layers.{i}.attn_norm", "layers.{i}.ffn_norm",
+                              "layers.{i}.post_attn_norm", "layers.{i}.post_ffn_norm",
+                              "layers.{i}.q_norm", "layers.{i}.k_norm", "layers.{i}.router"})
+      if (name == whole) return {};
+    fail("tensor parallelism: no split is defined for weight '{}'", name);
+  };
+}
+
+namespace {
+
+// Rows [begin, begin + count) of the parts fused along dim 0, as views of the parts.
+void take_rows(std::vector<Tensor>& out, const std::vector<Tensor>& parts, Range want,
+               const std::string& label) {
+  int64_t offset = 0;
+  for (const Tensor& p : parts) {
+    const int64_t n = p.ndim() == 1 ? p.numel() : p.rows();
+    const int64_t lo = std::max(want.begin, offset),
+                  hi = std::min(want.begin + want.count, offset + n);
+    if (lo < hi) out.push_back(p.slice_rows(lo - offset, hi - lo));
+    offset += n;
+  }
+  if (want.begin + want.count > offset)
+    fail("weight '{}': tensor parallelism needs rows [{}, {}) but its sources hold {}", label,
+         want.begin, want.begin + want.count, offset);
+}
+
+// Columns [begin, begin + count) of the last dim of `t` (2-D or stacked 3-D), copied.
+Tensor take_columns(const Tensor& t, Range want, const std::string& label) {
+  if (t.ndim() < 2 || want.begin + want.count > t.dim(t.ndim() - 1))
+    fail("weight '{}' {}: tensor parallelism needs columns [{}, {}) of it", label, t.shape.str(),
+         want.begin, want.begin + want.count);
+  const int64_t K = t.dim(t.ndim() - 1), rows = t.numel() / K;
+  Shape shape = t.shape;
+  shape.dims[size_t(t.ndim() - 1)] = want.count;
+  Tensor out = Tensor::empty_host(t.dtype, shape);
+  const size_t esize = dtype_size(t.dtype);
+  for (int64_t r = 0; r < rows; r++)
+    std::memcpy(static_cast<char*>(out.data) + size_t(r * want.count) * esize,
+                static_cast<const char*>(t.data) + size_t(r * K + want.begin) * esize,
+                size_t(want.count) * esize);
+  return out;
+}
+
+}  // namespace
+
+Tensor slice_parts(const std::vector<Tensor>& parts, const WeightSlice& slice,
+                   const std::string& label,
+                   const std::function<Tensor(const std::vector<Tensor>&)>& concat) {
+  switch (slice.kind) {
+    case WeightSlice::Kind::Rows: {
+      std::vector<Tensor> views;
+      for (const Range& r : slice.rows) take_rows(views, parts, r, label);
+      return concat(views);
+    }
+    case WeightSlice::Kind::Columns:
+      return take_columns(concat(parts), slice.columns, label);
+    case WeightSlice::Kind::Whole:
+    case WeightSlice::Kind::Absent:
+      break;
+  }
+  return concat(parts);
+}
+
+}  // namespace tandem

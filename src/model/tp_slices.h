@@ -1,0 +1,62 @@
+// How a DecoderModel's weights are cut across N tensor-parallel ranks (Megatron-style;
+// docs/tensor-parallel.md). Rank r of N holds:
+//   - q|k|v by heads: its Hq/N query heads and their KV heads (Hkv/N of them, or, when
+//     Hkv < N, the one KV head its query heads read: replicated over N/Hkv ranks);
+//   - gate|up by columns (its F/N of each half), down by input rows (the same F/N);
+//   - o by input rows (its heads' Hq/N·Dh); o's and down's biases on rank 0 only, so the
+//     all-reduce adds them once;
+//   - MoE experts split by tensor: every expert's gate|up and down as the dense MLP's;
+//   - the embedding and the LM head by vocabulary (rows [r·V/N, (r+1)·V/N)), the logits
+//     gathered;
+//   - norms, q/k norms and the router whole.
+// A WeightSlice says which part of a weight (its sources fused along dim 0 as the weight
+// map fuses them) a rank reads; the loader reads only those rows or columns from the
+// mapped file.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/communicator.h"
+#include "core/tensor.h"
+#include "model/config.h"
+
+namespace tandem {
+
+struct WeightSlice {
+  enum class Kind : uint8_t { Whole, Rows, Columns, Absent };
+  struct Range {
+    int64_t begin = 0, count = 0;
+  };
+  Kind kind = Kind::Whole;  // Absent: this rank holds none of it (loads as absent)
+  std::vector<Range> rows;  // Rows: ranges of the fused dim 0 (per expert), in order
+  Range columns;            // Columns: of the last dim
+};
+
+// The slice of internal weight `name` ("layers.{i}.qkv", "embed", ...) at `layer`.
+using WeightSlicer = std::function<WeightSlice(const std::string& name, int layer)>;
+
+// A rank's share of the attention heads.
+struct TpHeads {
+  int q_heads = 0;   // Hq / N
+  int kv_heads = 0;  // Hkv / N, or 1 when Hkv < N
+  int kv_first = 0;  // the first KV head it holds
+};
+
+// Throws tandem::Error naming the dimension and N when N does not divide one the split
+// needs (heads, KV heads, intermediate sizes, the vocabulary).
+void check_tp_dims(const ModelConfig& c, int size);
+TpHeads tp_heads(const ModelConfig& c, const TpShard& tp);
+// The slicer of DecoderModel's weight map for rank tp.rank of tp.size.
+WeightSlicer decoder_slicer(const ModelConfig& c, const TpShard& tp);
+
+// The host tensor of `slice` of `parts` (a weight's sources, each [R_i, ...] or [R_i],
+// fused along dim 0): views where the slice is whole rows of one part, a copy otherwise.
+// Throws tandem::Error naming `label` when the parts do not hold the slice.
+Tensor slice_parts(const std::vector<Tensor>& parts, const WeightSlice& slice,
+                   const std::string& label,
+                   const std::function<Tensor(const std::vector<Tensor>&)>& concat);
+
+}  // namespace tandem

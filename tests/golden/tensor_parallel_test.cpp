@@ -1,0 +1,369 @@
+// Tensor parallelism on CPU ranks (docs/tensor-parallel.md, issue 47): the in-memory
+// communicator sums in rank order whatever the thread timing; N ranks, each holding its
+// slices, reproduce the oracle's teacher-forced logits within 1e-4 (dense, GQA with KV heads
+// split or replicated, MoE, sliding window), and through the tensor-parallel executor the
+// batch gate's continuations, with the prefix cache serving repeats; LoRA adapters cut like
+// their base weights match PEFT; a dimension N does not divide, and what is not split yet,
+// are clear errors.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "backend/cpu/cpu_communicator.h"
+#include "cli/command_flags.h"
+#include "cli/model_files.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "engine/sampler.h"
+#include "engine/teacher_forcing.h"
+#include "loader/safetensors.h"
+#include "lora_fixture.h"
+#include "model/lora/lora_slots.h"
+#include "oracle_fixture.h"
+
+namespace tandem::test {
+namespace tensor_parallel_test {
+
+// Runs fn(rank) on `n` threads at once, rank r starting r·`stagger_ms` late.
+void on_threads(int n, int stagger_ms, const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; r++)
+    threads.emplace_back([&, r] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(r * stagger_ms));
+      fn(r);
+    });
+  for (auto& t : threads) t.join();
+}
+
+TEST(TpCommunicator, SumsInRankOrderWhateverTheTiming) {
+  // f32 addition is not associative here: (1e8 + 1) − 1e8 + 1 = 1 in rank order, 2 or 0 in others.
+  const float values[4][2] = {{1e8f, 3.f}, {1.f, 0.25f}, {-1e8f, -3.f}, {1.f, 0.5f}};
+  float expect[2];
+  for (int i = 0; i < 2; i++)
+    expect[i] = ((values[0][i] + values[1][i]) + values[2][i]) + values[3][i];
+  for (int stagger : {0, 3, -1}) {
+    CpuCommHub hub(4);
+    std::vector<std::vector<float>> got(4);
+    on_threads(4, stagger < 0 ? 0 : stagger, [&](int r) {
+      if (stagger < 0) std::this_thread::sleep_for(std::chrono::milliseconds((3 - r) * 3));
+      got[size_t(r)] = {values[r][0], values[r][1]};
+      Tensor x = Tensor::borrow(got[size_t(r)].data(), DType::F32, {2});
+      hub.rank(r).all_reduce_sum(x);
+    });
+    for (int r = 0; r < 4; r++) {
+      EXPECT_EQ(got[size_t(r)][0], expect[0]) << "rank " << r << ", stagger " << stagger;
+      EXPECT_EQ(got[size_t(r)][1], expect[1]) << "rank " << r << ", stagger " << stagger;
+    }
+  }
+}
+
+TEST(TpCommunicator, GathersColumnsAndBroadcastsIds) {
+  CpuCommHub hub(2);
+  std::vector<std::vector<float>> out(2, std::vector<float>(8));
+  std::vector<std::vector<int32_t>> ids(2, std::vector<int32_t>(3, -1));
+  on_threads(2, 1, [&](int r) {
+    std::vector<float> local = {float(10 * r), float(10 * r + 1), float(10 * r + 2),
+                                float(10 * r + 3)};
+    Tensor piece = Tensor::borrow(local.data(), DType::F32, {2, 2});
+    Tensor all = Tensor::borrow(out[size_t(r)].data(), DType::F32, {2, 4});
+    hub.rank(r).all_gather_columns(all, piece);
+    if (r == 0) ids[0] = {7, 8, 9};
+    hub.rank(r).broadcast(ids[size_t(r)], 0);
+  });
+  for (int r = 0; r < 2; r++) {
+    EXPECT_EQ(out[size_t(r)], (std::vector<float>{0, 1, 10, 11, 2, 3, 12, 13})) << "rank " << r;
+    EXPECT_EQ(ids[size_t(r)], (std::vector<int32_t>{7, 8, 9})) << "rank " << r;
+  }
+}
+
+TEST(TpCommunicator, AFailedRankReleasesTheOthers) {
+  CpuCommHub hub(3);
+  std::vector<int> threw(3, 0);
+  on_threads(3, 2, [&](int r) {
+    try {
+      if (r == 1) {
+        hub.rank(r).abort();  // rank 1 failed before the collective
+        return;
+      }
+      hub.rank(r).barrier();
+    } catch (const Error&) {
+      threw[size_t(r)] = 1;
+    }
+  });
+  EXPECT_EQ(threw, (std::vector<int>{1, 0, 1}));
+  hub.rank(0).reset();
+  on_threads(3, 0, [&](int r) { hub.rank(r).barrier(); });  // usable again
+}
+
+TEST(TensorParallelFlag, TpAliasAndLongFormParse) {
+  for (std::vector<const char*> argv : {std::vector<const char*>{"tandem", "-tp", "4"},
+                                        {"tandem", "-tp=4"},
+                                        {"tandem", "--tensor-parallel-size", "4"}}) {
+    CLI::App app;
+    cli::GenerateOptions o;
+    cli::add_model_flags(app, o, {"model"});
+    app.parse(cli::cli_args(int(argv.size()), argv.data()));
+    EXPECT_EQ(o.tensor_parallel_size, 4) << argv[1];
+  }
+}
+
+cli::LoadedModel load_ranks(const std::string& arch, int size, LoraCapacity lora = {}) {
+  return cli::load_model_folder(oracle_dir(arch), "cpu",
+                                LoadOptions{.lora = lora, .tp = {.size = size}});
+}
+
+struct TpCase {
+  std::string arch;
+  int size;
+};
+
+class TensorParallelParity : public ::testing::TestWithParam<TpCase> {};
+
+TEST_P(TensorParallelParity, TeacherForcedLogitsMatchTheOracle) {
+  cli::LoadedModel m = load_ranks(GetParam().arch, GetParam().size);
+  ASSERT_TRUE(m.tp_ranks);
+  for (auto& p : load_oracle(GetParam().arch)) {
+    std::vector<int32_t> ids = p.prompt;
+    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+    for (int chunk : {0, 7}) {
+      Tensor ours = teacher_forced_logits(*m.tp_ranks, ids, chunk);
+      ASSERT_EQ(ours.numel(), p.logits.numel());
+      EXPECT_LE(relative_error(ours.ptr<float>(), p.logits.ptr<float>(), size_t(ours.numel())),
+                1e-4)
+          << "prompt of " << p.prompt.size() << " tokens, chunk " << chunk;
+    }
+  }
+}
+
+TEST_P(TensorParallelParity, EachRankHoldsItsSlicesOnly) {
+  cli::LoadedModel whole = cli::load_model_folder(oracle_dir(GetParam().arch), "cpu");
+  cli::LoadedModel m = load_ranks(GetParam().arch, GetParam().size);
+  const int64_t all = whole.model->num_parameters();
+  int64_t sum = 0;
+  for (int r = 0; r < m.tp_ranks->size(); r++) {
+    const int64_t mine = m.tp_ranks->model(r).num_parameters();
+    // Its 1/N of every split weight, and (rank 0) the norms and routers held whole.
+    EXPECT_LT(mine, all / GetParam().size + all / 20) << "rank " << r;
+    sum += mine;
+  }
+  // The slices tile the model: nothing twice, nothing left out — but for the k and v rows
+  // (and biases) of KV heads replicated when N > Hkv, held by N / Hkv ranks each.
+  const ModelConfig& c = whole.model->config();
+  const int N = GetParam().size;
+  if (c.num_kv_heads >= N) {
+    EXPECT_EQ(sum, all);
+  } else {
+    const int64_t kv_rows = int64_t(N - c.num_kv_heads) * 2 * c.head_dim;  // extra k|v rows a layer
+    EXPECT_GT(sum, all);
+    EXPECT_LE(sum - all, kv_rows * (c.hidden_size + 1) * c.num_layers);
+  }
+  // Each rank's KV cache holds its share of the KV heads (replicated when N > Hkv).
+  const int kv = c.num_kv_heads >= N ? c.num_kv_heads / N : 1;
+  EXPECT_EQ(m.tp_ranks->model(1).kv_specs()[0].num_kv_heads, kv);
+}
+
+std::vector<TpCase> parity_cases() {
+  std::vector<TpCase> out;
+  // Dense, GQA (KV heads split at N = 2, replicated at N = 4), MoE, sliding window, fused
+  // q|k|v and gate|up sources (phi3), tied embeddings with softcaps (gemma2/3).
+  for (const char* arch :
+       {"llama", "qwen2", "qwen3", "mistral", "phi3", "gemma2", "gemma3", "qwen3_moe", "mixtral"})
+    for (int size : {2, 4}) out.push_back({arch, size});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, TensorParallelParity, ::testing::ValuesIn(parity_cases()),
+                         [](const auto& info) {
+                           return info.param.arch + "_tp" + std::to_string(info.param.size);
+                         });
+
+// Greedy continuations through the tensor-parallel executor: `prompts` submitted at once
+// (batched) or one after another; and the prompt tokens the prefix cache served.
+struct Served {
+  std::vector<std::vector<int32_t>> tokens;
+  int cached_tokens = 0;
+};
+
+Served serve_greedy(Engine& engine, const std::vector<OraclePrompt>& prompts, bool batched) {
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  Served out;
+  out.tokens.resize(prompts.size());
+  for (size_t i = 0; i < prompts.size(); i++) {
+    GenerationRequest req;
+    req.prompt = prompts[i].prompt;
+    req.max_tokens = int(prompts[i].greedy.size());
+    req.sampling.temperature = 0;
+    req.ignore_eos = true;
+    streams.push_back(engine.submit(req));
+    if (!batched) engine.run_until_idle();
+  }
+  engine.run_until_idle();
+  for (size_t i = 0; i < prompts.size(); i++)
+    while (auto c = streams[i]->pop(std::chrono::milliseconds(0))) {
+      for (auto& t : c->tokens) out.tokens[i].push_back(t.token);
+      out.cached_tokens += c->cached_tokens;
+    }
+  return out;
+}
+
+class TensorParallelBatchGate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TensorParallelBatchGate, AllPromptsAtOnceMatchTheOracleAtTp2) {
+  cli::LoadedModel m = load_ranks(GetParam(), 2);
+  EngineConfig config;
+  config.scheduler.max_rows = 8;
+  config.scheduler.max_batched_tokens = 16;  // prompts chunked beside decoding rows
+  config.enable_prefix_caching = true;
+  std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
+  const std::vector<OraclePrompt> prompts = load_oracle(GetParam());
+  const Served together = serve_greedy(*engine, prompts, /*batched=*/true);
+  for (size_t i = 0; i < prompts.size(); i++)
+    EXPECT_EQ(together.tokens[i], prompts[i].batch_greedy) << "prompt " << i << " at batch 8";
+  // Alone, one after another: the prompts' full blocks come from the prefix cache now.
+  const Served alone = serve_greedy(*engine, prompts, /*batched=*/false);
+  for (size_t i = 0; i < prompts.size(); i++)
+    EXPECT_EQ(alone.tokens[i], prompts[i].greedy) << "prompt " << i << " alone";
+  EXPECT_GT(alone.cached_tokens, 0) << "the prefix cache served nothing";
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, TensorParallelBatchGate,
+                         ::testing::Values("llama", "qwen3", "gemma2", "mistral", "qwen3_moe",
+                                           "mixtral"),
+                         [](const auto& info) { return info.param; });
+
+// Prompt logprobs ride in the same forward (rank 0 scores them): each is log_softmax of the
+// oracle's logits at the position before it.
+TEST(TensorParallelExecutor, PromptLogprobsMatchTheOracle) {
+  cli::LoadedModel m = load_ranks("qwen3", 2);
+  std::unique_ptr<Engine> engine = cli::make_engine(m, EngineConfig{}, std::nullopt);
+  const OraclePrompt p = load_oracle("qwen3").front();
+  GenerationRequest req;
+  req.prompt = p.prompt;
+  req.max_tokens = 1;
+  req.sampling.temperature = 0;
+  req.prompt_logprobs = PromptLogprobs{.first = 1, .top = 0};
+  auto stream = engine->submit(req);
+  engine->run_until_idle();
+  std::vector<GeneratedToken> got;
+  while (auto c = stream->pop(std::chrono::milliseconds(0)))
+    got.insert(got.end(), c->prompt_logprobs.begin(), c->prompt_logprobs.end());
+  ASSERT_EQ(got.size(), p.prompt.size() - 1);
+  const int64_t V = p.logits.cols();
+  for (size_t i = 0; i < got.size(); i++) {
+    const std::span<const float> row(p.logits.ptr<float>() + int64_t(i) * V, size_t(V));
+    EXPECT_EQ(got[i].token, p.prompt[i + 1]);
+    EXPECT_NEAR(got[i].logprob, token_logprob(row, p.prompt[i + 1], 0, nullptr), 1e-3) << i;
+  }
+}
+
+// The message of the tandem::Error `fn` throws ("" when it throws none).
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TensorParallelErrors, ADimensionNDoesNotDivideIsNamed) {
+  const std::string e = error_of([] { load_ranks("llama", 3); });
+  EXPECT_NE(e.find("num_attention_heads = 4 is not divisible by --tensor-parallel-size 3"),
+            std::string::npos)
+      << e;
+}
+
+TEST(TensorParallelErrors, WhatIsNotSplitYetIsRefused) {
+  const std::string gemma4 = error_of([] { load_ranks("gemma4", 2); });
+  EXPECT_NE(gemma4.find("does not split model_type 'gemma4_text'"), std::string::npos) << gemma4;
+}
+
+std::vector<int32_t> ids_of(const Tensor& t) {
+  return std::vector<int32_t>(t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel());
+}
+
+// LoRA adapters cut like their base weights: B's rows with q|k|v and gate|up, A's columns
+// with o and down. Each adapter in its own slot on every rank; PEFT's logits within 1e-4.
+class TensorParallelLora : public ::testing::TestWithParam<TpCase> {};
+
+TEST_P(TensorParallelLora, TeacherForcedLogitsMatchPeft) {
+  const std::string arch = GetParam().arch;
+  const std::vector<std::string> names = adapter_names(arch);
+  ASSERT_FALSE(names.empty());
+  cli::LoadedModel m =
+      load_ranks(arch, GetParam().size, {.max_loras = int(names.size()), .max_rank = 8});
+  for (size_t a = 0; a < names.size(); a++) {
+    const PeftAdapter adapter = load_peft_adapter(lora_root() / arch / ("lora_" + names[a]));
+    for (int r = 0; r < m.tp_ranks->size(); r++)
+      write_lora_slot(m.tp_ranks->backend(r), m.tp_ranks->model(r).lora_targets(), int(a) + 1,
+                      adapter);
+  }
+  auto golden = SafetensorsFile::open(lora_root() / arch / "lora_golden.safetensors");
+  const auto prompts = load_oracle(arch);
+  for (size_t a = 0; a < names.size(); a++)
+    for (size_t i = 0; i < prompts.size(); i++) {
+      const std::string key = names[a] + "." + std::to_string(i);
+      std::vector<int32_t> ids = prompts[i].prompt,
+                           greedy = ids_of(golden->tensor("greedy_" + key));
+      ids.insert(ids.end(), greedy.begin(), greedy.end());
+      Tensor want = golden->tensor("logits_" + key);
+      Tensor ours = teacher_forced_logits(*m.tp_ranks, ids, 0, 16, int(a) + 1);
+      ASSERT_EQ(ours.numel(), want.numel()) << key;
+      EXPECT_LE(relative_error(ours.ptr<float>(), want.ptr<float>(), size_t(want.numel())), 1e-4)
+          << "adapter " << key;
+    }
+}
+
+// Through the tensor-parallel executor (Executor::lora_image / install_lora per rank): every
+// prompt with the base model and with each adapter, all at once.
+TEST_P(TensorParallelLora, MixedBatchGreedyMatchesPeft) {
+  const std::string arch = GetParam().arch;
+  const std::vector<std::string> names = adapter_names(arch);
+  cli::LoadedModel m =
+      load_ranks(arch, GetParam().size, {.max_loras = int(names.size()), .max_rank = 8});
+  EngineConfig config;
+  config.scheduler.max_rows = 16;
+  std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
+  for (auto& n : names) engine->load_lora(n, lora_root() / arch / ("lora_" + n));
+  auto golden = SafetensorsFile::open(lora_root() / arch / "lora_golden.safetensors");
+  const auto prompts = load_oracle(arch);
+  std::vector<std::pair<std::shared_ptr<RequestStream>, std::vector<int32_t>>> jobs;
+  for (size_t i = 0; i < prompts.size(); i++)
+    for (size_t a = 0; a <= names.size(); a++) {
+      GenerationRequest req;
+      req.prompt = prompts[i].prompt;
+      req.max_tokens = int(prompts[i].greedy.size());
+      req.sampling.temperature = 0;
+      req.ignore_eos = true;
+      if (a > 0) req.lora = names[a - 1];
+      jobs.push_back(
+          {engine->submit(req),
+           a == 0 ? prompts[i].greedy
+                  : ids_of(golden->tensor("greedy_" + names[a - 1] + "." + std::to_string(i)))});
+    }
+  engine->run_until_idle();
+  for (size_t j = 0; j < jobs.size(); j++) {
+    std::vector<int32_t> got;
+    while (auto c = jobs[j].first->pop(std::chrono::milliseconds(0)))
+      for (auto& t : c->tokens) got.push_back(t.token);
+    EXPECT_EQ(got, jobs[j].second) << "job " << j;
+  }
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
+}
+
+std::vector<TpCase> lora_cases() {
+  std::vector<TpCase> out;
+  for (const std::string& arch : lora_archs()) out.push_back({arch, 2});
+  out.push_back({"llama", 4});  // KV heads replicated: B's k and v rows on two ranks each
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelLora, ::testing::ValuesIn(lora_cases()),
+                         [](const auto& info) {
+                           return info.param.arch + "_tp" + std::to_string(info.param.size);
+                         });
+
+}  // namespace tensor_parallel_test
+}  // namespace tandem::test

@@ -1,0 +1,96 @@
+// The NCCL communicator (backend/cuda/nccl_communicator.h), where the build found NCCL: at
+// one rank every collective is the identity (the path the one-GPU machine runs), tandem
+// turns NVLink multicast off itself, and with two GPUs or more the ranks' sums, gathered
+// columns and broadcast ids are every rank's. Skips without a GPU (or without NCCL).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "cuda_test_util.h"
+
+#ifdef TANDEM_HAS_NCCL
+#include "backend/cuda/nccl_communicator.h"
+#endif
+
+namespace tandem::test {
+namespace nccl_communicator_test {
+
+#ifdef TANDEM_HAS_NCCL
+
+std::vector<float> host_of(Backend& be, const Tensor& t) {
+  Tensor h = be.to_host_f32(t);
+  return std::vector<float>(h.ptr<float>(), h.ptr<float>() + h.numel());
+}
+
+TEST(NcclCommunicator, OneRankIsTheIdentityAndNvlsIsOff) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  const int device = 0;
+  void* stream = gpu.stream();
+  auto comms =
+      make_nccl_communicators(std::span<const int>(&device, 1), std::span<void* const>(&stream, 1));
+  ASSERT_EQ(comms.size(), 1u);
+  ASSERT_NE(std::getenv("NCCL_NVLS_ENABLE"), nullptr);
+  EXPECT_STREQ(std::getenv("NCCL_NVLS_ENABLE"), "0");
+  const std::vector<float> v = {1.f, -2.f, 3.5f, 0.25f, 8.f, -1.f};
+  Tensor x = put_as(gpu, v, {2, 3}, DType::F32);
+  comms[0]->all_reduce_sum(x);
+  EXPECT_EQ(host_of(gpu, x), v);
+  Tensor out = gpu.alloc(DType::F32, {2, 3});
+  comms[0]->all_gather_columns(out, x);
+  EXPECT_EQ(host_of(gpu, out), v);
+  std::vector<int32_t> ids = {5, 6, 7};
+  comms[0]->broadcast(ids, 0);
+  EXPECT_EQ(ids, (std::vector<int32_t>{5, 6, 7}));
+  comms[0]->barrier();
+}
+
+TEST(NcclCommunicator, RanksOnSeveralGpusMeet) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  const int n = cuda_device_count();
+  if (n < 2) GTEST_SKIP() << "one GPU: the several-rank collectives need two";
+  std::vector<std::unique_ptr<CudaBackend>> gpus;
+  std::vector<int> devices;
+  std::vector<void*> streams;
+  for (int d = 0; d < n; d++) {
+    gpus.push_back(std::make_unique<CudaBackend>(d));
+    devices.push_back(d);
+    streams.push_back(gpus.back()->stream());
+  }
+  auto comms = make_nccl_communicators(devices, streams);
+  std::vector<std::vector<float>> sums(static_cast<size_t>(n)), gathered(static_cast<size_t>(n));
+  std::vector<std::vector<int32_t>> ids(static_cast<size_t>(n), std::vector<int32_t>(2, -1));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; r++)
+    threads.emplace_back([&, r] {
+      Tensor x = put_as(*gpus[size_t(r)], {float(r), float(10 * r)}, {1, 2}, DType::F32);
+      Tensor all = gpus[size_t(r)]->alloc(DType::F32, {1, 2 * int64_t(n)});
+      comms[size_t(r)]->all_gather_columns(all, x);
+      comms[size_t(r)]->all_reduce_sum(x);
+      sums[size_t(r)] = host_of(*gpus[size_t(r)], x);
+      gathered[size_t(r)] = host_of(*gpus[size_t(r)], all);
+      if (r == 0) ids[0] = {41, 42};
+      comms[size_t(r)]->broadcast(ids[size_t(r)], 0);
+    });
+  for (auto& t : threads) t.join();
+  const float total = float(n * (n - 1) / 2);
+  std::vector<float> columns;
+  for (int r = 0; r < n; r++) columns.insert(columns.end(), {float(r), float(10 * r)});
+  for (int r = 0; r < n; r++) {
+    EXPECT_EQ(sums[size_t(r)], (std::vector<float>{total, 10 * total})) << "rank " << r;
+    EXPECT_EQ(gathered[size_t(r)], columns) << "rank " << r;
+    EXPECT_EQ(ids[size_t(r)], (std::vector<int32_t>{41, 42})) << "rank " << r;
+  }
+}
+
+#else
+
+TEST(NcclCommunicator, NotBuilt) {
+  GTEST_SKIP() << "built without NCCL (TANDEM_NCCL, NCCL_ROOT)";
+}
+
+#endif
+
+}  // namespace nccl_communicator_test
+}  // namespace tandem::test
