@@ -13,6 +13,7 @@
 #           (bench/hf_bf16_oracle_kl.py --write: $OUT/hf-bf16.tgz), and its GPU-against-fp32
 #           logits per position on the diag's sequence: how much of the GPU drift is bf16's
 #    pair   bench/spec_pair.sh on the GPU: the real pair, models/tiny-kjv and its draft
+#    vision scripts/gpu_vision.sh (issue 41's figures) with this bundle's tandem
 #    bisect GPU against CPU logits per position on config variants of the Gemma 4 fixtures
 #           whose GPU logits drift (which option of theirs the GPU gets wrong)
 #    draft  trains the draft of models/tiny-kjv (tools/tiny-model/train_draft.sh, 120 s) from
@@ -36,7 +37,8 @@ pack() {
   local root build=${BUILD:-build}
   root=$(git rev-parse --show-toplevel) && cd "$root" || return 1
   local tests=(test_golden); [ "${PACK_TESTS:-1}" = 0 ] && tests=()  # PACK_TESTS=0: no tests part
-  nice -n 10 ninja -C "$build" -j2 tandem offline_bench "${tests[@]}" || return 1
+  [ "${PACK_BUILD:-1}" = 0 ] ||  # PACK_BUILD=0: bundle the binaries as they are
+    nice -n 10 ninja -C "$build" -j2 tandem offline_bench "${tests[@]}" || return 1
   local stage=/tmp/tandem-wave-stage
   rm -rf "$stage" && mkdir -p "$stage/wave/gpu/tests" "$stage/wave/gpu/bench" "$stage/wave/gpu/lib" .device
   cp "$build/tandem" "$stage/wave/gpu/"
@@ -215,6 +217,11 @@ for arch in ["gemma4", "gemma4_kvshare", "gemma4_moe_nople"]:
     print(f"hf bf16 {arch}: max rel err per position (every 5th): " + " ".join(f"{e:.3f}" for e in err[::5].tolist())
           + f"; argmax agree {(b.argmax(-1) == f.argmax(-1)).float().mean():.2f}")
 PY
+fi
+
+if has vision && fits 250 "vision"; then
+  T=$G/tandem OUT=$L/vision timeout 330 scripts/gpu_vision.sh 2>&1 | tee "$L/vision.log" | \
+    grep -vE '^(loading|wrote)' | tail -40
 fi
 
 if has pair; then
