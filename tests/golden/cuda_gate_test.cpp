@@ -105,15 +105,13 @@ void generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, 
   }
 }
 
-class CudaGate : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(CudaGate, Bf16LogitsAgreeWithTheFp32Oracle) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine";
+// Gate 1 on one fixture.
+void expect_bf16_logits_within_gate(const std::string& arch) {
   auto backend = make_cuda_backend(0);
-  auto model = load_model(oracle_dir(GetParam()), *backend);
+  auto model = load_model(oracle_dir(arch), *backend);
   int64_t positions = 0, agree = 0, decided = 0, decided_agree = 0;
   double kl_sum = 0;
-  for (auto& p : load_oracle(GetParam())) {
+  for (auto& p : load_oracle(arch)) {
     std::vector<int32_t> ids = p.prompt;
     ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
     Tensor ours = teacher_forced_logits(*model, *backend, ids);
@@ -135,15 +133,34 @@ TEST_P(CudaGate, Bf16LogitsAgreeWithTheFp32Oracle) {
   double top1 = double(agree) / double(positions), kl = kl_sum / double(positions);
   double top1_decided = double(decided_agree) / double(std::max<int64_t>(decided, 1));
   std::printf("[ %-10s ] top-1 agreement %.4f (%.4f of %lld decided positions), mean KL %.2e"
-              " over %lld positions\n", GetParam().c_str(), top1, top1_decided,
+              " over %lld positions\n", arch.c_str(), top1, top1_decided,
               (long long)decided, kl, (long long)positions);
-  const Bf16Bounds bound = bounds_for(GetParam());
+  const Bf16Bounds bound = bounds_for(arch);
   if (bound.from_transformers)
     std::printf("[ %-10s ] bounds from transformers' own bf16 run: KL <= %.2e, top-1 >= %.4f\n",
-                GetParam().c_str(), bound.kl, bound.top1_decided);
+                arch.c_str(), bound.kl, bound.top1_decided);
   EXPECT_GE(top1_decided, bound.top1_decided);
   EXPECT_GE(decided, 20) << "too few decided positions for the check to mean much";
   EXPECT_LE(kl, bound.kl);
+}
+
+class CudaGate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaGate, Bf16LogitsAgreeWithTheFp32Oracle) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  expect_bf16_logits_within_gate(GetParam());
+}
+
+// Fixtures that take gate 1 only: the Gemma 4 variants whose attention is so sharp that
+// bf16 rounding grows through it (transformers' own bf16 run: top-1 0.68-0.80 of the
+// decided positions, hf_bf16.json). There a step of 8 rows rounds its GEMMs unlike a step
+// of 1 (the tensor cores against the weight stream), and greedy continuations part after
+// 10-20 equal tokens, batched or not, so gate 2's exact equality does not apply.
+class CudaGateLogitsOnly : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaGateLogitsOnly, Bf16LogitsAgreeWithTheFp32Oracle) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  expect_bf16_logits_within_gate(GetParam());
 }
 
 TEST_P(CudaGate, BatchedGreedyEqualsSoloOnTheGpu) {
@@ -183,7 +200,10 @@ TEST_P(CudaGate, BatchedGreedyEqualsSoloOnTheGpu) {
 INSTANTIATE_TEST_SUITE_P(Architectures, CudaGate,
                          ::testing::Values("llama", "qwen2", "qwen3", "mistral", "phi3", "gemma2",
                                            "gemma3", "qwen3_moe", "mixtral", "gemma3n", "gemma4",
-                                           "gemma4_moe", "gemma4_kvshare", "gemma4_moe_nople"),
+                                           "gemma4_moe"),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Architectures, CudaGateLogitsOnly,
+                         ::testing::Values("gemma4_kvshare", "gemma4_moe_nople"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace cuda_gate_test
