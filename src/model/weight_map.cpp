@@ -132,6 +132,7 @@ std::optional<Tensor> WeightLoader::read(const std::string& name, int layer, Sha
 Tensor WeightLoader::upload(const Tensor& host) {
   num_parameters_ += host.numel();
   Tensor device = backend_.upload(host, backend_.weight_dtype(host.dtype));
+  checkpoint_.release(host);  // the backend holds its own copy now
   report_progress(int64_t(host.nbytes()));
   return device;
 }
