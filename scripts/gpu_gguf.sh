@@ -11,7 +11,7 @@
 # 2. On the GPU machine, from the checkout's root (carry .device/):
 #      G=.device/gpu OUT=$OUT scripts/gpu_gguf.sh          # the 8B part, ~8 min
 #      G=.device/gpu OUT=$OUT scripts/gpu_gguf.sh 70b      # the 70B part, a second call
-#    8b:  in parallel, llama.cpp's CUDA build (sm_90 only, -j16, llama-server and
+#    8b:  in parallel, llama.cpp's CUDA build (sm_90 only, -j16 at nice 19, llama-server and
 #         llama-batched-bench; its time printed) and the 8B-shaped Q4_K_M file
 #         (tandem random-model --like llama-3.1-8b --gguf Q4_K_M); the CUDA block-kernel
 #         tests if the bundle has them; then on that file, tandem then llama.cpp:
@@ -111,7 +111,9 @@ build_llama() {
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF || return 1
   echo "configured in $((SECONDS - t0)) s"
   [ "$dry" = 1 ] && { echo "dry run: configure only"; return 0; }
-  cmake --build "$src/build-cuda" -j16 --target llama-server llama-batched-bench || return 1
+  # Niced: tandem's figures are taken while it builds, and its threads come first.
+  nice -n 19 cmake --build "$src/build-cuda" -j16 --target llama-server llama-batched-bench ||
+    return 1
   echo "llama.cpp CUDA build (sm_90, -j16, llama-server + llama-batched-bench): $((SECONDS - t0)) s"
 }
 
@@ -205,6 +207,7 @@ part_8b() {
   [ -f "$F8" ] || { log "no model file: see $L/random-model-8b.log"; wait "$bpid"; return 1; }
   tandem_b1 "$F8" 8b
   serve_tandem "$F8" 8b
+  log "waiting for the llama.cpp build"
   wait "$bpid"
   log "llama.cpp: $(tail -1 "$L/llama-build.log")"
   if [ -x "$llama_bin/llama-server" ]; then
