@@ -5,12 +5,13 @@
 # 1. Here, on the build machine:
 #      scripts/gpu_gguf.sh pack-llama [LLAMA_SRC]     # default /work/peers/llama.cpp
 #    writes .device/llamacpp-src.tar.xz: llama.cpp's source without .git, models/ and build
-#    folders (xz); and the CUDA bundle as usual (build-cuda configured with -DTANDEM_CUDA=ON
-#    -DTANDEM_BENCH=ON; `ninja -C build-cuda tandem offline_bench test_backend_cuda`;
-#    `scripts/bundle_cuda.sh build-cuda .device/gpu`).
+#    folders (xz, 11 MB); and, from a CUDA build (build-cuda configured with -DTANDEM_CUDA=ON
+#    -DTANDEM_BENCH=ON; `nice ninja -C build-cuda -j2 tandem offline_bench test_backend_cuda`):
+#      scripts/gpu_gguf.sh pack-gpu [BUILD_DIR]         # -> .device/gguf-gpu.tar.xz
 # 2. On the GPU machine, from the checkout's root (carry .device/):
-#      G=.device/gpu OUT=$OUT scripts/gpu_gguf.sh          # the 8B part, ~8 min
-#      G=.device/gpu OUT=$OUT scripts/gpu_gguf.sh 70b      # the 70B part, a second call
+#      OUT=$OUT scripts/gpu_gguf.sh          # the 8B part, ~8 min (G=FOLDER: a bundle folder
+#      OUT=$OUT scripts/gpu_gguf.sh 70b      # instead of .device/gguf-gpu.tar.xz); 70b and cpu:
+#      OUT=$OUT scripts/gpu_gguf.sh cpu      # further calls (W=/tmp/gguf-gpu keeps the files)
 #    8b:  in parallel, llama.cpp's CUDA build (sm_90 only, -j16 at nice 19, llama-server and
 #         llama-batched-bench; its time printed) and the 8B-shaped Q4_K_M file
 #         (tandem random-model --like llama-3.1-8b --gguf Q4_K_M); the CUDA block-kernel
@@ -43,11 +44,24 @@ pack_llama() {
     --exclude='*.gguf' --exclude='node_modules' "$n" | xz -T2 -3 > "$out" || return 1
   echo "packed $out ($(du -h "$out" | cut -f1)) from $src at $(git -C "$src" rev-parse --short HEAD 2> /dev/null)"
 }
-if [ "${1:-}" = pack-llama ]; then
-  shift
-  pack_llama "$@"
-  exit $?
-fi
+# The CUDA build's binaries this script runs (tandem, offline_bench, test_backend_cuda and
+# the libraries they need: scripts/bundle_cuda.sh) as .device/gguf-gpu.tar.xz (folder gpu/).
+pack_gpu() {
+  local build=${1:-build-cuda} root stage=/tmp/tandem-gguf-stage
+  root=$(git rev-parse --show-toplevel) && cd "$root" || return 1
+  rm -rf "$stage" && mkdir -p "$stage/gpu/bench" "$stage/gpu/tests" .device || return 1
+  scripts/bundle_cuda.sh "$build" "$stage/full" > /dev/null || return 1
+  cp -r "$stage/full/lib" "$stage/full/tandem" "$stage/gpu/" || return 1
+  cp "$stage/full/bench/offline_bench" "$stage/gpu/bench/" || return 1
+  [ -f "$stage/full/tests/test_backend_cuda" ] && cp "$stage/full/tests/test_backend_cuda" "$stage/gpu/tests/"
+  git rev-parse --short HEAD > "$stage/gpu/COMMIT"
+  tar cf - -C "$stage" gpu | xz -T2 -6 > .device/gguf-gpu.tar.xz || return 1
+  echo "packed .device/gguf-gpu.tar.xz ($(du -h .device/gguf-gpu.tar.xz | cut -f1)) from $build at $(cat "$stage/gpu/COMMIT")"
+}
+case ${1:-} in
+  pack-llama) shift; pack_llama "$@"; exit $? ;;
+  pack-gpu) shift; pack_gpu "$@"; exit $? ;;
+esac
 
 part=${1:-8b}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,6 +69,10 @@ G=${G:-$root/.device/gpu}; OUT=${OUT:-/tmp/tandem-gguf}; W=${W:-/tmp/gguf-gpu}
 LLAMA_TAR=${LLAMA_TAR:-$root/.device/llamacpp-src.tar.xz}; BUDGET=${BUDGET:-520}
 L=$W/logs
 mkdir -p "$L" "$OUT"
+# The bundle from pack-gpu, unpacked once.
+if [ ! -x "$G/tandem" ] && [ -f "$root/.device/gguf-gpu.tar.xz" ] && [ "${GPU_GGUF_DRY:-0}" != 1 ]; then
+  tar xJf "$root/.device/gguf-gpu.tar.xz" -C "$W" && G=$W/gpu
+fi
 trap 'tar czf "$OUT/gguf-logs.tgz" -C "$L" .' EXIT
 dry=${GPU_GGUF_DRY:-0}
 if [ "$dry" = 1 ]; then
