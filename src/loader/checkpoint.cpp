@@ -142,6 +142,11 @@ void Checkpoint::prefetch(const std::string& name) const {
   file_of(name).prefetch(name);
 }
 
+void Checkpoint::release(const Tensor& host) const {
+  if (!gguf_ || !host.defined()) return;
+  for (const auto& shard : gguf_->shards()) shard->release(host.data, host.nbytes());
+}
+
 uint64_t Checkpoint::total_bytes() const {
   uint64_t total = gguf_ ? gguf_->total_bytes() : 0;
   for (auto& f : files_) total += uint64_t(std::filesystem::file_size(f->path()));

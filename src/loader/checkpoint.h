@@ -34,7 +34,9 @@ class Checkpoint {
   static Checkpoint from_gguf(std::shared_ptr<const GgufModel> model,
                               std::map<std::string, GgufAlias> aliases);
 
-  bool has(const std::string& name) const { return where_.count(name) != 0 || aliases_.count(name) != 0; }
+  bool has(const std::string& name) const {
+    return where_.count(name) != 0 || aliases_.count(name) != 0;
+  }
   // Throws "tensor 'X' not found in DIR" when missing.
   Tensor get(const std::string& name) const;
   // The dtype `name` is stored in, without reading (or rearranging) its bytes.
@@ -53,6 +55,10 @@ class Checkpoint {
   const SafetensorsFile& file_of(const std::string& name) const;
   // Starts reading the tensor's bytes into the page cache in the background.
   void prefetch(const std::string& name) const;
+  // Drops the resident pages of a GGUF file under a tensor get() returned, once the backend
+  // holds its own copy (MappedFile::release): the file's pages then do not add to the memory
+  // of a loaded model. Nothing for other tensors.
+  void release(const Tensor& host) const;
   // How the linear weights are read: as stored, with the checkpoint's FP8 scales, or
   // quantized while loading (set by load_model from config.json and --quantization).
   const QuantScheme& quant() const { return quant_; }

@@ -71,6 +71,10 @@ class GgufFile {
   Tensor tensor(const GgufTensorInfo& info) const;
   // Starts reading the tensor's bytes into the page cache in the background.
   void prefetch(const GgufTensorInfo& info) const;
+  // Drops the mapping's resident pages under [p, p + length) (MappedFile::release).
+  void release(const void* p, size_t length) const {
+    if (mapping_) mapping_->release(p, length);
+  }
 
  private:
   GgufFile() = default;

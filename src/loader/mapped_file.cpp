@@ -73,4 +73,13 @@ void MappedFile::advise_willneed(size_t offset, size_t length) const {
   ::madvise(data_ + begin, end - begin, MADV_WILLNEED);  // advice only: errors are harmless
 }
 
+void MappedFile::release(const void* p, size_t length) const {
+  const auto* b = static_cast<const std::byte*>(p);
+  if (!data_ || b < data_ || b >= data_ + size_) return;
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const size_t offset = size_t(b - data_), end = std::min(size_, offset + length) / page * page;
+  const size_t begin = (offset + page - 1) / page * page;                 // whole pages only
+  if (begin < end) ::madvise(data_ + begin, end - begin, MADV_DONTNEED);  // advice: no error
+}
+
 }  // namespace tandem

@@ -33,6 +33,10 @@ class MappedFile {
 
   // Starts reading [offset, offset + length) into the page cache in the background.
   void advise_willneed(size_t offset, size_t length) const;
+  // Drops this process's pages of the whole pages of [p, p + length) that lie in the mapping
+  // (MADV_DONTNEED: they leave the resident set; a later read maps them again from the page
+  // cache or the file, so the bytes never change). For a tensor the backend has copied.
+  void release(const void* p, size_t length) const;
 
  private:
   MappedFile(std::filesystem::path path, std::byte* data, size_t size)

@@ -142,6 +142,7 @@ Tensor WeightLoader::upload(const Tensor& host) {
   if (counts_upload_) num_parameters_ += host.numel();
   counts_upload_ = true;
   Tensor device = backend_.upload(host, backend_.weight_dtype(host.dtype));
+  checkpoint_.release(host);  // the backend holds its own copy now
   report_progress(int64_t(host.nbytes()));
   return device;
 }

@@ -102,11 +102,12 @@ class CpuBackend final : public Backend {
   void set_fused_decode_chain(bool on) { fused_decode_chain_ = on; }
   bool fuses_decode_chain(int64_t) const override { return fused_decode_chain_; }
   // How linears and experts with ggml block-type weights compute (cpu_block_gemm.h). Under
-  // Int8, block weights uploaded get panels (cpu_block_panels.h) beside their blocks; set it
-  // before the weights are uploaded (weights uploaded under Exact run Int8 without them).
+  // Int8, block weights uploaded get panels (cpu_block_panels.h) in place of their blocks
+  // (cpu_block_panel_store.h); set it before the weights are uploaded (weights uploaded under
+  // Exact run Int8 without panels; weights held as panels run Exact over their decoded values).
   void set_block_arithmetic(cpu::BlockArithmetic a) { block_arithmetic_ = a; }
   cpu::BlockArithmetic block_arithmetic() const { return block_arithmetic_; }
-  // Bytes of panels held beside the block weights.
+  // Bytes of panels held for the block weights.
   size_t block_panel_bytes() const { return panels_.bytes(); }
 
  private:
@@ -119,6 +120,9 @@ class CpuBackend final : public Backend {
   static constexpr size_t kMaxCachedActivations = size_t(256) << 20;
   // linear() of an FP8 Linear (cpu_linear_fp8.cpp).
   void linear_fp8(Tensor& out, const Tensor& x, const Linear& l);
+  // out [M, N] = x [M, K] · w [N, K]ᵀ for a block-type w, from its panels where it is held as
+  // panels (cpu_linear.cpp).
+  void block_product(float* out, const float* x, const Tensor& w, int64_t M, int64_t N, int64_t K);
 
   ThreadPool* pool_;
   CpuIsa isa_;
@@ -126,7 +130,7 @@ class CpuBackend final : public Backend {
   bool fused_decode_chain_ = false;
   cpu::BlockArithmetic block_arithmetic_ = cpu::kDefaultBlockArithmetic;
   cpu::HugePageArena weights_;
-  cpu::BlockPanelStore panels_;   // of the block weights uploaded under Int8
+  cpu::BlockPanelStore panels_;   // the block weights uploaded under Int8
   cpu::BufferCache activations_;  // alloc()'s tensors of 64 KiB and more
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "backend/cpu/cpu_block_kernels.h"
 #include "backend/cpu/cpu_block_panels.h"
@@ -195,6 +196,51 @@ void pack_block_panels(ThreadPool& pool, DType t, const void* w, int64_t N, int6
   pool.parallel_for(G, [&](int64_t g0, int64_t g1) {
     block_pack_panels_avx2(block_kind(t), wb, K, g0, g1, db + size_t(g0) * panel_bytes);
   });
+}
+
+namespace {
+
+// Level u of value v (in [0, elems)) of lane r in panel block pb (cpu_block_panels.h's layout).
+int panel_level(const PanelShape& P, const uint8_t* pb, int r, int v) {
+  if (!P.nibbles) return pb[(v / 4) * 64 + r * 4 + v % 4];
+  // Unit 2p takes the low nibbles of qs[p·unit, (p + 1)·unit), unit 2p + 1 their high ones.
+  const int unit = v / P.unit, q = (unit / 2) * P.unit + v % P.unit;
+  const uint8_t byte = pb[(q / 4) * 64 + r * 4 + q % 4];
+  return unit % 2 == 1 ? byte >> 4 : byte & 0xF;
+}
+
+}  // namespace
+
+void unpack_block_panels_f32(DType t, const void* panels, int64_t K, int64_t r0, int64_t r1,
+                             float* out) {
+  const PanelShape& P = kPanelShapes[int(block_kind(t))];
+  TANDEM_CHECK(P.packed && K % P.elems == 0, "unpack panels: {} has no panels of K = {}",
+               dtype_name(t), K);
+  const size_t panel_bytes = block_panels_bytes(t, kPanelRows, K);
+  const int64_t blocks = K / P.elems;
+  for (int64_t row = r0; row < r1; row++) {
+    const int r = int(row % kPanelRows);
+    const auto* panel =
+        static_cast<const uint8_t*>(panels) + size_t(row / kPanelRows) * panel_bytes;
+    float* o = out + (row - r0) * K;
+    for (int64_t b = 0; b < blocks; b++) {
+      const uint8_t* pb = panel + b * P.block_bytes();
+      float d, dm = 0.f;
+      std::memcpy(&d, pb + P.d_offset() + 4 * r, 4);
+      if (P.min) std::memcpy(&dm, pb + P.d_offset() + 4 * (kPanelRows + r), 4);
+      for (int j = 0; j < P.units(); j++) {
+        const int sc = P.scales ? int8_t(pb[P.level_bytes() + j * kPanelRows + r]) : 1;
+        const int mn =
+            P.scales && P.min ? int8_t(pb[P.level_bytes() + P.sc_bytes() + j * kPanelRows + r]) : 1;
+        const float s = d * float(sc), c = dm * float(mn);  // two roundings: no contraction here
+        for (int i = 0; i < P.unit; i++) {
+          const int v = j * P.unit + i;
+          const float x = s * (float(panel_level(P, pb, r, v)) - float(P.offset));
+          o[b * P.elems + v] = P.min ? x + c : x;
+        }
+      }
+    }
+  }
 }
 
 std::string_view block_arithmetic_name(BlockArithmetic a) {

@@ -54,6 +54,12 @@ void block_gemm_xwt(ThreadPool& pool, float* out, const float* x, const void* w,
 bool block_panels_supported(DType t);
 size_t block_panels_bytes(DType t, int64_t N, int64_t K);
 void pack_block_panels(ThreadPool& pool, DType t, const void* w, int64_t N, int64_t K, void* dst);
+// Rows [r0, r1) of the panels of a [N, K] weight of type t (r1 ≤ 16·⌊N / 16⌋) as f32 into out
+// [r1 − r0, K]: each value fl(fl(d·sc)·(u − o)) + fl(dm·mn), which is dequantize_row's value of
+// the blocks they were packed from, bit for bit (the panels keep every level, integer scale and
+// the f16 scales as f32).
+void unpack_block_panels_f32(DType t, const void* panels, int64_t K, int64_t r0, int64_t r1,
+                             float* out);
 
 // The rows at which Exact decodes weight slices once instead of per group of x rows.
 int64_t exact_widen_rows(CpuIsa isa);

@@ -1,6 +1,7 @@
 // Panels: a copy of ggml block-type weights laid out for the Int8 product (cpu_block_gemm.h),
-// made once when a weight is uploaded. The ggml bytes stay as they are (embedding, downloads
-// and slices read them); the panels sit beside them and only the Int8 linear reads them.
+// made once when a weight is uploaded. They replace the ggml bytes of the rows they hold
+// (cpu_block_panel_store.h): the Int8 product reads them, and embedding, downloads and the
+// exact arithmetic decode their values from them.
 //
 // A panel is kPanelRows = 16 consecutive weight rows, interleaved so that one 64-byte load
 // holds 4 bytes of each of the 16 rows (int32 lane r = row r). One vpdpbusd of that load
@@ -21,9 +22,9 @@
 // meets Σq. A kernel makes S and C in registers; a high-nibble unit is taken in place (16·u),
 // under S / 16.
 //
-// Memory, against the ggml bytes: Q4_K 1.06×, Q4_0 1.11×, Q4_1 1.2×, Q8_0 1.06×, Q6_K 1.31×,
-// Q5_K 1.59×, Q5_0 / Q5_1 1.64× / 1.67×, IQ4_NL 2.0×, IQ4_XS 1.97×; Q2_K and Q3_K (3–4×)
-// have none and keep the row kernels. Plain data only (cpu_block_kernels.h's rule).
+// Memory (held instead of the ggml bytes), against them: Q4_K 1.06×, Q4_0 1.11×, Q4_1 1.2×,
+// Q8_0 1.06×, Q6_K 1.31×, Q5_K 1.59×, Q5_0 / Q5_1 1.64× / 1.67×, IQ4_NL 2.0×, IQ4_XS 1.97×; Q2_K
+// and Q3_K (3–4×) have none and keep the row kernels. Plain data only (cpu_block_kernels.h's rule).
 #pragma once
 
 #include <cstdint>

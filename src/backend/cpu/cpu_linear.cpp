@@ -1,6 +1,7 @@
 // Row-moving and row-mixing ops: linear (cpu_gemm.h; ggml block types: cpu_block_gemm.h),
 // embedding lookup, row gather.
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_common.h"
@@ -28,8 +29,7 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
   if (T == 0) return;
   float* o = out.ptr<float>();
   if (dtype_is_block(w_dtype))
-    cpu::block_gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K, block_arithmetic_,
-                        isa_, panels_.find(w));
+    block_product(o, x.ptr<float>(), w, T, N, K);
   else
     cpu::gemm_xwt(*pool_, o, x.ptr<float>(), w.data, w_dtype, T, N, K, {isa_});
   if (!bias.defined()) return;
@@ -40,6 +40,34 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Linear& l) {
     for (int64_t t = begin; t < end; t++)
       for (int64_t n = 0; n < N; n++) o[t * N + n] += b[n];
   });
+}
+
+void CpuBackend::block_product(float* out, const float* x, const Tensor& w, int64_t M, int64_t N,
+                               int64_t K) {
+  const cpu::PanelLookup p = panels_.find(w);
+  if (!p.found())
+    return cpu::block_gemm_xwt(*pool_, out, x, w.data, w.dtype, M, N, K, block_arithmetic_, isa_);
+  if (block_arithmetic_ == cpu::BlockArithmetic::Exact) {
+    // The f32 GEMM over the decoded values: the exact kernels' bits (cpu_block_gemm.h).
+    std::vector<float> values(size_t(N * K));
+    cpu::BlockPanelStore::decode_rows(p, w.dtype, K, p.row0, p.row0 + N, values.data());
+    return cpu::gemm_xwt(*pool_, out, x, values.data(), DType::F32, M, N, K, {isa_});
+  }
+  // Whole panels from the one w starts in (rows past the last panel: the kept blocks), so each
+  // row has the bits it has in the whole weight; w's columns are then cut out.
+  const int64_t end = p.row0 + N, r0 = p.row0 / 16 * 16;
+  const int64_t r1 = end <= p.kept_from ? (end + 15) / 16 * 16 : end;
+  const uint8_t* rows = p.base + size_t(r0) * dtype_row_bytes(w.dtype, K);
+  const uint8_t* panels = p.panels + size_t(r0 / 16) * p.panel_bytes;
+  if (r0 == p.row0 && r1 == end)
+    return cpu::block_gemm_xwt(*pool_, out, x, rows, w.dtype, M, N, K, block_arithmetic_, isa_,
+                               panels);
+  const int64_t wide_n = r1 - r0;
+  std::vector<float> wide(size_t(M * wide_n));
+  cpu::block_gemm_xwt(*pool_, wide.data(), x, rows, w.dtype, M, wide_n, K, block_arithmetic_, isa_,
+                      panels);
+  for (int64_t m = 0; m < M; m++)
+    std::memcpy(out + m * N, wide.data() + m * wide_n + (p.row0 - r0), size_t(N) * sizeof(float));
 }
 
 // out [T, D] = table [V, D][ids [T]] * scale; the table f32, bf16, f16 or a ggml block type
@@ -58,11 +86,17 @@ void CpuBackend::embedding(Tensor& out, const Tensor& table, const Tensor& ids, 
                  id[t], t, V);
   const size_t row_bytes = dtype_row_bytes(table_dtype, D);
   const char* tab = static_cast<const char*>(table.data);
+  // A block table held as panels (cpu_block_panel_store.h) decodes its rows from them.
+  const cpu::PanelLookup p = dtype_is_block(table_dtype) ? panels_.find(table) : cpu::PanelLookup{};
   float* o = out.ptr<float>();
   cpu::parallel_for(*pool_, T, D, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; t++) {
       float* row = o + t * D;
-      convert_to_f32(tab + size_t(id[t]) * row_bytes, table_dtype, row, size_t(D));
+      if (p.found())
+        cpu::BlockPanelStore::decode_rows(p, table_dtype, D, p.row0 + id[t], p.row0 + id[t] + 1,
+                                          row);
+      else
+        convert_to_f32(tab + size_t(id[t]) * row_bytes, table_dtype, row, size_t(D));
       for (int64_t d = 0; d < D; d++) row[d] *= scale;
     }
   });

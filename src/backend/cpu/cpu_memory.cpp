@@ -69,6 +69,10 @@ Tensor CpuBackend::host_tensor(DType dtype, Shape shape, bool weight) {
 Tensor CpuBackend::upload(const Tensor& host, DType dtype) {
   if (!host.defined()) fail("upload: host tensor {} is undefined", host.shape.str());
   if (host.device != Device::CPU) fail("upload: source must be a host tensor");
+  // Under Int8 a block weight's panels replace its blocks (cpu_block_panel_store.h).
+  if (dtype == host.dtype && dtype_is_block(dtype) &&
+      block_arithmetic_ == cpu::BlockArithmetic::Int8)
+    if (Tensor packed = panels_.upload(*pool_, host); packed.defined()) return packed;
   Tensor out = host_tensor(dtype, host.shape, /*weight=*/true);
   if (out.dtype == DType::I32) {
     if (host.dtype != DType::I32)
@@ -81,8 +85,6 @@ Tensor CpuBackend::upload(const Tensor& host, DType dtype) {
     fail("upload: {} tensor {} requested from i32 data", dtype_name(dtype), host.shape.str());
   if (out.dtype == host.dtype) {
     std::memcpy(out.data, host.data, host.nbytes());
-    if (dtype_is_block(out.dtype) && block_arithmetic_ == cpu::BlockArithmetic::Int8)
-      panels_.add(*pool_, out);
     return out;
   }
   if (out.dtype == DType::F32) {
@@ -100,6 +102,12 @@ Tensor CpuBackend::to_host_f32(const Tensor& t) {
   if (!t.defined()) fail("to_host_f32: tensor {} is undefined", t.shape.str());
   if (t.device != Device::CPU) fail("to_host_f32: tensor {} is not on the cpu", t.shape.str());
   Tensor out = Tensor::empty_host(DType::F32, t.shape);
+  if (const cpu::PanelLookup p = dtype_is_block(t.dtype) ? panels_.find(t) : cpu::PanelLookup{};
+      p.found()) {  // its values live in its panels
+    cpu::BlockPanelStore::decode_rows(p, t.dtype, t.cols(), p.row0, p.row0 + t.rows(),
+                                      out.ptr<float>());
+    return out;
+  }
   convert_to_f32(t.data, t.dtype, out.ptr<float>(), size_t(t.numel()));
   return out;
 }
@@ -116,6 +124,9 @@ void CpuBackend::copy(Tensor& dst, const Tensor& src) {
   cpu::check_tensor(dst, src.dtype, "copy", "dst");
   if (dst.numel() != src.numel())
     fail("copy: dst {} and src {} differ in size", dst.shape.str(), src.shape.str());
+  if (dtype_is_block(src.dtype) && panels_.find(src).found())
+    fail("copy: the {} weight {} is held as panels, not blocks (to_host_f32 reads its values)",
+         dtype_name(src.dtype), src.shape.str());
   std::memmove(dst.data, src.data, src.nbytes());
 }
 

@@ -156,9 +156,7 @@ void CpuBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weights
   std::fill(o, o + T * D, 0.f);
   const Project project = [&](float* dst, const float* src, int64_t n, const Linear& w) {
     const int64_t N = w.out_features(), K = w.in_features();
-    if (dtype_is_block(w.weight.dtype))
-      return cpu::block_gemm_xwt(*pool_, dst, src, w.weight.data, w.weight.dtype, n, N, K,
-                                 block_arithmetic_, isa_, panels_.find(w.weight));
+    if (dtype_is_block(w.weight.dtype)) return block_product(dst, src, w.weight, n, N, K);
     if (!w.quant) return cpu::gemm_xwt(*pool_, dst, src, w.weight.data, w.weight.dtype, n, N, K);
     Tensor y = Tensor::borrow(dst, DType::F32, {n, N});
     linear_fp8(y, Tensor::borrow(const_cast<float*>(src), DType::F32, {n, K}), w);

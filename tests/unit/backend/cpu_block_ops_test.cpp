@@ -6,7 +6,7 @@
 
 #include <cstring>
 #include <random>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -47,8 +47,9 @@ TEST(CpuBlockOps, EmbeddingDecodesTheRows) {
   CpuBackend be;
   std::mt19937 rng(3);
   for (DType t : {DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::IQ4_NL}) {
-    const Blocks table = random_blocks(t, {12, 512}, rng);
-    const std::vector<int32_t> ids = {5, 0, 11, 5};
+    // 40 rows: two panels (rows 0–31, held as panels under Int8) and 8 rows of blocks.
+    const Blocks table = random_blocks(t, {40, 512}, rng);
+    const std::vector<int32_t> ids = {5, 0, 39, 17};
     Tensor out = be.alloc(DType::F32, {4, 512});
     be.embedding(out, be.upload(table.blocks, t), test::device_i32(be, ids, {4}), 2.f);
     for (size_t i = 0; i < ids.size(); i++)
@@ -79,9 +80,10 @@ TEST(CpuBlockOps, LinearAddsTheBias) {
   EXPECT_LT(test::rel_err(test::to_vec(be, out), ref), test::kTol);
 }
 
-// Under Int8, upload packs panels beside the blocks (cpu_block_panels.h) and linear reads them
-// for a weight and for its views that start at a whole panel; a view that starts inside one
-// runs the row kernels. Under Exact nothing is packed.
+// Under Int8, upload packs panels in place of the blocks (cpu_block_panels.h,
+// cpu_block_panel_store.h): linear reads them for a weight and for each of its views; a view
+// that starts inside a panel gets the rows the whole weight gives (its panels computed whole,
+// its columns cut out). Under Exact nothing is packed.
 TEST(CpuBlockOps, Int8LinearReadsThePanelsPackedAtUpload) {
   CpuBackend be, exact;
   exact.set_block_arithmetic(cpu::BlockArithmetic::Exact);
@@ -94,27 +96,56 @@ TEST(CpuBlockOps, Int8LinearReadsThePanelsPackedAtUpload) {
   EXPECT_EQ(be.block_panel_bytes(), cpu::block_panels_bytes(DType::Q4_K, N, K));
   EXPECT_GT(be.block_panel_bytes(), 0u);
   EXPECT_EQ(exact.block_panel_bytes(), 0u);
-  // rows [r0, r0 + n) of the product, straight from the kernels, with or without panels.
-  auto kernels = [&](int64_t r0, int64_t n, bool panels) {
-    const uint8_t* rows = w.blocks.ptr<uint8_t>() + r0 * int64_t(dtype_row_bytes(DType::Q4_K, K));
-    std::vector<uint8_t> packed(cpu::block_panels_bytes(DType::Q4_K, n, K));
-    if (panels) cpu::pack_block_panels(be.pool(), DType::Q4_K, rows, n, K, packed.data());
-    std::vector<float> out(size_t(M * n));
-    cpu::block_gemm_xwt(be.pool(), out.data(), x.data(), rows, DType::Q4_K, M, n, K,
-                        cpu::BlockArithmetic::Int8, be.isa(), panels ? packed.data() : nullptr);
-    return out;
-  };
+  // The whole product straight from the kernels over the panels of the host's blocks.
+  std::vector<uint8_t> packed(cpu::block_panels_bytes(DType::Q4_K, N, K));
+  cpu::pack_block_panels(be.pool(), DType::Q4_K, w.blocks.data, N, K, packed.data());
+  std::vector<float> want(size_t(M * N));
+  cpu::block_gemm_xwt(be.pool(), want.data(), x.data(), w.blocks.data, DType::Q4_K, M, N, K,
+                      cpu::BlockArithmetic::Int8, be.isa(), packed.data());
   auto linear = [&](const Tensor& weight) {
     Tensor out = be.alloc(DType::F32, {M, weight.dim(0)});
     be.linear(out, test::device_f32(be, x, {M, K}), Linear{weight});
     return test::to_vec(be, out);
   };
-  for (auto [r0, n, panels] : {std::tuple{int64_t(0), N, true}, {16, 24, true}, {8, 32, false}}) {
+  for (auto [r0, n] : {std::pair{int64_t(0), N}, {16, 24}, {8, 32}, {0, 24}, {3, 5}, {33, 7}}) {
     SCOPED_TRACE(testing::Message() << "rows " << r0 << "+" << n);
-    const std::vector<float> got = linear(wd.slice_rows(r0, n)), want = kernels(r0, n, panels);
-    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
-    if (!panels) {  // the rows a misplaced panel would have given differ
-      EXPECT_NE(std::memcmp(got.data(), kernels(r0, n, true).data(), got.size() * 4), 0);
+    const std::vector<float> got = linear(wd.slice_rows(r0, n));
+    for (int64_t m = 0; m < M; m++)
+      ASSERT_EQ(std::memcmp(got.data() + m * n, want.data() + m * N + r0, size_t(n) * 4), 0);
+  }
+}
+
+// The panels hold the blocks' values bit for bit: to_host_f32 and the exact arithmetic (set
+// after upload) give dequantize_row's values and the exact kernels' outputs; copying the
+// blocks out is refused, naming the type.
+TEST(CpuBlockOps, PanelsInPlaceOfBlocksKeepEveryValue) {
+  std::mt19937 rng(7);
+  const int64_t N = 37, M = 5;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS}) {
+    SCOPED_TRACE(std::string(dtype_name(t)));
+    const int64_t K = 512;
+    const Blocks w = random_blocks(t, {N, K}, rng);
+    CpuBackend be, exact;
+    exact.set_block_arithmetic(cpu::BlockArithmetic::Exact);
+    const Tensor wd = be.upload(w.blocks, t), we = exact.upload(w.blocks, t);
+    ASSERT_GT(be.block_panel_bytes(), 0u);
+    const Tensor values = be.to_host_f32(wd);
+    ASSERT_EQ(std::memcmp(values.data, w.values.data, w.values.nbytes()), 0);
+    const std::vector<float> x = test::random_vec(rng, size_t(M * K));
+    be.set_block_arithmetic(cpu::BlockArithmetic::Exact);
+    for (auto [r0, n] : {std::pair{int64_t(0), N}, {5, 20}}) {
+      Tensor got = be.alloc(DType::F32, {M, n}), ref = exact.alloc(DType::F32, {M, n});
+      be.linear(got, test::device_f32(be, x, {M, K}), Linear{wd.slice_rows(r0, n)});
+      exact.linear(ref, test::device_f32(exact, x, {M, K}), Linear{we.slice_rows(r0, n)});
+      ASSERT_EQ(std::memcmp(got.data, ref.data, size_t(M * n) * 4), 0) << r0 << "+" << n;
+    }
+    Tensor copy = be.zeros(t, {N, K});
+    try {
+      be.copy(copy, wd);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(dtype_name(t)), std::string::npos) << e.what();
     }
   }
 }
