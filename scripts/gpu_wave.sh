@@ -14,6 +14,9 @@
 #           logits per position on the diag's sequence: how much of the GPU drift is bf16's
 #    pair   bench/spec_pair.sh on the GPU: the real pair, models/tiny-kjv and its draft
 #    vision scripts/gpu_vision.sh (issue 41's figures) with this bundle's tandem
+#    gguf   scripts/gpu_gguf.sh 8b (issue 42's GPU figures against llama.cpp's CUDA server,
+#           built in the call from .device/llamacpp-src.tar.xz) with this bundle
+#    logitsonly  test_golden's CudaGateLogitsOnly (the Gemma 4 variants' bf16 gate)
 #    bisect GPU against CPU logits per position on config variants of the Gemma 4 fixtures
 #           whose GPU logits drift (which option of theirs the GPU gets wrong)
 #    draft  trains the draft of models/tiny-kjv (tools/tiny-model/train_draft.sh, 120 s) from
@@ -36,13 +39,13 @@ set -u
 pack() {
   local root build=${BUILD:-build}
   root=$(git rev-parse --show-toplevel) && cd "$root" || return 1
-  local tests=(test_golden); [ "${PACK_TESTS:-1}" = 0 ] && tests=()  # PACK_TESTS=0: no tests part
+  local tests=(test_golden test_backend_cuda); [ "${PACK_TESTS:-1}" = 0 ] && tests=()  # PACK_TESTS=0: no tests part
   [ "${PACK_BUILD:-1}" = 0 ] ||  # PACK_BUILD=0: bundle the binaries as they are
     nice -n 10 ninja -C "$build" -j2 tandem offline_bench "${tests[@]}" || return 1
   local stage=/tmp/tandem-wave-stage
   rm -rf "$stage" && mkdir -p "$stage/wave/gpu/tests" "$stage/wave/gpu/bench" "$stage/wave/gpu/lib" .device
   cp "$build/tandem" "$stage/wave/gpu/"
-  [ ${#tests[@]} = 0 ] || cp "$build/tests/test_golden" "$stage/wave/gpu/tests/"
+  for t in "${tests[@]}"; do cp "$build/tests/$t" "$stage/wave/gpu/tests/"; done
   cp "$build/bench/offline_bench" "$stage/wave/gpu/bench/"
   strip "$stage"/wave/gpu/tandem "$stage"/wave/gpu/bench/* ${tests[@]:+"$stage"/wave/gpu/tests/*}
   local skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libcuda\.so|libcublas|libcudart|libnvrtc|libnvJitLink)'
@@ -222,6 +225,16 @@ fi
 if has vision && fits 250 "vision"; then
   T=$G/tandem OUT=$L/vision timeout 330 scripts/gpu_vision.sh 2>&1 | tee "$L/vision.log" | \
     grep -vE '^(loading|wrote)' | tail -40
+fi
+
+if has logitsonly; then
+  timeout 60 "$G/tests/test_golden" --gtest_filter='*CudaGateLogitsOnly*' > "$L/logitsonly.log" 2>&1
+  echo "CudaGateLogitsOnly rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/logitsonly.log" | tr '\n' ' ')"
+fi
+
+if has gguf; then
+  G=$G OUT=$L/gguf BUDGET=$((BUDGET - SECONDS - 10)) timeout $((BUDGET - SECONDS)) scripts/gpu_gguf.sh 8b 2>&1 | \
+    tee "$L/gguf.log" | tail -40
 fi
 
 if has pair; then
