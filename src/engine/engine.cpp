@@ -315,6 +315,7 @@ Engine::InFlight Engine::mark_in_flight(const std::vector<ScheduledRow>& rows) {
   int position = 0;
   for (const ScheduledRow& r : rows) {
     f.num_tokens += r.num_tokens;
+    f.has_prompt = f.has_prompt || r.num_tokens - r.num_draft > 1 || !r.sample;
     if (!r.sample) continue;
     Sequence& seq = *r.seq;
     if (seq.status != SeqStatus::Finished) {  // it may have stopped while this step was issued
@@ -400,7 +401,7 @@ void Engine::complete_in_flight() {
   // overlapped loop a step() call issues one step and waits for the one before, so the
   // call's own duration would charge each step its predecessor's cost.
   const auto now = std::chrono::steady_clock::now();
-  if (speculator_)
+  if (speculator_ && !f.has_prompt)
     speculator_->observe_step(f.speculative, f.num_tokens,
                               std::chrono::duration<double>(now - std::max(f.started, last_completion_)).count());
   last_completion_ = now;

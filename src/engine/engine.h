@@ -143,7 +143,10 @@ class Engine : public EngineApi {
     bool speculative = false;
     // What the speculator's cost model charges it (spec_controller.h): the query tokens of
     // every row, and when its step() call began (a draft model runs before the forward).
+    // A step that computes prompt tokens is not charged: its cost says nothing of a
+    // decode or verify step's (the first prompt's also warms the device up).
     int num_tokens = 0;
+    bool has_prompt = false;
     std::chrono::steady_clock::time_point started;
   };
   // Issues `rows` as one forward and its sampling op, without waiting (plan, issue the

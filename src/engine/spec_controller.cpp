@@ -14,9 +14,8 @@ double expected_accepted(double acceptance, int k) {
 }
 
 std::optional<double> SpecController::spec_cost(int num_tokens) const {
-  if (plain_run_ < kSpecRefresh)
-    if (std::optional<double> c = speculative_.cost(num_tokens)) return c;
-  return plain_.cost(num_tokens);  // not measured, or to be measured again
+  if (std::optional<double> c = speculative_.cost(num_tokens)) return c;
+  return plain_.cost(num_tokens);
 }
 
 std::vector<int> SpecController::choose(std::span<const SpecCandidate> rows, int base_rows,
@@ -66,7 +65,6 @@ bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base
 void SpecController::observe_step(bool speculative, int num_tokens, double seconds) {
   (speculative ? speculative_ : plain_).observe(num_tokens, seconds);
   speculative_run_ = speculative ? speculative_run_ + 1 : 0;
-  plain_run_ = speculative ? 0 : plain_run_ + 1;
 }
 
 void SpecController::observe_row(SpecState& row, int proposed, int accepted) {

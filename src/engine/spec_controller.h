@@ -15,11 +15,8 @@
 // Both costs must be known where they are compared: the first step a controller plans is a
 // plain one, and after kPlainRefresh speculative steps in a row one plain step measures
 // again what not speculating costs now (a regime where speculation pays loses one step's
-// gain). The other way round, after kSpecRefresh plain steps in a row a speculative step's
-// cost is taken to be a plain one's, so rows that would gain at that cost speculate once and
-// measure it again: a cost measured once in a bad moment (the first verify step of a shape
-// captures its CUDA graph) does not keep speculation off for good, and a regime where it
-// does not pay loses one step in kSpecRefresh.
+// gain). A cost bucket counts from its second step (step_cost_model.h), so the first verify
+// step of a size, which may warm the device up, does not keep speculation off by itself.
 //
 // α_r is the row's own, an exponential moving average over its verified positions; a row
 // starts from the server's (the same average over every row), and returns to it after
@@ -46,7 +43,6 @@ class SpecController {
   static constexpr double kServerWeight = 0.02; // ... in the server's
   static constexpr int kForgetSteps = 32;
   static constexpr int kPlainRefresh = 64;
-  static constexpr int kSpecRefresh = 64;
 
   // `adaptive` false: every row verifies all it has (max_k), every step.
   explicit SpecController(bool adaptive) : adaptive_(adaptive) {}
@@ -74,7 +70,6 @@ class SpecController {
 
   bool adaptive_;
   int speculative_run_ = 0;  // speculative steps since the last plain one
-  int plain_run_ = 0;        // plain steps since the last speculative one
   double server_acceptance_ = 0.5;
   StepCostModel plain_;
   StepCostModel speculative_;

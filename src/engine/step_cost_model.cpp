@@ -31,7 +31,7 @@ std::optional<double> StepCostModel::cost(int num_tokens) const {
   const Bucket* below = nullptr;  // the measured bucket with the most tokens <= num_tokens
   const Bucket* above = nullptr;  // the measured bucket with the fewest tokens > num_tokens
   for (const Bucket& b : buckets_) {
-    if (b.samples == 0) continue;
+    if (b.samples < 2) continue;  // unmeasured, or only its warm-up
     if (b.tokens <= num_tokens) {
       if (!below || b.tokens > below->tokens) below = &b;
     } else if (!above || b.tokens < above->tokens) {

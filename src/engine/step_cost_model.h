@@ -7,8 +7,8 @@
 // that bucket's. Nothing measured: nullopt.
 //
 // A bucket's first measurement is a warm-up (a shape's first step may capture its CUDA
-// graph or touch memory for the first time): the second replaces it, and only then does the
-// average begin.
+// graph or touch memory for the first time): the bucket counts as measured from its second,
+// which replaces it, and only then does the average begin.
 //
 // A step's cost depends on more than its tokens (context lengths, sampling, the host's
 // share); the buckets average over what the server actually runs, and follow it as it
