@@ -10,6 +10,7 @@
 
 #include <charconv>
 
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "core/error.h"

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/random_model_gemma4.h"

@@ -3,6 +3,7 @@
 // top-level fields reach the text model when text_config lacks them, and the towers'
 // configs and token ids parse with their defaults; images are checked against the geometry.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/config.h"
