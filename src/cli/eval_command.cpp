@@ -3,6 +3,7 @@
 // (--url): progress on stderr, the table on stdout, the raw numbers with --json.
 #include <fmt/format.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>

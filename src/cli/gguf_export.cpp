@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "core/block_quant.h"

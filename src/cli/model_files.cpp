@@ -11,6 +11,7 @@
 
 #include <charconv>
 
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "core/error.h"

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/commands.h"

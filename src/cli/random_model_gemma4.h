@@ -2,7 +2,7 @@
 // a gemma4_text checkpoint (the names and per-layer shapes model/arch/gemma4 loads).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <optional>
 #include <string>

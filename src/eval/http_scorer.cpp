@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/error.h"

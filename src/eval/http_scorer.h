@@ -17,7 +17,7 @@
 #include <span>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "eval/scorer.h"
 

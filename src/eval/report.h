@@ -3,7 +3,7 @@
 // against its reference) can be compared item by item.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <optional>
 #include <span>

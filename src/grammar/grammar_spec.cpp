@@ -1,6 +1,7 @@
 #include "grammar/grammar_spec.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "grammar/gbnf.h"
 #include "grammar/grammar_error.h"
@@ -12,7 +13,7 @@ namespace tandem::grammar {
 GrammarSpec GrammarSpec::json_schema(nlohmann::ordered_json schema, JsonOptions options) {
   GrammarSpec s;
   s.kind = SpecKind::JsonSchema;
-  s.schema = std::move(schema);
+  s.schema = std::make_shared<const nlohmann::ordered_json>(std::move(schema));
   s.json = options;
   return s;
 }
@@ -78,7 +79,7 @@ std::string body_key(const GrammarSpec& spec) {
   switch (spec.kind) {
     case SpecKind::JsonSchema:
       return "json_schema:" + json_opts + ":" +
-             schema.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+             schema->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     case SpecKind::JsonObject:
       return "json_object:" + json_opts;
     case SpecKind::Regex:
@@ -102,7 +103,7 @@ std::shared_ptr<const Program> compile_program(const GrammarSpec& spec,
   GrammarIr ir;
   switch (spec.kind) {
     case SpecKind::JsonSchema:
-      compile_json_schema(ir, spec.schema, spec.json);
+      compile_json_schema(ir, *spec.schema, spec.json);
       break;
     case SpecKind::JsonObject:
       compile_json_schema(ir, nlohmann::ordered_json{{"type", "object"}}, spec.json);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "grammar/json_pieces.h"
 #include "grammar/program.h"
@@ -24,8 +24,10 @@ enum class SpecKind : uint8_t {
 
 struct GrammarSpec {
   SpecKind kind = SpecKind::JsonObject;
-  // JsonSchema. ordered_json: the order of `properties` is the order of the output.
-  nlohmann::ordered_json schema;
+  // JsonSchema (set then, never changed). ordered_json: the order of `properties` is the
+  // order of the output. Shared and const, so that copies of a spec stay cheap and this
+  // header needs only json's declaration.
+  std::shared_ptr<const nlohmann::ordered_json> schema;
   std::string text;                  // Regex: the pattern; Gbnf: the grammar
   std::vector<std::string> choices;  // Choices
   JsonOptions json;                  // JsonSchema, JsonObject

@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "grammar/grammar_error.h"
 #include "grammar/numeric_range.h"

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "grammar/codepoint_set.h"
 #include "grammar/grammar_ir.h"

@@ -34,7 +34,7 @@
 // are ignored, as validators ignore them.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "grammar/grammar_ir.h"
 #include "grammar/json_pieces.h"

@@ -1,6 +1,7 @@
 #include "grammar/schema_compiler.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "grammar/grammar_error.h"
 #include "grammar/json_schema.h"

@@ -1,6 +1,7 @@
 // Schema algebra for the compiler: flattening a $ref with keywords beside it, intersecting
 // two schemas (allOf), and telling whether two oneOf alternatives can overlap.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "grammar/grammar_error.h"
 #include "grammar/numeric_range.h"

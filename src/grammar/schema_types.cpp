@@ -1,5 +1,6 @@
 // The grammar of each JSON type under a schema's keywords.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "grammar/grammar_error.h"

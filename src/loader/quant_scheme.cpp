@@ -1,6 +1,7 @@
 #include "loader/quant_scheme.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 

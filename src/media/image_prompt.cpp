@@ -1,5 +1,7 @@
 #include "media/image_prompt.h"
 
+#include <nlohmann/json.hpp>
+
 #include "media/media_error.h"
 
 namespace tandem {

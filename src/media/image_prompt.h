@@ -19,7 +19,7 @@
 #include <span>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "media/processor_config.h"
 

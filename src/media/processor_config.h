@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "media/resample.h"
 

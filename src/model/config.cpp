@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/multimodal_config.h"

@@ -1,5 +1,7 @@
 #include "model/multimodal_config.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 
 namespace tandem {

@@ -5,7 +5,7 @@
 // (text_model_config) and keeps the whole file for the towers (ModelConfig::multimodal_raw).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <string>
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "loader/gguf_file.h"

@@ -2,6 +2,8 @@
 // set (names, tuples, namespace attributes), set/filter blocks, with, macros and call blocks.
 #include "template/interpreter.h"
 
+#include <nlohmann/json.hpp>
+
 #include "template/errors.h"
 #include "template/objects.h"
 #include "template/operators.h"

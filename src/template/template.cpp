@@ -1,5 +1,7 @@
 // The public entry points: parse once, render many times (const, thread-safe).
 #include "template/ast.h"
+
+#include <nlohmann/json.hpp>
 #include "template/errors.h"
 #include "template/interpreter.h"
 #include "template/jinja.h"

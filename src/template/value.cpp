@@ -1,6 +1,7 @@
 #include "template/value.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "template/errors.h"
 #include "template/render_budget.h"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "tokenizer/gguf_vocab.h"

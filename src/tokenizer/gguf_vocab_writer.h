@@ -12,7 +12,7 @@
 
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "loader/gguf_writer.h"
 

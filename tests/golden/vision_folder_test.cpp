@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <fstream>

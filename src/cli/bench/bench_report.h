@@ -2,7 +2,7 @@
 // --json document (the setup, per run its summary and every request's raw numbers).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <optional>
 #include <string>

@@ -2,6 +2,7 @@
 #include "model/arch/gemma4.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/arch/archs.h"

@@ -7,6 +7,7 @@
 //   Gemma 3n: the text model alone; the vision and audio towers are not loaded, and the
 //            model says it takes no images (VisionSpec::refusal).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/arch/archs.h"

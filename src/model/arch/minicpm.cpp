@@ -4,6 +4,7 @@
 //   dim_model_base  the final hidden state is divided by hidden_size / dim_model_base.
 // transformers has no class for it; the remote modeling code applies exactly these three.
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/arch/archs.h"

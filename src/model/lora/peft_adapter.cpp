@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "core/error.h"

@@ -28,4 +28,12 @@ T config_field(const nlohmann::json& j, const char* key, const char* alias, T fa
   return config_field<T>(j, key, config_field<T>(j, alias, fallback, src), src);
 }
 
+// config.json's `vision_config`: the object, or an empty one when it is absent or not an
+// object (every field then takes HF's default). Shared by the vision towers' parsers.
+inline const nlohmann::json& vision_config_of(const nlohmann::json& config) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  auto it = config.find("vision_config");
+  return it != config.end() && it->is_object() ? *it : kEmpty;
+}
+
 }  // namespace tandem

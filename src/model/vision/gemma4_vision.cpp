@@ -66,9 +66,7 @@ StepTensors rope_positions(Backend& be, std::span<const ImageInput* const> image
 
 Gemma4VisionConfig parse_gemma4_vision_config(const ModelConfig& c) {
   const nlohmann::json& top = c.multimodal_raw();
-  const nlohmann::json& v = top.contains("vision_config") && top["vision_config"].is_object()
-                                ? top["vision_config"]
-                                : nlohmann::json::object();
+  const nlohmann::json& v = vision_config_of(top);
   Gemma4VisionConfig g;
   g.hidden_size = config_field(v, "hidden_size", g.hidden_size, kGemma4VisionSrc);
   g.intermediate_size = config_field(v, "intermediate_size", g.intermediate_size, kGemma4VisionSrc);

@@ -63,9 +63,7 @@ int SiglipConfig::tokens_per_side() const {
 
 SiglipConfig parse_siglip_config(const ModelConfig& c) {
   const nlohmann::json& top = c.multimodal_raw();
-  const nlohmann::json& v = top.contains("vision_config") && top["vision_config"].is_object()
-                                ? top["vision_config"]
-                                : nlohmann::json::object();
+  const nlohmann::json& v = vision_config_of(top);
   SiglipConfig s;
   s.hidden_size = config_field(v, "hidden_size", s.hidden_size, kSiglipSrc);
   s.intermediate_size = config_field(v, "intermediate_size", s.intermediate_size, kSiglipSrc);

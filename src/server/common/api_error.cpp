@@ -1,5 +1,7 @@
 #include "server/common/api_error.h"
 
+#include <nlohmann/json.hpp>
+
 namespace tandem::server {
 
 ApiError unauthorized_error() {

@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "server/common/json_text.h"
 #include "server/common/server_limits.h"
 

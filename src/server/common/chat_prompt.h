@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "server/common/image_parts.h"
 #include "server/common/json_text.h"
 #include "server/common/server_limits.h"

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "server/common/image_parts.h"
 #include "server/common/json_text.h"
 

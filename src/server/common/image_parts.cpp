@@ -1,6 +1,7 @@
 #include "server/common/image_parts.h"
 
 #include <cctype>
+#include <nlohmann/json.hpp>
 
 #include "core/ascii.h"
 #include "server/common/api_error.h"

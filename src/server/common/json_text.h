@@ -1,10 +1,14 @@
 // The JSON type the server speaks. Ordered, because key order is visible: templates render
 // `tools | tojson` and clients read responses, both in the order the keys were written.
+//
+// Only the declaration: a file that builds, reads or copies a Json value includes
+// <nlohmann/json.hpp> itself, so the many headers that merely pass one by reference do not
+// pull the whole library into every file of the server.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace tandem::server {
 
@@ -12,9 +16,7 @@ using Json = nlohmann::ordered_json;
 
 // Compact JSON text. Invalid UTF-8 (a token that is half a character) becomes U+FFFD
 // instead of throwing: a response must never fail because of what the model produced.
-inline std::string dump_json(const Json& value) {
-  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
+std::string dump_json(const Json& value);
 
 // Parsing goes through bounded_json.h: JSON from clients (and from the model) is bounded.
 

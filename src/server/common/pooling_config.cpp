@@ -1,6 +1,7 @@
 #include "server/common/pooling_config.h"
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"

@@ -1,6 +1,7 @@
 #include "server/common/prompt_bound.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace tandem::server {

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <optional>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "tokenizer/tokenizer.h"
 

@@ -1,5 +1,6 @@
 #include "server/common/response_writer.h"
 
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "server/common/api_error.h"

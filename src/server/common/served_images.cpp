@@ -1,6 +1,7 @@
 #include "server/common/served_images.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "media/media_error.h"
 

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/engine_api.h"
 #include "server/common/chat_prompt.h"
 #include "server/common/json_text.h"

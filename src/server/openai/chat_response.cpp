@@ -1,6 +1,7 @@
 #include "server/openai/chat_response.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "server/common/sse.h"
 

@@ -1,5 +1,7 @@
 #include "server/openai/completion_response.h"
 
+#include <nlohmann/json.hpp>
+
 #include "server/common/sse.h"
 #include "server/openai/openai_format.h"
 

@@ -1,6 +1,7 @@
 #include "server/openai/embeddings_request.h"
 
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "server/common/api_error.h"
 #include "server/common/request_fields.h"

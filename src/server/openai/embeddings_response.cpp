@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "server/common/api_error.h"
 #include "server/common/json_text.h"

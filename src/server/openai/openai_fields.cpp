@@ -1,6 +1,7 @@
 #include "server/openai/openai_fields.h"
 
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "server/common/api_error.h"
 

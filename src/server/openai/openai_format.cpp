@@ -1,6 +1,7 @@
 #include "server/openai/openai_format.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "server/common/ids.h"
 #include "server/common/sse.h"

@@ -1,5 +1,7 @@
 #include "server/openai/prompt_inputs.h"
 
+#include <nlohmann/json.hpp>
+
 #include "server/common/api_error.h"
 #include "server/common/request_fields.h"
 

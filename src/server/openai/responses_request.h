@@ -8,6 +8,8 @@
 // conversations (previous_response_id) are refused with a 400 that says so.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include "engine/request.h"
 #include "server/common/generation_fields.h"
 #include "server/common/server_limits.h"

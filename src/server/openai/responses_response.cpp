@@ -1,5 +1,7 @@
 #include "server/openai/responses_response.h"
 
+#include <nlohmann/json.hpp>
+
 #include "server/common/ids.h"
 #include "server/common/sse.h"
 

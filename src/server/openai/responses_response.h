@@ -14,6 +14,8 @@
 #include <optional>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "server/common/answer_split.h"
 #include "server/common/generation_run.h"
 #include "server/common/stream_encoder.h"

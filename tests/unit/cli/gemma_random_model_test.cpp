@@ -11,6 +11,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "cli/image_prompt.h"
 #include "cli/random_model_gemma3.h"

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "engine/reasoning_state.h"
 #include "engine/thinking_vocab.h"

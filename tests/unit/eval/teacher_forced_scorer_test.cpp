@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "engine/perplexity.h"

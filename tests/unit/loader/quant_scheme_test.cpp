@@ -1,6 +1,7 @@
 // config.json's quantization_config: the FP8 layouts tandem reads, and a clear error naming
 // the field for everything else.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "loader/quant_scheme.h"

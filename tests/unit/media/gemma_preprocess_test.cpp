@@ -1,6 +1,7 @@
 // The processors' size rules and bookkeeping: Gemma 4's aspect-preserving size, Gemma 3's
 // pan-and-scan crops, the parts and prompt text an image yields, and content_hash.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "media/content_hash.h"
 #include "media/image_processor.h"

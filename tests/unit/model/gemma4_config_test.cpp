@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "loader/checkpoint.h"

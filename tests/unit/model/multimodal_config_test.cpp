@@ -3,6 +3,7 @@
 // top-level fields reach the text model when text_config lacks them, and the towers'
 // configs and token ids parse with their defaults; images are checked against the geometry.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/config.h"
@@ -63,6 +64,23 @@ TEST(MultimodalConfig, SiglipConfigTakesItsDefaultsAndTheTopLevelIds) {
   EXPECT_EQ(s.image_token_id, 262144);
   EXPECT_EQ(s.boi_token_id, 255999);
   EXPECT_EQ(s.eoi_token_id, 256000);
+}
+
+TEST(MultimodalConfig, AMissingOrMalformedVisionConfigMeansHfDefaults) {
+  const SiglipConfig defaults;
+  for (const json& vision : {json(), json("not an object"), json::array({1, 2})}) {
+    json j = hub_gemma3();
+    if (vision.is_null())
+      j.erase("vision_config");
+    else
+      j["vision_config"] = vision;
+    j["mm_tokens_per_image"] = 49;  // 7 a side divides the defaults' 224 / 16 = 14 patches
+    const SiglipConfig s = parse_siglip_config(ModelConfig::parse(j, "config.json"));
+    EXPECT_EQ(s.hidden_size, defaults.hidden_size) << vision.dump();
+    EXPECT_EQ(s.num_layers, defaults.num_layers) << vision.dump();
+    EXPECT_EQ(s.image_size, defaults.image_size) << vision.dump();
+    EXPECT_EQ(s.image_token_id, 262144) << vision.dump();  // the top level is still read
+  }
 }
 
 TEST(MultimodalConfig, BadGeometryIsRefusedNamingTheField) {

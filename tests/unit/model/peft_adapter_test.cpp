@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <fstream>

@@ -6,8 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "template/jinja.h"

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "server/common/logprobs_format.h"
 #include "server/common/server_metrics.h"

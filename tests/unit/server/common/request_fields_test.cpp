@@ -1,6 +1,7 @@
 #include "server/common/request_fields.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "server/common/api_error.h"
 #include "server/common/sampling_fields.h"

@@ -2,6 +2,7 @@
 // forced tool calls compiled to the whole call text the parser reads back (references
 // inside a tool's parameters re-rooted), and compile errors as 400s naming keyword and path.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "server/common/api_error.h"
 #include "server/common/structured_output.h"
@@ -70,7 +71,8 @@ TEST(StructuredOutput, VllmAndLlamaCppFields) {
   EXPECT_EQ(choice.spec->choices, (std::vector<std::string>{"a", "b"}));
   auto text_schema = read_structured_outputs(FieldReader(Json{{"structured_outputs", {{"json", R"({"type":"integer"})"}}}}));
   ASSERT_TRUE(text_schema.spec);
-  EXPECT_EQ(text_schema.spec->schema, Json::parse(R"({"type":"integer"})"));
+  ASSERT_TRUE(text_schema.spec->schema);
+  EXPECT_EQ(*text_schema.spec->schema, Json::parse(R"({"type":"integer"})"));
   auto gbnf = read_structured_outputs(FieldReader(Json{{"grammar", "root ::= \"x\""}}));
   ASSERT_TRUE(gbnf.spec);
   EXPECT_EQ(gbnf.spec->kind, grammar::SpecKind::Gbnf);

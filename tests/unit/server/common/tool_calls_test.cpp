@@ -1,6 +1,7 @@
 #include "server/common/tool_calls.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "server/common/json_text.h"
 

@@ -1,6 +1,7 @@
 #include "server/openai/chat_messages.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "../expect_400.h"
 
