@@ -401,10 +401,11 @@ void Engine::complete_in_flight() {
   // overlapped loop a step() call issues one step and waits for the one before, so the
   // call's own duration would charge each step its predecessor's cost.
   const auto now = std::chrono::steady_clock::now();
-  if (speculator_ && !f.has_prompt)
+  if (speculator_ && !f.has_prompt && (f.speculative || !last_completed_speculative_))
     speculator_->observe_step(f.speculative, f.num_tokens,
                               std::chrono::duration<double>(now - std::max(f.started, last_completion_)).count());
   last_completion_ = now;
+  last_completed_speculative_ = f.speculative;
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.generation_tokens_total += generated;
 }

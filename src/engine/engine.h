@@ -193,6 +193,10 @@ class Engine : public EngineApi {
   // When the last in-flight step's tokens arrived: a step's cost is the time from then (or
   // from its own step() call, if later) to its own tokens' arrival (complete_in_flight).
   std::chrono::steady_clock::time_point last_completion_;
+  // Whether that step verified proposals: the plain step after it starts an empty pipeline
+  // (nothing overlapped its planning), a cost no steady plain step pays, so it is not
+  // charged to the plain steps' model.
+  bool last_completed_speculative_ = false;
   std::unique_ptr<Speculator> speculator_;  // with --speculative-config
 
   mutable std::mutex inbox_mu_;
