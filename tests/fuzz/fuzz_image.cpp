@@ -4,6 +4,8 @@
 // limits; every part's pixel tensor has the processor's shape and its soft-token count.
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzz_common.h"
 #include "media/image_processor.h"
 #include "media/media_error.h"

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzz_common.h"
 #include "server/anthropic/messages_request.h"
 #include "server/common/api_error.h"

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzz_common.h"
 #include "template/jinja.h"
 

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzz_common.h"
 #include "server/common/prompt_bound.h"
 #include "tokenizer/tokenizer.h"
