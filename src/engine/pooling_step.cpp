@@ -1,6 +1,7 @@
 #include "engine/pooling_step.h"
 
 #include "core/error.h"
+#include "engine/sampler.h"
 
 namespace tandem {
 
@@ -27,6 +28,19 @@ std::vector<std::vector<float>> pooled_runs_to_host(Backend& backend, const Tens
   std::vector<std::vector<float>> out(size_t(host.rows()));
   for (size_t e = 0; e < out.size(); e++)
     out[e].assign(host.ptr<float>() + int64_t(e) * D, host.ptr<float>() + int64_t(e + 1) * D);
+  return out;
+}
+
+std::vector<GeneratedToken> score_prompt_rows(Backend& backend, const Tensor& rows,
+                                              const StepPlan& plan) {
+  const Tensor host = backend.to_host_f32(rows);
+  const size_t vocab = size_t(host.shape[1]);
+  std::vector<GeneratedToken> out(plan.logprob_index.size());
+  for (size_t p = 0; p < out.size(); p++) {
+    std::span<const float> logits(host.ptr<float>() + p * vocab, vocab);
+    out[p].token = plan.logprob_target[p];
+    out[p].logprob = token_logprob(logits, out[p].token, plan.logprob_top[p], &out[p].top_logprobs);
+  }
   return out;
 }
 

@@ -1,11 +1,13 @@
 // The device side of a step's embedding rows (engine/pooling.h): the plan's pooled tokens
 // uploaded for the model (StepTensors::pool), and the runs' sums brought back to the host —
 // one [hidden] f32 vector per run, the only thing of an embedding row that leaves the device.
+// Also the step's other rows that leave it before sampling: the prompt-logprob rows, scored.
 #pragma once
 
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/request.h"
 #include "engine/step_plan.h"
 
 namespace tandem {
@@ -17,5 +19,10 @@ PoolTensors upload_pool_tensors(Backend& backend, const StepPlan& plan, int hidd
 // sums [E, hidden] f32 on the device → one host vector per run, in plan order (waits for
 // the device).
 std::vector<std::vector<float>> pooled_runs_to_host(Backend& backend, const Tensor& sums);
+
+// log_softmax of each prompt-logprob row (rows [logprob_index.size(), vocab], in the plan's
+// order; waits for the device) at its target, with the plan's top-k of each.
+std::vector<GeneratedToken> score_prompt_rows(Backend& backend, const Tensor& rows,
+                                              const StepPlan& plan);
 
 }  // namespace tandem

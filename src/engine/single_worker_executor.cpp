@@ -32,20 +32,6 @@ int64_t spare_kv_bytes(const Backend& backend, const Model& model, const KvSizin
   return int64_t(double(free) * 0.92) - headroom;
 }
 
-// log_softmax of each prompt-logprob row (on the host, in the rows' order) at its target.
-std::vector<GeneratedToken> score_prompt_rows(Backend& backend, const Tensor& rows,
-                                              const StepPlan& plan) {
-  const Tensor host = backend.to_host_f32(rows);
-  const size_t vocab = size_t(host.shape[1]);
-  std::vector<GeneratedToken> out(plan.logprob_index.size());
-  for (size_t p = 0; p < out.size(); p++) {
-    std::span<const float> logits(host.ptr<float>() + p * vocab, vocab);
-    out[p].token = plan.logprob_target[p];
-    out[p].logprob = token_logprob(logits, out[p].token, plan.logprob_top[p], &out[p].top_logprobs);
-  }
-  return out;
-}
-
 class SingleWorkerExecutor final : public Executor {
  public:
   SingleWorkerExecutor(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
@@ -71,7 +57,9 @@ class SingleWorkerExecutor final : public Executor {
   void issue_forward(const StepPlan& plan) override;
   void issue_sampling(std::span<const SampleRow> rows) override;
   std::vector<SampledToken> collect() override;
-  std::vector<GeneratedToken> take_prompt_logprobs() override { return std::exchange(prompt_logprobs_, {}); }
+  std::vector<GeneratedToken> take_prompt_logprobs() override {
+    return std::exchange(prompt_logprobs_, {});
+  }
   std::vector<std::vector<float>> take_pooled() override { return std::exchange(pooled_, {}); }
   void reset() override {
     pending_.clear();
@@ -100,12 +88,12 @@ class SingleWorkerExecutor final : public Executor {
   std::unique_ptr<Model> model_;
   ExecutorConfig config_;
   ExecutorInfo info_;
-  std::unique_ptr<ModelRunner> runner_;  // from allocate_kv on
-  std::deque<PendingSample> pending_;    // sampling ops not collected yet, oldest first
-  std::optional<Tensor> logits_;         // of the forward issued last, until it is sampled
+  std::unique_ptr<ModelRunner> runner_;          // from allocate_kv on
+  std::deque<PendingSample> pending_;            // sampling ops not collected yet, oldest first
+  std::optional<Tensor> logits_;                 // of the forward issued last, until it is sampled
   std::vector<GeneratedToken> prompt_logprobs_;  // of the forward issued last, until taken
   std::vector<std::vector<float>> pooled_;  // [E][hidden] of the forward issued last, until taken
-  std::unique_ptr<DraftWorker> draft_;           // speculative decoding's draft model
+  std::unique_ptr<DraftWorker> draft_;      // speculative decoding's draft model
 };
 
 KvRoom SingleWorkerExecutor::kv_room(const KvSizing& sizing) const {
@@ -127,7 +115,8 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
   if (draft_) {  // the draft's K/V rides in the blocks of one group (draft_worker.h)
     layout.draft_group = DraftWorker::table_group(layout.groups);
     layout.draft_num_groups = draft_->num_groups();
-    block_bytes[size_t(*layout.draft_group)] += draft_->bytes_per_block(sizing.block_size, layout.dtype);
+    block_bytes[size_t(*layout.draft_group)] +=
+        draft_->bytes_per_block(sizing.block_size, layout.dtype);
   }
   KvSizing s = sizing;
   if (!s.budget_bytes) {  // every row at full length, if the device can spare that much
@@ -141,7 +130,8 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
   layout.budget_bytes = s.budget_bytes.value_or(layout.bytes);
   runner_ = std::make_unique<ModelRunner>(*model_, *backend_, layout.num_blocks, s.block_size,
                                           layout.dtype);
-  if (draft_) draft_->allocate(layout.num_blocks[size_t(*layout.draft_group)], s.block_size, layout.dtype);
+  if (draft_)
+    draft_->allocate(layout.num_blocks[size_t(*layout.draft_group)], s.block_size, layout.dtype);
   runner_->set_encoder_cache_bytes(config_.encoder_cache_bytes);
   runner_->encoder_cache().set_timing(config_.vision_timing || !info_.asynchronous,
                                       config_.vision_timing && info_.asynchronous);

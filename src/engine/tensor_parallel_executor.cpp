@@ -174,17 +174,8 @@ void TensorParallelExecutor::issue_forward(const StepPlan& plan) {
     }
   });
   const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
-  if (num_prompt_rows > 0) {
-    const Tensor host = backend0_->to_host_f32(logits.slice_rows(0, num_prompt_rows));
-    const size_t vocab = size_t(host.shape[1]);
-    prompt_logprobs_.resize(size_t(num_prompt_rows));
-    for (size_t p = 0; p < prompt_logprobs_.size(); p++) {
-      GeneratedToken& g = prompt_logprobs_[p];
-      g.token = plan.logprob_target[p];
-      g.logprob = token_logprob(std::span<const float>(host.ptr<float>() + p * vocab, vocab),
-                                g.token, plan.logprob_top[p], &g.top_logprobs);
-    }
-  }
+  if (num_prompt_rows > 0)
+    prompt_logprobs_ = score_prompt_rows(*backend0_, logits.slice_rows(0, num_prompt_rows), plan);
   if (!plan.sample_index.empty())
     logits_ = logits.slice_rows(num_prompt_rows, int64_t(plan.sample_index.size()));
   if (pooled.defined()) pooled_ = pooled_runs_to_host(*backend0_, pooled);
