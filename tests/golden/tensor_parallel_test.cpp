@@ -106,6 +106,14 @@ TEST(TensorParallelFlag, TpAliasAndLongFormParse) {
     app.parse(cli::cli_args(int(argv.size()), argv.data()));
     EXPECT_EQ(o.tensor_parallel_size, 4) << argv[1];
   }
+  // Out of range or not a number: refused at parse time, before any rank or thread exists.
+  for (const char* bad : {"0", "-1", "65", "1000000000", "two", ""}) {
+    CLI::App app;
+    cli::GenerateOptions o;
+    cli::add_model_flags(app, o, {"model"});
+    std::vector<const char*> argv = {"tandem", "-tp", bad};
+    EXPECT_THROW(app.parse(cli::cli_args(int(argv.size()), argv.data())), CLI::ParseError) << bad;
+  }
 }
 
 cli::LoadedModel load_ranks(const std::string& arch, int size, LoraCapacity lora = {}) {
