@@ -1,7 +1,7 @@
 // cuda_gguf_bench: CUDA linears with ggml block-type weights (cuda_block_linear.cu) against
 // bf16, at Llama-3.1-8B's layer shapes (qkv 6144x4096, o 4096x4096, gate_up 28672x4096, down
-// 4096x14336), 1 / 4 / 8 rows (the weight stream), 16 / 64 (the shared-memory tiles) and 512
-// (the decoded bf16 copy + cuBLASLt). Each figure is one layer's four linears timed with CUDA
+// 4096x14336), 1 / 4 / 8 rows (the weight stream) and 16 / 64 / 512 (the decoded bf16 copy
+// + cuBLASLt). Each figure is one layer's four linears timed with CUDA
 // events (the median of repetitions of a CUDA graph of several layers over distinct weight
 // copies, more bytes than L2 holds); GB/s counts the weight bytes read. Never a gate.
 //   usage: cuda_gguf_bench [types (default bf16,q4_k,q8_0)] [rows (default 1,4,8,16,64,512)]
@@ -84,16 +84,21 @@ int main(int argc, char** argv) {
       }
     }
     for (int64_t M : rows) {
-      Tensor x = be.zeros(DType::BF16, {M, 14336}), out = be.alloc(DType::BF16, {M, 28672});
+      // Inputs [M, K] and outputs [M, N] per shape (random x: the integer path's scales vary).
+      std::vector<Tensor> xs, outs;
+      std::normal_distribution<float> dist(0.f, 1.f);
+      for (auto [N, K] : shapes) {
+        Tensor hx = Tensor::empty_host(DType::BF16, {M, K});
+        std::vector<float> v(size_t(M * K));
+        for (float& f : v) f = dist(rng);
+        convert_from_f32(v.data(), hx.data, DType::BF16, v.size());
+        xs.push_back(be.upload(hx, DType::BF16));
+        outs.push_back(be.alloc(DType::BF16, {M, N}));
+      }
+      auto call = [&](size_t i, const Linear& l) { be.linear(outs[i], xs[i], l); };
       auto step = [&] {
         for (const auto& layer : layers)
-          for (size_t i = 0; i < layer.size(); i++) {
-            const Linear& l = layer[i];
-            Tensor xi = x.reshape({M * 14336 / l.in_features(), l.in_features()}).slice_rows(0, M);
-            Tensor oi =
-                out.reshape({M * 28672 / l.out_features(), l.out_features()}).slice_rows(0, M);
-            be.linear(oi, xi, l);
-          }
+          for (size_t i = 0; i < layer.size(); i++) call(i, layer[i]);
       };
       const bench::Timing t = bench::time_graph(be, 1, step);
       const double per_layer = t.event_s / double(layers.size());

@@ -16,6 +16,11 @@
 #    vision scripts/gpu_vision.sh (issue 41's figures) with this bundle's tandem
 #    gguf   scripts/gpu_gguf.sh 8b (issue 42's GPU figures against llama.cpp's CUDA server,
 #           built in the call from .device/llamacpp-src.tar.xz) with this bundle
+#    gguf-kern  bench/cuda_gguf_bench (PACK_BENCHES=cuda_gguf_bench): the block-type linears
+#           at the 8B layer shapes, 1-128 rows, each measured variant beside the default
+#           (GGUF_VARIANTS, default 0.0) and its output against the default's
+#    gguf-cpu scripts/gpu_gguf.sh cpu: the CPU figures on this quiet machine (two pinned
+#           cores) against llama.cpp built in the call (~8 min with the build)
 #    logitsonly  test_golden's CudaGateLogitsOnly (the Gemma 4 variants' bf16 gate)
 #    bisect GPU against CPU logits per position on config variants of the Gemma 4 fixtures
 #           whose GPU logits drift (which option of theirs the GPU gets wrong)
@@ -39,7 +44,9 @@ set -u
 pack() {
   local root build=${BUILD:-build}
   root=$(git rev-parse --show-toplevel) && cd "$root" || return 1
-  local tests=(test_golden test_backend_cuda); [ "${PACK_TESTS:-1}" = 0 ] && tests=()  # PACK_TESTS=0: no tests part
+  # PACK_TESTS=0: no test binaries; a list ("test_backend_cuda"): those
+  local tests=(test_golden test_backend_cuda); [ "${PACK_TESTS:-1}" = 0 ] && tests=()
+  [[ "${PACK_TESTS:-1}" == test_* ]] && read -ra tests <<< "$PACK_TESTS"
   [ "${PACK_BUILD:-1}" = 0 ] ||  # PACK_BUILD=0: bundle the binaries as they are
     nice -n 10 ninja -C "$build" -j2 tandem offline_bench "${tests[@]}" || return 1
   local stage=/tmp/tandem-wave-stage
@@ -47,6 +54,7 @@ pack() {
   cp "$build/tandem" "$stage/wave/gpu/"
   for t in "${tests[@]}"; do cp "$build/tests/$t" "$stage/wave/gpu/tests/"; done
   cp "$build/bench/offline_bench" "$stage/wave/gpu/bench/"
+  for b in ${PACK_BENCHES:-}; do cp "$build/bench/$b" "$stage/wave/gpu/bench/"; done  # e.g. cuda_gguf_bench
   strip "$stage"/wave/gpu/tandem "$stage"/wave/gpu/bench/* ${tests[@]:+"$stage"/wave/gpu/tests/*}
   local skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libcuda\.so|libcublas|libcudart|libnvrtc|libnvJitLink)'
   for b in "$stage"/wave/gpu/tandem "$stage"/wave/gpu/bench/* ${tests[@]:+"$stage"/wave/gpu/tests/*}; do
@@ -235,6 +243,18 @@ fi
 if has gguf; then
   G=$G OUT=$L/gguf BUDGET=$((BUDGET - SECONDS - 10)) timeout $((BUDGET - SECONDS)) scripts/gpu_gguf.sh 8b 2>&1 | \
     tee "$L/gguf.log" | tail -40
+fi
+
+if has gguf-kern; then
+  timeout 200 "$G/bench/cuda_gguf_bench" "${GGUF_TYPES:-bf16,q4_k,q6_k,q8_0}" \
+    "${GGUF_ROWS:-1,2,4,8,16,32,64,128}" "${GGUF_VARIANTS:-0.0}" 2>&1 | tee "$L/gguf-kern.log"
+  timeout 60 "$G/tests/test_backend_cuda" --gtest_filter='CudaBlock*' > "$L/gguf-kern-tests.log" 2>&1
+  echo "CudaBlock tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/gguf-kern-tests.log" | tr '\n' ' ')"
+fi
+
+if has gguf-cpu; then
+  G=$G OUT=$L/gguf-cpu BUDGET=$((BUDGET - SECONDS - 10)) timeout $((BUDGET - SECONDS)) \
+    scripts/gpu_gguf.sh cpu 2>&1 | tee "$L/gguf-cpu.log" | tail -40
 fi
 
 if has pair; then

@@ -1,17 +1,20 @@
-// Linears and embeddings with ggml block-type weights (cuda_block_linear.h), three paths by
+// Linears and embeddings with ggml block-type weights (cuda_block_linear.h), two paths by
 // the step's rows M:
 //   M <= 8: a weight stream with 8-bit activations, llama.cpp's arithmetic (its mmvq): x is
 //     quantized per 32 values (q = round(x / d), d = max|x| / 127; quantize_x_kernel), and each
-//     lane of a warp takes one octet of a weight row (8 values sharing a scale s and bias b,
-//     cuda_block_decode.cuh) against every x row: two dp4a for Σ u·q, then
+//     lane of a warp takes 32 consecutive values (4 octets, cuda_block_decode.cuh) of two weight
+//     rows per 1024 against every x row: two dp4a an octet for Σ u·q, then
 //         y += d_x · s · Σ u·q + (b − s·o) · d_x · Σ q
-//     (every level u < 128, so dp4a's signed bytes hold the unsigned ones too). A warp owns a
-//     weight row at a time; the row's bytes are read once for all M rows.
-//   M <= 128: the tensor-core tiles of the grouped expert GEMM (cuda_moe_gemm.cu) on one dense
-//     matrix, each weight tile decoded to bf16 in shared memory.
-//   beyond: the weight decoded to a bf16 copy once, then the bf16 linear (cuBLASLt): at that
-//     many rows the GEMM's arithmetic outweighs writing and reading the copy.
-// All three launch through launch_pdl and allocate from the backend (graph-capturable).
+//     (every level u < 128, so dp4a's signed bytes hold the unsigned ones too). The rows'
+//     bytes are read once for all M rows.
+//   beyond: the weight decoded to bf16 (in chunks of rows, so the copy stays under
+//     kDecodedChunkBytes), then the bf16 linear (cuBLASLt).
+// Measured on an H100 at the 8B layer shapes (bench/cuda_gguf_bench, bench/RESULTS.md
+// 2026-12-06 third session): 32-value lanes over two rows a warp stream Q4_K at 1.53 TB/s
+// where octet lanes over one row read 0.89 (more loads in flight per warp); the decoded
+// copy runs 9–128 rows 3.6–4.6× faster than tensor-core tiles decoding weights in shared
+// memory, which the grouped expert GEMM still uses.
+// Both launch through launch_pdl and allocate from the backend (graph-capturable).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -22,7 +25,6 @@
 #include "backend/cuda/cuda_block_linear.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
-#include "backend/cuda/cuda_moe_gemm.h"
 #include "backend/cuda/cuda_pdl.cuh"
 
 namespace tandem {
@@ -33,7 +35,8 @@ using cuda::bf16;
 using cuda::Octet;
 using cuda::Octets;
 
-constexpr int kGemvWarps = 4;  // weight rows in flight per CTA
+constexpr int kGemvWarps = 4;        // warps per CTA
+constexpr int kGemvRowsPerWarp = 2;  // weight rows a warp streams together
 
 // ---------------------------------------------------------------- kernels
 
@@ -60,8 +63,10 @@ __global__ void quantize_x_kernel(int8_t* __restrict__ xq, float* __restrict__ d
 
 // out [rows, N] = x · W'ᵀ (+ bias) from x's quantized form; rows <= M.
 //   w [N, K] in blocks of T, xq [rows, K], dx [rows, K / 32], xs [rows, K / 8], bias [N] or null.
-// grid: any (a warp per weight row, grid-stride), block kGemvWarps · 32
-template <DType T, int M>
+// Each lane takes 32 consecutive values (4 octets: one scale run for every type but Q6_K's
+// two) of R weight rows per 1024, so a warp has R · 4 octet loads in flight per step.
+// grid: ceil(N / (kGemvWarps · R)), block kGemvWarps · 32
+template <DType T, int M, int R>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     block_gemv_kernel(void* __restrict__ out, bool out_f32, const uint8_t* __restrict__ w,
                       const int8_t* __restrict__ xq, const float* __restrict__ dx,
@@ -71,31 +76,58 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   cuda::pdl_launch_next();
   cuda::pdl_wait();
   const int lane = int(threadIdx.x) & 31;
+  const int n0 = (int(blockIdx.x) * kGemvWarps + int(threadIdx.x) / 32) * R;
+  if (n0 >= N) return;
   const int64_t row_bytes = int64_t(K / O::kElems) * O::kBytes;
-  const int warps = int(gridDim.x) * kGemvWarps;
-  for (int n = int(blockIdx.x) * kGemvWarps + int(threadIdx.x) / 32; n < N; n += warps) {
-    const uint8_t* wr = w + n * row_bytes;
-    float acc[M];
+  const uint8_t* wr[R];
 #pragma unroll
-    for (int m = 0; m < M; m++) acc[m] = 0.f;
-#pragma unroll 2
-    for (int k = 8 * lane; k < K; k += 256) {  // this lane's octet of each 256 values
-      const Octet q = O::get(wr + (k / O::kElems) * O::kBytes, (k % O::kElems) / 8);
-      const float c = q.b - q.s * float(O::kOffset);
+  for (int r = 0; r < R; r++) wr[r] = w + int64_t(min(n0 + r, N - 1)) * row_bytes;
+  float acc[R][M];
 #pragma unroll
-      for (int m = 0; m < M; m++) {
-        if (m >= rows) break;
-        const uint2 xv = *reinterpret_cast<const uint2*>(xq + int64_t(m) * K + k);
-        const int isum = __dp4a(int(q.lv[0]), int(xv.x), __dp4a(int(q.lv[1]), int(xv.y), 0));
-        acc[m] = fmaf(dx[int64_t(m) * (K / 32) + k / 32] * q.s, float(isum), acc[m]);
-        acc[m] = fmaf(c, xs[int64_t(m) * (K / 8) + k / 8], acc[m]);
-      }
-    }
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int m = 0; m < M; m++) acc[r][m] = 0.f;
+#pragma unroll 4
+  for (int k = 32 * lane; k < K; k += 1024) {
+    const int64_t block = (k / O::kElems) * O::kBytes;
+    const int o0 = (k % O::kElems) / 8;
+    Octet q[R][4];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) q[r][j] = O::get(wr[r] + block, o0 + j);
 #pragma unroll
     for (int m = 0; m < M; m++) {
       if (m >= rows) break;
-      float s = cuda::warp_sum(acc[m]);
-      if (lane != 0) continue;
+      const uint4* xv = reinterpret_cast<const uint4*>(xq + int64_t(m) * K + k);
+      const uint4 x0 = xv[0], x1 = xv[1];
+      const float d = dx[int64_t(m) * (K / 32) + k / 32];
+      const float4 s4 = *reinterpret_cast<const float4*>(xs + int64_t(m) * (K / 8) + k / 8);
+      const int xw[8] = {int(x0.x), int(x0.y), int(x0.z), int(x0.w),
+                         int(x1.x), int(x1.y), int(x1.z), int(x1.w)};
+      const float xsum[4] = {s4.x, s4.y, s4.z, s4.w};
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        float a = acc[r][m];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          const int isum =
+              __dp4a(int(q[r][j].lv[0]), xw[2 * j], __dp4a(int(q[r][j].lv[1]), xw[2 * j + 1], 0));
+          a = fmaf(d * q[r][j].s, float(isum), a);
+          a = fmaf(q[r][j].b - q[r][j].s * float(O::kOffset), xsum[j], a);
+        }
+        acc[r][m] = a;
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const int n = n0 + r;
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      if (m >= rows) break;
+      float s = cuda::warp_sum(acc[r][m]);
+      if (lane != 0 || n >= N) continue;
       if (bias != nullptr) s += __bfloat162float(bias[n]);
       if (out_f32)
         static_cast<float*>(out)[int64_t(m) * N + n] = s;
@@ -138,10 +170,9 @@ template <int M>
 void launch_gemv(CudaBackend& be, Tensor& out, const Tensor& w, const Tensor& xq, const Tensor& dx,
                  const Tensor& xs, const Tensor& bias, int rows) {
   const int N = int(w.dim(0)), K = int(w.dim(1));
-  const unsigned grid = unsigned(std::min<int64_t>(cuda::ceil_div(N, kGemvWarps),
-                                                   int64_t(be.props().multiProcessorCount) * 8));
+  const unsigned grid = unsigned(cuda::ceil_div(N, kGemvWarps * kGemvRowsPerWarp));
   cuda::with_block_dtype(w.dtype, [&]<DType T>() {
-    cuda::launch_pdl("block_gemv_kernel", &block_gemv_kernel<T, M>, dim3(grid),
+    cuda::launch_pdl("block_gemv_kernel", &block_gemv_kernel<T, M, kGemvRowsPerWarp>, dim3(grid),
                      dim3(kGemvWarps * 32), 0, be.stream(), out.data, out.dtype == DType::F32,
                      w.ptr<uint8_t>(), xq.ptr<int8_t>(), dx.ptr<float>(), xs.ptr<float>(),
                      bias.defined() ? bias.ptr<bf16>() : nullptr, rows, N, K);
@@ -175,6 +206,29 @@ void decode_rows(CudaBackend& be, Tensor& out, const Tensor& w, const int32_t* i
   });
 }
 
+// out = x · W'ᵀ (+ bias) through bf16 copies of W's rows, kDecodedChunkBytes at a time; a
+// chunk's product lands in its columns of out (a strided copy when W takes several chunks).
+void decoded_linear(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w,
+                    const Tensor& bias, int64_t chunk_bytes) {
+  const int64_t T = x.rows(), N = w.dim(0), K = w.dim(1);
+  const int64_t chunk = std::clamp<int64_t>(chunk_bytes / (2 * K), 1, N);
+  const size_t elem = out.dtype == DType::F32 ? 4 : 2;
+  for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+    const int64_t n = std::min(chunk, N - n0);
+    Linear part;
+    part.weight = be.alloc(DType::BF16, {n, K});
+    if (bias.defined()) part.bias = bias.slice_rows(n0, n);
+    decode_rows(be, part.weight, w.slice_rows(n0, n), nullptr, 1.f);
+    if (n == N) return be.linear(out, x, part);
+    Tensor y = be.alloc(out.dtype, {T, n});
+    be.linear(y, x, part);
+    cuda_check(cudaMemcpy2DAsync(static_cast<char*>(out.data) + size_t(n0) * elem, size_t(N) * elem,
+                                 y.data, size_t(n) * elem, size_t(n) * elem, size_t(T),
+                                 cudaMemcpyDeviceToDevice, be.stream()),
+               "linear: cudaMemcpy2DAsync");
+  }
+}
+
 // The weight checks both ops share: a 2-d block-type tensor on the device, rows whole blocks.
 void check_block_weight(const Tensor& w, const char* op, const char* name) {
   cuda::check_on_device(w, op, name);
@@ -188,7 +242,8 @@ void check_block_weight(const Tensor& w, const char* op, const char* name) {
 
 }  // namespace
 
-void block_linear(CudaBackend& be, Tensor& out, const Tensor& x, const Linear& l) {
+void block_linear(CudaBackend& be, Tensor& out, const Tensor& x, const Linear& l,
+                  int64_t chunk_bytes) {
   const Tensor &w = l.weight, &bias = l.bias;
   const bool out_f32 = out.dtype == DType::F32;
   check_block_weight(w, "linear", "w");
@@ -209,15 +264,7 @@ void block_linear(CudaBackend& be, Tensor& out, const Tensor& x, const Linear& l
   }
   if (T == 0 || N == 0) return;
   if (T <= kBlockGemvMaxRows && cuda::aligned16(x.data)) return gemv(be, out, x, w, bias);
-  if (T <= kBlockTileMaxRows && cuda::aligned16(x.data))
-    return cuda::launch_block_tile_gemm(be.stream(), out.data, out_f32, x.ptr<bf16>(),
-                                        {w.ptr<uint8_t>(), w.dtype},
-                                        bias.defined() ? bias.ptr<bf16>() : nullptr, T, N, K);
-  Linear wide;
-  wide.weight = be.alloc(DType::BF16, {N, K});
-  wide.bias = bias;
-  decode_rows(be, wide.weight, w, nullptr, 1.f);
-  be.linear(out, x, wide);
+  decoded_linear(be, out, x, w, bias, chunk_bytes);
 }
 
 void block_embedding(CudaBackend& be, Tensor& out, const Tensor& table, const Tensor& ids,

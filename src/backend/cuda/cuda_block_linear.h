@@ -9,14 +9,17 @@ namespace tandem {
 class CudaBackend;
 
 // Rows up to which a block-type linear streams its weights (the GEMV with 8-bit activations);
-// up to kBlockTileMaxRows it runs the tensor-core tiles that decode weights in shared memory;
-// beyond, the weight is decoded to a bf16 copy once for cuBLASLt's GEMM.
+// beyond, the weight is decoded to bf16 copies for cuBLASLt's GEMM.
 inline constexpr int kBlockGemvMaxRows = 8;
-inline constexpr int kBlockTileMaxRows = 128;
+// The most bytes a many-row linear's decoded bf16 copy takes at once (a vocabulary of 128k
+// at 4096 columns is 1 GB decoded: it goes in chunks of rows).
+inline constexpr int64_t kDecodedChunkBytes = int64_t(256) << 20;
 
 // out [T, N] = x [T, K] · W'ᵀ (+ bias [N]), W' the values of l.weight [N, K] in a ggml block
 // type (K whole blocks); x bf16, out bf16 (or f32 without a bias). Validates and launches.
-void block_linear(CudaBackend& be, Tensor& out, const Tensor& x, const Linear& l);
+// `chunk_bytes`: the decoded copy's bound (tests pass a small one to cover the chunking).
+void block_linear(CudaBackend& be, Tensor& out, const Tensor& x, const Linear& l,
+                  int64_t chunk_bytes = kDecodedChunkBytes);
 
 // out [T, D] bf16 = table [V, D][ids [T]] · scale, the table in a ggml block type. An id
 // outside [0, V) gives a zero row (the CPU twin refuses it; a kernel cannot).

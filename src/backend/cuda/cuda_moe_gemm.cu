@@ -7,8 +7,7 @@
 //
 // The FP8 variant (expert_gemm_fp8_kernel, below) runs the same tiles on e4m3 experts. The
 // bf16 kernel also takes ggml block-type experts (BlockWeights: each B tile decoded to bf16
-// in shared memory) and, with ExpertRows::offsets null, one dense matrix: the tensor-core
-// path of the block-type linears (cuda_block_linear.cu).
+// in shared memory).
 #include <mma.h>
 
 #include <cstdint>
@@ -56,10 +55,6 @@ struct RowTile {
 };
 __device__ __forceinline__ RowTile row_tile(const ExpertRows& rows) {
   const int tile = int(blockIdx.y);
-  if (rows.offsets == nullptr) {  // one dense matrix: rows [0, dense_rows)
-    const int64_t row0 = int64_t(tile) * kBM;
-    return {0, row0, min(int64_t(kBM), rows.dense_rows - row0)};
-  }
   if (tile >= rows.tile_offsets[rows.num_experts]) return {-1, 0, 0};
   const int e = cuda::last_at_most(rows.tile_offsets, rows.num_experts, tile);
   const int64_t row0 = rows.offsets[e] + int64_t(tile - rows.tile_offsets[e]) * kBM;
@@ -125,7 +120,8 @@ struct BlockWeights {
   int64_t row_bytes;  // (K / kElems) · kBytes
   __device__ void chunk(bf16* dst, int64_t row, int64_t k, int64_t) const {
     using O = Octets<T>;
-    const Octet q = O::get(w + row * row_bytes + (k / O::kElems) * O::kBytes, int(k % O::kElems) / 8);
+    const Octet q =
+        O::get(w + row * row_bytes + (k / O::kElems) * O::kBytes, int(k % O::kElems) / 8);
     float v[8];
     octet_values<T>(q, v);
     __nv_bfloat162 h[4];
@@ -233,12 +229,13 @@ __device__ __forceinline__ void widen_chunk(bf16* dst, const uint8_t* src, int64
     *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
   } else if constexpr (kVec) {
     const uint2 u = *reinterpret_cast<const uint2*>(src);
-    *reinterpret_cast<uint4*>(dst) =
-        make_uint4(bf16x2_from_f8x2(uint16_t(u.x & 0xffffu)), bf16x2_from_f8x2(uint16_t(u.x >> 16)),
-                   bf16x2_from_f8x2(uint16_t(u.y & 0xffffu)), bf16x2_from_f8x2(uint16_t(u.y >> 16)));
+    *reinterpret_cast<uint4*>(dst) = make_uint4(
+        bf16x2_from_f8x2(uint16_t(u.x & 0xffffu)), bf16x2_from_f8x2(uint16_t(u.x >> 16)),
+        bf16x2_from_f8x2(uint16_t(u.y & 0xffffu)), bf16x2_from_f8x2(uint16_t(u.y >> 16)));
   } else {
 #pragma unroll
-    for (int i = 0; i < 8; i++) dst[i] = i < avail ? bf16_from_f8(src[i]) : __float2bfloat16_rn(0.f);
+    for (int i = 0; i < 8; i++)
+      dst[i] = i < avail ? bf16_from_f8(src[i]) : __float2bfloat16_rn(0.f);
   }
 }
 
@@ -306,9 +303,9 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ __align__(32) bf16 As[kBM][kLds];
   __shared__ __align__(32) bf16 Bs[kB][kBN][kLds];
   __shared__ __align__(32) float Cs[kBM][kLdc];
-  __shared__ int64_t a_row[kBM];        // row of `in` of each tile row, -1 past the rows
-  __shared__ float s_x[kBM];            // the folded group's input scale of each tile row
-  __shared__ float s_w[kB][kBN];        // ... and weight scale of each tile column, per half
+  __shared__ int64_t a_row[kBM];  // row of `in` of each tile row, -1 past the rows
+  __shared__ float s_x[kBM];      // the folded group's input scale of each tile row
+  __shared__ float s_w[kB][kBN];  // ... and weight scale of each tile column, per half
 
   const RowTile rt = row_tile(rows);
   if (rt.expert < 0) return;  // the whole block leaves
@@ -341,8 +338,8 @@ __global__ void __launch_bounds__(kThreads)
       const int r = c / kChunks, kc = (c % kChunks) * 8;
       const int64_t src = a_row[r];
       if constexpr (kStatic)
-        quantize_chunk<kVec>(&As[r][kc], src < 0 ? nullptr : in.x + src * K + k0 + kc,
-                             K - k0 - kc, s_static, inv_static);
+        quantize_chunk<kVec>(&As[r][kc], src < 0 ? nullptr : in.x + src * K + k0 + kc, K - k0 - kc,
+                             s_static, inv_static);
       else
         widen_chunk<kVec>(&As[r][kc], src < 0 ? nullptr : in.q + src * K + k0 + kc, K - k0 - kc);
     }
@@ -357,7 +354,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // the next chunk overwrites As / Bs
 
     if ((k0 + kBK) % group != 0 && k0 + kBK < K) continue;  // the group goes on
-    const int64_t kb = k0 / group;  // the group that ends here
+    const int64_t kb = k0 / group;                          // the group that ends here
     for (int r = threadIdx.x; r < kBM; r += kThreads) {
       const int64_t src = a_row[r];
       s_x[r] = src < 0 ? 0.f : kStatic ? float(s_static) : in.scales[src * groups + kb];
@@ -394,8 +391,8 @@ void launch(cudaStream_t stream, bf16* out, const bf16* in, const int32_t* in_ro
   if (rows.max_row_tiles <= 0 || N <= 0) return;
   const dim3 grid = expert_grid(rows, N);
   if (vec)
-    expert_gemm_kernel<kGated, true, A><<<grid, kThreads, 0, stream>>>(
-        out, in, in_row, Bf16Weights<true>{w}, rows, nullptr, N, K);
+    expert_gemm_kernel<kGated, true, A>
+        <<<grid, kThreads, 0, stream>>>(out, in, in_row, Bf16Weights<true>{w}, rows, nullptr, N, K);
   else
     expert_gemm_kernel<kGated, false, A><<<grid, kThreads, 0, stream>>>(
         out, in, in_row, Bf16Weights<false>{w}, rows, nullptr, N, K);
@@ -414,7 +411,8 @@ void launch_block(cudaStream_t stream, Out* out, const bf16* in, const int32_t* 
     expert_gemm_kernel<kGated, true, A><<<grid, kThreads, 0, stream>>>(
         out, in, in_row, BlockWeights<T>{w.w, row_bytes}, rows, bias, N, K);
   });
-  TANDEM_CUDA_LAUNCHED(kGated ? "expert_gemm_kernel (block gate_up)" : "expert_gemm_kernel (block)");
+  TANDEM_CUDA_LAUNCHED(kGated ? "expert_gemm_kernel (block gate_up)"
+                              : "expert_gemm_kernel (block)");
 }
 
 bool aligned8(const void* p) {
@@ -426,13 +424,15 @@ void launch_fp8(cudaStream_t stream, bf16* out, const Fp8ExpertInput& in, const 
                 const Fp8ExpertWeights& w, const ExpertRows& rows, int64_t N, int64_t K) {
   if (rows.max_row_tiles <= 0 || N <= 0) return;
   const dim3 grid = expert_grid(rows, N);
-  const bool vec = K % 8 == 0 && aligned8(w.w) && (in.is_static() ? aligned16(in.x) : aligned8(in.q));
+  const bool vec =
+      K % 8 == 0 && aligned8(w.w) && (in.is_static() ? aligned16(in.x) : aligned8(in.q));
   auto kernel = in.is_static() ? (vec ? &expert_gemm_fp8_kernel<kGated, true, true, A>
                                       : &expert_gemm_fp8_kernel<kGated, false, true, A>)
                                : (vec ? &expert_gemm_fp8_kernel<kGated, true, false, A>
                                       : &expert_gemm_fp8_kernel<kGated, false, false, A>);
   kernel<<<grid, kThreads, 0, stream>>>(out, in, in_row, w, rows, N, K);
-  TANDEM_CUDA_LAUNCHED(kGated ? "expert_gemm_fp8_kernel (gate_up)" : "expert_gemm_fp8_kernel (down)");
+  TANDEM_CUDA_LAUNCHED(kGated ? "expert_gemm_fp8_kernel (gate_up)"
+                              : "expert_gemm_fp8_kernel (down)");
 }
 
 }  // namespace
@@ -466,18 +466,6 @@ void launch_moe_gate_up_block(cudaStream_t stream, bf16* a, const bf16* x, const
 void launch_moe_down_block(cudaStream_t stream, bf16* y, const bf16* a, const BlockExperts& down,
                            const ExpertRows& rows, int64_t D, int64_t F) {
   launch_block<false, Activation::SiLU>(stream, y, a, nullptr, down, rows, nullptr, D, F);
-}
-
-void launch_block_tile_gemm(cudaStream_t stream, void* out, bool out_f32, const bf16* x,
-                            const BlockExperts& w, const bf16* bias, int64_t M, int64_t N, int64_t K) {
-  ExpertRows rows{nullptr, nullptr, 1, ceil_div(M, int64_t(kBM))};
-  rows.dense_rows = M;
-  if (out_f32)
-    launch_block<false, Activation::SiLU>(stream, static_cast<float*>(out), x, nullptr, w, rows,
-                                          bias, N, K);
-  else
-    launch_block<false, Activation::SiLU>(stream, static_cast<bf16*>(out), x, nullptr, w, rows,
-                                          bias, N, K);
 }
 
 void launch_moe_gate_up_fp8(cudaStream_t stream, bf16* a, const Fp8ExpertInput& x,

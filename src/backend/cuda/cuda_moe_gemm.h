@@ -25,7 +25,6 @@ struct ExpertRows {
   const int32_t* tile_offsets;  // [E + 1]: row tiles of expert e start at tile_offsets[e]
   int num_experts;
   int64_t max_row_tiles;  // host bound >= tile_offsets[E]
-  int64_t dense_rows = 0;  // offsets null: one dense matrix of rows [0, dense_rows)
 };
 
 // a[s, f] = act(x[token[s]] · gate_e[f]) * (x[token[s]] · up_e[f]), e the expert of slot s.
@@ -56,12 +55,6 @@ void launch_moe_gate_up_block(cudaStream_t stream, __nv_bfloat16* a, const __nv_
 void launch_moe_down_block(cudaStream_t stream, __nv_bfloat16* y, const __nv_bfloat16* a,
                            const BlockExperts& down, const ExpertRows& rows, int64_t D, int64_t F);
 
-// One dense block-type linear on the same tiles: out [M, N] (f32 or bf16) = x [M, K] · wᵀ
-// (+ bias [N]); x 16-byte aligned.
-void launch_block_tile_gemm(cudaStream_t stream, void* out, bool out_f32, const __nv_bfloat16* x,
-                            const BlockExperts& w, const __nv_bfloat16* bias, int64_t M, int64_t N,
-                            int64_t K);
-
 // ---------------------------------------------------------------- FP8 (e4m3) experts
 // The same grouped GEMMs on e4m3 experts in the W8A8 arithmetic of the FP8 linears (and of
 // the CPU twin, cpu_moe.cpp): the input rows quantized to e4m3 (per row, and per block_k
@@ -75,7 +68,7 @@ struct Fp8ExpertWeights {
   const uint8_t* w = nullptr;  // [E, Nw, K] e4m3
   WeightScales scales;         // expert 0's: [1], [Nw] or [⌈Nw / block_n⌉, ⌈K / block_k⌉]
   int64_t scales_per_expert = 1;
-  int64_t block_k = 0;         // block weights only; a multiple of kMoeTileK (the caller checks)
+  int64_t block_k = 0;  // block weights only; a multiple of kMoeTileK (the caller checks)
 };
 
 // The input of an FP8 expert GEMM, one of:

@@ -1,8 +1,8 @@
 // CUDA linears, embeddings and experts with ggml block-type weights against the CPU twin (the
 // exact arithmetic: weights decoded as dequantize_row, f32 sums), on every type and each path
 // of cuda_block_linear.cu: the 8-bit-activation weight stream (1–8 rows; also against its own
-// twin, the f64 product with x quantized as the kernel quantizes it), the shared-memory tiles
-// (9–128 rows) and the decoded bf16 copy (more).
+// twin, the f64 product with x quantized as the kernel quantizes it) and the decoded bf16
+// copy (more rows; whole and in chunks of rows).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,7 +116,7 @@ TEST(CudaBlockLinear, WeightStreamIsItsTwinAndNearTheCpu) {
     }
 }
 
-TEST(CudaBlockLinear, TilesAndDecodedCopyMatchTheCpu) {
+TEST(CudaBlockLinear, DecodedCopyMatchesTheCpu) {
   TANDEM_SKIP_WITHOUT_CUDA();
   CudaBackend gpu(0);
   std::mt19937 rng(6);
@@ -144,6 +144,30 @@ TEST(CudaBlockLinear, BiasAndBf16OutputOnEveryPath) {
       const std::vector<float> bias = test::random_bf16(rng, size_t(N));
       const std::vector<float> got = gpu_linear(gpu, x, w, t, M, N, K, bias);
       EXPECT_LT(test::rel_err(got, cpu_linear(x, w, t, M, N, K, bias)), 2e-2);
+    }
+}
+
+// The decoded copy in chunks of rows (a bound of 40 rows of K here: chunks of 40, 40, 20
+// rows), each chunk's columns copied into place; f32 out without a bias, bf16 with one.
+TEST(CudaBlockLinear, DecodedCopyInChunksMatchesTheCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  std::mt19937 rng(8);
+  const int64_t N = 100, K = 512, M = 24;
+  for (DType t : {DType::Q4_K, DType::Q6_K, DType::Q8_0})
+    for (bool with_bias : {false, true}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(t) << (with_bias ? " bias" : ""));
+      const BlockWeight w = random_weight(t, N, K, rng);
+      const std::vector<float> x = test::random_bf16(rng, size_t(M * K));
+      const std::vector<float> bias =
+          with_bias ? test::random_bf16(rng, size_t(N)) : std::vector<float>{};
+      Linear l;
+      l.weight = put_blocks(gpu, w, t, {N, K});
+      if (with_bias) l.bias = put(gpu, bias, {N});
+      Tensor out = test::poisoned(gpu, with_bias ? DType::BF16 : DType::F32, {M, N});
+      block_linear(gpu, out, put(gpu, x, {M, K}), l, 40 * 2 * K);
+      EXPECT_LT(test::rel_err(test::to_vec(gpu, out), cpu_linear(x, w, t, M, N, K, bias)),
+                with_bias ? 2e-2 : test::kBf16Tol);
     }
 }
 
