@@ -19,6 +19,8 @@
 #    gguf-kern  bench/cuda_gguf_bench (PACK_BENCHES=cuda_gguf_bench): the block-type linears
 #           at the 8B layer shapes, 1-128 rows, each measured variant beside the default
 #           (GGUF_VARIANTS, default 0.0) and its output against the default's
+#    gguf-b1 the 8B shape in Q4_K_M (random-model --gguf, written while the tests run):
+#           decode-b1 and 64 rows offline (offline_bench), tandem only          ~1.5 min
 #    gguf-cpu scripts/gpu_gguf.sh cpu: the CPU figures on this quiet machine (two pinned
 #           cores) against llama.cpp built in the call (~8 min with the build)
 #    logitsonly  test_golden's CudaGateLogitsOnly (the Gemma 4 variants' bf16 gate)
@@ -90,6 +92,11 @@ data_root=$(sed -n 's/.*data at //p' "$here/COMMIT")
 
 # The random models are written (CPU and disk) while the tests hold the GPU.
 writer=
+Q8=/tmp/llama8b-Q4_K_M.gguf gguf_writer=
+if has gguf-b1; then
+  "$G/tandem" random-model --like llama-3.1-8b --gguf Q4_K_M --out "$Q8" > "$L/random-gguf.log" 2>&1 &
+  gguf_writer=$!
+fi
 if has spec || has embed; then
   ( "$G/tandem" random-model --like llama-3.1-8b --out "$M8" && \
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
@@ -250,6 +257,15 @@ if has gguf-kern; then
     "${GGUF_ROWS:-1,2,4,8,16,32,64,128}" "${GGUF_VARIANTS:-0.0}" 2>&1 | tee "$L/gguf-kern.log"
   timeout 60 "$G/tests/test_backend_cuda" --gtest_filter='CudaBlock*' > "$L/gguf-kern-tests.log" 2>&1
   echo "CudaBlock tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/gguf-kern-tests.log" | tr '\n' ' ')"
+fi
+
+if has gguf-b1 && wait "$gguf_writer"; then
+  for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
+             "64 rows:--num 64 --batch 64 --input 128 --output 256"; do
+    read -ra a <<< "${run#*:}"
+    timeout 120 "$G/bench/offline_bench" "$Q8" "${a[@]}" > "$L/gguf-b1.log" 2>&1
+    echo "gguf 8B Q4_K_M ${run%%:*}: $(grep -oE '[0-9.]+ output tok/s.*' "$L/gguf-b1.log" | tail -1); $(grep -oE 'decode-only steps:.*' "$L/gguf-b1.log" | tail -1)"
+  done
 fi
 
 if has gguf-cpu; then
