@@ -1,8 +1,12 @@
-// CUDA ops against their CPU twins on fresh random inputs: linear, embedding, gather_rows,
+// CUDA ops against their CPU twins on fresh random inputs: linear, embedding (and the
+// vocabulary-slice lookup of tensor-parallel ranks), gather_rows,
 // rms_norm, add_rms_norm, add / scale / softcap, gated_act. Sizes are deliberately awkward
 // (T = 1, odd K and N, rows that are not multiples of a vector width or a block).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "backend/tp_ops.h"
 #include "core/error.h"
 #include "cuda_test_util.h"
 
@@ -22,14 +26,18 @@ TEST(CudaLinear, MatchesCpuOnOddShapesWithAndWithoutBias) {
     for (int64_t T : {1, 3, 17, 300})
       for (auto [K, N] : {std::pair<int64_t, int64_t>{64, 96}, {33, 47}, {128, 1000}, {8, 7}}) {
         for (bool with_bias : {false, true}) {
-          SCOPED_TRACE(testing::Message() << "T " << T << " K " << K << " N " << N << " bias "
-                                          << with_bias);
+          SCOPED_TRACE(testing::Message()
+                       << "T " << T << " K " << K << " N " << N << " bias " << with_bias);
           auto x = test::random_bf16(rng, size_t(T * K)), w = test::random_bf16(rng, size_t(N * K));
           auto b = test::random_bf16(rng, size_t(N));
           Tensor ref = be.cpu->alloc(DType::F32, {T, N});
-          be.cpu->linear(ref, put(*be.cpu, x, {T, K}), Linear{put(*be.cpu, w, {N, K}), with_bias ? put(*be.cpu, b, {N}) : Tensor{}});
+          be.cpu->linear(
+              ref, put(*be.cpu, x, {T, K}),
+              Linear{put(*be.cpu, w, {N, K}), with_bias ? put(*be.cpu, b, {N}) : Tensor{}});
           Tensor out = test::poisoned(*be.gpu, DType::BF16, {T, N});
-          be.gpu->linear(out, put(*be.gpu, x, {T, K}), Linear{put(*be.gpu, w, {N, K}), with_bias ? put(*be.gpu, b, {N}) : Tensor{}});
+          be.gpu->linear(
+              out, put(*be.gpu, x, {T, K}),
+              Linear{put(*be.gpu, w, {N, K}), with_bias ? put(*be.gpu, b, {N}) : Tensor{}});
           EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), kBf16Tol);
         }
       }
@@ -45,10 +53,12 @@ TEST(CudaLinear, MisalignedViews) {
   auto x = test::random_bf16(rng, size_t((T + 1) * K)), w = test::random_bf16(rng, size_t(N * K));
   auto b = test::random_bf16(rng, size_t(N));
   Tensor ref = be.cpu->alloc(DType::F32, {T, N});
-  be.cpu->linear(ref, put(*be.cpu, x, {T + 1, K}).slice_rows(1, T), Linear{put(*be.cpu, w, {N, K}), put(*be.cpu, b, {N})});
+  be.cpu->linear(ref, put(*be.cpu, x, {T + 1, K}).slice_rows(1, T),
+                 Linear{put(*be.cpu, w, {N, K}), put(*be.cpu, b, {N})});
   Tensor out_full = test::poisoned(*be.gpu, DType::BF16, {T + 1, N});
   Tensor out = out_full.slice_rows(1, T);
-  be.gpu->linear(out, put(*be.gpu, x, {T + 1, K}).slice_rows(1, T), Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})});
+  be.gpu->linear(out, put(*be.gpu, x, {T + 1, K}).slice_rows(1, T),
+                 Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})});
   EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), kBf16Tol);
 
   // x's width must be w's K.
@@ -71,7 +81,8 @@ TEST(CudaLinear, F32OutputForLogits) {
   // Same bf16 inputs, f32 sums on both sides: far closer than a bf16 output could be.
   EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), 1e-4);
   auto b = test::random_bf16(rng, size_t(N));
-  EXPECT_THROW(be.gpu->linear(out, put(*be.gpu, x, {T, K}), Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})}),
+  EXPECT_THROW(be.gpu->linear(out, put(*be.gpu, x, {T, K}),
+                              Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})}),
                Error);
 }
 
@@ -93,13 +104,45 @@ TEST(CudaEmbedding, GathersAndScales) {
     }
 }
 
+// A rank's slice [first, first + rows) of a vocabulary plus its zero row: ids outside it
+// (below, above, negative) read zeros. The ids are mapped on the device (the CPU maps them
+// on the host), so the rows gathered are the same bf16 values exactly.
+TEST(CudaVocabSliceEmbedding, IdsOutsideTheSliceReadZerosAsOnTheCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  std::mt19937 rng(23);
+  const int64_t rows = 40, D = 72;
+  std::vector<float> table = test::random_bf16(rng, size_t(rows * D));
+  table.resize(size_t((rows + 1) * D), 0.f);  // the zero row
+  const std::vector<int32_t> ids = {0, 39, 40, 79, 80, 119, 120, 5000, -1, 57, 41};
+  const int64_t T = int64_t(ids.size());
+  for (int64_t first : {0, 40, 80}) {
+    Tensor local_c = be.cpu->alloc(DType::I32, {T}), ref = be.cpu->alloc(DType::F32, {T, D});
+    vocab_slice_ids(*be.cpu, local_c, test::put_i32(*be.cpu, ids, {T}), first, rows);
+    be.cpu->embedding(ref, put(*be.cpu, table, {rows + 1, D}), local_c, 1.f);
+    Tensor local_g = test::poisoned(*be.gpu, DType::I32, {T});
+    vocab_slice_ids(*be.gpu, local_g, test::put_i32(*be.gpu, ids, {T}), first, rows);
+    Tensor out = test::poisoned(*be.gpu, DType::BF16, {T, D});
+    be.gpu->embedding(out, put(*be.gpu, table, {rows + 1, D}), local_g, 1.f);
+    EXPECT_EQ(rel_err_between(*be.gpu, out, *be.cpu, ref), 0.0) << "first " << first;
+    int in_slice = 0;
+    for (int32_t id : ids) in_slice += id >= first && id < first + rows;
+    const std::vector<float> got = test::to_vec(*be.gpu, out);
+    int nonzero_rows = 0;
+    for (int64_t t = 0; t < T; t++)
+      nonzero_rows += std::any_of(got.begin() + t * D, got.begin() + (t + 1) * D,
+                                  [](float v) { return v != 0.f; });
+    EXPECT_EQ(nonzero_rows, in_slice) << "first " << first;
+  }
+}
+
 TEST(CudaGatherRows, AnyDtypeAndRowWidth) {
   TANDEM_SKIP_WITHOUT_CUDA();
   test::Backends be;
   std::mt19937 rng(19);
   const std::vector<int32_t> index = {4, 0, 4, 2};
-  for (auto [dt, D] : {std::pair{DType::BF16, 64}, {DType::BF16, 37}, {DType::F32, 5},
-                       {DType::I32, 3}}) {
+  for (auto [dt, D] :
+       {std::pair{DType::BF16, 64}, {DType::BF16, 37}, {DType::F32, 5}, {DType::I32, 3}}) {
     const int64_t T = 5, S = int64_t(index.size());
     auto x = test::random_bf16(rng, size_t(T * D), -100.f, 100.f);
     if (dt == DType::I32)
@@ -122,12 +165,17 @@ TEST(CudaRmsNorm, MatchesCpuForBothWeightDtypesAndOffsets) {
   for (uint32_t seed : test::test_seeds()) {
     SCOPED_TRACE(test::seed_trace(seed));
     std::mt19937 rng(seed);
-    for (auto [R, C] : {std::pair<int64_t, int64_t>{1, 64}, {7, 100}, {300, 128}, {3, 3000},
-                        {5, 4096}, {2, 2050}, {9, 1024}})
+    for (auto [R, C] : {std::pair<int64_t, int64_t>{1, 64},
+                        {7, 100},
+                        {300, 128},
+                        {3, 3000},
+                        {5, 4096},
+                        {2, 2050},
+                        {9, 1024}})
       for (float offset : {0.f, 1.f})
         for (DType wdt : {DType::BF16, DType::F32}) {
-          SCOPED_TRACE(testing::Message() << R << "x" << C << " offset " << offset << " w "
-                                          << dtype_name(wdt));
+          SCOPED_TRACE(testing::Message()
+                       << R << "x" << C << " offset " << offset << " w " << dtype_name(wdt));
           auto x = test::random_bf16(rng, size_t(R * C), -3.f, 3.f);
           auto w = test::random_bf16(rng, size_t(C));
           Tensor ref = be.cpu->alloc(DType::F32, {R, C});
@@ -184,7 +232,8 @@ TEST(CudaElementwise, AddScaleSoftcapInBothDtypes) {
   for (DType dt : {DType::BF16, DType::F32})
     for (int64_t n : {1001, 1024, 1}) {
       SCOPED_TRACE(testing::Message() << dtype_name(dt) << " n " << n);
-      auto a = test::random_bf16(rng, size_t(n), -40.f, 40.f), b = test::random_bf16(rng, size_t(n));
+      auto a = test::random_bf16(rng, size_t(n), -40.f, 40.f),
+           b = test::random_bf16(rng, size_t(n));
       Tensor ac = put(*be.cpu, a, {n}), bc = put(*be.cpu, b, {n});
       Tensor ag = test::put_as(*be.gpu, a, {n}, dt), bg = test::put_as(*be.gpu, b, {n}, dt);
       Tensor ref = be.cpu->alloc(DType::F32, {n});
