@@ -403,6 +403,7 @@ std::vector<std::vector<int32_t>> engine_greedy(cli::LoadedModel& m, const std::
   EngineConfig config;
   config.scheduler.max_rows = 8;
   config.scheduler.max_batched_tokens = 16;
+  config.kv_budget_bytes = int64_t(64) << 20;  // the same cache for both executors
   std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
   std::vector<std::vector<int32_t>> out = serve_greedy(*engine, load_oracle(arch), true).tokens;
   EXPECT_EQ(engine->kv_blocks().num_used(), 0);
