@@ -26,18 +26,14 @@ TEST(CudaLinear, MatchesCpuOnOddShapesWithAndWithoutBias) {
     for (int64_t T : {1, 3, 17, 300})
       for (auto [K, N] : {std::pair<int64_t, int64_t>{64, 96}, {33, 47}, {128, 1000}, {8, 7}}) {
         for (bool with_bias : {false, true}) {
-          SCOPED_TRACE(testing::Message()
-                       << "T " << T << " K " << K << " N " << N << " bias " << with_bias);
+          SCOPED_TRACE(testing::Message() << "T " << T << " K " << K << " N " << N << " bias "
+                                          << with_bias);
           auto x = test::random_bf16(rng, size_t(T * K)), w = test::random_bf16(rng, size_t(N * K));
           auto b = test::random_bf16(rng, size_t(N));
           Tensor ref = be.cpu->alloc(DType::F32, {T, N});
-          be.cpu->linear(
-              ref, put(*be.cpu, x, {T, K}),
-              Linear{put(*be.cpu, w, {N, K}), with_bias ? put(*be.cpu, b, {N}) : Tensor{}});
+          be.cpu->linear(ref, put(*be.cpu, x, {T, K}), Linear{put(*be.cpu, w, {N, K}), with_bias ? put(*be.cpu, b, {N}) : Tensor{}});
           Tensor out = test::poisoned(*be.gpu, DType::BF16, {T, N});
-          be.gpu->linear(
-              out, put(*be.gpu, x, {T, K}),
-              Linear{put(*be.gpu, w, {N, K}), with_bias ? put(*be.gpu, b, {N}) : Tensor{}});
+          be.gpu->linear(out, put(*be.gpu, x, {T, K}), Linear{put(*be.gpu, w, {N, K}), with_bias ? put(*be.gpu, b, {N}) : Tensor{}});
           EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), kBf16Tol);
         }
       }
@@ -53,12 +49,10 @@ TEST(CudaLinear, MisalignedViews) {
   auto x = test::random_bf16(rng, size_t((T + 1) * K)), w = test::random_bf16(rng, size_t(N * K));
   auto b = test::random_bf16(rng, size_t(N));
   Tensor ref = be.cpu->alloc(DType::F32, {T, N});
-  be.cpu->linear(ref, put(*be.cpu, x, {T + 1, K}).slice_rows(1, T),
-                 Linear{put(*be.cpu, w, {N, K}), put(*be.cpu, b, {N})});
+  be.cpu->linear(ref, put(*be.cpu, x, {T + 1, K}).slice_rows(1, T), Linear{put(*be.cpu, w, {N, K}), put(*be.cpu, b, {N})});
   Tensor out_full = test::poisoned(*be.gpu, DType::BF16, {T + 1, N});
   Tensor out = out_full.slice_rows(1, T);
-  be.gpu->linear(out, put(*be.gpu, x, {T + 1, K}).slice_rows(1, T),
-                 Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})});
+  be.gpu->linear(out, put(*be.gpu, x, {T + 1, K}).slice_rows(1, T), Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})});
   EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), kBf16Tol);
 
   // x's width must be w's K.
@@ -81,8 +75,7 @@ TEST(CudaLinear, F32OutputForLogits) {
   // Same bf16 inputs, f32 sums on both sides: far closer than a bf16 output could be.
   EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), 1e-4);
   auto b = test::random_bf16(rng, size_t(N));
-  EXPECT_THROW(be.gpu->linear(out, put(*be.gpu, x, {T, K}),
-                              Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})}),
+  EXPECT_THROW(be.gpu->linear(out, put(*be.gpu, x, {T, K}), Linear{put(*be.gpu, w, {N, K}), put(*be.gpu, b, {N})}),
                Error);
 }
 
@@ -141,8 +134,8 @@ TEST(CudaGatherRows, AnyDtypeAndRowWidth) {
   test::Backends be;
   std::mt19937 rng(19);
   const std::vector<int32_t> index = {4, 0, 4, 2};
-  for (auto [dt, D] :
-       {std::pair{DType::BF16, 64}, {DType::BF16, 37}, {DType::F32, 5}, {DType::I32, 3}}) {
+  for (auto [dt, D] : {std::pair{DType::BF16, 64}, {DType::BF16, 37}, {DType::F32, 5},
+                       {DType::I32, 3}}) {
     const int64_t T = 5, S = int64_t(index.size());
     auto x = test::random_bf16(rng, size_t(T * D), -100.f, 100.f);
     if (dt == DType::I32)
@@ -165,17 +158,12 @@ TEST(CudaRmsNorm, MatchesCpuForBothWeightDtypesAndOffsets) {
   for (uint32_t seed : test::test_seeds()) {
     SCOPED_TRACE(test::seed_trace(seed));
     std::mt19937 rng(seed);
-    for (auto [R, C] : {std::pair<int64_t, int64_t>{1, 64},
-                        {7, 100},
-                        {300, 128},
-                        {3, 3000},
-                        {5, 4096},
-                        {2, 2050},
-                        {9, 1024}})
+    for (auto [R, C] : {std::pair<int64_t, int64_t>{1, 64}, {7, 100}, {300, 128}, {3, 3000},
+                        {5, 4096}, {2, 2050}, {9, 1024}})
       for (float offset : {0.f, 1.f})
         for (DType wdt : {DType::BF16, DType::F32}) {
-          SCOPED_TRACE(testing::Message()
-                       << R << "x" << C << " offset " << offset << " w " << dtype_name(wdt));
+          SCOPED_TRACE(testing::Message() << R << "x" << C << " offset " << offset << " w "
+                                          << dtype_name(wdt));
           auto x = test::random_bf16(rng, size_t(R * C), -3.f, 3.f);
           auto w = test::random_bf16(rng, size_t(C));
           Tensor ref = be.cpu->alloc(DType::F32, {R, C});
@@ -232,8 +220,7 @@ TEST(CudaElementwise, AddScaleSoftcapInBothDtypes) {
   for (DType dt : {DType::BF16, DType::F32})
     for (int64_t n : {1001, 1024, 1}) {
       SCOPED_TRACE(testing::Message() << dtype_name(dt) << " n " << n);
-      auto a = test::random_bf16(rng, size_t(n), -40.f, 40.f),
-           b = test::random_bf16(rng, size_t(n));
+      auto a = test::random_bf16(rng, size_t(n), -40.f, 40.f), b = test::random_bf16(rng, size_t(n));
       Tensor ac = put(*be.cpu, a, {n}), bc = put(*be.cpu, b, {n});
       Tensor ag = test::put_as(*be.gpu, a, {n}, dt), bg = test::put_as(*be.gpu, b, {n}, dt);
       Tensor ref = be.cpu->alloc(DType::F32, {n});
