@@ -15,12 +15,12 @@
 #include "backend/cpu/cpu_communicator.h"
 #include "backend/cuda/nccl_communicator.h"
 #include "cli/command_flags.h"
-#include "cli/env_switches.h"
 #include "cli/model_files.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
 #include "engine/teacher_forcing.h"
+#include "engine/tensor_parallel_executor.h"
 #include "loader/safetensors.h"
 #include "lora_fixture.h"
 #include "model/lora/lora_slots.h"
@@ -397,16 +397,22 @@ cli::LoadedModel load_gpu_ranks(const std::string& arch, int size) {
 }
 
 // Greedy continuations of the oracle prompts, all at once (batch 8, prompts chunked beside
-// decoding rows), through make_engine: decode steps replay CUDA graphs unless
-// TANDEM_CUDA_GRAPHS=0.
+// decoding rows). Both executors record decode graphs, and the engine does not overlap
+// steps (the tensor-parallel executor never does), so both see the same steps.
 std::vector<std::vector<int32_t>> engine_greedy(cli::LoadedModel& m, const std::string& arch) {
+  const ExecutorConfig graphs{.graphs = true};
+  std::unique_ptr<Executor> executor =
+      m.tp_ranks ? make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
+                                                 std::move(m.tp_ranks), graphs)
+                 : make_executor(std::move(m.backend), std::move(m.model), graphs);
   EngineConfig config;
   config.scheduler.max_rows = 8;
   config.scheduler.max_batched_tokens = 16;
   config.kv_budget_bytes = int64_t(64) << 20;  // the same cache for both executors
-  std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
-  std::vector<std::vector<int32_t>> out = serve_greedy(*engine, load_oracle(arch), true).tokens;
-  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
+  config.overlap = Overlap::Off;
+  Engine engine(std::move(executor), m.tokenizer, config);
+  std::vector<std::vector<int32_t>> out = serve_greedy(engine, load_oracle(arch), true).tokens;
+  EXPECT_EQ(engine.kv_blocks().num_used(), 0);
   return out;
 }
 
@@ -416,7 +422,6 @@ class TensorParallelNccl : public ::testing::TestWithParam<std::string> {};
 // the gathered logits are identities, so logits and greedy ids are the single worker's.
 TEST_P(TensorParallelNccl, OneRankEqualsTheSingleWorkerExecutor) {
   if (const std::string why = gpu_ranks_missing(1); !why.empty()) GTEST_SKIP() << why;
-  EXPECT_TRUE(cli::env_switches().graphs) << "run with CUDA graphs on (unset TANDEM_CUDA_GRAPHS)";
   const std::string arch = GetParam();
   cli::LoadedModel one = cli::load_model_folder(oracle_dir(arch), "cuda");
   cli::LoadedModel tp = load_gpu_ranks(arch, 1);
