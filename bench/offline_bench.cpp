@@ -174,6 +174,8 @@ int main(int argc, char** argv) {
     int vocab = m.model->config().vocab_size;
     fmt::print("model {} ({:.2f}B params, {}) on {}: loaded in {:.1f} s\n", o.dir,
                double(m.model->num_parameters()) / 1e9, m.weight_format, m.backend->name(), load_s);
+    if (m.tp_ranks)  // TANDEM_TP_EXECUTOR=1 at -tp 1 (docs/tensor-parallel.md)
+      fmt::print("tensor-parallel executor: {} rank(s)\n", m.tp_ranks->size());
     if (m.backend->device() == Device::CPU)
       fmt::print("cpu: {} threads, {} kernels\n", ThreadPool::global().num_threads(),
                  cpu_isa_name(cpu_isa()));

@@ -8,7 +8,13 @@
 #    .device/wave.tar.xz (carry .device; the tree's tests/data must travel too).
 # 2. On the GPU machine, from the checkout's root:
 #      tar xJf .device/wave.tar.xz -C /tmp && OUT=$OUT /tmp/wave/gpu_wave.sh [PARTS]
-#    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair (not in the default)
+#    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp (not in the default)
+#    tp     tensor parallelism through NCCL at one rank (docs/tensor-parallel.md): the NCCL unit
+#           tests and the vocabulary-slice kernel (test_backend_cuda), the golden NCCL tests
+#           (TP=1 equals the single worker, graphs on; the several-GPU one skips on one GPU),
+#           then on the 8B shape decode-b1 and offline 128/128 at 64 rows, the single worker
+#           and TANDEM_TP_EXECUTOR=1 (the NCCL executor at N = 1) one after the other, and the
+#           single worker with TANDEM_OVERLAP=0 beside them                              ~4 min
 #    hfbf16 transformers' own bf16 run of the Gemma 4 fixtures against their fp32 oracle
 #           (bench/hf_bf16_oracle_kl.py --write: $OUT/hf-bf16.tgz), and its GPU-against-fp32
 #           logits per position on the diag's sequence: how much of the GPU drift is bf16's
@@ -58,7 +64,8 @@ pack() {
   cp "$build/bench/offline_bench" "$stage/wave/gpu/bench/"
   for b in ${PACK_BENCHES:-}; do cp "$build/bench/$b" "$stage/wave/gpu/bench/"; done  # e.g. cuda_gguf_bench
   strip "$stage"/wave/gpu/tandem "$stage"/wave/gpu/bench/* ${tests[@]:+"$stage"/wave/gpu/tests/*}
-  local skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libcuda\.so|libcublas|libcudart|libnvrtc|libnvJitLink)'
+  # libnccl (~218 MB) stays out: the device has its own (PyTorch's; LD_LIBRARY_PATH below).
+  local skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libcuda\.so|libcublas|libcudart|libnvrtc|libnvJitLink|libnccl)'
   for b in "$stage"/wave/gpu/tandem "$stage"/wave/gpu/bench/* ${tests[@]:+"$stage"/wave/gpu/tests/*}; do
     ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
       [[ $name =~ $skip ]] || cp -uL "$path" "$stage/wave/gpu/lib/$name"
@@ -81,9 +88,11 @@ M8=/tmp/llama8b M1=/tmp/llama1b
 parts=${*:-draft tests diag spec embed}
 rm -rf "$L" && mkdir -p "$L" "$OUT"
 trap 'tar czf "$OUT/wave-logs.tgz" -C "$L" .' EXIT
-export LD_LIBRARY_PATH=$G/lib:/usr/local/cuda/lib64
+# Binaries built with NCCL load libnccl.so.2: the device's is PyTorch's (not in the bundle).
+nccl_lib=$(python3 -c 'import nvidia.nccl,os;print(os.path.dirname(nvidia.nccl.__file__))' 2> /dev/null)
+export LD_LIBRARY_PATH=$G/lib:${nccl_lib:+$nccl_lib/lib:}/usr/local/cuda/lib64
 card=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2> /dev/null | head -1)
-echo "card: ${card:-unknown}; commit $(cat "$here/COMMIT")"
+echo "card: ${card:-unknown}; commit $(cat "$here/COMMIT"); NCCL from ${nccl_lib:-nowhere}/lib"
 has() { [[ " $parts " == *" $1 "* ]]; }
 fits() { (( SECONDS + $1 <= BUDGET )) || { echo "skipped (budget): $2"; return 1; }; }
 # The tests find their data at the path they were built with.
@@ -97,7 +106,7 @@ if has gguf-b1; then
   "$G/tandem" random-model --like llama-3.1-8b --gguf Q4_K_M --out "$Q8" > "$L/random-gguf.log" 2>&1 &
   gguf_writer=$!
 fi
-if has spec || has embed; then
+if has spec || has embed || has tp; then
   ( "$G/tandem" random-model --like llama-3.1-8b --out "$M8" && \
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
   writer=$!
@@ -277,7 +286,15 @@ if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
-has spec || has embed || exit 0
+if has tp; then  # the NCCL checks need only the fixtures
+  timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='Nccl*:CudaVocabSlice*' > "$L/tp-unit.log" 2>&1
+  echo "tp test_backend_cuda rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-unit.log" | tr '\n' ' ')"
+  timeout 180 "$G/tests/test_golden" --gtest_filter='*TensorParallelNccl*' > "$L/tp-golden.log" 2>&1
+  echo "tp test_golden rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-golden.log" | tr '\n' ' ')"
+  grep -hE '^\[  (FAILED|SKIPPED) |Failure|Expected|Which is|error' "$L/tp-unit.log" "$L/tp-golden.log" | head -20
+fi
+
+has spec || has embed || has tp || exit 0
 wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
 echo "models written at ${SECONDS}s"
 
@@ -315,6 +332,19 @@ if has spec; then
     ob "offline-$rows-ngram" 45 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
       --speculative-config "$ngram"
   done
+fi
+
+if has tp; then  # the seam's cost: the same runs, single worker then NCCL executor at N = 1
+  # (and the single worker without step overlap, which the tensor-parallel executor lacks:
+  # how much of the gap is the overlap, how much the collectives)
+  o64=(--num 128 --batch 64 --input 128 --output 128)
+  ob tp-decode-b1-single 30 -- "${b1[@]}"
+  TANDEM_TP_EXECUTOR=1 ob tp-decode-b1-nccl1 30 -- "${b1[@]}"
+  TANDEM_OVERLAP=0 ob tp-decode-b1-single-nooverlap 30 -- "${b1[@]}"
+  ob tp-offline-64-single 45 -- "${o64[@]}"
+  TANDEM_TP_EXECUTOR=1 ob tp-offline-64-nccl1 45 -- "${o64[@]}"
+  TANDEM_OVERLAP=0 ob tp-offline-64-single-nooverlap 45 -- "${o64[@]}"
+  grep -hE 'tensor-parallel executor|NCCL|error' "$L"/tp-*-nccl1.log | head -5
 fi
 
 if has embed && fits 90 "embeddings"; then

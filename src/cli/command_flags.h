@@ -43,7 +43,7 @@ inline constexpr const char* kQuantizationHelp =
 
 inline constexpr const char* kTensorParallelHelp =
     "Split the model over N tensor-parallel ranks (-tp N; CPU ranks: threads of this "
-    "process; docs/tensor-parallel.md)";
+    "process; --device cuda: GPUs 0..N-1 through NCCL; docs/tensor-parallel.md)";
 
 // --model, --device, --quantization and --tensor-parallel-size, on a command that loads a
 // model. `o` is one of commands.h's option structs: they name these fields alike.

@@ -60,6 +60,7 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.cuda.fp8_decode_fusion = read_switch(lookup, "TANDEM_FP8_DECODE_FUSION").value_or(false);
   s.cuda.sm90_prefill = read_prefill(lookup);
   s.vision_timing = read_switch(lookup, "TANDEM_VISION_TIMING").value_or(false);
+  s.tp_executor = read_switch(lookup, "TANDEM_TP_EXECUTOR").value_or(false);
   s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);
   if (const char* a = lookup("TANDEM_CPU_BLOCK_ARITHMETIC")) s.cpu_block_arithmetic = a;

@@ -16,6 +16,10 @@
 //   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
 //                           residual adds into the weight streams (issue 45; off until
 //                           measured on a GPU)
+//   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
+//                           rank with its communicator (NCCL on --device cuda), to measure
+//                           the seam's cost and check it against the single worker
+//                           (docs/tensor-parallel.md, "One rank")
 //   TANDEM_VISION_TIMING    time the vision encoder on a GPU (a wait for the device before
 //                           and after each step's image encoding; /stats
 //                           vision_encode_ms_total; docs/images.md, "Measuring")
@@ -47,6 +51,7 @@ struct EnvSwitches {
   std::optional<CpuIsa> cpu_isa;     // TANDEM_CPU_ISA
   std::string cpu_block_arithmetic;  // TANDEM_CPU_BLOCK_ARITHMETIC; "": the default
   bool vision_timing = false;        // TANDEM_VISION_TIMING
+  bool tp_executor = false;          // TANDEM_TP_EXECUTOR
 };
 
 // A variable's value, or null when unset (std::getenv's contract).

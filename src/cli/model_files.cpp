@@ -72,8 +72,11 @@ LoadedModel load_model_folder(const std::filesystem::path& dir, const std::strin
     fail("--tokenizer {}: no tokenizer.json there", *tokenizer);
   LoadedModel m;
   m.backend = make_backend(device);
-  if (options.tp.sharded())  // rank 0 into m.model, the others beside it (engine/tp_ranks.h)
-    m.tp_ranks = TpRanks::load(dir, options.tp.size, options, *m.backend, m.model);
+  // Rank 0 into m.model, the others beside it (engine/tp_ranks.h); TANDEM_TP_EXECUTOR makes
+  // a group of one rank too.
+  if (options.tp.sharded() || env_switches().tp_executor)
+    m.tp_ranks =
+        TpRanks::load(dir, options.tp.size, options, *m.backend, m.model, env_switches().cuda);
   else
     m.model = load_model(dir, *m.backend, options);
   m.weight_format = weight_format_name(m.model->config(), options.online);

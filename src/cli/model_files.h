@@ -30,7 +30,7 @@ struct LoadedModel {
   std::string weight_format;  // weight_format_name(): "bf16", "fp8_e4m3 per-channel ...", "Q4_K_M: q4_k 120, ..."
   // Speculative decoding's draft model, on the same backend (load_draft_model).
   std::unique_ptr<Model> draft;
-  // Under --tensor-parallel-size N > 1 (LoadOptions::tp): the group, whose rank 0 is
+  // Under --tensor-parallel-size N > 1 (LoadOptions::tp) or TANDEM_TP_EXECUTOR: the group, whose rank 0 is
   // `backend` and `model` above (engine/tp_ranks.h). Commands that run the model directly
   // go through it (teacher_forced_logits(TpRanks&, ...)), make_engine through the
   // tensor-parallel executor.
@@ -39,7 +39,8 @@ struct LoadedModel {
 
 // `device`: "cpu", "cuda" or "auto" (cuda when a GPU is present, else cpu); `options`:
 // --quantization (online_quantization()), the room for LoRA adapters (none by default) and
-// --tensor-parallel-size (options.tp.size; N > 1 loads N CPU ranks: tp_ranks).
+// --tensor-parallel-size (options.tp.size; N > 1, or TANDEM_TP_EXECUTOR, loads N ranks —
+// CPU threads, or GPUs through NCCL: tp_ranks).
 // `tokenizer`: --tokenizer DIR, whose tokenizer.json replaces the model's own.
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device = "cpu",
                               const LoadOptions& options = {},

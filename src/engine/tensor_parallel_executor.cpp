@@ -1,6 +1,7 @@
 // The tensor-parallel Executor (engine/tensor_parallel_executor.h).
 #include "engine/tensor_parallel_executor.h"
 
+#include <algorithm>
 #include <deque>
 #include <iterator>
 #include <utility>
@@ -14,12 +15,31 @@
 namespace tandem {
 namespace {
 
-// The sampled ids as a rank's backend reads them for fed tokens: the host backends'
-// pending state (Backend::sample_async) holds the picked tokens.
-PendingSample tp_fed_ids(std::span<const int32_t> ids) {
-  auto picked = std::make_shared<std::vector<SampledToken>>(ids.size());
-  for (size_t i = 0; i < ids.size(); i++) (*picked)[i].token = ids[i];
-  return PendingSample{int(ids.size()), picked};
+// The plan with its fed tokens (the previous step's sampled ids, StepPlan::feed_index)
+// written into its tokens on the host: every rank holds those ids after the broadcast, and
+// no backend's pending sample (rank 0's, on its device) has to reach another rank.
+StepPlan with_fed_tokens(const StepPlan& plan, std::span<const int32_t> ids) {
+  StepPlan out = plan;
+  for (size_t f = 0; f < plan.feed_index.size(); f++) {
+    const int32_t src = plan.feed_source[f];
+    TANDEM_CHECK(src >= 0 && size_t(src) < ids.size(),
+                 "the plan feeds row {} of a step that sampled {} ids", src, ids.size());
+    out.tokens[size_t(plan.feed_index[f])] = ids[size_t(src)];
+  }
+  out.feed_index.clear();
+  out.feed_source.clear();
+  return out;
+}
+
+// What one GPU rank can give its KV cache (as the single worker reckons a GPU's: most of
+// its free memory, less a step's activations and logits and a GiB of headroom).
+int64_t gpu_rank_spare_bytes(const Backend& backend, const ModelConfig& c, const KvSizing& s,
+                             bool lora) {
+  const int64_t activations = int64_t(s.max_batched_tokens) *
+                              (8 * int64_t(c.hidden_size) + 4 * int64_t(c.intermediate_size)) * 2;
+  const int64_t logits = int64_t(std::max(s.max_rows, 1)) * c.vocab_size * 4 * (lora ? 8 : 4);
+  const int64_t headroom = (int64_t(1) << 30) + activations + logits;
+  return int64_t(double(backend.available_memory()) * 0.92) - headroom;
 }
 
 class TensorParallelExecutor final : public Executor {
@@ -39,14 +59,13 @@ class TensorParallelExecutor final : public Executor {
     info_.device = backend0_->name();
     info_.asynchronous = false;
     info_.vision = model0_->vision_spec();
-    feeds_.resize(size_t(ranks_->size()));
   }
 
   const ExecutorInfo& info() const override { return info_; }
 
   KvRoom kv_room(const KvSizing& sizing) const override {
     const DType dtype = config_.kv_dtype.value_or(backend0_->act_dtype());
-    return {.bytes_available = spare_bytes(),
+    return {.bytes_available = spare_bytes(sizing),
             .bytes_per_token = kv_bytes_per_block(model0_->kv_specs(), sizing.block_size, dtype) /
                                sizing.block_size};
   }
@@ -55,8 +74,8 @@ class TensorParallelExecutor final : public Executor {
 
   void prepare(int max_model_len, int max_rows) override {
     TANDEM_CHECK(!runners_.empty(), "prepare: allocate_kv first");
-    if (config_.graphs)
-      for (auto& runner : runners_) runner->enable_graphs(max_model_len, max_rows);
+    if (config_.graphs)  // each rank records its own graphs, on its own thread and device
+      ranks_->run([&](int r) { runners_[size_t(r)]->enable_graphs(max_model_len, max_rows); });
   }
 
   void issue_forward(const StepPlan& plan) override;
@@ -79,7 +98,7 @@ class TensorParallelExecutor final : public Executor {
     logits_.reset();
     prompt_logprobs_.clear();
     pooled_.clear();
-    for (auto& f : feeds_) f = PendingSample{};
+    last_ids_.clear();
   }
 
   // An adapter is cut like its base weights: each rank's image fits its own targets
@@ -94,6 +113,7 @@ class TensorParallelExecutor final : public Executor {
     return all;
   }
   void install_lora(int slot, const LoraSlotImage& image) override {
+    std::vector<LoraSlotImage> mine(size_t(ranks_->size()));
     size_t at = 0;
     for (int r = 0; r < ranks_->size(); r++) {
       const LoraTargets& targets = ranks_->model(r).lora_targets();
@@ -101,17 +121,29 @@ class TensorParallelExecutor final : public Executor {
       TANDEM_CHECK(at + n <= image.a.size() && at + n <= image.b.size(),
                    "install_lora: an image of {} targets for {} ranks", image.a.size(),
                    ranks_->size());
-      LoraSlotImage mine{.a = {image.a.begin() + long(at), image.a.begin() + long(at + n)},
+      mine[size_t(r)] = {.a = {image.a.begin() + long(at), image.a.begin() + long(at + n)},
                          .b = {image.b.begin() + long(at), image.b.begin() + long(at + n)}};
-      install_lora_slot(ranks_->backend(r), targets, slot, mine);
       at += n;
     }
+    ranks_->run([&](int r) {  // on each rank's thread: its device
+      install_lora_slot(ranks_->backend(r), ranks_->model(r).lora_targets(), slot, mine[size_t(r)]);
+    });
   }
 
  private:
-  // What one rank's device spares for its KV cache: the ranks share this machine's RAM, so
-  // a quarter of it split N ways.
-  int64_t spare_bytes() const { return backend0_->available_memory() / 4 / ranks_->size(); }
+  // What one rank's device spares for its KV cache. CPU ranks share this machine's RAM: a
+  // quarter of it split N ways. GPU ranks: the least any rank's GPU spares (each asked on
+  // its own thread, its device current).
+  int64_t spare_bytes(const KvSizing& sizing) const {
+    if (backend0_->device() == Device::CPU)
+      return backend0_->available_memory() / 4 / ranks_->size();
+    std::vector<int64_t> spare(size_t(ranks_->size()));
+    const bool lora = model0_->lora_targets().capacity.enabled();
+    ranks_->run([&](int r) {
+      spare[size_t(r)] = gpu_rank_spare_bytes(ranks_->backend(r), info_.model, sizing, lora);
+    });
+    return *std::min_element(spare.begin(), spare.end());
+  }
 
   std::unique_ptr<Backend> backend0_;
   std::unique_ptr<Model> model0_;
@@ -119,7 +151,7 @@ class TensorParallelExecutor final : public Executor {
   ExecutorConfig config_;
   ExecutorInfo info_;
   std::vector<std::unique_ptr<ModelRunner>> runners_;  // [N], from allocate_kv on
-  std::vector<PendingSample> feeds_;               // [N] each rank's copy of the latest sampled ids
+  std::vector<int32_t> last_ids_;  // the latest sampled ids (every rank's, broadcast)
   std::deque<std::vector<SampledToken>> sampled_;  // steps not collected yet, oldest first
   std::optional<Tensor> logits_;                   // rank 0's, of the forward issued last
   std::vector<GeneratedToken> prompt_logprobs_;
@@ -139,16 +171,19 @@ KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
   if (!s.budget_bytes) {
     const int64_t want = kv_bytes(plan_group_blocks(layout.groups, block_bytes, s), block_bytes);
     const int64_t two_blocks = 2 * kv_bytes_per_block(specs, s.block_size, layout.dtype);
-    if (spare_bytes() < want) s.budget_bytes = std::max(spare_bytes(), two_blocks);
+    const int64_t spare = spare_bytes(s);
+    if (spare < want) s.budget_bytes = std::max(spare, two_blocks);
   }
   layout.num_blocks = plan_group_blocks(layout.groups, block_bytes, s);
   layout.bytes = kv_bytes(layout.num_blocks, block_bytes);
   layout.budget_bytes = s.budget_bytes.value_or(layout.bytes);
-  for (int r = 0; r < ranks_->size(); r++) {
-    runners_.push_back(std::make_unique<ModelRunner>(
-        ranks_->model(r), ranks_->backend(r), layout.num_blocks, s.block_size, layout.dtype));
-    runners_.back()->set_encoder_cache_bytes(config_.encoder_cache_bytes);
-  }
+  std::vector<std::unique_ptr<ModelRunner>> runners(size_t(ranks_->size()));
+  ranks_->run([&](int r) {  // each rank's cache on its own device
+    runners[size_t(r)] = std::make_unique<ModelRunner>(
+        ranks_->model(r), ranks_->backend(r), layout.num_blocks, s.block_size, layout.dtype);
+    runners[size_t(r)]->set_encoder_cache_bytes(config_.encoder_cache_bytes);
+  });
+  runners_ = std::move(runners);
   return layout;
 }
 
@@ -158,16 +193,17 @@ void TensorParallelExecutor::issue_forward(const StepPlan& plan) {
   prompt_logprobs_.clear();
   pooled_.clear();
   // Prompt logprobs ride in the same forward: their rows first, the sampled rows after.
-  StepPlan both = plan;
-  both.sample_index = plan.logprob_index;
-  both.sample_index.insert(both.sample_index.end(), plan.sample_index.begin(),
-                           plan.sample_index.end());
-  const StepPlan& run = plan.logprob_index.empty() ? plan : both;
+  StepPlan both = plan.feed_index.empty() ? plan : with_fed_tokens(plan, last_ids_);
+  if (!plan.logprob_index.empty()) {
+    both.sample_index = plan.logprob_index;
+    both.sample_index.insert(both.sample_index.end(), plan.sample_index.begin(),
+                             plan.sample_index.end());
+  }
+  const StepPlan& run = plan.logprob_index.empty() && plan.feed_index.empty() ? plan : both;
   Tensor logits, pooled;
   ranks_->run([&](int r) {
-    const PendingSample* prev = feeds_[size_t(r)].state ? &feeds_[size_t(r)] : nullptr;
     Tensor rank_pooled;
-    Tensor out = runners_[size_t(r)]->forward(run, prev, &rank_pooled);
+    Tensor out = runners_[size_t(r)]->forward(run, nullptr, &rank_pooled);
     if (r == 0) {
       logits = out;
       pooled = rank_pooled;
@@ -193,7 +229,9 @@ void TensorParallelExecutor::issue_sampling(std::span<const SampleRow> rows) {
                                         std::vector<int32_t>(tokens.size()));
   for (size_t i = 0; i < tokens.size(); i++) ids[0][i] = tokens[i].token;
   ranks_->run([&](int r) { ranks_->comm(r).broadcast(ids[size_t(r)], 0); });
-  for (int r = 0; r < ranks_->size(); r++) feeds_[size_t(r)] = tp_fed_ids(ids[size_t(r)]);
+  for (int r = 1; r < ranks_->size(); r++)
+    TANDEM_CHECK(ids[size_t(r)] == ids[0], "tensor parallelism: rank {} received other ids", r);
+  last_ids_ = std::move(ids[0]);
   sampled_.push_back(std::move(tokens));
 }
 

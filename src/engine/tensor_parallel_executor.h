@@ -1,14 +1,17 @@
-// The tensor-parallel Executor (engine/executor.h; docs/tensor-parallel.md): N CPU ranks
-// (engine/tp_ranks.h), each with its slices of the model, its own ModelRunner — its heads
-// of the KV cache, the same number of blocks as every other rank — and its own upload of
-// the same StepPlan. Every rank runs every forward; the ranks meet in two all-reduces a
-// layer (after attention's o and the MLP's down) and in the gathered logits. Rank 0
-// samples, and the sampled ids are broadcast, so every rank feeds the same tokens. The
-// engine, scheduler and KV manager see one executor, as with one worker.
+// The tensor-parallel Executor (engine/executor.h; docs/tensor-parallel.md): N ranks, CPU
+// threads or GPUs (engine/tp_ranks.h), each with its slices of the model, its own
+// ModelRunner — its heads of the KV cache, the same number of blocks as every other rank —
+// and its own upload of the same StepPlan. Every rank runs every forward; the ranks meet in
+// two all-reduces a layer (after attention's o and the MLP's down) and in the gathered
+// logits. Rank 0 samples, and the sampled ids are broadcast, so every rank feeds the same
+// tokens (written into the next plan on the host). The engine, scheduler and KV manager see
+// one executor, as with one worker. On GPUs each rank records its own decode graphs, the
+// NCCL all-reduces inside them.
 //
 // The KV budget (--kv-budget) is per rank: each rank's cache holds its KV heads of every
 // block. LoRA adapters are cut like their base weights (each rank installs its slices). No
-// draft model (run_draft fails); steps are synchronous (the ranks are CPU threads).
+// draft model (run_draft fails); steps are synchronous (sampling waits for rank 0's ids
+// before the next step is issued).
 #pragma once
 
 #include <memory>

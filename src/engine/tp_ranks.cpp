@@ -3,42 +3,88 @@
 #include <algorithm>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/nccl_communicator.h"
+#include "backend/tp_ops.h"
 #include "core/error.h"
 
 namespace tandem {
 
-TpRanks::TpRanks(int size) : hub_(std::make_unique<CpuCommHub>(size)) {}
-
 std::shared_ptr<TpRanks> TpRanks::load(const std::filesystem::path& dir, int size,
                                        LoadOptions options, Backend& backend0,
-                                       std::unique_ptr<Model>& model0) {
+                                       std::unique_ptr<Model>& model0, const CudaOptions& cuda) {
   if (size < 1 || size > 64) fail("--tensor-parallel-size must be 1..64 (got {})", size);
-  if (backend0.device() != Device::CPU)
-    fail(
-        "--tensor-parallel-size {}: tensor parallelism runs on CPU ranks only in this build "
-        "(use --device cpu)",
-        size);
-  std::shared_ptr<TpRanks> ranks(new TpRanks(size));
+  std::shared_ptr<TpRanks> ranks(new TpRanks());
+  if (backend0.device() == Device::CUDA)
+    ranks->load_cuda(dir, size, options, backend0, model0, cuda);
+  else if (backend0.device() == Device::CPU)
+    ranks->load_cpu(dir, size, options, backend0, model0);
+  else
+    fail("--tensor-parallel-size {}: no tensor parallelism on {}", size, backend0.name());
+  for (int r = 1; r < size; r++)
+    ranks->threads_.emplace_back([p = ranks.get(), r] { p->worker(r); });
+  return ranks;
+}
+
+void TpRanks::load_cpu(const std::filesystem::path& dir, int size, LoadOptions options,
+                       Backend& backend0, std::unique_ptr<Model>& model0) {
+  hub_ = std::make_unique<CpuCommHub>(size);
   const int threads = std::max(1, (ThreadPool::global().num_threads() + size - 1) / size);
   for (int r = 0; r < size; r++) {
-    options.tp = TpShard{.rank = r, .size = size, .comm = &ranks->comm(r)};
+    options.tp = TpShard{.rank = r, .size = size, .comm = &comm(r)};
     if (r == 0) {
       model0 = load_model(dir, backend0, options);
-      ranks->backends_.push_back(&backend0);
-      ranks->models_.push_back(model0.get());
+      backends_.push_back(&backend0);
+      models_.push_back(model0.get());
       continue;
     }
     OwnedRank rank;
     rank.pool = std::make_unique<ThreadPool>(threads);
     rank.backend = std::make_unique<CpuBackend>(rank.pool.get());
     rank.model = load_model(dir, *rank.backend, options);
-    ranks->backends_.push_back(rank.backend.get());
-    ranks->models_.push_back(rank.model.get());
-    ranks->owned_.push_back(std::move(rank));
+    backends_.push_back(rank.backend.get());
+    models_.push_back(rank.model.get());
+    owned_.push_back(std::move(rank));
   }
-  for (int r = 1; r < size; r++)
-    ranks->threads_.emplace_back([p = ranks.get(), r] { p->worker(r); });
-  return ranks;
+}
+
+// Rank r on GPU r. The backends first (NCCL needs every rank's stream), then the
+// communicators, then each rank's slices with its GPU current on this thread; the caller's
+// thread is bound back to rank 0's GPU at the end.
+void TpRanks::load_cuda(const std::filesystem::path& dir, int size, LoadOptions options,
+                        Backend& backend0, std::unique_ptr<Model>& model0,
+                        const CudaOptions& cuda) {
+  if (!nccl_available())
+    fail(
+        "--tensor-parallel-size {} on --device cuda needs NCCL, and this tandem was built "
+        "without it (-DTANDEM_NCCL=ON where nccl.h and libnccl are found, or NCCL_ROOT)",
+        size);
+  const int gpus = cuda_device_count();
+  if (size > gpus)
+    fail("--tensor-parallel-size {} on --device cuda needs {} GPUs; this machine has {}", size,
+         size, gpus);
+  backends_.push_back(&backend0);
+  for (int r = 1; r < size; r++) {
+    OwnedRank rank;
+    rank.backend = make_cuda_backend(r, cuda);
+    backends_.push_back(rank.backend.get());
+    owned_.push_back(std::move(rank));
+  }
+  bind_thread(backend0);
+  nccl_ = make_nccl_communicators(backends_);
+  for (int r = 0; r < size; r++) {
+    options.tp = TpShard{.rank = r, .size = size, .comm = &comm(r)};
+    bind_thread(*backends_[size_t(r)]);
+    std::unique_ptr<Model>& model = r == 0 ? model0 : owned_[size_t(r - 1)].model;
+    model = load_model(dir, *backends_[size_t(r)], options);
+    backends_[size_t(r)]->synchronize();
+    models_.push_back(model.get());
+  }
+  bind_thread(backend0);
+}
+
+void TpRanks::abort_comms() {
+  if (hub_) hub_->abort();
+  for (auto& c : nccl_) c->abort();
 }
 
 TpRanks::~TpRanks() {
@@ -48,6 +94,7 @@ TpRanks::~TpRanks() {
   }
   cv_.notify_all();
   for (std::thread& t : threads_) t.join();
+  nccl_.clear();  // before the ranks' backends (their streams)
 }
 
 void TpRanks::finish(int rank, std::exception_ptr error) {
@@ -58,6 +105,7 @@ void TpRanks::finish(int rank, std::exception_ptr error) {
 }
 
 void TpRanks::worker(int rank) {
+  bind_thread(*backends_[size_t(rank)]);  // this thread drives rank `rank`'s device
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* job = nullptr;
@@ -73,13 +121,14 @@ void TpRanks::worker(int rank) {
       (*job)(rank);
     } catch (...) {
       error = std::current_exception();
-      hub_->abort();
+      abort_comms();
     }
     finish(rank, error);
   }
 }
 
 void TpRanks::run(const std::function<void(int)>& fn) {
+  if (!nccl_.empty()) bind_thread(*backends_[0]);  // whichever thread calls: rank 0's GPU
   {
     std::lock_guard lock(mutex_);
     job_ = &fn;
@@ -93,7 +142,7 @@ void TpRanks::run(const std::function<void(int)>& fn) {
     fn(0);
   } catch (...) {
     error = std::current_exception();
-    hub_->abort();
+    abort_comms();
   }
   finish(0, error);
   std::exception_ptr first;
@@ -103,7 +152,9 @@ void TpRanks::run(const std::function<void(int)>& fn) {
     first = error_;
     job_ = nullptr;
   }
-  hub_->reset();  // no rank is inside a collective now
+  // CPU: no rank is inside a collective now. NCCL: an aborted communicator stays aborted (its
+  // next collective fails, naming it); the group must be loaded again.
+  if (hub_) hub_->reset();
   if (first) std::rethrow_exception(first);
 }
 

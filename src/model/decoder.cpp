@@ -40,7 +40,9 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
   embed_ = w.load("embed", -1, {V, D});
   head_.final_norm = load_norm(w, "final_norm", -1);
   head_.head = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
-  if (c.tp.sharded()) {  // the lookup's table gains a zero row (vocab_slice_embedding)
+  // In a group (even of one rank, TANDEM_TP_EXECUTOR) the lookup's table gains a zero row
+  // (vocab_slice_embedding) and the logits are gathered.
+  if (c.tp.comm) {
     Tensor table = backend.zeros(embed_.dtype, {V + 1, D});
     Tensor rows = table.slice_rows(0, V);
     backend.copy(rows, embed_);
@@ -108,7 +110,7 @@ void DecoderModel::load_layer(WeightLoader& w, int i) {
 
 Tensor DecoderModel::embed(const StepTensors& step, float scale) {
   const TpShard& tp = config_.tp;
-  if (!tp.sharded()) return embedding(backend_, embed_, step.tokens, scale);
+  if (!tp.comm) return embedding(backend_, embed_, step.tokens, scale);
   const int64_t first = int64_t(tp.rank) * (config_.vocab_size / tp.size);
   Tensor x = vocab_slice_embedding(backend_, embed_, step.tokens, first, scale);
   tp.comm->all_reduce_sum(x);  // exactly one rank holds each id's row
@@ -142,7 +144,7 @@ Tensor DecoderModel::mlp_block(const DecoderLayer& l, const Tensor& h, const Fp8
 // Every layer dense with FP8 projections (the chain the CUDA backend fuses is FP8's), no
 // sandwich norms, no μP residual scaling, no shared KV, and no adapters in the step.
 bool DecoderModel::takes_fused_chain(const StepTensors& step) const {
-  if (traits_.residual_multiplier != 1.f || step.lora.defined() || config_.tp.sharded() ||
+  if (traits_.residual_multiplier != 1.f || step.lora.defined() || config_.tp.comm ||
       !backend_.fuses_decode_chain(step.tokens.numel()))
     return false;
   return std::all_of(layers_.begin(), layers_.end(), [](const DecoderLayer& l) {

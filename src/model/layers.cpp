@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backend/tp_ops.h"
 #include "core/error.h"
 
 namespace tandem {
@@ -77,16 +78,8 @@ Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scal
 
 Tensor vocab_slice_embedding(Backend& be, const Tensor& table, const Tensor& ids, int64_t first,
                              float scale) {
-  TANDEM_CHECK(be.device() == Device::CPU && ids.device == Device::CPU && ids.dtype == DType::I32,
-               "the vocabulary-split embedding runs on CPU ranks only (backend {})", be.name());
-  const int64_t local = table.dim(0) - 1;  // the last row is zeros
-  std::vector<int32_t> mapped(size_t(ids.numel()));
-  for (size_t t = 0; t < mapped.size(); t++) {
-    const int64_t id = int64_t(ids.ptr<int32_t>()[t]) - first;
-    mapped[t] = int32_t(id >= 0 && id < local ? id : local);
-  }
   Tensor local_ids = be.alloc(DType::I32, {ids.numel()});
-  be.write_i32(local_ids, mapped.data(), int64_t(mapped.size()));
+  vocab_slice_ids(be, local_ids, ids, first, table.dim(0) - 1);  // the last row is zeros
   return embedding(be, table, local_ids, scale);
 }
 

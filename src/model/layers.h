@@ -94,8 +94,8 @@ Tensor add_rms_norm(Backend& be, Tensor& residual, const Tensor& x, const RmsNor
 Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scale);
 // Tensor parallelism's lookup in a vocabulary slice: `table` [V/N + 1, D] holds rows
 // [first, first + V/N) of the embedding and a zero row last; an id outside them reads the
-// zero row, so the all-reduce of the ranks' outputs is the whole lookup. CPU ranks only
-// (the ids are read on the host).   ids [T] i32 → [T, D]
+// zero row, so the all-reduce of the ranks' outputs is the whole lookup (ids mapped on the
+// device for CUDA, backend/tp_ops.h, so a decode graph holds it).   ids [T] i32 → [T, D]
 Tensor vocab_slice_embedding(Backend& be, const Tensor& table, const Tensor& ids, int64_t first,
                              float scale);
 // x[index].   x [T, D], index [S] i32 → [S, D]

@@ -4,19 +4,23 @@
 // split or replicated, MoE, sliding window), and through the tensor-parallel executor the
 // batch gate's continuations, with the prefix cache serving repeats; LoRA adapters cut like
 // their base weights match PEFT; a dimension N does not divide, and what is not split yet,
-// are clear errors.
+// are clear errors. GPU ranks through NCCL (skipped without a GPU or NCCL): one rank equals
+// the single-worker CUDA executor (graphs on: the all-reduces captured), two match it
+// within bf16's noise.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
 #include "backend/cpu/cpu_communicator.h"
+#include "backend/cuda/nccl_communicator.h"
 #include "cli/command_flags.h"
 #include "cli/model_files.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
 #include "engine/teacher_forcing.h"
+#include "engine/tensor_parallel_executor.h"
 #include "loader/safetensors.h"
 #include "lora_fixture.h"
 #include "model/lora/lora_slots.h"
@@ -372,6 +376,109 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelLora, ::testing::ValuesIn(lora_
                          [](const auto& info) {
                            return info.param.arch + "_tp" + std::to_string(info.param.size);
                          });
+
+// --- GPU ranks through NCCL (each skips without the GPUs it needs, or without NCCL) ---
+
+// Why GPU ranks cannot run here, or "" when `gpus` GPUs and NCCL are present.
+std::string gpu_ranks_missing(int gpus) {
+  if (cuda_device_count() < gpus) return fmt::format("needs {} GPU(s)", gpus);
+  if (!nccl_available()) return "built without NCCL (TANDEM_NCCL, NCCL_ROOT)";
+  return "";
+}
+
+// The oracle fixture as `size` GPU ranks (rank r on GPU r), as `serve -tp N --device cuda`
+// (or TANDEM_TP_EXECUTOR=1 at N = 1) loads it.
+cli::LoadedModel load_gpu_ranks(const std::string& arch, int size) {
+  cli::LoadedModel m;
+  m.backend = make_cuda_backend(0);
+  m.tp_ranks =
+      TpRanks::load(oracle_dir(arch), size, LoadOptions{.tp = {.size = size}}, *m.backend, m.model);
+  return m;
+}
+
+// Greedy continuations of the oracle prompts, all at once (batch 8, prompts chunked beside
+// decoding rows). Both executors record decode graphs, and the engine does not overlap
+// steps (the tensor-parallel executor never does), so both see the same steps.
+std::vector<std::vector<int32_t>> engine_greedy(cli::LoadedModel& m, const std::string& arch) {
+  const ExecutorConfig graphs{.graphs = true};
+  std::unique_ptr<Executor> executor =
+      m.tp_ranks ? make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
+                                                 std::move(m.tp_ranks), graphs)
+                 : make_executor(std::move(m.backend), std::move(m.model), graphs);
+  EngineConfig config;
+  config.scheduler.max_rows = 8;
+  config.scheduler.max_batched_tokens = 16;
+  config.kv_budget_bytes = int64_t(64) << 20;  // the same cache for both executors
+  config.overlap = Overlap::Off;
+  Engine engine(std::move(executor), m.tokenizer, config);
+  std::vector<std::vector<int32_t>> out = serve_greedy(engine, load_oracle(arch), true).tokens;
+  EXPECT_EQ(engine.kv_blocks().num_used(), 0);
+  return out;
+}
+
+class TensorParallelNccl : public ::testing::TestWithParam<std::string> {};
+
+// The seam at one rank: the vocabulary-slice lookup (on the device), the all-reduces and
+// the gathered logits are identities, so logits and greedy ids are the single worker's.
+TEST_P(TensorParallelNccl, OneRankEqualsTheSingleWorkerExecutor) {
+  if (const std::string why = gpu_ranks_missing(1); !why.empty()) GTEST_SKIP() << why;
+  const std::string arch = GetParam();
+  cli::LoadedModel one = cli::load_model_folder(oracle_dir(arch), "cuda");
+  cli::LoadedModel tp = load_gpu_ranks(arch, 1);
+  ASSERT_TRUE(tp.tp_ranks);
+  for (auto& p : load_oracle(arch)) {
+    std::vector<int32_t> ids = p.prompt;
+    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+    Tensor want = teacher_forced_logits(*one.model, *one.backend, ids);
+    Tensor got = teacher_forced_logits(*tp.tp_ranks, ids);
+    ASSERT_EQ(got.numel(), want.numel());
+    EXPECT_LE(relative_error(got.ptr<float>(), want.ptr<float>(), size_t(got.numel())), 1e-6)
+        << "prompt of " << p.prompt.size() << " tokens";
+  }
+  const auto want = engine_greedy(one, arch), got = engine_greedy(tp, arch);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); i++) EXPECT_EQ(got[i], want[i]) << "prompt " << i;
+}
+
+// Two ranks or more on as many GPUs: the sums run in NCCL's order over bf16 partial sums,
+// so the logits match one GPU's within bf16's noise, and the engine serves every prompt.
+TEST_P(TensorParallelNccl, RanksOnSeveralGpusMatchOneGpu) {
+  const int n = std::min(cuda_device_count(), 4);
+  if (const std::string why = gpu_ranks_missing(2); !why.empty()) GTEST_SKIP() << why;
+  const std::string arch = GetParam();
+  cli::LoadedModel one = cli::load_model_folder(oracle_dir(arch), "cuda");
+  const int size = n == 3 ? 2 : n;  // the fixtures' heads split by 2 and 4
+  cli::LoadedModel tp = load_gpu_ranks(arch, size);
+  for (auto& p : load_oracle(arch)) {
+    std::vector<int32_t> ids = p.prompt;
+    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+    Tensor want = teacher_forced_logits(*one.model, *one.backend, ids);
+    Tensor got = teacher_forced_logits(*tp.tp_ranks, ids);
+    ASSERT_EQ(got.numel(), want.numel());
+    EXPECT_LE(relative_error(got.ptr<float>(), want.ptr<float>(), size_t(got.numel())), 3e-2)
+        << "prompt of " << p.prompt.size() << " tokens at TP=" << size;
+  }
+  const std::vector<OraclePrompt> prompts = load_oracle(arch);
+  const auto got = engine_greedy(tp, arch);
+  for (size_t i = 0; i < prompts.size(); i++)
+    EXPECT_EQ(got[i].size(), prompts[i].greedy.size()) << "prompt " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelNccl, ::testing::Values("llama", "gemma2"),
+                         [](const auto& info) { return info.param; });
+
+// More ranks than GPUs: a clear error naming both, before any rank loads.
+TEST(TensorParallelNcclErrors, MoreRanksThanGpusIsRefused) {
+  if (const std::string why = gpu_ranks_missing(1); !why.empty()) GTEST_SKIP() << why;
+  const int gpus = cuda_device_count();
+  try {
+    load_gpu_ranks("llama", gpus + 1);
+    FAIL() << "-tp " << gpus + 1 << " on " << gpus << " GPU(s) was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("has {}", gpus)), std::string::npos)
+        << e.what();
+  }
+}
 
 }  // namespace tensor_parallel_test
 }  // namespace tandem::test

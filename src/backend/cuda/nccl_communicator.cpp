@@ -3,9 +3,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cuda/cuda_backend.h"
 #include "core/error.h"
 
 namespace tandem {
@@ -39,8 +41,13 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(ncclComm_t comm, int rank, int size, int device, cudaStream_t stream)
       : comm_(comm), rank_(rank), size_(size), device_(device), stream_(stream) {}
   ~NcclCommunicator() override {
+    int current = 0;  // the destroying thread keeps its device
+    const bool restore =
+        cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess;
+    for (void* p : retired_) cudaFree(p);
     if (scratch_) cudaFree(scratch_);
     if (comm_) ncclCommDestroy(comm_);
+    if (restore) cudaSetDevice(current);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -98,12 +105,15 @@ class NcclCommunicator final : public Communicator {
     if (!comm_) fail("NCCL communicator of rank {}: aborted after a failed step", rank_);
     return comm_;
   }
-  // A device buffer of at least `bytes`, grown as needed (outside graph capture: the first
-  // eager step of each shape grows it).
+  // A device buffer of at least `bytes`, grown as needed (outside graph capture: the eager
+  // warm-up before each recording grows it). A decode graph recorded earlier keeps the
+  // address it captured, so an outgrown buffer is retired, not freed; growth at least
+  // doubles, so the retired ones add up to less than the live one.
   void* scratch(size_t bytes) {
     if (bytes <= scratch_bytes_) return scratch_;
     cuda_ok(cudaSetDevice(device_), "set device");
-    if (scratch_) cuda_ok(cudaFree(scratch_), "free scratch");
+    if (scratch_) retired_.push_back(scratch_);
+    bytes = std::max(bytes, 2 * scratch_bytes_);
     cuda_ok(cudaMalloc(&scratch_, bytes), "scratch");
     scratch_bytes_ = bytes;
     return scratch_;
@@ -114,21 +124,33 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t stream_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  std::vector<void*> retired_;  // outgrown scratch buffers that graphs may still write
 };
 
 }  // namespace
 
-std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(std::span<const int> devices,
-                                                                   std::span<void* const> streams) {
-  TANDEM_CHECK(!devices.empty() && devices.size() == streams.size(),
-               "make_nccl_communicators: {} devices, {} streams", devices.size(), streams.size());
+bool nccl_available() {
+  return true;
+}
+
+std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(
+    std::span<Backend* const> backends) {
+  TANDEM_CHECK(!backends.empty(), "make_nccl_communicators: no ranks");
+  std::vector<int> devices;
+  std::vector<cudaStream_t> streams;
+  for (Backend* b : backends) {
+    auto* gpu = dynamic_cast<CudaBackend*>(b);
+    if (!gpu) fail("NCCL communicator: rank {} is on {}, not a GPU", devices.size(), b->name());
+    devices.push_back(gpu->device_index());
+    streams.push_back(gpu->stream());
+  }
   setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/1);  // NVLink multicast stays off
   std::vector<ncclComm_t> comms(devices.size());
   nccl_ok(ncclCommInitAll(comms.data(), int(devices.size()), devices.data()), "init");
   std::vector<std::unique_ptr<Communicator>> out;
   for (size_t r = 0; r < devices.size(); r++)
-    out.push_back(std::make_unique<NcclCommunicator>(
-        comms[r], int(r), int(devices.size()), devices[r], static_cast<cudaStream_t>(streams[r])));
+    out.push_back(std::make_unique<NcclCommunicator>(comms[r], int(r), int(devices.size()),
+                                                     devices[r], streams[r]));
   return out;
 }
 

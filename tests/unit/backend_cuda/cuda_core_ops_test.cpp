@@ -1,8 +1,12 @@
-// CUDA ops against their CPU twins on fresh random inputs: linear, embedding, gather_rows,
+// CUDA ops against their CPU twins on fresh random inputs: linear, embedding (and the
+// vocabulary-slice lookup of tensor-parallel ranks), gather_rows,
 // rms_norm, add_rms_norm, add / scale / softcap, gated_act. Sizes are deliberately awkward
 // (T = 1, odd K and N, rows that are not multiples of a vector width or a block).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "backend/tp_ops.h"
 #include "core/error.h"
 #include "cuda_test_util.h"
 
@@ -91,6 +95,38 @@ TEST(CudaEmbedding, GathersAndScales) {
       be.gpu->embedding(out, put(*be.gpu, table, {V, D}), test::put_i32(*be.gpu, ids, {T}), scale);
       EXPECT_LE(rel_err_between(*be.gpu, out, *be.cpu, ref), kBf16Tol) << "D " << D;
     }
+}
+
+// A rank's slice [first, first + rows) of a vocabulary plus its zero row: ids outside it
+// (below, above, negative) read zeros. The ids are mapped on the device (the CPU maps them
+// on the host), so the rows gathered are the same bf16 values exactly.
+TEST(CudaVocabSliceEmbedding, IdsOutsideTheSliceReadZerosAsOnTheCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  std::mt19937 rng(23);
+  const int64_t rows = 40, D = 72;
+  std::vector<float> table = test::random_bf16(rng, size_t(rows * D));
+  table.resize(size_t((rows + 1) * D), 0.f);  // the zero row
+  const std::vector<int32_t> ids = {0, 39, 40, 79, 80, 119, 120, 5000, -1, 57, 41};
+  const int64_t T = int64_t(ids.size());
+  for (int64_t first : {0, 40, 80}) {
+    Tensor local_c = be.cpu->alloc(DType::I32, {T}), ref = be.cpu->alloc(DType::F32, {T, D});
+    vocab_slice_ids(*be.cpu, local_c, test::put_i32(*be.cpu, ids, {T}), first, rows);
+    be.cpu->embedding(ref, put(*be.cpu, table, {rows + 1, D}), local_c, 1.f);
+    Tensor local_g = test::poisoned(*be.gpu, DType::I32, {T});
+    vocab_slice_ids(*be.gpu, local_g, test::put_i32(*be.gpu, ids, {T}), first, rows);
+    Tensor out = test::poisoned(*be.gpu, DType::BF16, {T, D});
+    be.gpu->embedding(out, put(*be.gpu, table, {rows + 1, D}), local_g, 1.f);
+    EXPECT_EQ(rel_err_between(*be.gpu, out, *be.cpu, ref), 0.0) << "first " << first;
+    int in_slice = 0;
+    for (int32_t id : ids) in_slice += id >= first && id < first + rows;
+    const std::vector<float> got = test::to_vec(*be.gpu, out);
+    int nonzero_rows = 0;
+    for (int64_t t = 0; t < T; t++)
+      nonzero_rows += std::any_of(got.begin() + t * D, got.begin() + (t + 1) * D,
+                                  [](float v) { return v != 0.f; });
+    EXPECT_EQ(nonzero_rows, in_slice) << "first " << first;
+  }
 }
 
 TEST(CudaGatherRows, AnyDtypeAndRowWidth) {

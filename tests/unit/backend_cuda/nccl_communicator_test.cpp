@@ -1,22 +1,22 @@
 // The NCCL communicator (backend/cuda/nccl_communicator.h), where the build found NCCL: at
 // one rank every collective is the identity (the path the one-GPU machine runs), tandem
 // turns NVLink multicast off itself, and with two GPUs or more the ranks' sums, gathered
-// columns and broadcast ids are every rank's. Skips without a GPU (or without NCCL).
+// columns and broadcast ids are every rank's. Skips without a GPU (or without NCCL:
+// nccl_available(), so this file compiles the same in both builds).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <thread>
 
+#include "backend/cuda/nccl_communicator.h"
+#include "backend/tp_ops.h"
 #include "cuda_test_util.h"
 
-#ifdef TANDEM_HAS_NCCL
-#include "backend/cuda/nccl_communicator.h"
-#endif
+#define TANDEM_SKIP_WITHOUT_NCCL() \
+  if (!nccl_available()) GTEST_SKIP() << "built without NCCL (TANDEM_NCCL, NCCL_ROOT)"
 
 namespace tandem::test {
 namespace nccl_communicator_test {
-
-#ifdef TANDEM_HAS_NCCL
 
 std::vector<float> host_of(Backend& be, const Tensor& t) {
   Tensor h = be.to_host_f32(t);
@@ -25,11 +25,10 @@ std::vector<float> host_of(Backend& be, const Tensor& t) {
 
 TEST(NcclCommunicator, OneRankIsTheIdentityAndNvlsIsOff) {
   TANDEM_SKIP_WITHOUT_CUDA();
+  TANDEM_SKIP_WITHOUT_NCCL();
   CudaBackend gpu(0);
-  const int device = 0;
-  void* stream = gpu.stream();
-  auto comms =
-      make_nccl_communicators(std::span<const int>(&device, 1), std::span<void* const>(&stream, 1));
+  Backend* rank0 = &gpu;
+  auto comms = make_nccl_communicators(std::span<Backend* const>(&rank0, 1));
   ASSERT_EQ(comms.size(), 1u);
   ASSERT_NE(std::getenv("NCCL_NVLS_ENABLE"), nullptr);
   EXPECT_STREQ(std::getenv("NCCL_NVLS_ENABLE"), "0");
@@ -48,22 +47,22 @@ TEST(NcclCommunicator, OneRankIsTheIdentityAndNvlsIsOff) {
 
 TEST(NcclCommunicator, RanksOnSeveralGpusMeet) {
   TANDEM_SKIP_WITHOUT_CUDA();
+  TANDEM_SKIP_WITHOUT_NCCL();
   const int n = cuda_device_count();
   if (n < 2) GTEST_SKIP() << "one GPU: the several-rank collectives need two";
   std::vector<std::unique_ptr<CudaBackend>> gpus;
-  std::vector<int> devices;
-  std::vector<void*> streams;
+  std::vector<Backend*> ranks;
   for (int d = 0; d < n; d++) {
     gpus.push_back(std::make_unique<CudaBackend>(d));
-    devices.push_back(d);
-    streams.push_back(gpus.back()->stream());
+    ranks.push_back(gpus.back().get());
   }
-  auto comms = make_nccl_communicators(devices, streams);
+  auto comms = make_nccl_communicators(ranks);
   std::vector<std::vector<float>> sums(static_cast<size_t>(n)), gathered(static_cast<size_t>(n));
   std::vector<std::vector<int32_t>> ids(static_cast<size_t>(n), std::vector<int32_t>(2, -1));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; r++)
     threads.emplace_back([&, r] {
+      bind_thread(*gpus[size_t(r)]);  // this thread drives GPU r
       Tensor x = put_as(*gpus[size_t(r)], {float(r), float(10 * r)}, {1, 2}, DType::F32);
       Tensor all = gpus[size_t(r)]->alloc(DType::F32, {1, 2 * int64_t(n)});
       comms[size_t(r)]->all_gather_columns(all, x);
@@ -83,14 +82,6 @@ TEST(NcclCommunicator, RanksOnSeveralGpusMeet) {
     EXPECT_EQ(ids[size_t(r)], (std::vector<int32_t>{41, 42})) << "rank " << r;
   }
 }
-
-#else
-
-TEST(NcclCommunicator, NotBuilt) {
-  GTEST_SKIP() << "built without NCCL (TANDEM_NCCL, NCCL_ROOT)";
-}
-
-#endif
 
 }  // namespace nccl_communicator_test
 }  // namespace tandem::test
