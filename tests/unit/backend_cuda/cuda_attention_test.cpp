@@ -203,6 +203,55 @@ TEST(CudaAttention, FusedSplitMergeSurvivesRepeatedLaunchesAndGraphReplays) {
   }
 }
 
+// Verify steps (speculative decoding): rows of 1..8 new tokens each (T <= 8·B) run every
+// token on the decode kernel (cuda_attention.cu), causal within each row's chunk. Against
+// the CPU twin, at exact and at a graph's capacity bounds; the GPU output starts as NaN,
+// so a token the kernel skipped fails. Cases: batch 1 with two tokens (the few-token
+// kernel must not load a chunk's keys early), T far above B + 1 (tokens past the rows'
+// start indices), windows, GQA 1..16, Dh 64..256.
+TEST(CudaAttention, VerifyStepsOnTheDecodeKernelMatchCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  const std::vector<AttnCase> verify = {
+      {"verify, batch 1, K = 1", 32, 8, 128, params(inv_sqrt(128)), {{100, 2}}},
+      {"verify, batch 1, K = 7, long context", 32, 8, 128, params(inv_sqrt(128)), {{3000, 8}}},
+      {"verify, rows of 1..8",
+       16,
+       4,
+       64,
+       params(inv_sqrt(64)),
+       {{300, 5}, {1, 1}, {2000, 5}, {17, 3}, {64, 8}, {8, 8}, {129, 1}}},
+      {"verify, G1, d256, softcap, window 50",
+       4,
+       4,
+       256,
+       params(inv_sqrt(256), 30.f, 50),
+       {{700, 4}, {51, 4}, {5, 2}}},
+      {"verify, G16, d128, block size 12",
+       16,
+       1,
+       128,
+       params(inv_sqrt(128)),
+       {{500, 6}, {13, 2}, {2, 2}},
+       12},
+  };
+  for (uint32_t seed : test::test_seeds())
+    for (const AttnCase& c : verify) {
+      SCOPED_TRACE(testing::Message() << c.name << ", " << test::seed_trace(seed));
+      std::mt19937 rng(seed);
+      const HostAttnStep s = make_host_step(c, rng);
+      const AttnData d = random_data(c, s, rng);
+      int tokens = 0;
+      for (auto [ctx, n] : c.rows) tokens += n;
+      ASSERT_LE(tokens, 8 * int(c.rows.size())) << "the case would take the prefill kernel";
+      const AttnResult cpu = run(*be.cpu, c, s, d, upload_step(*be.cpu, s, c));
+      const AttnResult exact = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c));
+      const AttnResult wide = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c, 300, 9000));
+      expect_close(exact, cpu, c);
+      expect_close(wide, cpu, c);
+    }
+}
+
 TEST(CudaAttention, WriteKvSkipsNegativeSlots) {
   TANDEM_SKIP_WITHOUT_CUDA();
   test::Backends be;
