@@ -36,6 +36,7 @@ class DraftWorker {
   // Its K/V storage: `num_blocks` blocks of the table group's ids. Once.
   void allocate(int num_blocks, int block_size, DType dtype);
   void prepare(int max_model_len, int max_rows, bool graphs);
+  int64_t graphs_recorded() const { return runner_ ? runner_->graphs_recorded() : 0; }
 
   // Runs `step` (the first forward's fed tokens, if any, from `prev`: the target's latest
   // sampling op) and waits for the proposals.
