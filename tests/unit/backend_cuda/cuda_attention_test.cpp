@@ -117,8 +117,9 @@ TEST(CudaAttention, DecodeShapesMatchCpuAtExactAndCapacityBounds) {
 // an H200's 132 SMs): batch 1 with 5, 18 and 63 live splits (the merge loads 16
 // partials at a time: one partial batch, then four with a partial last one), 16 heads
 // per CTA, two head groups, Dh 256 with softcap and window (16 live: one full batch),
-// Dh 512, and a mixed step (by_row: counters indexed by row); 1-key rows next to long
-// ones (one live split among many launched: written directly, never counted).
+// Dh 512, a mixed step (by_row: counters indexed by row) and a verify step (rows of a few
+// tokens: counters indexed by token); 1-key rows next to long ones (one live split among
+// many launched: written directly, never counted).
 const std::vector<AttnCase>& merge_cases() {
   static const std::vector<AttnCase> all = {
       {"B=1, Llama shape, ctx 300", 32, 8, 128, params(inv_sqrt(128)), {{300, 1}}},
@@ -132,7 +133,10 @@ const std::vector<AttnCase>& merge_cases() {
        params(inv_sqrt(256), 50.f, 1000),
        {{3000, 1}, {1, 1}, {1064, 1}}},
       {"G4, d512", 4, 1, 512, params(inv_sqrt(512)), {{900, 1}, {65, 1}}},
-      {"mixed, Llama shape", 32, 8, 128, params(inv_sqrt(128)), {{2000, 1}, {50, 20}, {1, 1}}},
+      // T > 8·B: the prefill kernel beside by_row decode (fewer tokens would all decode).
+      {"mixed, Llama shape", 32, 8, 128, params(inv_sqrt(128)), {{2000, 1}, {50, 30}, {1, 1}}},
+      // A verify step: every token on the decode kernel, counters indexed by token.
+      {"verify, Llama shape, ctx 3000", 32, 8, 128, params(inv_sqrt(128)), {{3000, 5}, {1, 1}}},
   };
   return all;
 }
