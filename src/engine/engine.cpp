@@ -39,6 +39,8 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
   info_.max_model_len = int(std::min<int64_t>(
       config_.max_model_len.value_or(c.max_position_embeddings), kv_.max_sequence_tokens()));
   executor_->prepare(info_.max_model_len, config_.scheduler.max_rows);
+  if (config_.speculative)
+    executor_->prepare_speculation(config_.speculative->num_speculative_tokens + 1);
   overlap_ = config_.overlap == Overlap::On || (config_.overlap == Overlap::Auto && e.asynchronous);
   info_.eos_token_ids = c.eos_token_ids;
   info_.num_parameters = e.num_parameters;

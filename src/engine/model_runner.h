@@ -49,6 +49,11 @@ class ModelRunner {
   // Steps run through a verify graph so far, and verify graphs recorded (0 without graphs).
   int64_t verify_graph_replays() const { return verify_graphs_ ? verify_graphs_->replays() : 0; }
   int64_t graphs_recorded() const { return verify_graphs_ ? verify_graphs_->recorded() : 0; }
+  // Records the verify graphs of `rows` rows of 2..max_tokens_per_row tokens now (with
+  // graphs enabled; VerifyGraphs::record_now).
+  void record_verify_graphs(int rows, int max_tokens_per_row) {
+    if (verify_graphs_) verify_graphs_->record_now(rows, max_tokens_per_row);
+  }
 
   const KvGroups& groups() const { return groups_; }
   int num_groups() const { return groups_.num_groups(); }

@@ -149,15 +149,26 @@ void VerifyGraphs::write_inputs(Graph& g, const StepPlan& padded) {
   }
 }
 
+VerifyGraphs::Graph& VerifyGraphs::graph(int bucket, int per_row) {
+  Graph& g = graphs_[size_t(bucket) * size_t(kMaxTokensPerRow + 1) + size_t(per_row)];
+  if (g.rows == 0) {
+    g = record(row_buckets_[size_t(bucket)], per_row);
+    recorded_++;
+  }
+  return g;
+}
+
+void VerifyGraphs::record_now(int rows, int max_tokens_per_row) {
+  const auto it = std::lower_bound(row_buckets_.begin(), row_buckets_.end(), rows);
+  if (rows < 1 || it == row_buckets_.end()) return;
+  for (int q = 2; q <= std::min(max_tokens_per_row, kMaxTokensPerRow) && *it * q <= kMaxTokens; q++)
+    graph(int(it - row_buckets_.begin()), q);
+}
+
 Tensor VerifyGraphs::run(const StepPlan& plan, const PendingSample* prev) {
   const auto [bucket, q] = bucket_of(plan);
   TANDEM_CHECK(bucket >= 0, "VerifyGraphs::run: the step has no graph bucket");
-  const size_t i = size_t(bucket) * size_t(kMaxTokensPerRow + 1) + size_t(q);
-  if (graphs_[i].rows == 0) {
-    graphs_[i] = record(row_buckets_[size_t(bucket)], q);
-    recorded_++;
-  }
-  Graph& g = graphs_[i];
+  Graph& g = graph(bucket, q);
   const StepPlan padded = pad_uniform_rows(plan, g.rows, g.per_row);
   write_inputs(g, padded);
   feed_plan_tokens(backend_, g.step.tokens, padded, prev);

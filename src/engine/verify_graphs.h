@@ -53,6 +53,10 @@ class VerifyGraphs {
   // Runs the plan through its graph (recorded on first use). Logits [S, vocab] of the
   // plan's sample_index tokens. `prev`: the previous step's sampling op, for fed tokens.
   Tensor run(const StepPlan& plan, const PendingSample* prev = nullptr);
+  // Records, now rather than on first use, the graphs of `rows` rows (its bucket) of
+  // 2..max_tokens_per_row tokens each, as far as the bounds allow: a server that speculates
+  // records its single-stream verify steps before its first request.
+  void record_now(int rows, int max_tokens_per_row);
   int64_t replays() const { return replays_; }
   int64_t recorded() const { return recorded_; }
 
@@ -65,6 +69,7 @@ class VerifyGraphs {
   };
   // The bucket (row bucket index, tokens per row) of `plan`, or {-1, 0}.
   std::pair<int, int> bucket_of(const StepPlan& plan) const;
+  Graph& graph(int bucket, int per_row);  // recorded on first use
   Graph record(int rows, int per_row);
   void write_inputs(Graph& g, const StepPlan& padded);
 
