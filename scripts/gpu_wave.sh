@@ -205,6 +205,16 @@ variant("gemma4", "window-4096", rp(sliding_window=4096))
 PY
 fi
 
+if has verify; then
+  timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttention.*' > "$L/verify-attn.log" 2>&1
+  echo "test_backend_cuda CudaAttention.* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-attn.log" | tr '\n' ' ')"
+  timeout 120 "$G/tests/test_golden" --gtest_filter='TinyModel*' > "$L/verify-golden.log" 2>&1
+  echo "test_golden TinyModel* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-golden.log" | tr '\n' ' ')"
+  grep -E '^\[ tiny-kjv|FAILED|Failure|Expected|Which is|actual' "$L/verify-golden.log" | head -20
+  fits 200 "verify: spec_pair" &&
+    REPS=1 timeout 240 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/verify-pair.log" | tail -22
+fi
+
 if has hfbf16; then
   timeout 120 python3 bench/hf_bf16_oracle_kl.py --write /tmp/hfb tests/data/oracle gemma4 \
     gemma4_kvshare gemma4_moe_nople > "$L/hf-bf16.log" 2>&1
@@ -239,16 +249,6 @@ fi
 if has gguf; then
   G=$G OUT=$L/gguf BUDGET=$((BUDGET - SECONDS - 10)) timeout $((BUDGET - SECONDS)) scripts/gpu_gguf.sh 8b 2>&1 | \
     tee "$L/gguf.log" | tail -40
-fi
-
-if has verify; then
-  timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttention.*' > "$L/verify-attn.log" 2>&1
-  echo "test_backend_cuda CudaAttention.* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-attn.log" | tr '\n' ' ')"
-  timeout 120 "$G/tests/test_golden" --gtest_filter='TinyModel*' > "$L/verify-golden.log" 2>&1
-  echo "test_golden TinyModel* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-golden.log" | tr '\n' ' ')"
-  grep -E '^\[ tiny-kjv|FAILED|Failure|Expected|Which is|actual' "$L/verify-golden.log" | head -20
-  fits 200 "verify: spec_pair" &&
-    REPS=1 timeout 240 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/verify-pair.log" | tail -22
 fi
 
 if has pair; then
