@@ -206,7 +206,7 @@ PY
 fi
 
 if has verify; then
-  timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttention.*' > "$L/verify-attn.log" 2>&1
+  timeout 150 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttention.*' > "$L/verify-attn.log" 2>&1
   echo "test_backend_cuda CudaAttention.* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-attn.log" | tr '\n' ' ')"
   timeout 120 "$G/tests/test_golden" --gtest_filter='TinyModel*' > "$L/verify-golden.log" 2>&1
   echo "test_golden TinyModel* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-golden.log" | tr '\n' ' ')"
