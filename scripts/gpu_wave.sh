@@ -19,6 +19,10 @@
 #           (bench/hf_bf16_oracle_kl.py --write: $OUT/hf-bf16.tgz), and its GPU-against-fp32
 #           logits per position on the diag's sequence: how much of the GPU drift is bf16's
 #    pair   bench/spec_pair.sh on the GPU: the real pair, models/tiny-kjv and its draft
+#    verify verify steps as CUDA graphs (issue 44 item 5): test_backend_cuda's verify-step
+#           attention against the CPU, test_golden's TinyModelCuda (graph against eager, token
+#           for token, n-gram and draft), then bench/spec_pair.sh (REPS=1): none / n-gram /
+#           draft tok/s on the GPU                                                    ~3 min
 #    vision scripts/gpu_vision.sh (issue 41's figures) with this bundle's tandem
 #    gguf   scripts/gpu_gguf.sh 8b (issue 42's GPU figures against llama.cpp's CUDA server,
 #           built in the call from .device/llamacpp-src.tar.xz) with this bundle
@@ -224,6 +228,16 @@ variant("gemma4_moe_nople", "full-last", rp(layer_types=["sliding_attention"] * 
 variant("gemma4", "as-is", rp())
 variant("gemma4", "window-4096", rp(sliding_window=4096))
 PY
+fi
+
+if has verify; then
+  timeout 150 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttention.*' > "$L/verify-attn.log" 2>&1
+  echo "test_backend_cuda CudaAttention.* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-attn.log" | tr '\n' ' ')"
+  timeout 120 "$G/tests/test_golden" --gtest_filter='TinyModel*' > "$L/verify-golden.log" 2>&1
+  echo "test_golden TinyModel* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-golden.log" | tr '\n' ' ')"
+  grep -E '^\[ tiny-kjv|FAILED|Failure|Expected|Which is|actual' "$L/verify-golden.log" | head -20
+  fits 200 "verify: spec_pair" &&
+    REPS=1 timeout 240 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/verify-pair.log" | tail -22
 fi
 
 if has hfbf16; then

@@ -39,6 +39,8 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
   info_.max_model_len = int(std::min<int64_t>(
       config_.max_model_len.value_or(c.max_position_embeddings), kv_.max_sequence_tokens()));
   executor_->prepare(info_.max_model_len, config_.scheduler.max_rows);
+  if (config_.speculative)
+    executor_->prepare_speculation(config_.speculative->num_speculative_tokens + 1);
   overlap_ = config_.overlap == Overlap::On || (config_.overlap == Overlap::Auto && e.asynchronous);
   info_.eos_token_ids = c.eos_token_ids;
   info_.num_parameters = e.num_parameters;
@@ -401,7 +403,8 @@ void Engine::complete_in_flight() {
   // overlapped loop a step() call issues one step and waits for the one before, so the
   // call's own duration would charge each step its predecessor's cost.
   const auto now = std::chrono::steady_clock::now();
-  if (speculator_ && !f.has_prompt && (f.speculative || !last_completed_speculative_))
+  if (speculator_ && !f.has_prompt && !f.recorded_graph &&
+      (f.speculative || !last_completed_speculative_))
     speculator_->observe_step(f.speculative, f.num_tokens,
                               std::chrono::duration<double>(now - std::max(f.started, last_completion_)).count());
   last_completion_ = now;
@@ -421,6 +424,7 @@ bool Engine::step() {
   drop_cancelled();
   if (speculator_) speculator_->propose(scheduler_.running());
   std::vector<ScheduledRow> rows = scheduler_.schedule();
+  const int64_t recorded = executor_->graphs_recorded();
   if (speculator_) {
     speculator_->take_schedule(rows);
     if (speculator_->uses_draft_model()) run_draft(rows);
@@ -428,7 +432,10 @@ bool Engine::step() {
   const bool worked = !rows.empty() || in_flight_.has_value();
   std::optional<InFlight> issued;
   if (!rows.empty()) issued = issue(rows);
-  if (issued) issued->started = started;
+  if (issued) {
+    issued->started = started;
+    issued->recorded_graph = executor_->graphs_recorded() != recorded;
+  }
   if (in_flight_) complete_in_flight();  // step n's tokens, while step n+1 runs
   in_flight_ = std::move(issued);
   if (in_flight_ && !overlap_) complete_in_flight();

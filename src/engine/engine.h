@@ -147,6 +147,7 @@ class Engine : public EngineApi {
     // decode or verify step's (the first prompt's also warms the device up).
     int num_tokens = 0;
     bool has_prompt = false;
+    bool recorded_graph = false;  // its forwards recorded a graph: not charged either
     std::chrono::steady_clock::time_point started;
   };
   // Issues `rows` as one forward and its sampling op, without waiting (plan, issue the

@@ -139,6 +139,14 @@ class Executor {
   // before the step's issue_forward. The default runs no draft model and fails.
   virtual DraftProposals run_draft(const DraftStep& step);
 
+  // Speculative decoding will verify rows of up to `tokens_per_row` tokens: an executor
+  // with graphs records the single-row verify steps' now (and its draft's catch-up
+  // forwards'), before the first request. Once, after prepare.
+  virtual void prepare_speculation(int tokens_per_row) { (void)tokens_per_row; }
+  // Verify graphs recorded so far (engine/verify_graphs.h), the draft's included: a step
+  // that records one costs far more than its replays, so the speculator does not charge it.
+  virtual int64_t graphs_recorded() const { return 0; }
+
   // Between steps, on the engine's thread. The default: an executor that encodes nothing.
   virtual VisionEncodeStats vision_encode_stats() const { return {}; }
 

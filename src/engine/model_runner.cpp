@@ -101,6 +101,8 @@ void ModelRunner::enable_graphs(int max_model_len, int max_rows) {
   int max_blocks = (max_model_len + block_size_ - 1) / block_size_;
   graphs_ = std::make_unique<DecodeGraphs>(model_, backend_, kv_, num_groups(), block_size_,
                                            max_blocks, max_rows);
+  verify_graphs_ = std::make_unique<VerifyGraphs>(model_, backend_, kv_, num_groups(), block_size_,
+                                                  max_blocks, max_rows);
 }
 
 Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev, Tensor* pooled) {
@@ -115,14 +117,16 @@ Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev, Ten
                  "LoRA slot {} but the model has {}", slot, model_.lora_targets().capacity.num_slots());
   for (int g = 0; g < num_groups(); g++)
     for (int32_t slot : plan.groups[size_t(g)].slot_map)
-      TANDEM_CHECK(slot >= 0 && slot < num_blocks(g) * block_size_,
+      TANDEM_CHECK(slot >= -1 && slot < num_blocks(g) * block_size_,  // -1: writes nowhere
                    "slot {} out of range in KV group {} ({} blocks)", slot, g, num_blocks(g));
   // A recorded decode step samples each row's last token; prompt-logprob rows are others,
   // and it pools nothing; a step writing soft tokens (a one-token image can look like a
   // decode step) is not one either.
-  if (graphs_ && plan.logprob_index.empty() && plan.pool_index.empty() && plan.media.empty() &&
-      graphs_->fits(plan))
-    return graphs_->run(plan, prev);
+  if (graphs_ && plan.logprob_index.empty() && plan.pool_index.empty() && plan.media.empty()) {
+    if (graphs_->fits(plan)) return graphs_->run(plan, prev);
+    if (plan.media_ends.empty() && verify_graphs_->fits(plan))
+      return verify_graphs_->run(plan, prev);
+  }
   StepTensors step = upload(plan, prev);
   step.pool = upload_pool_tensors(backend_, plan, model_.config().hidden_size);
   Tensor logits = model_.forward(step, kv_);

@@ -11,6 +11,7 @@
 #include "engine/decode_graphs.h"
 #include "engine/encoder_cache.h"
 #include "engine/step_plan.h"
+#include "engine/verify_graphs.h"
 #include "kv/kv_groups.h"
 #include "model/model.h"
 
@@ -42,8 +43,17 @@ class ModelRunner {
   Tensor forward(const StepPlan& plan, const PendingSample* prev = nullptr,
                  Tensor* pooled = nullptr);
   // On backends with graphs: run decode steps of up to `max_rows` rows as recorded graphs
-  // (engine/decode_graphs.h); `max_model_len` bounds the block tables they read.
+  // (engine/decode_graphs.h), and steps of a few tokens per row (speculative verify steps,
+  // engine/verify_graphs.h); `max_model_len` bounds the block tables they read.
   void enable_graphs(int max_model_len, int max_rows);
+  // Steps run through a verify graph so far, and verify graphs recorded (0 without graphs).
+  int64_t verify_graph_replays() const { return verify_graphs_ ? verify_graphs_->replays() : 0; }
+  int64_t graphs_recorded() const { return verify_graphs_ ? verify_graphs_->recorded() : 0; }
+  // Records the verify graphs of `rows` rows of 2..max_tokens_per_row tokens now (with
+  // graphs enabled; VerifyGraphs::record_now).
+  void record_verify_graphs(int rows, int max_tokens_per_row) {
+    if (verify_graphs_) verify_graphs_->record_now(rows, max_tokens_per_row);
+  }
 
   const KvGroups& groups() const { return groups_; }
   int num_groups() const { return groups_.num_groups(); }
@@ -64,6 +74,7 @@ class ModelRunner {
   DType kv_dtype_;           // of every cache tensor
   std::vector<PagedKv> kv_;  // [num_layers]
   std::unique_ptr<DecodeGraphs> graphs_;
+  std::unique_ptr<VerifyGraphs> verify_graphs_;
   EncoderCache encoder_cache_;
 };
 

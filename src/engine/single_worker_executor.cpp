@@ -54,6 +54,13 @@ class SingleWorkerExecutor final : public Executor {
   KvRoom kv_room(const KvSizing& sizing) const override;
   KvLayout allocate_kv(const KvSizing& sizing) override;
   void prepare(int max_model_len, int max_rows) override;
+  void prepare_speculation(int tokens_per_row) override {
+    if (runner_) runner_->record_verify_graphs(1, tokens_per_row);
+    if (draft_) draft_->record_verify_graphs(1, tokens_per_row);
+  }
+  int64_t graphs_recorded() const override {
+    return (runner_ ? runner_->graphs_recorded() : 0) + (draft_ ? draft_->graphs_recorded() : 0);
+  }
   void issue_forward(const StepPlan& plan) override;
   void issue_sampling(std::span<const SampleRow> rows) override;
   std::vector<SampledToken> collect() override;

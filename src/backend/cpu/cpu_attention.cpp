@@ -269,7 +269,8 @@ void run_jobs(ThreadPool& pool, const AttnView& view, const std::vector<AttnJob>
 
 }  // namespace
 
-// Writes the step's new K and V into their slots, in the cache's dtype.
+// Writes the step's new K and V into their slots, in the cache's dtype; a token of a
+// negative slot (padding: engine/verify_graphs.h) writes nothing.
 //   k, v [T, Hkv, Dh] f32; cache [NB, BS, Hkv, Dh] f32 or f8_e4m3
 void CpuBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
                           const StepTensors& step) {
@@ -288,8 +289,9 @@ void CpuBackend::write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
                v.shape.str(), T, cache.k.dim(2), cache.k.dim(3), slot_map.shape.str());
   const int32_t* slot = slot_map.ptr<int32_t>();
   for (int64_t t = 0; t < T; t++) {
-    TANDEM_CHECK(slot[t] >= 0 && slot[t] < slots, "write_kv: slot {} of token {} outside [0, {})",
-                 slot[t], t, slots);
+    if (slot[t] < 0) continue;
+    TANDEM_CHECK(slot[t] < slots, "write_kv: slot {} of token {} outside [0, {})", slot[t], t,
+                 slots);
     cpu::store_kv_values(cache.k, slot[t] * row, k.ptr<float>() + t * row, row);
     cpu::store_kv_values(cache.v, slot[t] * row, v.ptr<float>() + t * row, row);
   }

@@ -1,7 +1,8 @@
 // Paged attention on CUDA: write_kv stores the step's new K/V rows in their slots, and
 // attention checks its arguments and dispatches to the tensor-core kernels:
-//   - every row decodes one token (T == B): the decode kernel (flash-decoding, split
-//     over the context) serves every token;
+//   - every row decodes one token (T == B), or the rows have at most kDecodeTokensPerRow
+//     tokens on average (speculative verify steps): the decode kernel (flash-decoding,
+//     split over the context) serves every token;
 //   - otherwise (prefill or a mixed step): the decode kernel serves the rows with one
 //     token and the prefill kernel (flash-attention-2) the rows with more.
 // Which rows have how many tokens is read on the device; the host only sizes grids from
@@ -121,6 +122,16 @@ int64_t split_counter_capacity(const cudaDeviceProp& props) {
   return kSplitCountersPerSm * std::max(1, props.multiProcessorCount);
 }
 
+// Steps of at most this many tokens per row on average run every token on the decode
+// kernel (launch_decode without by_row): each token over its row's keys up to its own
+// position, which is right for a row of any length (causal within it: the step's keys are
+// in the cache before attention runs). The host knows only T and B, not each row's length
+// (read on the device, so graphs replay shorter rows): the bound is on the average. A
+// verify step (rows of K + 1 <= 8 tokens, engine/verify_graphs.h) always takes it; so does a
+// short prompt chunk beside decode rows, whose tokens each re-read their row's keys (at
+// most 8·B tokens in all).
+constexpr int kDecodeTokensPerRow = 8;
+
 // The flash-decoding plan (cuda_split_plan.h) as the kernels' arguments.
 attn::SplitArgs plan_splits(int64_t num_items, int max_keys, int num_sms, int ctas_per_sm,
                             int64_t max_split_items) {
@@ -202,7 +213,13 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
     a.media_ends = step.media_ends.ptr<int32_t>();
   }
 
-  const bool all_decode = step.num_tokens == step.num_rows;
+  // Steps of a few tokens per row (verify steps: each speculating row's chunk of K + 1)
+  // take the decode kernel over every token too: the prefill kernel's query tiles would
+  // sit mostly empty, and it does not split the context. Not where an image's tokens see
+  // each other.
+  const bool few_per_row = int64_t(step.num_tokens) <= int64_t(kDecodeTokensPerRow) * step.num_rows &&
+                           a.media_ends == nullptr;
+  const bool all_decode = step.num_tokens == step.num_rows || few_per_row;
   const int num_x = all_decode ? step.num_tokens : step.num_rows;
   const int max_keys =
       params.window > 0 ? std::min(step.max_context_len, params.window) : step.max_context_len;

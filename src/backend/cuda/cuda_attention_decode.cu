@@ -14,10 +14,10 @@
 // threads copying a key's 16-byte chunks fetch its slot with a shuffle. The first tiles'
 // block-table lines are prefetched at kernel start, before the token's position arrives.
 //
-// Steps of one or two tokens (batch-1 and batch-2 decoding) take a variant built for latency
-// (kFewTokens below): a 2-stage ring, small enough to share an SM with a few-row GEMV's CTA,
-// and the keys of earlier steps loaded before the kernel waits on qkv_to_cache (PDL), the
-// step's own key after (KvRing::start_early / load_held).
+// Steps of one or two tokens, one per row (batch-1 and batch-2 decoding), take a variant
+// built for latency (kFewTokens below): a 2-stage ring, small enough to share an SM with a
+// few-row GEMV's CTA, and the keys of earlier steps loaded before the kernel waits on
+// qkv_to_cache (PDL), the step's own key after (KvRing::start_early / load_held).
 //
 // An e4m3 cache has its own kernel (cuda_attention_decode_f8.cu); what the two share —
 // finding the token, slots, the tile ring, the split merge — is in cuda_attention_decode.cuh.
@@ -209,7 +209,9 @@ void launch_decode(const AttnArgs& a, const SplitArgs& sp, int num_x, cudaStream
   if (a.kv_f8) return launch_decode_f8(a, sp, num_x, stream);
   with_head_dim(a.head_dim, [&](auto dh) {
     constexpr int DH = decltype(dh)::value;
-    if (num_x <= kFewTokens)
+    // Early keys assume the token's own key is the step's only one: rows of one token.
+    const bool one_per_row = sp.by_row || a.num_tokens == a.num_rows;
+    if (num_x <= kFewTokens && one_per_row)
       launch_grid(kernel<DH, 2, true>(), 16, DecodeShape<DH, 2>::kSmemBytes, a, sp, num_x, stream);
     else
       launch_grid(kernel<DH>(), 16, DecodeShape<DH>::kSmemBytes, a, sp, num_x, stream);

@@ -38,8 +38,10 @@ struct DecodeItem {
 
 // Grid x -> item: a row with exactly one token (by_row) or any token; false = nothing
 // to compute. Independent loads are issued together, then `overlap()` runs while they
-// are in flight: without by_row (T == B, so starts[x + 1] exists) one round trip finds
-// the token's position and, in the usual one-token-per-row step, its row.
+// are in flight: without by_row one round trip finds the token's position and, in the
+// usual one-token-per-row step (T == B), its row. A token of a row of several (a verify
+// step's chunk) sees its row's keys up to its own position: causal within the chunk,
+// since the step wrote the chunk's keys to the cache before attention.
 template <class Overlap>
 __device__ __forceinline__ bool find_item(const AttnArgs& a, bool by_row, int x, DecodeItem& it,
                                           Overlap&& overlap) {
@@ -51,12 +53,15 @@ __device__ __forceinline__ bool find_item(const AttnArgs& a, bool by_row, int x,
     if (s1 - s0 != 1) return false;
     it.p = __ldg(a.positions + s0);
   } else {
+    // x < T, but starts has B + 1 entries: with rows of several tokens (T > B) the guess
+    // "row x" becomes row xs = min(x, B - 1), still one round trip for the last row.
+    const int xs = min(x, a.num_rows - 1);
     const int p = __ldg(a.positions + x);
-    const int s0 = __ldg(a.seq_starts + x), s1 = __ldg(a.seq_starts + x + 1);
+    const int s0 = __ldg(a.seq_starts + xs), s1 = __ldg(a.seq_starts + xs + 1);
     overlap();
     it.token = x;
     // Row b owns tokens [starts[b], starts[b+1]): the last row starting at or before x.
-    it.row = s0 <= x && x < s1 ? x : cuda::last_at_most(a.seq_starts, a.num_rows, x);
+    it.row = s0 <= x && x < s1 ? xs : cuda::last_at_most(a.seq_starts, a.num_rows, x);
     it.p = p;
   }
   it.lo = first_key(it.p, a.window);

@@ -117,8 +117,9 @@ TEST(CudaAttention, DecodeShapesMatchCpuAtExactAndCapacityBounds) {
 // an H200's 132 SMs): batch 1 with 5, 18 and 63 live splits (the merge loads 16
 // partials at a time: one partial batch, then four with a partial last one), 16 heads
 // per CTA, two head groups, Dh 256 with softcap and window (16 live: one full batch),
-// Dh 512, and a mixed step (by_row: counters indexed by row); 1-key rows next to long
-// ones (one live split among many launched: written directly, never counted).
+// Dh 512, a mixed step (by_row: counters indexed by row) and a verify step (rows of a few
+// tokens: counters indexed by token); 1-key rows next to long ones (one live split among
+// many launched: written directly, never counted).
 const std::vector<AttnCase>& merge_cases() {
   static const std::vector<AttnCase> all = {
       {"B=1, Llama shape, ctx 300", 32, 8, 128, params(inv_sqrt(128)), {{300, 1}}},
@@ -132,7 +133,10 @@ const std::vector<AttnCase>& merge_cases() {
        params(inv_sqrt(256), 50.f, 1000),
        {{3000, 1}, {1, 1}, {1064, 1}}},
       {"G4, d512", 4, 1, 512, params(inv_sqrt(512)), {{900, 1}, {65, 1}}},
-      {"mixed, Llama shape", 32, 8, 128, params(inv_sqrt(128)), {{2000, 1}, {50, 20}, {1, 1}}},
+      // T > 8·B: the prefill kernel beside by_row decode (fewer tokens would all decode).
+      {"mixed, Llama shape", 32, 8, 128, params(inv_sqrt(128)), {{2000, 1}, {50, 30}, {1, 1}}},
+      // A verify step: every token on the decode kernel, counters indexed by token.
+      {"verify, Llama shape, ctx 3000", 32, 8, 128, params(inv_sqrt(128)), {{3000, 5}, {1, 1}}},
   };
   return all;
 }
@@ -201,6 +205,55 @@ TEST(CudaAttention, FusedSplitMergeSurvivesRepeatedLaunchesAndGraphReplays) {
       expect_output(test::to_vec(*be.gpu, g.out), want[(i + 1) % 2], c);
     }
   }
+}
+
+// Verify steps (speculative decoding): rows of 1..8 new tokens each (T <= 8·B) run every
+// token on the decode kernel (cuda_attention.cu), causal within each row's chunk. Against
+// the CPU twin, at exact and at a graph's capacity bounds; the GPU output starts as NaN,
+// so a token the kernel skipped fails. Cases: batch 1 with two tokens (the few-token
+// kernel must not load a chunk's keys early), T far above B + 1 (tokens past the rows'
+// start indices), windows, GQA 1..16, Dh 64..256.
+TEST(CudaAttention, VerifyStepsOnTheDecodeKernelMatchCpu) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  const std::vector<AttnCase> verify = {
+      {"verify, batch 1, K = 1", 32, 8, 128, params(inv_sqrt(128)), {{100, 2}}},
+      {"verify, batch 1, K = 7, long context", 32, 8, 128, params(inv_sqrt(128)), {{3000, 8}}},
+      {"verify, rows of 1..8",
+       16,
+       4,
+       64,
+       params(inv_sqrt(64)),
+       {{300, 5}, {1, 1}, {2000, 5}, {17, 3}, {64, 8}, {8, 8}, {129, 1}}},
+      {"verify, G1, d256, softcap, window 50",
+       4,
+       4,
+       256,
+       params(inv_sqrt(256), 30.f, 50),
+       {{700, 4}, {51, 4}, {5, 2}}},
+      {"verify, G16, d128, block size 12",
+       16,
+       1,
+       128,
+       params(inv_sqrt(128)),
+       {{500, 6}, {13, 2}, {2, 2}},
+       12},
+  };
+  for (uint32_t seed : test::test_seeds())
+    for (const AttnCase& c : verify) {
+      SCOPED_TRACE(testing::Message() << c.name << ", " << test::seed_trace(seed));
+      std::mt19937 rng(seed);
+      const HostAttnStep s = make_host_step(c, rng);
+      const AttnData d = random_data(c, s, rng);
+      int tokens = 0;
+      for (auto [ctx, n] : c.rows) tokens += n;
+      ASSERT_LE(tokens, 8 * int(c.rows.size())) << "the case would take the prefill kernel";
+      const AttnResult cpu = run(*be.cpu, c, s, d, upload_step(*be.cpu, s, c));
+      const AttnResult exact = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c));
+      const AttnResult wide = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c, 300, 9000));
+      expect_close(exact, cpu, c);
+      expect_close(wide, cpu, c);
+    }
 }
 
 TEST(CudaAttention, WriteKvSkipsNegativeSlots) {

@@ -6,9 +6,10 @@
 #include <filesystem>
 
 #include "engine/engine.h"
-#include "engine_test_util.h"
 #include "engine/model_runner.h"
 #include "engine/teacher_forcing.h"
+#include "engine/verify_graphs.h"
+#include "engine_test_util.h"
 
 namespace tandem {
 namespace engine_test {
@@ -110,6 +111,58 @@ TEST(Engine, RowLogitsDoNotDependOnTheOtherRows) {
                                                  solo.ptr<float>() + int64_t(p) * V, V));
   }
   EXPECT_LE(worst, 1e-5);
+}
+
+// A verify graph's layout (engine/verify_graphs.h): rows padded to Q tokens with copies
+// of their last token that write no KV, padding rows after them. The padded plan's
+// logits at the renumbered samples equal the plan's, and the K/V it leaves is the plan's:
+// a following step reads the same cache either way.
+TEST(Engine, PaddedUniformRowsComputeWhatThePlanComputes) {
+  auto backend = make_cpu_backend();
+  auto model = load_model(test::oracle_model("llama"), *backend);
+  const int V = model->config().vocab_size, bs = 16;
+  std::vector<std::vector<int32_t>> seqs{prompt_of(30, 3), prompt_of(19, 7), prompt_of(40, 11)};
+  const std::vector<int> known{26, 18, 37};  // cached before the verify step
+  std::vector<Tensor> logits;                // [run]: verify step, then the step after
+  for (bool padded : {false, true}) {
+    BlockPool pool(32);
+    ModelRunner runner(*model, *backend, pool.num_blocks(), bs);
+    std::vector<BlockTables> tables;
+    std::vector<PlanRow> prefill, verify, after;
+    for (size_t r = 0; r < seqs.size(); r++) tables.push_back({pool.allocate(blocks_for(41, bs))});
+    for (size_t r = 0; r < seqs.size(); r++) {
+      const int n = int(seqs[r].size()) - known[r] - (r == 1 ? 0 : 1);  // 3, 1, 2 tokens
+      prefill.push_back({seqs[r], 0, known[r], tables[r], 1});
+      verify.push_back({seqs[r], known[r], n, tables[r], n});
+      after.push_back({seqs[r], known[r] + n, 1, tables[r], 1});
+    }
+    runner.forward(build_step_plan(prefill, bs));
+    StepPlan plan = build_step_plan(verify, bs);
+    ASSERT_EQ(plan.num_tokens(), 6);
+    if (padded) {
+      const StepPlan p = pad_uniform_rows(plan, 4, 4);
+      EXPECT_EQ(p.seq_starts, (std::vector<int32_t>{0, 4, 8, 12, 16}));
+      EXPECT_EQ(p.sample_index, (std::vector<int32_t>{0, 1, 2, 4, 8, 9}));
+      EXPECT_EQ(p.positions[3], p.positions[2]) << "a copy of the row's last token";
+      EXPECT_EQ(p.groups[0].slot_map[3], -1) << "copies write no KV";
+      EXPECT_EQ(p.groups[0].slot_map[12], -1) << "padding rows write no KV";
+      EXPECT_EQ(p.context_lens[3], 1);
+      plan = p;
+    }
+    logits.push_back(backend->to_host_f32(runner.forward(plan)));
+    // Each row's next token at the position after its chunk: over the cache the step left.
+    std::vector<PlanRow> next;
+    for (size_t r = 0; r < seqs.size(); r++)
+      if (after[r].start < int(seqs[r].size()))
+        next.push_back({seqs[r], after[r].start, 1, tables[r], 1});
+    ASSERT_EQ(next.size(), 2u);
+    logits.push_back(backend->to_host_f32(runner.forward(build_step_plan(next, bs))));
+  }
+  ASSERT_EQ(logits[0].numel(), logits[2].numel());
+  EXPECT_LE(test::relative_error(logits[2].ptr<float>(), logits[0].ptr<float>(), logits[0].numel()),
+            1e-5);
+  EXPECT_LE(test::relative_error(logits[3].ptr<float>(), logits[1].ptr<float>(), 2 * int64_t(V)),
+            1e-5);
 }
 
 }  // namespace engine_test
