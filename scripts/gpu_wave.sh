@@ -117,6 +117,14 @@ if has spec || has embed || has tp; then  # tp alone: the 1B shape only
   writer=$!
 fi
 
+if has tp; then  # the NCCL checks need only the fixtures
+  timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='Nccl*:CudaVocabSlice*' > "$L/tp-unit.log" 2>&1
+  echo "tp test_backend_cuda rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-unit.log" | tr '\n' ' ')"
+  timeout 180 "$G/tests/test_golden" --gtest_filter='*TensorParallelNccl*' > "$L/tp-golden.log" 2>&1
+  echo "tp test_golden rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-golden.log" | tr '\n' ' ')"
+  grep -hE '^\[  (FAILED|SKIPPED) |Failure|Expected|Which is|error' "$L/tp-unit.log" "$L/tp-golden.log" | head -20
+fi
+
 trainer=
 if has draft; then
   ( mkdir -p /tmp/corpus && tar xJf .device/corpus.tar.xz -C /tmp/corpus && \
@@ -237,7 +245,7 @@ if has verify; then
   echo "test_golden TinyModel* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-golden.log" | tr '\n' ' ')"
   grep -E '^\[ tiny-kjv|FAILED|Failure|Expected|Which is|actual' "$L/verify-golden.log" | head -20
   fits 200 "verify: spec_pair" &&
-    REPS=1 timeout 240 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/verify-pair.log" | tail -22
+    REPS=1 N=${PAIR_N:-128} timeout 240 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/verify-pair.log" | tail -22
 fi
 
 if has hfbf16; then
@@ -277,7 +285,7 @@ if has gguf; then
 fi
 
 if has gguf-kern; then
-  timeout 200 "$G/bench/cuda_gguf_bench" "${GGUF_TYPES:-bf16,q4_k,q6_k,q8_0}" \
+  [ -x "$G/bench/cuda_gguf_bench" ] && timeout 200 "$G/bench/cuda_gguf_bench" "${GGUF_TYPES:-bf16,q4_k,q6_k,q8_0}" \
     "${GGUF_ROWS:-1,2,4,8,16,32,64,128}" "${GGUF_VARIANTS:-0.0}" 2>&1 | tee "$L/gguf-kern.log"
   timeout 60 "$G/tests/test_backend_cuda" --gtest_filter='CudaBlock*' > "$L/gguf-kern-tests.log" 2>&1
   echo "CudaBlock tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/gguf-kern-tests.log" | tr '\n' ' ')"
@@ -299,14 +307,6 @@ fi
 
 if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
-fi
-
-if has tp; then  # the NCCL checks need only the fixtures
-  timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='Nccl*:CudaVocabSlice*' > "$L/tp-unit.log" 2>&1
-  echo "tp test_backend_cuda rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-unit.log" | tr '\n' ' ')"
-  timeout 180 "$G/tests/test_golden" --gtest_filter='*TensorParallelNccl*' > "$L/tp-golden.log" 2>&1
-  echo "tp test_golden rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-golden.log" | tr '\n' ' ')"
-  grep -hE '^\[  (FAILED|SKIPPED) |Failure|Expected|Which is|error' "$L/tp-unit.log" "$L/tp-golden.log" | head -20
 fi
 
 has spec || has embed || has tp || exit 0
