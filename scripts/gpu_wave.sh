@@ -77,7 +77,9 @@ pack() {
   done
   cp scripts/gpu_wave.sh "$stage/wave/"
   echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +dirty), data at $root" > "$stage/wave/COMMIT"
-  tar cf - -C "$stage" wave | xz -T2 -6 > .device/wave.tar.xz || return 1
+  # One xz stream with a 64 MB dictionary: the binaries share most of their bytes (-9 -T1
+  # packs them ~30% smaller than -6 -T2).
+  tar cf - -C "$stage" wave | xz -9 -T1 > .device/wave.tar.xz || return 1
   echo "packed .device/wave.tar.xz ($(du -h .device/wave.tar.xz | cut -f1)): $(cat "$stage/wave/COMMIT")"
 }
 
