@@ -39,6 +39,12 @@ KvBlockManager make_kv_block_manager(std::span<const LayerKvSpec> specs, DType d
 // Bytes of KV storage the planned blocks take, all groups together.
 int64_t planned_kv_bytes(std::span<const LayerKvSpec> specs, DType dtype, const KvSizing& sizing);
 
+// Bytes `backend` can give the KV cache now (after the weights): a quarter of free RAM on
+// the CPU, which the rest of the machine shares; on a GPU most of its free memory, less
+// headroom for a step's activations and its logits (each decode graph keeps its own; a
+// model with adapters records two graphs per batch size, DecodeGraphs).
+int64_t spare_kv_bytes(const Backend& backend, const ModelConfig& c, bool lora, const KvSizing& s);
+
 // The KV cache dtype a `--kv-cache-dtype` value names, in vLLM's spellings: "auto" →
 // nullopt (the backend's act dtype), "fp8" and "fp8_e4m3" → F8E4M3 (stored unscaled).
 // Throws tandem::Error naming the accepted values otherwise.

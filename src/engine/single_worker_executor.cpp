@@ -16,22 +16,6 @@
 namespace tandem {
 namespace {
 
-// Bytes the device can give the KV cache now (after the weights): a quarter of free RAM on
-// the CPU, which the rest of the machine shares; on a GPU most of its free memory, less
-// headroom for a step's activations and its logits (each decode graph keeps its own; a
-// model with adapters records two graphs per batch size, DecodeGraphs).
-int64_t spare_kv_bytes(const Backend& backend, const Model& model, const KvSizing& s) {
-  const ModelConfig& c = model.config();
-  const bool lora = model.lora_targets().capacity.enabled();
-  const int64_t free = backend.available_memory();
-  if (backend.device() == Device::CPU) return free / 4;
-  const int64_t activations = int64_t(s.max_batched_tokens) *
-                              (8 * int64_t(c.hidden_size) + 4 * int64_t(c.intermediate_size)) * 2;
-  const int64_t logits = int64_t(std::max(s.max_rows, 1)) * c.vocab_size * 4 * (lora ? 8 : 4);
-  const int64_t headroom = (int64_t(1) << 30) + activations + logits;
-  return int64_t(double(free) * 0.92) - headroom;
-}
-
 class SingleWorkerExecutor final : public Executor {
  public:
   SingleWorkerExecutor(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
@@ -107,7 +91,8 @@ KvRoom SingleWorkerExecutor::kv_room(const KvSizing& sizing) const {
   const DType dtype = config_.kv_dtype.value_or(backend_->act_dtype());
   int64_t per_block = kv_bytes_per_block(model_->kv_specs(), sizing.block_size, dtype);
   if (draft_) per_block += draft_->bytes_per_block(sizing.block_size, dtype);
-  return {.bytes_available = spare_kv_bytes(*backend_, *model_, sizing),
+  return {.bytes_available = spare_kv_bytes(*backend_, model_->config(),
+                                            model_->lora_targets().capacity.enabled(), sizing),
           .bytes_per_token = per_block / sizing.block_size};
 }
 
@@ -128,7 +113,8 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
   KvSizing s = sizing;
   if (!s.budget_bytes) {  // every row at full length, if the device can spare that much
     const int64_t want = kv_bytes(plan_group_blocks(layout.groups, block_bytes, s), block_bytes);
-    const int64_t spare = spare_kv_bytes(*backend_, *model_, s);
+    const int64_t spare =
+        spare_kv_bytes(*backend_, model_->config(), model_->lora_targets().capacity.enabled(), s);
     const int64_t two_blocks = 2 * kv_bytes_per_block(specs, s.block_size, layout.dtype);
     if (spare < want) s.budget_bytes = std::max(spare, two_blocks);
   }

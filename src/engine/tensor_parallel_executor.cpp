@@ -31,17 +31,6 @@ StepPlan with_fed_tokens(const StepPlan& plan, std::span<const int32_t> ids) {
   return out;
 }
 
-// What one GPU rank can give its KV cache (as the single worker reckons a GPU's: most of
-// its free memory, less a step's activations and logits and a GiB of headroom).
-int64_t gpu_rank_spare_bytes(const Backend& backend, const ModelConfig& c, const KvSizing& s,
-                             bool lora) {
-  const int64_t activations = int64_t(s.max_batched_tokens) *
-                              (8 * int64_t(c.hidden_size) + 4 * int64_t(c.intermediate_size)) * 2;
-  const int64_t logits = int64_t(std::max(s.max_rows, 1)) * c.vocab_size * 4 * (lora ? 8 : 4);
-  const int64_t headroom = (int64_t(1) << 30) + activations + logits;
-  return int64_t(double(backend.available_memory()) * 0.92) - headroom;
-}
-
 class TensorParallelExecutor final : public Executor {
  public:
   TensorParallelExecutor(std::unique_ptr<Backend> backend0, std::unique_ptr<Model> model0,
@@ -140,7 +129,7 @@ class TensorParallelExecutor final : public Executor {
     std::vector<int64_t> spare(size_t(ranks_->size()));
     const bool lora = model0_->lora_targets().capacity.enabled();
     ranks_->run([&](int r) {
-      spare[size_t(r)] = gpu_rank_spare_bytes(ranks_->backend(r), info_.model, sizing, lora);
+      spare[size_t(r)] = spare_kv_bytes(ranks_->backend(r), info_.model, lora, sizing);
     });
     return *std::min_element(spare.begin(), spare.end());
   }
