@@ -19,6 +19,7 @@
 #include "engine/teacher_forcing.h"
 #include "loader/safetensors.h"
 #include "lora_fixture.h"
+#include "model/config.h"
 #include "model/lora/lora_slots.h"
 #include "oracle_fixture.h"
 

@@ -6,9 +6,10 @@
 #include <filesystem>
 
 #include "engine/engine.h"
-#include "engine_test_util.h"
 #include "engine/model_runner.h"
 #include "engine/teacher_forcing.h"
+#include "engine_test_util.h"
+#include "model/config.h"
 
 namespace tandem {
 namespace engine_test {
