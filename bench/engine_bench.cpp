@@ -13,6 +13,7 @@
 #include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "engine/teacher_forcing.h"
+#include "model/config.h"
 
 using namespace tandem;
 using Clock = std::chrono::steady_clock;

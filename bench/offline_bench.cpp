@@ -23,6 +23,7 @@
 #include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "engine/kv_layout.h"
+#include "model/config.h"
 
 using namespace tandem;
 using Clock = std::chrono::steady_clock;

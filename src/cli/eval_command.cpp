@@ -12,13 +12,14 @@
 #include "cli/commands.h"
 #include "cli/model_files.h"
 #include "core/error.h"
+#include "engine/kv_layout.h"
+#include "eval/engine_scorer.h"
 #include "eval/evaluate.h"
+#include "eval/http_scorer.h"
 #include "eval/report.h"
 #include "eval/task_reader.h"
-#include "eval/engine_scorer.h"
-#include "eval/http_scorer.h"
 #include "eval/teacher_forced_scorer.h"
-#include "engine/kv_layout.h"
+#include "model/config.h"
 
 namespace tandem::cli {
 

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "loader/gguf_writer.h"
+#include "model/config.h"
 #include "tokenizer/gguf_vocab_writer.h"
 
 namespace tandem::cli {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cpu/cpu_backend.h"
+#include "model/config.h"
 #include "model/lora/peft_adapter.h"
 
 #include "cli/commands.h"
@@ -153,13 +154,13 @@ std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
     SchedulerConfig& s = config.scheduler;
     s.max_rows = batch->rows.value_or(kMaxAutoRows);
     s.max_batched_tokens = batch->tokens.value_or(kCudaAutoTokens);
-    const KvRoom room = executor->kv_room(kv_sizing(executor->info().model, config));
+    const KvRoom room = executor->kv_room(kv_sizing(*executor->info().model, config));
     const BatchChoice c = choose_batch(
         *batch, {.gpu = gpu,
                  .kv_bytes_available = config.kv_budget_bytes.value_or(room.bytes_available),
                  .kv_bytes_per_token = room.bytes_per_token,
                  .max_model_len = config.max_model_len.value_or(
-                     executor->info().model.max_position_embeddings)});
+                     executor->info().model->max_position_embeddings)});
     s.max_rows = c.rows;
     s.max_batched_tokens = c.tokens;
     if (chosen) *chosen = c;

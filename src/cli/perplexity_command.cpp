@@ -9,6 +9,7 @@
 #include "cli/model_files.h"
 #include "core/error.h"
 #include "engine/perplexity.h"
+#include "model/config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::cli {

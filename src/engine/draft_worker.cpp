@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "engine/kv_layout.h"
+#include "model/config.h"
 
 namespace tandem {
 

@@ -7,6 +7,7 @@
 #include "engine/media_check.h"
 #include "engine/pooled_rows.h"
 #include "grammar/grammar.h"
+#include "model/config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem {
@@ -25,13 +26,13 @@ Engine::Engine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokeniz
     : executor_(std::move(executor)),
       tokenizer_(std::move(tokenizer)),
       config_(std::move(config)),
-      kv_layout_(executor_->allocate_kv(kv_sizing(executor_->info().model, config_))),
+      kv_layout_(executor_->allocate_kv(kv_sizing(*executor_->info().model, config_))),
       kv_(kv_layout_.groups, kv_layout_.num_blocks, config_.scheduler.block_size,
           config_.enable_prefix_caching),
       scheduler_(config_.scheduler, kv_),
-      loras_(executor_->info().model.lora.max_loras) {
+      loras_(executor_->info().model->lora.max_loras) {
   const ExecutorInfo& e = executor_->info();
-  const ModelConfig& c = e.model;
+  const ModelConfig& c = *e.model;
   info_.name = config_.served_model_name;
   info_.vocab_size = c.vocab_size;
   info_.hidden_size = c.hidden_size;

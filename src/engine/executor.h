@@ -30,13 +30,13 @@
 #include "engine/step_plan.h"
 #include "kv/kv_budget.h"
 #include "kv/kv_groups.h"
-#include "model/config.h"
 #include "model/lora/lora_slots.h"
 #include "model/model.h"
 
 namespace tandem {
 
 class Backend;
+struct ModelConfig;  // model/config.h
 
 struct ExecutorConfig {
   // Element type of the KV cache (kv_cache_dtype_from_name); nullopt: the activation dtype.
@@ -70,14 +70,16 @@ struct KvLayout {
 };
 
 // What the engine may know of the model an executor runs.
+// The configs are shared (never null for `model`) so that this header, which most of the
+// engine and the server include, needs only a declaration of ModelConfig.
 struct ExecutorInfo {
-  ModelConfig model;
+  std::shared_ptr<const ModelConfig> model;
   int64_t num_parameters = 0;
   DType act_dtype = DType::F32;
   std::string device;         // "cpu", "cuda"
   bool asynchronous = false;  // steps run while the host goes on (the overlap pays)
   // The draft model of speculative decoding, when the executor runs one (run_draft).
-  std::optional<ModelConfig> draft;
+  std::shared_ptr<const ModelConfig> draft;  // null: none
   int64_t draft_num_parameters = 0;
   VisionSpec vision;          // image input (Model::vision_spec)
 };

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "engine/kv_layout.h"
 #include "engine/pooling_step.h"
+#include "model/config.h"
 
 namespace tandem {
 

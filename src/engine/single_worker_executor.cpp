@@ -12,6 +12,7 @@
 #include "engine/model_runner.h"
 #include "engine/pooling_step.h"
 #include "engine/sampler.h"
+#include "model/config.h"
 
 namespace tandem {
 namespace {
@@ -21,14 +22,14 @@ class SingleWorkerExecutor final : public Executor {
   SingleWorkerExecutor(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
                        ExecutorConfig config, std::unique_ptr<Model> draft)
       : backend_(std::move(backend)), model_(std::move(model)), config_(config) {
-    info_.model = model_->config();
+    info_.model = std::make_shared<const ModelConfig>(model_->config());
     info_.num_parameters = model_->num_parameters();
     info_.act_dtype = backend_->act_dtype();
     info_.device = backend_->name();
     info_.asynchronous = backend_->device() != Device::CPU;
     if (draft) {
-      draft_ = std::make_unique<DraftWorker>(std::move(draft), *backend_, info_.model);
-      info_.draft = draft_->model().config();
+      draft_ = std::make_unique<DraftWorker>(std::move(draft), *backend_, *info_.model);
+      info_.draft = std::make_shared<const ModelConfig>(draft_->model().config());
       info_.draft_num_parameters = draft_->model().num_parameters();
     }
     info_.vision = model_->vision_spec();

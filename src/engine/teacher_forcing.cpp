@@ -8,6 +8,7 @@
 #include "engine/model_runner.h"
 #include "engine/step_plan.h"
 #include "kv/kv_block_manager.h"
+#include "model/config.h"
 
 namespace tandem {
 

@@ -11,6 +11,7 @@
 #include "engine/model_runner.h"
 #include "engine/pooling_step.h"
 #include "engine/sampler.h"
+#include "model/config.h"
 
 namespace tandem {
 namespace {
@@ -41,7 +42,7 @@ class TensorParallelExecutor final : public Executor {
         config_(config) {
     TANDEM_CHECK(&ranks_->model(0) == model0_.get() && &ranks_->backend(0) == backend0_.get(),
                  "tensor-parallel executor: rank 0 is not the group's");
-    info_.model = model0_->config();
+    info_.model = std::make_shared<const ModelConfig>(model0_->config());
     for (int r = 0; r < ranks_->size(); r++)
       info_.num_parameters += ranks_->model(r).num_parameters();
     info_.act_dtype = backend0_->act_dtype();

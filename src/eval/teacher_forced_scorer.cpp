@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "engine/teacher_forcing.h"
 #include "eval/request_tokens.h"
+#include "model/config.h"
 
 namespace tandem::eval {
 

@@ -3,6 +3,7 @@
 // the registry loads it like any folder. Block-type weights stay in their blocks: the
 // weight loader hands them to the backend as stored (Backend::weight_dtype decides).
 #include "core/error.h"
+#include "model/config.h"
 #include "model/gguf_translate.h"
 #include "model/registry.h"
 

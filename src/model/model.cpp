@@ -1,9 +1,17 @@
 #include "model/model.h"
 
 #include "core/error.h"
+#include "model/config.h"
 #include "model/vision/image_check.h"
 
 namespace tandem {
+
+Model::Model(ModelConfig config)
+    : owned_config_(std::make_unique<ModelConfig>(std::move(config))), config_(*owned_config_) {
+  lora_.capacity = config_.lora;
+}
+
+Model::~Model() = default;
 
 Tensor Model::encode_images(std::span<const ImageInput* const> images) {
   const VisionSpec& spec = vision_spec();

@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/communicator.h"
 #include "loader/quant_scheme.h"
-#include "model/config.h"
+#include "model/lora/lora_targets.h"
 #include "model/vision/vision_tower.h"
 
 namespace tandem {
+
+struct ModelConfig;  // model/config.h
 
 // KV geometry of one layer. Layers that read another layer's KV (KV sharing) have
 // `shares_with` set and own no storage.
@@ -27,7 +30,7 @@ struct LayerKvSpec {
 
 class Model {
  public:
-  virtual ~Model() = default;
+  virtual ~Model();
   const ModelConfig& config() const { return config_; }
   int64_t num_parameters() const { return num_parameters_; }
   virtual std::vector<LayerKvSpec> kv_specs() const = 0;
@@ -53,8 +56,16 @@ class Model {
   void refuse_images(std::string why) { no_vision_.refusal = std::move(why); }
 
  protected:
-  explicit Model(ModelConfig config) : config_(std::move(config)) { lora_.capacity = config_.lora; }
-  ModelConfig config_;
+  explicit Model(ModelConfig config);
+
+ private:
+  // The config lives behind a pointer so that this header needs only a declaration of
+  // ModelConfig: a translation unit that holds or runs a Model without reading its config
+  // does not depend on model/config.h (touching it rebuilt most of the tree).
+  std::unique_ptr<ModelConfig> owned_config_;
+
+ protected:
+  ModelConfig& config_;  // *owned_config_, for the whole life of the model
   int64_t num_parameters_ = 0;
   LoraTargets lora_;  // filled by the WeightLoader
   std::unique_ptr<VisionTower> vision_;  // null for a text model

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "loader/gguf_file.h"
 #include "model/arch/archs.h"
+#include "model/config.h"
 #include "model/tp_slices.h"
 
 namespace tandem {

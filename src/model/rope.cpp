@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/config.h"
 
 namespace tandem {
 namespace {

@@ -3,9 +3,10 @@
 #pragma once
 
 #include "backend/backend.h"
-#include "model/config.h"
 
 namespace tandem {
+
+struct RopeConfig;  // model/config.h
 
 // head_dim is the layer's head dim; max_position_embeddings is the config's.
 RopeSpec make_rope(const RopeConfig& rope, int head_dim, int max_position_embeddings);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "model/config.h"
 
 namespace tandem {
 namespace {

@@ -21,9 +21,10 @@
 
 #include "backend/communicator.h"
 #include "core/tensor.h"
-#include "model/config.h"
 
 namespace tandem {
+
+struct ModelConfig;  // model/config.h
 
 struct WeightSlice {
   enum class Kind : uint8_t { Whole, Rows, Columns, Absent };

@@ -25,6 +25,7 @@
 
 #include "engine/engine.h"
 #include "loader/checkpoint.h"
+#include "model/config.h"
 #include "oracle_fixture.h"
 
 namespace tandem::test {

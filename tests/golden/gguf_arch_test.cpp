@@ -22,6 +22,7 @@
 #include "loader/safetensors.h"
 #include "loader/safetensors_writer.h"
 #include "lora_fixture.h"
+#include "model/config.h"
 #include "model/lora/lora_slots.h"
 #include "model/lora/peft_adapter.h"
 #include "oracle_fixture.h"

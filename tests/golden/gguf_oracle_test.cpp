@@ -21,6 +21,7 @@
 #include "engine/engine.h"
 #include "engine/teacher_forcing.h"
 #include "gguf_golden.h"
+#include "model/config.h"
 #include "oracle_fixture.h"
 
 namespace tandem::test {

@@ -23,6 +23,7 @@
 #include "engine/tensor_parallel_executor.h"
 #include "loader/safetensors.h"
 #include "lora_fixture.h"
+#include "model/config.h"
 #include "model/lora/lora_slots.h"
 #include "oracle_fixture.h"
 

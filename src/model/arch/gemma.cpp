@@ -3,6 +3,7 @@
 // attention and final-logit softcapping, Gemma 3 q/k norms and a RoPE θ per layer type.
 // All of these come from the config and the weight map.
 #include "model/arch/archs.h"
+#include "model/config.h"
 #include "model/decoder.h"
 #include "model/multimodal_names.h"
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/arch/gemma3n.h"
+#include "model/config.h"
 #include "model/pooled_hidden.h"
 
 namespace tandem::arch {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "model/arch/gemma3n.h"
+#include "model/config.h"
 
 namespace tandem::arch {
 

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "model/arch/archs.h"
+#include "model/config.h"
 #include "model/multimodal_names.h"
 #include "model/rope.h"
 

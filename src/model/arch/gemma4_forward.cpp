@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/arch/gemma4.h"
+#include "model/config.h"
 #include "model/pooled_hidden.h"
 
 namespace tandem::arch {

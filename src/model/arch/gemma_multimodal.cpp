@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "model/arch/archs.h"
 #include "model/arch/gemma4_config.h"
+#include "model/config.h"
 #include "model/vision/gemma4_vision.h"
 #include "model/vision/siglip.h"
 

@@ -1,6 +1,7 @@
 // Llama 2 / 3.x: the plain pre-norm decoder (GQA, SiLU MLP, RoPE incl. llama3 scaling).
 // Mistral is the same network with a sliding window on every layer (from its config).
 #include "model/arch/archs.h"
+#include "model/config.h"
 #include "model/decoder.h"
 
 namespace tandem::arch {

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "model/arch/archs.h"
+#include "model/config.h"
 #include "model/decoder.h"
 
 namespace tandem::arch {

@@ -2,6 +2,7 @@
 // and Qwen3-MoE (the same routing, renormalizing only when norm_topk_prob; Qwen3's q/k
 // norms). Per-expert checkpoint tensors are stacked by the map into [E, ...] weights.
 #include "model/arch/archs.h"
+#include "model/config.h"
 #include "model/decoder.h"
 
 namespace tandem::arch {

@@ -1,6 +1,7 @@
 // Phi-3: Llama's network with q|k|v and gate|up stored fused in the checkpoint; the map
 // takes them as they are.
 #include "model/arch/archs.h"
+#include "model/config.h"
 #include "model/decoder.h"
 
 namespace tandem::arch {

@@ -1,6 +1,7 @@
 // Qwen2 / 2.5 (q/k/v biases) and Qwen3 (per-head q/k RMSNorm, no biases): Llama's
 // network; the optional rules of the Llama-style map pick up the differences.
 #include "model/arch/archs.h"
+#include "model/config.h"
 #include "model/decoder.h"
 
 namespace tandem::arch {

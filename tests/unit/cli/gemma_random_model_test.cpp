@@ -22,6 +22,7 @@
 #include "loader/checkpoint.h"
 #include "media/png_encode.h"
 #include "model/arch/gemma4_config.h"
+#include "model/config.h"
 #include "model/model.h"
 #include "model/vision/siglip.h"
 

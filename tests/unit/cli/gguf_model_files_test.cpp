@@ -18,6 +18,7 @@
 #include "loader/checkpoint.h"
 #include "loader/gguf_model.h"
 #include "loader/safetensors_writer.h"
+#include "model/config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::cli {

@@ -10,6 +10,7 @@
 #include "engine/teacher_forcing.h"
 #include "engine/verify_graphs.h"
 #include "engine_test_util.h"
+#include "model/config.h"
 
 namespace tandem {
 namespace engine_test {

@@ -11,11 +11,12 @@
 
 #include "core/error.h"
 #include "engine/engine.h"
-#include "engine_test_util.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 #include "engine/step_plan.h"
+#include "engine_test_util.h"
 #include "kv/block_pool.h"
+#include "model/config.h"
 
 namespace tandem {
 namespace fp8_kv_engine_test {

@@ -8,12 +8,13 @@
 #include <cmath>
 #include <filesystem>
 
+#include "../kv/grow_tables.h"
 #include "engine/engine.h"
-#include "engine_test_util.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 #include "engine/teacher_forcing.h"
-#include "../kv/grow_tables.h"
+#include "engine_test_util.h"
+#include "model/config.h"
 
 namespace tandem {
 namespace window_engine_test {

@@ -8,10 +8,11 @@
 
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine/kv_layout.h"
 #include "engine/teacher_forcing.h"
 #include "eval/engine_scorer.h"
 #include "eval/teacher_forced_scorer.h"
-#include "engine/kv_layout.h"
+#include "model/config.h"
 
 namespace tandem::eval {
 namespace engine_scorer_test {

@@ -12,6 +12,7 @@
 #include "engine/perplexity.h"
 #include "eval/teacher_forced_scorer.h"
 #include "loader/safetensors.h"
+#include "model/config.h"
 
 namespace tandem::eval {
 namespace teacher_forced_scorer_test {

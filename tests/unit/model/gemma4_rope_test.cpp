@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/backend.h"
+#include "model/config.h"
 #include "model/rope.h"
 
 namespace tandem {

@@ -11,9 +11,10 @@
 
 #include "core/error.h"
 #include "loader/gguf_writer.h"
+#include "model/config.h"
 #include "model/decoder.h"
-#include "model/layers.h"
 #include "model/gguf_translate.h"
+#include "model/layers.h"
 #include "model/model.h"
 
 namespace tandem {
