@@ -130,7 +130,7 @@ class TensorParallelExecutor final : public Executor {
     std::vector<int64_t> spare(size_t(ranks_->size()));
     const bool lora = model0_->lora_targets().capacity.enabled();
     ranks_->run([&](int r) {
-      spare[size_t(r)] = spare_kv_bytes(ranks_->backend(r), info_.model, lora, sizing);
+      spare[size_t(r)] = spare_kv_bytes(ranks_->backend(r), *info_.model, lora, sizing);
     });
     return *std::min_element(spare.begin(), spare.end());
   }
