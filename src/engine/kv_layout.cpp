@@ -5,6 +5,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "model/config.h"
 
 namespace tandem {
 
