@@ -30,7 +30,11 @@ std::shared_ptr<TpRanks> TpRanks::load(const std::filesystem::path& dir, int siz
     }
     OwnedRank rank;
     rank.pool = std::make_unique<ThreadPool>(threads);
-    rank.backend = std::make_unique<CpuBackend>(rank.pool.get());
+    auto cpu = std::make_unique<CpuBackend>(rank.pool.get());
+    // Block weights (GGUF) compute as rank 0's do, so the ranks' partial sums agree.
+    if (auto* cpu0 = dynamic_cast<CpuBackend*>(&backend0))
+      cpu->set_block_arithmetic(cpu0->block_arithmetic());
+    rank.backend = std::move(cpu);
     rank.model = load_model(dir, *rank.backend, options);
     ranks->backends_.push_back(rank.backend.get());
     ranks->models_.push_back(rank.model.get());

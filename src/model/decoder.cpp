@@ -40,15 +40,7 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
   embed_ = w.load("embed", -1, {V, D});
   head_.final_norm = load_norm(w, "final_norm", -1);
   head_.head = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
-  if (c.tp.sharded()) {  // the lookup's table gains a zero row (vocab_slice_embedding)
-    Tensor table = backend.zeros(embed_.dtype, {V + 1, D});
-    Tensor rows = table.slice_rows(0, V);
-    backend.copy(rows, embed_);
-    const bool tied = head_.head.weight.data == embed_.data;
-    embed_ = table;
-    if (tied) head_.head.weight = rows;
-    head_.gather = c.tp.comm;
-  }
+  if (c.tp.sharded()) head_.gather = c.tp.comm;  // each rank's logits are V/N columns
   head_.logit_divisor = traits_.logit_divisor;
   head_.softcap = float(c.final_logit_softcap);
   layers_.resize(size_t(c.num_layers));

@@ -1,6 +1,7 @@
 #include "model/layers.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -79,15 +80,23 @@ Tensor vocab_slice_embedding(Backend& be, const Tensor& table, const Tensor& ids
                              float scale) {
   TANDEM_CHECK(be.device() == Device::CPU && ids.device == Device::CPU && ids.dtype == DType::I32,
                "the vocabulary-split embedding runs on CPU ranks only (backend {})", be.name());
-  const int64_t local = table.dim(0) - 1;  // the last row is zeros
+  const int64_t local = table.dim(0);
   std::vector<int32_t> mapped(size_t(ids.numel()));
   for (size_t t = 0; t < mapped.size(); t++) {
     const int64_t id = int64_t(ids.ptr<int32_t>()[t]) - first;
-    mapped[t] = int32_t(id >= 0 && id < local ? id : local);
+    mapped[t] = int32_t(id >= 0 && id < local ? id : 0);  // row 0 stands in; zeroed below
   }
   Tensor local_ids = be.alloc(DType::I32, {ids.numel()});
   be.write_i32(local_ids, mapped.data(), int64_t(mapped.size()));
-  return embedding(be, table, local_ids, scale);
+  Tensor out = embedding(be, table, local_ids, scale);
+  be.synchronize();
+  const size_t row_bytes = dtype_row_bytes(out.dtype, out.cols());
+  for (size_t t = 0; t < mapped.size(); t++) {
+    const int64_t id = int64_t(ids.ptr<int32_t>()[t]) - first;
+    if (id < 0 || id >= local)
+      std::memset(static_cast<char*>(out.data) + t * row_bytes, 0, row_bytes);
+  }
+  return out;
 }
 
 Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index) {

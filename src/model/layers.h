@@ -92,10 +92,11 @@ void rms_norm_in_place(Backend& be, Tensor& x, const RmsNorm& n);
 Tensor add_rms_norm(Backend& be, Tensor& residual, const Tensor& x, const RmsNorm& n);
 // table[ids] · scale.   table [V, D], ids [T] i32 → [T, D]
 Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scale);
-// Tensor parallelism's lookup in a vocabulary slice: `table` [V/N + 1, D] holds rows
-// [first, first + V/N) of the embedding and a zero row last; an id outside them reads the
-// zero row, so the all-reduce of the ranks' outputs is the whole lookup. CPU ranks only
-// (the ids are read on the host).   ids [T] i32 → [T, D]
+// Tensor parallelism's lookup in a vocabulary slice: `table` [V/N, D] holds rows
+// [first, first + V/N) of the embedding; an id outside them gives a zero row, so the
+// all-reduce of the ranks' outputs is the whole lookup. The table is used as loaded (a GGUF
+// block table too: no row is added to it). CPU ranks only (the ids and the output are
+// touched on the host).   ids [T] i32 → [T, D]
 Tensor vocab_slice_embedding(Backend& be, const Tensor& table, const Tensor& ids, int64_t first,
                              float scale);
 // x[index].   x [T, D], index [S] i32 → [S, D]

@@ -110,20 +110,29 @@ void take_rows(std::vector<Tensor>& out, const std::vector<Tensor>& parts, Range
          want.begin, want.begin + want.count, offset);
 }
 
-// Columns [begin, begin + count) of the last dim of `t` (2-D or stacked 3-D), copied.
+// Columns [begin, begin + count) of the last dim of `t` (2-D or stacked 3-D), copied. A
+// block type (GGUF) is cut between its blocks only: a slice that starts or ends inside one is
+// an error naming the weight, its type and the number of slices.
 Tensor take_columns(const Tensor& t, Range want, const std::string& label) {
   if (t.ndim() < 2 || want.begin + want.count > t.dim(t.ndim() - 1))
     fail("weight '{}' {}: tensor parallelism needs columns [{}, {}) of it", label, t.shape.str(),
          want.begin, want.begin + want.count);
   const int64_t K = t.dim(t.ndim() - 1), rows = t.numel() / K;
+  const int elems = dtype_block(t.dtype).elems;
+  if (want.begin % elems != 0 || want.count % elems != 0)
+    fail(
+        "weight '{}' ({}, {} input columns): --tensor-parallel-size {} would cut it into slices "
+        "of {} columns, not a multiple of {}'s {}-value blocks (use a smaller N, or a file "
+        "whose type has smaller blocks)",
+        label, dtype_name(t.dtype), K, K / want.count, want.count, dtype_name(t.dtype), elems);
   Shape shape = t.shape;
   shape.dims[size_t(t.ndim() - 1)] = want.count;
   Tensor out = Tensor::empty_host(t.dtype, shape);
-  const size_t esize = dtype_size(t.dtype);
+  const size_t row = dtype_row_bytes(t.dtype, K), skip = dtype_row_bytes(t.dtype, want.begin),
+               take = dtype_row_bytes(t.dtype, want.count);
   for (int64_t r = 0; r < rows; r++)
-    std::memcpy(static_cast<char*>(out.data) + size_t(r * want.count) * esize,
-                static_cast<const char*>(t.data) + size_t(r * K + want.begin) * esize,
-                size_t(want.count) * esize);
+    std::memcpy(static_cast<char*>(out.data) + size_t(r) * take,
+                static_cast<const char*>(t.data) + size_t(r) * row + skip, take);
   return out;
 }
 
