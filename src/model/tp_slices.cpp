@@ -15,8 +15,8 @@ void check_divides(int64_t dim, int size, const char* what) {
 
 using Range = WeightSlice::Range;
 
-WeightSlice rows_of(std::vector<Range> ranges) {
-  return {.kind = WeightSlice::Kind::Rows, .rows = std::move(ranges)};
+WeightSlice rows_of(std::vector<Range> ranges, const TpShard& tp) {
+  return {.kind = WeightSlice::Kind::Rows, .rows = std::move(ranges), .ranks = tp.size};
 }
 
 // This rank's rows of a fused q|k|v [(Hq + 2·Hkv)·Dh, ...].
@@ -25,18 +25,19 @@ WeightSlice qkv_rows(const ModelConfig& c, const TpShard& tp) {
   const int64_t Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
   return rows_of({{int64_t(tp.rank) * h.q_heads * Dh, h.q_heads * Dh},
                   {(Hq + h.kv_first) * Dh, h.kv_heads * Dh},
-                  {(Hq + Hkv + h.kv_first) * Dh, h.kv_heads * Dh}});
+                  {(Hq + Hkv + h.kv_first) * Dh, h.kv_heads * Dh}},
+                 tp);
 }
 
 // This rank's rows of a fused gate|up [2F, ...].
 WeightSlice gate_up_rows(int64_t F, const TpShard& tp) {
   const int64_t f = F / tp.size;
-  return rows_of({{tp.rank * f, f}, {F + tp.rank * f, f}});
+  return rows_of({{tp.rank * f, f}, {F + tp.rank * f, f}}, tp);
 }
 
 WeightSlice columns_of(int64_t K, const TpShard& tp) {
   const int64_t k = K / tp.size;
-  return {.kind = WeightSlice::Kind::Columns, .columns = {tp.rank * k, k}};
+  return {.kind = WeightSlice::Kind::Columns, .columns = {tp.rank * k, k}, .ranks = tp.size};
 }
 
 }  // namespace
@@ -74,7 +75,7 @@ WeightSlicer decoder_slicer(const ModelConfig& c, const TpShard& tp) {
     const int64_t V = c.vocab_size, Dh = c.head_dim;
     const int64_t F = layer >= 0 ? c.intermediate_sizes[size_t(layer)] : 0;
     if (name == "embed" || name == "lm_head")
-      return rows_of({{tp.rank * (V / tp.size), V / tp.size}});
+      return rows_of({{tp.rank * (V / tp.size), V / tp.size}}, tp);
     if (name == "layers.{i}.qkv" || name == "layers.{i}.qkv_bias") return qkv_rows(c, tp);
     if (name == "layers.{i}.o") return columns_of(c.num_heads * Dh, tp);
     if (name == "layers.{i}.gate_up" || name == "layers.{i}.gate_up_bias")

@@ -35,6 +35,7 @@ struct WeightSlice {
   Kind kind = Kind::Whole;  // Absent: this rank holds none of it (loads as absent)
   std::vector<Range> rows;  // Rows: ranges of the fused dim 0 (per expert), in order
   Range columns;            // Columns: of the last dim
+  int ranks = 1;            // N, for messages
 };
 
 // The slice of internal weight `name` ("layers.{i}.qkv", "embed", ...) at `layer`.

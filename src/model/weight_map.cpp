@@ -225,9 +225,6 @@ Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expec
                                  bool must_exist) {
   Linear l;
   const WeightRule* rule = find(name);
-  if (slicer_ && rule && loads_as_fp8(*rule, layer))
-    fail("{}: weight '{}': tensor parallelism reads 16-bit, f32 and GGUF weights only (not FP8)",
-         checkpoint_.dir().string(), expand_name(name, layer));
   if (rule && loads_as_fp8(*rule, layer)) {
     l = load_fp8_linear(*rule, layer, expected);
   } else if (rule && mixed_types(*rule, layer)) {

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <thread>
 
-#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_communicator.h"
 #include "cli/command_flags.h"
 #include "cli/model_files.h"
@@ -18,13 +17,8 @@
 #include "engine/engine.h"
 #include "engine/sampler.h"
 #include "engine/teacher_forcing.h"
-#include "gguf_golden.h"
-#include "loader/gguf_model.h"
 #include "loader/safetensors.h"
 #include "lora_fixture.h"
-#include "model/decoder.h"
-#include "model/gguf_translate.h"
-#include "model/layers.h"
 #include "model/lora/lora_slots.h"
 #include "oracle_fixture.h"
 
@@ -378,126 +372,6 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelLora, ::testing::ValuesIn(lora_
                          [](const auto& info) {
                            return info.param.arch + "_tp" + std::to_string(info.param.size);
                          });
-
-// GGUF files under tensor parallelism: block-type weights cut into whole block rows (q|k|v,
-// gate|up, the vocabulary) and into input columns between blocks (o, down). Each rank's
-// logits against the same file at N = 1 in the same block arithmetic: with the exact one
-// (f32 activations) equal up to the order of the sums, 1e-4, and within 1e-4 of the float64
-// oracle; with int8 activations a last-bit difference may round an activation to its other
-// int8 neighbour, so 5e-3 (the oracle's own bar for it is 5e-2).
-struct GgufTpCase {
-  std::string file;  // under tests/data/oracle/gguf/
-  int size;
-  cpu::BlockArithmetic arithmetic;
-  double vs_one, vs_oracle;  // relative errors allowed
-};
-
-// A GGUF file on a CPU backend of `arithmetic`, at one rank (size 1) or `size` ranks.
-struct GgufRanks {
-  CpuBackend backend;
-  std::unique_ptr<Model> model;  // rank 0's
-  std::shared_ptr<TpRanks> ranks;
-  GgufRanks(const std::string& file, int size, cpu::BlockArithmetic arithmetic) {
-    backend.set_block_arithmetic(arithmetic);
-    if (size == 1)
-      model = load_model(gguf_dir() / file, backend);
-    else
-      ranks = TpRanks::load(gguf_dir() / file, size, {.tp = {.size = size}}, backend, model);
-  }
-};
-
-class TensorParallelGguf : public ::testing::TestWithParam<GgufTpCase> {};
-
-TEST_P(TensorParallelGguf, LogitsMatchOneRankAndTheSlicesAddUp) {
-  const GgufTpCase& g = GetParam();
-  GgufRanks one(g.file, 1, g.arithmetic), m(g.file, g.size, g.arithmetic);
-  for (const GgufGolden& p : load_gguf_golden(g.file)) {
-    std::vector<int32_t> ids = p.prompt;
-    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
-    const Tensor want = teacher_forced_logits(*one.model, one.backend, ids);
-    const Tensor ours = teacher_forced_logits(*m.ranks, ids, 5);
-    ASSERT_EQ(ours.numel(), want.numel());
-    const size_t n = size_t(want.numel());
-    EXPECT_LE(relative_error(ours.ptr<float>(), want.ptr<float>(), n), g.vs_one)
-        << "prompt of " << p.prompt.size() << " tokens";
-    EXPECT_LE(relative_error(ours.ptr<float>(), p.logits.ptr<float>(), n), g.vs_oracle)
-        << "prompt of " << p.prompt.size() << " tokens";
-  }
-  // The slices tile the file (4 heads, 2 KV heads: at N = 4 each KV head's k and v rows are
-  // held by two ranks).
-  const ModelConfig& c = one.model->config();
-  int64_t sum = 0;
-  for (int r = 0; r < m.ranks->size(); r++) sum += m.ranks->model(r).num_parameters();
-  const int extra_kv_heads = std::max(0, g.size - c.num_kv_heads);
-  EXPECT_EQ(sum, one.model->num_parameters() +
-                     int64_t(extra_kv_heads) * 2 * c.head_dim * c.hidden_size * c.num_layers);
-}
-
-constexpr auto kExact = cpu::BlockArithmetic::Exact, kInt8 = cpu::BlockArithmetic::Int8;
-
-INSTANTIATE_TEST_SUITE_P(Files, TensorParallelGguf,
-                         ::testing::Values(GgufTpCase{"llama-F32.gguf", 2, kInt8, 1e-4, 1e-4},
-                                           GgufTpCase{"llama-F32.gguf", 4, kInt8, 1e-4, 1e-4},
-                                           GgufTpCase{"llama-Q8_0.gguf", 2, kExact, 1e-4, 1e-4},
-                                           GgufTpCase{"llama-Q4_0.gguf", 2, kExact, 1e-4, 1e-4},
-                                           GgufTpCase{"llama-Q4_0.gguf", 4, kExact, 1e-4, 1e-4},
-                                           GgufTpCase{"llama-Q8_0.gguf", 2, kInt8, 5e-3, 5e-2},
-                                           GgufTpCase{"llama-Q4_0.gguf", 4, kInt8, 5e-3, 5e-2}),
-                         [](const auto& info) {
-                           const std::string& f =
-                               info.param.file;  // "llama-Q4_0.gguf" -> "Q4_0_tp2_exact"
-                           return f.substr(6, f.size() - 11) + "_tp" +
-                                  std::to_string(info.param.size) + "_" +
-                                  std::string(cpu::block_arithmetic_name(info.param.arithmetic));
-                         });
-
-TEST(TensorParallelErrors, ABlockSplitInsideItsBlocksIsNamed) {
-  // Q4_K_M's attn_output is q4_k (256-value blocks) with 256 input columns: 128 a rank at N = 2.
-  const std::string e = error_of(
-      [] { cli::load_model_folder(gguf_dir() / "llama-Q4_K_M.gguf", "cpu", {.tp = {.size = 2}}); });
-  for (const char* part : {"blk.0.attn_output.weight", "q4_k", "--tensor-parallel-size 2",
-                           "slices of 128 columns", "256-value blocks"})
-    EXPECT_NE(e.find(part), std::string::npos) << part << " in: " << e;
-}
-
-// A projection whose sources differ in type (Q4_K_M's q4_k q and k, q6_k v) is loaded as
-// pieces; under tensor parallelism each rank's pieces are its heads' rows of them: its
-// output equals those rows of the whole projection's output.
-TEST(TensorParallelGguf, MixedTypePiecesAreCutByHeads) {
-  auto gguf = GgufModel::open(gguf_dir() / "llama-Q4_K_M.gguf");
-  GgufTranslation t = translate_gguf(*gguf);
-  const ModelConfig c = ModelConfig::parse(t.config, "llama-Q4_K_M.gguf");
-  const Checkpoint checkpoint = Checkpoint::from_gguf(gguf, t.aliases);
-  const int64_t D = c.hidden_size, Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
-  CpuBackend be;
-  Tensor x = Tensor::empty_host(DType::F32, {3, D});
-  for (int64_t i = 0; i < x.numel(); i++) x.ptr<float>()[i] = float((i * 37) % 101) / 50.f - 1.f;
-  const Tensor xd = be.upload(x, be.act_dtype());
-  auto output = [&](const Linear& l) { return be.to_host_f32(linear(be, xd, l)); };
-  WeightLoader whole_loader(checkpoint, be, llama_style_weight_map(), 0);
-  const Linear whole = whole_loader.load_linear("layers.{i}.qkv", 0, {(Hq + 2 * Hkv) * Dh, D});
-  ASSERT_EQ(whole.pieces.size(), 3u);
-  const Tensor want = output(whole);
-  for (int r = 0; r < 2; r++) {
-    WeightLoader w(checkpoint, be, llama_style_weight_map(), 0);
-    const TpShard tp{.rank = r, .size = 2};
-    w.set_slicer(decoder_slicer(c, tp), r);
-    const Linear mine = w.load_linear("layers.{i}.qkv", 0, {(Hq + 2 * Hkv) * Dh / 2, D});
-    const Tensor got = output(mine);
-    // Rank r's columns: its q heads, then its k head and its v head.
-    const int64_t q = Hq / 2 * Dh, kv = Dh, W = (Hq + 2 * Hkv) * Dh;
-    const std::vector<std::pair<int64_t, int64_t>> cols = {
-        {r * q, q}, {Hq * Dh + r * kv, kv}, {(Hq + Hkv) * Dh + r * kv, kv}};
-    for (int64_t row = 0; row < 3; row++) {
-      int64_t j = 0;
-      for (auto [first, n] : cols)
-        for (int64_t k = 0; k < n; k++, j++)
-          ASSERT_NEAR(got.ptr<float>()[row * (W / 2) + j], want.ptr<float>()[row * W + first + k],
-                      1e-5)
-              << "rank " << r << ", row " << row << ", column " << j;
-    }
-  }
-}
 
 }  // namespace tensor_parallel_test
 }  // namespace tandem::test
