@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "engine/draft_worker.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 #include "engine/pooling_step.h"
@@ -25,7 +26,8 @@ PendingSample tp_fed_ids(std::span<const int32_t> ids) {
 class TensorParallelExecutor final : public Executor {
  public:
   TensorParallelExecutor(std::unique_ptr<Backend> backend0, std::unique_ptr<Model> model0,
-                         std::shared_ptr<TpRanks> ranks, ExecutorConfig config)
+                         std::shared_ptr<TpRanks> ranks, ExecutorConfig config,
+                         std::unique_ptr<Model> draft)
       : backend0_(std::move(backend0)),
         model0_(std::move(model0)),
         ranks_(std::move(ranks)),
@@ -40,15 +42,20 @@ class TensorParallelExecutor final : public Executor {
     info_.asynchronous = false;
     info_.vision = model0_->vision_spec();
     feeds_.resize(size_t(ranks_->size()));
+    if (draft) {  // whole, on rank 0's backend (tensor_parallel_executor.h)
+      draft_ = std::make_unique<DraftWorker>(std::move(draft), *backend0_, info_.model);
+      info_.draft = draft_->model().config();
+      info_.draft_num_parameters = draft_->model().num_parameters();
+    }
   }
 
   const ExecutorInfo& info() const override { return info_; }
 
   KvRoom kv_room(const KvSizing& sizing) const override {
     const DType dtype = config_.kv_dtype.value_or(backend0_->act_dtype());
-    return {.bytes_available = spare_bytes(),
-            .bytes_per_token = kv_bytes_per_block(model0_->kv_specs(), sizing.block_size, dtype) /
-                               sizing.block_size};
+    int64_t per_block = kv_bytes_per_block(model0_->kv_specs(), sizing.block_size, dtype);
+    if (draft_) per_block += draft_->bytes_per_block(sizing.block_size, dtype);
+    return {.bytes_available = spare_bytes(), .bytes_per_token = per_block / sizing.block_size};
   }
 
   KvLayout allocate_kv(const KvSizing& sizing) override;
@@ -57,6 +64,7 @@ class TensorParallelExecutor final : public Executor {
     TANDEM_CHECK(!runners_.empty(), "prepare: allocate_kv first");
     if (config_.graphs)
       for (auto& runner : runners_) runner->enable_graphs(max_model_len, max_rows);
+    if (draft_) draft_->prepare(max_model_len, max_rows, config_.graphs);
   }
 
   void issue_forward(const StepPlan& plan) override;
@@ -80,6 +88,13 @@ class TensorParallelExecutor final : public Executor {
     prompt_logprobs_.clear();
     pooled_.clear();
     for (auto& f : feeds_) f = PendingSample{};
+    if (draft_) draft_->reset();
+  }
+
+  // The draft's first forward feeds the latest sampled ids, as rank 0 holds them.
+  DraftProposals run_draft(const DraftStep& step) override {
+    TANDEM_CHECK(draft_, "run_draft: no draft model");
+    return draft_->run(step, feeds_[0].state ? &feeds_[0] : nullptr);
   }
 
   // An adapter is cut like its base weights: each rank's image fits its own targets
@@ -124,6 +139,7 @@ class TensorParallelExecutor final : public Executor {
   std::optional<Tensor> logits_;                   // rank 0's, of the forward issued last
   std::vector<GeneratedToken> prompt_logprobs_;
   std::vector<std::vector<float>> pooled_;
+  std::unique_ptr<DraftWorker> draft_;  // speculative decoding's draft model, on rank 0
 };
 
 KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
@@ -133,8 +149,14 @@ KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
   KvLayout layout;
   layout.dtype = config_.kv_dtype.value_or(backend0_->act_dtype());
   layout.groups = kv_groups_of(specs);
-  const std::vector<int64_t> block_bytes =
+  std::vector<int64_t> block_bytes =
       group_block_bytes(specs, layout.groups, sizing.block_size, layout.dtype);
+  if (draft_) {  // the draft's K/V rides in rank 0's blocks of one group (draft_worker.h)
+    layout.draft_group = DraftWorker::table_group(layout.groups);
+    layout.draft_num_groups = draft_->num_groups();
+    block_bytes[size_t(*layout.draft_group)] +=
+        draft_->bytes_per_block(sizing.block_size, layout.dtype);
+  }
   KvSizing s = sizing;
   if (!s.budget_bytes) {
     const int64_t want = kv_bytes(plan_group_blocks(layout.groups, block_bytes, s), block_bytes);
@@ -149,6 +171,8 @@ KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
         ranks_->model(r), ranks_->backend(r), layout.num_blocks, s.block_size, layout.dtype));
     runners_.back()->set_encoder_cache_bytes(config_.encoder_cache_bytes);
   }
+  if (draft_)
+    draft_->allocate(layout.num_blocks[size_t(*layout.draft_group)], s.block_size, layout.dtype);
   return layout;
 }
 
@@ -186,7 +210,9 @@ void TensorParallelExecutor::issue_sampling(std::span<const SampleRow> rows) {
   Tensor logits = std::move(*logits_);
   logits_.reset();
   // Rank 0 samples (on the host: the result is ready at once) and broadcasts the ids.
-  PendingSample pending = backend0_->sample_async(logits, rows);
+  // Proposals the draft model drew are checked against the logits it drew them from.
+  const std::optional<Tensor> q = draft_ ? draft_->take_logits() : std::nullopt;
+  PendingSample pending = backend0_->sample_async(logits, rows, q ? &*q : nullptr);
   std::vector<SampledToken> tokens(size_t(pending.num_rows));
   backend0_->sample_wait(pending, tokens);
   std::vector<std::vector<int32_t>> ids(size_t(ranks_->size()),
@@ -202,9 +228,10 @@ void TensorParallelExecutor::issue_sampling(std::span<const SampleRow> rows) {
 std::unique_ptr<Executor> make_tensor_parallel_executor(std::unique_ptr<Backend> backend0,
                                                         std::unique_ptr<Model> model0,
                                                         std::shared_ptr<TpRanks> ranks,
-                                                        ExecutorConfig config) {
+                                                        ExecutorConfig config,
+                                                        std::unique_ptr<Model> draft) {
   return std::make_unique<TensorParallelExecutor>(std::move(backend0), std::move(model0),
-                                                  std::move(ranks), config);
+                                                  std::move(ranks), config, std::move(draft));
 }
 
 }  // namespace tandem
