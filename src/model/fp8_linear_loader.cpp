@@ -75,16 +75,14 @@ void check_block_cut(const std::string& dir, const std::string& name, int64_t ro
   auto inside = [](Range c, int64_t block, int64_t whole) {
     return c.begin % block != 0 || (c.count % block != 0 && c.begin + c.count != whole);
   };
-  const bool cols = slice.kind == WeightSlice::Kind::Columns;
-  if (!inside(r, bn, rows) && !(cols && inside(slice.columns, bk, K))) return;
+  const bool cut_cols = slice.kind == WeightSlice::Kind::Columns && inside(slice.columns, bk, K);
+  if (!cut_cols && !inside(r, bn, rows)) return;
+  const Range bad = cut_cols ? slice.columns : r;
   fail(
       "{}: '{}' [{}, {}] has {}x{} scale blocks, and --tensor-parallel-size {} would cut one: "
       "this rank's {} [{}, {}) do not start and end on a block (use a smaller N)",
-      dir, name, rows, K, bn, bk, slice.ranks,
-      cols && inside(slice.columns, bk, K) ? "columns" : "rows",
-      cols && inside(slice.columns, bk, K) ? slice.columns.begin : r.begin,
-      cols && inside(slice.columns, bk, K) ? slice.columns.begin + slice.columns.count
-                                           : r.begin + r.count);
+      dir, name, rows, K, bn, bk, slice.ranks, cut_cols ? "columns" : "rows", bad.begin,
+      bad.begin + bad.count);
 }
 
 // The scales of part_of(weight) for a stored `scale` of `q`'s granularity: per-tensor whole,

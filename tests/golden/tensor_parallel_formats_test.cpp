@@ -306,6 +306,16 @@ TEST(TensorParallelErrors, AnFp8SplitInsideItsScaleBlocksIsNamed) {
   for (const char* part :
        {"q_proj.weight", "128x128 scale blocks", "--tensor-parallel-size 2", "rows [0, 32)"})
     EXPECT_NE(e.find(part), std::string::npos) << part << " in: " << e;
+  // Qwen3-MoE's experts in [16, 32] blocks at N = 4: down's 64 input columns give 16 a rank.
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("tandem-tp-fp8-cut-" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      fp8_moe::write_fp8_moe(oracle_dir("qwen3_moe"), tmp, fp8_moe::Layout::Block);
+  const std::string cols = error_of([&] { load_ranks_at(dir, 4); });
+  std::filesystem::remove_all(tmp);
+  for (const char* part :
+       {"down_proj.weight", "16x32 scale blocks", "--tensor-parallel-size 4", "columns [0, 16)"})
+    EXPECT_NE(cols.find(part), std::string::npos) << part << " in: " << cols;
 }
 
 }  // namespace tensor_parallel_formats_test
