@@ -138,14 +138,10 @@ std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
   ExecutorConfig executor_config{
       .kv_dtype = kv_dtype, .graphs = env.graphs, .vision_timing = env.vision_timing};
   const bool gpu = m.backend->device() != Device::CPU;
-  if (m.tp_ranks && m.draft)
-    fail(
-        "--speculative-config with a draft model does not run under --tensor-parallel-size "
-        "{} yet",
-        m.tp_ranks->size());
   std::unique_ptr<Executor> executor =
       m.tp_ranks ? make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
-                                                 std::move(m.tp_ranks), executor_config)
+                                                 std::move(m.tp_ranks), executor_config,
+                                                 std::move(m.draft))
                  : make_executor(std::move(m.backend), std::move(m.model), executor_config,
                                  std::move(m.draft));
   if (batch) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "engine/draft_worker.h"
 #include "engine/kv_layout.h"
 #include "engine/model_runner.h"
 #include "engine/pooling_step.h"
@@ -35,7 +36,8 @@ StepPlan with_fed_tokens(const StepPlan& plan, std::span<const int32_t> ids) {
 class TensorParallelExecutor final : public Executor {
  public:
   TensorParallelExecutor(std::unique_ptr<Backend> backend0, std::unique_ptr<Model> model0,
-                         std::shared_ptr<TpRanks> ranks, ExecutorConfig config)
+                         std::shared_ptr<TpRanks> ranks, ExecutorConfig config,
+                         std::unique_ptr<Model> draft)
       : backend0_(std::move(backend0)),
         model0_(std::move(model0)),
         ranks_(std::move(ranks)),
@@ -49,15 +51,21 @@ class TensorParallelExecutor final : public Executor {
     info_.device = backend0_->name();
     info_.asynchronous = false;
     info_.vision = model0_->vision_spec();
+    if (draft) {  // whole, on rank 0's backend (tensor_parallel_executor.h)
+      draft_ = std::make_unique<DraftWorker>(std::move(draft), *backend0_, *info_.model);
+      info_.draft = std::make_shared<const ModelConfig>(draft_->model().config());
+      info_.draft_num_parameters = draft_->model().num_parameters();
+    }
   }
 
   const ExecutorInfo& info() const override { return info_; }
 
   KvRoom kv_room(const KvSizing& sizing) const override {
     const DType dtype = config_.kv_dtype.value_or(backend0_->act_dtype());
+    int64_t per_block = kv_bytes_per_block(model0_->kv_specs(), sizing.block_size, dtype);
+    if (draft_) per_block += draft_->bytes_per_block(sizing.block_size, dtype);
     return {.bytes_available = spare_bytes(sizing),
-            .bytes_per_token = kv_bytes_per_block(model0_->kv_specs(), sizing.block_size, dtype) /
-                               sizing.block_size};
+            .bytes_per_token = per_block / sizing.block_size};
   }
 
   KvLayout allocate_kv(const KvSizing& sizing) override;
@@ -66,6 +74,7 @@ class TensorParallelExecutor final : public Executor {
     TANDEM_CHECK(!runners_.empty(), "prepare: allocate_kv first");
     if (config_.graphs)  // each rank records its own graphs, on its own thread and device
       ranks_->run([&](int r) { runners_[size_t(r)]->enable_graphs(max_model_len, max_rows); });
+    if (draft_) draft_->prepare(max_model_len, max_rows, config_.graphs);
   }
 
   void issue_forward(const StepPlan& plan) override;
@@ -89,6 +98,16 @@ class TensorParallelExecutor final : public Executor {
     prompt_logprobs_.clear();
     pooled_.clear();
     last_ids_.clear();
+    if (draft_) draft_->reset();
+  }
+
+  // The draft's first forward feeds the latest sampled ids (broadcast, on the host).
+  DraftProposals run_draft(const DraftStep& step) override {
+    TANDEM_CHECK(draft_, "run_draft: no draft model");
+    if (step.first.feed_index.empty()) return draft_->run(step, nullptr);
+    DraftStep fed = step;
+    fed.first = with_fed_tokens(step.first, last_ids_);
+    return draft_->run(fed, nullptr);
   }
 
   // An adapter is cut like its base weights: each rank's image fits its own targets
@@ -146,6 +165,7 @@ class TensorParallelExecutor final : public Executor {
   std::optional<Tensor> logits_;                   // rank 0's, of the forward issued last
   std::vector<GeneratedToken> prompt_logprobs_;
   std::vector<std::vector<float>> pooled_;
+  std::unique_ptr<DraftWorker> draft_;  // speculative decoding's draft model, on rank 0
 };
 
 KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
@@ -155,8 +175,14 @@ KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
   KvLayout layout;
   layout.dtype = config_.kv_dtype.value_or(backend0_->act_dtype());
   layout.groups = kv_groups_of(specs);
-  const std::vector<int64_t> block_bytes =
+  std::vector<int64_t> block_bytes =
       group_block_bytes(specs, layout.groups, sizing.block_size, layout.dtype);
+  if (draft_) {  // the draft's K/V rides in rank 0's blocks of one group (draft_worker.h)
+    layout.draft_group = DraftWorker::table_group(layout.groups);
+    layout.draft_num_groups = draft_->num_groups();
+    block_bytes[size_t(*layout.draft_group)] +=
+        draft_->bytes_per_block(sizing.block_size, layout.dtype);
+  }
   KvSizing s = sizing;
   if (!s.budget_bytes) {
     const int64_t want = kv_bytes(plan_group_blocks(layout.groups, block_bytes, s), block_bytes);
@@ -174,6 +200,8 @@ KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
     runners[size_t(r)]->set_encoder_cache_bytes(config_.encoder_cache_bytes);
   });
   runners_ = std::move(runners);
+  if (draft_)
+    draft_->allocate(layout.num_blocks[size_t(*layout.draft_group)], s.block_size, layout.dtype);
   return layout;
 }
 
@@ -212,7 +240,9 @@ void TensorParallelExecutor::issue_sampling(std::span<const SampleRow> rows) {
   Tensor logits = std::move(*logits_);
   logits_.reset();
   // Rank 0 samples (on the host: the result is ready at once) and broadcasts the ids.
-  PendingSample pending = backend0_->sample_async(logits, rows);
+  // Proposals the draft model drew are checked against the logits it drew them from.
+  const std::optional<Tensor> q = draft_ ? draft_->take_logits() : std::nullopt;
+  PendingSample pending = backend0_->sample_async(logits, rows, q ? &*q : nullptr);
   std::vector<SampledToken> tokens(size_t(pending.num_rows));
   backend0_->sample_wait(pending, tokens);
   std::vector<std::vector<int32_t>> ids(size_t(ranks_->size()),
@@ -230,9 +260,10 @@ void TensorParallelExecutor::issue_sampling(std::span<const SampleRow> rows) {
 std::unique_ptr<Executor> make_tensor_parallel_executor(std::unique_ptr<Backend> backend0,
                                                         std::unique_ptr<Model> model0,
                                                         std::shared_ptr<TpRanks> ranks,
-                                                        ExecutorConfig config) {
+                                                        ExecutorConfig config,
+                                                        std::unique_ptr<Model> draft) {
   return std::make_unique<TensorParallelExecutor>(std::move(backend0), std::move(model0),
-                                                  std::move(ranks), config);
+                                                  std::move(ranks), config, std::move(draft));
 }
 
 }  // namespace tandem

@@ -9,9 +9,11 @@
 // NCCL all-reduces inside them.
 //
 // The KV budget (--kv-budget) is per rank: each rank's cache holds its KV heads of every
-// block. LoRA adapters are cut like their base weights (each rank installs its slices). No
-// draft model (run_draft fails); steps are synchronous (sampling waits for rank 0's ids
-// before the next step is issued).
+// block. LoRA adapters are cut like their base weights (each rank installs its slices).
+// Speculative decoding's draft model runs whole beside the ranks, on rank 0's backend (its
+// K/V in rank 0's blocks, counted in rank 0's budget), fed the broadcast sampled ids; the
+// verify is the ranks' ordinary forward. Steps are synchronous (sampling waits for rank 0's
+// ids before the next step is issued).
 #pragma once
 
 #include <memory>
@@ -21,10 +23,12 @@
 
 namespace tandem {
 
-// `backend0` and `model0` are rank 0's (TpRanks::load), moved in beside the group.
+// `backend0` and `model0` are rank 0's (TpRanks::load), moved in beside the group; `draft`,
+// when given, was loaded on `backend0`.
 std::unique_ptr<Executor> make_tensor_parallel_executor(std::unique_ptr<Backend> backend0,
                                                         std::unique_ptr<Model> model0,
                                                         std::shared_ptr<TpRanks> ranks,
-                                                        ExecutorConfig config = {});
+                                                        ExecutorConfig config = {},
+                                                        std::unique_ptr<Model> draft = nullptr);
 
 }  // namespace tandem

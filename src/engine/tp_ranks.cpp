@@ -39,7 +39,11 @@ void TpRanks::load_cpu(const std::filesystem::path& dir, int size, LoadOptions o
     }
     OwnedRank rank;
     rank.pool = std::make_unique<ThreadPool>(threads);
-    rank.backend = std::make_unique<CpuBackend>(rank.pool.get());
+    auto cpu = std::make_unique<CpuBackend>(rank.pool.get());
+    // Block weights (GGUF) compute as rank 0's do, so the ranks' partial sums agree.
+    if (auto* cpu0 = dynamic_cast<CpuBackend*>(&backend0))
+      cpu->set_block_arithmetic(cpu0->block_arithmetic());
+    rank.backend = std::move(cpu);
     rank.model = load_model(dir, *rank.backend, options);
     backends_.push_back(rank.backend.get());
     models_.push_back(rank.model.get());

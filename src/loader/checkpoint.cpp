@@ -133,6 +133,11 @@ DType Checkpoint::dtype(const std::string& name) const {
   return file_of(name).entry(name).dtype;
 }
 
+std::string Checkpoint::stored_name(const std::string& name) const {
+  auto a = aliases_.find(name);
+  return a != aliases_.end() ? a->second.gguf_name : name;
+}
+
 void Checkpoint::prefetch(const std::string& name) const {
   if (auto a = aliases_.find(name); a != aliases_.end()) {
     const GgufModel::TensorRef* ref = gguf_->find(a->second.gguf_name);

@@ -41,6 +41,8 @@ class Checkpoint {
   Tensor get(const std::string& name) const;
   // The dtype `name` is stored in, without reading (or rearranging) its bytes.
   DType dtype(const std::string& name) const;
+  // The name `name` is stored under: its GGUF tensor's, or `name` itself. For messages.
+  std::string stored_name(const std::string& name) const;
   // All tensor names, sorted.
   std::vector<std::string> names() const;
   // The folder (or the GGUF file) the tensors come from, for messages.

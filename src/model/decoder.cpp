@@ -17,8 +17,12 @@ WeightMap llama_style_weight_map() {
       {"final_norm", {"model.norm.weight"}},
       {"lm_head", {"lm_head.weight"}, /*optional=*/true},
       {"layers.{i}.attn_norm", {L + "input_layernorm.weight"}},
-      {"layers.{i}.qkv", {L + "self_attn.q_proj.weight", L + "self_attn.k_proj.weight", L + "self_attn.v_proj.weight"}},
-      {"layers.{i}.qkv_bias", {L + "self_attn.q_proj.bias", L + "self_attn.k_proj.bias", L + "self_attn.v_proj.bias"}, true},
+      {"layers.{i}.qkv",
+       {L + "self_attn.q_proj.weight", L + "self_attn.k_proj.weight",
+        L + "self_attn.v_proj.weight"}},
+      {"layers.{i}.qkv_bias",
+       {L + "self_attn.q_proj.bias", L + "self_attn.k_proj.bias", L + "self_attn.v_proj.bias"},
+       true},
       {"layers.{i}.q_norm", {L + "self_attn.q_norm.weight"}, true},
       {"layers.{i}.k_norm", {L + "self_attn.k_norm.weight"}, true},
       {"layers.{i}.o", {L + "self_attn.o_proj.weight"}},
@@ -41,15 +45,18 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
   embed_ = w.load("embed", -1, {V, D});
   head_.final_norm = load_norm(w, "final_norm", -1);
   head_.head = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
-  // In a group (even of one rank, TANDEM_TP_EXECUTOR) the lookup's table gains a zero row
-  // (vocab_slice_embedding) and the logits are gathered.
+  // In a group (even of one rank, TANDEM_TP_EXECUTOR) the logits are gathered, and a 16-bit
+  // lookup table gains a zero row, so ids are mapped on the device (vocab_slice_embedding); a
+  // GGUF block table is used as loaded (its lookup is CPU ranks only).
   if (c.tp.comm) {
-    Tensor table = backend.zeros(embed_.dtype, {V + 1, D});
-    Tensor rows = table.slice_rows(0, V);
-    backend.copy(rows, embed_);
-    const bool tied = head_.head.weight.data == embed_.data;
-    embed_ = table;
-    if (tied) head_.head.weight = rows;
+    if (!dtype_is_block(embed_.dtype)) {
+      Tensor table = backend.zeros(embed_.dtype, {V + 1, D});
+      Tensor rows = table.slice_rows(0, V);
+      backend.copy(rows, embed_);
+      const bool tied = head_.head.weight.data == embed_.data;
+      embed_ = table;
+      if (tied) head_.head.weight = rows;
+    }
     head_.gather = c.tp.comm;
   }
   head_.logit_divisor = traits_.logit_divisor;
@@ -92,8 +99,9 @@ void DecoderModel::load_layer(WeightLoader& w, int i) {
   l.post_attn_norm = load_norm(w, "layers.{i}.post_attn_norm", i, false);
   l.ffn_norm = load_norm(w, "layers.{i}.ffn_norm", i);
   l.post_ffn_norm = load_norm(w, "layers.{i}.post_ffn_norm", i, false);
-  bool sparse = c.num_experts > 0 && (i + 1) % c.decoder_sparse_step == 0 &&
-                std::find(c.mlp_only_layers.begin(), c.mlp_only_layers.end(), i) == c.mlp_only_layers.end();
+  bool sparse =
+      c.num_experts > 0 && (i + 1) % c.decoder_sparse_step == 0 &&
+      std::find(c.mlp_only_layers.begin(), c.mlp_only_layers.end(), i) == c.mlp_only_layers.end();
   if (sparse) {
     int64_t E = c.num_experts, Fe = c.moe_intermediate_size / N;
     l.moe.router = w.load_linear("layers.{i}.router", i, {E, D});
@@ -113,7 +121,8 @@ Tensor DecoderModel::embed(const StepTensors& step, float scale) {
   const TpShard& tp = config_.tp;
   if (!tp.comm) return embedding(backend_, embed_, step.tokens, scale);
   const int64_t first = int64_t(tp.rank) * (config_.vocab_size / tp.size);
-  Tensor x = vocab_slice_embedding(backend_, embed_, step.tokens, first, scale);
+  const int64_t rows = config_.vocab_size / tp.size;
+  Tensor x = vocab_slice_embedding(backend_, embed_, rows, step.tokens, first, scale);
   tp.comm->all_reduce_sum(x);  // exactly one rank holds each id's row
   return x;
 }

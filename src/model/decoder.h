@@ -62,7 +62,7 @@ class DecoderModel : public Model {
 
   DecoderTraits traits_;
   Backend& backend_;
-  Tensor embed_;  // [V, D]; under tensor parallelism [V/N + 1, D] (vocab_slice_embedding)
+  Tensor embed_;  // [V, D]; under tensor parallelism [V/N, D] (vocab_slice_embedding)
   LmHead head_;   // final norm [D], lm_head [V, D] (the embedding when tied)
   std::vector<DecoderLayer> layers_;
 };

@@ -44,6 +44,106 @@ struct Shard {
 
 bool is_float16(DType t) { return t == DType::BF16 || t == DType::F16 || t == DType::F32; }
 
+using Range = WeightSlice::Range;
+
+// The rows of a shard [rows, K] at `fused_row` of its fused weight that `slice` keeps: all of
+// them, or where a Rows slice's ranges cross it (model/tp_slices.h).
+std::vector<Range> shard_rows(const WeightSlice& slice, int64_t fused_row, int64_t rows) {
+  if (slice.kind != WeightSlice::Kind::Rows) return {{0, rows}};
+  std::vector<Range> out;
+  for (const Range& r : slice.rows) {
+    const int64_t lo = std::max(r.begin, fused_row),
+                  hi = std::min(r.begin + r.count, fused_row + rows);
+    if (lo < hi) out.push_back({lo - fused_row, hi - lo});
+  }
+  return out;
+}
+
+// Rows `r` of `t` [R, C] and, under a Columns slice, the slice's columns (a copy).
+Tensor part_of(const Tensor& t, Range r, const WeightSlice& slice, const std::string& label) {
+  const Tensor rows = t.slice_rows(r.begin, r.count);
+  if (slice.kind != WeightSlice::Kind::Columns) return rows;
+  return slice_parts({rows}, {.kind = WeightSlice::Kind::Columns, .columns = slice.columns}, label,
+                     [](const std::vector<Tensor>& p) { return p[0]; });
+}
+
+// A [bn, bk] block-scaled shard [rows, K] keeps its scales only when the slice cuts it
+// between blocks: its rows `r` and the slice's columns must start on a block and end on
+// one (or at the shard's end). Otherwise an error naming the tensor, the blocks and N.
+void check_block_cut(const std::string& dir, const std::string& name, int64_t rows, int64_t K,
+                     Range r, const WeightSlice& slice, int bn, int bk) {
+  auto inside = [](Range c, int64_t block, int64_t whole) {
+    return c.begin % block != 0 || (c.count % block != 0 && c.begin + c.count != whole);
+  };
+  const bool cut_cols = slice.kind == WeightSlice::Kind::Columns && inside(slice.columns, bk, K);
+  if (!cut_cols && !inside(r, bn, rows)) return;
+  const Range bad = cut_cols ? slice.columns : r;
+  fail(
+      "{}: '{}' [{}, {}] has {}x{} scale blocks, and --tensor-parallel-size {} would cut one: "
+      "this rank's {} [{}, {}) do not start and end on a block (use a smaller N)",
+      dir, name, rows, K, bn, bk, slice.ranks, cut_cols ? "columns" : "rows", bad.begin,
+      bad.begin + bad.count);
+}
+
+// The scales of part_of(weight) for a stored `scale` of `q`'s granularity: per-tensor whole,
+// per-channel its rows, block scales their whole blocks' rows and columns.
+Tensor scale_part(const Tensor& scale, const QuantScheme& q, int64_t rows, int64_t K, Range r,
+                  const WeightSlice& slice, const std::string& label) {
+  if (q.weights == Fp8Weights::PerTensor || scale.numel() == 1) return scale;
+  if (q.weights == Fp8Weights::PerChannel)
+    return scale.reshape({rows}).slice_rows(r.begin, r.count);
+  const int64_t bn = q.block_n, bk = q.block_k;
+  const Tensor blocks = scale.reshape({ceil_div(rows, bn), ceil_div(K, bk)});
+  Range block_rows{r.begin / bn, ceil_div(r.begin + r.count, bn) - r.begin / bn};
+  WeightSlice cut = slice;
+  if (slice.kind == WeightSlice::Kind::Columns) {
+    const Range c = slice.columns;
+    cut.columns = {c.begin / bk, ceil_div(c.begin + c.count, bk) - c.begin / bk};
+  }
+  return part_of(blocks, block_rows, cut, label);
+}
+
+// Rows `r` (and the slice's columns) of stored shard `name`: quantized per channel from 16
+// bits (online: each rank quantizes only its part), or its FP8 bytes with their scales.
+Shard read_shard(const Checkpoint& ck, const std::string& name, const Tensor& stored, Range r,
+                 const WeightSlice& slice, const std::string& label) {
+  const QuantScheme& q = ck.quant();
+  const std::string dir = ck.dir().string();
+  const int64_t rows = stored.rows(), K = stored.cols();
+  Shard s{.name = name};
+  const Tensor part = part_of(stored, r, slice, name);
+  if (q.source == QuantScheme::Source::Online) {
+    Fp8Rows quantized = quantize_fp8_per_channel(part);
+    s.weight = quantized.weight;
+    s.scale = host_f32(quantized.scale).reshape({part.rows()});
+    return s;
+  }
+  if (stored.dtype != DType::F8E4M3)
+    fail("{}: '{}' is {} but the other shards of '{}' are FP8", dir, name, dtype_name(stored.dtype),
+         label);
+  s.weight = part;
+  const bool inv = q.weights == Fp8Weights::Block && q.method == "fp8";
+  const std::string scale_name = scale_tensor_name(name, inv ? "weight_scale_inv" : "weight_scale");
+  const Tensor scale = host_f32(ck.get(scale_name));
+  const int64_t want = q.weights == Fp8Weights::PerTensor ? 1
+                       : q.weights == Fp8Weights::PerChannel
+                           ? rows
+                           : ceil_div(rows, q.block_n) * ceil_div(K, q.block_k);
+  if (scale.numel() != want)
+    fail("{}: '{}' has shape {}; the {} scheme wants {} values for weight {}", dir, scale_name,
+         scale.shape.str(), q.describe(""), want, stored.shape.str());
+  if (q.weights == Fp8Weights::Block && slice.kind != WeightSlice::Kind::Whole)
+    check_block_cut(dir, name, rows, K, r, slice, q.block_n, q.block_k);
+  s.scale = scale_part(scale, q, rows, K, r, slice, scale_name);
+  if (q.inputs == Fp8Inputs::Static) {
+    const std::string in_name = scale_tensor_name(name, "input_scale");
+    const Tensor in = host_f32(ck.get(in_name));
+    if (in.numel() != 1) fail("{}: '{}' has shape {}, want [1]", dir, in_name, in.shape.str());
+    s.input_scale = in.ptr<float>()[0];
+  }
+  return s;
+}
+
 }  // namespace
 
 bool WeightLoader::loads_as_fp8(const WeightRule& rule, int layer) const {
@@ -77,9 +177,6 @@ Linear WeightLoader::load_fp8_linear(const WeightRule& rule, int layer, Shape ex
 Linear WeightLoader::load_experts(const std::string& name, int layer, Shape expected) {
   const WeightRule* rule = find(name);
   if (!rule || !loads_as_fp8(*rule, layer)) return Linear{.weight = load(name, layer, expected)};
-  if (slicer_)
-    fail("{}: '{}' holds FP8 MoE experts, which tensor parallelism does not split yet",
-         checkpoint_.dir().string(), expand_name(name, layer));
   const std::string dir = checkpoint_.dir().string(), label = expand_name(name, layer);
   if (!backend_.fp8_experts())
     fail("{}: '{}' holds FP8 MoE experts, which the {} backend does not run (the cpu and "
@@ -121,39 +218,21 @@ WeightLoader::Fp8Host WeightLoader::read_fp8(const WeightRule& rule, int layer, 
   const std::string dir = checkpoint_.dir().string(), label = expand_name(rule.name, layer);
   const int64_t K = expected[1];
   const int bn = q.block_n, bk = q.block_k;
+  // Under tensor parallelism each shard contributes this rank's rows of it (or all its rows
+  // and the slice's columns), with their scales (model/tp_slices.h).
+  const WeightSlice slice = slicer_ ? slicer_(rule.name, layer) : WeightSlice{};
   std::vector<Shard> shards;
+  int64_t fused_row = 0;
   for (const std::string& pattern : rule.sources) {
-    Shard s{.name = expand_name(pattern, layer, expert)};
-    const Tensor stored = checkpoint_.get(s.name);
-    if (stored.ndim() != 2 || stored.cols() != K)
-      fail("{}: '{}' has shape {}, want [rows, {}]", dir, s.name, stored.shape.str(), K);
-    if (q.source == QuantScheme::Source::Online) {
-      Fp8Rows r = quantize_fp8_per_channel(stored);
-      s.weight = r.weight;
-      s.scale = host_f32(r.scale).reshape({stored.rows()});
-    } else {
-      if (stored.dtype != DType::F8E4M3)
-        fail("{}: '{}' is {} but the other shards of '{}' are FP8", dir, s.name,
-             dtype_name(stored.dtype), label);
-      s.weight = stored;
-      const bool inv = q.weights == Fp8Weights::Block && q.method == "fp8";
-      const std::string scale_name = scale_tensor_name(s.name, inv ? "weight_scale_inv" : "weight_scale");
-      s.scale = host_f32(checkpoint_.get(scale_name));
-      const int64_t rows = stored.rows();
-      const int64_t want = q.weights == Fp8Weights::PerTensor    ? 1
-                           : q.weights == Fp8Weights::PerChannel ? rows
-                                                                 : ceil_div(rows, bn) * ceil_div(K, bk);
-      if (s.scale.numel() != want)
-        fail("{}: '{}' has shape {}; the {} scheme wants {} values for weight {}", dir, scale_name,
-             s.scale.shape.str(), q.describe(""), want, stored.shape.str());
-      if (q.inputs == Fp8Inputs::Static) {
-        const std::string in_name = scale_tensor_name(s.name, "input_scale");
-        const Tensor in = host_f32(checkpoint_.get(in_name));
-        if (in.numel() != 1) fail("{}: '{}' has shape {}, want [1]", dir, in_name, in.shape.str());
-        s.input_scale = in.ptr<float>()[0];
-      }
-    }
-    shards.push_back(std::move(s));
+    const std::string name = expand_name(pattern, layer, expert);
+    const Tensor stored = checkpoint_.get(name);
+    const int64_t rows = stored.ndim() == 2 ? stored.rows() : 0,
+                  full_k = stored.ndim() == 2 ? stored.cols() : 0;
+    if (stored.ndim() != 2 || (slice.kind != WeightSlice::Kind::Columns && full_k != K))
+      fail("{}: '{}' has shape {}, want [rows, {}]", dir, name, stored.shape.str(), K);
+    for (const Range& r : shard_rows(slice, fused_row, rows))
+      shards.push_back(read_shard(checkpoint_, name, stored, r, slice, label));
+    fused_row += rows;
   }
 
   // The fused weight.

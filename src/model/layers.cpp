@@ -1,6 +1,7 @@
 #include "model/layers.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "backend/tp_ops.h"
@@ -76,11 +77,32 @@ Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scal
   return out;
 }
 
-Tensor vocab_slice_embedding(Backend& be, const Tensor& table, const Tensor& ids, int64_t first,
-                             float scale) {
+Tensor vocab_slice_embedding(Backend& be, const Tensor& table, int64_t rows, const Tensor& ids,
+                             int64_t first, float scale) {
+  if (table.dim(0) == rows + 1) {  // the last row is zeros
+    Tensor local_ids = be.alloc(DType::I32, {ids.numel()});
+    vocab_slice_ids(be, local_ids, ids, first, rows);
+    return embedding(be, table, local_ids, scale);
+  }
+  TANDEM_CHECK(be.device() == Device::CPU && ids.device == Device::CPU && ids.dtype == DType::I32,
+               "the vocabulary-split embedding runs on CPU ranks only (backend {})", be.name());
+  const int64_t local = rows;
+  std::vector<int32_t> mapped(size_t(ids.numel()));
+  for (size_t t = 0; t < mapped.size(); t++) {
+    const int64_t id = int64_t(ids.ptr<int32_t>()[t]) - first;
+    mapped[t] = int32_t(id >= 0 && id < local ? id : 0);  // row 0 stands in; zeroed below
+  }
   Tensor local_ids = be.alloc(DType::I32, {ids.numel()});
-  vocab_slice_ids(be, local_ids, ids, first, table.dim(0) - 1);  // the last row is zeros
-  return embedding(be, table, local_ids, scale);
+  be.write_i32(local_ids, mapped.data(), int64_t(mapped.size()));
+  Tensor out = embedding(be, table, local_ids, scale);
+  be.synchronize();
+  const size_t row_bytes = dtype_row_bytes(out.dtype, out.cols());
+  for (size_t t = 0; t < mapped.size(); t++) {
+    const int64_t id = int64_t(ids.ptr<int32_t>()[t]) - first;
+    if (id < 0 || id >= local)
+      std::memset(static_cast<char*>(out.data) + t * row_bytes, 0, row_bytes);
+  }
+  return out;
 }
 
 Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index) {

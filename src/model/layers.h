@@ -92,12 +92,14 @@ void rms_norm_in_place(Backend& be, Tensor& x, const RmsNorm& n);
 Tensor add_rms_norm(Backend& be, Tensor& residual, const Tensor& x, const RmsNorm& n);
 // table[ids] · scale.   table [V, D], ids [T] i32 → [T, D]
 Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scale);
-// Tensor parallelism's lookup in a vocabulary slice: `table` [V/N + 1, D] holds rows
-// [first, first + V/N) of the embedding and a zero row last; an id outside them reads the
-// zero row, so the all-reduce of the ranks' outputs is the whole lookup (ids mapped on the
-// device for CUDA, backend/tp_ops.h, so a decode graph holds it).   ids [T] i32 → [T, D]
-Tensor vocab_slice_embedding(Backend& be, const Tensor& table, const Tensor& ids, int64_t first,
-                             float scale);
+// Tensor parallelism's lookup in a vocabulary slice: the table's first `rows` rows are rows
+// [first, first + rows) of the embedding; an id outside them gives a zero row, so the
+// all-reduce of the ranks' outputs is the whole lookup. A table with a zero row after them
+// ([rows + 1, D]) has its ids mapped on the device (backend/tp_ops.h, so a decode graph holds
+// it); a table of exactly `rows` (a GGUF block table, used as loaded) is looked up on CPU
+// ranks only (the ids and the output touched on the host).   ids [T] i32 → [T, D]
+Tensor vocab_slice_embedding(Backend& be, const Tensor& table, int64_t rows, const Tensor& ids,
+                             int64_t first, float scale);
 // x[index].   x [T, D], index [S] i32 → [S, D]
 Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index);
 // A device vector of n ones (an unweighted norm's weight, a +1 bias).

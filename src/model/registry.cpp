@@ -57,10 +57,10 @@ void check_declared_layers(const ModelConfig& config, const Checkpoint& checkpoi
          config.num_layers, held);
 }
 
-// Tensor parallelism splits DecoderModel's architectures only (model/tp_slices.h); the
-// dimensions it cuts must divide by N. Checked before a weight is read.
+}  // namespace
+
 void check_tensor_parallel(const ModelConfig& config, const std::string& type,
-                           const std::filesystem::path& dir) {
+                           const std::string& source) {
   if (!config.tp.sharded()) return;
   static const char* const kSplit[] = {"llama",  "qwen2",       "qwen3",     "mistral", "phi3",
                                        "gemma2", "gemma3_text", "qwen3_moe", "mixtral", "minicpm"};
@@ -68,7 +68,7 @@ void check_tensor_parallel(const ModelConfig& config, const std::string& type,
     fail(
         "{}: tensor parallelism does not split model_type '{}' yet (it splits llama, qwen2, "
         "qwen3, mistral, phi3, gemma2, gemma3_text, qwen3_moe, mixtral, minicpm)",
-        (dir / "config.json").string(), type);
+        source, type);
   TANDEM_CHECK(config.tp.comm && config.tp.comm->size() == config.tp.size &&
                    config.tp.comm->rank() == config.tp.rank,
                "tensor parallelism: rank {} of {} needs its communicator", config.tp.rank,
@@ -76,11 +76,9 @@ void check_tensor_parallel(const ModelConfig& config, const std::string& type,
   try {
     check_tp_dims(config, config.tp.size);
   } catch (const Error& e) {
-    fail("{}: {}", (dir / "config.json").string(), e.what());
+    fail("{}: {}", source, e.what());
   }
 }
-
-}  // namespace
 
 ArchBuilder find_architecture(const std::string& model_type) {
   for (auto& a : kArchitectures)
@@ -123,7 +121,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& bac
     fail("{}: unknown model_type '{}' (supported: {})", (dir / "config.json").string(), type,
          known);
   }
-  check_tensor_parallel(config, type, dir);
+  check_tensor_parallel(config, type, (dir / "config.json").string());
   Checkpoint checkpoint = Checkpoint::open(dir);
   check_declared_layers(config, checkpoint, (dir / "config.json").string());
   checkpoint.set_quant(model_quant_scheme(config, options.online));

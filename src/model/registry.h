@@ -19,4 +19,10 @@ using ArchBuilder = std::unique_ptr<Model> (*)(ModelConfig config, const Checkpo
 ArchBuilder find_architecture(const std::string& model_type);
 std::vector<std::string> architecture_names();
 
+// Tensor parallelism (config.tp) splits DecoderModel's architectures only, and the
+// dimensions it cuts must divide by N (model/tp_slices.h): otherwise an error naming
+// `source` (the config the model came from). Nothing to check at size 1.
+void check_tensor_parallel(const ModelConfig& config, const std::string& type,
+                           const std::string& source);
+
 }  // namespace tandem

@@ -16,8 +16,8 @@ void check_divides(int64_t dim, int size, const char* what) {
 
 using Range = WeightSlice::Range;
 
-WeightSlice rows_of(std::vector<Range> ranges) {
-  return {.kind = WeightSlice::Kind::Rows, .rows = std::move(ranges)};
+WeightSlice rows_of(std::vector<Range> ranges, const TpShard& tp) {
+  return {.kind = WeightSlice::Kind::Rows, .rows = std::move(ranges), .ranks = tp.size};
 }
 
 // This rank's rows of a fused q|k|v [(Hq + 2·Hkv)·Dh, ...].
@@ -26,18 +26,19 @@ WeightSlice qkv_rows(const ModelConfig& c, const TpShard& tp) {
   const int64_t Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
   return rows_of({{int64_t(tp.rank) * h.q_heads * Dh, h.q_heads * Dh},
                   {(Hq + h.kv_first) * Dh, h.kv_heads * Dh},
-                  {(Hq + Hkv + h.kv_first) * Dh, h.kv_heads * Dh}});
+                  {(Hq + Hkv + h.kv_first) * Dh, h.kv_heads * Dh}},
+                 tp);
 }
 
 // This rank's rows of a fused gate|up [2F, ...].
 WeightSlice gate_up_rows(int64_t F, const TpShard& tp) {
   const int64_t f = F / tp.size;
-  return rows_of({{tp.rank * f, f}, {F + tp.rank * f, f}});
+  return rows_of({{tp.rank * f, f}, {F + tp.rank * f, f}}, tp);
 }
 
 WeightSlice columns_of(int64_t K, const TpShard& tp) {
   const int64_t k = K / tp.size;
-  return {.kind = WeightSlice::Kind::Columns, .columns = {tp.rank * k, k}};
+  return {.kind = WeightSlice::Kind::Columns, .columns = {tp.rank * k, k}, .ranks = tp.size};
 }
 
 }  // namespace
@@ -75,7 +76,7 @@ WeightSlicer decoder_slicer(const ModelConfig& c, const TpShard& tp) {
     const int64_t V = c.vocab_size, Dh = c.head_dim;
     const int64_t F = layer >= 0 ? c.intermediate_sizes[size_t(layer)] : 0;
     if (name == "embed" || name == "lm_head")
-      return rows_of({{tp.rank * (V / tp.size), V / tp.size}});
+      return rows_of({{tp.rank * (V / tp.size), V / tp.size}}, tp);
     if (name == "layers.{i}.qkv" || name == "layers.{i}.qkv_bias") return qkv_rows(c, tp);
     if (name == "layers.{i}.o") return columns_of(c.num_heads * Dh, tp);
     if (name == "layers.{i}.gate_up" || name == "layers.{i}.gate_up_bias")
@@ -111,20 +112,29 @@ void take_rows(std::vector<Tensor>& out, const std::vector<Tensor>& parts, Range
          want.begin, want.begin + want.count, offset);
 }
 
-// Columns [begin, begin + count) of the last dim of `t` (2-D or stacked 3-D), copied.
+// Columns [begin, begin + count) of the last dim of `t` (2-D or stacked 3-D), copied. A
+// block type (GGUF) is cut between its blocks only: a slice that starts or ends inside one is
+// an error naming the weight, its type and the number of slices.
 Tensor take_columns(const Tensor& t, Range want, const std::string& label) {
   if (t.ndim() < 2 || want.begin + want.count > t.dim(t.ndim() - 1))
     fail("weight '{}' {}: tensor parallelism needs columns [{}, {}) of it", label, t.shape.str(),
          want.begin, want.begin + want.count);
   const int64_t K = t.dim(t.ndim() - 1), rows = t.numel() / K;
+  const int elems = dtype_block(t.dtype).elems;
+  if (want.begin % elems != 0 || want.count % elems != 0)
+    fail(
+        "weight '{}' ({}, {} input columns): --tensor-parallel-size {} would cut it into slices "
+        "of {} columns, not a multiple of {}'s {}-value blocks (use a smaller N, or a file "
+        "whose type has smaller blocks)",
+        label, dtype_name(t.dtype), K, K / want.count, want.count, dtype_name(t.dtype), elems);
   Shape shape = t.shape;
   shape.dims[size_t(t.ndim() - 1)] = want.count;
   Tensor out = Tensor::empty_host(t.dtype, shape);
-  const size_t esize = dtype_size(t.dtype);
+  const size_t row = dtype_row_bytes(t.dtype, K), skip = dtype_row_bytes(t.dtype, want.begin),
+               take = dtype_row_bytes(t.dtype, want.count);
   for (int64_t r = 0; r < rows; r++)
-    std::memcpy(static_cast<char*>(out.data) + size_t(r * want.count) * esize,
-                static_cast<const char*>(t.data) + size_t(r * K + want.begin) * esize,
-                size_t(want.count) * esize);
+    std::memcpy(static_cast<char*>(out.data) + size_t(r) * take,
+                static_cast<const char*>(t.data) + size_t(r) * row + skip, take);
   return out;
 }
 

@@ -11,7 +11,9 @@
 //   - norms, q/k norms and the router whole.
 // A WeightSlice says which part of a weight (its sources fused along dim 0 as the weight
 // map fuses them) a rank reads; the loader reads only those rows or columns from the
-// mapped file.
+// mapped file. A GGUF block type is cut into whole block rows, and into input columns only
+// between its blocks (32 or 256 values): a slice inside a block is an error naming the
+// weight, its type and N.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,7 @@ struct WeightSlice {
   Kind kind = Kind::Whole;  // Absent: this rank holds none of it (loads as absent)
   std::vector<Range> rows;  // Rows: ranges of the fused dim 0 (per expert), in order
   Range columns;            // Columns: of the last dim
+  int ranks = 1;            // N, for messages
 };
 
 // The slice of internal weight `name` ("layers.{i}.qkv", "embed", ...) at `layer`.

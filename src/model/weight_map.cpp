@@ -118,7 +118,12 @@ std::optional<Tensor> WeightLoader::read(const std::string& name, int layer, Sha
   for (int e = 0; e < (stacked ? num_experts_ : 1); e++) {
     std::vector<Tensor> parts;
     for (auto& src : rule->sources) parts.push_back(read_source(src, layer, stacked ? e : -1));
-    pieces.push_back(slice_parts(parts, slice, label, concat));
+    try {
+      pieces.push_back(slice_parts(parts, slice, label, concat));
+    } catch (const Error& err) {
+      fail("{}: {} (tensor '{}')", checkpoint_.dir().string(), err.what(),
+           checkpoint_.stored_name(expand_name(rule->sources[0], layer, stacked ? e : -1)));
+    }
   }
   Tensor host = concat_rows(pieces, label);
   if (stacked) {  // [E·R, C] → [E, R, C]
@@ -172,19 +177,43 @@ bool WeightLoader::mixed_types(const WeightRule& rule, int layer) const {
 
 Linear WeightLoader::load_pieces(const WeightRule& rule, int layer, Shape expected) {
   const std::string label = expand_name(rule.name, layer);
-  std::optional<Tensor> bias = read(rule.name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
+  // The bias is read as the slicer cuts it, so its rows follow the pieces' rows in order.
+  std::optional<Tensor> bias =
+      read(rule.name + "_bias", layer, {expected[0]}, /*must_exist=*/false);
+  const WeightSlice slice = slicer_ ? slicer_(rule.name, layer) : WeightSlice{};
+  if (slice.kind != WeightSlice::Kind::Whole && slice.kind != WeightSlice::Kind::Rows)
+    fail(
+        "{}: weight '{}': its sources differ in type, and tensor parallelism cuts such a "
+        "projection by rows only",
+        checkpoint_.dir().string(), label);
   Linear l;
-  int64_t row = 0;
+  int64_t row = 0, fused_row = 0;  // in this rank's projection; the source's in the whole one
   for (const std::string& src : rule.sources) {
     const std::string name = expand_name(src, layer);
     Tensor host = checkpoint_.get(name);
-    if (host.ndim() != 2 || host.dim(1) != expected[1] || row + host.dim(0) > expected[0])
+    if (host.ndim() != 2 || host.dim(1) != expected[1])
       fail("{}: weight '{}': piece '{}' has shape {}, which does not fit the {} the config implies",
            checkpoint_.dir().string(), label, name, host.shape.str(), expected.str());
-    Linear piece{.weight = upload(host)};
-    if (bias) piece.bias = upload(bias->slice_rows(row, host.dim(0)));
-    row += host.dim(0);
-    l.pieces.push_back(std::move(piece));
+    // The source's rows this rank holds: all of them, or where the slice's ranges cross it.
+    std::vector<WeightSlice::Range> mine = {{0, host.dim(0)}};
+    if (slice.kind == WeightSlice::Kind::Rows) {
+      mine.clear();
+      for (const WeightSlice::Range& r : slice.rows) {
+        const int64_t lo = std::max(r.begin, fused_row),
+                      hi = std::min(r.begin + r.count, fused_row + host.dim(0));
+        if (lo < hi) mine.push_back({lo - fused_row, hi - lo});
+      }
+    }
+    fused_row += host.dim(0);
+    for (const WeightSlice::Range& r : mine) {
+      if (row + r.count > expected[0])
+        fail("{}: weight '{}': its pieces have more rows than the {} the config implies",
+             checkpoint_.dir().string(), label, expected.str());
+      Linear piece{.weight = upload(host.slice_rows(r.begin, r.count))};
+      if (bias) piece.bias = upload(bias->slice_rows(row, r.count));
+      row += r.count;
+      l.pieces.push_back(std::move(piece));
+    }
   }
   if (row != expected[0])
     fail("{}: weight '{}': its pieces have {} rows but the config implies {}",
@@ -196,11 +225,6 @@ Linear WeightLoader::load_linear(const std::string& name, int layer, Shape expec
                                  bool must_exist) {
   Linear l;
   const WeightRule* rule = find(name);
-  if (slicer_ && rule && (loads_as_fp8(*rule, layer) || mixed_types(*rule, layer)))
-    fail(
-        "{}: weight '{}': tensor parallelism reads 16-bit and f32 safetensors weights only "
-        "(not FP8 or mixed-type projections)",
-        checkpoint_.dir().string(), expand_name(name, layer));
   if (rule && loads_as_fp8(*rule, layer)) {
     l = load_fp8_linear(*rule, layer, expected);
   } else if (rule && mixed_types(*rule, layer)) {

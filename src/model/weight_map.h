@@ -60,8 +60,8 @@ class WeightLoader {
   // Tensor parallelism (model/tp_slices.h): from now on every weight is read as `slicer`
   // cuts it for rank `rank`, and the shapes given to load* are the slice's. A weight held
   // whole counts as parameters on rank 0 only, so the ranks' counts add up to the model's.
-  // LoRA slots are cut like their projections; FP8 and mixed-type (GGUF) projections are
-  // refused under it.
+  // LoRA slots are cut like their projections, a mixed-type (GGUF) projection's pieces by
+  // their rows; FP8 projections are refused under it.
   void set_slicer(WeightSlicer slicer, int rank);
 
  private:

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "backend/cpu/cpu_communicator.h"
@@ -26,6 +27,7 @@
 #include "model/config.h"
 #include "model/lora/lora_slots.h"
 #include "oracle_fixture.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tandem::test {
 namespace tensor_parallel_test {
@@ -119,6 +121,10 @@ TEST(TensorParallelFlag, TpAliasAndLongFormParse) {
     std::vector<const char*> argv = {"tandem", "-tp", bad};
     EXPECT_THROW(app.parse(cli::cli_args(int(argv.size()), argv.data())), CLI::ParseError) << bad;
   }
+}
+
+cli::LoadedModel load_ranks_at(const std::filesystem::path& dir, int size) {
+  return cli::load_model_folder(dir, "cpu", LoadOptions{.tp = {.size = size}});
 }
 
 cli::LoadedModel load_ranks(const std::string& arch, int size, LoraCapacity lora = {}) {
@@ -479,6 +485,56 @@ TEST(TensorParallelNcclErrors, MoreRanksThanGpusIsRefused) {
     EXPECT_NE(std::string(e.what()).find(fmt::format("has {}", gpus)), std::string::npos)
         << e.what();
   }
+}
+
+// A draft model beside the ranks (--speculative-config with -tp 2): the draft whole on rank
+// 0's backend, the verify the ranks' forward. The embedded tiny-kjv and its draft, eight
+// prompts at once: exactly the continuations -tp 2 gives without speculation, with proposals
+// accepted on the way.
+TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
+  const std::filesystem::path models =
+      std::filesystem::path(TANDEM_TEST_DATA) / ".." / ".." / "models";
+  const std::vector<std::string> texts = {"In the beginning God created",
+                                          "And the LORD said unto",
+                                          "Blessed are the",
+                                          "For God so loved",
+                                          "The LORD is my shepherd",
+                                          "And it came to pass",
+                                          "Thou shalt not",
+                                          "In my Father's house"};
+  auto run = [&](bool speculate, SpecDecodeStats* stats) {
+    cli::LoadedModel m = load_ranks_at(models / "tiny-kjv", 2);
+    EngineConfig config;
+    config.scheduler.max_rows = 8;
+    if (speculate) {
+      SpeculativeConfig spec{.method = SpecMethod::DraftModel, .num_speculative_tokens = 4};
+      spec.model = (models / "tiny-kjv-draft").string();
+      spec.adaptive = false;  // every row proposes whenever it can
+      cli::load_draft_model(m, spec);
+      config.speculative = spec;
+    }
+    std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
+    std::vector<OraclePrompt> prompts(texts.size());
+    for (size_t i = 0; i < texts.size(); i++) {
+      prompts[i].prompt = m.tokenizer->encode(texts[i], true);
+      prompts[i].greedy.resize(24);
+    }
+    Served out = serve_greedy(*engine, prompts, /*batched=*/true);
+    if (stats) *stats = engine->stats().spec_decode;
+    EXPECT_EQ(engine->kv_blocks().num_used(), 0);
+    return out.tokens;
+  };
+  SpecDecodeStats stats;
+  const auto plain = run(false, nullptr), drafted = run(true, &stats);
+  ASSERT_EQ(plain.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); i++) {
+    EXPECT_EQ(plain[i].size(), 24u);
+    EXPECT_EQ(drafted[i], plain[i]) << texts[i];
+  }
+  std::printf("draft beside -tp 2: %lld of %lld proposals accepted\n",
+              (long long)stats.num_accepted_tokens, (long long)stats.num_draft_tokens);
+  EXPECT_GT(stats.num_draft_tokens, 0);
+  EXPECT_GT(stats.num_accepted_tokens, 0) << "the draft's proposals were never accepted";
 }
 
 }  // namespace tensor_parallel_test

@@ -1,0 +1,322 @@
+// Tensor parallelism over the other weight formats (docs/tensor-parallel.md): GGUF files,
+// their block types cut into whole block rows and into input columns between blocks; FP8
+// checkpoints cut with their scales (per tensor, per channel, whole blocks) and
+// --quantization fp8 quantizing each rank's slices; and the splits that would cut a block,
+// refused naming the tensor. The safetensors 16-bit cases are tensor_parallel_test.cpp's.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/model_files.h"
+#include "core/error.h"
+#include "engine/teacher_forcing.h"
+#include "engine/tp_ranks.h"
+#include "fp8_moe_fixture.h"
+#include "gguf_golden.h"
+#include "loader/gguf_model.h"
+#include "loader/quant_scheme.h"
+#include "loader/safetensors.h"
+#include "model/decoder.h"
+#include "model/gguf_translate.h"
+#include "model/layers.h"
+#include "model/model.h"
+#include "oracle_fixture.h"
+
+namespace tandem::test {
+namespace tensor_parallel_formats_test {
+
+// The message of the tandem::Error `fn` throws ("" when it throws none).
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<int32_t> ids_of(const Tensor& t) {
+  return std::vector<int32_t>(t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel());
+}
+
+cli::LoadedModel load_ranks_at(const std::filesystem::path& dir, int size) {
+  return cli::load_model_folder(dir, "cpu", LoadOptions{.tp = {.size = size}});
+}
+
+// GGUF files under tensor parallelism: block-type weights cut into whole block rows (q|k|v,
+// gate|up, the vocabulary) and into input columns between blocks (o, down). Each rank's
+// logits against the same file at N = 1 in the same block arithmetic: with the exact one
+// (f32 activations) equal up to the order of the sums, 1e-4, and within 1e-4 of the float64
+// oracle; with int8 activations a last-bit difference may round an activation to its other
+// int8 neighbour, so 5e-3 (the oracle's own bar for it is 5e-2).
+struct GgufTpCase {
+  std::string file;  // under tests/data/oracle/gguf/
+  int size;
+  cpu::BlockArithmetic arithmetic;
+  double vs_one, vs_oracle;  // relative errors allowed
+};
+
+// A GGUF file on a CPU backend of `arithmetic`, at one rank (size 1) or `size` ranks.
+struct GgufRanks {
+  CpuBackend backend;
+  std::unique_ptr<Model> model;  // rank 0's
+  std::shared_ptr<TpRanks> ranks;
+  GgufRanks(const std::string& file, int size, cpu::BlockArithmetic arithmetic) {
+    backend.set_block_arithmetic(arithmetic);
+    if (size == 1)
+      model = load_model(gguf_dir() / file, backend);
+    else
+      ranks = TpRanks::load(gguf_dir() / file, size, {.tp = {.size = size}}, backend, model);
+  }
+};
+
+class TensorParallelGguf : public ::testing::TestWithParam<GgufTpCase> {};
+
+TEST_P(TensorParallelGguf, LogitsMatchOneRankAndTheSlicesAddUp) {
+  const GgufTpCase& g = GetParam();
+  GgufRanks one(g.file, 1, g.arithmetic), m(g.file, g.size, g.arithmetic);
+  for (const GgufGolden& p : load_gguf_golden(g.file)) {
+    std::vector<int32_t> ids = p.prompt;
+    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+    const Tensor want = teacher_forced_logits(*one.model, one.backend, ids);
+    const Tensor ours = teacher_forced_logits(*m.ranks, ids, 5);
+    ASSERT_EQ(ours.numel(), want.numel());
+    const size_t n = size_t(want.numel());
+    EXPECT_LE(relative_error(ours.ptr<float>(), want.ptr<float>(), n), g.vs_one)
+        << "prompt of " << p.prompt.size() << " tokens";
+    EXPECT_LE(relative_error(ours.ptr<float>(), p.logits.ptr<float>(), n), g.vs_oracle)
+        << "prompt of " << p.prompt.size() << " tokens";
+  }
+  // The slices tile the file (4 heads, 2 KV heads: at N = 4 each KV head's k and v rows are
+  // held by two ranks).
+  const ModelConfig& c = one.model->config();
+  int64_t sum = 0;
+  for (int r = 0; r < m.ranks->size(); r++) sum += m.ranks->model(r).num_parameters();
+  const int extra_kv_heads = std::max(0, g.size - c.num_kv_heads);
+  EXPECT_EQ(sum, one.model->num_parameters() +
+                     int64_t(extra_kv_heads) * 2 * c.head_dim * c.hidden_size * c.num_layers);
+}
+
+constexpr auto kExact = cpu::BlockArithmetic::Exact, kInt8 = cpu::BlockArithmetic::Int8;
+
+INSTANTIATE_TEST_SUITE_P(Files, TensorParallelGguf,
+                         ::testing::Values(GgufTpCase{"llama-F32.gguf", 2, kInt8, 1e-4, 1e-4},
+                                           GgufTpCase{"llama-F32.gguf", 4, kInt8, 1e-4, 1e-4},
+                                           GgufTpCase{"llama-Q8_0.gguf", 2, kExact, 1e-4, 1e-4},
+                                           GgufTpCase{"llama-Q4_0.gguf", 2, kExact, 1e-4, 1e-4},
+                                           GgufTpCase{"llama-Q4_0.gguf", 4, kExact, 1e-4, 1e-4},
+                                           GgufTpCase{"llama-Q8_0.gguf", 2, kInt8, 5e-3, 5e-2},
+                                           GgufTpCase{"llama-Q4_0.gguf", 4, kInt8, 5e-3, 5e-2}),
+                         [](const auto& info) {
+                           const std::string& f =
+                               info.param.file;  // "llama-Q4_0.gguf" -> "Q4_0_tp2_exact"
+                           return f.substr(6, f.size() - 11) + "_tp" +
+                                  std::to_string(info.param.size) + "_" +
+                                  std::string(cpu::block_arithmetic_name(info.param.arithmetic));
+                         });
+
+TEST(TensorParallelErrors, ABlockSplitInsideItsBlocksIsNamed) {
+  // Q4_K_M's attn_output is q4_k (256-value blocks) with 256 input columns: 128 a rank at N = 2.
+  const std::string e = error_of(
+      [] { cli::load_model_folder(gguf_dir() / "llama-Q4_K_M.gguf", "cpu", {.tp = {.size = 2}}); });
+  for (const char* part : {"blk.0.attn_output.weight", "q4_k", "--tensor-parallel-size 2",
+                           "slices of 128 columns", "256-value blocks"})
+    EXPECT_NE(e.find(part), std::string::npos) << part << " in: " << e;
+}
+
+// A projection whose sources differ in type (Q4_K_M's q4_k q and k, q6_k v) is loaded as
+// pieces; under tensor parallelism each rank's pieces are its heads' rows of them: its
+// output equals those rows of the whole projection's output.
+TEST(TensorParallelGguf, MixedTypePiecesAreCutByHeads) {
+  auto gguf = GgufModel::open(gguf_dir() / "llama-Q4_K_M.gguf");
+  GgufTranslation t = translate_gguf(*gguf);
+  const ModelConfig c = ModelConfig::parse(t.config, "llama-Q4_K_M.gguf");
+  const Checkpoint checkpoint = Checkpoint::from_gguf(gguf, t.aliases);
+  const int64_t D = c.hidden_size, Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
+  CpuBackend be;
+  Tensor x = Tensor::empty_host(DType::F32, {3, D});
+  for (int64_t i = 0; i < x.numel(); i++) x.ptr<float>()[i] = float((i * 37) % 101) / 50.f - 1.f;
+  const Tensor xd = be.upload(x, be.act_dtype());
+  auto output = [&](const Linear& l) { return be.to_host_f32(linear(be, xd, l)); };
+  WeightLoader whole_loader(checkpoint, be, llama_style_weight_map(), 0);
+  const Linear whole = whole_loader.load_linear("layers.{i}.qkv", 0, {(Hq + 2 * Hkv) * Dh, D});
+  ASSERT_EQ(whole.pieces.size(), 3u);
+  const Tensor want = output(whole);
+  for (int r = 0; r < 2; r++) {
+    WeightLoader w(checkpoint, be, llama_style_weight_map(), 0);
+    const TpShard tp{.rank = r, .size = 2};
+    w.set_slicer(decoder_slicer(c, tp), r);
+    const Linear mine = w.load_linear("layers.{i}.qkv", 0, {(Hq + 2 * Hkv) * Dh / 2, D});
+    const Tensor got = output(mine);
+    // Rank r's columns: its q heads, then its k head and its v head.
+    const int64_t q = Hq / 2 * Dh, kv = Dh, W = (Hq + 2 * Hkv) * Dh;
+    const std::vector<std::pair<int64_t, int64_t>> cols = {
+        {r * q, q}, {Hq * Dh + r * kv, kv}, {(Hq + Hkv) * Dh + r * kv, kv}};
+    for (int64_t row = 0; row < 3; row++) {
+      int64_t j = 0;
+      for (auto [first, n] : cols)
+        for (int64_t k = 0; k < n; k++, j++)
+          ASSERT_NEAR(got.ptr<float>()[row * (W / 2) + j], want.ptr<float>()[row * W + first + k],
+                      1e-5)
+              << "rank " << r << ", row " << row << ", column " << j;
+    }
+  }
+}
+
+// FP8 under tensor parallelism: each rank's FP8 rows or columns with their scales (per
+// tensor, per channel, whole [bn, bk] blocks), or its slices quantized per channel
+// (--quantization fp8). `ids` teacher-forced at N = 1 and N = `size`; the worst relative
+// error over `prompts`.
+double fp8_tp_error(const std::filesystem::path& dir, int size,
+                    const std::vector<std::vector<int32_t>>& prompts,
+                    std::optional<QuantScheme> online = std::nullopt) {
+  cli::LoadedModel one = cli::load_model_folder(dir, "cpu", {.online = online});
+  cli::LoadedModel m = cli::load_model_folder(dir, "cpu", {.online = online, .tp = {.size = size}});
+  double worst = 0;
+  for (const auto& ids : prompts) {
+    const Tensor want = teacher_forced_logits(*one.model, *one.backend, ids);
+    const Tensor got = teacher_forced_logits(*m.tp_ranks, ids, 5);
+    EXPECT_EQ(got.numel(), want.numel());
+    worst =
+        std::max(worst, relative_error(got.ptr<float>(), want.ptr<float>(), size_t(want.numel())));
+  }
+  std::printf("%s at -tp %d%s: %.2e from -tp 1\n", dir.filename().c_str(), size,
+              online ? " (online fp8)" : "", worst);
+  return worst;
+}
+
+std::vector<std::vector<int32_t>> oracle_ids(const std::string& arch) {
+  std::vector<std::vector<int32_t>> out;
+  for (const OraclePrompt& p : load_oracle(arch)) {
+    out.push_back(p.prompt);
+    out.back().insert(out.back().end(), p.greedy.begin(), p.greedy.end());
+  }
+  return out;
+}
+
+std::filesystem::path fp8_dir(const std::string& name) {
+  return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / "fp8" / name;
+}
+
+// Through whole models the FP8 activations' dynamic scales differ by rank (a rank scales
+// the columns it holds) and one flipped e4m3 rounding moves these tiny models' logits by
+// 1e-2..1e-1 (fp8_oracle_test.cpp), so the slices are checked at each projection: an input
+// whose every token has its largest magnitude (1) in every rank's columns scales the same
+// at N = 1 and N = 2; then a row-split projection's ranks give exactly their rows of the
+// whole one's output, and a column-split one's partial outputs add up to it.
+void expect_fp8_projections_split(const std::filesystem::path& dir,
+                                  std::optional<QuantScheme> online, double column_tolerance) {
+  ModelConfig c = ModelConfig::load(dir);
+  Checkpoint checkpoint = Checkpoint::open(dir);
+  checkpoint.set_quant(model_quant_scheme(c, online));
+  const int64_t D = c.hidden_size, Q = c.num_heads * c.head_dim, F = c.intermediate_sizes[0];
+  const int64_t QKV = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+  CpuBackend be;
+  WeightLoader whole_loader(checkpoint, be, llama_style_weight_map(), 0);
+  for (auto [name, rows, cols, by_rows] : {std::tuple{"layers.{i}.qkv", QKV, D, true},
+                                           {"layers.{i}.gate_up", 2 * F, D, true},
+                                           {"layers.{i}.o", D, Q, false},
+                                           {"layers.{i}.down", D, F, false}}) {
+    const Linear whole = whole_loader.load_linear(name, 1, {rows, cols});
+    ASSERT_TRUE(whole.quant.has_value()) << name << " did not load as FP8";
+    const int64_t T = 3, k = cols / 2;
+    Tensor x = Tensor::empty_host(DType::F32, {T, cols});
+    for (int64_t i = 0; i < x.numel(); i++) {
+      const int64_t col = i % cols;
+      x.ptr<float>()[i] = col % k == (i / cols) % k ? 1.f : float((i * 37) % 101) / 202.f - 0.25f;
+    }
+    const Tensor want = be.to_host_f32(linear(be, be.upload(x, be.act_dtype()), whole));
+    std::vector<float> sum(size_t(T * rows), 0.f);
+    for (int r = 0; r < 2; r++) {
+      WeightLoader w(checkpoint, be, llama_style_weight_map(), 0);
+      w.set_slicer(decoder_slicer(c, {.rank = r, .size = 2}), r);
+      const Linear mine = w.load_linear(name, 1, {by_rows ? rows / 2 : rows, by_rows ? cols : k});
+      Tensor xr = by_rows ? x : Tensor::empty_host(DType::F32, {T, k});
+      for (int64_t t = 0; !by_rows && t < T; t++)
+        std::copy_n(x.ptr<float>() + t * cols + r * k, k, xr.ptr<float>() + t * k);
+      const Tensor got = be.to_host_f32(linear(be, be.upload(xr, be.act_dtype()), mine));
+      for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < got.cols(); j++) {
+          const float g = got.ptr<float>()[t * got.cols() + j];
+          if (!by_rows) {
+            sum[size_t(t * rows + j)] += g;
+            continue;
+          }
+          sum[size_t(t * rows + j)] = g;  // rank r's rows, compared below
+        }
+      if (by_rows) {
+        const WeightSlice slice = decoder_slicer(c, {.rank = r, .size = 2})(name, 1);
+        for (int64_t t = 0; t < T; t++) {
+          int64_t j = 0;
+          for (const WeightSlice::Range& range : slice.rows)
+            for (int64_t i = 0; i < range.count; i++, j++)
+              EXPECT_NEAR(sum[size_t(t * rows + j)], want.ptr<float>()[t * rows + range.begin + i],
+                          1e-5 * (1 + std::fabs(want.ptr<float>()[t * rows + range.begin + i])))
+                  << name << " rank " << r << " row " << range.begin + i;
+        }
+      }
+    }
+    if (!by_rows)
+      EXPECT_LE(relative_error(sum.data(), want.ptr<float>(), sum.size()), column_tolerance)
+          << name;
+  }
+}
+
+TEST(TensorParallelFp8, CheckpointProjectionsSplitWithTheirScales) {
+  expect_fp8_projections_split(fp8_dir("llama_per_channel"), std::nullopt, 1e-5);
+}
+
+TEST(TensorParallelFp8, OnlineQuantizationSplitsEveryProjection) {
+  // Row splits quantize the same rows. A column split's rank quantizes its columns only,
+  // each row scaled by its largest magnitude there (as vLLM's ranks quantize their shards),
+  // so the partial outputs add up to N = 1's within FP8 rounding, not exactly.
+  expect_fp8_projections_split(oracle_dir("llama"), online_quantization("fp8"), 5e-2);
+}
+
+// End to end: the ranks' logits against N = 1's, within what the flipped activation
+// roundings above allow (a wrong scale or block mapping is off by far more).
+TEST(TensorParallelFp8, WholeModelsStayNearOneRank) {
+  auto golden = SafetensorsFile::open(fp8_dir("llama_per_channel") / "fp8_golden.safetensors");
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; golden->has("ids." + std::to_string(i)); i++)
+    prompts.push_back(ids_of(golden->tensor("ids." + std::to_string(i))));
+  for (int size : {2, 4})
+    EXPECT_LE(fp8_tp_error(fp8_dir("llama_per_channel"), size, prompts), 1.5e-1);
+  // Mixtral's experts in [16, 32] blocks (fp8_moe_fixture.h): gate|up rows and down columns
+  // cut between blocks, so the activations' groups are N = 1's.
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("tandem-tp-fp8-" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      fp8_moe::write_fp8_moe(oracle_dir("mixtral"), tmp, fp8_moe::Layout::Block);
+  const double blocks = fp8_tp_error(dir, 2, oracle_ids("mixtral"));
+  std::filesystem::remove_all(tmp);
+  EXPECT_LE(blocks, 3e-2);
+  EXPECT_LE(
+      fp8_tp_error(oracle_dir("qwen3_moe"), 2, oracle_ids("qwen3_moe"), online_quantization("fp8")),
+      0.5);
+}
+
+TEST(TensorParallelErrors, AnFp8SplitInsideItsScaleBlocksIsNamed) {
+  // q_proj [64, 64] has one 128x128 scale block; at N = 2 a rank's 32 rows end inside it.
+  const std::string e = error_of([] { load_ranks_at(fp8_dir("llama_block"), 2); });
+  for (const char* part :
+       {"q_proj.weight", "128x128 scale blocks", "--tensor-parallel-size 2", "rows [0, 32)"})
+    EXPECT_NE(e.find(part), std::string::npos) << part << " in: " << e;
+  // Qwen3-MoE's experts in [16, 32] blocks at N = 4: down's 64 input columns give 16 a rank.
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("tandem-tp-fp8-cut-" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      fp8_moe::write_fp8_moe(oracle_dir("qwen3_moe"), tmp, fp8_moe::Layout::Block);
+  const std::string cols = error_of([&] { load_ranks_at(dir, 4); });
+  std::filesystem::remove_all(tmp);
+  for (const char* part :
+       {"down_proj.weight", "16x32 scale blocks", "--tensor-parallel-size 4", "columns [0, 16)"})
+    EXPECT_NE(cols.find(part), std::string::npos) << part << " in: " << cols;
+}
+
+}  // namespace tensor_parallel_formats_test
+}  // namespace tandem::test
