@@ -28,7 +28,8 @@ std::unique_ptr<Backend> make_cpu(const EnvSwitches& env) {
   auto be = std::make_unique<CpuBackend>();
   if (!env.cpu_block_arithmetic.empty()) {
     const auto a = cpu::block_arithmetic_from_name(env.cpu_block_arithmetic);
-    if (!a) fail("TANDEM_CPU_BLOCK_ARITHMETIC: '{}' is not exact or int8", env.cpu_block_arithmetic);
+    if (!a)
+      fail("TANDEM_CPU_BLOCK_ARITHMETIC: '{}' is not exact or int8", env.cpu_block_arithmetic);
     be->set_block_arithmetic(*a);
   }
   return be;
@@ -65,7 +66,8 @@ LoraCapacity lora_capacity_for(const std::vector<std::filesystem::path>& dirs, i
 }
 
 LoadedModel load_model_folder(const std::filesystem::path& dir, const std::string& device,
-                              const LoadOptions& options, const std::optional<std::string>& tokenizer) {
+                              const LoadOptions& options,
+                              const std::optional<std::string>& tokenizer) {
   const bool gguf = is_gguf_file(dir);
   if (!gguf && !std::filesystem::is_directory(dir))
     fail("{}: neither a model folder nor a GGUF file", dir.string());
@@ -87,7 +89,8 @@ LoadedModel load_model_folder(const std::filesystem::path& dir, const std::strin
   return m;
 }
 
-std::filesystem::path tokenizer_source(const std::string& model, const std::optional<std::string>& tokenizer) {
+std::filesystem::path tokenizer_source(const std::string& model,
+                                       const std::optional<std::string>& tokenizer) {
   return tokenizer ? std::filesystem::path(*tokenizer) : std::filesystem::path(model);
 }
 
@@ -131,12 +134,14 @@ void load_draft_model(LoadedModel& m, const SpeculativeConfig& config) {
 }
 
 std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
-                                    std::optional<DType> kv_dtype,
-                                    std::optional<BatchFlags> batch, BatchChoice* chosen) {
+                                    std::optional<DType> kv_dtype, std::optional<BatchFlags> batch,
+                                    BatchChoice* chosen) {
   const EnvSwitches& env = env_switches();
   config.overlap = env.overlap;
-  ExecutorConfig executor_config{
-      .kv_dtype = kv_dtype, .graphs = env.graphs, .vision_timing = env.vision_timing};
+  ExecutorConfig executor_config{.kv_dtype = kv_dtype,
+                                 .graphs = env.graphs,
+                                 .verify_graphs = env.verify_graphs,
+                                 .vision_timing = env.vision_timing};
   const bool gpu = m.backend->device() != Device::CPU;
   std::unique_ptr<Executor> executor =
       m.tp_ranks ? make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),

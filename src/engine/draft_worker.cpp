@@ -13,9 +13,10 @@ DraftWorker::DraftWorker(std::unique_ptr<Model> draft, Backend& backend, const M
     : model_(std::move(draft)), backend_(backend) {
   const ModelConfig& c = model_->config();
   if (c.vocab_size != target.vocab_size)
-    fail("--speculative-config: the draft model has a vocabulary of {} tokens, the model {}: "
-         "a draft must share the model's tokenizer",
-         c.vocab_size, target.vocab_size);
+    fail(
+        "--speculative-config: the draft model has a vocabulary of {} tokens, the model {}: "
+        "a draft must share the model's tokenizer",
+        c.vocab_size, target.vocab_size);
 }
 
 int DraftWorker::table_group(const KvGroups& target_groups) {
@@ -23,7 +24,9 @@ int DraftWorker::table_group(const KvGroups& target_groups) {
   return target_groups.groups[0].window == 0 ? 0 : target_groups.num_groups() - 1;
 }
 
-int DraftWorker::num_groups() const { return kv_groups_of(model_->kv_specs()).num_groups(); }
+int DraftWorker::num_groups() const {
+  return kv_groups_of(model_->kv_specs()).num_groups();
+}
 
 int64_t DraftWorker::bytes_per_block(int block_size, DType dtype) const {
   return kv_bytes_per_block(model_->kv_specs(), block_size, dtype);
@@ -34,9 +37,9 @@ void DraftWorker::allocate(int num_blocks, int block_size, DType dtype) {
   runner_ = std::make_unique<ModelRunner>(*model_, backend_, num_blocks, block_size, dtype);
 }
 
-void DraftWorker::prepare(int max_model_len, int max_rows, bool graphs) {
+void DraftWorker::prepare(int max_model_len, int max_rows, bool graphs, bool verify_graphs) {
   TANDEM_CHECK(runner_, "prepare the draft after allocating its KV cache");
-  if (graphs) runner_->enable_graphs(max_model_len, max_rows);
+  if (graphs) runner_->enable_graphs(max_model_len, max_rows, verify_graphs);
 }
 
 DraftProposals DraftWorker::run(const DraftStep& step, const PendingSample* prev) {
@@ -64,22 +67,24 @@ DraftProposals DraftWorker::run(const DraftStep& step, const PendingSample* prev
         if (step.rows[r].num_proposals() > j + 1) feed.push_back(int32_t(draws.size()) - 1);
       }
     if (j == 0) {  // the first forward samples its proposing rows at their sample_index
-      TANDEM_CHECK(int(step.first.sample_index.size()) == rows, "draft: {} sampled rows for {} proposing",
-                   step.first.sample_index.size(), rows);
+      TANDEM_CHECK(int(step.first.sample_index.size()) == rows,
+                   "draft: {} sampled rows for {} proposing", step.first.sample_index.size(), rows);
     }
     Tensor view = all.slice_rows(at, int64_t(draws.size()));
     backend_.copy(view, logits);  // kept for the verify step (q), before sampling
     at += int(draws.size());
     pending.push_back(backend_.sample_async(logits, draws));
     if (j + 1 < max_k) {
-      const StepPlan next = draft_decode_plan(step.rows, j + 1, feed, num_groups(), step.first.block_size);
+      const StepPlan next =
+          draft_decode_plan(step.rows, j + 1, feed, num_groups(), step.first.block_size);
       logits = runner_->forward(next, &pending.back());
     }
   }
   for (int j = 0; j < int(pending.size()); j++) {
     std::vector<SampledToken> picked(sampled_rows[size_t(j)].size());
     backend_.sample_wait(pending[size_t(j)], picked);
-    for (size_t i = 0; i < picked.size(); i++) out.tokens[sampled_rows[size_t(j)][i]].push_back(picked[i].token);
+    for (size_t i = 0; i < picked.size(); i++)
+      out.tokens[sampled_rows[size_t(j)][i]].push_back(picked[i].token);
   }
   if (total > 0) logits_ = std::move(all);
   return out;

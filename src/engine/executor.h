@@ -42,6 +42,9 @@ struct ExecutorConfig {
   // Element type of the KV cache (kv_cache_dtype_from_name); nullopt: the activation dtype.
   std::optional<DType> kv_dtype;
   bool graphs = true;  // decode steps as recorded graphs, where the device has them
+  // Speculative verify steps (rows of K + 1 tokens) as recorded graphs too
+  // (engine/verify_graphs.h; TANDEM_VERIFY_GRAPHS). Off until measured on a GPU.
+  bool verify_graphs = false;
   // Bytes of encoded images kept for reuse (engine/encoder_cache.h).
   int64_t encoder_cache_bytes = int64_t(256) << 20;
   // Time the vision encoder on an asynchronous device too, waiting for the device around
@@ -81,7 +84,7 @@ struct ExecutorInfo {
   // The draft model of speculative decoding, when the executor runs one (run_draft).
   std::shared_ptr<const ModelConfig> draft;  // null: none
   int64_t draft_num_parameters = 0;
-  VisionSpec vision;          // image input (Model::vision_spec)
+  VisionSpec vision;  // image input (Model::vision_spec)
 };
 
 // Room for the KV cache on the device, before it is allocated: what `--batch auto` sizes

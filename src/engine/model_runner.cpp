@@ -62,7 +62,8 @@ StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev)
                   .num_samples = int(sampled.size()),
                   .block_size = block_size_,
                   .lora = !plan.lora_slots.empty()};
-  for (int32_t len : plan.context_lens) shape.max_context_len = std::max(shape.max_context_len, len);
+  for (int32_t len : plan.context_lens)
+    shape.max_context_len = std::max(shape.max_context_len, len);
   for (const KvGroupPlan& g : plan.groups) shape.max_blocks.push_back(g.max_blocks);
   StepTensors s = alloc_step_tensors(backend_, shape);
   auto write = [&](Tensor& t, const std::vector<int32_t>& v) {
@@ -97,13 +98,14 @@ void ModelRunner::upload_media(StepTensors& step, const StepPlan& plan) {
     step.media.push_back({plan.media[i].first_token, soft[i]});
 }
 
-void ModelRunner::enable_graphs(int max_model_len, int max_rows) {
+void ModelRunner::enable_graphs(int max_model_len, int max_rows, bool verify) {
   if (!backend_.supports_graphs()) return;
   int max_blocks = (max_model_len + block_size_ - 1) / block_size_;
   graphs_ = std::make_unique<DecodeGraphs>(model_, backend_, kv_, num_groups(), block_size_,
                                            max_blocks, max_rows);
-  verify_graphs_ = std::make_unique<VerifyGraphs>(model_, backend_, kv_, num_groups(), block_size_,
-                                                  max_blocks, max_rows);
+  if (verify)
+    verify_graphs_ = std::make_unique<VerifyGraphs>(model_, backend_, kv_, num_groups(),
+                                                    block_size_, max_blocks, max_rows);
 }
 
 Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev, Tensor* pooled) {
@@ -115,7 +117,8 @@ Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev, Ten
                "plan has {} LoRA slots for {} tokens", plan.lora_slots.size(), plan.num_tokens());
   for (int32_t slot : plan.lora_slots)
     TANDEM_CHECK(slot >= 0 && slot < model_.lora_targets().capacity.num_slots(),
-                 "LoRA slot {} but the model has {}", slot, model_.lora_targets().capacity.num_slots());
+                 "LoRA slot {} but the model has {}", slot,
+                 model_.lora_targets().capacity.num_slots());
   for (int g = 0; g < num_groups(); g++)
     for (int32_t slot : plan.groups[size_t(g)].slot_map)
       TANDEM_CHECK(slot >= -1 && slot < num_blocks(g) * block_size_,  // -1: writes nowhere
@@ -125,7 +128,7 @@ Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev, Ten
   // decode step) is not one either.
   if (graphs_ && plan.logprob_index.empty() && plan.pool_index.empty() && plan.media.empty()) {
     if (graphs_->fits(plan)) return graphs_->run(plan, prev);
-    if (plan.media_ends.empty() && verify_graphs_->fits(plan))
+    if (verify_graphs_ && plan.media_ends.empty() && verify_graphs_->fits(plan))
       return verify_graphs_->run(plan, prev);
   }
   StepTensors step = upload(plan, prev);

@@ -45,7 +45,7 @@ class ModelRunner {
   // On backends with graphs: run decode steps of up to `max_rows` rows as recorded graphs
   // (engine/decode_graphs.h), and steps of a few tokens per row (speculative verify steps,
   // engine/verify_graphs.h); `max_model_len` bounds the block tables they read.
-  void enable_graphs(int max_model_len, int max_rows);
+  void enable_graphs(int max_model_len, int max_rows, bool verify = false);
   // Steps run through a verify graph so far, and verify graphs recorded (0 without graphs).
   int64_t verify_graph_replays() const { return verify_graphs_ ? verify_graphs_->replays() : 0; }
   int64_t graphs_recorded() const { return verify_graphs_ ? verify_graphs_->recorded() : 0; }

@@ -134,8 +134,8 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
 
 void SingleWorkerExecutor::prepare(int max_model_len, int max_rows) {
   TANDEM_CHECK(runner_, "prepare: allocate_kv first");
-  if (config_.graphs) runner_->enable_graphs(max_model_len, max_rows);
-  if (draft_) draft_->prepare(max_model_len, max_rows, config_.graphs);
+  if (config_.graphs) runner_->enable_graphs(max_model_len, max_rows, config_.verify_graphs);
+  if (draft_) draft_->prepare(max_model_len, max_rows, config_.graphs, config_.verify_graphs);
 }
 
 void SingleWorkerExecutor::issue_forward(const StepPlan& plan) {

@@ -76,7 +76,7 @@ TEST(TinyModelCuda, VerifyStepThroughAGraphGivesTheEagerLogits) {
   for (int graphs : {0, 1}) {
     BlockPool pool(64);
     ModelRunner runner(*model, *backend, pool.num_blocks(), bs);
-    if (graphs) runner.enable_graphs(256, 8);
+    if (graphs) runner.enable_graphs(256, 8, /*verify=*/true);
     std::vector<BlockTables> tables;
     for (size_t r = 0; r < seqs.size(); r++) tables.push_back({pool.allocate(blocks_for(256, bs))});
     std::vector<PlanRow> prefill;
@@ -150,9 +150,11 @@ TEST(TinyModelCuda, SpeculativeGreedyWithGraphsEqualsEager) {
       EngineConfig config;
       config.scheduler.max_rows = 4;
       config.speculative = spec;
-      Engine engine(make_executor(std::move(backend), std::move(model),
-                                  ExecutorConfig{.graphs = graphs == 1}, std::move(draft_model)),
-                    tokenizer, config);
+      Engine engine(
+          make_executor(std::move(backend), std::move(model),
+                        ExecutorConfig{.graphs = graphs == 1, .verify_graphs = graphs == 1},
+                        std::move(draft_model)),
+          tokenizer, config);
       std::vector<std::shared_ptr<RequestStream>> streams;
       for (const auto& p : prompts) {
         GenerationRequest req;

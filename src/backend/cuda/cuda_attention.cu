@@ -1,8 +1,7 @@
 // Paged attention on CUDA: write_kv stores the step's new K/V rows in their slots, and
 // attention checks its arguments and dispatches to the tensor-core kernels:
-//   - every row decodes one token (T == B), or the rows have at most kDecodeTokensPerRow
-//     tokens on average (speculative verify steps): the decode kernel (flash-decoding,
-//     split over the context) serves every token;
+//   - every row decodes one token (T == B): the decode kernel (flash-decoding, split
+//     over the context) serves every token;
 //   - otherwise (prefill or a mixed step): the decode kernel serves the rows with one
 //     token and the prefill kernel (flash-attention-2) the rows with more.
 // Which rows have how many tokens is read on the device; the host only sizes grids from
@@ -42,9 +41,9 @@ __global__ void write_kv_kernel(bf16* k_cache, bf16* v_cache, const bf16* k, con
 }
 
 // The e4m3 twin: each thread narrows 8 bf16 (16 bytes) to 8 cache bytes.
-__global__ void write_kv_f8_kernel(uint8_t* k_cache, uint8_t* v_cache, const bf16* k, const bf16* v,
-                                   const int32_t* slot_map, int64_t num_vectors, int row_vectors,
-                                   int64_t num_slots) {
+__global__ void write_kv_f8_kernel(uint8_t* k_cache, uint8_t* v_cache, const bf16* k,
+                                   const bf16* v, const int32_t* slot_map, int64_t num_vectors,
+                                   int row_vectors, int64_t num_slots) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= num_vectors) return;
   const int64_t t = i / row_vectors, c = i % row_vectors;
@@ -121,18 +120,6 @@ constexpr int64_t kSplitCountersPerSm = 64;
 int64_t split_counter_capacity(const cudaDeviceProp& props) {
   return kSplitCountersPerSm * std::max(1, props.multiProcessorCount);
 }
-
-// Steps of at most this many tokens per row on average run every token on the decode
-// kernel (launch_decode without by_row): each token over its row's keys up to its own
-// position, which is right for a row of any length (causal within it: the step's keys are
-// in the cache before attention runs). The host knows only T and B, not each row's length
-// (read on the device, so graphs replay shorter rows): the bound is on the average. A
-// verify step (rows of K + 1 <= 8 tokens, engine/verify_graphs.h) takes it; so does a short
-// prompt chunk beside decode rows, whose tokens each re-read their row's keys. Steps of more
-// than kDecodeMaxTokens tokens (the verify graphs' bound) keep the prefill kernel, so a
-// serving step of many decode rows and a new prompt's chunk runs as before.
-constexpr int kDecodeTokensPerRow = 8;
-constexpr int kDecodeMaxTokens = 64;
 
 // The flash-decoding plan (cuda_split_plan.h) as the kernels' arguments.
 attn::SplitArgs plan_splits(int64_t num_items, int max_keys, int num_sms, int ctas_per_sm,
@@ -215,15 +202,7 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
     a.media_ends = step.media_ends.ptr<int32_t>();
   }
 
-  // Steps of a few tokens per row (verify steps: each speculating row's chunk of K + 1)
-  // take the decode kernel over every token too: the prefill kernel's query tiles would
-  // sit mostly empty, and it does not split the context. Not where an image's tokens see
-  // each other.
-  const bool few_per_row =
-      step.num_tokens <= kDecodeMaxTokens &&
-      int64_t(step.num_tokens) <= int64_t(kDecodeTokensPerRow) * step.num_rows &&
-      a.media_ends == nullptr;
-  const bool all_decode = step.num_tokens == step.num_rows || few_per_row;
+  const bool all_decode = step.num_tokens == step.num_rows;
   const int num_x = all_decode ? step.num_tokens : step.num_rows;
   const int max_keys =
       params.window > 0 ? std::min(step.max_context_len, params.window) : step.max_context_len;
@@ -231,8 +210,8 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   const int64_t items =
       int64_t(num_x) * a.num_kv_heads * ((a.group + heads_per_cta - 1) / heads_per_cta);
   attn::SplitArgs sp =
-      plan_splits(items, max_keys, props_.multiProcessorCount,
-                  attn::decode_ctas_per_sm(int(Dh), f8), split_counter_capacity(props_));
+      plan_splits(items, max_keys, props_.multiProcessorCount, attn::decode_ctas_per_sm(int(Dh), f8),
+                  split_counter_capacity(props_));
   sp.by_row = !all_decode;
   Tensor part_o, part_ml;  // split partials; back to the caching allocator after the launch
   if (sp.num_splits > 1) {
