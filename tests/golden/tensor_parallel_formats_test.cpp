@@ -20,6 +20,7 @@
 #include "loader/gguf_model.h"
 #include "loader/quant_scheme.h"
 #include "loader/safetensors.h"
+#include "model/config.h"
 #include "model/decoder.h"
 #include "model/gguf_translate.h"
 #include "model/layers.h"
@@ -260,9 +261,10 @@ void expect_fp8_projections_split(const std::filesystem::path& dir,
         }
       }
     }
-    if (!by_rows)
+    if (!by_rows) {
       EXPECT_LE(relative_error(sum.data(), want.ptr<float>(), sum.size()), column_tolerance)
           << name;
+    }
   }
 }
 

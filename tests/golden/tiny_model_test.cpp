@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/model_runner.h"
 #include "kv/block_pool.h"
+#include "model/config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tandem::test {
