@@ -3,9 +3,11 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace tandem::test {
@@ -21,5 +23,15 @@ std::filesystem::path oracle_dir(const std::string& arch);
 std::vector<OraclePrompt> load_oracle(const std::string& arch);
 // ‖a − b‖ / ‖b‖ over all elements.
 double relative_error(const float* a, const float* b, size_t n);
+
+// The message of the tandem::Error `fn` throws ("" when it throws none).
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace tandem::test

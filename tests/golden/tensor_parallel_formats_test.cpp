@@ -30,16 +30,6 @@
 namespace tandem::test {
 namespace tensor_parallel_formats_test {
 
-// The message of the tandem::Error `fn` throws ("" when it throws none).
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 std::vector<int32_t> ids_of(const Tensor& t) {
   return std::vector<int32_t>(t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel());
 }

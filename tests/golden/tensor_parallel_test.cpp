@@ -277,16 +277,6 @@ TEST(TensorParallelExecutor, PromptLogprobsMatchTheOracle) {
   }
 }
 
-// The message of the tandem::Error `fn` throws ("" when it throws none).
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(TensorParallelErrors, ADimensionNDoesNotDivideIsNamed) {
   const std::string e = error_of([] { load_ranks("llama", 3); });
   EXPECT_NE(e.find("num_attention_heads = 4 is not divisible by --tensor-parallel-size 3"),
@@ -423,6 +413,21 @@ std::vector<std::vector<int32_t>> engine_greedy(cli::LoadedModel& m, const std::
   return out;
 }
 
+// The GPU ranks' teacher-forced logits of every oracle prompt and its greedy continuation
+// against one GPU's, within `tolerance` (relative).
+void expect_teacher_forced_near(cli::LoadedModel& one, cli::LoadedModel& tp,
+                                const std::string& arch, double tolerance) {
+  for (auto& p : load_oracle(arch)) {
+    std::vector<int32_t> ids = p.prompt;
+    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+    Tensor want = teacher_forced_logits(*one.model, *one.backend, ids);
+    Tensor got = teacher_forced_logits(*tp.tp_ranks, ids);
+    ASSERT_EQ(got.numel(), want.numel());
+    EXPECT_LE(relative_error(got.ptr<float>(), want.ptr<float>(), size_t(got.numel())), tolerance)
+        << "prompt of " << p.prompt.size() << " tokens at TP=" << tp.tp_ranks->size();
+  }
+}
+
 class TensorParallelNccl : public ::testing::TestWithParam<std::string> {};
 
 // The seam at one rank: the vocabulary-slice lookup (on the device), the all-reduces and
@@ -433,15 +438,7 @@ TEST_P(TensorParallelNccl, OneRankEqualsTheSingleWorkerExecutor) {
   cli::LoadedModel one = cli::load_model_folder(oracle_dir(arch), "cuda");
   cli::LoadedModel tp = load_gpu_ranks(arch, 1);
   ASSERT_TRUE(tp.tp_ranks);
-  for (auto& p : load_oracle(arch)) {
-    std::vector<int32_t> ids = p.prompt;
-    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
-    Tensor want = teacher_forced_logits(*one.model, *one.backend, ids);
-    Tensor got = teacher_forced_logits(*tp.tp_ranks, ids);
-    ASSERT_EQ(got.numel(), want.numel());
-    EXPECT_LE(relative_error(got.ptr<float>(), want.ptr<float>(), size_t(got.numel())), 1e-6)
-        << "prompt of " << p.prompt.size() << " tokens";
-  }
+  expect_teacher_forced_near(one, tp, arch, 1e-6);
   const auto want = engine_greedy(one, arch), got = engine_greedy(tp, arch);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); i++) EXPECT_EQ(got[i], want[i]) << "prompt " << i;
@@ -456,15 +453,7 @@ TEST_P(TensorParallelNccl, RanksOnSeveralGpusMatchOneGpu) {
   cli::LoadedModel one = cli::load_model_folder(oracle_dir(arch), "cuda");
   const int size = n == 3 ? 2 : n;  // the fixtures' heads split by 2 and 4
   cli::LoadedModel tp = load_gpu_ranks(arch, size);
-  for (auto& p : load_oracle(arch)) {
-    std::vector<int32_t> ids = p.prompt;
-    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
-    Tensor want = teacher_forced_logits(*one.model, *one.backend, ids);
-    Tensor got = teacher_forced_logits(*tp.tp_ranks, ids);
-    ASSERT_EQ(got.numel(), want.numel());
-    EXPECT_LE(relative_error(got.ptr<float>(), want.ptr<float>(), size_t(got.numel())), 3e-2)
-        << "prompt of " << p.prompt.size() << " tokens at TP=" << size;
-  }
+  expect_teacher_forced_near(one, tp, arch, 3e-2);
   const std::vector<OraclePrompt> prompts = load_oracle(arch);
   const auto got = engine_greedy(tp, arch);
   for (size_t i = 0; i < prompts.size(); i++)
