@@ -23,6 +23,8 @@
 #    70b: checks disk (the file is ~42.5 GB; the 8B file is removed first when space is
 #         short) and GPU memory, writes the 70B-shaped Q4_K_M, then tandem's decode-b1 and
 #         the sweep at 64 on it.
+#    prep: no GPU: llama.cpp's build, the 8B file, then the 70B file, for 8b / 70b / both in
+#         the next call on the same warm machine (W in a kept folder: build-dev/gguf)
 #    cpu: (optional, a third call, ~6 min) the CPU figures on this quiet machine: llama-100m in
 #         Q4_K_M and Q8_0 (tandem random-model), bench/cpu_vs_llamacpp.sh all (engine B = 1, 4,
 #         16; tandem serve against llama-server -np 16 at 1 / 4 / 16) with both pinned to two
@@ -213,21 +215,28 @@ serve_llama() {  # FILE TAG
 }
 
 part_8b() {
-  log "llama.cpp build and the $shape8 Q4_K_M file, in parallel"
-  build_llama > "$L/llama-build.log" 2>&1 &
-  local bpid=$!
+  local bpid=
+  if [ -x "$llama_bin/llama-server" ] && [ "$dry" != 1 ]; then
+    log "llama.cpp's build is there (prep): $llama_bin"
+  else
+    log "llama.cpp build and the $shape8 Q4_K_M file, in parallel"
+    build_llama > "$L/llama-build.log" 2>&1 &
+    bpid=$!
+  fi
   write_model "$shape8" "$F8" > "$L/random-model-8b.log" 2>&1
   log "model: $(tail -1 "$L/random-model-8b.log")"
   if [ "$dry" != 1 ] && [ -x "$G/tests/test_backend_cuda" ]; then
     timeout 90 "$G/tests/test_backend_cuda" --gtest_filter='CudaBlock*' > "$L/cuda-block.log" 2>&1
     log "test_backend_cuda CudaBlock*: rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/cuda-block.log" | tr '\n' ' ')"
   fi
-  [ -f "$F8" ] || { log "no model file: see $L/random-model-8b.log"; wait "$bpid"; return 1; }
+  [ -f "$F8" ] || { log "no model file: see $L/random-model-8b.log"; [ -z "$bpid" ] || wait "$bpid"; return 1; }
   tandem_b1 "$F8" 8b
   serve_tandem "$F8" 8b
-  log "waiting for the llama.cpp build"
-  wait "$bpid"
-  log "llama.cpp: $(tail -1 "$L/llama-build.log")"
+  if [ -n "$bpid" ]; then
+    log "waiting for the llama.cpp build"
+    wait "$bpid"
+    log "llama.cpp: $(tail -1 "$L/llama-build.log")"
+  fi
   if [ -x "$llama_bin/llama-server" ]; then
     llama_b1 "$F8" 8b
     serve_llama "$F8" 8b
@@ -246,6 +255,7 @@ part_70b() {
   local need_gb=46 free_gb gpu_free_gb
   [ "$dry" = 1 ] && need_gb=1
   free_gb=$(df -BG --output=avail "$W" | tail -1 | tr -dc 0-9)
+  [ -f "$F70" ] && need_gb=0  # written by prep
   if (( free_gb < need_gb )) && [ -f "$F8" ]; then
     log "disk: ${free_gb} GB free < ${need_gb}: removing $F8"
     rm -f "$F8"
@@ -262,6 +272,25 @@ part_70b() {
   serve_tandem "$F70" 70b
   echo "== ${card:-CPU dry run}: $shape70 Q4_K_M on one GPU, tandem, output tok/s"
   echo "b1 ${fig["b1 tandem 70b"]:-?}  c1 ${fig["c1 tandem 70b"]:-?}  c$conc ${fig["c$conc tandem 70b"]:-?}"
+}
+
+# Everything the 8b and 70b parts need that takes no GPU, for a call before theirs on the same
+# warm machine (W in a folder the next call keeps, e.g. build-dev/gguf under the checkout):
+# llama.cpp's CUDA build beside the 8B file, then the 70B file (disk permitting).
+part_prep() {
+  local t0=$SECONDS bpid=
+  [ -x "$llama_bin/llama-server" ] || { build_llama > "$L/llama-build.log" 2>&1 & bpid=$!; }
+  write_model "$shape8" "$F8" > "$L/random-model-8b.log" 2>&1
+  log "model: $(tail -1 "$L/random-model-8b.log")"
+  local free_gb; free_gb=$(df -BG --output=avail "$W" | tail -1 | tr -dc 0-9)
+  if (( free_gb >= 46 )) || [ "$dry" = 1 ]; then
+    write_model "$shape70" "$F70" > "$L/random-model-70b.log" 2>&1
+    log "model: $(tail -1 "$L/random-model-70b.log")"
+  else
+    log "disk: ${free_gb} GB free: no 70B file"
+  fi
+  [ -z "$bpid" ] || { wait "$bpid"; log "llama.cpp: $(tail -1 "$L/llama-build.log")"; }
+  log "prep done in $((SECONDS - t0)) s"
 }
 
 part_cpu() {
@@ -286,6 +315,8 @@ case $part in
   8b) part_8b ;;
   cpu) part_cpu ;;
   70b) part_70b ;;
-  *) echo "usage: scripts/gpu_gguf.sh [pack-llama [SRC] | 8b | 70b | cpu]" >&2; exit 2 ;;
+  prep) part_prep ;;
+  both) part_8b; part_70b ;;
+  *) echo "usage: scripts/gpu_gguf.sh [pack-llama [SRC] | 8b | 70b | both | prep | cpu]" >&2; exit 2 ;;
 esac
 log "elapsed ${SECONDS} s"

@@ -25,7 +25,10 @@
 #           draft tok/s on the GPU                                                    ~3 min
 #    vision scripts/gpu_vision.sh (issue 41's figures) with this bundle's tandem
 #    gguf   scripts/gpu_gguf.sh 8b (issue 42's GPU figures against llama.cpp's CUDA server,
-#           built in the call from .device/llamacpp-src.tar.xz) with this bundle
+#           built in the call from .device/llamacpp-src.tar.xz) with this bundle;
+#           GGUF_PART=both adds the 70B file (W: GGUF_W, default build-dev/gguf)
+#    prep   in the background from the start: gpu_gguf.sh prep (llama.cpp's build, the 8B and
+#           70B files) into GGUF_W for a gguf part in the next call on the warm machine
 #    gguf-kern  bench/cuda_gguf_bench (PACK_BENCHES=cuda_gguf_bench): the block-type linears
 #           at the 8B layer shapes, 1-128 rows, each measured variant beside the default
 #           (GGUF_VARIANTS, default 0.0) and its output against the default's
@@ -93,7 +96,13 @@ G=$here/gpu OUT=${OUT:-/tmp/tandem-wave} L=/tmp/tandem-wave-logs BUDGET=${BUDGET
 M8=/tmp/llama8b M1=/tmp/llama1b
 parts=${*:-draft tests diag spec embed}
 rm -rf "$L" && mkdir -p "$L" "$OUT"
-trap 'tar czf "$OUT/wave-logs.tgz" -C "$L" .' EXIT
+GW=${GGUF_W:-$PWD/build-dev/gguf}  # gguf / prep: a folder the next call on this machine keeps
+prep=
+finish() {
+  [ -z "$prep" ] || { wait "$prep"; echo "prep (for the next call): $(tail -4 "$L/prep.log" | tr '\n' ' ')"; }
+  tar czf "$OUT/wave-logs.tgz" -C "$L" .
+}
+trap finish EXIT
 # Binaries built with NCCL load libnccl.so.2: the device's is PyTorch's (not in the bundle).
 nccl_lib=$(python3 -c 'import nvidia.nccl,os;print(os.path.dirname(nvidia.nccl.__file__))' 2> /dev/null)
 export LD_LIBRARY_PATH=$G/lib:${nccl_lib:+$nccl_lib/lib:}/usr/local/cuda/lib64
@@ -106,6 +115,10 @@ data_root=$(sed -n 's/.*data at //p' "$here/COMMIT")
 [ -e "$data_root/tests/data" ] || { mkdir -p "$(dirname "$data_root")" && ln -sfn "$PWD" "$data_root"; }
 
 # The random models are written (CPU and disk) while the tests hold the GPU.
+if has prep; then  # llama.cpp's build and the GGUF files of the next call's gguf part
+  mkdir -p "$GW" && G=$G W=$GW OUT=$L/prep BUDGET=100000 nice -n 10 scripts/gpu_gguf.sh prep > "$L/prep.log" 2>&1 &
+  prep=$!
+fi
 writer=
 Q8=/tmp/llama8b-Q4_K_M.gguf gguf_writer=
 if has gguf-b1; then
@@ -246,8 +259,12 @@ if has verify; then
   timeout 120 "$G/tests/test_golden" --gtest_filter='TinyModel*' > "$L/verify-golden.log" 2>&1
   echo "test_golden TinyModel* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-golden.log" | tr '\n' ' ')"
   grep -E '^\[ tiny-kjv|FAILED|Failure|Expected|Which is|actual' "$L/verify-golden.log" | head -20
-  fits 200 "verify: spec_pair" &&
-    REPS=1 N=${PAIR_N:-128} timeout 240 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/verify-pair.log" | tail -22
+  for vg in ${VERIFY_VG:-1 0}; do  # verify graphs on, then (budget permitting) off as before
+    fits 150 "verify: spec_pair TANDEM_VERIFY_GRAPHS=$vg" || continue
+    echo "spec_pair, TANDEM_VERIFY_GRAPHS=$vg:"
+    TANDEM_VERIFY_GRAPHS=$vg REPS=1 N=${PAIR_N:-128} timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 |
+      tee "$L/verify-pair-$vg.log" | tail -${PAIR_TAIL:-22}
+  done
 fi
 
 if has hfbf16; then
@@ -282,7 +299,8 @@ if has logitsonly; then
 fi
 
 if has gguf; then
-  G=$G OUT=$L/gguf BUDGET=$((BUDGET - SECONDS - 10)) timeout $((BUDGET - SECONDS)) scripts/gpu_gguf.sh 8b 2>&1 | \
+  G=$G W=$GW OUT=$L/gguf BUDGET=$((BUDGET - SECONDS - 10)) timeout $((BUDGET - SECONDS)) \
+    scripts/gpu_gguf.sh "${GGUF_PART:-8b}" 2>&1 | \
     tee "$L/gguf.log" | tail -40
 fi
 
