@@ -283,7 +283,9 @@ part_prep() {
   write_model "$shape8" "$F8" > "$L/random-model-8b.log" 2>&1
   log "model: $(tail -1 "$L/random-model-8b.log")"
   local free_gb; free_gb=$(df -BG --output=avail "$W" | tail -1 | tr -dc 0-9)
-  if (( free_gb >= 46 )) || [ "$dry" = 1 ]; then
+  if [ "${PREP_70B:-1}" = 0 ]; then
+    log "no 70B file (PREP_70B=0)"
+  elif (( free_gb >= 46 )) || [ "$dry" = 1 ]; then
     write_model "$shape70" "$F70" > "$L/random-model-70b.log" 2>&1
     log "model: $(tail -1 "$L/random-model-70b.log")"
   else

@@ -27,6 +27,8 @@
 #    gguf   scripts/gpu_gguf.sh 8b (issue 42's GPU figures against llama.cpp's CUDA server,
 #           built in the call from .device/llamacpp-src.tar.xz) with this bundle;
 #           GGUF_PART=both adds the 70B file (W: GGUF_W, default build-dev/gguf)
+#    (switches: TP_TESTS=0 / TP_TIMINGS=0 drop the tp part's tests / timings; VERIFY_TESTS=0
+#    and VERIFY_VG="" drop the verify part's tests / spec_pair runs; PREP_70B=0 no 70B file)
 #    prep   in the background from the start: gpu_gguf.sh prep (llama.cpp's build, the 8B and
 #           70B files) into GGUF_W for a gguf part in the next call on the warm machine
 #    gguf-kern  bench/cuda_gguf_bench (PACK_BENCHES=cuda_gguf_bench): the block-type linears
@@ -125,14 +127,15 @@ if has gguf-b1; then
   "$G/tandem" random-model --like llama-3.1-8b --gguf Q4_K_M --out "$Q8" > "$L/random-gguf.log" 2>&1 &
   gguf_writer=$!
 fi
-if has spec || has embed || has tp; then  # tp alone: the 1B shape only
+tp_timings=${TP_TIMINGS:-1}  # TP_TIMINGS=0: the tp part's tests only
+if has spec || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
   big=1; has spec || has embed || big=0
   ( { [ "$big" = 0 ] || "$G/tandem" random-model --like llama-3.1-8b --out "$M8"; } && \
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
   writer=$!
 fi
 
-if has tp; then  # the NCCL checks need only the fixtures
+if has tp && [ "${TP_TESTS:-1}" = 1 ]; then  # the NCCL checks need only the fixtures
   timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='Nccl*:CudaVocabSlice*' > "$L/tp-unit.log" 2>&1
   echo "tp test_backend_cuda rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-unit.log" | tr '\n' ' ')"
   timeout 180 "$G/tests/test_golden" --gtest_filter='*TensorParallelNccl*' > "$L/tp-golden.log" 2>&1
@@ -253,13 +256,15 @@ variant("gemma4", "window-4096", rp(sliding_window=4096))
 PY
 fi
 
-if has verify; then
+if has verify && [ "${VERIFY_TESTS:-1}" = 1 ]; then
   timeout 150 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttention.*' > "$L/verify-attn.log" 2>&1
   echo "test_backend_cuda CudaAttention.* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-attn.log" | tr '\n' ' ')"
   timeout 120 "$G/tests/test_golden" --gtest_filter='TinyModel*' > "$L/verify-golden.log" 2>&1
   echo "test_golden TinyModel* rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/verify-golden.log" | tr '\n' ' ')"
   grep -E '^\[ tiny-kjv|FAILED|Failure|Expected|Which is|actual' "$L/verify-golden.log" | head -20
-  for vg in ${VERIFY_VG:-1 0}; do  # verify graphs on, then (budget permitting) off as before
+fi
+if has verify; then  # VERIFY_VG= (empty): no spec_pair
+  for vg in ${VERIFY_VG-1 0}; do  # verify graphs on, then (budget permitting) off as before
     fits 150 "verify: spec_pair TANDEM_VERIFY_GRAPHS=$vg" || continue
     echo "spec_pair, TANDEM_VERIFY_GRAPHS=$vg:"
     TANDEM_VERIFY_GRAPHS=$vg REPS=1 N=${PAIR_N:-128} timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 |
@@ -299,6 +304,7 @@ if has logitsonly; then
 fi
 
 if has gguf; then
+  [ -z "$prep" ] || { wait "$prep"; echo "prep: $(tail -3 "$L/prep.log" | tr '\n' ' ')"; prep=; }
   G=$G W=$GW OUT=$L/gguf BUDGET=$((BUDGET - SECONDS - 10)) timeout $((BUDGET - SECONDS)) \
     scripts/gpu_gguf.sh "${GGUF_PART:-8b}" 2>&1 | \
     tee "$L/gguf.log" | tail -40
@@ -329,7 +335,7 @@ if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
-has spec || has embed || has tp || exit 0
+has spec || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
 wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
 echo "models written at ${SECONDS}s"
 
@@ -369,7 +375,7 @@ if has spec; then
   done
 fi
 
-if has tp; then  # the seam's cost: the same runs, single worker then NCCL executor at N = 1
+if has tp && [ "$tp_timings" = 1 ]; then  # the seam's cost: the same runs, single worker then NCCL executor at N = 1
   # (and the single worker without step overlap, which the tensor-parallel executor lacks:
   # how much of the gap is the overlap, how much the collectives)
   # On the 1B shape (llama-3.2-1b, bf16): the seam's fixed cost weighs more there than at 8B.
