@@ -82,7 +82,7 @@ LoadedModel load_model_folder(const std::filesystem::path& dir, const std::strin
         TpRanks::load(dir, options.tp.size, options, *m.backend, m.model, env_switches().cuda);
   else
     m.model = load_model(dir, *m.backend, options);
-  m.weight_format = weight_format_name(m.model->config(), options.online);
+  m.weight_format = weight_format_name(*m.model, options.online);
   const std::filesystem::path source = tokenizer_source(dir.string(), tokenizer);
   if (tokenizer || gguf || std::filesystem::exists(source / "tokenizer.json"))
     m.tokenizer = Tokenizer::load(source);

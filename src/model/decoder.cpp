@@ -64,6 +64,7 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
   layers_.resize(size_t(c.num_layers));
   for (int i = 0; i < c.num_layers; i++) load_layer(w, i);
   num_parameters_ = w.num_parameters();
+  experts_format_ = w.experts_format();
 }
 
 RmsNorm DecoderModel::load_norm(WeightLoader& w, const std::string& name, int layer,

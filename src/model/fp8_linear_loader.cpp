@@ -176,11 +176,26 @@ Linear WeightLoader::load_fp8_linear(const WeightRule& rule, int layer, Shape ex
 
 Linear WeightLoader::load_experts(const std::string& name, int layer, Shape expected) {
   const WeightRule* rule = find(name);
-  if (!rule || !loads_as_fp8(*rule, layer)) return Linear{.weight = load(name, layer, expected)};
   const std::string dir = checkpoint_.dir().string(), label = expand_name(name, layer);
-  if (!backend_.fp8_experts())
+  const bool online = checkpoint_.quant().source == QuantScheme::Source::Online;
+  const bool fp8 = rule && loads_as_fp8(*rule, layer);
+  if (fp8 && !backend_.fp8_experts() && !online)
     fail("{}: '{}' holds FP8 MoE experts, which the {} backend does not run (the cpu and "
          "cuda backends do)", dir, label, backend_.name());
+  if (!fp8 || !backend_.fp8_experts()) {
+    // 16-bit experts; under --quantization fp8 on a backend without FP8 experts the dense
+    // projections are still quantized, the experts not (said once, by rank 0).
+    Linear l{.weight = load(name, layer, expected)};
+    std::string format(dtype_name(l.weight.dtype));
+    if (fp8) {
+      format += fmt::format(" (the {} backend runs no FP8 MoE experts)", backend_.name());
+      if (experts_format_.empty() && tp_rank_ == 0)
+        fmt::print(stderr, "--quantization fp8: MoE experts stay {}\n", format);
+    }
+    if (experts_format_.empty()) experts_format_ = format;
+    return l;
+  }
+  if (experts_format_.empty()) experts_format_ = "fp8_e4m3";
   const int64_t E = expected[0], N = expected[1], K = expected[2];
   std::vector<Fp8Host> experts;
   for (int64_t e = 0; e < E; e++) experts.push_back(read_fp8(*rule, layer, int(e), {N, K}));

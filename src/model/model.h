@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -43,6 +44,9 @@ class Model {
   // The projections LoRA adapters may target (none unless config().lora is enabled); their
   // banks are the model's own tensors (model/lora/lora_targets.h).
   const LoraTargets& lora_targets() const { return lora_; }
+  // How a MoE model's experts are held ("fp8_e4m3", "bf16 (why)": WeightLoader::
+  // experts_format()); empty for a dense model. weight_format_name(Model) shows it.
+  const std::string& experts_format() const { return experts_format_; }
 
   // Image input (model/vision/vision_spec.h): takes_images only with a vision tower; a
   // multimodal folder whose towers are not loaded says why (refuse_images).
@@ -68,6 +72,7 @@ class Model {
   ModelConfig& config_;  // *owned_config_, for the whole life of the model
   int64_t num_parameters_ = 0;
   LoraTargets lora_;  // filled by the WeightLoader
+  std::string experts_format_;           // experts_format()
   std::unique_ptr<VisionTower> vision_;  // null for a text model
   VisionSpec no_vision_;                 // what vision_spec() says without a tower
 };
@@ -100,5 +105,8 @@ QuantScheme model_quant_scheme(const ModelConfig& config, const std::optional<Qu
 // What /stats and the ready card show as the weight format: "bf16", "fp8_e4m3 per-channel...",
 // or a GGUF file's types ("Q4_K_M: q4_k 120, q6_k 25, f32 65", gguf_weight_summary).
 std::string weight_format_name(const ModelConfig& config, const std::optional<QuantScheme>& online);
+// The same for a loaded model, naming how its MoE experts are held when its weights are FP8
+// ("fp8_e4m3 per-channel weights, … (quantized at load); MoE experts fp8_e4m3").
+std::string weight_format_name(const Model& model, const std::optional<QuantScheme>& online);
 
 }  // namespace tandem

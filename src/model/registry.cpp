@@ -104,6 +104,13 @@ std::string weight_format_name(const ModelConfig& config, const std::optional<Qu
   return model_quant_scheme(config, online).describe(stored);
 }
 
+std::string weight_format_name(const Model& model, const std::optional<QuantScheme>& online) {
+  std::string name = weight_format_name(model.config(), online);
+  if (model_quant_scheme(model.config(), online).fp8() && !model.experts_format().empty())
+    name += "; MoE experts " + model.experts_format();
+  return name;
+}
+
 std::unique_ptr<Model> load_model(const std::filesystem::path& dir, Backend& backend,
                                   const LoadOptions& options) {
   if (is_gguf_file(dir)) return load_gguf_model(dir, backend, options);

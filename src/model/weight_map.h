@@ -50,8 +50,14 @@ class WeightLoader {
   Linear load_linear(const std::string& name, int layer, Shape expected, bool must_exist = true);
   // A MoE block's stacked expert projection `name` [E, N, K] (a rule whose sources hold
   // "{e}"): 16-bit as load() reads it, or FP8 experts with their scales stacked as
-  // linear.h describes (a backend without fp8_experts() refuses those).
+  // linear.h describes. A backend without fp8_experts() refuses an FP8 checkpoint's
+  // experts; experts online quantization (--quantization fp8) would convert stay 16-bit
+  // there instead, said once on stderr and in experts_format().
   Linear load_experts(const std::string& name, int layer, Shape expected);
+  // How the experts load_experts has loaded are held, for the weight-format name: "" (none
+  // loaded), "fp8_e4m3", or the dtype they stay in ("bf16"), with why where online
+  // quantization left them so.
+  const std::string& experts_format() const { return experts_format_; }
   // The output projection "lm_head" [V, D]; when the checkpoint has none, `embed` if the
   // config ties them, else an error naming the checkpoint.
   Linear load_lm_head(const Tensor& embed, Shape expected, bool tied);
@@ -61,7 +67,8 @@ class WeightLoader {
   // cuts it for rank `rank`, and the shapes given to load* are the slice's. A weight held
   // whole counts as parameters on rank 0 only, so the ranks' counts add up to the model's.
   // LoRA slots are cut like their projections, a mixed-type (GGUF) projection's pieces by
-  // their rows; FP8 projections are refused under it.
+  // their rows, FP8 projections and experts with their scales (or quantized each rank its
+  // own slice, online: fp8_linear_loader.cpp).
   void set_slicer(WeightSlicer slicer, int rank);
 
  private:
@@ -102,6 +109,7 @@ class WeightLoader {
   int64_t total_bytes_ = 0;   // the checkpoint's files, for the progress line
   int64_t loaded_bytes_ = 0;
   int reported_tenths_ = 0;
+  std::string experts_format_;  // experts_format()
 };
 
 // Whether internal weight `name` is a projection LoRA adapters may target: the attention

@@ -56,15 +56,17 @@ struct GateKl {
   double yardstick = 0;  // mean KL(cpu twin || cpu twin with bf16 FP8 inputs)
 };
 
-// Mean KLs over the prompts' teacher-forced positions: `dir` loaded on each backend.
+// Mean KLs over the prompts' teacher-forced positions: `dir` loaded on each backend;
+// `gpu_format`: where to put the CUDA model's weight_format_name.
 GateKl gate_kl(const std::filesystem::path& dir, const std::vector<std::vector<int32_t>>& prompts,
-               const std::optional<QuantScheme>& online) {
+               const std::optional<QuantScheme>& online, std::string* gpu_format = nullptr) {
   CpuBackend cpu, cpu_bf16;
   cpu_bf16.set_fp8_inputs_bf16(true);
   auto gpu = make_cuda_backend(0);
   auto cpu_model = load_model(dir, cpu, LoadOptions{.online = online});
   auto bf16_model = load_model(dir, cpu_bf16, LoadOptions{.online = online});
   auto gpu_model = load_model(dir, *gpu, LoadOptions{.online = online});
+  if (gpu_format) *gpu_format = weight_format_name(*gpu_model, online);
   GateKl sum;
   for (const auto& ids : prompts) {
     Tensor ref = teacher_forced_logits(*cpu_model, cpu, ids);
@@ -119,7 +121,8 @@ TEST(CudaFp8Gate, OnlineQuantizationAgreesWithTheCpuTwin) {
 // layout, fp8_moe_fixture.h; the dense projections stay 16-bit). Here the CUDA path also
 // runs its 16-bit parts in bf16 where the twin runs f32, which the FP8 yardstick does not
 // see, so the gate adds what the same model costs with 16-bit experts (its own KL between
-// the backends) to the yardstick.
+// the backends) to the yardstick. Last, the 16-bit oracle quantized at load
+// (--quantization fp8: the experts per channel, and every dense projection too).
 TEST(CudaFp8Gate, MoeExpertsAgreeWithTheCpuTwin) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
   using fp8_moe::Layout;
@@ -144,6 +147,11 @@ TEST(CudaFp8Gate, MoeExpertsAgreeWithTheCpuTwin) {
       expect_within_gate(kl, std::string(arch) + " FP8 experts, " + name);
     }
     std::filesystem::remove_all(tmp);
+    std::string format;
+    GateKl online = gate_kl(oracle_dir(arch), prompts, online_quantization("fp8"), &format);
+    EXPECT_TRUE(format.ends_with("; MoE experts fp8_e4m3")) << format;
+    online.yardstick += bf16.cuda;
+    expect_within_gate(online, std::string(arch) + " --quantization fp8, experts too");
   }
 }
 

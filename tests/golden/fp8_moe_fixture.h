@@ -17,7 +17,12 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "loader/checkpoint.h"
+#include "loader/quant_scheme.h"
 #include "loader/safetensors_writer.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "model/tp_slices.h"
+#include "model/weight_map.h"
 
 namespace tandem::test::fp8_moe {
 
@@ -159,6 +164,34 @@ inline std::filesystem::path write_fp8_moe(const std::filesystem::path& src, con
   }
   w.write(dst / "model.safetensors");
   return dst;
+}
+
+// One layer's stacked experts of the MoE oracle folder `dir` ("mixtral" or "qwen3_moe"
+// tensor names, as model/arch/moe.cpp maps them), loaded as load_model would under `online`
+// and, with `tp`, rank tp.rank's slice of them.
+struct LayerExperts {
+  Linear gate_up;  // [E, 2·Fe / N, D]
+  Linear down;     // [E, D, Fe / N]
+};
+
+inline LayerExperts load_layer_experts(const std::filesystem::path& dir, bool mixtral, Backend& be,
+                                       const std::optional<QuantScheme>& online, int layer,
+                                       TpShard tp = {}) {
+  const std::string M = mixtral ? "model.layers.{i}.block_sparse_moe.experts.{e}."
+                                : "model.layers.{i}.mlp.experts.{e}.";
+  const WeightMap map = {
+      {"layers.{i}.experts_gate_up",
+       {M + (mixtral ? "w1.weight" : "gate_proj.weight"),
+        M + (mixtral ? "w3.weight" : "up_proj.weight")}},
+      {"layers.{i}.experts_down", {M + (mixtral ? "w2.weight" : "down_proj.weight")}}};
+  const ModelConfig c = ModelConfig::load(dir);
+  Checkpoint ck = Checkpoint::open(dir);
+  ck.set_quant(model_quant_scheme(c, online));
+  WeightLoader w(ck, be, map, c.num_experts);
+  if (tp.size > 1) w.set_slicer(decoder_slicer(c, tp), tp.rank);
+  const int64_t E = c.num_experts, D = c.hidden_size, Fe = c.moe_intermediate_size / tp.size;
+  return {w.load_experts("layers.{i}.experts_gate_up", layer, {E, 2 * Fe, D}),
+          w.load_experts("layers.{i}.experts_down", layer, {E, D, Fe})};
 }
 
 }  // namespace tandem::test::fp8_moe

@@ -21,17 +21,20 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "cli/commands.h"
 #include "engine/teacher_forcing.h"
+#include "fp8_moe_fixture.h"
 #include "loader/checkpoint.h"
 #include "loader/quant_scheme.h"
-#include "fp8_moe_fixture.h"
 #include "model/model.h"
 #include "oracle_fixture.h"
 
@@ -43,10 +46,12 @@ using json = nlohmann::json;
 using fp8_moe::Layout;
 using fp8_moe::write_fp8_moe;
 
+// `format`: where to put the loaded model's weight_format_name.
 std::vector<Tensor> logits_of(const fs::path& dir, const std::vector<OraclePrompt>& prompts,
-                              const LoadOptions& options = {}) {
+                              const LoadOptions& options = {}, std::string* format = nullptr) {
   auto backend = make_cpu_backend();
   auto model = load_model(dir, *backend, options);
+  if (format) *format = weight_format_name(*model, options.online);
   std::vector<Tensor> out;
   for (const OraclePrompt& p : prompts) {
     std::vector<int32_t> ids = p.prompt;
@@ -123,9 +128,36 @@ TEST_P(Fp8Moe, OnlineQuantizationAndTandemQuantizeCoverTheExperts) {
       experts++;
     }
   EXPECT_GT(experts, 0);
-  const auto quantized = logits_of(tmp, prompts);
+  // The experts as loaded: online, each expert's rows quantized per channel and stacked as
+  // an FP8 checkpoint's are (linear.h), byte for byte what the written folder reads back to.
+  CpuBackend be;
+  const bool mixtral = arch == "mixtral";
+  const auto at_load =
+      fp8_moe::load_layer_experts(oracle_dir(arch), mixtral, be, online_quantization("fp8"), 1);
+  const auto read_back = fp8_moe::load_layer_experts(tmp, mixtral, be, std::nullopt, 1);
+  for (auto [name, got, want] : {std::tuple{"gate_up", &at_load.gate_up, &read_back.gate_up},
+                                 {"down", &at_load.down, &read_back.down}}) {
+    ASSERT_TRUE(got->quant && want->quant) << name << " did not load as FP8";
+    EXPECT_EQ(got->weight.dtype, DType::F8E4M3) << name;
+    EXPECT_EQ(got->quant->granularity, ScaleGranularity::PerChannel) << name;
+    EXPECT_EQ(got->quant->input, InputScaling::Dynamic) << name;
+    const Shape scales{got->weight.dim(0), got->weight.dim(1)};  // [E, N]
+    EXPECT_EQ(got->quant->weight_scale.shape, scales) << name;
+    ASSERT_EQ(got->weight.shape, want->weight.shape) << name;
+    ASSERT_EQ(want->quant->weight_scale.shape, scales) << name;
+    EXPECT_EQ(std::memcmp(got->weight.data, want->weight.data, got->weight.nbytes()), 0) << name;
+    const Tensor a = be.to_host_f32(got->quant->weight_scale),
+                 b = be.to_host_f32(want->quant->weight_scale);
+    EXPECT_EQ(std::memcmp(a.data, b.data, a.nbytes()), 0) << name << "'s scales";
+  }
+  std::string read_format, online_format;
+  const auto quantized = logits_of(tmp, prompts, {}, &read_format);
   fs::remove_all(tmp);
-  const auto online = logits_of(oracle_dir(arch), prompts, LoadOptions{.online = online_quantization("fp8")});
+  const auto online = logits_of(oracle_dir(arch), prompts,
+                                LoadOptions{.online = online_quantization("fp8")}, &online_format);
+  for (const std::string& f : {read_format, online_format})
+    EXPECT_TRUE(f.starts_with("fp8_e4m3 per-channel") && f.ends_with("; MoE experts fp8_e4m3"))
+        << f;
   std::vector<Tensor> oracle;
   for (const OraclePrompt& p : prompts) oracle.push_back(p.logits);
   const double same = worst_error(online, quantized), off = worst_error(online, oracle);
@@ -136,6 +168,58 @@ TEST_P(Fp8Moe, OnlineQuantizationAndTandemQuantizeCoverTheExperts) {
   // random models; a dropped or misplaced scale is off by an order of magnitude or more.
   EXPECT_LE(off, 0.6);
   EXPECT_GT(off, 1e-5);
+}
+
+// A backend without FP8 experts (CpuBackend::set_fp8_experts(false) stands for one): online
+// quantization still quantizes the dense projections and keeps the experts 16-bit, and says
+// so in the weight format; an FP8 checkpoint's experts are refused there, by name.
+TEST_P(Fp8Moe, OnlineQuantizationKeepsExpertsSixteenBitWhereTheBackendRunsNone) {
+  const std::string arch = GetParam();
+  CpuBackend be;
+  be.set_fp8_experts(false);
+  const auto online = online_quantization("fp8");
+  const auto experts =
+      fp8_moe::load_layer_experts(oracle_dir(arch), arch == "mixtral", be, online, 1);
+  EXPECT_FALSE(experts.gate_up.quant.has_value());
+  EXPECT_FALSE(experts.down.quant.has_value());
+  EXPECT_NE(experts.gate_up.weight.dtype, DType::F8E4M3);
+  auto model = load_model(oracle_dir(arch), be, {.online = online});
+  const std::string format = weight_format_name(*model, online);
+  EXPECT_TRUE(format.starts_with("fp8_e4m3 per-channel")) << format;
+  const std::string kept = std::string("; MoE experts ") +
+                           std::string(dtype_name(experts.gate_up.weight.dtype)) +
+                           " (the cpu backend runs no FP8 MoE experts)";
+  EXPECT_TRUE(format.ends_with(kept)) << format;
+  // It runs: W8A8 dense projections, 16-bit experts, within the W8A8 noise above.
+  const OraclePrompt p = load_oracle(arch).front();
+  std::vector<int32_t> ids = p.prompt;
+  ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+  const Tensor got = teacher_forced_logits(*model, be, ids);
+  ASSERT_EQ(got.numel(), p.logits.numel());
+  EXPECT_LE(relative_error(got.ptr<float>(), p.logits.ptr<float>(), size_t(got.numel())), 0.6);
+
+  const fs::path tmp =
+      fs::temp_directory_path() / ("tandem-fp8-moe-no-" + arch + "-" + std::to_string(::getpid()));
+  const fs::path dir = write_fp8_moe(oracle_dir(arch), tmp, Layout::ChannelOfTensor);
+  const std::string e = error_of([&] { load_model(dir, be); });
+  fs::remove_all(tmp);
+  for (const char* part :
+       {"experts_gate_up", "holds FP8 MoE experts", "the cpu backend does not run"})
+    EXPECT_NE(e.find(part), std::string::npos) << part << " in: " << e;
+}
+
+// Gemma 4's stacked 3-D experts are never quantized (quantizable_weight_name): the weight
+// format says so under --quantization fp8, and names no experts for a dense Gemma 4.
+TEST(Fp8MoeGemma4, OnlineQuantizationNamesItsSixteenBitExperts) {
+  const auto online = online_quantization("fp8");
+  auto be = make_cpu_backend();
+  auto moe = load_model(oracle_dir("gemma4_moe"), *be, {.online = online});
+  const std::string format = weight_format_name(*moe, online);
+  EXPECT_TRUE(format.starts_with("fp8_e4m3 per-channel")) << format;
+  EXPECT_TRUE(format.ends_with("; MoE experts bf16 (Gemma 4's stacked experts are not quantized)"))
+      << format;
+  auto dense = load_model(oracle_dir("gemma4"), *be, {.online = online});
+  EXPECT_EQ(weight_format_name(*dense, online).find("experts"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracle, Fp8Moe, testing::Values("mixtral", "qwen3_moe"));

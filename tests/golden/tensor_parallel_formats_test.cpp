@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <tuple>
 
 #include "backend/cpu/cpu_backend.h"
@@ -287,9 +288,70 @@ TEST(TensorParallelFp8, WholeModelsStayNearOneRank) {
   const double blocks = fp8_tp_error(dir, 2, oracle_ids("mixtral"));
   std::filesystem::remove_all(tmp);
   EXPECT_LE(blocks, 3e-2);
-  EXPECT_LE(
-      fp8_tp_error(oracle_dir("qwen3_moe"), 2, oracle_ids("qwen3_moe"), online_quantization("fp8")),
-      0.5);
+  // Quantized at load, experts too (each rank its slice: OnlineExpertsQuantizeEachRanksSlice).
+  for (const char* arch : {"qwen3_moe", "mixtral"})
+    EXPECT_LE(fp8_tp_error(oracle_dir(arch), 2, oracle_ids(arch), online_quantization("fp8")), 0.5)
+        << arch;
+}
+
+// --quantization fp8 on MoE experts under -tp 2: each rank quantizes only its slice. Its
+// gate|up rows are whole rows of each expert, so they are byte for byte -tp 1's rows with
+// their scales; its down columns are quantized per row over its own columns, so each scale
+// is at most -tp 1's (the amax of fewer values) and the weights dequantize to the same
+// values within e4m3 rounding.
+TEST(TensorParallelFp8, OnlineExpertsQuantizeEachRanksSlice) {
+  for (const char* arch : {"mixtral", "qwen3_moe"}) {
+    const bool mixtral = std::string(arch) == "mixtral";
+    const ModelConfig c = ModelConfig::load(oracle_dir(arch));
+    CpuBackend be;
+    const auto online = online_quantization("fp8");
+    const fp8_moe::LayerExperts whole =
+        fp8_moe::load_layer_experts(oracle_dir(arch), mixtral, be, online, 1);
+    const Tensor whole_up_scale = be.to_host_f32(whole.gate_up.quant->weight_scale);
+    const Tensor whole_down_scale = be.to_host_f32(whole.down.quant->weight_scale);
+    const int64_t E = c.num_experts, D = c.hidden_size, Fe = c.moe_intermediate_size, K = Fe / 2;
+    for (int r = 0; r < 2; r++) {
+      const TpShard tp{.rank = r, .size = 2};
+      const fp8_moe::LayerExperts mine =
+          fp8_moe::load_layer_experts(oracle_dir(arch), mixtral, be, online, 1, tp);
+      ASSERT_TRUE(mine.gate_up.quant && mine.down.quant) << arch << " rank " << r;
+      ASSERT_EQ(mine.gate_up.weight.shape, (Shape{E, Fe, D}));
+      ASSERT_EQ(mine.down.weight.shape, (Shape{E, D, K}));
+      const Tensor up_scale = be.to_host_f32(mine.gate_up.quant->weight_scale);
+      const WeightSlice slice = decoder_slicer(c, tp)("layers.{i}.experts_gate_up", 1);
+      int mismatched = 0;
+      for (int64_t e = 0; e < E; e++) {
+        int64_t j = 0;
+        for (const WeightSlice::Range& range : slice.rows)
+          for (int64_t i = 0; i < range.count; i++, j++) {
+            const int64_t row = e * 2 * Fe + range.begin + i, my_row = e * Fe + j;
+            mismatched +=
+                std::memcmp(whole.gate_up.weight.ptr<uint8_t>() + row * D,
+                            mine.gate_up.weight.ptr<uint8_t>() + my_row * D, size_t(D)) != 0;
+            mismatched += whole_up_scale.ptr<float>()[row] != up_scale.ptr<float>()[my_row];
+          }
+      }
+      EXPECT_EQ(mismatched, 0) << arch << " rank " << r << ": gate|up rows differ from -tp 1's";
+      const Tensor down_scale = be.to_host_f32(mine.down.quant->weight_scale);
+      std::vector<float> got(size_t(E * D * K)), want(got.size()), wq(got.size() / size_t(E * D));
+      int smaller = 0;
+      for (int64_t row = 0; row < E * D; row++) {
+        const float s = down_scale.ptr<float>()[row], ws = whole_down_scale.ptr<float>()[row];
+        EXPECT_LE(s, ws) << arch << " rank " << r << " down row " << row;
+        smaller += s < ws;
+        convert_to_f32(mine.down.weight.ptr<uint8_t>() + row * K, DType::F8E4M3,
+                       got.data() + row * K, size_t(K));
+        convert_to_f32(whole.down.weight.ptr<uint8_t>() + row * Fe + r * K, DType::F8E4M3,
+                       wq.data(), size_t(K));
+        for (int64_t k = 0; k < K; k++)
+          got[size_t(row * K + k)] *= s, want[size_t(row * K + k)] = wq[size_t(k)] * ws;
+      }
+      EXPECT_GT(smaller, 0) << arch << ": rank " << r << " copied -tp 1's down scales";
+      const double err = relative_error(got.data(), want.data(), got.size());
+      std::printf("%s rank %d: online down columns vs -tp 1's, dequantized: %.2e\n", arch, r, err);
+      EXPECT_LE(err, 6e-2) << arch << " rank " << r;  // e4m3 steps are 1/16..1/8 of a value
+    }
+  }
 }
 
 TEST(TensorParallelErrors, AnFp8SplitInsideItsScaleBlocksIsNamed) {

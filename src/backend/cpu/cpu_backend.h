@@ -72,7 +72,10 @@ class CpuBackend final : public Backend {
                   bool renormalize) override;
   void moe_experts(Tensor& out, const Tensor& x, const Tensor& weights, const Tensor& ids,
                    const Linear& gate_up, const Linear& down, Activation act) override;
-  bool fp8_experts() const override { return true; }
+  // On by default; off, the backend stands for one without FP8 experts, so tests can check
+  // what the loader does there (online quantization keeps the experts 16-bit).
+  bool fp8_experts() const override { return fp8_experts_; }
+  void set_fp8_experts(bool on) { fp8_experts_ = on; }
   void sample(Tensor& logits, std::span<const SampleRow> rows, std::span<SampledToken> out,
               const Tensor* draft_logits = nullptr) override;
 
@@ -128,6 +131,7 @@ class CpuBackend final : public Backend {
   CpuIsa isa_;
   bool fp8_inputs_bf16_ = false;
   bool fused_decode_chain_ = false;
+  bool fp8_experts_ = true;
   cpu::BlockArithmetic block_arithmetic_ = cpu::kDefaultBlockArithmetic;
   cpu::HugePageArena weights_;
   cpu::BlockPanelStore panels_;   // the block weights uploaded under Int8

@@ -168,6 +168,10 @@ void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4
   l.router_norm = load_norm(w, "layers.{i}.router_scale", i);
   l.moe.router = w.load_linear("layers.{i}.router", i, {E, D});
   l.moe.experts_gate_up.weight = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
+  // Stacked 3-D experts, which online quantization and `tandem quantize` leave 16-bit
+  // (quantizable_weight_name): the weight-format name says so under FP8.
+  experts_format_ = fmt::format("{} (Gemma 4's stacked experts are not quantized)",
+                                dtype_name(l.moe.experts_gate_up.weight.dtype));
   l.moe.top_k = gemma_.top_k_experts;
   l.moe.renormalize = true;
   l.moe.act = config_.activation;
