@@ -19,22 +19,22 @@ int run_logits(const LogitsOptions& o) {
                                       LoadOptions{.online = online_quantization(o.quantization),
                                                   .lora = lora,
                                                   .tp = {.size = o.tensor_parallel_size}});
+    const Model& model0 = m.tp_ranks ? m.tp_ranks->model(0) : *m.model;
+    const std::vector<MediaSpan> media =
+        o.pixel_values ? media_from_pixel_values(*o.pixel_values, ids, model0.vision_spec())
+                       : std::vector<MediaSpan>{};
     if (m.tp_ranks) {  // every rank runs every chunk; rank 0 holds the gathered logits
-      if (o.pixel_values) fail("--pixel-values does not run under --tensor-parallel-size yet");
       if (o.lora)  // each rank its slices of the adapter
         for (int r = 0; r < m.tp_ranks->size(); r++)
           write_lora_slot(m.tp_ranks->backend(r), m.tp_ranks->model(r).lora_targets(), 1,
                           load_peft_adapter(*o.lora));
-      Tensor logits = teacher_forced_logits(*m.tp_ranks, ids, 0, 16, o.lora ? 1 : 0);
+      Tensor logits = teacher_forced_logits(*m.tp_ranks, ids, 0, 16, o.lora ? 1 : 0, media);
       write_npy(o.out, logits);
       fmt::print(stderr, "wrote {} [{} x {}] f32 ({} ranks)\n", o.out, logits.dim(0), logits.dim(1),
                  m.tp_ranks->size());
       return 0;
     }
     if (o.lora) write_lora_slot(*m.backend, m.model->lora_targets(), 1, load_peft_adapter(*o.lora));
-    const std::vector<MediaSpan> media =
-        o.pixel_values ? media_from_pixel_values(*o.pixel_values, ids, m.model->vision_spec())
-                       : std::vector<MediaSpan>{};
     Tensor logits = teacher_forced_logits(*m.model, *m.backend, ids, 0, 16, o.lora ? 1 : 0, media);
     write_npy(o.out, logits);
     fmt::print(stderr, "wrote {} [{} x {}] f32\n", o.out, logits.dim(0), logits.dim(1));

@@ -62,14 +62,14 @@ Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int
 }
 
 Tensor teacher_forced_logits(TpRanks& ranks, std::span<const int32_t> ids, int chunk,
-                             int block_size, int lora_slot) {
+                             int block_size, int lora_slot, std::span<const MediaSpan> media) {
   std::vector<std::unique_ptr<ModelRunner>> runners(size_t(ranks.size()));
   ranks.run([&](int r) {  // each rank's cache on its own thread (a GPU rank: its device)
     runners[size_t(r)] = std::make_unique<ModelRunner>(
         ranks.model(r), ranks.backend(r), blocks_of(int(ids.size()), block_size), block_size);
   });
   return teacher_force(ranks.model(0).config(), runners[0]->num_groups(), ids, chunk, block_size,
-                       lora_slot, {}, [&](const StepPlan& plan) {
+                       lora_slot, media, [&](const StepPlan& plan) {
                          Tensor logits;
                          ranks.run([&](int r) {
                            Tensor out = runners[size_t(r)]->forward(plan);

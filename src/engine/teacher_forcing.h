@@ -20,8 +20,10 @@ Tensor teacher_forced_logits(Model& model, Backend& backend, std::span<const int
                              int chunk = 0, int block_size = 16, int lora_slot = 0,
                              std::span<const MediaSpan> media = {});
 // The same through the ranks of a tensor-parallel group (engine/tp_ranks.h): every rank
-// runs every chunk, rank 0's gathered logits are returned. No images.
+// runs every chunk, rank 0's gathered logits are returned. Each rank encodes `media` with
+// its own (whole) vision tower (docs/tensor-parallel.md).
 Tensor teacher_forced_logits(TpRanks& ranks, std::span<const int32_t> ids, int chunk = 0,
-                             int block_size = 16, int lora_slot = 0);
+                             int block_size = 16, int lora_slot = 0,
+                             std::span<const MediaSpan> media = {});
 
 }  // namespace tandem

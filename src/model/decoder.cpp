@@ -49,14 +49,7 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
   // lookup table gains a zero row, so ids are mapped on the device (vocab_slice_embedding); a
   // GGUF block table is used as loaded (its lookup is CPU ranks only).
   if (c.tp.comm) {
-    if (!dtype_is_block(embed_.dtype)) {
-      Tensor table = backend.zeros(embed_.dtype, {V + 1, D});
-      Tensor rows = table.slice_rows(0, V);
-      backend.copy(rows, embed_);
-      const bool tied = head_.head.weight.data == embed_.data;
-      embed_ = table;
-      if (tied) head_.head.weight = rows;
-    }
+    embed_ = vocab_slice_table(backend, embed_, &head_.head);
     head_.gather = c.tp.comm;
   }
   head_.logit_divisor = traits_.logit_divisor;
@@ -119,13 +112,7 @@ void DecoderModel::load_layer(WeightLoader& w, int i) {
 }
 
 Tensor DecoderModel::embed(const StepTensors& step, float scale) {
-  const TpShard& tp = config_.tp;
-  if (!tp.comm) return embedding(backend_, embed_, step.tokens, scale);
-  const int64_t first = int64_t(tp.rank) * (config_.vocab_size / tp.size);
-  const int64_t rows = config_.vocab_size / tp.size;
-  Tensor x = vocab_slice_embedding(backend_, embed_, rows, step.tokens, first, scale);
-  tp.comm->all_reduce_sum(x);  // exactly one rank holds each id's row
-  return x;
+  return tp_embedding(backend_, embed_, step.tokens, config_.vocab_size, config_.tp, scale);
 }
 
 std::vector<LayerKvSpec> DecoderModel::kv_specs() const {

@@ -105,6 +105,24 @@ Tensor vocab_slice_embedding(Backend& be, const Tensor& table, int64_t rows, con
   return out;
 }
 
+Tensor vocab_slice_table(Backend& be, const Tensor& slice, Linear* tied_head) {
+  if (dtype_is_block(slice.dtype)) return slice;  // looked up as loaded (CPU ranks only)
+  Tensor table = be.zeros(slice.dtype, {slice.rows() + 1, slice.cols()});
+  Tensor rows = table.slice_rows(0, slice.rows());
+  be.copy(rows, slice);
+  if (tied_head && tied_head->weight.data == slice.data) tied_head->weight = rows;
+  return table;
+}
+
+Tensor tp_embedding(Backend& be, const Tensor& table, const Tensor& ids, int64_t vocab,
+                    const TpShard& tp, float scale) {
+  if (!tp.comm) return embedding(be, table, ids, scale);
+  const int64_t rows = vocab / tp.size, first = int64_t(tp.rank) * rows;
+  Tensor x = vocab_slice_embedding(be, table, rows, ids, first, scale);
+  tp.comm->all_reduce_sum(x);
+  return x;
+}
+
 Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index) {
   Tensor out = be.alloc(x.dtype, {index.numel(), x.cols()});
   be.gather_rows(out, x, index);

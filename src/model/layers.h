@@ -100,6 +100,16 @@ Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scal
 // ranks only (the ids and the output touched on the host).   ids [T] i32 → [T, D]
 Tensor vocab_slice_embedding(Backend& be, const Tensor& table, int64_t rows, const Tensor& ids,
                              int64_t first, float scale);
+// A rank's vocabulary slice of an embedding [V/N, D] as vocab_slice_embedding's device-mapped
+// table [V/N + 1, D] (a zero row after it); a GGUF block table is returned as it is. When
+// `tied_head` reads the slice (tied embeddings) it is pointed at the new table's rows.
+Tensor vocab_slice_table(Backend& be, const Tensor& slice, Linear* tied_head);
+// The step's embeddings under tensor parallelism: each rank's lookup in its slice of a
+// vocabulary of `vocab` (a table from vocab_slice_table), all-reduced (exactly one rank holds
+// each id's row, the others add zeros). embedding() when tp has no communicator.
+//   ids [T] i32 → [T, D]
+Tensor tp_embedding(Backend& be, const Tensor& table, const Tensor& ids, int64_t vocab,
+                    const TpShard& tp, float scale);
 // x[index].   x [T, D], index [S] i32 → [S, D]
 Tensor gather_rows(Backend& be, const Tensor& x, const Tensor& index);
 // A device vector of n ones (an unweighted norm's weight, a +1 bias).

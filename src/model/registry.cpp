@@ -62,13 +62,18 @@ void check_declared_layers(const ModelConfig& config, const Checkpoint& checkpoi
 void check_tensor_parallel(const ModelConfig& config, const std::string& type,
                            const std::string& source) {
   if (!config.tp.sharded()) return;
-  static const char* const kSplit[] = {"llama",  "qwen2",       "qwen3",     "mistral", "phi3",
-                                       "gemma2", "gemma3_text", "qwen3_moe", "mixtral", "minicpm"};
+  // Multimodal gemma3 / gemma4: the text model split, the vision tower whole on every rank
+  // (gemma3n's folder loads its text model only).
+  static const char* const kSplit[] = {"llama",       "qwen2",   "qwen3",        "mistral",
+                                       "phi3",        "gemma2",  "gemma3_text",  "gemma3",
+                                       "gemma4_text", "gemma4",  "gemma3n_text", "gemma3n",
+                                       "qwen3_moe",   "mixtral", "minicpm"};
   if (std::find(std::begin(kSplit), std::end(kSplit), type) == std::end(kSplit))
     fail(
-        "{}: tensor parallelism does not split model_type '{}' yet (it splits llama, qwen2, "
-        "qwen3, mistral, phi3, gemma2, gemma3_text, qwen3_moe, mixtral, minicpm)",
-        source, type);
+        "{}: tensor parallelism does not split model_type '{}' yet (--tensor-parallel-size {}; "
+        "it splits llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3_text, gemma3, "
+        "gemma4_text, gemma4, gemma3n_text, gemma3n, qwen3_moe, mixtral, minicpm)",
+        source, type, config.tp.size);
   TANDEM_CHECK(config.tp.comm && config.tp.comm->size() == config.tp.size &&
                    config.tp.comm->rank() == config.tp.rank,
                "tensor parallelism: rank {} of {} needs its communicator", config.tp.rank,

@@ -20,53 +20,68 @@ WeightSlice rows_of(std::vector<Range> ranges, const TpShard& tp) {
   return {.kind = WeightSlice::Kind::Rows, .rows = std::move(ranges), .ranks = tp.size};
 }
 
-// This rank's rows of a fused q|k|v [(Hq + 2·Hkv)·Dh, ...].
-WeightSlice qkv_rows(const ModelConfig& c, const TpShard& tp) {
-  const TpHeads h = tp_heads(c, tp);
-  const int64_t Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
-  return rows_of({{int64_t(tp.rank) * h.q_heads * Dh, h.q_heads * Dh},
-                  {(Hq + h.kv_first) * Dh, h.kv_heads * Dh},
-                  {(Hq + Hkv + h.kv_first) * Dh, h.kv_heads * Dh}},
-                 tp);
+}  // namespace
+
+void check_tp_divides(int64_t dim, int size, const std::string& what) {
+  check_divides(dim, size, what.c_str());
 }
 
-// This rank's rows of a fused gate|up [2F, ...].
-WeightSlice gate_up_rows(int64_t F, const TpShard& tp) {
+WeightSlice tp_qkv_rows(int num_heads, int num_kv_heads, int64_t head_dim, int kv_parts,
+                        const TpShard& tp) {
+  const TpHeads h = tp_heads(num_heads, num_kv_heads, tp);
+  const int64_t Dh = head_dim, Hq = num_heads, Hkv = num_kv_heads;
+  std::vector<Range> rows = {{int64_t(tp.rank) * h.q_heads * Dh, h.q_heads * Dh}};
+  for (int part = 0; part < kv_parts; part++)
+    rows.push_back({(Hq + part * Hkv + h.kv_first) * Dh, h.kv_heads * Dh});
+  return rows_of(std::move(rows), tp);
+}
+
+WeightSlice tp_gate_up_rows(int64_t F, const TpShard& tp) {
   const int64_t f = F / tp.size;
   return rows_of({{tp.rank * f, f}, {F + tp.rank * f, f}}, tp);
 }
 
-WeightSlice columns_of(int64_t K, const TpShard& tp) {
+WeightSlice tp_columns(int64_t K, const TpShard& tp) {
   const int64_t k = K / tp.size;
   return {.kind = WeightSlice::Kind::Columns, .columns = {tp.rank * k, k}, .ranks = tp.size};
 }
 
-}  // namespace
+WeightSlice tp_vocab_rows(int64_t V, const TpShard& tp) {
+  return rows_of({{tp.rank * (V / tp.size), V / tp.size}}, tp);
+}
+
+void check_tp_heads(int num_heads, int num_kv_heads, int size, const std::string& what) {
+  check_divides(num_heads, size, (what + "num_attention_heads").c_str());
+  if (num_kv_heads >= size)
+    check_divides(num_kv_heads, size, (what + "num_key_value_heads").c_str());
+  else if (size % num_kv_heads != 0)
+    fail(
+        "tensor parallelism: --tensor-parallel-size {} is not a multiple of {}num_key_value_heads "
+        "= {} (KV heads are replicated only when N is)",
+        size, what, num_kv_heads);
+}
 
 void check_tp_dims(const ModelConfig& c, int size) {
   if (size <= 1) return;
-  check_divides(c.num_heads, size, "num_attention_heads");
-  if (c.num_kv_heads >= size)
-    check_divides(c.num_kv_heads, size, "num_key_value_heads");
-  else if (size % c.num_kv_heads != 0)
-    fail(
-        "tensor parallelism: --tensor-parallel-size {} is not a multiple of num_key_value_heads "
-        "= {} (KV heads are replicated only when N is)",
-        size, c.num_kv_heads);
+  check_tp_heads(c.num_heads, c.num_kv_heads, size, "");
   for (int F : c.intermediate_sizes) check_divides(F, size, "intermediate_size");
   if (c.num_experts > 0) check_divides(c.moe_intermediate_size, size, "moe_intermediate_size");
   check_divides(c.vocab_size, size, "vocab_size");
 }
 
 TpHeads tp_heads(const ModelConfig& c, const TpShard& tp) {
+  return tp_heads(c.num_heads, c.num_kv_heads, tp);
+}
+
+TpHeads tp_heads(int num_heads, int num_kv_heads, const TpShard& tp) {
   TpHeads h;
-  h.q_heads = c.num_heads / tp.size;
-  if (c.num_kv_heads >= tp.size) {
-    h.kv_heads = c.num_kv_heads / tp.size;
+  h.q_heads = num_heads / tp.size;
+  if (num_kv_heads >= tp.size) {
+    h.kv_heads = num_kv_heads / tp.size;
     h.kv_first = tp.rank * h.kv_heads;
   } else {  // each rank's query heads lie in one KV group (N is a multiple of Hkv)
     h.kv_heads = 1;
-    h.kv_first = tp.rank * h.q_heads / (c.num_heads / c.num_kv_heads);
+    h.kv_first = tp.rank * h.q_heads / (num_heads / num_kv_heads);
   }
   return h;
 }
@@ -75,15 +90,15 @@ WeightSlicer decoder_slicer(const ModelConfig& c, const TpShard& tp) {
   return [c, tp](const std::string& name, int layer) -> WeightSlice {
     const int64_t V = c.vocab_size, Dh = c.head_dim;
     const int64_t F = layer >= 0 ? c.intermediate_sizes[size_t(layer)] : 0;
-    if (name == "embed" || name == "lm_head")
-      return rows_of({{tp.rank * (V / tp.size), V / tp.size}}, tp);
-    if (name == "layers.{i}.qkv" || name == "layers.{i}.qkv_bias") return qkv_rows(c, tp);
-    if (name == "layers.{i}.o") return columns_of(c.num_heads * Dh, tp);
+    if (name == "embed" || name == "lm_head") return tp_vocab_rows(V, tp);
+    if (name == "layers.{i}.qkv" || name == "layers.{i}.qkv_bias")
+      return tp_qkv_rows(c.num_heads, c.num_kv_heads, Dh, 2, tp);
+    if (name == "layers.{i}.o") return tp_columns(c.num_heads * Dh, tp);
     if (name == "layers.{i}.gate_up" || name == "layers.{i}.gate_up_bias")
-      return gate_up_rows(F, tp);
-    if (name == "layers.{i}.down") return columns_of(F, tp);
-    if (name == "layers.{i}.experts_gate_up") return gate_up_rows(c.moe_intermediate_size, tp);
-    if (name == "layers.{i}.experts_down") return columns_of(c.moe_intermediate_size, tp);
+      return tp_gate_up_rows(F, tp);
+    if (name == "layers.{i}.down") return tp_columns(F, tp);
+    if (name == "layers.{i}.experts_gate_up") return tp_gate_up_rows(c.moe_intermediate_size, tp);
+    if (name == "layers.{i}.experts_down") return tp_columns(c.moe_intermediate_size, tp);
     if (name == "layers.{i}.o_bias" || name == "layers.{i}.down_bias")
       return tp.rank == 0 ? WeightSlice{} : WeightSlice{.kind = WeightSlice::Kind::Absent};
     for (const char* whole : {"final_norm", "layers.{i}.attn_norm", "layers.{i}.ffn_norm",

@@ -9,6 +9,7 @@
 //   - the embedding and the LM head by vocabulary (rows [r·V/N, (r+1)·V/N)), the logits
 //     gathered;
 //   - norms, q/k norms and the router whole.
+// Gemma 4 and Gemma 3n compose their own slicers of the pieces below (model/arch/gemma_tp.h).
 // A WeightSlice says which part of a weight (its sources fused along dim 0 as the weight
 // map fuses them) a rank reads; the loader reads only those rows or columns from the
 // mapped file. A GGUF block type is cut into whole block rows, and into input columns only
@@ -53,6 +54,25 @@ struct TpHeads {
 // needs (heads, KV heads, intermediate sizes, the vocabulary).
 void check_tp_dims(const ModelConfig& c, int size);
 TpHeads tp_heads(const ModelConfig& c, const TpShard& tp);
+// The same for a layer of Hq query and Hkv KV heads (Gemma 4's full and sliding layers
+// differ); N must divide Hq, and Hkv or N / Hkv (check_tp_heads).
+TpHeads tp_heads(int num_heads, int num_kv_heads, const TpShard& tp);
+// Throws tandem::Error naming `what`, its value `dim` and N when N does not divide it.
+void check_tp_divides(int64_t dim, int size, const std::string& what);
+// Throws tandem::Error naming `what`'s heads and N when the split above is not possible.
+void check_tp_heads(int num_heads, int num_kv_heads, int size, const std::string& what);
+
+// The pieces a slicer is made of (decoder_slicer's, Gemma 4's):
+//   this rank's rows of a fused q|k|v [(Hq + kv_parts·Hkv)·Dh, ...] (kv_parts 0: q only; 1:
+//   q|k, Gemma 4's k_eq_v; 2: q|k|v);
+WeightSlice tp_qkv_rows(int num_heads, int num_kv_heads, int64_t head_dim, int kv_parts,
+                        const TpShard& tp);
+//   of a fused gate|up [2F, ...]: its F/N of each half;
+WeightSlice tp_gate_up_rows(int64_t F, const TpShard& tp);
+//   of a weight's K input columns (o, down): its K/N;
+WeightSlice tp_columns(int64_t K, const TpShard& tp);
+//   of a vocabulary-sized table [V, ...]: rows [r·V/N, (r+1)·V/N).
+WeightSlice tp_vocab_rows(int64_t V, const TpShard& tp);
 // The slicer of DecoderModel's weight map for rank tp.rank of tp.size.
 WeightSlicer decoder_slicer(const ModelConfig& c, const TpShard& tp);
 

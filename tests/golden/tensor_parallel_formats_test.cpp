@@ -21,6 +21,7 @@
 #include "loader/gguf_model.h"
 #include "loader/quant_scheme.h"
 #include "loader/safetensors.h"
+#include "model/arch/gemma_tp.h"
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/gguf_translate.h"
@@ -352,6 +353,36 @@ TEST(TensorParallelFp8, OnlineExpertsQuantizeEachRanksSlice) {
       EXPECT_LE(err, 6e-2) << arch << " rank " << r;  // e4m3 steps are 1/16..1/8 of a value
     }
   }
+}
+
+// Gemma 4's layers differ in heads and widths, Gemma 3n's per-layer vocabulary is its own:
+// each is checked per layer before any weight is read, the error naming it.
+TEST(TensorParallelErrors, GemmaPerLayerDimensionsAreNamed) {
+  const cli::LoadedModel whole = cli::load_model_folder(oracle_dir("gemma4_kvshare"), "cpu");
+  const ModelConfig& c = whole.model->config();
+  arch::Gemma4Config g = arch::parse_gemma4_config(c);
+  arch::check_gemma4_tp(c, g, 2);  // the fixture splits
+  g.layers[2].num_kv_heads = 3;
+  std::string e = error_of([&] { arch::check_gemma4_tp(c, g, 2); });
+  EXPECT_NE(
+      e.find("layer 2's num_key_value_heads = 3 is not divisible by --tensor-parallel-size 2"),
+      std::string::npos)
+      << e;
+  g = arch::parse_gemma4_config(c);
+  g.enable_moe_block = true;
+  g.moe_intermediate_size = 30;
+  e = error_of([&] { arch::check_gemma4_tp(c, g, 4); });
+  EXPECT_NE(e.find("moe_intermediate_size = 30 is not divisible by --tensor-parallel-size 4"),
+            std::string::npos)
+      << e;
+  ModelConfig c3n = cli::load_model_folder(oracle_dir("gemma3n"), "cpu").model->config();
+  arch::Gemma3nConfig g3n = arch::Gemma3nConfig::parse(c3n);
+  g3n.vocab_size_per_layer_input = 1026;  // ≥ vocab_size: the table is split by its own rows
+  e = error_of([&] { arch::check_gemma3n_tp(c3n, g3n, 4); });
+  EXPECT_NE(
+      e.find("vocab_size_per_layer_input = 1026 is not divisible by --tensor-parallel-size 4"),
+      std::string::npos)
+      << e;
 }
 
 TEST(TensorParallelErrors, AnFp8SplitInsideItsScaleBlocksIsNamed) {

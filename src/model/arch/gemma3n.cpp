@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "model/arch/archs.h"
+#include "model/arch/gemma_tp.h"
 #include "model/config.h"
 #include "model/multimodal_names.h"
 #include "model/rope.h"
@@ -58,9 +59,10 @@ WeightMap gemma3n_weight_map() {
 
 // The per-layer embedding table grown to the full vocabulary: Gemma3nModel maps ids at
 // or past vocab_size_per_layer_input to id 0, so rows Vp..V-1 repeat row 0 (ops read
-// contiguous rows by id). Built on the host in the file's dtype, uploaded once.
+// contiguous rows by id). Built on the host in the file's dtype, uploaded once; under
+// tensor parallelism only this rank's vocabulary rows of it (tp_vocab_rows of V).
 Tensor padded_per_layer_table(const Checkpoint& checkpoint, int64_t V, int64_t Vp, int64_t width,
-                              Backend& be) {
+                              const TpShard& tp, Backend& be) {
   const std::string name = text_model_prefix(checkpoint) + "embed_tokens_per_layer.weight";
   Tensor file = checkpoint.get(name);
   if (!(file.shape == Shape{Vp, width}))
@@ -72,7 +74,8 @@ Tensor padded_per_layer_table(const Checkpoint& checkpoint, int64_t V, int64_t V
   std::memcpy(dst, file.data, size_t(Vp) * row_bytes);
   for (int64_t id = Vp; id < V; id++)
     std::memcpy(dst + size_t(id) * row_bytes, file.data, row_bytes);
-  return be.upload(host, be.act_dtype());
+  const WeightSlice::Range mine = tp_vocab_rows(V, tp).rows[0];
+  return be.upload(host.slice_rows(mine.begin, mine.count), be.act_dtype());
 }
 
 }  // namespace
@@ -86,14 +89,25 @@ Gemma3nModel::Gemma3nModel(ModelConfig config, const Checkpoint& checkpoint, Bac
   WeightLoader w(checkpoint, backend,
                  rebase_text_map(gemma3n_weight_map(), text_model_prefix(checkpoint), checkpoint),
                  0, &lora_);
+  if (config_.tp.sharded()) {  // this rank's slices only (gemma_tp.h)
+    try {
+      check_gemma3n_tp(config_, gemma_, config_.tp.size);
+    } catch (const Error& e) {
+      fail("{}: {}", (checkpoint.dir() / "config.json").string(), e.what());
+    }
+    w.set_slicer(gemma3n_slicer(config_, gemma_, config_.tp), config_.tp.rank);
+  }
   ones_head_ = ones(backend_, config_.head_dim);
   load_globals(w, checkpoint);
   layers_.resize(size_t(config_.num_layers));
   for (int i = 0; i < config_.num_layers; i++) load_layer(w, i);
   num_parameters_ = w.num_parameters();
-  if (gemma_.vocab_size_per_layer_input < config_.vocab_size)  // the padded table bypassed w
-    num_parameters_ += int64_t(gemma_.vocab_size_per_layer_input) * config_.num_layers *
-                       gemma_.hidden_size_per_layer_input;
+  if (const int64_t Vp = gemma_.vocab_size_per_layer_input;
+      Vp < config_.vocab_size) {  // the padded table bypassed w: count this rank's real rows
+    const WeightSlice::Range mine = tp_vocab_rows(config_.vocab_size, config_.tp).rows[0];
+    const int64_t real = std::max<int64_t>(0, std::min(Vp, mine.begin + mine.count) - mine.begin);
+    num_parameters_ += real * config_.num_layers * gemma_.hidden_size_per_layer_input;
+  }
 }
 
 // Gemma 3n's RMSNorms scale by w (no offset).
@@ -104,13 +118,15 @@ RmsNorm Gemma3nModel::load_norm(WeightLoader& w, const std::string& name, int la
 
 void Gemma3nModel::load_globals(WeightLoader& w, const Checkpoint& checkpoint) {
   const ModelConfig& c = config_;
+  const int64_t N = c.tp.size;  // the tables and the head hold a 1/N vocabulary slice
   const int64_t V = c.vocab_size, D = c.hidden_size, L = c.num_layers;
   const int64_t P = gemma_.hidden_size_per_layer_input, Vp = gemma_.vocab_size_per_layer_input;
-  embed_ = w.load("embed", -1, {V, D});
+  embed_ = w.load("embed", -1, {V / N, D});
+  per_layer_.vocab = std::max(V, Vp);
   if (Vp >= V)
-    per_layer_.embed = w.load("embed_per_layer", -1, {Vp, L * P});
+    per_layer_.embed = w.load("embed_per_layer", -1, {Vp / N, L * P});
   else
-    per_layer_.embed = padded_per_layer_table(checkpoint, V, Vp, L * P, backend_);
+    per_layer_.embed = padded_per_layer_table(checkpoint, V, Vp, L * P, c.tp, backend_);
   per_layer_.projection = w.load_linear("per_layer_projection", -1, {L * P, D});
   per_layer_.norm = load_norm(w, "per_layer_norm", -1, P);
   per_layer_.num_layers = int(L);
@@ -122,13 +138,20 @@ void Gemma3nModel::load_globals(WeightLoader& w, const Checkpoint& checkpoint) {
   head_.final_norm = load_norm(w, "final_norm", -1, D);
   // Tied: the embedding, even where the checkpoint also stores an lm_head.
   head_.head = gemma_.tie_word_embeddings ? Linear{.weight = embed_}
-                                          : w.load_lm_head(embed_, {V, D}, false);
+                                          : w.load_lm_head(embed_, {V / N, D}, false);
   head_.softcap = float(c.final_logit_softcap);
+  if (c.tp.comm) {  // in a group: device-mapped vocabulary slices, the logits gathered
+    embed_ = vocab_slice_table(backend_, embed_, &head_.head);
+    per_layer_.embed = vocab_slice_table(backend_, per_layer_.embed, nullptr);
+    per_layer_.tp = c.tp;
+    head_.gather = c.tp.comm;
+  }
 }
 
 void Gemma3nModel::load_attention(WeightLoader& w, Gemma3nLayer& l, int i) {
   const ModelConfig& c = config_;
-  const int64_t D = c.hidden_size, Dh = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
+  const TpHeads heads = tp_heads(c, c.tp);  // this rank's
+  const int64_t D = c.hidden_size, Dh = c.head_dim, Hq = heads.q_heads, Hkv = heads.kv_heads;
   Attention& a = l.attention;
   a.reads_shared_kv = l.kv_source.has_value();
   if (!a.reads_shared_kv) {
@@ -153,7 +176,7 @@ void Gemma3nModel::load_attention(WeightLoader& w, Gemma3nLayer& l, int i) {
 void Gemma3nModel::load_layer(WeightLoader& w, int i) {
   const ModelConfig& c = config_;
   Gemma3nLayer& l = layers_[size_t(i)];
-  const int64_t D = c.hidden_size, F = c.intermediate_sizes[size_t(i)];
+  const int64_t D = c.hidden_size, F = c.intermediate_sizes[size_t(i)] / c.tp.size;
   const int64_t N = gemma_.altup_num_inputs, R = gemma_.laurel_rank;
   const int64_t P = gemma_.hidden_size_per_layer_input;
   l.kv_source = gemma_.kv_source[size_t(i)];
@@ -188,8 +211,8 @@ void Gemma3nModel::load_layer(WeightLoader& w, int i) {
 std::vector<LayerKvSpec> Gemma3nModel::kv_specs() const {
   std::vector<LayerKvSpec> specs;
   for (int i = 0; i < config_.num_layers; i++)
-    specs.push_back({config_.num_kv_heads, config_.head_dim, config_.window_for(i),
-                     layers_[size_t(i)].kv_source});
+    specs.push_back({tp_heads(config_, config_.tp).kv_heads, config_.head_dim,
+                     config_.window_for(i), layers_[size_t(i)].kv_source});
   return specs;
 }
 

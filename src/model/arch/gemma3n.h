@@ -78,14 +78,16 @@ class Gemma3nModel : public Model {
   void altup_correct(const Gemma3nLayer& l, Tensor& predictions, const Tensor& activated);
   Tensor laurel(const Gemma3nLayer& l, const Tensor& x);
   Tensor mlp_block(const Gemma3nLayer& l, const Tensor& x, const StepTensors& step);
+  void sparsify_gate(Tensor& gate, float std_multiplier);
   void add_per_layer_input(const Gemma3nLayer& l, Tensor& corrected, const Tensor& pli);
 
   Tensor stream(const Tensor& streams, int n) const;  // [T, D] view of stream n
 
   Gemma3nConfig gemma_;
   Backend& backend_;
-  Tensor embed_;                   // [V, D]
-  PerLayerInputs per_layer_;       // embed [max(V, Vp), L·P]: ids ≥ Vp read row 0 (HF's mask)
+  Tensor embed_;                   // [V, D]; under tensor parallelism [V/N + 1, D]
+  PerLayerInputs per_layer_;       // embed [max(V, Vp), L·P]: ids ≥ Vp read row 0 (HF's mask);
+                                   // under tensor parallelism its 1/N vocabulary slice
   std::vector<Linear> altup_in_;   // N − 1 × [D, D]
   std::vector<Linear> altup_out_;  // N − 1 × [D, D]
   LmHead head_;                    // final norm, lm_head (the embedding when tied), softcap

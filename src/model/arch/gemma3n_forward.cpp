@@ -63,7 +63,8 @@ Tensor Gemma3nModel::logits(const Tensor& streams, const StepTensors& step) {
 Tensor Gemma3nModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
   const int64_t T = step.num_tokens, D = config_.hidden_size;
   // HF keeps √D as an f32 tensor and multiplies in the weights' dtype.
-  Tensor x0 = embedding(backend_, embed_, step.tokens, float(std::sqrt(double(D))));
+  Tensor x0 = tp_embedding(backend_, embed_, step.tokens, config_.vocab_size, config_.tp,
+                           float(std::sqrt(double(D))));
   Tensor pli = per_layer_inputs(backend_, x0, step.tokens, per_layer_);
   Tensor streams = init_streams(x0);
   const int64_t P = gemma_.hidden_size_per_layer_input;

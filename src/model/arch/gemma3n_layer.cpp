@@ -21,11 +21,13 @@ void Gemma3nModel::layer_forward(const Gemma3nLayer& l, Tensor& streams, const T
   // A layer past the sharing point computes only q and attends over its producer's cache.
   PagedKv& cache = kv[size_t(l.kv_source.value_or(index))];
   Tensor h = attention(backend_, x, step, cache, l.attention);
+  if (config_.tp.comm) config_.tp.comm->all_reduce_sum(h);  // the ranks' heads meet
   rms_norm_in_place(backend_, h, l.post_attn_norm);
   backend_.add(h, active, h);
   backend_.add(h, h, laurel_out);
   backend_.scale(h, float(1.0 / std::sqrt(2.0)));
   Tensor activated = mlp_block(l, rms_norm(backend_, h, l.pre_ffn_norm), step);
+  if (config_.tp.comm) config_.tp.comm->all_reduce_sum(activated);  // the ranks' columns meet
   rms_norm_in_place(backend_, activated, l.post_ffn_norm);
   backend_.add(activated, h, activated);
   altup_correct(l, predictions, activated);
@@ -83,10 +85,33 @@ Tensor Gemma3nModel::mlp_block(const Gemma3nLayer& l, const Tensor& x, const Ste
   Tensor gate_up = linear(backend_, x, l.mlp.gate_up, step);  // [T, 2F]
   Tensor gate = backend_.alloc(dt, {T, F}), up = backend_.alloc(dt, {T, F});
   backend_.split_columns(gate_up, {&gate, &up});
-  backend_.gaussian_topk(gate, l.gate_std_multiplier);
+  sparsify_gate(gate, l.gate_std_multiplier);
   Tensor act = backend_.alloc(dt, {T, F});
   backend_.act_mul(act, gate, up, l.mlp.act);
   return linear(backend_, act, l.mlp.down, step);
+}
+
+// The gate's activation sparsity. Its cutoff is a statistic of the whole row [F]: under
+// tensor parallelism (a rank holds F/N columns) the ranks' columns are gathered, the whole
+// row sparsified exactly as at N = 1 (gaussian_topk's own two-pass statistics), and
+// this rank's columns kept. A gather of F values a token, not an all-reduce of the row's
+// sums: it keeps gaussian_topk's fixed-order double statistics, and the rows are small.
+//   gate [T, F/N] in place
+void Gemma3nModel::sparsify_gate(Tensor& gate, float std_multiplier) {
+  const TpShard& tp = config_.tp;
+  if (!tp.comm || tp.size == 1) return backend_.gaussian_topk(gate, std_multiplier);
+  const int64_t T = gate.dim(0), f = gate.dim(1);
+  Tensor whole = backend_.alloc(gate.dtype, {T, f * tp.size});
+  tp.comm->all_gather_columns(whole, gate);
+  backend_.gaussian_topk(whole, std_multiplier);
+  Tensor before = backend_.alloc(gate.dtype, {T, f * tp.rank});
+  Tensor after = backend_.alloc(gate.dtype, {T, f * (tp.size - 1 - tp.rank)});
+  if (tp.rank == 0)
+    backend_.split_columns(whole, {&gate, &after});
+  else if (tp.rank + 1 == tp.size)
+    backend_.split_columns(whole, {&before, &gate});
+  else
+    backend_.split_columns(whole, {&before, &gate, &after});
 }
 
 // corrected[n] += per_layer_branch(corrected[a] · output_scale, pli) for n = 1 .. N − 1

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "model/arch/archs.h"
+#include "model/arch/gemma_tp.h"
 #include "model/config.h"
 #include "model/multimodal_names.h"
 #include "model/rope.h"
@@ -75,6 +76,14 @@ Gemma4Model::Gemma4Model(ModelConfig config, const Checkpoint& checkpoint, Backe
   WeightLoader w(checkpoint, backend,
                  rebase_text_map(gemma4_weight_map("model."), prefix_, checkpoint),
                  gemma_.num_experts, &lora_);
+  if (config_.tp.sharded()) {  // this rank's slices only (gemma_tp.h)
+    try {
+      check_gemma4_tp(config_, gemma_, config_.tp.size);
+    } catch (const Error& e) {
+      fail("{}: {}", (checkpoint.dir() / "config.json").string(), e.what());
+    }
+    w.set_slicer(gemma4_slicer(config_, gemma_, config_.tp), config_.tp.rank);
+  }
   load_globals(w);
   layers_.resize(size_t(config_.num_layers));
   for (int i = 0; i < config_.num_layers; i++) load_layer(w, checkpoint, i);
@@ -88,13 +97,21 @@ RmsNorm Gemma4Model::load_norm(WeightLoader& w, const std::string& name, int lay
 
 void Gemma4Model::load_globals(WeightLoader& w) {
   const ModelConfig& c = config_;
-  int64_t V = c.vocab_size, D = c.hidden_size, L = c.num_layers;
+  const int64_t N = c.tp.size;  // the tables and the head hold a 1/N vocabulary slice
+  int64_t V = c.vocab_size / N, D = c.hidden_size, L = c.num_layers;
   embed_ = w.load("embed", -1, {V, D});
   head_.final_norm = load_norm(w, "final_norm", -1);
   head_.head = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
   head_.softcap = float(c.final_logit_softcap);
+  if (c.tp.comm) {  // in a group the logits are gathered (as DecoderModel's)
+    embed_ = vocab_slice_table(backend_, embed_, &head_.head);
+    head_.gather = c.tp.comm;
+  }
   if (int64_t P = gemma_.hidden_size_per_layer_input; P > 0) {
-    per_layer_.embed = w.load("embed_per_layer", -1, {gemma_.vocab_size_per_layer_input, L * P});
+    per_layer_.vocab = gemma_.vocab_size_per_layer_input;
+    per_layer_.embed = w.load("embed_per_layer", -1, {per_layer_.vocab / N, L * P});
+    if (c.tp.comm) per_layer_.embed = vocab_slice_table(backend_, per_layer_.embed, nullptr);
+    per_layer_.tp = c.tp;
     per_layer_.projection = w.load_linear("per_layer_projection", -1, {L * P, D});
     per_layer_.norm = {w.load("per_layer_norm", -1, {P}), float(c.rms_norm_eps), 0.f};
     per_layer_.num_layers = int(L);
@@ -105,7 +122,8 @@ void Gemma4Model::load_globals(WeightLoader& w) {
 void Gemma4Model::load_attention(WeightLoader& w, Gemma4Layer& l, int i) {
   const ModelConfig& c = config_;
   const Gemma4LayerSpec& s = l.spec;
-  int64_t D = c.hidden_size, Dh = s.head_dim, Hq = s.num_heads, Hkv = s.num_kv_heads;
+  const TpHeads heads = tp_heads(s.num_heads, s.num_kv_heads, c.tp);  // this rank's
+  int64_t D = c.hidden_size, Dh = s.head_dim, Hq = heads.q_heads, Hkv = heads.kv_heads;
   Attention& a = l.attention;
   a.norm.q = w.load("layers.{i}.q_norm", i, {Dh});
   a.norm.eps = float(c.rms_norm_eps);
@@ -135,7 +153,7 @@ void Gemma4Model::load_layer(WeightLoader& w, const Checkpoint& checkpoint, int 
   const ModelConfig& c = config_;
   Gemma4Layer& l = layers_[size_t(i)];
   l.spec = gemma_.layers[size_t(i)];
-  int64_t D = c.hidden_size, F = l.spec.intermediate_size;
+  int64_t D = c.hidden_size, F = l.spec.intermediate_size / c.tp.size;
   l.input_norm = load_norm(w, "layers.{i}.input_norm", i);
   load_attention(w, l, i);
   l.post_attn_norm = load_norm(w, "layers.{i}.post_attn_norm", i);
@@ -154,20 +172,29 @@ void Gemma4Model::load_layer(WeightLoader& w, const Checkpoint& checkpoint, int 
   std::string scalar = expand_name(prefix_ + "layers.{i}.layer_scalar", i);
   if (checkpoint.has(scalar)) {  // a buffer of ones unless trained otherwise
     l.layer_scalar = host_f32(checkpoint, scalar, {1}).ptr<float>()[0];
-    num_parameters_ += 1;
+    num_parameters_ += c.tp.rank == 0;  // held whole: counted once
   }
 }
 
 // The router, the stacked experts, and the three extra norms. per_expert_scale multiplies
 // an expert's routing weight, so it is folded into that expert's down projection (linear).
+// Under tensor parallelism every expert is cut like the dense MLP (gemma_tp.h).
 void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4Layer& l, int i) {
+  const TpShard& tp = config_.tp;
   int64_t D = config_.hidden_size, E = gemma_.num_experts, Fe = gemma_.moe_intermediate_size;
   l.post_ffn_norm_1 = load_norm(w, "layers.{i}.post_ffn_norm_1", i);
   l.pre_ffn_norm_2 = load_norm(w, "layers.{i}.pre_ffn_norm_2", i);
   l.post_ffn_norm_2 = load_norm(w, "layers.{i}.post_ffn_norm_2", i);
   l.router_norm = load_norm(w, "layers.{i}.router_scale", i);
   l.moe.router = w.load_linear("layers.{i}.router", i, {E, D});
-  l.moe.experts_gate_up.weight = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
+  const std::string L = expand_name(prefix_ + "layers.{i}.", i);
+  if (tp.sharded()) {  // one stacked tensor: cut per expert here, not by the slicer
+    Tensor gate_up = gemma4_experts_gate_up_slice(checkpoint.get(L + "experts.gate_up_proj"), tp);
+    l.moe.experts_gate_up.weight = backend_.upload(gate_up, backend_.weight_dtype(gate_up.dtype));
+    num_parameters_ += gate_up.numel();
+  } else {
+    l.moe.experts_gate_up.weight = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
+  }
   // Stacked 3-D experts, which online quantization and `tandem quantize` leave 16-bit
   // (quantizable_weight_name): the weight-format name says so under FP8.
   experts_format_ = fmt::format("{} (Gemma 4's stacked experts are not quantized)",
@@ -175,20 +202,22 @@ void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4
   l.moe.top_k = gemma_.top_k_experts;
   l.moe.renormalize = true;
   l.moe.act = config_.activation;
-  const std::string L = expand_name(prefix_ + "layers.{i}.", i);
   Tensor down = host_f32(checkpoint, L + "experts.down_proj", {E, D, Fe});
+  if (tp.sharded()) down = gemma4_experts_down_slice(down, tp);  // [E, D, Fe/N]
   Tensor scale = host_f32(checkpoint, L + "router.per_expert_scale", {E});
   float* d = down.ptr<float>();
+  const int64_t per_expert = down.numel() / E;
   for (int64_t e = 0; e < E; e++)
-    for (int64_t j = 0; j < D * Fe; j++) d[e * D * Fe + j] *= scale.ptr<float>()[e];
+    for (int64_t j = 0; j < per_expert; j++) d[e * per_expert + j] *= scale.ptr<float>()[e];
   l.moe.experts_down.weight = backend_.upload(down, backend_.act_dtype());
-  num_parameters_ += down.numel() + scale.numel();
+  num_parameters_ += down.numel() + (tp.rank == 0 ? scale.numel() : 0);
 }
 
 std::vector<LayerKvSpec> Gemma4Model::kv_specs() const {
   std::vector<LayerKvSpec> specs;
-  for (const Gemma4LayerSpec& s : gemma_.layers)
-    specs.push_back({s.num_kv_heads, s.head_dim, s.window, s.kv_source});
+  for (const Gemma4LayerSpec& s : gemma_.layers)  // this rank's KV heads
+    specs.push_back({tp_heads(s.num_heads, s.num_kv_heads, config_.tp).kv_heads, s.head_dim,
+                     s.window, s.kv_source});
   return specs;
 }
 

@@ -18,6 +18,7 @@ Tensor Gemma4Model::moe_block(const Gemma4Layer& l, const Tensor& residual) {
   Tensor routed = rms_norm(backend_, residual, l.router_norm);
   backend_.scale(routed, float(std::pow(double(config_.hidden_size), -0.5)));
   Tensor out = moe(backend_, routed, rms_norm(backend_, residual, l.pre_ffn_norm_2), l.moe);
+  if (config_.tp.comm) config_.tp.comm->all_reduce_sum(out);  // the ranks' expert columns
   rms_norm_in_place(backend_, out, l.post_ffn_norm_2);
   return out;
 }
@@ -29,10 +30,12 @@ void Gemma4Model::layer_forward(const Gemma4Layer& l, Tensor& x, const Tensor& p
   // A KV-reading layer attends over its source's cache, written earlier in this step.
   PagedKv& cache = kv[size_t(l.spec.kv_source.value_or(index))];
   Tensor attn = attention(backend_, rms_norm(backend_, x, l.input_norm), step, cache, l.attention);
+  if (config_.tp.comm) config_.tp.comm->all_reduce_sum(attn);  // the ranks' heads meet
   rms_norm_in_place(backend_, attn, l.post_attn_norm);
   Tensor h = add_rms_norm(backend_, x, attn, l.pre_ffn_norm);  // x += attn; h = norm(x)
 
   Tensor ffn = gated_mlp(backend_, h, step, l.mlp);
+  if (config_.tp.comm) config_.tp.comm->all_reduce_sum(ffn);  // the ranks' columns meet
   if (l.has_moe()) {
     rms_norm_in_place(backend_, ffn, l.post_ffn_norm_1);
     backend_.add(ffn, ffn, moe_block(l, x));
@@ -52,7 +55,8 @@ Tensor Gemma4Model::forward(const StepTensors& step, std::span<PagedKv> kv) {
   // soft tokens replace those embeddings, and the per-layer inputs read the pad id there
   // beside the merged embeddings.
   const Tensor ids = tokens_outside_media(backend_, step, pad_token_id_);
-  Tensor x = embedding(backend_, embed_, ids, float(std::sqrt(double(config_.hidden_size))));
+  Tensor x = tp_embedding(backend_, embed_, ids, config_.vocab_size, config_.tp,
+                          float(std::sqrt(double(config_.hidden_size))));
   write_media_rows(backend_, x, step);
   Tensor pli = P > 0 ? per_layer_inputs(backend_, x, ids, per_layer_) : Tensor{};
   for (size_t i = 0; i < layers_.size(); i++) {

@@ -11,7 +11,7 @@ Tensor per_layer_inputs(Backend& be, const Tensor& x0, const Tensor& tokens,
   be.scale(projected, float(1.0 / std::sqrt(double(x0.cols()))));
   Tensor per_layer = projected.reshape({T * L, P});
   rms_norm_in_place(be, per_layer, p.norm);
-  Tensor embedded = embedding(be, p.embed, tokens, float(std::sqrt(double(P))));
+  Tensor embedded = tp_embedding(be, p.embed, tokens, p.vocab, p.tp, float(std::sqrt(double(P))));
   be.add(projected, projected, embedded);
   be.scale(projected, float(1.0 / std::sqrt(2.0)));
   Tensor out = be.alloc(be.act_dtype(), {L, T, P});

@@ -9,11 +9,15 @@
 namespace tandem::arch {
 
 struct PerLayerInputs {
-  Tensor embed;       // [≥ V, L·P] per-layer embedding table
-  Linear projection;  // [L·P, D]
-  RmsNorm norm;       // [P]
+  // [≥ V, L·P] per-layer embedding table; under tensor parallelism this rank's vocabulary
+  // slice of it (vocab_slice_table), looked up by tp_embedding over `vocab` rows.
+  Tensor embed;
+  Linear projection;   // [L·P, D]
+  RmsNorm norm;        // [P]
   int num_layers = 0;  // L
   int width = 0;       // P
+  int64_t vocab = 0;   // the whole table's rows (vocab_size_per_layer_input)
+  TpShard tp;          // the rank's slice of `embed` (size 1: the whole table)
 };
 
 // (rms_norm(x0 · Wᵀ / √D) + embed[id] · √P) / √2, per layer of P values, returned
