@@ -52,7 +52,7 @@ std::optional<CpuIsa> read_isa(const EnvLookup& lookup) {
 EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   EnvSwitches s;
   s.graphs = read_switch(lookup, "TANDEM_CUDA_GRAPHS").value_or(true);
-  s.verify_graphs = read_switch(lookup, "TANDEM_VERIFY_GRAPHS").value_or(false);
+  s.verify_graphs = read_switch(lookup, "TANDEM_VERIFY_GRAPHS").value_or(true);
   if (std::optional<bool> overlap = read_switch(lookup, "TANDEM_OVERLAP"))
     s.overlap = *overlap ? Overlap::On : Overlap::Off;
   s.cuda.gemv = read_switch(lookup, "TANDEM_CUDA_GEMV").value_or(true);

@@ -6,8 +6,8 @@
 //
 // "0" turns a switch off, anything else turns it on; unset keeps the default:
 //   TANDEM_CUDA_GRAPHS      decode steps as recorded CUDA graphs
-//   TANDEM_VERIFY_GRAPHS    speculative verify steps as recorded graphs too (default off
-//                           until measured on a GPU: engine/verify_graphs.h)
+//   TANDEM_VERIFY_GRAPHS    speculative verify steps as recorded graphs too (default on:
+//                           engine/verify_graphs.h)
 //   TANDEM_OVERLAP          the engine issues step n+1 before reading step n's tokens ("1"
 //                           forces it on; unset: where the device runs asynchronously)
 //   TANDEM_CUDA_GEMV        1–8 row linears stream their weights (off: the GEMMs)
@@ -47,7 +47,7 @@ namespace tandem::cli {
 
 struct EnvSwitches {
   bool graphs = true;
-  bool verify_graphs = false;
+  bool verify_graphs = true;
   Overlap overlap = Overlap::Auto;
   CudaOptions cuda;
   int threads = 0;                   // TANDEM_THREADS; 0: unset

@@ -37,9 +37,9 @@ void DraftWorker::allocate(int num_blocks, int block_size, DType dtype) {
   runner_ = std::make_unique<ModelRunner>(*model_, backend_, num_blocks, block_size, dtype);
 }
 
-void DraftWorker::prepare(int max_model_len, int max_rows, bool graphs, bool verify_graphs) {
+void DraftWorker::prepare(int max_model_len, int max_rows, bool graphs) {
   TANDEM_CHECK(runner_, "prepare the draft after allocating its KV cache");
-  if (graphs) runner_->enable_graphs(max_model_len, max_rows, verify_graphs);
+  if (graphs) runner_->enable_graphs(max_model_len, max_rows);
 }
 
 DraftProposals DraftWorker::run(const DraftStep& step, const PendingSample* prev) {

@@ -35,7 +35,7 @@ class DraftWorker {
   int64_t bytes_per_block(int block_size, DType dtype) const;
   // Its K/V storage: `num_blocks` blocks of the table group's ids. Once.
   void allocate(int num_blocks, int block_size, DType dtype);
-  void prepare(int max_model_len, int max_rows, bool graphs, bool verify_graphs = false);
+  void prepare(int max_model_len, int max_rows, bool graphs);
   int64_t graphs_recorded() const { return runner_ ? runner_->graphs_recorded() : 0; }
   void record_verify_graphs(int rows, int max_tokens_per_row) {
     if (runner_) runner_->record_verify_graphs(rows, max_tokens_per_row);

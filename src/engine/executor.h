@@ -43,8 +43,9 @@ struct ExecutorConfig {
   std::optional<DType> kv_dtype;
   bool graphs = true;  // decode steps as recorded graphs, where the device has them
   // Speculative verify steps (rows of K + 1 tokens) as recorded graphs too
-  // (engine/verify_graphs.h; TANDEM_VERIFY_GRAPHS). Off until measured on a GPU.
-  bool verify_graphs = false;
+  // (engine/verify_graphs.h; TANDEM_VERIFY_GRAPHS=0 turns them off), in a speculating
+  // engine only (prepare_speculation).
+  bool verify_graphs = true;
   // Bytes of encoded images kept for reuse (engine/encoder_cache.h).
   int64_t encoder_cache_bytes = int64_t(256) << 20;
   // Time the vision encoder on an asynchronous device too, waiting for the device around

@@ -100,12 +100,21 @@ void ModelRunner::upload_media(StepTensors& step, const StepPlan& plan) {
 
 void ModelRunner::enable_graphs(int max_model_len, int max_rows, bool verify) {
   if (!backend_.supports_graphs()) return;
-  int max_blocks = (max_model_len + block_size_ - 1) / block_size_;
+  graph_max_blocks_ = (max_model_len + block_size_ - 1) / block_size_;
+  graph_max_rows_ = max_rows;
   graphs_ = std::make_unique<DecodeGraphs>(model_, backend_, kv_, num_groups(), block_size_,
-                                           max_blocks, max_rows);
+                                           graph_max_blocks_, max_rows);
   if (verify)
     verify_graphs_ = std::make_unique<VerifyGraphs>(model_, backend_, kv_, num_groups(),
-                                                    block_size_, max_blocks, max_rows);
+                                                    block_size_, graph_max_blocks_, max_rows);
+}
+
+void ModelRunner::record_verify_graphs(int rows, int max_tokens_per_row) {
+  if (!graphs_) return;
+  if (!verify_graphs_)
+    verify_graphs_ = std::make_unique<VerifyGraphs>(model_, backend_, kv_, num_groups(),
+                                                    block_size_, graph_max_blocks_, graph_max_rows_);
+  verify_graphs_->record_now(rows, max_tokens_per_row);
 }
 
 Tensor ModelRunner::forward(const StepPlan& plan, const PendingSample* prev, Tensor* pooled) {

@@ -49,11 +49,11 @@ class ModelRunner {
   // Steps run through a verify graph so far, and verify graphs recorded (0 without graphs).
   int64_t verify_graph_replays() const { return verify_graphs_ ? verify_graphs_->replays() : 0; }
   int64_t graphs_recorded() const { return verify_graphs_ ? verify_graphs_->recorded() : 0; }
-  // Records the verify graphs of `rows` rows of 2..max_tokens_per_row tokens now (with
-  // graphs enabled; VerifyGraphs::record_now).
-  void record_verify_graphs(int rows, int max_tokens_per_row) {
-    if (verify_graphs_) verify_graphs_->record_now(rows, max_tokens_per_row);
-  }
+  // Records the verify graphs of `rows` rows of 2..max_tokens_per_row tokens now
+  // (VerifyGraphs::record_now), creating the verify graphs first: a speculating engine's
+  // executor calls it at start-up (Executor::prepare_speculation). Without graphs enabled,
+  // nothing.
+  void record_verify_graphs(int rows, int max_tokens_per_row);
 
   const KvGroups& groups() const { return groups_; }
   int num_groups() const { return groups_.num_groups(); }
@@ -75,6 +75,7 @@ class ModelRunner {
   std::vector<PagedKv> kv_;  // [num_layers]
   std::unique_ptr<DecodeGraphs> graphs_;
   std::unique_ptr<VerifyGraphs> verify_graphs_;
+  int graph_max_blocks_ = 0, graph_max_rows_ = 0;  // enable_graphs' bounds
   EncoderCache encoder_cache_;
 };
 

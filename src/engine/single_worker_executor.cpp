@@ -39,7 +39,10 @@ class SingleWorkerExecutor final : public Executor {
   KvRoom kv_room(const KvSizing& sizing) const override;
   KvLayout allocate_kv(const KvSizing& sizing) override;
   void prepare(int max_model_len, int max_rows) override;
+  // Verify graphs exist only in a speculating engine (a server without speculation keeps
+  // its mixed steps eager): created and their one-row graphs recorded here, at start-up.
   void prepare_speculation(int tokens_per_row) override {
+    if (!config_.graphs || !config_.verify_graphs) return;
     if (runner_) runner_->record_verify_graphs(1, tokens_per_row);
     if (draft_) draft_->record_verify_graphs(1, tokens_per_row);
   }
@@ -134,8 +137,8 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
 
 void SingleWorkerExecutor::prepare(int max_model_len, int max_rows) {
   TANDEM_CHECK(runner_, "prepare: allocate_kv first");
-  if (config_.graphs) runner_->enable_graphs(max_model_len, max_rows, config_.verify_graphs);
-  if (draft_) draft_->prepare(max_model_len, max_rows, config_.graphs, config_.verify_graphs);
+  if (config_.graphs) runner_->enable_graphs(max_model_len, max_rows);
+  if (draft_) draft_->prepare(max_model_len, max_rows, config_.graphs);
 }
 
 void SingleWorkerExecutor::issue_forward(const StepPlan& plan) {

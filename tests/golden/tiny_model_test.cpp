@@ -151,11 +151,14 @@ TEST(TinyModelCuda, SpeculativeGreedyWithGraphsEqualsEager) {
       EngineConfig config;
       config.scheduler.max_rows = 4;
       config.speculative = spec;
-      Engine engine(
+      std::unique_ptr<Executor> executor =
           make_executor(std::move(backend), std::move(model),
                         ExecutorConfig{.graphs = graphs == 1, .verify_graphs = graphs == 1},
-                        std::move(draft_model)),
-          tokenizer, config);
+                        std::move(draft_model));
+      const Executor* ex = executor.get();
+      Engine engine(std::move(executor), tokenizer, config);
+      // A speculating engine records its one-row verify graphs at start-up.
+      if (graphs == 1) EXPECT_GT(ex->graphs_recorded(), 0) << "no verify graphs were recorded";
       std::vector<std::shared_ptr<RequestStream>> streams;
       for (const auto& p : prompts) {
         GenerationRequest req;
