@@ -347,7 +347,9 @@ TEST_P(GgufExport, ExactLogitsMatchTheDequantizedFolder) {
 TEST_P(GgufExport, Int8LogitsWithinFivePercent) {
   const double err = logits_error(file_, dir_ / "ref", BlockArithmetic::Int8);
   EXPECT_LE(err, 5e-2);
-  if (GetParam().type != "F32") EXPECT_GT(err, 1e-6) << "8-bit activations should cost something";
+  if (GetParam().type != "F32") {
+    EXPECT_GT(err, 1e-6) << "8-bit activations should cost something";
+  }
 }
 
 TEST_P(GgufExport, TypesAreLlamaQuantizes) {
@@ -371,7 +373,9 @@ TEST_P(GgufExport, TypesAreLlamaQuantizes) {
     EXPECT_EQ(type_of("blk.1.ffn_down.weight"), "q6_k");
     EXPECT_EQ(type_of("blk.1.attn_q.weight"), "q4_k");
   }
-  if (GetParam().config["model_type"] == "qwen2") EXPECT_EQ(type_of("blk.1.attn_k.bias"), "f32");
+  if (GetParam().config["model_type"] == "qwen2") {
+    EXPECT_EQ(type_of("blk.1.attn_k.bias"), "f32");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GgufExport,
