@@ -395,7 +395,7 @@ cli::LoadedModel load_gpu_ranks(const std::string& arch, int size) {
 
 // Greedy continuations of the oracle prompts, all at once (batch 8, prompts chunked beside
 // decoding rows). Both executors record decode graphs, and the engine does not overlap
-// steps (the tensor-parallel executor never does), so both see the same steps.
+// steps, so both see the same steps.
 std::vector<std::vector<int32_t>> engine_greedy(cli::LoadedModel& m, const std::string& arch) {
   const ExecutorConfig graphs{.graphs = true};
   std::unique_ptr<Executor> executor =
@@ -479,7 +479,8 @@ TEST(TensorParallelNcclErrors, MoreRanksThanGpusIsRefused) {
 // A draft model beside the ranks (--speculative-config with -tp 2): the draft whole on rank
 // 0's backend, the verify the ranks' forward. The embedded tiny-kjv and its draft, eight
 // prompts at once: exactly the continuations -tp 2 gives without speculation, with proposals
-// accepted on the way.
+// accepted on the way; and the same with the engine overlapping its steps (the executor is
+// asynchronous; the draft waits for the ranks' queue).
 TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
   const std::filesystem::path models =
       std::filesystem::path(TANDEM_TEST_DATA) / ".." / ".." / "models";
@@ -491,10 +492,11 @@ TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
                                           "And it came to pass",
                                           "Thou shalt not",
                                           "In my Father's house"};
-  auto run = [&](bool speculate, SpecDecodeStats* stats) {
+  auto run = [&](bool speculate, SpecDecodeStats* stats, Overlap overlap = Overlap::Auto) {
     cli::LoadedModel m = load_ranks_at(models / "tiny-kjv", 2);
     EngineConfig config;
     config.scheduler.max_rows = 8;
+    config.overlap = overlap;
     if (speculate) {
       SpeculativeConfig spec{.method = SpecMethod::DraftModel, .num_speculative_tokens = 4};
       spec.model = (models / "tiny-kjv-draft").string();
@@ -515,10 +517,12 @@ TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
   };
   SpecDecodeStats stats;
   const auto plain = run(false, nullptr), drafted = run(true, &stats);
+  const auto overlapped = run(true, nullptr, Overlap::On);
   ASSERT_EQ(plain.size(), texts.size());
   for (size_t i = 0; i < texts.size(); i++) {
     EXPECT_EQ(plain[i].size(), 24u);
     EXPECT_EQ(drafted[i], plain[i]) << texts[i];
+    EXPECT_EQ(overlapped[i], plain[i]) << texts[i] << " (steps overlapped)";
   }
   std::printf("draft beside -tp 2: %lld of %lld proposals accepted\n",
               (long long)stats.num_accepted_tokens, (long long)stats.num_draft_tokens);

@@ -1,0 +1,175 @@
+// The tensor-parallel executor is asynchronous (engine/tensor_parallel_executor.h): its
+// steps run on the ranks' in-order queues (TpRanks::post) while the caller goes on. On CPU
+// ranks at TP=2: a step fed from the previous step's sampled ids, issued before that step is
+// collected, gives the oracle's greedy tokens; the engine overlapping its steps (forced on:
+// the CPU's default is off) serves the batch gate's continuations, with prompt logprobs in
+// the batch; a job that fails on the ranks surfaces from collect, once, and the group runs
+// again after it (the draft model with overlap: tensor_parallel_test.cpp).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <span>
+#include <stdexcept>
+
+#include "cli/model_files.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "engine/sampler.h"
+#include "engine/tensor_parallel_executor.h"
+#include "model/config.h"
+#include "oracle_fixture.h"
+
+namespace tandem::test {
+namespace tensor_parallel_async_test {
+
+cli::LoadedModel load_tp2(const std::string& arch) {
+  return cli::load_model_folder(oracle_dir(arch), "cpu", LoadOptions{.tp = {.size = 2}});
+}
+
+// One row of `tokens` at positions [start, start + tokens.size()), sampling its last token,
+// its K/V in blocks 1, 2, … of every group (block 0 is the null block).
+StepPlan one_row(std::vector<int32_t> tokens, int start, const KvLayout& layout) {
+  const int bs = 16, n = int(tokens.size()), end = start + n;
+  StepPlan plan;
+  plan.block_size = bs;
+  plan.tokens = std::move(tokens);
+  for (int i = 0; i < n; i++) plan.positions.push_back(start + i);
+  plan.seq_starts = {0, n};
+  plan.context_lens = {end};
+  plan.sample_index = {n - 1};
+  const int blocks = (end + bs - 1) / bs;
+  for (size_t g = 0; g < layout.num_blocks.size(); g++) {
+    KvGroupPlan group;
+    for (int b = 1; b <= blocks; b++) group.block_table.push_back(b);
+    group.max_blocks = blocks;
+    for (int p = start; p < end; p++) group.slot_map.push_back((1 + p / bs) * bs + p % bs);
+    plan.groups.push_back(std::move(group));
+  }
+  return plan;
+}
+
+struct Ready {
+  std::unique_ptr<Executor> executor;
+  KvLayout layout;
+};
+
+Ready tp2_executor(const std::string& arch) {
+  cli::LoadedModel m = load_tp2(arch);
+  Ready out;
+  out.executor = make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
+                                               std::move(m.tp_ranks), ExecutorConfig{});
+  out.layout = out.executor->allocate_kv(KvSizing{.max_rows = 1, .max_model_len = 128});
+  out.executor->prepare(128, 1);
+  return out;
+}
+
+// Step 2 is fed step 1's sampled id (on the ranks, from their copy of the broadcast) and is
+// issued before step 1 is collected, as the engine overlaps them.
+TEST(TensorParallelAsync, AFedStepIssuedBeforeCollectGivesTheOracleTokens) {
+  const OraclePrompt p = load_oracle("llama").front();
+  Ready e = tp2_executor("llama");
+  const int L = int(p.prompt.size());
+  const SampleRow greedy{};
+  e.executor->issue(one_row(p.prompt, 0, e.layout), {&greedy, 1});
+  StepPlan fed = one_row({-1}, L, e.layout);
+  fed.feed_index = {0};
+  fed.feed_source = {0};
+  e.executor->issue(fed, {&greedy, 1});
+  const std::vector<SampledToken> first = e.executor->collect();
+  const std::vector<SampledToken> second = e.executor->collect();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(first[0].token, p.greedy[0]);
+  EXPECT_EQ(second[0].token, p.greedy[1]);
+}
+
+// A plan that fails a check on the ranks (it feeds from a step that never sampled): issue
+// returns, collect throws naming it, and after reset the executor serves a good step.
+TEST(TensorParallelAsync, ARankErrorSurfacesFromCollectAndTheGroupRunsOn) {
+  const OraclePrompt p = load_oracle("llama").front();
+  Ready e = tp2_executor("llama");
+  const SampleRow greedy{};
+  StepPlan bad = one_row(p.prompt, 0, e.layout);
+  bad.feed_index = {0};
+  bad.feed_source = {3};
+  e.executor->issue(bad, {&greedy, 1});  // no throw: the ranks have not run it yet
+  const std::string why = error_of([&] { e.executor->collect(); });
+  EXPECT_NE(why.find("feeds row 3"), std::string::npos) << why;
+  e.executor->reset();
+  e.executor->issue(one_row(p.prompt, 0, e.layout), {&greedy, 1});
+  const std::vector<SampledToken> got = e.executor->collect();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].token, p.greedy[0]);
+}
+
+// TpRanks' queue: a job failing on rank 1 while rank 0 waits in a collective releases it;
+// the jobs posted after it are skipped, the error is rethrown once (by the first wait), and
+// the next job runs on every rank.
+TEST(TensorParallelAsync, AFailedJobIsRethrownOnceAndTheQueueRunsOn) {
+  cli::LoadedModel m = load_tp2("llama");
+  TpRanks& ranks = *m.tp_ranks;
+  std::atomic<int> ran{0};
+  ranks.post([&](int r) {
+    if (r == 1) throw std::runtime_error("rank 1 fails");
+    ranks.comm(r).barrier();
+  });
+  const uint64_t later = ranks.post([&](int) { ran++; });
+  try {
+    ranks.wait(later);
+    FAIL() << "the failed job was not rethrown";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "rank 1 fails");
+  }
+  EXPECT_EQ(ran.load(), 0) << "a job after the failed one ran";
+  EXPECT_NO_THROW(ranks.drain());  // rethrown once only
+  ranks.run([&](int r) {
+    ranks.comm(r).barrier();
+    ran++;
+  });
+  EXPECT_EQ(ran.load(), 2);
+}
+
+// The engine overlapping steps (issue n+1 before collecting n) on CPU ranks: the batch gate's
+// continuations, every prompt at once, one of them asking for its prompt logprobs too.
+TEST(TensorParallelAsync, OverlappedBatchMatchesTheOracleWithPromptLogprobs) {
+  cli::LoadedModel m = load_tp2("llama");
+  EngineConfig config;
+  config.scheduler.max_rows = 8;
+  config.scheduler.max_batched_tokens = 16;  // prompts chunked beside decoding rows
+  config.overlap = Overlap::On;
+  std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
+  const std::vector<OraclePrompt> prompts = load_oracle("llama");
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < prompts.size(); i++) {
+    GenerationRequest req;
+    req.prompt = prompts[i].prompt;
+    req.max_tokens = int(prompts[i].batch_greedy.size());
+    req.sampling.temperature = 0;
+    req.ignore_eos = true;
+    if (i == 0) req.prompt_logprobs = PromptLogprobs{.first = 1, .top = 0};
+    streams.push_back(engine->submit(req));
+  }
+  engine->run_until_idle();
+  for (size_t i = 0; i < prompts.size(); i++) {
+    std::vector<int32_t> tokens;
+    std::vector<GeneratedToken> scored;
+    while (auto c = streams[i]->pop(std::chrono::milliseconds(0))) {
+      for (auto& t : c->tokens) tokens.push_back(t.token);
+      scored.insert(scored.end(), c->prompt_logprobs.begin(), c->prompt_logprobs.end());
+    }
+    EXPECT_EQ(tokens, prompts[i].batch_greedy) << "prompt " << i;
+    if (i != 0) continue;
+    ASSERT_EQ(scored.size(), prompts[0].prompt.size() - 1);
+    const int64_t V = prompts[0].logits.cols();
+    for (size_t t = 0; t < scored.size(); t++) {
+      const std::span<const float> row(prompts[0].logits.ptr<float>() + int64_t(t) * V, size_t(V));
+      EXPECT_NEAR(scored[t].logprob, token_logprob(row, prompts[0].prompt[t + 1], 0, nullptr), 1e-3)
+          << t;
+    }
+  }
+  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
+}
+
+}  // namespace tensor_parallel_async_test
+}  // namespace tandem::test
