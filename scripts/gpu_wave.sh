@@ -14,7 +14,7 @@
 #           (TP=1 equals the single worker, graphs on; the several-GPU one skips on one GPU),
 #           then on the 8B shape decode-b1 and offline 128/128 at 64 rows, the single worker
 #           and TANDEM_TP_EXECUTOR=1 (the NCCL executor at N = 1) one after the other, and the
-#           single worker with TANDEM_OVERLAP=0 beside them                              ~4 min
+#           both with TANDEM_OVERLAP=0 (decode-b1) beside them                          ~4 min
 #    hfbf16 transformers' own bf16 run of the Gemma 4 fixtures against their fp32 oracle
 #           (bench/hf_bf16_oracle_kl.py --write: $OUT/hf-bf16.tgz), and its GPU-against-fp32
 #           logits per position on the diag's sequence: how much of the GPU drift is bf16's
@@ -370,13 +370,14 @@ if has spec; then
 fi
 
 if has tp; then  # the seam's cost: the same runs, single worker then NCCL executor at N = 1
-  # (and the single worker without step overlap, which the tensor-parallel executor lacks:
-  # how much of the gap is the overlap, how much the collectives)
+  # (and both without step overlap: how much of the gap is the overlap, which the
+  # tensor-parallel executor has since it went asynchronous, how much the collectives)
   # On the 1B shape (llama-3.2-1b, bf16): the seam's fixed cost weighs more there than at 8B.
   o64=(--num 128 --batch 64 --input 128 --output 128)
   ob tp-decode-b1-single 20 -- --model "$M1" "${b1[@]}"
   TANDEM_TP_EXECUTOR=1 ob tp-decode-b1-nccl1 20 -- --model "$M1" "${b1[@]}"
   TANDEM_OVERLAP=0 ob tp-decode-b1-single-nooverlap 20 -- --model "$M1" "${b1[@]}"
+  TANDEM_TP_EXECUTOR=1 TANDEM_OVERLAP=0 ob tp-decode-b1-nccl1-nooverlap 20 -- --model "$M1" "${b1[@]}"
   ob tp-offline-64-single 25 -- --model "$M1" "${o64[@]}"
   TANDEM_TP_EXECUTOR=1 ob tp-offline-64-nccl1 25 -- --model "$M1" "${o64[@]}"
   TANDEM_OVERLAP=0 ob tp-offline-64-single-nooverlap 25 -- --model "$M1" "${o64[@]}"

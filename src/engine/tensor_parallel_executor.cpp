@@ -114,6 +114,7 @@ class TensorParallelExecutor final : public Executor {
     prompt_logprobs_.clear();
     pooled_.clear();
     logits0_.reset();  // the ranks are idle: their state may be touched here
+    pending0_.clear();
     for (auto& ids : rank_ids_) ids.clear();
     if (draft_) draft_->reset();
   }
@@ -123,6 +124,7 @@ class TensorParallelExecutor final : public Executor {
   DraftProposals run_draft(const DraftStep& step) override {
     TANDEM_CHECK(draft_, "run_draft: no draft model");
     ranks_->drain();
+    if (one_rank()) return draft_->run(step, pending0_.empty() ? nullptr : &pending0_.back());
     if (step.first.feed_index.empty()) return draft_->run(step, nullptr);
     DraftStep fed = step;
     fed.first = with_fed_tokens(step.first, rank_ids_[0]);
@@ -180,6 +182,8 @@ class TensorParallelExecutor final : public Executor {
     std::vector<SampleRow> rows;
     std::vector<std::vector<uint32_t>> masks;
   };
+  // One rank: nobody to broadcast to (tensor_parallel_executor.h).
+  bool one_rank() const { return ranks_->size() == 1; }
   void forward_on_rank(int r, const StepPlan& plan, ReadBack& out);
   void sample_on_rank(int r, const Rows& rows, std::optional<Tensor> q, Sampled& out);
 
@@ -213,6 +217,8 @@ class TensorParallelExecutor final : public Executor {
   // here, while the ranks are idle after a drain).
   std::vector<std::vector<int32_t>> rank_ids_;  // [N] the latest broadcast ids, rank r's copy
   std::optional<Tensor> logits0_;               // rank 0's of the forward issued last
+  // One rank: its sampling ops not waited for yet, oldest first (rank 0's thread).
+  std::deque<PendingSample> pending0_;
 };
 
 KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
@@ -275,13 +281,17 @@ void TensorParallelExecutor::issue_forward(const StepPlan& plan) {
 }
 
 // On rank r's thread. The fed tokens are the ids the sampling job before this one broadcast
-// (rank_ids_[r], written on this same thread), so every rank feeds the same tokens.
+// (rank_ids_[r], written on this same thread), so every rank feeds the same tokens; one
+// rank reads them from its latest sampling op on the device, as the single worker does.
 void TensorParallelExecutor::forward_on_rank(int r, const StepPlan& plan, ReadBack& out) {
-  const StepPlan fed =
-      plan.feed_index.empty() ? StepPlan{} : with_fed_tokens(plan, rank_ids_[size_t(r)]);
-  Tensor pooled;
-  Tensor logits =
-      runners_[size_t(r)]->forward(plan.feed_index.empty() ? plan : fed, nullptr, &pooled);
+  Tensor pooled, logits;
+  if (one_rank()) {
+    logits = runners_[0]->forward(plan, pending0_.empty() ? nullptr : &pending0_.back(), &pooled);
+  } else {
+    const StepPlan fed =
+        plan.feed_index.empty() ? StepPlan{} : with_fed_tokens(plan, rank_ids_[size_t(r)]);
+    logits = runners_[size_t(r)]->forward(plan.feed_index.empty() ? plan : fed, nullptr, &pooled);
+  }
   if (r != 0) return;
   const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
   const int64_t num_sampled = int64_t(plan.sample_index.size()) - num_prompt_rows;
@@ -328,6 +338,10 @@ void TensorParallelExecutor::sample_on_rank(int r, const Rows& rows, std::option
     TANDEM_CHECK(size_t(pending.num_rows) == rows.rows.size(),
                  "tensor parallelism: {} sampling rows gave {} tokens", rows.rows.size(),
                  pending.num_rows);
+    if (one_rank()) {  // waited for in collect's job, after the steps issued since
+      pending0_.push_back(std::move(pending));
+      return;
+    }
     out.tokens.resize(size_t(pending.num_rows));
     backend0_->sample_wait(pending, out.tokens);
     for (size_t i = 0; i < out.tokens.size(); i++) ids[i] = out.tokens[i].token;
@@ -341,6 +355,16 @@ std::vector<SampledToken> TensorParallelExecutor::collect() {
   TANDEM_CHECK(!steps_.empty(), "collect: no step in flight");
   const std::shared_ptr<Sampled> step = std::move(steps_.front());
   steps_.pop_front();
+  if (one_rank()) {  // rank 0 waits for its sampling op after the jobs posted before this
+    step->job = ranks_->post([this, step](int) {
+      TANDEM_CHECK(!pending0_.empty(), "collect: the step's sampling never ran");
+      PendingSample pending = std::move(pending0_.front());
+      pending0_.pop_front();
+      step->tokens.resize(size_t(pending.num_rows));
+      backend0_->sample_wait(pending, step->tokens);
+      step->done = true;
+    });
+  }
   ranks_->wait(step->job);  // rethrows the error of a failed job, this step's or an earlier one
   TANDEM_CHECK(step->done, "collect: the step was dropped after an earlier step failed");
   for (int r = 1; r < ranks_->size(); r++)

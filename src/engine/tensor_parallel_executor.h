@@ -20,7 +20,10 @@
 // receives them in the broadcast. A plan's fed tokens are resolved on each rank's thread from
 // its own copy of the previous broadcast (the jobs of one rank run in order, so that copy is
 // the previous sampling's): plain host ids, the same on CPU and GPU ranks, and no device
-// buffer of one rank is read by another. collect() waits for the oldest sampling job. What
+// buffer of one rank is read by another; each rank waits for the ids between two steps. One
+// rank (TANDEM_TP_EXECUTOR, the seam's measure) has nobody to broadcast to: it feeds from its
+// latest sampling op on the device and waits for that op only in collect's job, queued after
+// the steps issued since — the single worker's order. collect() waits for the oldest step. What
 // reads rank 0's results on the caller's thread waits for the queue first: prompt logprobs
 // and pooled runs (their forward's job), the draft model (drain), allocation, graphs, LoRA
 // installs (TpRanks::run), reset and destruction (drain). A job's error surfaces in the next
