@@ -6,7 +6,8 @@
 // overlapping its steps (forced on: the CPU's default is off) serves the batch gate's
 // continuations, with prompt logprobs in the batch; a job that fails on the ranks surfaces
 // from collect, once, and the group runs again after it (the draft model with overlap:
-// tensor_parallel_test.cpp).
+// tensor_parallel_test.cpp). On a GPU with NCCL: one rank, overlapped, serves what the
+// single-worker CUDA executor serves.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "backend/cuda/nccl_communicator.h"
 #include "cli/model_files.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -25,9 +27,10 @@
 namespace tandem::test {
 namespace tensor_parallel_async_test {
 
-// The oracle fixture as `size` CPU ranks (at 1 too: a group of one, as TANDEM_TP_EXECUTOR).
-cli::LoadedModel load_ranks(const std::string& arch, int size) {
-  cli::LoadedModel m = cli::load_model_folder(oracle_dir(arch), "cpu");
+// The oracle fixture as `size` ranks on `device` (at 1 too: a group of one, as
+// TANDEM_TP_EXECUTOR loads it).
+cli::LoadedModel load_ranks(const std::string& arch, int size, const std::string& device = "cpu") {
+  cli::LoadedModel m = cli::load_model_folder(oracle_dir(arch), device);
   m.model.reset();
   m.tp_ranks =
       TpRanks::load(oracle_dir(arch), size, LoadOptions{.tp = {.size = size}}, *m.backend, m.model);
@@ -139,16 +142,21 @@ TEST(TensorParallelAsyncQueue, AFailedJobIsRethrownOnceAndTheQueueRunsOn) {
   EXPECT_EQ(ran.load(), 2);
 }
 
-// The engine overlapping steps (issue n+1 before collecting n) on CPU ranks: the batch gate's
-// continuations, every prompt at once, one of them asking for its prompt logprobs too.
-TEST_P(TensorParallelAsync, OverlappedBatchMatchesTheOracleWithPromptLogprobs) {
-  cli::LoadedModel m = load_ranks("llama", GetParam());
+// The oracle prompts through an engine overlapping its steps (issue n+1 before collecting
+// n), all at once (batch 8, prompts chunked beside decoding rows); prompt 0 asks for its
+// prompt logprobs too.
+struct Served {
+  std::vector<std::vector<int32_t>> tokens;  // [prompt][token]
+  std::vector<GeneratedToken> scored;        // prompt 0's prompt logprobs
+};
+
+Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& prompts) {
   EngineConfig config;
   config.scheduler.max_rows = 8;
-  config.scheduler.max_batched_tokens = 16;  // prompts chunked beside decoding rows
+  config.scheduler.max_batched_tokens = 16;
+  config.kv_budget_bytes = int64_t(64) << 20;  // the same cache whatever the executor
   config.overlap = Overlap::On;
   std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
-  const std::vector<OraclePrompt> prompts = load_oracle("llama");
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (size_t i = 0; i < prompts.size(); i++) {
     GenerationRequest req;
@@ -160,24 +168,52 @@ TEST_P(TensorParallelAsync, OverlappedBatchMatchesTheOracleWithPromptLogprobs) {
     streams.push_back(engine->submit(req));
   }
   engine->run_until_idle();
-  for (size_t i = 0; i < prompts.size(); i++) {
-    std::vector<int32_t> tokens;
-    std::vector<GeneratedToken> scored;
+  Served out;
+  out.tokens.resize(prompts.size());
+  for (size_t i = 0; i < prompts.size(); i++)
     while (auto c = streams[i]->pop(std::chrono::milliseconds(0))) {
-      for (auto& t : c->tokens) tokens.push_back(t.token);
-      scored.insert(scored.end(), c->prompt_logprobs.begin(), c->prompt_logprobs.end());
+      for (auto& t : c->tokens) out.tokens[i].push_back(t.token);
+      out.scored.insert(out.scored.end(), c->prompt_logprobs.begin(), c->prompt_logprobs.end());
     }
-    EXPECT_EQ(tokens, prompts[i].batch_greedy) << "prompt " << i;
-    if (i != 0) continue;
-    ASSERT_EQ(scored.size(), prompts[0].prompt.size() - 1);
-    const int64_t V = prompts[0].logits.cols();
-    for (size_t t = 0; t < scored.size(); t++) {
-      const std::span<const float> row(prompts[0].logits.ptr<float>() + int64_t(t) * V, size_t(V));
-      EXPECT_NEAR(scored[t].logprob, token_logprob(row, prompts[0].prompt[t + 1], 0, nullptr), 1e-3)
-          << t;
-    }
-  }
   EXPECT_EQ(engine->kv_blocks().num_used(), 0);
+  return out;
+}
+
+// On CPU ranks (overlap forced on: the CPU's default is off): the batch gate's
+// continuations, and prompt logprobs that are log_softmax of the oracle's logits.
+TEST_P(TensorParallelAsync, OverlappedBatchMatchesTheOracleWithPromptLogprobs) {
+  cli::LoadedModel m = load_ranks("llama", GetParam());
+  const std::vector<OraclePrompt> prompts = load_oracle("llama");
+  const Served got = serve_overlapped(m, prompts);
+  for (size_t i = 0; i < prompts.size(); i++)
+    EXPECT_EQ(got.tokens[i], prompts[i].batch_greedy) << "prompt " << i;
+  ASSERT_EQ(got.scored.size(), prompts[0].prompt.size() - 1);
+  const int64_t V = prompts[0].logits.cols();
+  for (size_t t = 0; t < got.scored.size(); t++) {
+    const std::span<const float> row(prompts[0].logits.ptr<float>() + int64_t(t) * V, size_t(V));
+    EXPECT_EQ(got.scored[t].token, prompts[0].prompt[t + 1]);
+    EXPECT_NEAR(got.scored[t].logprob, token_logprob(row, prompts[0].prompt[t + 1], 0, nullptr),
+                1e-3)
+        << t;
+  }
+}
+
+// On a GPU (skipped without one, or without NCCL): the NCCL executor at one rank, steps
+// overlapped and graphs on, serves exactly what the single-worker CUDA executor serves.
+TEST(TensorParallelAsyncNccl, OneRankOverlappedEqualsTheSingleWorker) {
+  if (cuda_device_count() < 1 || !nccl_available()) GTEST_SKIP() << "needs a GPU and NCCL";
+  const std::vector<OraclePrompt> prompts = load_oracle("llama");
+  cli::LoadedModel one = cli::load_model_folder(oracle_dir("llama"), "cuda");
+  cli::LoadedModel tp = load_ranks("llama", 1, "cuda");
+  const Served want = serve_overlapped(one, prompts), got = serve_overlapped(tp, prompts);
+  ASSERT_EQ(got.tokens.size(), want.tokens.size());
+  for (size_t i = 0; i < want.tokens.size(); i++) {
+    EXPECT_EQ(want.tokens[i].size(), prompts[i].batch_greedy.size()) << "prompt " << i;
+    EXPECT_EQ(got.tokens[i], want.tokens[i]) << "prompt " << i;
+  }
+  ASSERT_EQ(got.scored.size(), want.scored.size());
+  for (size_t t = 0; t < want.scored.size(); t++)
+    EXPECT_NEAR(got.scored[t].logprob, want.scored[t].logprob, 1e-5) << t;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TensorParallelAsync, ::testing::Values(1, 2),
