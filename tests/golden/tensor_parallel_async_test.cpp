@@ -155,8 +155,13 @@ Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& pr
   config.scheduler.max_rows = 8;
   config.scheduler.max_batched_tokens = 16;
   config.kv_budget_bytes = int64_t(64) << 20;  // the same cache whatever the executor
-  config.overlap = Overlap::On;
-  std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
+  config.overlap = Overlap::On;                // cli::make_engine would take TANDEM_OVERLAP's
+  const ExecutorConfig graphs{.graphs = true};
+  std::unique_ptr<Executor> executor =
+      m.tp_ranks ? make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
+                                                 std::move(m.tp_ranks), graphs)
+                 : make_executor(std::move(m.backend), std::move(m.model), graphs);
+  auto engine = std::make_unique<Engine>(std::move(executor), m.tokenizer, config);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (size_t i = 0; i < prompts.size(); i++) {
     GenerationRequest req;

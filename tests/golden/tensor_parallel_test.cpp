@@ -484,9 +484,9 @@ TEST(TensorParallelNcclErrors, MoreRanksThanGpusIsRefused) {
 // A draft model beside the ranks (--speculative-config with -tp 2): the draft whole on rank
 // 0's backend, the verify the ranks' forward. The embedded tiny-kjv and its draft, eight
 // prompts at once: exactly the continuations -tp 2 gives without speculation, with proposals
-// accepted on the way; and the same with the engine overlapping its steps (the executor is
-// asynchronous; the draft waits for the ranks' queue), at -tp 2 and at one rank (the draft
-// fed from rank 0's sampling op on the device).
+// accepted on the way; and the same with the engine's overlap on (the executor is
+// asynchronous, the draft waits for the ranks' queue; steps that verify proposals are read
+// before the next is planned, so nothing is fed here), at -tp 2 and at one rank.
 TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
   const std::filesystem::path models =
       std::filesystem::path(TANDEM_TEST_DATA) / ".." / ".." / "models";
@@ -511,7 +511,11 @@ TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
       cli::load_draft_model(m, spec);
       config.speculative = spec;
     }
-    std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
+    // The engine made here: cli::make_engine would take TANDEM_OVERLAP's overlap.
+    auto engine = std::make_unique<Engine>(
+        make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
+                                      std::move(m.tp_ranks), ExecutorConfig{}, std::move(m.draft)),
+        m.tokenizer, config);
     std::vector<OraclePrompt> prompts(texts.size());
     for (size_t i = 0; i < texts.size(); i++) {
       prompts[i].prompt = m.tokenizer->encode(texts[i], true);
