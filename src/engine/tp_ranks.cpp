@@ -121,17 +121,18 @@ void TpRanks::worker(int rank) {
       job = jobs_[size_t(done_[size_t(rank)] - first_job_)];
       skip = error_ != nullptr;
     }
-    std::exception_ptr error;
     if (!skip) {
       try {
         (*job)(rank);
       } catch (...) {
-        error = std::current_exception();
+        {  // recorded before the abort, so that the cause wins over the ranks it releases
+          std::lock_guard lock(mutex_);
+          if (!error_) error_ = std::current_exception();
+        }
         abort_comms();
       }
     }
     std::lock_guard lock(mutex_);
-    if (error && !error_) error_ = error;
     done_[size_t(rank)]++;
     while (!jobs_.empty() && done_by_all() > first_job_) {  // every rank is past the front job
       jobs_.pop_front();

@@ -5,13 +5,15 @@
 // issued before that step is collected, gives the oracle's greedy tokens; the engine
 // overlapping its steps (forced on: the CPU's default is off) serves the batch gate's
 // continuations, with prompt logprobs in the batch; a job that fails on the ranks surfaces
-// from collect, once, and the group runs again after it (the draft model with overlap:
-// tensor_parallel_test.cpp). On a GPU with NCCL: one rank, overlapped, serves what the
+// from collect, once, and the group runs again after it; a draft model beside the ranks
+// keeps the target's continuations. On a GPU with NCCL: one rank, overlapped, serves what the
 // single-worker CUDA executor serves.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <optional>
 #include <span>
 #include <stdexcept>
 
@@ -23,18 +25,23 @@
 #include "engine/tensor_parallel_executor.h"
 #include "model/config.h"
 #include "oracle_fixture.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tandem::test {
 namespace tensor_parallel_async_test {
 
-// The oracle fixture as `size` ranks on `device` (at 1 too: a group of one, as
+// The folder `dir` as `size` ranks on `device` (at 1 too: a group of one, as
 // TANDEM_TP_EXECUTOR loads it).
-cli::LoadedModel load_ranks(const std::string& arch, int size, const std::string& device = "cpu") {
-  cli::LoadedModel m = cli::load_model_folder(oracle_dir(arch), device);
+cli::LoadedModel load_ranks_at(const std::filesystem::path& dir, int size,
+                               const std::string& device = "cpu") {
+  cli::LoadedModel m = cli::load_model_folder(dir, device);
   m.model.reset();
-  m.tp_ranks =
-      TpRanks::load(oracle_dir(arch), size, LoadOptions{.tp = {.size = size}}, *m.backend, m.model);
+  m.tp_ranks = TpRanks::load(dir, size, LoadOptions{.tp = {.size = size}}, *m.backend, m.model);
   return m;
+}
+
+cli::LoadedModel load_ranks(const std::string& arch, int size, const std::string& device = "cpu") {
+  return load_ranks_at(oracle_dir(arch), size, device);
 }
 
 // One row of `tokens` at positions [start, start + tokens.size()), sampling its last token,
@@ -142,26 +149,29 @@ TEST(TensorParallelAsyncQueue, AFailedJobIsRethrownOnceAndTheQueueRunsOn) {
   EXPECT_EQ(ran.load(), 2);
 }
 
-// The oracle prompts through an engine overlapping its steps (issue n+1 before collecting
-// n), all at once (batch 8, prompts chunked beside decoding rows); prompt 0 asks for its
-// prompt logprobs too.
+// The prompts through an engine overlapping its steps (issue n+1 before collecting n), all
+// at once (batch 8, prompts chunked beside decoding rows), each for as many tokens as its
+// batch_greedy holds; prompt 0 asks for its prompt logprobs too unless `spec` is given.
 struct Served {
   std::vector<std::vector<int32_t>> tokens;  // [prompt][token]
   std::vector<GeneratedToken> scored;        // prompt 0's prompt logprobs
+  SpecDecodeStats spec;
 };
 
-Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& prompts) {
+Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& prompts,
+                        std::optional<SpeculativeConfig> spec = std::nullopt) {
   EngineConfig config;
   config.scheduler.max_rows = 8;
   config.scheduler.max_batched_tokens = 16;
   config.kv_budget_bytes = int64_t(64) << 20;  // the same cache whatever the executor
-  config.overlap = Overlap::On;                // cli::make_engine would take TANDEM_OVERLAP's
+  config.overlap = Overlap::On;  // made here: cli::make_engine would take TANDEM_OVERLAP's
+  config.speculative = spec;
   const ExecutorConfig graphs{.graphs = true};
   std::unique_ptr<Executor> executor =
       m.tp_ranks ? make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
-                                                 std::move(m.tp_ranks), graphs)
+                                                 std::move(m.tp_ranks), graphs, std::move(m.draft))
                  : make_executor(std::move(m.backend), std::move(m.model), graphs);
-  auto engine = std::make_unique<Engine>(std::move(executor), m.tokenizer, config);
+  Engine engine(std::move(executor), m.tokenizer, config);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (size_t i = 0; i < prompts.size(); i++) {
     GenerationRequest req;
@@ -169,10 +179,10 @@ Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& pr
     req.max_tokens = int(prompts[i].batch_greedy.size());
     req.sampling.temperature = 0;
     req.ignore_eos = true;
-    if (i == 0) req.prompt_logprobs = PromptLogprobs{.first = 1, .top = 0};
-    streams.push_back(engine->submit(req));
+    if (i == 0 && !spec) req.prompt_logprobs = PromptLogprobs{.first = 1, .top = 0};
+    streams.push_back(engine.submit(req));
   }
-  engine->run_until_idle();
+  engine.run_until_idle();
   Served out;
   out.tokens.resize(prompts.size());
   for (size_t i = 0; i < prompts.size(); i++)
@@ -180,7 +190,8 @@ Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& pr
       for (auto& t : c->tokens) out.tokens[i].push_back(t.token);
       out.scored.insert(out.scored.end(), c->prompt_logprobs.begin(), c->prompt_logprobs.end());
     }
-  EXPECT_EQ(engine->kv_blocks().num_used(), 0);
+  EXPECT_EQ(engine.kv_blocks().num_used(), 0);
+  out.spec = engine.stats().spec_decode;
   return out;
 }
 
@@ -219,6 +230,36 @@ TEST(TensorParallelAsyncNccl, OneRankOverlappedEqualsTheSingleWorker) {
   ASSERT_EQ(got.scored.size(), want.scored.size());
   for (size_t t = 0; t < want.scored.size(); t++)
     EXPECT_NEAR(got.scored[t].logprob, want.scored[t].logprob, 1e-5) << t;
+}
+
+// A draft model beside the ranks (--speculative-config), overlap on: exactly the target's
+// own continuations, proposals accepted on the way (the draft waits for the ranks' queue; a
+// step verifying proposals is read before the next is planned).
+TEST_P(TensorParallelAsync, ADraftModelWithOverlapKeepsGreedy) {
+  const std::filesystem::path models =
+      std::filesystem::path(TANDEM_TEST_DATA) / ".." / ".." / "models";
+  auto run = [&](bool speculate) {
+    cli::LoadedModel m = load_ranks_at(models / "tiny-kjv", GetParam());
+    std::vector<OraclePrompt> prompts(4);
+    const char* texts[] = {"In the beginning God created", "And the LORD said unto",
+                           "Blessed are the", "For God so loved"};
+    for (size_t i = 0; i < prompts.size(); i++) {
+      prompts[i].prompt = m.tokenizer->encode(texts[i], true);
+      prompts[i].batch_greedy.resize(16);
+    }
+    if (!speculate) return serve_overlapped(m, prompts);
+    SpeculativeConfig spec{.method = SpecMethod::DraftModel, .num_speculative_tokens = 4};
+    spec.model = (models / "tiny-kjv-draft").string();
+    spec.adaptive = false;  // every row proposes whenever it can
+    cli::load_draft_model(m, spec);
+    return serve_overlapped(m, prompts, spec);
+  };
+  const Served plain = run(false), drafted = run(true);
+  for (size_t i = 0; i < plain.tokens.size(); i++) {
+    EXPECT_EQ(plain.tokens[i].size(), 16u);
+    EXPECT_EQ(drafted.tokens[i], plain.tokens[i]) << "prompt " << i;
+  }
+  EXPECT_GT(drafted.spec.num_accepted_tokens, 0) << "the draft's proposals were never accepted";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TensorParallelAsync, ::testing::Values(1, 2),

@@ -123,13 +123,8 @@ TEST(TensorParallelFlag, TpAliasAndLongFormParse) {
   }
 }
 
-// At size 1: a group of one rank (as TANDEM_TP_EXECUTOR=1 loads it).
 cli::LoadedModel load_ranks_at(const std::filesystem::path& dir, int size) {
-  if (size > 1) return cli::load_model_folder(dir, "cpu", LoadOptions{.tp = {.size = size}});
-  cli::LoadedModel m = cli::load_model_folder(dir, "cpu");
-  m.model.reset();
-  m.tp_ranks = TpRanks::load(dir, 1, LoadOptions{.tp = {.size = 1}}, *m.backend, m.model);
-  return m;
+  return cli::load_model_folder(dir, "cpu", LoadOptions{.tp = {.size = size}});
 }
 
 cli::LoadedModel load_ranks(const std::string& arch, int size, LoraCapacity lora = {}) {
@@ -484,9 +479,7 @@ TEST(TensorParallelNcclErrors, MoreRanksThanGpusIsRefused) {
 // A draft model beside the ranks (--speculative-config with -tp 2): the draft whole on rank
 // 0's backend, the verify the ranks' forward. The embedded tiny-kjv and its draft, eight
 // prompts at once: exactly the continuations -tp 2 gives without speculation, with proposals
-// accepted on the way; and the same with the engine's overlap on (the executor is
-// asynchronous, the draft waits for the ranks' queue; steps that verify proposals are read
-// before the next is planned, so nothing is fed here), at -tp 2 and at one rank.
+// accepted on the way.
 TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
   const std::filesystem::path models =
       std::filesystem::path(TANDEM_TEST_DATA) / ".." / ".." / "models";
@@ -498,12 +491,10 @@ TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
                                           "And it came to pass",
                                           "Thou shalt not",
                                           "In my Father's house"};
-  auto run = [&](bool speculate, SpecDecodeStats* stats, Overlap overlap = Overlap::Auto,
-                 int size = 2) {
-    cli::LoadedModel m = load_ranks_at(models / "tiny-kjv", size);
+  auto run = [&](bool speculate, SpecDecodeStats* stats) {
+    cli::LoadedModel m = load_ranks_at(models / "tiny-kjv", 2);
     EngineConfig config;
     config.scheduler.max_rows = 8;
-    config.overlap = overlap;
     if (speculate) {
       SpeculativeConfig spec{.method = SpecMethod::DraftModel, .num_speculative_tokens = 4};
       spec.model = (models / "tiny-kjv-draft").string();
@@ -511,11 +502,7 @@ TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
       cli::load_draft_model(m, spec);
       config.speculative = spec;
     }
-    // The engine made here: cli::make_engine would take TANDEM_OVERLAP's overlap.
-    auto engine = std::make_unique<Engine>(
-        make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
-                                      std::move(m.tp_ranks), ExecutorConfig{}, std::move(m.draft)),
-        m.tokenizer, config);
+    std::unique_ptr<Engine> engine = cli::make_engine(m, config, std::nullopt);
     std::vector<OraclePrompt> prompts(texts.size());
     for (size_t i = 0; i < texts.size(); i++) {
       prompts[i].prompt = m.tokenizer->encode(texts[i], true);
@@ -528,16 +515,10 @@ TEST(TensorParallelSpeculative, ADraftModelBesideTheRanksKeepsGreedy) {
   };
   SpecDecodeStats stats;
   const auto plain = run(false, nullptr), drafted = run(true, &stats);
-  const auto overlapped = run(true, nullptr, Overlap::On);
-  const auto plain1 = run(false, nullptr, Overlap::Auto, 1);
-  const auto overlapped1 = run(true, nullptr, Overlap::On, 1);
   ASSERT_EQ(plain.size(), texts.size());
   for (size_t i = 0; i < texts.size(); i++) {
     EXPECT_EQ(plain[i].size(), 24u);
     EXPECT_EQ(drafted[i], plain[i]) << texts[i];
-    EXPECT_EQ(overlapped[i], plain[i]) << texts[i] << " (steps overlapped)";
-    EXPECT_EQ(plain1[i].size(), 24u);
-    EXPECT_EQ(overlapped1[i], plain1[i]) << texts[i] << " (one rank, steps overlapped)";
   }
   std::printf("draft beside -tp 2: %lld of %lld proposals accepted\n",
               (long long)stats.num_accepted_tokens, (long long)stats.num_draft_tokens);
