@@ -11,10 +11,11 @@
 #    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp (not in the default)
 #    tp     tensor parallelism through NCCL at one rank (docs/tensor-parallel.md): the NCCL unit
 #           tests and the vocabulary-slice kernel (test_backend_cuda), the golden NCCL tests
-#           (TP=1 equals the single worker, graphs on; the several-GPU one skips on one GPU),
+#           (TP=1 equals the single worker, graphs on, steps overlapped or not; the several-GPU
+#           one skips on one GPU; the asynchronous executor's CPU-rank tests beside them),
 #           then on the 8B shape decode-b1 and offline 128/128 at 64 rows, the single worker
 #           and TANDEM_TP_EXECUTOR=1 (the NCCL executor at N = 1) one after the other, and the
-#           single worker with TANDEM_OVERLAP=0 beside them                              ~4 min
+#           both with TANDEM_OVERLAP=0 (decode-b1) beside them                          ~4 min
 #    hfbf16 transformers' own bf16 run of the Gemma 4 fixtures against their fp32 oracle
 #           (bench/hf_bf16_oracle_kl.py --write: $OUT/hf-bf16.tgz), and its GPU-against-fp32
 #           logits per position on the diag's sequence: how much of the GPU drift is bf16's
@@ -138,7 +139,7 @@ fi
 if has tp && [ "${TP_TESTS:-1}" = 1 ]; then  # the NCCL checks need only the fixtures
   timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='Nccl*:CudaVocabSlice*' > "$L/tp-unit.log" 2>&1
   echo "tp test_backend_cuda rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-unit.log" | tr '\n' ' ')"
-  timeout 180 "$G/tests/test_golden" --gtest_filter='*TensorParallelNccl*' > "$L/tp-golden.log" 2>&1
+  timeout 180 "$G/tests/test_golden" --gtest_filter='*TensorParallelNccl*:*TensorParallelAsync*' > "$L/tp-golden.log" 2>&1
   echo "tp test_golden rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-golden.log" | tr '\n' ' ')"
   grep -hE '^\[  (FAILED|SKIPPED) |Failure|Expected|Which is|error' "$L/tp-unit.log" "$L/tp-golden.log" | head -20
 fi
@@ -376,13 +377,14 @@ if has spec; then
 fi
 
 if has tp && [ "$tp_timings" = 1 ]; then  # the seam's cost: the same runs, single worker then NCCL executor at N = 1
-  # (and the single worker without step overlap, which the tensor-parallel executor lacks:
-  # how much of the gap is the overlap, how much the collectives)
+  # (and both without step overlap: how much of the gap is the overlap, which the
+  # tensor-parallel executor has since it went asynchronous, how much the collectives)
   # On the 1B shape (llama-3.2-1b, bf16): the seam's fixed cost weighs more there than at 8B.
   o64=(--num 128 --batch 64 --input 128 --output 128)
   ob tp-decode-b1-single 20 -- --model "$M1" "${b1[@]}"
   TANDEM_TP_EXECUTOR=1 ob tp-decode-b1-nccl1 20 -- --model "$M1" "${b1[@]}"
   TANDEM_OVERLAP=0 ob tp-decode-b1-single-nooverlap 20 -- --model "$M1" "${b1[@]}"
+  TANDEM_TP_EXECUTOR=1 TANDEM_OVERLAP=0 ob tp-decode-b1-nccl1-nooverlap 20 -- --model "$M1" "${b1[@]}"
   ob tp-offline-64-single 25 -- --model "$M1" "${o64[@]}"
   TANDEM_TP_EXECUTOR=1 ob tp-offline-64-nccl1 25 -- --model "$M1" "${o64[@]}"
   TANDEM_OVERLAP=0 ob tp-offline-64-single-nooverlap 25 -- --model "$M1" "${o64[@]}"

@@ -18,8 +18,10 @@ namespace tandem {
 namespace {
 
 // The plan with its fed tokens (the previous step's sampled ids, StepPlan::feed_index)
-// written into its tokens on the host: every rank holds those ids after the broadcast, and
-// no backend's pending sample (rank 0's, on its device) has to reach another rank.
+// written into its tokens on the host: every rank holds those ids after the broadcast (its
+// own copy, on its own thread), and no backend's pending sample (rank 0's, on its device)
+// has to reach another rank. On GPUs this costs each rank a wait for the ids between two
+// steps (the single worker reads them on the device); the engine's overlap stays.
 StepPlan with_fed_tokens(const StepPlan& plan, std::span<const int32_t> ids) {
   StepPlan out = plan;
   for (size_t f = 0; f < plan.feed_index.size(); f++) {
@@ -41,7 +43,8 @@ class TensorParallelExecutor final : public Executor {
       : backend0_(std::move(backend0)),
         model0_(std::move(model0)),
         ranks_(std::move(ranks)),
-        config_(config) {
+        config_(config),
+        rank_ids_(size_t(ranks_->size())) {
     TANDEM_CHECK(&ranks_->model(0) == model0_.get() && &ranks_->backend(0) == backend0_.get(),
                  "tensor-parallel executor: rank 0 is not the group's");
     info_.model = std::make_shared<const ModelConfig>(model0_->config());
@@ -49,7 +52,9 @@ class TensorParallelExecutor final : public Executor {
       info_.num_parameters += ranks_->model(r).num_parameters();
     info_.act_dtype = backend0_->act_dtype();
     info_.device = backend0_->name();
-    info_.asynchronous = false;
+    // The overlap pays where the ranks' devices run beside the host (executor.h's Overlap);
+    // CPU ranks share the host's cores with the engine, as the single worker's CPU does.
+    info_.asynchronous = backend0_->device() != Device::CPU;
     info_.vision = model0_->vision_spec();
     if (draft) {  // whole, on rank 0's backend (tensor_parallel_executor.h)
       draft_ = std::make_unique<DraftWorker>(std::move(draft), *backend0_, *info_.model);
@@ -57,6 +62,16 @@ class TensorParallelExecutor final : public Executor {
       info_.draft_num_parameters = draft_->model().num_parameters();
     }
   }
+
+  // The rank threads' jobs read this executor's members: none may outlive it.
+  ~TensorParallelExecutor() override {
+    try {
+      ranks_->drain();
+    } catch (...) {  // a step's error nobody collected: nothing is left to report it to
+    }
+  }
+  TensorParallelExecutor(const TensorParallelExecutor&) = delete;
+  TensorParallelExecutor& operator=(const TensorParallelExecutor&) = delete;
 
   const ExecutorInfo& info() const override { return info_; }
 
@@ -85,28 +100,34 @@ class TensorParallelExecutor final : public Executor {
   }
   std::vector<std::vector<float>> take_pooled() override { return std::exchange(pooled_, {}); }
 
-  std::vector<SampledToken> collect() override {
-    TANDEM_CHECK(!sampled_.empty(), "collect: no step in flight");
-    std::vector<SampledToken> tokens = std::move(sampled_.front());
-    sampled_.pop_front();
-    return tokens;
-  }
+  std::vector<SampledToken> collect() override;
 
+  // Waits for the steps in flight (their errors are the failed step's, already reported or
+  // forgotten with it), then forgets them on the caller's and on the ranks' side.
   void reset() override {
-    sampled_.clear();
-    logits_.reset();
+    try {
+      ranks_->drain();
+    } catch (...) {
+    }
+    steps_.clear();
+    to_sample_ = false;
     prompt_logprobs_.clear();
     pooled_.clear();
-    last_ids_.clear();
+    logits0_.reset();  // the ranks are idle: their state may be touched here
+    pending0_.clear();
+    for (auto& ids : rank_ids_) ids.clear();
     if (draft_) draft_->reset();
   }
 
-  // The draft's first forward feeds the latest sampled ids (broadcast, on the host).
+  // The draft runs here, on rank 0's backend, once the ranks are idle (its device is theirs
+  // and its first forward feeds the latest broadcast ids).
   DraftProposals run_draft(const DraftStep& step) override {
     TANDEM_CHECK(draft_, "run_draft: no draft model");
+    ranks_->drain();
+    if (one_rank()) return draft_->run(step, pending0_.empty() ? nullptr : &pending0_.back());
     if (step.first.feed_index.empty()) return draft_->run(step, nullptr);
     DraftStep fed = step;
-    fed.first = with_fed_tokens(step.first, last_ids_);
+    fed.first = with_fed_tokens(step.first, rank_ids_[0]);
     return draft_->run(fed, nullptr);
   }
 
@@ -134,12 +155,38 @@ class TensorParallelExecutor final : public Executor {
                          .b = {image.b.begin() + long(at), image.b.begin() + long(at + n)}};
       at += n;
     }
-    ranks_->run([&](int r) {  // on each rank's thread: its device
+    // On each rank's thread (its device), after the steps issued; waits, so that an adapter
+    // that fails to install is reported to the install, not to a later step.
+    ranks_->run([&](int r) {
       install_lora_slot(ranks_->backend(r), ranks_->model(r).lora_targets(), slot, mine[size_t(r)]);
     });
   }
 
  private:
+  // One step's sampling, from issue_sampling to collect. The rank threads write it; the
+  // caller reads it once ranks_->wait(job) has returned.
+  struct Sampled {
+    uint64_t job = 0;                       // the sampling job (TpRanks::post)
+    std::vector<SampledToken> tokens;       // rank 0's
+    std::vector<std::vector<int32_t>> ids;  // [N] each rank's after the broadcast
+    bool done = false;                      // rank 0 sampled (false: skipped after an error)
+  };
+  // What a forward read back for the caller: rank 0's prompt logprobs and pooled runs.
+  struct ReadBack {
+    std::vector<GeneratedToken> prompt_logprobs;
+    std::vector<std::vector<float>> pooled;
+  };
+  // The sampling rows as the job keeps them: the grammar masks copied (SampleRow::allowed
+  // points at the engine's memory, valid only until issue_sampling returns).
+  struct Rows {
+    std::vector<SampleRow> rows;
+    std::vector<std::vector<uint32_t>> masks;
+  };
+  // One rank: nobody to broadcast to (tensor_parallel_executor.h).
+  bool one_rank() const { return ranks_->size() == 1; }
+  void forward_on_rank(int r, const StepPlan& plan, ReadBack& out);
+  void sample_on_rank(int r, const Rows& rows, std::optional<Tensor> q, Sampled& out);
+
   // What one rank's device spares for its KV cache. CPU ranks share this machine's RAM: a
   // quarter of it split N ways. GPU ranks: the least any rank's GPU spares (each asked on
   // its own thread, its device current).
@@ -160,12 +207,18 @@ class TensorParallelExecutor final : public Executor {
   ExecutorConfig config_;
   ExecutorInfo info_;
   std::vector<std::unique_ptr<ModelRunner>> runners_;  // [N], from allocate_kv on
-  std::vector<int32_t> last_ids_;  // the latest sampled ids (every rank's, broadcast)
-  std::deque<std::vector<SampledToken>> sampled_;  // steps not collected yet, oldest first
-  std::optional<Tensor> logits_;                   // rank 0's, of the forward issued last
+  // The caller's side.
+  std::deque<std::shared_ptr<Sampled>> steps_;  // sampled steps not collected yet, oldest first
+  bool to_sample_ = false;                      // the forward issued last has logits to sample
   std::vector<GeneratedToken> prompt_logprobs_;
   std::vector<std::vector<float>> pooled_;
   std::unique_ptr<DraftWorker> draft_;  // speculative decoding's draft model, on rank 0
+  // The ranks' side: rank_ids_[r] only on rank r's thread, logits0_ only on rank 0's (or
+  // here, while the ranks are idle after a drain).
+  std::vector<std::vector<int32_t>> rank_ids_;  // [N] the latest broadcast ids, rank r's copy
+  std::optional<Tensor> logits0_;               // rank 0's of the forward issued last
+  // One rank: its sampling ops not waited for yet, oldest first (rank 0's thread).
+  std::deque<PendingSample> pending0_;
 };
 
 KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
@@ -207,52 +260,117 @@ KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
 
 void TensorParallelExecutor::issue_forward(const StepPlan& plan) {
   TANDEM_CHECK(!runners_.empty(), "issue: allocate_kv first");
-  TANDEM_CHECK(!logits_, "issue: the previous step's logits were never sampled");
+  TANDEM_CHECK(!to_sample_, "issue: the previous step's logits were never sampled");
   prompt_logprobs_.clear();
   pooled_.clear();
   // Prompt logprobs ride in the same forward: their rows first, the sampled rows after.
-  StepPlan both = plan.feed_index.empty() ? plan : with_fed_tokens(plan, last_ids_);
+  auto run = std::make_shared<StepPlan>(plan);
   if (!plan.logprob_index.empty()) {
-    both.sample_index = plan.logprob_index;
-    both.sample_index.insert(both.sample_index.end(), plan.sample_index.begin(),
+    run->sample_index = plan.logprob_index;
+    run->sample_index.insert(run->sample_index.end(), plan.sample_index.begin(),
                              plan.sample_index.end());
   }
-  const StepPlan& run = plan.logprob_index.empty() && plan.feed_index.empty() ? plan : both;
-  Tensor logits, pooled;
-  ranks_->run([&](int r) {
-    Tensor rank_pooled;
-    Tensor out = runners_[size_t(r)]->forward(run, nullptr, &rank_pooled);
-    if (r == 0) {
-      logits = out;
-      pooled = rank_pooled;
-    }
-  });
+  auto out = std::make_shared<ReadBack>();
+  const uint64_t job = ranks_->post([this, run, out](int r) { forward_on_rank(r, *run, *out); });
+  to_sample_ = !plan.sample_index.empty();
+  // Only the steps that read rows back wait for the ranks (executor.h).
+  if (plan.logprob_index.empty() && plan.pool_index.empty()) return;
+  ranks_->wait(job);
+  prompt_logprobs_ = std::move(out->prompt_logprobs);
+  pooled_ = std::move(out->pooled);
+}
+
+// On rank r's thread. The fed tokens are the ids the sampling job before this one broadcast
+// (rank_ids_[r], written on this same thread), so every rank feeds the same tokens; one
+// rank reads them from its latest sampling op on the device, as the single worker does.
+void TensorParallelExecutor::forward_on_rank(int r, const StepPlan& plan, ReadBack& out) {
+  Tensor pooled, logits;
+  if (one_rank()) {
+    logits = runners_[0]->forward(plan, pending0_.empty() ? nullptr : &pending0_.back(), &pooled);
+  } else {
+    const StepPlan fed =
+        plan.feed_index.empty() ? StepPlan{} : with_fed_tokens(plan, rank_ids_[size_t(r)]);
+    logits = runners_[size_t(r)]->forward(plan.feed_index.empty() ? plan : fed, nullptr, &pooled);
+  }
+  if (r != 0) return;
   const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
+  const int64_t num_sampled = int64_t(plan.sample_index.size()) - num_prompt_rows;
   if (num_prompt_rows > 0)
-    prompt_logprobs_ = score_prompt_rows(*backend0_, logits.slice_rows(0, num_prompt_rows), plan);
-  if (!plan.sample_index.empty())
-    logits_ = logits.slice_rows(num_prompt_rows, int64_t(plan.sample_index.size()));
-  if (pooled.defined()) pooled_ = pooled_runs_to_host(*backend0_, pooled);
+    out.prompt_logprobs =
+        score_prompt_rows(*backend0_, logits.slice_rows(0, num_prompt_rows), plan);
+  logits0_.reset();
+  if (num_sampled > 0) logits0_ = logits.slice_rows(num_prompt_rows, num_sampled);
+  if (pooled.defined()) out.pooled = pooled_runs_to_host(*backend0_, pooled);
 }
 
 void TensorParallelExecutor::issue_sampling(std::span<const SampleRow> rows) {
-  TANDEM_CHECK(logits_, "issue_sampling: no forward waits to be sampled");
-  Tensor logits = std::move(*logits_);
-  logits_.reset();
-  // Rank 0 samples (on the host: the result is ready at once) and broadcasts the ids.
-  // Proposals the draft model drew are checked against the logits it drew them from.
-  const std::optional<Tensor> q = draft_ ? draft_->take_logits() : std::nullopt;
-  PendingSample pending = backend0_->sample_async(logits, rows, q ? &*q : nullptr);
-  std::vector<SampledToken> tokens(size_t(pending.num_rows));
-  backend0_->sample_wait(pending, tokens);
-  std::vector<std::vector<int32_t>> ids(size_t(ranks_->size()),
-                                        std::vector<int32_t>(tokens.size()));
-  for (size_t i = 0; i < tokens.size(); i++) ids[0][i] = tokens[i].token;
-  ranks_->run([&](int r) { ranks_->comm(r).broadcast(ids[size_t(r)], 0); });
+  TANDEM_CHECK(to_sample_, "issue_sampling: no forward waits to be sampled");
+  to_sample_ = false;
+  auto kept = std::make_shared<Rows>();
+  kept->rows.assign(rows.begin(), rows.end());
+  kept->masks.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); i++) {
+    kept->masks[i].assign(rows[i].allowed.begin(), rows[i].allowed.end());
+    kept->rows[i].allowed = kept->masks[i];
+  }
+  // Proposals the draft model drew are checked against the logits it drew them from. Rank 0
+  // takes them (rank 0's device memory is let go on rank 0's thread, never on another rank's).
+  auto q = std::make_shared<std::optional<Tensor>>(draft_ ? draft_->take_logits() : std::nullopt);
+  auto step = std::make_shared<Sampled>();
+  step->ids.resize(size_t(ranks_->size()));
+  step->job = ranks_->post([this, kept, q, step](int r) {
+    sample_on_rank(r, *kept, r == 0 ? std::exchange(*q, std::nullopt) : std::nullopt, *step);
+  });
+  steps_.push_back(std::move(step));
+}
+
+// On rank r's thread: rank 0 samples (waiting for its device: the ids must reach the host
+// to be broadcast) and every rank receives the ids, kept for the next forward's fed tokens.
+void TensorParallelExecutor::sample_on_rank(int r, const Rows& rows, std::optional<Tensor> q,
+                                            Sampled& out) {
+  std::vector<int32_t>& ids = out.ids[size_t(r)];
+  ids.assign(rows.rows.size(), 0);
+  if (r == 0) {
+    TANDEM_CHECK(logits0_, "issue_sampling: rank 0 has no logits to sample");
+    Tensor logits = std::move(*logits0_);
+    logits0_.reset();
+    PendingSample pending = backend0_->sample_async(logits, rows.rows, q ? &*q : nullptr);
+    TANDEM_CHECK(size_t(pending.num_rows) == rows.rows.size(),
+                 "tensor parallelism: {} sampling rows gave {} tokens", rows.rows.size(),
+                 pending.num_rows);
+    if (one_rank()) {  // waited for in collect's job, after the steps issued since
+      pending0_.push_back(std::move(pending));
+      return;
+    }
+    out.tokens.resize(size_t(pending.num_rows));
+    backend0_->sample_wait(pending, out.tokens);
+    for (size_t i = 0; i < out.tokens.size(); i++) ids[i] = out.tokens[i].token;
+  }
+  ranks_->comm(r).broadcast(ids, 0);
+  rank_ids_[size_t(r)] = ids;
+  if (r == 0) out.done = true;
+}
+
+std::vector<SampledToken> TensorParallelExecutor::collect() {
+  TANDEM_CHECK(!steps_.empty(), "collect: no step in flight");
+  const std::shared_ptr<Sampled> step = std::move(steps_.front());
+  steps_.pop_front();
+  if (one_rank()) {  // rank 0 waits for its sampling op after the jobs posted before this
+    step->job = ranks_->post([this, step](int) {
+      TANDEM_CHECK(!pending0_.empty(), "collect: the step's sampling never ran");
+      PendingSample pending = std::move(pending0_.front());
+      pending0_.pop_front();
+      step->tokens.resize(size_t(pending.num_rows));
+      backend0_->sample_wait(pending, step->tokens);
+      step->done = true;
+    });
+  }
+  ranks_->wait(step->job);  // rethrows the error of a failed job, this step's or an earlier one
+  TANDEM_CHECK(step->done, "collect: the step was dropped after an earlier step failed");
   for (int r = 1; r < ranks_->size(); r++)
-    TANDEM_CHECK(ids[size_t(r)] == ids[0], "tensor parallelism: rank {} received other ids", r);
-  last_ids_ = std::move(ids[0]);
-  sampled_.push_back(std::move(tokens));
+    TANDEM_CHECK(step->ids[size_t(r)] == step->ids[0],
+                 "tensor parallelism: rank {} received other ids", r);
+  return std::move(step->tokens);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "engine/tp_ranks.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/nccl_communicator.h"
@@ -20,7 +21,8 @@ std::shared_ptr<TpRanks> TpRanks::load(const std::filesystem::path& dir, int siz
     ranks->load_cpu(dir, size, options, backend0, model0);
   else
     fail("--tensor-parallel-size {}: no tensor parallelism on {}", size, backend0.name());
-  for (int r = 1; r < size; r++)
+  ranks->done_.assign(size_t(size), 0);
+  for (int r = 0; r < size; r++)
     ranks->threads_.emplace_back([p = ranks.get(), r] { p->worker(r); });
   return ranks;
 }
@@ -96,70 +98,90 @@ TpRanks::~TpRanks() {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
-  cv_.notify_all();
+  work_cv_.notify_all();
   for (std::thread& t : threads_) t.join();
   nccl_.clear();  // before the ranks' backends (their streams)
 }
 
-void TpRanks::finish(int rank, std::exception_ptr error) {
-  std::lock_guard lock(mutex_);
-  if (error && !error_) error_ = error;
-  if (rank > 0) running_--;
-  cv_.notify_all();
+uint64_t TpRanks::done_by_all() const {
+  return done_.empty() ? posted_ : *std::min_element(done_.begin(), done_.end());
 }
 
+// Rank `rank`'s thread: its jobs in posted order. A job is skipped while an earlier one's
+// error waits to be rethrown (its inputs may be missing; its collectives would fail).
 void TpRanks::worker(int rank) {
   bind_thread(*backends_[size_t(rank)]);  // this thread drives rank `rank`'s device
-  uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int)>* job = nullptr;
+    std::shared_ptr<const std::function<void(int)>> job;
+    bool skip = false;
     {
       std::unique_lock lock(mutex_);
-      cv_.wait(lock, [&] { return stop_ || job_id_ != seen; });
+      work_cv_.wait(lock, [&] { return stop_ || done_[size_t(rank)] < posted_; });
       if (stop_) return;
-      seen = job_id_;
-      job = job_;
+      job = jobs_[size_t(done_[size_t(rank)] - first_job_)];
+      skip = error_ != nullptr;
     }
-    std::exception_ptr error;
-    try {
-      (*job)(rank);
-    } catch (...) {
-      error = std::current_exception();
-      abort_comms();
+    if (!skip) {
+      try {
+        (*job)(rank);
+      } catch (...) {
+        {  // recorded before the abort, so that the cause wins over the ranks it releases
+          std::lock_guard lock(mutex_);
+          if (!error_) error_ = std::current_exception();
+        }
+        abort_comms();
+      }
     }
-    finish(rank, error);
+    std::lock_guard lock(mutex_);
+    done_[size_t(rank)]++;
+    while (!jobs_.empty() && done_by_all() > first_job_) {  // every rank is past the front job
+      jobs_.pop_front();
+      first_job_++;
+    }
+    done_cv_.notify_all();
   }
 }
 
-void TpRanks::run(const std::function<void(int)>& fn) {
-  if (!nccl_.empty()) bind_thread(*backends_[0]);  // whichever thread calls: rank 0's GPU
+uint64_t TpRanks::post(std::function<void(int)> fn) {
+  uint64_t id = 0;
   {
     std::lock_guard lock(mutex_);
-    job_ = &fn;
-    job_id_++;
-    running_ = size() - 1;
-    error_ = nullptr;
+    jobs_.push_back(std::make_shared<const std::function<void(int)>>(std::move(fn)));
+    id = ++posted_;
   }
-  cv_.notify_all();
-  std::exception_ptr error;
-  try {
-    fn(0);
-  } catch (...) {
-    error = std::current_exception();
-    abort_comms();
-  }
-  finish(0, error);
+  work_cv_.notify_all();
+  return id;
+}
+
+void TpRanks::wait(uint64_t id) {
   std::exception_ptr first;
   {
     std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return running_ == 0; });
-    first = error_;
-    job_ = nullptr;
+    done_cv_.wait(lock, [&] { return error_ != nullptr || done_by_all() >= id; });
+    if (!error_) return;
+    // Every job after the failed one is skipped: wait for them all, so that no rank is in a
+    // collective or between two jobs' halves when the group is reset.
+    done_cv_.wait(lock, [&] { return done_by_all() >= posted_; });
+    first = std::exchange(error_, nullptr);
   }
   // CPU: no rank is inside a collective now. NCCL: an aborted communicator stays aborted (its
   // next collective fails, naming it); the group must be loaded again.
   if (hub_) hub_->reset();
-  if (first) std::rethrow_exception(first);
+  std::rethrow_exception(first);
+}
+
+void TpRanks::drain() {
+  uint64_t last = 0;
+  {
+    std::lock_guard lock(mutex_);
+    last = posted_;
+  }
+  wait(last);
+}
+
+void TpRanks::run(const std::function<void(int)>& fn) {
+  if (!nccl_.empty()) bind_thread(*backends_[0]);  // whichever thread calls: rank 0's GPU
+  wait(post([&fn](int r) { fn(r); }));
 }
 
 }  // namespace tandem

@@ -443,7 +443,7 @@ cli::LoadedModel load_gpu_ranks(const std::string& arch, int size) {
 
 // Greedy continuations of the oracle prompts, all at once (batch 8, prompts chunked beside
 // decoding rows). Both executors record decode graphs, and the engine does not overlap
-// steps (the tensor-parallel executor never does), so both see the same steps.
+// steps, so both see the same steps.
 std::vector<std::vector<int32_t>> engine_greedy(cli::LoadedModel& m, const std::string& arch) {
   const ExecutorConfig graphs{.graphs = true};
   std::unique_ptr<Executor> executor =
