@@ -137,7 +137,7 @@ std::unique_ptr<Engine> make_engine(LoadedModel& m, EngineConfig config,
                                     std::optional<DType> kv_dtype, std::optional<BatchFlags> batch,
                                     BatchChoice* chosen) {
   const EnvSwitches& env = env_switches();
-  config.overlap = env.overlap;
+  if (env.overlap != Overlap::Auto) config.overlap = env.overlap;  // TANDEM_OVERLAP, when set
   ExecutorConfig executor_config{.kv_dtype = kv_dtype,
                                  .graphs = env.graphs,
                                  .verify_graphs = env.verify_graphs,
