@@ -22,6 +22,7 @@ StepTensors make_step_tensors(const StepShape& s, MakeI32 make) {
   t.num_tokens = s.num_tokens;
   t.num_rows = s.num_rows;
   t.max_context_len = s.max_context_len;
+  t.max_row_tokens = s.max_row_tokens;
   t.block_size = s.block_size;
   for (int width : s.max_blocks)
     t.groups.push_back({make(Shape{s.num_tokens}), make(Shape{s.num_rows, width}), width});
@@ -77,7 +78,8 @@ std::vector<int32_t> lora_tiles(std::span<const int32_t> order,
       const int32_t rows = std::min(kLoraTile, end - t);
       tiles.push_back(t * kLoraTile + rows - 1);
       tiles.push_back(order_slots[size_t(t)]);
-      for (int32_t i = 0; i < kLoraTile; i++) tiles.push_back(order[size_t(t + std::min(i, rows - 1))]);
+      for (int32_t i = 0; i < kLoraTile; i++)
+        tiles.push_back(order[size_t(t + std::min(i, rows - 1))]);
     }
     begin = end;
   }

@@ -36,16 +36,16 @@ struct KvGroupTensors {
 // same tokens grouped by slot, for kernels that want each adapter's rows contiguous (one
 // launch for every adapter, consecutive rows reading the same A and B).
 struct LoraRows {
-  Tensor slots;       // [T] i32: each token's slot; 0 = the base model
-  Tensor order;       // [T] i32: the tokens of slot > 0, by slot, then by token; the entries
-                      // past num_active are unused (stale, not necessarily valid indices)
-  Tensor order_slots; // [T] i32: the slot of each entry of order (a kernel reads both at
-                      // once instead of the slot through the token)
-  Tensor num_active;  // [1] i32: how many tokens have an adapter
-  Tensor tiles;       // [1 + kLoraTileInts · T] i32: order cut into tiles of at most
-                      // kLoraTile entries that never hold two slots (lora_tiles): [0] the
-                      // count, then a record per tile (begin · kLoraTile + rows - 1, the
-                      // slot, the tile's kLoraTile tokens, the last repeated past rows)
+  Tensor slots;        // [T] i32: each token's slot; 0 = the base model
+  Tensor order;        // [T] i32: the tokens of slot > 0, by slot, then by token; the entries
+                       // past num_active are unused (stale, not necessarily valid indices)
+  Tensor order_slots;  // [T] i32: the slot of each entry of order (a kernel reads both at
+                       // once instead of the slot through the token)
+  Tensor num_active;   // [1] i32: how many tokens have an adapter
+  Tensor tiles;        // [1 + kLoraTileInts · T] i32: order cut into tiles of at most
+                       // kLoraTile entries that never hold two slots (lora_tiles): [0] the
+                       // count, then a record per tile (begin · kLoraTile + rows - 1, the
+                       // slot, the tile's kLoraTile tokens, the last repeated past rows)
 
   bool defined() const { return slots.defined(); }
 };
@@ -92,6 +92,9 @@ struct StepTensors {
   int num_tokens = 0;
   int num_rows = 0;
   int max_context_len = 0;
+  // The most tokens any row has (a graph's: its padded rows'), for choosing kernels on the
+  // host; 0 when unknown.
+  int max_row_tokens = 0;
   int block_size = 16;
   std::vector<KvGroupTensors> groups;  // [G]
 
@@ -101,13 +104,14 @@ struct StepTensors {
 
 // The sizes a StepTensors is allocated for.
 struct StepShape {
-  int num_tokens = 0;            // T
-  int num_rows = 0;              // B
-  int num_samples = 0;           // S
+  int num_tokens = 0;   // T
+  int num_rows = 0;     // B
+  int num_samples = 0;  // S
   int block_size = 16;
-  int max_context_len = 0;       // the longest row's context, or a capacity bound
-  std::vector<int> max_blocks;   // [G] each group's table width
-  bool lora = false;             // the LoraRows are allocated
+  int max_context_len = 0;      // the longest row's context, or a capacity bound
+  int max_row_tokens = 0;       // the most tokens a row has (0: unknown)
+  std::vector<int> max_blocks;  // [G] each group's table width
+  bool lora = false;            // the LoraRows are allocated
 };
 
 // Device arrays of `shape`, uninitialized: the caller writes every entry it lets ops read.

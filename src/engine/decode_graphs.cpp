@@ -7,8 +7,8 @@
 
 namespace tandem {
 
-DecodeGraphs::DecodeGraphs(Model& model, Backend& backend, std::span<PagedKv> kv,
-                           int num_groups, int block_size, int max_blocks, int max_rows)
+DecodeGraphs::DecodeGraphs(Model& model, Backend& backend, std::span<PagedKv> kv, int num_groups,
+                           int block_size, int max_blocks, int max_rows)
     : model_(model),
       backend_(backend),
       kv_(kv),
@@ -38,6 +38,7 @@ DecodeGraphs::Graph DecodeGraphs::record(int rows, bool lora) {
                            .num_samples = rows,
                            .block_size = block_size_,
                            .max_context_len = max_blocks_ * block_size_,
+                           .max_row_tokens = 1,
                            .max_blocks = std::vector<int>(size_t(num_groups_), max_blocks_),
                            // The adapters' graph reads the slots whatever they hold (zeros
                            // for rows without one): a graph cannot branch per replay.
@@ -65,7 +66,9 @@ void DecodeGraphs::write_inputs(Graph& g, const StepPlan& plan) {
     std::copy(v.begin(), v.end(), out.begin());
     return out;
   };
-  auto write = [&](Tensor& t, const std::vector<int32_t>& v) { backend_.write_i32(t, v.data(), int64_t(v.size())); };
+  auto write = [&](Tensor& t, const std::vector<int32_t>& v) {
+    backend_.write_i32(t, v.data(), int64_t(v.size()));
+  };
   std::vector<int32_t> index(size_t(R + 1));
   for (int i = 0; i <= R; i++) index[size_t(i)] = i;
   write(g.step.tokens, padded(plan.tokens, 0));
@@ -92,7 +95,8 @@ void DecodeGraphs::write_inputs(Graph& g, const StepPlan& plan) {
 Tensor DecodeGraphs::run(const StepPlan& plan, const PendingSample* prev) {
   TANDEM_CHECK(fits(plan), "DecodeGraphs::run: not a decode step of <= {} rows", buckets_.back());
   int B = plan.num_rows();
-  const size_t bucket = size_t(std::lower_bound(buckets_.begin(), buckets_.end(), B) - buckets_.begin());
+  const size_t bucket =
+      size_t(std::lower_bound(buckets_.begin(), buckets_.end(), B) - buckets_.begin());
   const bool lora = !plan.lora_slots.empty();  // some row uses an adapter
   const size_t i = bucket + (lora ? buckets_.size() : 0);
   if (graphs_[i].rows == 0) graphs_[i] = record(buckets_[bucket], lora);

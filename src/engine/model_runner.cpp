@@ -64,6 +64,9 @@ StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev)
                   .lora = !plan.lora_slots.empty()};
   for (int32_t len : plan.context_lens)
     shape.max_context_len = std::max(shape.max_context_len, len);
+  for (size_t b = 0; b + 1 < plan.seq_starts.size(); b++)
+    shape.max_row_tokens =
+        std::max(shape.max_row_tokens, plan.seq_starts[b + 1] - plan.seq_starts[b]);
   for (const KvGroupPlan& g : plan.groups) shape.max_blocks.push_back(g.max_blocks);
   StepTensors s = alloc_step_tensors(backend_, shape);
   auto write = [&](Tensor& t, const std::vector<int32_t>& v) {
@@ -112,8 +115,8 @@ void ModelRunner::enable_graphs(int max_model_len, int max_rows, bool verify) {
 void ModelRunner::record_verify_graphs(int rows, int max_tokens_per_row) {
   if (!graphs_) return;
   if (!verify_graphs_)
-    verify_graphs_ = std::make_unique<VerifyGraphs>(model_, backend_, kv_, num_groups(),
-                                                    block_size_, graph_max_blocks_, graph_max_rows_);
+    verify_graphs_ = std::make_unique<VerifyGraphs>(
+        model_, backend_, kv_, num_groups(), block_size_, graph_max_blocks_, graph_max_rows_);
   verify_graphs_->record_now(rows, max_tokens_per_row);
 }
 

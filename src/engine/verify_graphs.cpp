@@ -104,6 +104,7 @@ VerifyGraphs::Graph VerifyGraphs::record(int rows, int per_row) {
                            .num_samples = T,
                            .block_size = block_size_,
                            .max_context_len = max_blocks_ * block_size_,
+                           .max_row_tokens = per_row,
                            .max_blocks = std::vector<int>(size_t(num_groups_), max_blocks_)};
   Graph g;
   g.rows = rows;

@@ -25,6 +25,9 @@ namespace {
 
 using attn::bf16;
 
+// The longest row a step may have for verify_decode_kernel to put it on the decode kernel.
+constexpr int kVerifyRowTokens = 8;
+
 // One 16-byte vector (8 bf16) per thread; blockIdx.y = 0 copies K, 1 copies V. Tokens
 // whose slot is negative (padding in a replayed graph) or outside the pool are skipped.
 __global__ void write_kv_kernel(bf16* k_cache, bf16* v_cache, const bf16* k, const bf16* v,
@@ -41,9 +44,9 @@ __global__ void write_kv_kernel(bf16* k_cache, bf16* v_cache, const bf16* k, con
 }
 
 // The e4m3 twin: each thread narrows 8 bf16 (16 bytes) to 8 cache bytes.
-__global__ void write_kv_f8_kernel(uint8_t* k_cache, uint8_t* v_cache, const bf16* k,
-                                   const bf16* v, const int32_t* slot_map, int64_t num_vectors,
-                                   int row_vectors, int64_t num_slots) {
+__global__ void write_kv_f8_kernel(uint8_t* k_cache, uint8_t* v_cache, const bf16* k, const bf16* v,
+                                   const int32_t* slot_map, int64_t num_vectors, int row_vectors,
+                                   int64_t num_slots) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= num_vectors) return;
   const int64_t t = i / row_vectors, c = i % row_vectors;
@@ -202,7 +205,12 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
     a.media_ends = step.media_ends.ptr<int32_t>();
   }
 
-  const bool all_decode = step.num_tokens == step.num_rows;
+  // Every token on the decode kernel: a decode step (T == B), or with verify_decode_kernel a
+  // step whose rows have at most kVerifyRowTokens tokens each (a speculative verify step;
+  // the host knows its rows' longest, StepTensors::max_row_tokens).
+  const bool all_decode = step.num_tokens == step.num_rows ||
+                          (options_.verify_decode_kernel && step.max_row_tokens > 1 &&
+                           step.max_row_tokens <= kVerifyRowTokens && a.media_ends == nullptr);
   const int num_x = all_decode ? step.num_tokens : step.num_rows;
   const int max_keys =
       params.window > 0 ? std::min(step.max_context_len, params.window) : step.max_context_len;
@@ -210,8 +218,8 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
   const int64_t items =
       int64_t(num_x) * a.num_kv_heads * ((a.group + heads_per_cta - 1) / heads_per_cta);
   attn::SplitArgs sp =
-      plan_splits(items, max_keys, props_.multiProcessorCount, attn::decode_ctas_per_sm(int(Dh), f8),
-                  split_counter_capacity(props_));
+      plan_splits(items, max_keys, props_.multiProcessorCount,
+                  attn::decode_ctas_per_sm(int(Dh), f8), split_counter_capacity(props_));
   sp.by_row = !all_decode;
   Tensor part_o, part_ml;  // split partials; back to the caching allocator after the launch
   if (sp.num_splits > 1) {

@@ -76,6 +76,9 @@ inline StepTensors upload_step(Backend& be, const HostAttnStep& s, const AttnCas
   st.num_rows = B;
   st.max_context_len = s.max_context + context_slack;
   st.block_size = c.block_size;
+  for (int b = 0; b < B; b++)
+    st.max_row_tokens =
+        std::max(st.max_row_tokens, s.h.seq_starts[size_t(b) + 1] - s.h.seq_starts[size_t(b)]);
   const int64_t T = st.num_tokens;
   st.positions = test::put_i32(be, s.h.positions, {T});
   st.seq_starts = test::put_i32(be, s.h.seq_starts, {B + 1});

@@ -207,15 +207,18 @@ TEST(CudaAttention, FusedSplitMergeSurvivesRepeatedLaunchesAndGraphReplays) {
   }
 }
 
-// Verify steps (speculative decoding): rows of 1..8 new tokens each (T <= 8·B) run every
-// token on the decode kernel (cuda_attention.cu), causal within each row's chunk. Against
+// Verify steps (speculative decoding): rows of 1..8 new tokens each, on both routes: the
+// prefill kernel for rows of several tokens (the default), and with
+// CudaOptions::verify_decode_kernel every token on the decode kernel (cuda_attention.cu),
+// causal within each row's chunk. Against
 // the CPU twin, at exact and at a graph's capacity bounds; the GPU output starts as NaN,
 // so a token the kernel skipped fails. Cases: batch 1 with two tokens (the few-token
 // kernel must not load a chunk's keys early), T far above B + 1 (tokens past the rows'
 // start indices), windows, GQA 1..16, Dh 64..256.
 TEST(CudaAttention, VerifyStepsOnTheDecodeKernelMatchCpu) {
   TANDEM_SKIP_WITHOUT_CUDA();
-  test::Backends be;
+  test::Backends be;  // its GPU routes rows of several tokens to the prefill kernel
+  auto on_decode = std::make_unique<CudaBackend>(0, CudaOptions{.verify_decode_kernel = true});
   const std::vector<AttnCase> verify = {
       {"verify, batch 1, K = 1", 32, 8, 128, params(inv_sqrt(128)), {{100, 2}}},
       {"verify, batch 1, K = 7, long context", 32, 8, 128, params(inv_sqrt(128)), {{3000, 8}}},
@@ -249,10 +252,13 @@ TEST(CudaAttention, VerifyStepsOnTheDecodeKernelMatchCpu) {
       for (auto [ctx, n] : c.rows) tokens += n;
       ASSERT_LE(tokens, 8 * int(c.rows.size())) << "the case would take the prefill kernel";
       const AttnResult cpu = run(*be.cpu, c, s, d, upload_step(*be.cpu, s, c));
-      const AttnResult exact = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c));
-      const AttnResult wide = run(*be.gpu, c, s, d, upload_step(*be.gpu, s, c, 300, 9000));
-      expect_close(exact, cpu, c);
-      expect_close(wide, cpu, c);
+      for (CudaBackend* gpu : {be.gpu.get(), on_decode.get()}) {  // the two routes
+        SCOPED_TRACE(gpu->options().verify_decode_kernel ? "decode kernel" : "prefill kernel");
+        const AttnResult exact = run(*gpu, c, s, d, upload_step(*gpu, s, c));
+        const AttnResult wide = run(*gpu, c, s, d, upload_step(*gpu, s, c, 300, 9000));
+        expect_close(exact, cpu, c);
+        expect_close(wide, cpu, c);
+      }
     }
 }
 
