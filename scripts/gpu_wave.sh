@@ -367,6 +367,13 @@ if has spec; then
     echo "step of $n query tokens (one row, ~256 context): $(grep -oE 'steps with prompt tokens: [0-9]+ in [0-9.]+ s' \
       "$L/step-$n.log" | tail -1 | awk '{printf "%.3f ms", 1000 * $7 / $5}')"
   done
+  for n in 2 3 5 9; do  # the same steps with their attention on the decode kernel
+    fits 20 "step cost $n, decode kernel" || break
+    TANDEM_VERIFY_DECODE_KERNEL=1 timeout 60 "$G/bench/offline_bench" "$M8" --num 1 --batch 1 \
+      --input 510 --output 2 --max-batched-tokens "$n" > "$L/step-vdk-$n.log" 2>&1
+    echo "step of $n query tokens, TANDEM_VERIFY_DECODE_KERNEL=1: $(grep -oE 'steps with prompt tokens: [0-9]+ in [0-9.]+ s' \
+      "$L/step-vdk-$n.log" | tail -1 | awk '{printf "%.3f ms", 1000 * $7 / $5}')"
+  done
   ob decode-b1-fp8-off 40 -- "${b1[@]}" --quantization fp8
   ob decode-b1-fp8-ngram 40 -- "${b1[@]}" --quantization fp8 --speculative-config "$ngram"
   for rows in 64 256; do
