@@ -44,7 +44,7 @@
 #           GGUF_B1_VARIANTS="0 N" gives the end-to-end tok/s of the pick.
 #    gguf-b1 the 8B shape in Q4_K_M (random-model --gguf, written while the tests run):
 #           decode-b1 and 64 rows offline (offline_bench), tandem only, once per
-#           TANDEM_GGUF_GEMV value in GGUF_B1_VARIANTS (default 0)     ~1.5 min a value
+#           TANDEM_GGUF_GEMV value in GGUF_B1_VARIANTS (default 0; 64 rows for 0 alone)
 #    gguf-cpu scripts/gpu_gguf.sh cpu: the CPU figures on this quiet machine (two pinned
 #           cores) against llama.cpp built in the call (~8 min with the build)
 #    logitsonly  test_golden's CudaGateLogitsOnly (the Gemma 4 variants' bf16 gate)
@@ -330,6 +330,7 @@ if has gguf-b1 && wait "$gguf_writer"; then
   for gv in ${GGUF_B1_VARIANTS:-0}; do  # TANDEM_GGUF_GEMV values (backend/gguf_gemv.h)
     for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
                "64 rows:--num 64 --batch 64 --input 128 --output 256"; do
+      [ "$gv" != 0 ] && [ "${run%%:*}" != b1 ] && continue  # variants change 1-8 rows only
       read -ra a <<< "${run#*:}"
       TANDEM_GGUF_GEMV=$gv timeout 120 "$G/bench/offline_bench" "$Q8" "${a[@]}" > "$L/gguf-b1-v$gv.log" 2>&1
       echo "gguf 8B Q4_K_M v$gv ${run%%:*}: $(grep -oE '[0-9.]+ output tok/s.*' "$L/gguf-b1-v$gv.log" | tail -1); $(grep -oE 'decode-only steps:.*' "$L/gguf-b1-v$gv.log" | tail -1)"
