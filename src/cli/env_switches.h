@@ -36,6 +36,9 @@
 //   TANDEM_CPU_BLOCK_ARITHMETIC=exact|int8  how the CPU backend multiplies GGUF block
 //                                 weights (docs/gguf-kernels.md; checked where the backend
 //                                 is made, cli/model_files.cpp); unset: its default
+//   TANDEM_GGUF_GEMV=0|1|2|3|4    the CUDA weight stream of 1–8 row k-quant linears
+//                                 (backend/gguf_gemv.h; issue 42, until measured): 0, the
+//                                 default, today's; 1–4 the variants under measurement
 #pragma once
 
 #include <functional>
@@ -58,6 +61,7 @@ struct EnvSwitches {
   std::string cpu_block_arithmetic;  // TANDEM_CPU_BLOCK_ARITHMETIC; "": the default
   bool vision_timing = false;        // TANDEM_VISION_TIMING
   bool tp_executor = false;          // TANDEM_TP_EXECUTOR
+  int gguf_gemv = 0;                 // TANDEM_GGUF_GEMV (a process-wide setting)
 };
 
 // A variable's value, or null when unset (std::getenv's contract).
@@ -70,10 +74,10 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup);
 // parse_env_switches of the process's environment, read on the first call.
 const EnvSwitches& env_switches();
 
-// Applies the process-wide CPU settings of env_switches(): the ISA cap, and the thread
-// pool's size (threads_flag > 0, from --threads, wins over TANDEM_THREADS). Call once at
-// start-up, before the first model op. False, with the error printed to stderr, when a
-// variable is malformed (the command then exits 1).
+// Applies the process-wide settings of env_switches(): the ISA cap, the GGUF weight
+// stream's variant, and the thread pool's size (threads_flag > 0, from --threads, wins over
+// TANDEM_THREADS). Call once at start-up, before the first model op. False, with the error printed
+// to stderr, when a variable is malformed (the command then exits 1).
 bool apply_process_switches(int threads_flag = 0);
 
 }  // namespace tandem::cli

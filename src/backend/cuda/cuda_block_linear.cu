@@ -22,10 +22,12 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_block_decode.cuh"
+#include "backend/cuda/cuda_block_gemv_split.h"
 #include "backend/cuda/cuda_block_linear.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_pdl.cuh"
+#include "backend/gguf_gemv.h"
 
 namespace tandem {
 
@@ -188,6 +190,9 @@ void gemv(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w, const 
                    reinterpret_cast<int8_t*>(xq.data), dx.ptr<float>(), xs.ptr<float>(),
                    x.ptr<bf16>(), int(K));
   const int rows = int(M);
+  // The k-quant variants under measurement (backend/gguf_gemv.h); 0 (the default) is below.
+  const GemvX qx{reinterpret_cast<const int8_t*>(xq.data), dx.ptr<float>(), xs.ptr<float>(), rows};
+  if (gemv_split(be, gguf_gemv_variant(), out, w, qx, bias)) return;
   if (M == 1) return launch_gemv<1>(be, out, w, xq, dx, xs, bias, rows);
   if (M == 2) return launch_gemv<2>(be, out, w, xq, dx, xs, bias, rows);
   if (M <= 4) return launch_gemv<4>(be, out, w, xq, dx, xs, bias, rows);
