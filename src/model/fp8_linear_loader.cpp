@@ -227,6 +227,43 @@ Linear WeightLoader::load_experts(const std::string& name, int layer, Shape expe
   return l;
 }
 
+bool WeightLoader::quantizes_stacked_experts(DType stored) {
+  const QuantScheme& q = checkpoint_.quant();
+  const bool online = q.fp8() && q.source == QuantScheme::Source::Online && is_float16(stored);
+  const bool fp8 =
+      online && backend_.fp8_experts() && backend_.weight_dtype(DType::F8E4M3) == DType::F8E4M3;
+  if (!experts_format_.empty()) return fp8;
+  std::string format(dtype_name(backend_.weight_dtype(stored)));
+  if (fp8) {
+    format = "fp8_e4m3";
+  } else if (online) {
+    format += fmt::format(" (the {} backend runs no FP8 MoE experts)", backend_.name());
+    if (tp_rank_ == 0) fmt::print(stderr, "--quantization fp8: MoE experts stay {}\n", format);
+  } else if (q.fp8()) {  // an FP8 checkpoint (`tandem quantize` writes these experts 16-bit)
+    format += " (stacked experts are quantized at load only: --quantization fp8)";
+  }
+  experts_format_ = format;
+  return fp8;
+}
+
+Linear WeightLoader::quantize_stacked_experts(const Tensor& host) {
+  TANDEM_CHECK(host.ndim() == 3 && is_float16(host.dtype),
+               "quantize_stacked_experts: want a float [E, N, K] tensor, got {} {}",
+               dtype_name(host.dtype), host.shape.str());
+  const int64_t E = host.dim(0), N = host.dim(1), K = host.dim(2);
+  // Each row of [E·N, K] is one output channel of one expert.
+  const Fp8Rows q = quantize_fp8_per_channel(host.reshape({E * N, K}));
+  Linear l;
+  l.weight = backend_.upload(q.weight.reshape({E, N, K}), DType::F8E4M3);
+  LinearQuant quant;
+  quant.granularity = ScaleGranularity::PerChannel;
+  quant.input = InputScaling::Dynamic;
+  quant.weight_scale = backend_.upload(host_f32(q.scale).reshape({E, N}), DType::F32);
+  l.quant = std::move(quant);
+  report_progress(int64_t(host.nbytes()));
+  return l;
+}
+
 WeightLoader::Fp8Host WeightLoader::read_fp8(const WeightRule& rule, int layer, int expert,
                                              Shape expected) {
   const QuantScheme& q = checkpoint_.quant();

@@ -54,10 +54,20 @@ class WeightLoader {
   // experts; experts online quantization (--quantization fp8) would convert stay 16-bit
   // there instead, said once on stderr and in experts_format().
   Linear load_experts(const std::string& name, int layer, Shape expected);
-  // How the experts load_experts has loaded are held, for the weight-format name: "" (none
-  // loaded), "fp8_e4m3", or the dtype they stay in ("bf16"), with why where online
-  // quantization left them so.
+  // How the experts load_experts (or quantizes_stacked_experts) has loaded are held, for the
+  // weight-format name: "" (none loaded), "fp8_e4m3", or the dtype they stay in ("bf16"),
+  // with why where they stay so.
   const std::string& experts_format() const { return experts_format_; }
+  // Stacked experts an architecture reads, cuts and scales itself (Gemma 4's 3-D
+  // gate_up_proj and down_proj, stored in `stored`): whether they are quantized, which is
+  // under online FP8 quantization on a backend with fp8_experts(). Sets experts_format() as
+  // load_experts does: "fp8_e4m3", or the dtype they stay in and why.
+  bool quantizes_stacked_experts(DType stored);
+  // Such experts [E, N, K] on the host (any float dtype) quantized per output channel — the
+  // E·N rows of [E·N, K] by quantize_fp8_per_channel — into the stacked layout linear.h
+  // describes: weight F8E4M3 [E, N, K], weight_scale f32 [E, N], dynamic inputs. Counts no
+  // parameters (the caller does).
+  Linear quantize_stacked_experts(const Tensor& host);
   // The output projection "lm_head" [V, D]; when the checkpoint has none, `embed` if the
   // config ties them, else an error naming the checkpoint.
   Linear load_lm_head(const Tensor& embed, Shape expected, bool tied);

@@ -155,6 +155,23 @@ TEST(CudaFp8Gate, MoeExpertsAgreeWithTheCpuTwin) {
   }
 }
 
+// Gemma 4's stacked experts quantized at load (per channel, down after its per_expert_scale
+// fold: Gemma4Model::load_moe), gated as the Mixtral / Qwen3-MoE online runs above.
+TEST(CudaFp8Gate, Gemma4OnlineExpertsAgreeWithTheCpuTwin) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
+  std::vector<std::vector<int32_t>> prompts;
+  for (auto& p : load_oracle("gemma4_moe")) {
+    prompts.push_back(p.prompt);
+    prompts.back().insert(prompts.back().end(), p.greedy.begin(), p.greedy.end());
+  }
+  const GateKl bf16 = gate_kl(oracle_dir("gemma4_moe"), prompts, std::nullopt);
+  std::string format;
+  GateKl online = gate_kl(oracle_dir("gemma4_moe"), prompts, online_quantization("fp8"), &format);
+  EXPECT_TRUE(format.ends_with("; MoE experts fp8_e4m3")) << format;
+  online.yardstick += bf16.cuda;
+  expect_within_gate(online, "gemma4_moe --quantization fp8, experts too");
+}
+
 // The fused decode chain (issue 45; Backend::fuses_decode_chain, DecoderModel::
 // forward_fused): on the llama and qwen3 oracles quantized at load, the teacher-forced
 // logits of steps of 4 tokens through the fused route against the plain forward, on the CPU

@@ -16,14 +16,18 @@
 // Online quantization (--quantization fp8) and `tandem quantize` cover the experts too: the
 // folder `tandem quantize` writes holds every expert projection in e4m3 and loads to the
 // logits online quantization computes from the 16-bit folder.
+// Gemma 4's stacked experts (Fp8MoeGemma4.*): online quantization only, per channel, down
+// after the per_expert_scale fold, and each rank its own slice under -tp 2.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <tuple>
 
 #include <unistd.h>
@@ -31,10 +35,14 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "cli/commands.h"
+#include "cli/model_files.h"
 #include "engine/teacher_forcing.h"
+#include "engine/tp_ranks.h"
 #include "fp8_moe_fixture.h"
 #include "loader/checkpoint.h"
 #include "loader/quant_scheme.h"
+#include "loader/safetensors_writer.h"
+#include "model/arch/gemma4.h"
 #include "model/model.h"
 #include "oracle_fixture.h"
 
@@ -208,18 +216,188 @@ TEST_P(Fp8Moe, OnlineQuantizationKeepsExpertsSixteenBitWhereTheBackendRunsNone) 
     EXPECT_NE(e.find(part), std::string::npos) << part << " in: " << e;
 }
 
-// Gemma 4's stacked 3-D experts are never quantized (quantizable_weight_name): the weight
-// format says so under --quantization fp8, and names no experts for a dense Gemma 4.
-TEST(Fp8MoeGemma4, OnlineQuantizationNamesItsSixteenBitExperts) {
+// Gemma 4's stacked 3-D experts (gate_up_proj [E, 2·Fe, D], down_proj [E, D, Fe] with the
+// router's per_expert_scale folded in) under --quantization fp8: quantized per output
+// channel into the stacked FP8 layout (linear.h), down after the fold, so each expert's
+// rows dequantize to the checkpoint's (scaled) rows within an e4m3 step.
+const arch::Gemma4Model& as_gemma4(const Model& m) {
+  const auto* g = dynamic_cast<const arch::Gemma4Model*>(&m);
+  if (!g) throw std::runtime_error("not a Gemma4Model");
+  return *g;
+}
+
+// The relative error of FP8 experts `l` [E, N, K], dequantized, against `want` (host f32).
+// On the CPU backend the weight's bytes and the f32 scales are host memory.
+double dequantized_error(const Linear& l, const Tensor& want) {
+  const int64_t rows = l.weight.dim(0) * l.weight.dim(1), K = l.weight.dim(2);
+  std::vector<float> got(size_t(rows * K));
+  convert_to_f32(l.weight.data, DType::F8E4M3, got.data(), got.size());
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t k = 0; k < K; k++) got[size_t(r * K + k)] *= l.quant->weight_scale.ptr<float>()[r];
+  return relative_error(got.data(), want.ptr<float>(), got.size());
+}
+
+Tensor checkpoint_f32(const Checkpoint& ck, const std::string& name) {
+  const Tensor t = ck.get(name);
+  Tensor out = Tensor::empty_host(DType::F32, t.shape);
+  convert_to_f32(t.data, t.dtype, out.ptr<float>(), size_t(t.numel()));
+  return out;
+}
+
+// gemma4_moe with per_expert_scale {0.5, 2, 1.5, 0.25} in every layer (the fixture's are
+// all 1, which would hide a missing fold) at `dst`.
+fs::path write_scaled_gemma4_moe(const fs::path& dst) {
+  const fs::path src = oracle_dir("gemma4_moe");
+  fs::create_directories(dst);
+  for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(src / f, dst / f, fs::copy_options::overwrite_existing);
+  const Checkpoint ck = Checkpoint::open(src);
+  SafetensorsWriter w;
+  for (const std::string& name : ck.names()) {
+    if (ck.file_of(name).path().filename() != "model.safetensors") continue;
+    Tensor t = checkpoint_f32(ck, name);
+    if (name.ends_with("router.per_expert_scale"))
+      for (int64_t e = 0; e < t.numel(); e++)
+        t.ptr<float>()[e] = std::array{0.5f, 2.f, 1.5f, 0.25f}[size_t(e % 4)];
+    w.add(name, t);
+  }
+  w.write(dst / "model.safetensors");
+  return dst;
+}
+
+TEST(Fp8MoeGemma4, OnlineQuantizationQuantizesTheStackedExpertsPerChannel) {
   const auto online = online_quantization("fp8");
-  auto be = make_cpu_backend();
-  auto moe = load_model(oracle_dir("gemma4_moe"), *be, {.online = online});
-  const std::string format = weight_format_name(*moe, online);
-  EXPECT_TRUE(format.starts_with("fp8_e4m3 per-channel")) << format;
-  EXPECT_TRUE(format.ends_with("; MoE experts bf16 (Gemma 4's stacked experts are not quantized)"))
+  CpuBackend be;
+  auto model = load_model(oracle_dir("gemma4_moe"), be, {.online = online});
+  const std::string format = weight_format_name(*model, online);
+  EXPECT_TRUE(format.starts_with("fp8_e4m3 per-channel") &&
+              format.ends_with("; MoE experts fp8_e4m3"))
       << format;
-  auto dense = load_model(oracle_dir("gemma4"), *be, {.online = online});
+  const fs::path dir = write_scaled_gemma4_moe(
+      fs::temp_directory_path() / ("tandem-fp8-g4-scaled-" + std::to_string(::getpid())));
+  CpuBackend scaled_be;
+  auto scaled = load_model(dir, scaled_be, {.online = online});
+  const Checkpoint ck = Checkpoint::open(dir);
+  const json config = json::parse(std::ifstream(dir / "config.json"));
+  const int64_t E = config["num_experts"], D = config["hidden_size"],
+                Fe = config["moe_intermediate_size"];
+  int moe_layers = 0;
+  for (size_t i = 0; i < as_gemma4(*scaled).layers().size(); i++) {
+    const arch::Gemma4Layer& l = as_gemma4(*scaled).layers()[i];
+    if (!l.has_moe()) continue;
+    moe_layers++;
+    for (auto [name, x, shape] :
+         {std::tuple{"gate_up", &l.moe.experts_gate_up, Shape{E, 2 * Fe, D}},
+          {"down", &l.moe.experts_down, Shape{E, D, Fe}}}) {
+      ASSERT_TRUE(x->quant.has_value()) << name << " of layer " << i << " is not FP8";
+      EXPECT_EQ(x->weight.dtype, DType::F8E4M3) << name;
+      EXPECT_EQ(x->weight.shape, shape) << name;
+      EXPECT_EQ(x->quant->granularity, ScaleGranularity::PerChannel) << name;
+      EXPECT_EQ(x->quant->input, InputScaling::Dynamic) << name;
+      EXPECT_EQ(x->quant->weight_scale.shape, (Shape{shape[0], shape[1]})) << name;  // [E, N]
+    }
+    const std::string L = "model.layers." + std::to_string(i) + ".";
+    Tensor down = checkpoint_f32(ck, L + "experts.down_proj");
+    const Tensor scale = checkpoint_f32(ck, L + "router.per_expert_scale");
+    const double unscaled = dequantized_error(l.moe.experts_down, down);
+    for (int64_t e = 0; e < E; e++)
+      for (int64_t j = 0; j < D * Fe; j++)
+        down.ptr<float>()[e * D * Fe + j] *= scale.ptr<float>()[e];
+    // e4m3 steps are 1/16..1/8 of a value: a dropped fold or a misplaced scale is far off.
+    EXPECT_LE(
+        dequantized_error(l.moe.experts_gate_up, checkpoint_f32(ck, L + "experts.gate_up_proj")),
+        6e-2);
+    EXPECT_LE(dequantized_error(l.moe.experts_down, down), 6e-2);
+    EXPECT_GT(unscaled, 1e-1) << "per_expert_scale is not folded into down";
+  }
+  EXPECT_GT(moe_layers, 0);
+  fs::remove_all(dir);
+  // Every linear in W8A8, experts too, within the bar of the Mixtral / Qwen3-MoE online
+  // tests; and the experts do change the logits against 16-bit experts.
+  CpuBackend kept_be;
+  kept_be.set_fp8_experts(false);
+  auto kept = load_model(oracle_dir("gemma4_moe"), kept_be, {.online = online});
+  double off = 0, moved = 0;
+  for (const OraclePrompt& p : load_oracle("gemma4_moe")) {
+    std::vector<int32_t> ids = p.prompt;
+    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+    const Tensor got = teacher_forced_logits(*model, be, ids);
+    const Tensor dense_only = teacher_forced_logits(*kept, kept_be, ids);
+    ASSERT_EQ(got.numel(), p.logits.numel());
+    off =
+        std::max(off, relative_error(got.ptr<float>(), p.logits.ptr<float>(), size_t(got.numel())));
+    moved = std::max(
+        moved, relative_error(got.ptr<float>(), dense_only.ptr<float>(), size_t(got.numel())));
+  }
+  std::printf(
+      "gemma4_moe: online fp8 (experts too) vs the 16-bit oracle %.2e, vs 16-bit experts %.2e\n",
+      off, moved);
+  EXPECT_LE(off, 0.6);
+  EXPECT_GT(off, 1e-5);
+  EXPECT_GT(moved, 1e-5);
+}
+
+// Where they stay 16-bit the weight format says why: a backend without FP8 experts
+// (CpuBackend::set_fp8_experts(false) stands for one), and the folder `tandem quantize`
+// writes (it quantizes the 2-D projections only); a dense Gemma 4 names no experts.
+TEST(Fp8MoeGemma4, SixteenBitExpertsAreNamedWithTheReason) {
+  const auto online = online_quantization("fp8");
+  CpuBackend be;
+  be.set_fp8_experts(false);
+  auto moe = load_model(oracle_dir("gemma4_moe"), be, {.online = online});
+  const Linear& gate_up = as_gemma4(*moe).layers()[0].moe.experts_gate_up;
+  EXPECT_FALSE(gate_up.quant.has_value());
+  const std::string kept =
+      std::string("; MoE experts ") + std::string(dtype_name(gate_up.weight.dtype));
+  std::string format = weight_format_name(*moe, online);
+  EXPECT_TRUE(format.starts_with("fp8_e4m3 per-channel")) << format;
+  EXPECT_TRUE(format.ends_with(kept + " (the cpu backend runs no FP8 MoE experts)")) << format;
+
+  const fs::path tmp = fs::temp_directory_path() / ("tandem-fp8-g4-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  ASSERT_EQ(
+      cli::run_quantize(
+          {.model = oracle_dir("gemma4_moe").string(), .out = tmp.string(), .gguf = std::nullopt}),
+      0);
+  CpuBackend cpu;
+  auto written = load_model(tmp, cpu);
+  fs::remove_all(tmp);
+  format = weight_format_name(*written, std::nullopt);
+  EXPECT_FALSE(as_gemma4(*written).layers()[0].moe.experts_gate_up.quant.has_value());
+  EXPECT_TRUE(format.starts_with("fp8_e4m3 per-channel")) << format;
+  EXPECT_TRUE(
+      format.ends_with(kept + " (stacked experts are quantized at load only: --quantization fp8)"))
+      << format;
+  auto dense = load_model(oracle_dir("gemma4"), cpu, {.online = online});
   EXPECT_EQ(weight_format_name(*dense, online).find("experts"), std::string::npos);
+}
+
+// -tp 2 under --quantization fp8: each rank quantizes its own slice of the experts (down's
+// columns after the fold), within the bar the Mixtral / Qwen3-MoE online runs keep
+// (TensorParallelFp8.WholeModelsStayNearOneRank).
+TEST(Fp8MoeGemma4, OnlineTensorParallelStaysNearOneRank) {
+  const fs::path dir = oracle_dir("gemma4_moe");
+  const auto online = online_quantization("fp8");
+  cli::LoadedModel one = cli::load_model_folder(dir, "cpu", {.online = online});
+  cli::LoadedModel two = cli::load_model_folder(dir, "cpu", {.online = online, .tp = {.size = 2}});
+  ASSERT_TRUE(two.tp_ranks);
+  EXPECT_TRUE(two.weight_format.ends_with("; MoE experts fp8_e4m3")) << two.weight_format;
+  const arch::Gemma4Layer& l = as_gemma4(*two.model).layers()[0];
+  ASSERT_TRUE(l.moe.experts_down.quant.has_value());
+  EXPECT_EQ(l.moe.experts_down.weight.dim(2) * 2,
+            as_gemma4(*one.model).layers()[0].moe.experts_down.weight.dim(2));  // Fe / 2
+  double worst = 0;
+  for (const OraclePrompt& p : load_oracle("gemma4_moe")) {
+    std::vector<int32_t> ids = p.prompt;
+    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+    const Tensor want = teacher_forced_logits(*one.model, *one.backend, ids);
+    const Tensor got = teacher_forced_logits(*two.tp_ranks, ids, 5);
+    ASSERT_EQ(got.numel(), want.numel());
+    worst =
+        std::max(worst, relative_error(got.ptr<float>(), want.ptr<float>(), size_t(want.numel())));
+  }
+  std::printf("gemma4_moe at -tp 2 (online fp8): %.2e from -tp 1\n", worst);
+  EXPECT_LE(worst, 0.5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracle, Fp8Moe, testing::Values("mixtral", "qwen3_moe"));

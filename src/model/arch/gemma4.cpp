@@ -178,7 +178,10 @@ void Gemma4Model::load_layer(WeightLoader& w, const Checkpoint& checkpoint, int 
 
 // The router, the stacked experts, and the three extra norms. per_expert_scale multiplies
 // an expert's routing weight, so it is folded into that expert's down projection (linear).
-// Under tensor parallelism every expert is cut like the dense MLP (gemma_tp.h).
+// Under tensor parallelism every expert is cut like the dense MLP (gemma_tp.h). Under
+// --quantization fp8 (on a backend with FP8 experts) both stacked projections are then
+// quantized per output channel, each rank its own slice and down after the fold
+// (WeightLoader::quantize_stacked_experts); `tandem quantize` leaves them 16-bit.
 void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4Layer& l, int i) {
   const TpShard& tp = config_.tp;
   int64_t D = config_.hidden_size, E = gemma_.num_experts, Fe = gemma_.moe_intermediate_size;
@@ -188,17 +191,23 @@ void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4
   l.router_norm = load_norm(w, "layers.{i}.router_scale", i);
   l.moe.router = w.load_linear("layers.{i}.router", i, {E, D});
   const std::string L = expand_name(prefix_ + "layers.{i}.", i);
-  if (tp.sharded()) {  // one stacked tensor: cut per expert here, not by the slicer
-    Tensor gate_up = gemma4_experts_gate_up_slice(checkpoint.get(L + "experts.gate_up_proj"), tp);
-    l.moe.experts_gate_up.weight = backend_.upload(gate_up, backend_.weight_dtype(gate_up.dtype));
+  const std::string gate_up_name = L + "experts.gate_up_proj";
+  const bool fp8 = w.quantizes_stacked_experts(checkpoint.dtype(gate_up_name));
+  experts_format_ = w.experts_format();
+  if (tp.sharded() || fp8) {  // one stacked tensor: cut per expert here, not by the slicer
+    Tensor gate_up = checkpoint.get(gate_up_name);
+    if (!(gate_up.shape == Shape{E, 2 * Fe, D}))
+      fail("{}: weight '{}' has shape {} but the config implies {}", checkpoint.dir().string(),
+           gate_up_name, gate_up.shape.str(), Shape{E, 2 * Fe, D}.str());
+    if (tp.sharded()) gate_up = gemma4_experts_gate_up_slice(gate_up, tp);  // [E, 2·Fe/N, D]
+    if (fp8)
+      l.moe.experts_gate_up = w.quantize_stacked_experts(gate_up);
+    else
+      l.moe.experts_gate_up.weight = backend_.upload(gate_up, backend_.weight_dtype(gate_up.dtype));
     num_parameters_ += gate_up.numel();
   } else {
     l.moe.experts_gate_up.weight = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
   }
-  // Stacked 3-D experts, which online quantization and `tandem quantize` leave 16-bit
-  // (quantizable_weight_name): the weight-format name says so under FP8.
-  experts_format_ = fmt::format("{} (Gemma 4's stacked experts are not quantized)",
-                                dtype_name(l.moe.experts_gate_up.weight.dtype));
   l.moe.top_k = gemma_.top_k_experts;
   l.moe.renormalize = true;
   l.moe.act = config_.activation;
@@ -209,7 +218,10 @@ void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4
   const int64_t per_expert = down.numel() / E;
   for (int64_t e = 0; e < E; e++)
     for (int64_t j = 0; j < per_expert; j++) d[e * per_expert + j] *= scale.ptr<float>()[e];
-  l.moe.experts_down.weight = backend_.upload(down, backend_.act_dtype());
+  if (fp8)
+    l.moe.experts_down = w.quantize_stacked_experts(down);
+  else
+    l.moe.experts_down.weight = backend_.upload(down, backend_.act_dtype());
   num_parameters_ += down.numel() + (tp.rank == 0 ? scale.numel() : 0);
 }
 

@@ -59,6 +59,7 @@ class Gemma4Model : public Model {
   Gemma4Model(ModelConfig config, const Checkpoint& checkpoint, Backend& backend);
 
   const Gemma4Config& gemma4_config() const { return gemma_; }
+  const std::vector<Gemma4Layer>& layers() const { return layers_; }  // as loaded (tests)
   std::vector<LayerKvSpec> kv_specs() const override;
   Tensor forward(const StepTensors& step, std::span<PagedKv> kv) override;
 
