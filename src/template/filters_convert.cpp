@@ -93,14 +93,14 @@ Value f_int(Interpreter&, const Value& v, CallArgs& args) {
     double f = v.as_float();
     if (std::isnan(f)) return fallback;
     if (std::isinf(f)) raise(ErrorKind::Overflow, "cannot convert float infinity to integer");
-    return Value::integer(static_cast<int64_t>(std::trunc(f)));
+    return Value::integer(float_to_int(f));
   }
   if (!v.is_string()) return fallback;
   if (auto i = parse_int(v.as_string(), static_cast<int>(a.get_int(1, 10))))
     return Value::integer(*i);
   auto f = parse_float(v.as_string());  // "42.23"|int gives 42
   if (!f || !std::isfinite(*f)) return fallback;
-  return Value::integer(static_cast<int64_t>(std::trunc(*f)));
+  return Value::integer(float_to_int(*f));
 }
 
 Value f_float(Interpreter&, const Value& v, CallArgs& args) {
@@ -136,7 +136,7 @@ Value f_round(Interpreter&, const Value& v, CallArgs& args) {
   if (method == "common") {
     if (v.kind() != Kind::Float) {
       if (precision >= 0) return Value::integer(v.as_int());
-      return Value::integer(static_cast<int64_t>(round_half_even(v.as_float(), precision)));
+      return Value::integer(float_to_int(round_half_even(v.as_float(), precision)));
     }
     return Value::number(round_half_even(v.as_float(), precision));
   }

@@ -171,7 +171,8 @@ Value add(const Value& a, const Value& b) {
 Value multiply_sequence(const Value& seq, const Value& count) {
   int64_t n = count.as_int();
   if (seq.is_string()) return Value::string(repeat(seq.as_string(), n), seq.is_safe());
-  if (n > 0) charge_render(saturating_product(size_t(n), seq.as_list().items.size() * sizeof(Value)));
+  if (n > 0)
+    charge_render(saturating_product(size_t(n), seq.as_list().items.size() * sizeof(Value)));
   ValueList items;
   for (int64_t i = 0; i < n; ++i)
     items.insert(items.end(), seq.as_list().items.begin(), seq.as_list().items.end());
@@ -215,6 +216,15 @@ Value binary_op(BinOp op, const Value& a, const Value& b) {
       break;
   }
   unsupported(op, a, b);
+}
+
+int64_t float_to_int(double f) {
+  if (std::isnan(f)) raise(ErrorKind::Value, "cannot convert float NaN to integer");
+  const double t = std::trunc(f);
+  // [-2^63, 2^63): both bounds are exact doubles.
+  if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
+    raise(ErrorKind::Overflow, "cannot convert float {} to a 64-bit integer", f);
+  return static_cast<int64_t>(t);
 }
 
 Value negate(const Value& v, bool negative) {

@@ -15,6 +15,10 @@ bool contains(const Value& container, const Value& item);
 // Python's a < b for sort keys; TypeError across unorderable types.
 bool py_less(const Value& a, const Value& b);
 
+// Python's int(f) for a float: its integer part, which must be finite and fit 64 bits
+// (Python's ints are unbounded; ours are not): OverflowError otherwise.
+int64_t float_to_int(double f);
+
 // Raises the error stored in an undefined value (UndefinedError / SecurityError).
 [[noreturn]] void fail_undefined(const Value& undefined);
 

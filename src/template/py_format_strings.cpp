@@ -7,8 +7,8 @@
 #include "template/operators.h"
 #include "template/py_format.h"
 #include "template/py_repr.h"
-#include "template/unicode.h"
 #include "template/render_budget.h"
+#include "template/unicode.h"
 
 namespace tandem::jinja {
 namespace {
@@ -53,8 +53,9 @@ std::string signed_text(const Percent& p, bool negative, const std::string& digi
 std::string percent_integer(const Percent& p, const Value& v) {
   if (p.type == 'd' || p.type == 'i' || p.type == 'u') {
     double f = real_arg(v, p.type);
-    int64_t n = v.kind() == Kind::Float ? static_cast<int64_t>(std::trunc(f)) : v.as_int();
-    return signed_text(p, n < 0, std::to_string(n < 0 ? -n : n));
+    int64_t n = v.kind() == Kind::Float ? float_to_int(f) : v.as_int();
+    const uint64_t mag = n < 0 ? 0 - static_cast<uint64_t>(n) : uint64_t(n);
+    return signed_text(p, n < 0, std::to_string(mag));
   }
   if (v.kind() == Kind::Float || !v.is_number())
     raise(ErrorKind::Type, "%{} format: an integer is required, not {}", p.type, v.type_name());
@@ -180,8 +181,8 @@ Value percent_format(const Value& fmt_value, const Value& args) {
       i = close + 1;
     }
     Percent p = parse_percent(f, i, positional);
-    append_charged(out, convert_percent(p, mapped ? *mapped : positional.take(),
-                                        fmt_value.is_safe()));
+    append_charged(out,
+                   convert_percent(p, mapped ? *mapped : positional.take(), fmt_value.is_safe()));
   }
   // Python skips this check for any non-tuple argument with __getitem__ (dict, list, ...).
   bool subscriptable = args.is_dict() || (args.is_list() && !is_tuple) || args.is_undefined();

@@ -62,6 +62,21 @@ TEST(JinjaApi, RenderErrorsCarryTheKindAndLine) {
   EXPECT_EQ(msg, "UndefinedError: 'functions' is undefined (line 3)");
 }
 
+// Python's ints are unbounded, ours are 64 bits: a float past them converts to an
+// OverflowError, never to an undefined cast (a fuzzer found `1.6e308|int`).
+TEST(JinjaApi, FloatsPastSixtyFourBitsOverflowWhereTheyBecomeIntegers) {
+  for (const char* src : {"{{ 1.6e308|int }}", "{{ '1e300'|int }}", "{{ -9.3e18|int }}",
+                          "{{ '%d' % 1e300 }}", "{{ 9223372036854775807|round(-19) }}"}) {
+    const std::string msg = error_of(src);
+    EXPECT_NE(msg.find("OverflowError"), std::string::npos) << src << ": " << msg;
+  }
+  // The largest and smallest that fit still convert.
+  EXPECT_EQ(Template::parse("{{ 9.2e18|int }} {{ -9223372036854775807 - 1 }}|{{ '%d' % "
+                            "(-9223372036854775807 - 1) }}")
+                .render(ordered_json::object()),
+            "9200000000000000000 -9223372036854775808|-9223372036854775808");
+}
+
 TEST(JinjaApi, ContextMustBeAnObject) {
   Template t = Template::parse("x");
   EXPECT_THROW(t.render(ordered_json::array({1, 2})), TemplateError);
