@@ -107,16 +107,18 @@ void ModelRunner::enable_graphs(int max_model_len, int max_rows, bool verify) {
   graph_max_rows_ = max_rows;
   graphs_ = std::make_unique<DecodeGraphs>(model_, backend_, kv_, num_groups(), block_size_,
                                            graph_max_blocks_, max_rows);
-  if (verify)
-    verify_graphs_ = std::make_unique<VerifyGraphs>(model_, backend_, kv_, num_groups(),
-                                                    block_size_, graph_max_blocks_, max_rows);
+  if (verify) make_verify_graphs();
+}
+
+void ModelRunner::make_verify_graphs() {
+  if (!verify_graphs_)  // the decode graphs' bounds
+    verify_graphs_ = std::make_unique<VerifyGraphs>(
+        model_, backend_, kv_, num_groups(), block_size_, graph_max_blocks_, graph_max_rows_);
 }
 
 void ModelRunner::record_verify_graphs(int rows, int max_tokens_per_row) {
   if (!graphs_) return;
-  if (!verify_graphs_)
-    verify_graphs_ = std::make_unique<VerifyGraphs>(
-        model_, backend_, kv_, num_groups(), block_size_, graph_max_blocks_, graph_max_rows_);
+  make_verify_graphs();
   verify_graphs_->record_now(rows, max_tokens_per_row);
 }
 

@@ -63,6 +63,8 @@ class ModelRunner {
 
  private:
   StepTensors upload(const StepPlan& plan, const PendingSample* prev);
+  // Creates the verify graphs (none recorded yet), once graphs are enabled.
+  void make_verify_graphs();
   // The step's images: media_ends, and each image's soft tokens (StepTensors::media).
   void upload_media(StepTensors& step, const StepPlan& plan);
 
