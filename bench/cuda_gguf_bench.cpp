@@ -4,11 +4,7 @@
 // + cuBLASLt). Each figure is one layer's four linears timed with CUDA
 // events (the median of repetitions of a CUDA graph of several layers over distinct weight
 // copies, more bytes than L2 holds); GB/s counts the weight bytes read. Never a gate.
-// Variants (backend/gguf_gemv.h, TANDEM_GGUF_GEMV): 1–8 row k-quant linears are timed on each
-// variant listed, with the largest difference of one layer's f32 outputs from variant 0's,
-// relative to their largest magnitude (other types and rows run variant 0 alone).
 //   usage: cuda_gguf_bench [types (default bf16,q4_k,q8_0)] [rows (default 1,4,8,16,64,512)]
-//                          [variants (default 0; e.g. 0,1,2,3,4)]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,7 +20,6 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
-#include "backend/gguf_gemv.h"
 #include "core/block_quant.h"
 #include "core/error.h"
 #include "cuda_timing.h"
@@ -64,34 +59,6 @@ Tensor weight(CudaBackend& be, DType dtype, int64_t N, int64_t K, std::mt19937& 
   return be.upload(host, host.dtype);
 }
 
-// Whether the variants apply to a dtype at M rows (else variant 0 alone is timed).
-bool has_variants(DType dtype, int64_t M) {
-  return M >= 1 && M <= 8 && (dtype == DType::Q4_K || dtype == DType::Q5_K || dtype == DType::Q6_K);
-}
-
-// One layer's outputs in f32, each linear on the variant in force.
-std::vector<float> layer_outputs(CudaBackend& be, const std::vector<Linear>& layer,
-                                 const std::vector<Tensor>& xs) {
-  std::vector<float> all;
-  for (size_t i = 0; i < layer.size(); i++) {
-    Tensor out = be.alloc(DType::F32, {xs[i].rows(), layer[i].weight.dim(0)});
-    be.linear(out, xs[i], layer[i]);
-    const Tensor host = be.to_host_f32(out);
-    all.insert(all.end(), host.ptr<float>(), host.ptr<float>() + host.numel());
-  }
-  return all;
-}
-
-// max |got − ref| / max |ref|
-double max_rel_diff(const std::vector<float>& got, const std::vector<float>& ref) {
-  double diff = 0.0, mag = 0.0;
-  for (size_t i = 0; i < ref.size(); i++) {
-    diff = std::max(diff, std::fabs(double(got[i]) - double(ref[i])));
-    mag = std::max(mag, std::fabs(double(ref[i])));
-  }
-  return mag > 0.0 ? diff / mag : diff;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,15 +66,6 @@ int main(int argc, char** argv) {
   std::vector<int64_t> rows;
   for (const std::string& r : split(argc > 2 ? argv[2] : "1,4,8,16,64,512"))
     rows.push_back(std::atoll(r.c_str()));
-  std::vector<int> variants;
-  for (const std::string& v : split(argc > 3 ? argv[3] : "0")) {
-    variants.push_back(std::atoi(v.c_str()));
-    try {
-      set_gguf_gemv_variant(variants.back());  // refuses a bad value before any work
-    } catch (const Error& e) {
-      return fmt::print(stderr, "cuda_gguf_bench: {}\n", e.what()), 2;
-    }
-  }
   if (cuda_device_count() == 0) return fmt::print("no CUDA GPU\n"), 0;
   CudaBackend be(0);
   const std::pair<int64_t, int64_t> shapes[] = {
@@ -145,22 +103,11 @@ int main(int argc, char** argv) {
         for (const auto& layer : layers)
           for (size_t i = 0; i < layer.size(); i++) call(i, layer[i]);
       };
-      std::vector<float> ref;  // variant 0's outputs
-      for (int v : has_variants(dtype, M) ? variants : std::vector<int>{0}) {
-        set_gguf_gemv_variant(0);
-        if (ref.empty() && has_variants(dtype, M)) ref = layer_outputs(be, layers[0], xs);
-        set_gguf_gemv_variant(v);
-        const bench::Timing t = bench::time_graph(be, 1, step);
-        const double per_layer = t.event_s / double(layers.size());
-        fmt::print("{:<5} M={:<4} v{} layer {:8.1f} us  {:7.1f} GB/s of weights  {:8.1f} TFLOP/s",
-                   name, M, v, per_layer * 1e6, double(layer_bytes) / per_layer * 1e-9,
-                   2.0 * double(M) * (6144 + 4096 + 28672 + 14336) * 4096.0 / per_layer * 1e-12);
-        if (!ref.empty())
-          fmt::print("  max rel diff from v0 {:.2e}",
-                     max_rel_diff(layer_outputs(be, layers[0], xs), ref));
-        fmt::print("\n");
-      }
-      set_gguf_gemv_variant(0);
+      const bench::Timing t = bench::time_graph(be, 1, step);
+      const double per_layer = t.event_s / double(layers.size());
+      fmt::print("{:<5} M={:<4} layer {:8.1f} us  {:7.1f} GB/s of weights  {:8.1f} TFLOP/s\n", name,
+                 M, per_layer * 1e6, double(layer_bytes) / per_layer * 1e-9,
+                 2.0 * double(M) * (6144 + 4096 + 28672 + 14336) * 4096.0 / per_layer * 1e-12);
     }
   }
   return 0;

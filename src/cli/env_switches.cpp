@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "backend/gguf_gemv.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 
@@ -48,16 +47,6 @@ std::optional<CpuIsa> read_isa(const EnvLookup& lookup) {
   return isa;
 }
 
-// TANDEM_GGUF_GEMV: one digit naming a variant (backend/gguf_gemv.h).
-int read_gguf_gemv(const EnvLookup& lookup) {
-  const char* v = lookup("TANDEM_GGUF_GEMV");
-  if (!v) return 0;
-  const std::string_view s(v);
-  if (s.size() != 1 || s[0] < '0' || s[0] >= '0' + kGgufGemvVariants)
-    fail("TANDEM_GGUF_GEMV='{}': expected 0 .. {}", s, kGgufGemvVariants - 1);
-  return s[0] - '0';
-}
-
 }  // namespace
 
 EnvSwitches parse_env_switches(const EnvLookup& lookup) {
@@ -70,13 +59,11 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.cuda.pdl = read_switch(lookup, "TANDEM_CUDA_PDL").value_or(true);
   s.cuda.fp8_fast_accum = read_switch(lookup, "TANDEM_FP8_FAST_ACCUM").value_or(true);
   s.cuda.fp8_decode_fusion = read_switch(lookup, "TANDEM_FP8_DECODE_FUSION").value_or(false);
-  s.cuda.verify_decode_kernel = read_switch(lookup, "TANDEM_VERIFY_DECODE_KERNEL").value_or(false);
   s.cuda.sm90_prefill = read_prefill(lookup);
   s.vision_timing = read_switch(lookup, "TANDEM_VISION_TIMING").value_or(false);
   s.tp_executor = read_switch(lookup, "TANDEM_TP_EXECUTOR").value_or(false);
   s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);
-  s.gguf_gemv = read_gguf_gemv(lookup);
   if (const char* a = lookup("TANDEM_CPU_BLOCK_ARITHMETIC")) s.cpu_block_arithmetic = a;
   return s;
 }
@@ -91,7 +78,6 @@ bool apply_process_switches(int threads_flag) {
   try {
     const EnvSwitches& s = env_switches();
     if (s.cpu_isa) set_cpu_isa_cap(*s.cpu_isa);
-    set_gguf_gemv_variant(s.gguf_gemv);
     const int threads = threads_flag > 0 ? threads_flag : s.threads;
     if (threads > 0) ThreadPool::set_global_threads(threads);
     return true;

@@ -18,9 +18,6 @@
 //   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
 //                           residual adds into the weight streams (issue 45; off until
 //                           measured on a GPU)
-//   TANDEM_VERIFY_DECODE_KERNEL  attention of steps whose rows have 2–8 tokens (speculative
-//                           verify steps) on the decode kernel instead of the prefill kernel
-//                           (issue 44; off until measured on a GPU)
 //   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker
@@ -36,9 +33,6 @@
 //   TANDEM_CPU_BLOCK_ARITHMETIC=exact|int8  how the CPU backend multiplies GGUF block
 //                                 weights (docs/gguf-kernels.md; checked where the backend
 //                                 is made, cli/model_files.cpp); unset: its default
-//   TANDEM_GGUF_GEMV=0|1|2|3|4    the CUDA weight stream of 1–8 row k-quant linears
-//                                 (backend/gguf_gemv.h; issue 42, until measured): 0, the
-//                                 default, today's; 1–4 the variants under measurement
 #pragma once
 
 #include <functional>
@@ -61,7 +55,6 @@ struct EnvSwitches {
   std::string cpu_block_arithmetic;  // TANDEM_CPU_BLOCK_ARITHMETIC; "": the default
   bool vision_timing = false;        // TANDEM_VISION_TIMING
   bool tp_executor = false;          // TANDEM_TP_EXECUTOR
-  int gguf_gemv = 0;                 // TANDEM_GGUF_GEMV (a process-wide setting)
 };
 
 // A variable's value, or null when unset (std::getenv's contract).

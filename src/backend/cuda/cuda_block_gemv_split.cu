@@ -1,17 +1,22 @@
-// The k-quant weight-stream variants 1–4 (backend/gguf_gemv.h), measured against today's
-// stream (cuda_block_linear.cu) by bench/cuda_gguf_bench. Same arithmetic as today's: x
+// The split-K weight stream of 1–2 row k-quant linears (Q4_K, Q5_K, Q6_K;
+// cuda_block_gemv_split.h). Same arithmetic as the warp stream of cuda_block_linear.cu: x
 // quantized per 32 values (xq, dx, xs from quantize_x_kernel), two dp4a an octet, then
 //     y += d_x · s · Σ u·q + (b − s·o) · d_x · Σ q
 // What changes is who reads what:
-//   split K: a CTA of kSplitWarps warps takes R rows; its warps share K (8 lanes a 256-value
-//     super-block, a warp 4 super-blocks a step, the warps interleaved), then sum through
-//     shared memory. Today's stream gives a whole row pair to one warp: at N = 1024 (k, v of
-//     the 8B shape) that is 512 warps on 132 SMs, ~4 a SM, too few loads in flight; split K
-//     makes 4N warps (llama.cpp's mmvq splits K over a CTA's warps the same way).
-//   wide reads (kWide): lane t of a super-block reads its bytes once, each used for all the
-//     values it holds: Q4_K / Q5_K 16 bytes of qs (low nibbles of group 2j, high of 2j + 1)
-//     in one 16-byte load; Q6_K 8 bytes of each of ql, ql + 32, qh (all four runs of 32). The
-//     octet reads of today load each qs byte twice (once a nibble) and Q6_K's qh four times.
+//   split K: a CTA of kSplitWarps warps takes kRows rows; its warps share K (8 lanes a
+//     256-value super-block, a warp 4 super-blocks a step, the warps interleaved), then sum
+//     through shared memory. The warp stream gives a whole row pair to one warp: at N = 1024
+//     (k, v of the 8B shape) that is 512 warps on 132 SMs, ~4 a SM, too few loads in flight.
+//   wide reads: lane t of a super-block reads its bytes once, each used for all the values it
+//     holds: Q4_K / Q5_K 16 bytes of qs (low nibbles of group 2j, high of 2j + 1) in one
+//     16-byte load; Q6_K 8 bytes of each of ql, ql + 32, qh (all four runs of 32). The warp
+//     stream's octet reads load each qs byte twice (once a nibble) and Q6_K's qh four times.
+// Measured on an H100 (bench/RESULTS.md, 2026-12-06 fifth session) against the warp stream,
+// µs a layer of the 8B shape: one row Q4_K 77 vs 80, Q6_K 98 vs 130; two rows 87 vs 89 and
+// 126 vs 134; from 4 rows on it is no faster (Q6_K at 8 rows 280 vs 232), so 3–8 rows keep
+// the warp stream. The 8B shape in Q4_K_M decodes one stream at 291 tok/s where the warp
+// stream gave 242. (Three other layouts measured in the same run — one row a CTA with the
+// warp stream's octet reads, one row and four rows a CTA with wide reads — lost and went.)
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
@@ -19,7 +24,6 @@
 #include "backend/cuda/cuda_block_gemv_split.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_pdl.cuh"
-#include "backend/gguf_gemv.h"
 
 namespace tandem {
 
@@ -31,21 +35,13 @@ using cuda::Octets;
 
 constexpr int kSplitWarps = 4;  // warps per CTA, sharing K
 constexpr int kSbLanes = 8;     // lanes per 256-value super-block (32 values a lane)
+constexpr int kRows = 2;        // weight rows a CTA streams together
 
-// Lane t's 4 octets of one super-block and their first values' offsets in it (kk[j]).
-// kPaired: octets 2p and 2p + 1 are 16 consecutive values of one group (x read in 16 bytes).
-template <DType T, bool kWide>
-struct LaneOctets {
-  static constexpr bool kPaired = true;
-  // Today's mapping: lane t takes group t's 32 consecutive values.
-  __device__ static void get(const uint8_t* p, int t, Octet (&q)[4], int (&kk)[4]) {
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-      q[j] = Octets<T>::get(p, 4 * t + j);
-      kk[j] = 32 * t + 8 * j;
-    }
-  }
-};
+// Lane t's 4 octets of one super-block and their first values' offsets in it (kk[j]), read
+// wide (above). kPaired: octets 2p and 2p + 1 are 16 consecutive values of one group (x read
+// in 16 bytes).
+template <DType T>
+struct LaneOctets;
 
 // Byte k (< 12, not known at compile time) of three words, by selects (no local memory).
 __device__ __forceinline__ int byte_of(const uint32_t (&w)[3], int k) {
@@ -106,7 +102,7 @@ __device__ __forceinline__ void k4_wide(const uint8_t* p, int t, Octet (&q)[4], 
 }
 
 template <>
-struct LaneOctets<DType::Q4_K, true> {
+struct LaneOctets<DType::Q4_K> {
   static constexpr bool kPaired = true;
   __device__ static void get(const uint8_t* p, int t, Octet (&q)[4], int (&kk)[4]) {
     k4_wide<DType::Q4_K>(p, t, q, kk);
@@ -114,7 +110,7 @@ struct LaneOctets<DType::Q4_K, true> {
 };
 
 template <>
-struct LaneOctets<DType::Q5_K, true> {
+struct LaneOctets<DType::Q5_K> {
   static constexpr bool kPaired = true;
   __device__ static void get(const uint8_t* p, int t, Octet (&q)[4], int (&kk)[4]) {
     k4_wide<DType::Q5_K>(p, t, q, kk);
@@ -125,7 +121,7 @@ struct LaneOctets<DType::Q5_K, true> {
 // ql[64n + 32 (r mod 2) + l] (low for r < 2), 2 bits of qh[32n + l] at shift 2r. Blocks of
 // 210 bytes are 2-byte aligned: words in halves.
 template <>
-struct LaneOctets<DType::Q6_K, true> {
+struct LaneOctets<DType::Q6_K> {
   static constexpr bool kPaired = false;
   __device__ static void get(const uint8_t* p, int t, Octet (&q)[4], int (&kk)[4]) {
     const auto* b = reinterpret_cast<const ggml::BlockQ6_K*>(p);
@@ -177,7 +173,7 @@ __device__ __forceinline__ void load_x(const int8_t* xq, const float* dx, const 
 // out [rows, N] = x · W'ᵀ (+ bias), rows <= M; operands as block_gemv_kernel's
 // (cuda_block_linear.cu). K % 256 == 0 (the k-quants' super-blocks).
 // grid: ceil(N / R), block kSplitWarps · 32
-template <DType T, int M, int R, bool kWide>
+template <DType T, int M, int R>
 __global__ void __launch_bounds__(kSplitWarps * 32)
     gemv_split_kernel(void* __restrict__ out, bool out_f32, const uint8_t* __restrict__ w,
                       const int8_t* __restrict__ xq, const float* __restrict__ dx,
@@ -206,13 +202,13 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
     int kk[4];
 #pragma unroll
     for (int r = 0; r < R; r++)
-      LaneOctets<T, kWide>::get(wr[r] + int64_t(sb) * O::kBytes, t, q[r], kk);
+      LaneOctets<T>::get(wr[r] + int64_t(sb) * O::kBytes, t, q[r], kk);
 #pragma unroll
     for (int m = 0; m < M; m++) {
       if (m >= rows) break;
       uint2 xv[4];
       float d[4], xsum[4];
-      load_x<LaneOctets<T, kWide>::kPaired>(xq + int64_t(m) * K, dx + int64_t(m) * (K / 32),
+      load_x<LaneOctets<T>::kPaired>(xq + int64_t(m) * K, dx + int64_t(m) * (K / 32),
                                             xs + int64_t(m) * (K / 8), sb * O::kElems, kk, xv, d,
                                             xsum);
 #pragma unroll
@@ -246,47 +242,36 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
     static_cast<bf16*>(out)[int64_t(m) * N + n] = __float2bfloat16_rn(s);
 }
 
-template <DType T, int M, int R, bool kWide>
+template <DType T, int M>
 void launch(CudaBackend& be, Tensor& out, const Tensor& w, const GemvX& x, const Tensor& bias) {
   const int N = int(w.dim(0)), K = int(w.dim(1));
-  cuda::launch_pdl("gemv_split_kernel", &gemv_split_kernel<T, M, R, kWide>,
-                   dim3(unsigned(cuda::ceil_div(N, R))), dim3(kSplitWarps * 32), 0, be.stream(),
-                   out.data, out.dtype == DType::F32, w.ptr<uint8_t>(), x.xq, x.dx, x.xs,
-                   bias.defined() ? bias.ptr<bf16>() : nullptr, x.rows, N, K);
-}
-
-template <DType T, int M>
-void launch_variant(CudaBackend& be, int variant, Tensor& out, const Tensor& w, const GemvX& x,
-                    const Tensor& bias) {
-  if (variant == 1) return launch<T, M, 1, false>(be, out, w, x, bias);
-  if (variant == 2) return launch<T, M, 1, true>(be, out, w, x, bias);
-  if (variant == 3) return launch<T, M, 2, true>(be, out, w, x, bias);
-  launch<T, M, 4, true>(be, out, w, x, bias);
+  cuda::launch_pdl("gemv_split_kernel", &gemv_split_kernel<T, M, kRows>,
+                   dim3(unsigned(cuda::ceil_div(N, kRows))), dim3(kSplitWarps * 32), 0,
+                   be.stream(), out.data, out.dtype == DType::F32, w.ptr<uint8_t>(), x.xq, x.dx,
+                   x.xs, bias.defined() ? bias.ptr<bf16>() : nullptr, x.rows, N, K);
 }
 
 template <DType T>
-void launch_rows(CudaBackend& be, int variant, Tensor& out, const Tensor& w, const GemvX& x,
+void launch_rows(CudaBackend& be, Tensor& out, const Tensor& w, const GemvX& x,
                  const Tensor& bias) {
-  if (x.rows == 1) return launch_variant<T, 1>(be, variant, out, w, x, bias);
-  if (x.rows == 2) return launch_variant<T, 2>(be, variant, out, w, x, bias);
-  if (x.rows <= 4) return launch_variant<T, 4>(be, variant, out, w, x, bias);
-  launch_variant<T, 8>(be, variant, out, w, x, bias);
+  if (x.rows == 1) return launch<T, 1>(be, out, w, x, bias);
+  launch<T, 2>(be, out, w, x, bias);
 }
 
 }  // namespace
 
-bool gemv_split(CudaBackend& be, int variant, Tensor& out, const Tensor& w, const GemvX& x,
+bool gemv_split(CudaBackend& be, Tensor& out, const Tensor& w, const GemvX& x,
                 const Tensor& bias) {
-  if (variant < 1 || variant >= kGgufGemvVariants || x.rows < 1 || x.rows > 8) return false;
+  if (x.rows < 1 || x.rows > kSplitMaxRows) return false;
   switch (w.dtype) {
     case DType::Q4_K:
-      launch_rows<DType::Q4_K>(be, variant, out, w, x, bias);
+      launch_rows<DType::Q4_K>(be, out, w, x, bias);
       return true;
     case DType::Q5_K:
-      launch_rows<DType::Q5_K>(be, variant, out, w, x, bias);
+      launch_rows<DType::Q5_K>(be, out, w, x, bias);
       return true;
     case DType::Q6_K:
-      launch_rows<DType::Q6_K>(be, variant, out, w, x, bias);
+      launch_rows<DType::Q6_K>(be, out, w, x, bias);
       return true;
     default:
       return false;

@@ -1,4 +1,4 @@
-// The k-quant weight-stream variants (backend/gguf_gemv.h; cuda_block_gemv_split.cu). Host
+// The split-K weight stream of 1–2 row k-quant linears (cuda_block_gemv_split.cu). Host
 // header, safe for nvcc and g++.
 #pragma once
 
@@ -20,10 +20,12 @@ struct GemvX {
   int rows;  // 1 .. 8
 };
 
-// out [rows, N] = x · W'ᵀ (+ bias) on variant `variant` (1 .. 4) when it covers w's dtype
-// (Q4_K, Q5_K, Q6_K); false, launching nothing, otherwise (the caller runs variant 0).
+inline constexpr int kSplitMaxRows = 2;  // the rows the split stream takes (measured)
+
+// out [rows, N] = x · W'ᵀ (+ bias) when rows <= kSplitMaxRows and w's dtype is Q4_K, Q5_K or
+// Q6_K; false, launching nothing, otherwise (the caller runs the warp stream).
 // Validation is the caller's (block_linear).
-bool gemv_split(CudaBackend& be, int variant, Tensor& out, const Tensor& w, const GemvX& x,
+bool gemv_split(CudaBackend& be, Tensor& out, const Tensor& w, const GemvX& x,
                 const Tensor& bias);
 
 }  // namespace tandem

@@ -6,7 +6,9 @@
 //     rows per 1024 against every x row: two dp4a an octet for Σ u·q, then
 //         y += d_x · s · Σ u·q + (b − s·o) · d_x · Σ q
 //     (every level u < 128, so dp4a's signed bytes hold the unsigned ones too). The rows'
-//     bytes are read once for all M rows.
+//     bytes are read once for all M rows. One or two rows of Q4_K, Q5_K and Q6_K take the
+//     split-K form of this stream instead (cuda_block_gemv_split.cu: a CTA's warps share K,
+//     each lane reading its bytes once), measured faster there.
 //   beyond: the weight decoded to bf16 (in chunks of rows, so the copy stays under
 //     kDecodedChunkBytes), then the bf16 linear (cuBLASLt).
 // Measured on an H100 at the 8B layer shapes (bench/cuda_gguf_bench, bench/RESULTS.md
@@ -27,7 +29,6 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_pdl.cuh"
-#include "backend/gguf_gemv.h"
 
 namespace tandem {
 
@@ -190,9 +191,9 @@ void gemv(CudaBackend& be, Tensor& out, const Tensor& x, const Tensor& w, const 
                    reinterpret_cast<int8_t*>(xq.data), dx.ptr<float>(), xs.ptr<float>(),
                    x.ptr<bf16>(), int(K));
   const int rows = int(M);
-  // The k-quant variants under measurement (backend/gguf_gemv.h); 0 (the default) is below.
+  // 1–2 rows of a k-quant: the split-K stream (cuda_block_gemv_split.cu), measured faster.
   const GemvX qx{reinterpret_cast<const int8_t*>(xq.data), dx.ptr<float>(), xs.ptr<float>(), rows};
-  if (gemv_split(be, gguf_gemv_variant(), out, w, qx, bias)) return;
+  if (gemv_split(be, out, w, qx, bias)) return;
   if (M == 1) return launch_gemv<1>(be, out, w, xq, dx, xs, bias, rows);
   if (M == 2) return launch_gemv<2>(be, out, w, xq, dx, xs, bias, rows);
   if (M <= 4) return launch_gemv<4>(be, out, w, xq, dx, xs, bias, rows);

@@ -12,7 +12,6 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_block_linear.h"
-#include "backend/gguf_gemv.h"
 #include "core/block_quant.h"
 #include "core/error.h"
 #include "cuda_test_util.h"
@@ -118,48 +117,35 @@ TEST(CudaBlockLinear, WeightStreamIsItsTwinAndNearTheCpu) {
     }
 }
 
-// Restores variant 0 (the default) however a test leaves.
-struct GemvVariant {
-  explicit GemvVariant(int v) { set_gguf_gemv_variant(v); }
-  ~GemvVariant() { set_gguf_gemv_variant(0); }
-};
-
-// The k-quant weight-stream variants (backend/gguf_gemv.h) against the same twin and the
-// CPU: N not a multiple of any CTA's rows, K of 1, 5 and 19 super-blocks (19: the warps of
-// a CTA take unequal shares, some none of the last step), 1–8 rows, f32 and bf16 + bias out.
-TEST(CudaBlockLinear, WeightStreamVariantsAreTheTwin) {
-  EXPECT_THROW(set_gguf_gemv_variant(kGgufGemvVariants), Error);
-  EXPECT_THROW(set_gguf_gemv_variant(-1), Error);
-  EXPECT_EQ(gguf_gemv_variant(), 0);
+// The k-quant weight streams (1–2 rows: the split-K stream of cuda_block_gemv_split.cu;
+// 3–8: the warp stream) against the same twin and the CPU: N not a multiple of any CTA's
+// rows, K of 1, 5 and 19 super-blocks (19: the warps of a CTA take unequal shares, some none
+// of the last step), 1–8 rows, f32 and bf16 + bias out.
+TEST(CudaBlockLinear, KQuantStreamsAreTheTwin) {
   TANDEM_SKIP_WITHOUT_CUDA();
   CudaBackend gpu(0);
   std::mt19937 rng(11);
   const int64_t N = 37;
-  for (int v = 0; v < kGgufGemvVariants; v++)
-    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
-      for (int64_t K : {256, 1280, 4864})
-        for (int64_t M = 1; M <= 8; M++) {
-          SCOPED_TRACE(testing::Message()
-                       << "variant " << v << " " << dtype_name(t) << " K=" << K << " M=" << M);
-          const BlockWeight w = random_weight(t, N, K, rng);
-          const std::vector<float> x = test::random_bf16(rng, size_t(M * K));
-          std::vector<float> got, bias;
-          if (M % 3 == 0) bias = test::random_bf16(rng, size_t(N));
-          {
-            const GemvVariant variant(v);
-            got = gpu_linear(gpu, x, w, t, M, N, K, bias);
-          }
-          std::vector<double> ref, mag;
-          gemv_twin(x, w, M, N, K, ref, mag);
-          for (size_t i = 0; i < got.size(); i++) {
-            const double b = bias.empty() ? 0.0 : double(bias[i % size_t(N)]);
-            // bf16 out (with a bias) rounds to 8 bits of mantissa.
-            const double tol = bias.empty() ? 1e-5 * mag[i] + 1e-6
-                                            : 4e-3 * std::fabs(ref[i] + b) + 1e-5 * mag[i] + 1e-6;
-            ASSERT_NEAR(got[i], ref[i] + b, tol) << i;
-          }
-          EXPECT_LT(test::rel_err(got, cpu_linear(x, w, t, M, N, K, bias)), 2e-2);
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    for (int64_t K : {256, 1280, 4864})
+      for (int64_t M = 1; M <= 8; M++) {
+        SCOPED_TRACE(testing::Message() << dtype_name(t) << " K=" << K << " M=" << M);
+        const BlockWeight w = random_weight(t, N, K, rng);
+        const std::vector<float> x = test::random_bf16(rng, size_t(M * K));
+        std::vector<float> bias;
+        if (M % 3 == 0) bias = test::random_bf16(rng, size_t(N));
+        const std::vector<float> got = gpu_linear(gpu, x, w, t, M, N, K, bias);
+        std::vector<double> ref, mag;
+        gemv_twin(x, w, M, N, K, ref, mag);
+        for (size_t i = 0; i < got.size(); i++) {
+          const double b = bias.empty() ? 0.0 : double(bias[i % size_t(N)]);
+          // bf16 out (with a bias) rounds to 8 bits of mantissa.
+          const double tol = bias.empty() ? 1e-5 * mag[i] + 1e-6
+                                          : 4e-3 * std::fabs(ref[i] + b) + 1e-5 * mag[i] + 1e-6;
+          ASSERT_NEAR(got[i], ref[i] + b, tol) << i;
         }
+        EXPECT_LT(test::rel_err(got, cpu_linear(x, w, t, M, N, K, bias)), 2e-2);
+      }
 }
 
 TEST(CudaBlockLinear, DecodedCopyMatchesTheCpu) {

@@ -97,15 +97,5 @@ TEST(EnvSwitches, CpuIsaByName) {
             "TANDEM_CPU_ISA='sse4': expected avx2 or avx512");
 }
 
-TEST(EnvSwitches, GgufGemvVariantByDigit) {
-  EXPECT_EQ(parse({}).gguf_gemv, 0);
-  EXPECT_EQ(parse({{"TANDEM_GGUF_GEMV", "0"}}).gguf_gemv, 0);
-  EXPECT_EQ(parse({{"TANDEM_GGUF_GEMV", "4"}}).gguf_gemv, 4);
-  for (const char* bad : {"5", "-1", "one", "12", ""})
-    EXPECT_EQ(error_of({{"TANDEM_GGUF_GEMV", bad}}),
-              std::string("TANDEM_GGUF_GEMV='") + bad + "': expected 0 .. 4")
-        << bad;
-}
-
 }  // namespace env_switches_test
 }  // namespace tandem::cli
