@@ -34,18 +34,9 @@
 #           70B files) into GGUF_W for a gguf part in the next call on the warm machine
 #    gguf-kern  bench/cuda_gguf_bench (PACK_BENCHES=cuda_gguf_bench): the k-quant linears
 #           at the 8B layer shapes (GGUF_TYPES, default q4_k,q6_k,q5_k; GGUF_ROWS, default
-#           1,2,4,8,64), each weight-stream variant of backend/gguf_gemv.h (GGUF_VARIANTS,
-#           default 0,1,2,3,4) timed beside the default 0 in one run, with its outputs' max
-#           relative difference from 0's; then test_backend_cuda's CudaBlock* tests (their
-#           WeightStreamVariantsAreTheTwin runs every variant against the twin itself) ~3 min
-#           The winner: the variant with the fewest us a layer for q4_k at M=1 whose q6_k and
-#           M=2..8 rows are no slower than v0's, its diff <= 1e-3 (float rounding; a larger
-#           one is a bug) and the tests passed. Today v0 streams q4_k at ~1.53 TB/s at M=1;
-#           >= 2.3 TB/s (~1.9x fewer us) puts decode-b1 near 300 tok/s. Then gguf-b1 with
-#           GGUF_B1_VARIANTS="0 N" gives the end-to-end tok/s of the pick.
+#           1,2,4,8,64), then test_backend_cuda's CudaBlock* tests                    ~2 min
 #    gguf-b1 the 8B shape in Q4_K_M (random-model --gguf, written while the tests run):
-#           decode-b1 and 64 rows offline (offline_bench), tandem only, once per
-#           TANDEM_GGUF_GEMV value in GGUF_B1_VARIANTS (default 0; 64 rows for 0 alone)
+#           decode-b1 and 64 rows offline (offline_bench), tandem only
 #    gguf-cpu scripts/gpu_gguf.sh cpu: the CPU figures on this quiet machine (two pinned
 #           cores) against llama.cpp built in the call (~8 min with the build)
 #    logitsonly  test_golden's CudaGateLogitsOnly (the Gemma 4 variants' bf16 gate)
@@ -322,20 +313,18 @@ fi
 
 if has gguf-kern; then
   [ -x "$G/bench/cuda_gguf_bench" ] && timeout 300 "$G/bench/cuda_gguf_bench" "${GGUF_TYPES:-q4_k,q6_k,q5_k}" \
-    "${GGUF_ROWS:-1,2,4,8,64}" "${GGUF_VARIANTS:-0,1,2,3,4}" 2>&1 | tee "$L/gguf-kern.log"
+    "${GGUF_ROWS:-1,2,4,8,64}" 2>&1 | tee "$L/gguf-kern.log"
   timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='CudaBlock*' > "$L/gguf-kern-tests.log" 2>&1
   echo "CudaBlock tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/gguf-kern-tests.log" | tr '\n' ' ')"
 fi
 
 if has gguf-b1 && wait "$gguf_writer"; then
-  for gv in ${GGUF_B1_VARIANTS:-0}; do  # TANDEM_GGUF_GEMV values (backend/gguf_gemv.h)
-    for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
-               "64 rows:--num 64 --batch 64 --input 128 --output 256"; do
-      [ "$gv" != 0 ] && [ "${run%%:*}" != b1 ] && continue  # variants change 1-8 rows only
-      read -ra a <<< "${run#*:}"
-      TANDEM_GGUF_GEMV=$gv timeout 120 "$G/bench/offline_bench" "$Q8" "${a[@]}" > "$L/gguf-b1-v$gv.log" 2>&1
-      echo "gguf 8B Q4_K_M v$gv ${run%%:*}: $(grep -oE '[0-9.]+ output tok/s.*' "$L/gguf-b1-v$gv.log" | tail -1); $(grep -oE 'decode-only steps:.*' "$L/gguf-b1-v$gv.log" | tail -1)"
-    done
+  for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
+             "64 rows:--num 64 --batch 64 --input 128 --output 256"; do
+    read -ra a <<< "${run#*:}"
+    log="$L/gguf-b1-${run%%:*}.log" && log=${log// /-}
+    timeout 120 "$G/bench/offline_bench" "$Q8" "${a[@]}" > "$log" 2>&1
+    echo "gguf 8B Q4_K_M ${run%%:*}: $(grep -oE '[0-9.]+ output tok/s.*' "$log" | tail -1); $(grep -oE 'decode-only steps:.*' "$log" | tail -1)"
   done
 fi
 
@@ -378,13 +367,6 @@ if has spec; then
       --max-batched-tokens "$n" > "$L/step-$n.log" 2>&1
     echo "step of $n query tokens (one row, ~256 context): $(grep -oE 'steps with prompt tokens: [0-9]+ in [0-9.]+ s' \
       "$L/step-$n.log" | tail -1 | awk '{printf "%.3f ms", 1000 * $7 / $5}')"
-  done
-  for n in 2 3 5 9; do  # the same steps with their attention on the decode kernel
-    fits 20 "step cost $n, decode kernel" || break
-    TANDEM_VERIFY_DECODE_KERNEL=1 timeout 60 "$G/bench/offline_bench" "$M8" --num 1 --batch 1 \
-      --input 510 --output 2 --max-batched-tokens "$n" > "$L/step-vdk-$n.log" 2>&1
-    echo "step of $n query tokens, TANDEM_VERIFY_DECODE_KERNEL=1: $(grep -oE 'steps with prompt tokens: [0-9]+ in [0-9.]+ s' \
-      "$L/step-vdk-$n.log" | tail -1 | awk '{printf "%.3f ms", 1000 * $7 / $5}')"
   done
   ob decode-b1-fp8-off 40 -- "${b1[@]}" --quantization fp8
   ob decode-b1-fp8-ngram 40 -- "${b1[@]}" --quantization fp8 --speculative-config "$ngram"

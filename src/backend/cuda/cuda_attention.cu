@@ -205,9 +205,12 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
     a.media_ends = step.media_ends.ptr<int32_t>();
   }
 
-  // Every token on the decode kernel: a decode step (T == B), or with verify_decode_kernel a
-  // step whose rows have at most kVerifyRowTokens tokens each (a speculative verify step;
-  // the host knows its rows' longest, StepTensors::max_row_tokens).
+  // Every token on the decode kernel: a decode step (T == B), or with verify_decode_kernel (on
+  // unless a test turns it off) a step whose rows have at most kVerifyRowTokens tokens each
+  // (a speculative verify step; the host knows its rows' longest, StepTensors::
+  // max_row_tokens). Measured on an H100 (bench/RESULTS.md, 2026-12-06 fifth session), the
+  // 8B shape, one row at ~256 keys: a step of 2 / 3 / 5 tokens 5.73 / 6.06 / 6.08 ms against
+  // 6.20 / 6.53 / 6.47 on the prefill kernel (a 1-token step: 5.47).
   const bool all_decode = step.num_tokens == step.num_rows ||
                           (options_.verify_decode_kernel && step.max_row_tokens > 1 &&
                            step.max_row_tokens <= kVerifyRowTokens && a.media_ends == nullptr);

@@ -207,9 +207,9 @@ TEST(CudaAttention, FusedSplitMergeSurvivesRepeatedLaunchesAndGraphReplays) {
   }
 }
 
-// Verify steps (speculative decoding): rows of 1..8 new tokens each, on both routes: the
-// prefill kernel for rows of several tokens (the default), and with
-// CudaOptions::verify_decode_kernel every token on the decode kernel (cuda_attention.cu),
+// Verify steps (speculative decoding): rows of 1..8 new tokens each, on both routes: every
+// token on the decode kernel (CudaOptions::verify_decode_kernel, the default;
+// cuda_attention.cu), and the prefill kernel for rows of several tokens (the option off),
 // causal within each row's chunk. Against
 // the CPU twin, at exact and at a graph's capacity bounds; the GPU output starts as NaN,
 // so a token the kernel skipped fails. Cases: batch 1 with two tokens (the few-token
@@ -217,8 +217,8 @@ TEST(CudaAttention, FusedSplitMergeSurvivesRepeatedLaunchesAndGraphReplays) {
 // start indices), windows, GQA 1..16, Dh 64..256.
 TEST(CudaAttention, VerifyStepsOnTheDecodeKernelMatchCpu) {
   TANDEM_SKIP_WITHOUT_CUDA();
-  test::Backends be;  // its GPU routes rows of several tokens to the prefill kernel
-  auto on_decode = std::make_unique<CudaBackend>(0, CudaOptions{.verify_decode_kernel = true});
+  test::Backends be;  // its GPU routes rows of 2..8 tokens to the decode kernel
+  auto on_prefill = std::make_unique<CudaBackend>(0, CudaOptions{.verify_decode_kernel = false});
   const std::vector<AttnCase> verify = {
       {"verify, batch 1, K = 1", 32, 8, 128, params(inv_sqrt(128)), {{100, 2}}},
       {"verify, batch 1, K = 7, long context", 32, 8, 128, params(inv_sqrt(128)), {{3000, 8}}},
@@ -252,7 +252,7 @@ TEST(CudaAttention, VerifyStepsOnTheDecodeKernelMatchCpu) {
       for (auto [ctx, n] : c.rows) tokens += n;
       ASSERT_LE(tokens, 8 * int(c.rows.size())) << "the case would take the prefill kernel";
       const AttnResult cpu = run(*be.cpu, c, s, d, upload_step(*be.cpu, s, c));
-      for (CudaBackend* gpu : {be.gpu.get(), on_decode.get()}) {  // the two routes
+      for (CudaBackend* gpu : {be.gpu.get(), on_prefill.get()}) {  // the two routes
         SCOPED_TRACE(gpu->options().verify_decode_kernel ? "decode kernel" : "prefill kernel");
         const AttnResult exact = run(*gpu, c, s, d, upload_step(*gpu, s, c));
         const AttnResult wide = run(*gpu, c, s, d, upload_step(*gpu, s, c, 300, 9000));
