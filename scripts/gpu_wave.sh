@@ -53,6 +53,8 @@
 #           n-gram, with the 1B draft; the cost of a step of 1..9 query tokens of one row
 #           (a prompt chunked by --max-batched-tokens N: the verify step of K = N - 1);
 #           FP8 decode-b1 off / n-gram; offline 128/128 at 64 and 256 rows off / on  ~4 min
+#    spec-load  the spec part's 64- and 256-row runs off / n-gram (never below off, issue 44
+#           item 4), then FP8 decode-b1 with TANDEM_FP8_DECODE_FUSION=0 / 1 (issue 45)  ~3 min
 #    embed  /v1/embeddings on the 8B shape, 512-token inputs, against the engine's
 #           prompt throughput                                                         ~1.5 min
 #    Each step starts only while the budget (BUDGET seconds, default 540) allows it. Logs
@@ -129,8 +131,8 @@ if has gguf-b1; then
   gguf_writer=$!
 fi
 tp_timings=${TP_TIMINGS:-1}  # TP_TIMINGS=0: the tp part's tests only
-if has spec || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
-  big=1; has spec || has embed || big=0
+if has spec || has spec-load || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
+  big=1; has spec || has spec-load || has embed || big=0
   ( { [ "$big" = 0 ] || "$G/tandem" random-model --like llama-3.1-8b --out "$M8"; } && \
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
   writer=$!
@@ -337,7 +339,7 @@ if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
-has spec || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
+has spec || has spec-load || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
 wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
 echo "models written at ${SECONDS}s"
 
@@ -375,6 +377,16 @@ if has spec; then
     ob "offline-$rows-ngram" 45 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
       --speculative-config "$ngram"
   done
+fi
+
+if has spec-load; then  # the spec part's loaded runs alone, and the FP8 decode fusion
+  for rows in 64 256; do
+    ob "offline-$rows-off" 45 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128
+    ob "offline-$rows-ngram" 45 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
+      --speculative-config "$ngram"
+  done
+  ob decode-b1-fp8-off 40 -- "${b1[@]}" --quantization fp8
+  TANDEM_FP8_DECODE_FUSION=1 ob decode-b1-fp8-fused 40 -- "${b1[@]}" --quantization fp8
 fi
 
 if has tp && [ "$tp_timings" = 1 ]; then  # the seam's cost: the same runs, single worker then NCCL executor at N = 1
