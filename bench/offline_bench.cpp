@@ -47,6 +47,7 @@ struct Options {
   std::optional<std::string> speculative;  // --speculative-config JSON
   int input = 128, output = 128, num = 256, batch = 256, max_batched_tokens = 8192, repeat = 1;
   int threads = 0;  // the CPU backend's pool (0: the physical cores)
+  int tensor_parallel_size = 1;  // ranks: CPU threads, or GPUs through NCCL
 };
 
 Options parse(int argc, char** argv) {
@@ -65,6 +66,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--threads") o.threads = std::stoi(v);
     else if (k == "--quantization") o.quantization = v;
     else if (k == "--speculative-config") o.speculative = v;
+    else if (k == "--tensor-parallel-size") o.tensor_parallel_size = std::stoi(v);
     else throw std::runtime_error("unknown option " + k);
   }
   return o;
@@ -154,7 +156,8 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     fmt::print(stderr, "usage: offline_bench MODEL_DIR|FILE.gguf [--device cuda|cpu] [--input N] [--output N] "
                        "[--num N] [--batch B] [--max-batched-tokens N] [--repeat R] "
-                       "[--kv-cache-dtype auto|fp8|fp8_e4m3] [--threads N]\n");
+                       "[--kv-cache-dtype auto|fp8|fp8_e4m3] [--threads N] [--quantization fp8] "
+                       "[--speculative-config JSON] [--tensor-parallel-size N]\n");
     return 2;
   }
   try {
@@ -164,7 +167,9 @@ int main(int argc, char** argv) {
     const std::optional<DType> kv_dtype_flag = kv_cache_dtype_from_name(o.kv_cache_dtype);
     auto load_start = Clock::now();
     cli::LoadedModel m = cli::load_model_folder(
-        o.dir, o.device, LoadOptions{.online = online_quantization(o.quantization)});
+        o.dir, o.device,
+        LoadOptions{.online = online_quantization(o.quantization),
+                    .tp = {.size = o.tensor_parallel_size}});
     std::optional<SpeculativeConfig> speculative;
     if (o.speculative) {
       speculative = parse_speculative_config(*o.speculative);

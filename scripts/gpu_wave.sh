@@ -55,6 +55,9 @@
 #           FP8 decode-b1 off / n-gram; offline 128/128 at 64 and 256 rows off / on  ~4 min
 #    spec-load  the spec part's 64- and 256-row runs off / n-gram (never below off, issue 44
 #           item 4), then FP8 decode-b1 with TANDEM_FP8_DECODE_FUSION=0 / 1 (issue 45)  ~3 min
+#    tp-multi  several GPUs of one host (a multi-GPU kind): the NCCL golden tests (TP=N
+#           against one GPU), then the 8B shape's decode-b1 and 64 rows at TP = 1, 2, 4, 8 as
+#           the GPUs allow (--tensor-parallel-size); skips on one GPU                ~3 min
 #    embed  /v1/embeddings on the 8B shape, 512-token inputs, against the engine's
 #           prompt throughput                                                         ~1.5 min
 #    Each step starts only while the budget (BUDGET seconds, default 540) allows it. Logs
@@ -131,7 +134,7 @@ if has gguf-b1; then
   gguf_writer=$!
 fi
 tp_timings=${TP_TIMINGS:-1}  # TP_TIMINGS=0: the tp part's tests only
-if has spec || has spec-load || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
+if has spec || has spec-load || has tp-multi || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
   big=1; has spec || has spec-load || has embed || big=0
   ( { [ "$big" = 0 ] || "$G/tandem" random-model --like llama-3.1-8b --out "$M8"; } && \
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
@@ -339,7 +342,7 @@ if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
-has spec || has spec-load || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
+has spec || has spec-load || has tp-multi || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
 wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
 echo "models written at ${SECONDS}s"
 
@@ -402,6 +405,19 @@ if has tp && [ "$tp_timings" = 1 ]; then  # the seam's cost: the same runs, sing
   TANDEM_TP_EXECUTOR=1 ob tp-offline-64-nccl1 25 -- --model "$M1" "${o64[@]}"
   TANDEM_OVERLAP=0 ob tp-offline-64-single-nooverlap 25 -- --model "$M1" "${o64[@]}"
   grep -hE 'tensor-parallel executor|NCCL|error' "$L"/tp-*-nccl1.log | head -5
+fi
+
+if has tp-multi; then  # several GPUs of one host (issue 47's plan, bench/RESULTS.md)
+  gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU')
+  if [ "$gpus" -lt 2 ]; then echo "tp-multi: $gpus GPU(s), skipped"; else
+    timeout 180 "$G/tests/test_golden" --gtest_filter='*TensorParallelNccl*' > "$L/tp-multi-golden.log" 2>&1
+    echo "TensorParallelNccl on $gpus GPUs rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/tp-multi-golden.log" | tr '\n' ' ')"
+    for n in 1 2 4 8; do
+      [ "$n" -le "$gpus" ] || break
+      ob "tpm-decode-b1-tp$n" 40 -- "${b1[@]}" --tensor-parallel-size "$n"
+      ob "tpm-offline-64-tp$n" 45 -- --num 128 --batch 64 --input 128 --output 128 --tensor-parallel-size "$n"
+    done
+  fi
 fi
 
 if has embed && fits 90 "embeddings"; then
