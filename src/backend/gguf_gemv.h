@@ -9,6 +9,9 @@
 //   3  as 2 with two rows a CTA (twice the loads in flight per warp, half the CTAs)
 //   4  as 2 with four rows a CTA
 // Every variant quantizes x as 0 does (int8 per 32 values) and sums the same products.
+// Beside it, for steps of more than 8 rows: gguf_tiles() (TANDEM_GGUF_TILES) picks the
+// tensor-core GEMM that decodes weight tiles in shared memory (cuda_block_tiles.h) over the
+// decoded bf16 copy + cuBLASLt; off until measured on a GPU.
 #pragma once
 
 namespace tandem {
@@ -19,5 +22,9 @@ inline constexpr int kGgufGemvVariants = 5;  // values 0 .. 4
 int gguf_gemv_variant();
 // Sets it; a value outside [0, kGgufGemvVariants) throws tandem::Error naming it.
 void set_gguf_gemv_variant(int variant);
+
+// Whether many-row block-type linears run the shared-memory tiles (false unless set).
+bool gguf_tiles();
+void set_gguf_tiles(bool on);
 
 }  // namespace tandem

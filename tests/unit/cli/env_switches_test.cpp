@@ -107,5 +107,11 @@ TEST(EnvSwitches, GgufGemvVariantByDigit) {
         << bad;
 }
 
+TEST(EnvSwitches, GgufTilesOffUnlessSet) {
+  EXPECT_FALSE(parse({}).gguf_tiles);
+  EXPECT_FALSE(parse({{"TANDEM_GGUF_TILES", "0"}}).gguf_tiles);
+  EXPECT_TRUE(parse({{"TANDEM_GGUF_TILES", "1"}}).gguf_tiles);
+}
+
 }  // namespace env_switches_test
 }  // namespace tandem::cli
