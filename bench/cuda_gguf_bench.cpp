@@ -1,12 +1,16 @@
 // cuda_gguf_bench: CUDA linears with ggml block-type weights (cuda_block_linear.cu) against
 // bf16, at Llama-3.1-8B's layer shapes (qkv 6144x4096, o 4096x4096, gate_up 28672x4096, down
-// 4096x14336), 1 / 4 / 8 rows (the weight stream) and 16 / 64 / 512 (the decoded bf16 copy
+// 4096x14336), 1 / 4 / 8 rows (the weight stream) and 16 / 64 / 512 (the decoded bf16 copy, and the
+// tiles
 // + cuBLASLt). Each figure is one layer's four linears timed with CUDA
 // events (the median of repetitions of a CUDA graph of several layers over distinct weight
 // copies, more bytes than L2 holds); GB/s counts the weight bytes read. Never a gate.
 // Variants (backend/gguf_gemv.h, TANDEM_GGUF_GEMV): 1–8 row k-quant linears are timed on each
 // variant listed, with the largest difference of one layer's f32 outputs from variant 0's,
 // relative to their largest magnitude (other types and rows run variant 0 alone).
+// Block types at more than 8 rows are timed on both many-row routes, the decoded bf16 copy
+// + cuBLASLt ("copy", the default) and the shared-memory tiles ("tiles", TANDEM_GGUF_TILES;
+// cuda_block_tiles.cu), the tiles with their outputs' max relative difference from the copy's.
 //   usage: cuda_gguf_bench [types (default bf16,q4_k,q8_0)] [rows (default 1,4,8,16,64,512)]
 //                          [variants (default 0; e.g. 0,1,2,3,4)]
 #include <fmt/format.h>
@@ -69,7 +73,32 @@ bool has_variants(DType dtype, int64_t M) {
   return M >= 1 && M <= 8 && (dtype == DType::Q4_K || dtype == DType::Q5_K || dtype == DType::Q6_K);
 }
 
-// One layer's outputs in f32, each linear on the variant in force.
+// The settings one timing runs under: a weight-stream variant (1–8 rows) or a many-row route.
+struct Route {
+  int variant = 0;
+  bool tiles = false;
+  std::string name(DType dtype, int64_t M) const {
+    if (tiles) return "tiles";
+    return dtype_is_block(dtype) && M > 8 ? "copy" : "v" + std::to_string(variant);
+  }
+  void apply() const {
+    set_gguf_gemv_variant(variant);
+    set_gguf_tiles(tiles);
+  }
+};
+
+// The routes timed for dtype at M rows; the first is the reference of the diffs.
+std::vector<Route> routes_for(DType dtype, int64_t M, const std::vector<int>& variants) {
+  std::vector<Route> routes;
+  if (has_variants(dtype, M))
+    for (int v : variants) routes.push_back({v, false});
+  else
+    routes.push_back({0, false});
+  if (dtype_is_block(dtype) && M > 8) routes.push_back({0, true});
+  return routes;
+}
+
+// One layer's outputs in f32, each linear on the route in force.
 std::vector<float> layer_outputs(CudaBackend& be, const std::vector<Linear>& layer,
                                  const std::vector<Tensor>& xs) {
   std::vector<float> all;
@@ -145,22 +174,26 @@ int main(int argc, char** argv) {
         for (const auto& layer : layers)
           for (size_t i = 0; i < layer.size(); i++) call(i, layer[i]);
       };
-      std::vector<float> ref;  // variant 0's outputs
-      for (int v : has_variants(dtype, M) ? variants : std::vector<int>{0}) {
-        set_gguf_gemv_variant(0);
-        if (ref.empty() && has_variants(dtype, M)) ref = layer_outputs(be, layers[0], xs);
-        set_gguf_gemv_variant(v);
+      const std::vector<Route> routes = routes_for(dtype, M, variants);
+      std::vector<float> ref;  // the default's outputs (variant 0; the copy past 8 rows)
+      if (routes.size() > 1) {
+        Route{}.apply();
+        ref = layer_outputs(be, layers[0], xs);
+      }
+      for (const Route& route : routes) {
+        route.apply();
         const bench::Timing t = bench::time_graph(be, 1, step);
         const double per_layer = t.event_s / double(layers.size());
-        fmt::print("{:<5} M={:<4} v{} layer {:8.1f} us  {:7.1f} GB/s of weights  {:8.1f} TFLOP/s",
-                   name, M, v, per_layer * 1e6, double(layer_bytes) / per_layer * 1e-9,
+        fmt::print("{:<5} M={:<4} {:<5} layer {:8.1f} us  {:7.1f} GB/s of weights  {:8.1f} TFLOP/s",
+                   name, M, route.name(dtype, M), per_layer * 1e6,
+                   double(layer_bytes) / per_layer * 1e-9,
                    2.0 * double(M) * (6144 + 4096 + 28672 + 14336) * 4096.0 / per_layer * 1e-12);
         if (!ref.empty())
-          fmt::print("  max rel diff from v0 {:.2e}",
+          fmt::print("  max rel diff from {} {:.2e}", M > 8 ? "copy" : "v0",
                      max_rel_diff(layer_outputs(be, layers[0], xs), ref));
         fmt::print("\n");
       }
-      set_gguf_gemv_variant(0);
+      Route{}.apply();
     }
   }
   return 0;
