@@ -139,6 +139,31 @@ __device__ __forceinline__ void load_x(const TileArgs& a, bf16* xs, int m0, int 
   }
 }
 
+// An octet's 8 values s · (u − o) + b packed as bf16 (round to nearest): the f32 values of
+// cuda::octet_values, bit for bit, without its integer-to-float conversions (a quarter-rate
+// instruction, and 32k of them a CTA a step): a byte permute makes 2^23 + u as f32 bits
+// (0x4B0000uu), and subtracting 2^23 + o is exact. Signed levels are biased by 128 first.
+template <DType T>
+__device__ __forceinline__ uint4 octet_bf16(const cuda::Octet& q) {
+  using O = Octets<T>;
+  constexpr float kBase = 8388608.f + float(O::kSigned ? 128 : O::kOffset);
+  float v[8];
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    const uint32_t word = O::kSigned ? q.lv[i / 4] ^ 0x80808080u : q.lv[i / 4];
+    const uint32_t bits = __byte_perm(word, 0x4B000000u, 0x7440u | uint32_t(i % 4));
+    v[i] = fmaf(q.s, __uint_as_float(bits) - kBase, q.b);
+  }
+  uint4 out;
+  uint32_t* w = reinterpret_cast<uint32_t*>(&out);
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+    w[i] = *reinterpret_cast<const uint32_t*>(&pair);
+  }
+  return out;
+}
+
 // raw -> wd: warp w decodes rows w, w + 8, ..., lane o octet o of each (values 8o .. 8o + 8
 // of the step; zeros past K).
 template <DType T>
@@ -151,18 +176,20 @@ __device__ __forceinline__ void decode_step(const TileArgs& a, const uint8_t* ra
 #pragma unroll 4
   for (int r = warp; r < kTileN; r += kThreads / 32) {
     const int off = int(reinterpret_cast<uintptr_t>(chunk_of<T>(a, n0 + r, kt)) & 15);
-    float v[8] = {};
+    uint4 v = make_uint4(0, 0, 0, 0);
     if (8 * lane < kvals) {
       const uint8_t* block = raw + r * S::kRawStride + off + (8 * lane / O::kElems) * O::kBytes;
-      cuda::octet_values<T>(O::get(block, (8 * lane % O::kElems) / 8), v);
+      v = octet_bf16<T>(O::get(block, (8 * lane % O::kElems) / 8));
     }
-    cuda::store_pack(wd + r * kStride + 8 * lane, v);
+    *reinterpret_cast<uint4*>(wd + r * kStride + 8 * lane) = v;
   }
 }
 
-// acc += wd[warp's 32 rows] · xs[warp's 32 rows]ᵀ over the step's first kvals values.
+// acc += wd[warp's 32 rows] · xs[warp's 32 rows]ᵀ over the step's first kvals values, for
+// the warp's first `live` 8-column tiles (the rest are x rows past M: zeros, never stored;
+// live is warp-uniform, so a 9-row step runs a quarter of a CTA's products).
 __device__ __forceinline__ void mma_step(float (&acc)[2][4][4], const bf16* wd, const bf16* xs,
-                                         int kvals) {
+                                         int kvals, int live) {
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) / 32;
   const int wn = warp % kWarpsN, wm = warp / kWarpsN;
   // ldmatrix x4 addresses: A's four 8x8 pieces are (rows 0-7 | 8-15) x (k 0-7 | 8-15) in
@@ -176,12 +203,14 @@ __device__ __forceinline__ void mma_step(float (&acc)[2][4][4], const bf16* wd, 
 #pragma unroll
     for (int i = 0; i < 2; i++) ldmatrix_x4(af[i], a_base + uint32_t((i * 16 * kStride + kk) * 2));
 #pragma unroll
-    for (int j = 0; j < 2; j++) ldmatrix_x4(bfr[j], b_base + uint32_t((j * 16 * kStride + kk) * 2));
+    for (int j = 0; j < 2; j++)
+      if (2 * j < live) ldmatrix_x4(bfr[j], b_base + uint32_t((j * 16 * kStride + kk) * 2));
 #pragma unroll
     for (int i = 0; i < 2; i++)
 #pragma unroll
       for (int t = 0; t < 4; t++)
-        mma_16816(acc[i][t], af[i], bfr[t / 2][(t % 2) * 2], bfr[t / 2][(t % 2) * 2 + 1]);
+        if (t < live)
+          mma_16816(acc[i][t], af[i], bfr[t / 2][(t % 2) * 2], bfr[t / 2][(t % 2) * 2 + 1]);
   }
 }
 
@@ -226,6 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1) block_tiles_kernel(TileArgs a) {
   const int kt0 = int(blockIdx.z) * a.steps_per_split;
   const int kt1 = min(steps, kt0 + a.steps_per_split);
   float acc[2][4][4] = {};
+  const int live = min(4, max(0, (a.M - m0 - (int(threadIdx.x) / 32 / kWarpsN) * 32 + 7) / 8));
   // The first weights before the wait (no kernel writes them), x after it. plan_splits
   // leaves no split empty; the guard would keep an empty one from reading past K.
   if (kt0 < kt1) load_weights<T>(a, raw(0), n0, kt0);
@@ -243,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, 1) block_tiles_kernel(TileArgs a) {
     asm volatile("cp.async.commit_group;\n" ::);
     decode_step<T>(a, raw(s), wd, n0, kt);
     __syncthreads();
-    mma_step(acc, wd, xs(s), min(kStepK, a.K - kt * kStepK));
+    if (live > 0) mma_step(acc, wd, xs(s), min(kStepK, a.K - kt * kStepK), live);
   }
   store_tile(a, acc, n0, m0);
 }
