@@ -8,7 +8,8 @@
 // Variants (backend/gguf_gemv.h, TANDEM_GGUF_GEMV): 1–8 row k-quant linears are timed on each
 // variant listed, with the largest difference of one layer's f32 outputs from variant 0's,
 // relative to their largest magnitude (other types and rows run variant 0 alone).
-// Block types at more than 8 rows are timed on both many-row routes, the decoded bf16 copy
+// Block types at 9-256 rows (kBlockTilesMaxRows) are timed on both many-row routes, the decoded
+// bf16 copy
 // + cuBLASLt ("copy", the default) and the shared-memory tiles ("tiles", TANDEM_GGUF_TILES;
 // cuda_block_tiles.cu), the tiles with their outputs' max relative difference from the copy's.
 //   usage: cuda_gguf_bench [types (default bf16,q4_k,q8_0)] [rows (default 1,4,8,16,64,512)]
@@ -28,6 +29,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_block_tiles.h"
 #include "backend/gguf_gemv.h"
 #include "core/block_quant.h"
 #include "core/error.h"
@@ -79,7 +81,7 @@ struct Route {
   bool tiles = false;
   std::string name(DType dtype, int64_t M) const {
     if (tiles) return "tiles";
-    return dtype_is_block(dtype) && M > 8 ? "copy" : "v" + std::to_string(variant);
+    return dtype_is_block(dtype) && M > 8 ? "copy" : fmt::format("v{}", variant);
   }
   void apply() const {
     set_gguf_gemv_variant(variant);
@@ -94,7 +96,7 @@ std::vector<Route> routes_for(DType dtype, int64_t M, const std::vector<int>& va
     for (int v : variants) routes.push_back({v, false});
   else
     routes.push_back({0, false});
-  if (dtype_is_block(dtype) && M > 8) routes.push_back({0, true});
+  if (dtype_is_block(dtype) && M > 8 && M <= kBlockTilesMaxRows) routes.push_back({0, true});
   return routes;
 }
 

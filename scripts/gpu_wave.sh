@@ -55,10 +55,12 @@
 #           The switch becomes the default when the tiles take fewer us a layer than the
 #           copy at 16, 64 and 128 rows for each type (the copy on an H100, bench/RESULTS.md:
 #           at 64 rows 394 us a layer for q4_k, 430 q6_k, 407 q8_0; 393-444 at 16-128 rows;
-#           one read of the q4_k weights is ~37 us at 3.35 TB/s), their diff <= 1e-2 (both decode to the
-#           same bf16 weights: only the f32 sums' order differs; more is a bug), the tests
-#           pass and 64-row offline tok/s is higher with =1. At 256 rows (weights decoded
-#           four times) the copy may stay ahead: then the tiles take M <= 128 only.
+#           one read of the q4_k weights is ~37 us at 3.35 TB/s), their diff <= 1e-4 (f32
+#           outputs, both from the same bf16 weights: only the order of the f32 sums
+#           differs; more is a bug), the tests pass and 64-row offline tok/s is higher
+#           with =1 (its prompt steps, over 256 rows, keep the copy either way). At 256 rows (weights decoded
+#           four times) the copy may stay ahead: then kBlockTilesMaxRows (cuda_block_tiles.h,
+#           256; prefill-sized steps always keep the copy) drops to 128.
 #    gguf-b1 the 8B shape in Q4_K_M (random-model --gguf, written while the tests run):
 #           decode-b1 and 64 rows offline (offline_bench), tandem only, once per
 #           TANDEM_GGUF_GEMV value in GGUF_B1_VARIANTS (default 0; 64 rows for 0 alone)

@@ -9,7 +9,7 @@
 //   3  as 2 with two rows a CTA (twice the loads in flight per warp, half the CTAs)
 //   4  as 2 with four rows a CTA
 // Every variant quantizes x as 0 does (int8 per 32 values) and sums the same products.
-// Beside it, for steps of more than 8 rows: gguf_tiles() (TANDEM_GGUF_TILES) picks the
+// Beside it, for steps of 9-256 rows: gguf_tiles() (TANDEM_GGUF_TILES) picks the
 // tensor-core GEMM that decodes weight tiles in shared memory (cuda_block_tiles.h) over the
 // decoded bf16 copy + cuBLASLt; off until measured on a GPU.
 #pragma once

@@ -25,7 +25,7 @@
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker
 //                           (docs/tensor-parallel.md, "One rank")
-//   TANDEM_GGUF_TILES       CUDA linears with GGUF block weights at more than 8 rows run the
+//   TANDEM_GGUF_TILES       CUDA linears with GGUF block weights at 9-256 rows run the
 //                           tensor-core tiles that decode the weight in shared memory
 //                           (backend/gguf_gemv.h, cuda_block_tiles.h) instead of a decoded
 //                           bf16 copy + cuBLASLt (issue 42; off until measured on a GPU)

@@ -320,7 +320,8 @@ void launch_tiles(CudaBackend& be, TileArgs a, int splits, dim3 grid) {
 bool block_tiles_fit(const CudaBackend& be, const Tensor& x, const Tensor& w) {
   int smem = 0;
   cuda::with_block_dtype(w.dtype, [&]<DType T>() { smem = Step<T>::kSmem; });
-  return smem > 0 && size_t(smem) <= be.props().sharedMemPerBlockOptin && cuda::aligned16(x.data) &&
+  return x.rows() <= kBlockTilesMaxRows && smem > 0 &&
+         size_t(smem) <= be.props().sharedMemPerBlockOptin && cuda::aligned16(x.data) &&
          cuda::aligned16(w.data);
 }
 

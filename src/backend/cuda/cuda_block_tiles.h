@@ -11,9 +11,15 @@ namespace tandem {
 
 class CudaBackend;
 
-// Whether the tiles take this linear: x and w 16-byte aligned (their copies into shared
-// memory go 16 bytes at a time) and the device's shared memory holds a CTA's (up to 204 KiB:
-// sm_90). Every block type the dense path accepts is taken.
+// The most rows the tiles take. Each 64 rows decode the weight once more, while the copy's
+// cost is paid once for all rows and cuBLASLt's GEMM outruns mma.sync tiles: prefill-sized
+// steps (thousands of rows) stay on the copy. 256 is the largest count the GPU part measures
+// (scripts/gpu_wave.sh gguf-tiles); lower it if the copy wins at 256.
+inline constexpr int kBlockTilesMaxRows = 256;
+
+// Whether the tiles take this linear: at most kBlockTilesMaxRows rows, x and w 16-byte aligned
+// (their copies into shared memory go 16 bytes at a time) and the device's shared memory holds a
+// CTA's (up to 204 KiB: sm_90). Every block type the dense path accepts is taken.
 bool block_tiles_fit(const CudaBackend& be, const Tensor& x, const Tensor& w);
 
 // out [T, N] = x [T, K] · W'ᵀ (+ bias [N]): the arguments block_linear validated (W' the
