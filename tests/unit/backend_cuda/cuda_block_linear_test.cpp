@@ -261,6 +261,32 @@ TEST(CudaBlockLinear, SharedMemoryTilesMatchTheCpuAndTheDecodedCopy) {
         }
 }
 
+// Enough tiles for every SM of an H100 / H200 (132: 34 x 4 here), so K is not split: each
+// CTA walks all of K's steps through both pipeline stages and stores out itself (with the
+// bias). Against the decoded copy (tested against the CPU above).
+TEST(CudaBlockLinear, SharedMemoryTilesUnsplitMatchTheDecodedCopy) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  std::mt19937 rng(13);
+  const int64_t N = 4250, K = 768, M = 256;
+  const std::vector<float> x = test::random_bf16(rng, size_t(M * K));
+  for (DType t : {DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::Q5_0}) {
+    const BlockWeight w = random_weight(t, N, K, rng);
+    for (bool with_bias : {false, true}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(t) << (with_bias ? " bias" : ""));
+      const std::vector<float> bias =
+          with_bias ? test::random_bf16(rng, size_t(N)) : std::vector<float>{};
+      std::vector<float> got;
+      {
+        const Tiles tiles;
+        got = gpu_linear(gpu, x, w, t, M, N, K, bias);
+      }
+      EXPECT_LT(test::rel_err(got, gpu_linear(gpu, x, w, t, M, N, K, bias)),
+                with_bias ? 4e-3 : 1e-4);
+    }
+  }
+}
+
 TEST(CudaBlockEmbedding, DecodesTheRowsOfTheIds) {
   TANDEM_SKIP_WITHOUT_CUDA();
   CudaBackend gpu(0);
