@@ -1,9 +1,14 @@
 // cuda_gguf_bench: CUDA linears with ggml block-type weights (cuda_block_linear.cu) against
 // bf16, at Llama-3.1-8B's layer shapes (qkv 6144x4096, o 4096x4096, gate_up 28672x4096, down
-// 4096x14336), 1 / 4 / 8 rows (the weight stream) and 16 / 64 / 512 (the decoded bf16 copy
+// 4096x14336), 1 / 4 / 8 rows (the weight stream) and 16 / 64 / 512 (the decoded bf16 copy, and the
+// tiles
 // + cuBLASLt). Each figure is one layer's four linears timed with CUDA
 // events (the median of repetitions of a CUDA graph of several layers over distinct weight
 // copies, more bytes than L2 holds); GB/s counts the weight bytes read. Never a gate.
+// Block types at 9-256 rows (kBlockTilesMaxRows) are timed on both many-row routes, the
+// decoded bf16 copy + cuBLASLt ("copy", the default) and the shared-memory tiles ("tiles",
+// TANDEM_GGUF_TILES; cuda_block_tiles.cu), the tiles with their outputs' max relative
+// difference from the copy's.
 //   usage: cuda_gguf_bench [types (default bf16,q4_k,q8_0)] [rows (default 1,4,8,16,64,512)]
 #include <fmt/format.h>
 
@@ -20,6 +25,8 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_block_tiles.h"
+#include "backend/gguf_tiles.h"
 #include "core/block_quant.h"
 #include "core/error.h"
 #include "cuda_timing.h"
@@ -57,6 +64,35 @@ Tensor weight(CudaBackend& be, DType dtype, int64_t N, int64_t K, std::mt19937& 
       convert_from_f32(row.data(), dst, DType::BF16, size_t(K));
   }
   return be.upload(host, host.dtype);
+}
+
+// The many-row routes timed for dtype at M rows; the first (the copy) is the diffs' reference.
+std::vector<bool> tiles_routes(DType dtype, int64_t M) {
+  if (dtype_is_block(dtype) && M > 8 && M <= kBlockTilesMaxRows) return {false, true};
+  return {false};
+}
+
+// One layer's outputs in f32, each linear on the route in force.
+std::vector<float> layer_outputs(CudaBackend& be, const std::vector<Linear>& layer,
+                                 const std::vector<Tensor>& xs) {
+  std::vector<float> all;
+  for (size_t i = 0; i < layer.size(); i++) {
+    Tensor out = be.alloc(DType::F32, {xs[i].rows(), layer[i].weight.dim(0)});
+    be.linear(out, xs[i], layer[i]);
+    const Tensor host = be.to_host_f32(out);
+    all.insert(all.end(), host.ptr<float>(), host.ptr<float>() + host.numel());
+  }
+  return all;
+}
+
+// max |got − ref| / max |ref|
+double max_rel_diff(const std::vector<float>& got, const std::vector<float>& ref) {
+  double diff = 0.0, mag = 0.0;
+  for (size_t i = 0; i < ref.size(); i++) {
+    diff = std::max(diff, std::fabs(double(got[i]) - double(ref[i])));
+    mag = std::max(mag, std::fabs(double(ref[i])));
+  }
+  return mag > 0.0 ? diff / mag : diff;
 }
 
 }  // namespace
@@ -103,11 +139,25 @@ int main(int argc, char** argv) {
         for (const auto& layer : layers)
           for (size_t i = 0; i < layer.size(); i++) call(i, layer[i]);
       };
-      const bench::Timing t = bench::time_graph(be, 1, step);
-      const double per_layer = t.event_s / double(layers.size());
-      fmt::print("{:<5} M={:<4} layer {:8.1f} us  {:7.1f} GB/s of weights  {:8.1f} TFLOP/s\n", name,
-                 M, per_layer * 1e6, double(layer_bytes) / per_layer * 1e-9,
-                 2.0 * double(M) * (6144 + 4096 + 28672 + 14336) * 4096.0 / per_layer * 1e-12);
+      const std::vector<bool> routes = tiles_routes(dtype, M);
+      std::vector<float> ref;  // the copy's outputs, when the tiles are timed too
+      if (routes.size() > 1) {
+        set_gguf_tiles(false);
+        ref = layer_outputs(be, layers[0], xs);
+      }
+      for (const bool tiles : routes) {
+        set_gguf_tiles(tiles);
+        const bench::Timing t = bench::time_graph(be, 1, step);
+        const double per_layer = t.event_s / double(layers.size());
+        const char* route = tiles ? "tiles" : dtype_is_block(dtype) && M > 8 ? "copy" : "";
+        fmt::print("{:<5} M={:<4} {:<5} layer {:8.1f} us  {:7.1f} GB/s of weights  {:8.1f} TFLOP/s",
+                   name, M, route, per_layer * 1e6, double(layer_bytes) / per_layer * 1e-9,
+                   2.0 * double(M) * (6144 + 4096 + 28672 + 14336) * 4096.0 / per_layer * 1e-12);
+        if (tiles)
+          fmt::print("  max rel diff from copy {:.2e}", max_rel_diff(layer_outputs(be, layers[0], xs), ref));
+        fmt::print("\n");
+      }
+      set_gguf_tiles(false);
     }
   }
   return 0;

@@ -35,6 +35,24 @@
 #    gguf-kern  bench/cuda_gguf_bench (PACK_BENCHES=cuda_gguf_bench): the k-quant linears
 #           at the 8B layer shapes (GGUF_TYPES, default q4_k,q6_k,q5_k; GGUF_ROWS, default
 #           1,2,4,8,64), then test_backend_cuda's CudaBlock* tests                    ~2 min
+#    gguf-tiles  the many-row GGUF linears on the shared-memory tiles (TANDEM_GGUF_TILES=1,
+#           cuda_block_tiles.cu) beside the decoded bf16 copy (the default), issue 42 item 5:
+#           bench/cuda_gguf_bench (PACK_BENCHES=cuda_gguf_bench) at the 8B layer shapes,
+#           GGUF_TILE_TYPES (default q4_k,q6_k,q8_0) at GGUF_TILE_ROWS (default
+#           16,64,128,256), "copy" and "tiles" in one run with the tiles' max relative
+#           difference from the copy; test_backend_cuda's CudaBlock* tests (their
+#           SharedMemoryTiles... test sets the switch itself: the test binary reads no
+#           environment); then the 8B Q4_K_M file (random-model --gguf) at 64 rows offline,
+#           TANDEM_GGUF_TILES=0 and =1                                                 ~3 min
+#           The switch becomes the default when the tiles take fewer us a layer than the
+#           copy at 16, 64 and 128 rows for each type (the copy on an H100, bench/RESULTS.md:
+#           at 64 rows 394 us a layer for q4_k, 430 q6_k, 407 q8_0; 393-444 at 16-128 rows;
+#           one read of the q4_k weights is ~37 us at 3.35 TB/s), their diff <= 1e-4 (f32
+#           outputs, both from the same bf16 weights: only the order of the f32 sums
+#           differs; more is a bug), the tests pass and 64-row offline tok/s is higher
+#           with =1 (its prompt steps, over 256 rows, keep the copy either way). At 256 rows (weights decoded
+#           four times) the copy may stay ahead: then kBlockTilesMaxRows (cuda_block_tiles.h,
+#           256; prefill-sized steps always keep the copy) drops to 128.
 #    gguf-b1 the 8B shape in Q4_K_M (random-model --gguf, written while the tests run):
 #           decode-b1 and 64 rows offline (offline_bench), tandem only
 #    gguf-cpu scripts/gpu_gguf.sh cpu: the CPU figures on this quiet machine (two pinned
@@ -129,7 +147,7 @@ if has prep; then  # llama.cpp's build and the GGUF files of the next call's ggu
 fi
 writer=
 Q8=/tmp/llama8b-Q4_K_M.gguf gguf_writer=
-if has gguf-b1; then
+if has gguf-b1 || has gguf-tiles; then
   "$G/tandem" random-model --like llama-3.1-8b --gguf Q4_K_M --out "$Q8" > "$L/random-gguf.log" 2>&1 &
   gguf_writer=$!
 fi
@@ -323,7 +341,23 @@ if has gguf-kern; then
   echo "CudaBlock tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/gguf-kern-tests.log" | tr '\n' ' ')"
 fi
 
-if has gguf-b1 && wait "$gguf_writer"; then
+gguf_ok=  # the writer's status, waited for once (two parts may wait on it)
+gguf_ready() { [ -n "$gguf_ok" ] || { wait "$gguf_writer"; gguf_ok=$?; }; [ "$gguf_ok" = 0 ]; }
+if has gguf-tiles; then
+  [ -x "$G/bench/cuda_gguf_bench" ] && timeout 300 "$G/bench/cuda_gguf_bench" \
+    "${GGUF_TILE_TYPES:-q4_k,q6_k,q8_0}" "${GGUF_TILE_ROWS:-16,64,128,256}" 2>&1 | tee "$L/gguf-tiles.log"
+  timeout 240 "$G/tests/test_backend_cuda" --gtest_filter='CudaBlock*' > "$L/gguf-tiles-tests.log" 2>&1
+  echo "CudaBlock tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/gguf-tiles-tests.log" | tr '\n' ' ')"
+  if gguf_ready; then
+    for tiles in 0 1; do
+      TANDEM_GGUF_TILES=$tiles timeout 120 "$G/bench/offline_bench" "$Q8" --num 64 --batch 64 \
+        --input 128 --output 256 > "$L/gguf-tiles-64-$tiles.log" 2>&1
+      echo "gguf 8B Q4_K_M 64 rows TANDEM_GGUF_TILES=$tiles: $(grep -oE '[0-9.]+ output tok/s.*' "$L/gguf-tiles-64-$tiles.log" | tail -1)"
+    done
+  fi
+fi
+
+if has gguf-b1 && gguf_ready; then
   for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
              "64 rows:--num 64 --batch 64 --input 128 --output 256"; do
     read -ra a <<< "${run#*:}"

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/gguf_tiles.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 
@@ -64,6 +65,7 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.tp_executor = read_switch(lookup, "TANDEM_TP_EXECUTOR").value_or(false);
   s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);
+  s.gguf_tiles = read_switch(lookup, "TANDEM_GGUF_TILES").value_or(false);
   if (const char* a = lookup("TANDEM_CPU_BLOCK_ARITHMETIC")) s.cpu_block_arithmetic = a;
   return s;
 }
@@ -78,6 +80,7 @@ bool apply_process_switches(int threads_flag) {
   try {
     const EnvSwitches& s = env_switches();
     if (s.cpu_isa) set_cpu_isa_cap(*s.cpu_isa);
+    set_gguf_tiles(s.gguf_tiles);
     const int threads = threads_flag > 0 ? threads_flag : s.threads;
     if (threads > 0) ThreadPool::set_global_threads(threads);
     return true;

@@ -22,6 +22,10 @@
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker
 //                           (docs/tensor-parallel.md, "One rank")
+//   TANDEM_GGUF_TILES       CUDA linears with GGUF block weights at 9-256 rows run the
+//                           tensor-core tiles that decode the weight in shared memory
+//                           (backend/gguf_tiles.h, cuda_block_tiles.h) instead of a decoded
+//                           bf16 copy + cuBLASLt (issue 42; off until measured on a GPU)
 //   TANDEM_VISION_TIMING    time the vision encoder on a GPU (a wait for the device before
 //                           and after each step's image encoding; /stats
 //                           vision_encode_ms_total; docs/images.md, "Measuring")
@@ -55,6 +59,7 @@ struct EnvSwitches {
   std::string cpu_block_arithmetic;  // TANDEM_CPU_BLOCK_ARITHMETIC; "": the default
   bool vision_timing = false;        // TANDEM_VISION_TIMING
   bool tp_executor = false;          // TANDEM_TP_EXECUTOR
+  bool gguf_tiles = false;           // TANDEM_GGUF_TILES (a process-wide setting)
 };
 
 // A variable's value, or null when unset (std::getenv's contract).
@@ -68,9 +73,9 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup);
 const EnvSwitches& env_switches();
 
 // Applies the process-wide settings of env_switches(): the ISA cap, the GGUF weight
-// stream's variant, and the thread pool's size (threads_flag > 0, from --threads, wins over
-// TANDEM_THREADS). Call once at start-up, before the first model op. False, with the error printed
-// to stderr, when a variable is malformed (the command then exits 1).
+// stream's variant and many-row tiles, and the thread pool's size (threads_flag > 0, from
+// --threads, wins over TANDEM_THREADS). Call once at start-up, before the first model op. False,
+// with the error printed to stderr, when a variable is malformed (the command then exits 1).
 bool apply_process_switches(int threads_flag = 0);
 
 }  // namespace tandem::cli

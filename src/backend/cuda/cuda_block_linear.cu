@@ -10,7 +10,10 @@
 //     split-K form of this stream instead (cuda_block_gemv_split.cu: a CTA's warps share K,
 //     each lane reading its bytes once), measured faster there.
 //   beyond: the weight decoded to bf16 (in chunks of rows, so the copy stays under
-//     kDecodedChunkBytes), then the bf16 linear (cuBLASLt).
+//     kDecodedChunkBytes), then the bf16 linear (cuBLASLt); or, while gguf_tiles() is on
+//     (TANDEM_GGUF_TILES, until measured) and up to kBlockTilesMaxRows rows, the tensor-core
+//     tiles that decode the weight in shared memory (cuda_block_tiles.cu), never into an HBM
+//     copy.
 // Measured on an H100 at the 8B layer shapes (bench/cuda_gguf_bench, bench/RESULTS.md
 // 2026-12-06 third session): 32-value lanes over two rows a warp stream Q4_K at 1.53 TB/s
 // where octet lanes over one row read 0.89 (more loads in flight per warp); the decoded
@@ -26,6 +29,8 @@
 #include "backend/cuda/cuda_block_decode.cuh"
 #include "backend/cuda/cuda_block_gemv_split.h"
 #include "backend/cuda/cuda_block_linear.h"
+#include "backend/cuda/cuda_block_tiles.h"
+#include "backend/gguf_tiles.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_pdl.cuh"
@@ -270,6 +275,7 @@ void block_linear(CudaBackend& be, Tensor& out, const Tensor& x, const Linear& l
   }
   if (T == 0 || N == 0) return;
   if (T <= kBlockGemvMaxRows && cuda::aligned16(x.data)) return gemv(be, out, x, w, bias);
+  if (gguf_tiles() && block_tiles_fit(be, x, w)) return block_tiles_linear(be, out, x, w, bias);
   decoded_linear(be, out, x, w, bias, chunk_bytes);
 }
 

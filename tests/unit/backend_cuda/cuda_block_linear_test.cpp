@@ -3,7 +3,7 @@
 // of cuda_block_linear.cu: the 8-bit-activation weight stream (1–8 rows; also against its own
 // twin, the f64 product with x quantized as the kernel quantizes it) and the decoded bf16
 // copy (more rows; whole and in chunks of rows); the k-quant stream's variants against the
-// same twin.
+// same twin; the shared-memory tiles (TANDEM_GGUF_TILES) against the CPU and the copy.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_block_linear.h"
+#include "backend/gguf_tiles.h"
 #include "core/block_quant.h"
 #include "core/error.h"
 #include "cuda_test_util.h"
@@ -201,6 +202,76 @@ TEST(CudaBlockLinear, DecodedCopyInChunksMatchesTheCpu) {
       EXPECT_LT(test::rel_err(test::to_vec(gpu, out), cpu_linear(x, w, t, M, N, K, bias)),
                 with_bias ? 2e-2 : test::kBf16Tol);
     }
+}
+
+// Turns the shared-memory tiles (gguf_tiles(), TANDEM_GGUF_TILES) on for a scope; off after.
+struct Tiles {
+  Tiles() { set_gguf_tiles(true); }
+  ~Tiles() { set_gguf_tiles(false); }
+};
+
+// The tiles (cuda_block_tiles.cu) on every type against the CPU twin and the decoded copy:
+// N = 200 (a whole and a partial 128-row tile), 9–256 rows (partial and several 64-row
+// tiles); K = 256 (one step: the CTA stores out, with the bias) and 768 or, for 32-value
+// blocks, 800 (K split across CTAs, then the partial sums' reduction with the bias; 800
+// ends in a partial step). Rows of Q6_K, Q3_K, Q5_0 bytes are not 16-byte multiples.
+TEST(CudaBlockLinear, SharedMemoryTilesMatchTheCpuAndTheDecodedCopy) {
+  set_gguf_tiles(true);
+  EXPECT_TRUE(gguf_tiles());
+  set_gguf_tiles(false);
+  EXPECT_FALSE(gguf_tiles());
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  std::mt19937 rng(12);
+  const int64_t N = 200;
+  for (DType t : kTypes)
+    for (int64_t K : {int64_t(256), dtype_block(t).elems == 256 ? int64_t(768) : int64_t(800)})
+      for (int64_t M : {9, 16, 33, 64, 130, 256})
+        for (bool with_bias : {false, true}) {
+          SCOPED_TRACE(testing::Message()
+                       << dtype_name(t) << " K=" << K << " M=" << M << (with_bias ? " bias" : ""));
+          const BlockWeight w = random_weight(t, N, K, rng);
+          const std::vector<float> x = test::random_bf16(rng, size_t(M * K));
+          const std::vector<float> bias =
+              with_bias ? test::random_bf16(rng, size_t(N)) : std::vector<float>{};
+          std::vector<float> got;
+          {
+            const Tiles tiles;
+            got = gpu_linear(gpu, x, w, t, M, N, K, bias);
+          }
+          const std::vector<float> copy = gpu_linear(gpu, x, w, t, M, N, K, bias);
+          // Both decode the weight to the same bf16 values: only the order of the f32 sums
+          // differs (and a bf16 output's rounding of them).
+          EXPECT_LT(test::rel_err(got, copy), with_bias ? 4e-3 : 1e-4);
+          EXPECT_LT(test::rel_err(got, cpu_linear(x, w, t, M, N, K, bias)),
+                    with_bias ? 2e-2 : test::kBf16Tol);
+        }
+}
+
+// Enough tiles for every SM of an H100 / H200 (132: 34 x 4 here), so K is not split: each
+// CTA walks all of K's steps through both pipeline stages and stores out itself (with the
+// bias). Against the decoded copy (tested against the CPU above).
+TEST(CudaBlockLinear, SharedMemoryTilesUnsplitMatchTheDecodedCopy) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  std::mt19937 rng(13);
+  const int64_t N = 4250, K = 768, M = 256;
+  const std::vector<float> x = test::random_bf16(rng, size_t(M * K));
+  for (DType t : {DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::Q5_0}) {
+    const BlockWeight w = random_weight(t, N, K, rng);
+    for (bool with_bias : {false, true}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(t) << (with_bias ? " bias" : ""));
+      const std::vector<float> bias =
+          with_bias ? test::random_bf16(rng, size_t(N)) : std::vector<float>{};
+      std::vector<float> got;
+      {
+        const Tiles tiles;
+        got = gpu_linear(gpu, x, w, t, M, N, K, bias);
+      }
+      EXPECT_LT(test::rel_err(got, gpu_linear(gpu, x, w, t, M, N, K, bias)),
+                with_bias ? 4e-3 : 1e-4);
+    }
+  }
 }
 
 TEST(CudaBlockEmbedding, DecodesTheRowsOfTheIds) {

@@ -97,5 +97,11 @@ TEST(EnvSwitches, CpuIsaByName) {
             "TANDEM_CPU_ISA='sse4': expected avx2 or avx512");
 }
 
+TEST(EnvSwitches, GgufTilesOffUnlessSet) {
+  EXPECT_FALSE(parse({}).gguf_tiles);
+  EXPECT_FALSE(parse({{"TANDEM_GGUF_TILES", "0"}}).gguf_tiles);
+  EXPECT_TRUE(parse({{"TANDEM_GGUF_TILES", "1"}}).gguf_tiles);
+}
+
 }  // namespace env_switches_test
 }  // namespace tandem::cli

@@ -1,0 +1,19 @@
+#include "backend/gguf_tiles.h"
+
+#include <atomic>
+
+namespace tandem {
+
+namespace {
+std::atomic<bool> g_tiles{false};  // read at every launch, set at start-up (or by a bench)
+}  // namespace
+
+bool gguf_tiles() {
+  return g_tiles.load(std::memory_order_relaxed);
+}
+
+void set_gguf_tiles(bool on) {
+  g_tiles.store(on, std::memory_order_relaxed);
+}
+
+}  // namespace tandem
