@@ -2,6 +2,7 @@
 #include "engine/tensor_parallel_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <iterator>
 #include <utility>
@@ -73,6 +74,22 @@ class TensorParallelExecutor final : public Executor {
     if (config_.graphs)  // each rank records its own graphs, on its own thread and device
       ranks_->run([&](int r) { runners_[size_t(r)]->enable_graphs(max_model_len, max_rows); });
     if (draft_) draft_->prepare(max_model_len, max_rows, config_.graphs);
+  }
+
+  // As the single worker: a speculating engine's one-row verify graphs, recorded at start-up
+  // by each rank on its own thread and device, the collectives inside them (every rank
+  // records the same graphs in the same order, so they meet in the same collectives).
+  void prepare_speculation(int tokens_per_row) override {
+    if (!config_.graphs || !config_.verify_graphs) return;
+    ranks_->run([&](int r) { runners_[size_t(r)]->record_verify_graphs(1, tokens_per_row); });
+    recorded0_ = runners_[0]->graphs_recorded();
+    if (draft_) draft_->record_verify_graphs(1, tokens_per_row);
+  }
+  // Rank 0's verify graphs as of its latest forward (every rank records the same ones), and
+  // the draft's. A step that records one lazily is counted once rank 0 has run it: with the
+  // steps overlapped, possibly after the engine has looked (a statistic, not a result).
+  int64_t graphs_recorded() const override {
+    return recorded0_.load(std::memory_order_relaxed) + (draft_ ? draft_->graphs_recorded() : 0);
   }
 
   void issue_forward(const StepPlan& plan) override;
@@ -201,6 +218,7 @@ class TensorParallelExecutor final : public Executor {
   std::vector<PendingSample> fed_;      // [N] rank r's copy of the latest broadcast ids
   std::optional<Tensor> logits0_;       // rank 0's of the forward issued last
   std::deque<PendingSample> pending0_;  // rank 0's sampling ops not waited for, oldest first
+  std::atomic<int64_t> recorded0_{0};   // rank 0's verify graphs recorded (any thread reads)
 };
 
 KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
@@ -269,6 +287,7 @@ void TensorParallelExecutor::forward_on_rank(int r, const StepPlan& plan, ReadBa
   Tensor pooled;
   Tensor logits = runners_[size_t(r)]->forward(plan, feed_source(r), &pooled);
   if (r != 0) return;
+  recorded0_.store(runners_[0]->graphs_recorded(), std::memory_order_relaxed);
   const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
   const int64_t num_sampled = int64_t(plan.sample_index.size()) - num_prompt_rows;
   if (num_prompt_rows > 0)

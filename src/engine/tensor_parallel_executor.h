@@ -6,8 +6,8 @@
 // logits. Rank 0 samples on its device, and the sampled ids are broadcast device to device
 // (Communicator::broadcast_ids), so every rank feeds the same tokens from its own device copy;
 // only rank 0's ids reach the host, for the engine. The engine, scheduler and KV manager see
-// one executor, as with one worker. On GPUs each rank records its own decode graphs, the
-// NCCL collectives inside them.
+// one executor, as with one worker. On GPUs each rank records its own decode graphs (and a
+// speculating engine's verify graphs), the NCCL collectives inside them.
 //
 // The KV budget (--kv-budget) is per rank: each rank's cache holds its KV heads of every
 // block. LoRA adapters are cut like their base weights (each rank installs its slices).

@@ -9,7 +9,9 @@
 // continuations, with prompt logprobs in the batch; a job that fails on the ranks surfaces
 // from collect, once, and the group runs again after it; a draft model beside the ranks
 // keeps the target's continuations. On a GPU with NCCL: one rank, overlapped, serves what the
-// single-worker CUDA executor serves, with and without the broadcast forced.
+// single-worker CUDA executor serves, with and without the broadcast forced; a speculating
+// engine over one rank records its verify graphs at start-up and speculates as the single
+// worker does.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -198,6 +200,7 @@ struct Served {
   std::vector<std::vector<int32_t>> tokens;  // [prompt][token]
   std::vector<GeneratedToken> scored;        // prompt 0's prompt logprobs
   SpecDecodeStats spec;
+  int64_t graphs_at_start = 0;  // verify graphs the executor recorded before the first step
 };
 
 Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& prompts,
@@ -215,7 +218,9 @@ Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& pr
                                                  std::move(m.tp_ranks), graphs, std::move(m.draft),
                                                  options)
                  : make_executor(std::move(m.backend), std::move(m.model), graphs);
+  const Executor& recorder = *executor;
   Engine engine(std::move(executor), m.tokenizer, config);
+  const int64_t graphs_at_start = recorder.graphs_recorded();
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (size_t i = 0; i < prompts.size(); i++) {
     GenerationRequest req;
@@ -228,6 +233,7 @@ Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& pr
   }
   engine.run_until_idle();
   Served out;
+  out.graphs_at_start = graphs_at_start;
   out.tokens.resize(prompts.size());
   for (size_t i = 0; i < prompts.size(); i++)
     while (auto c = streams[i]->pop(std::chrono::milliseconds(0))) {
@@ -331,6 +337,37 @@ TEST(TensorParallelAsyncNccl, OneRankBroadcastFedStepsEqualTheSingleWorker) {
   Ready one = single_worker("llama", "cuda");
   Ready tp = tp_executor("llama", 1, "cuda", {.broadcast_at_one_rank = true});
   expect_fed_chains_equal(tp, one, p.prompt);
+}
+
+// On a GPU with NCCL: a speculating engine (n-gram proposals) over one rank records its
+// verify graphs at start-up, as the single worker does (each rank its own, the collectives
+// inside), and serves the single worker's ids with the same proposals accepted.
+TEST(TensorParallelAsyncNccl, OneRankRecordsVerifyGraphsAndSpeculatesAsTheSingleWorker) {
+  if (cuda_device_count() < 1 || !nccl_available()) GTEST_SKIP() << "needs a GPU and NCCL";
+  const std::filesystem::path dir =
+      std::filesystem::path(TANDEM_TEST_DATA) / ".." / ".." / "models" / "tiny-kjv";
+  SpeculativeConfig spec{.method = SpecMethod::Ngram, .num_speculative_tokens = 4};
+  spec.prompt_lookup_min = 1;
+  spec.prompt_lookup_max = 3;
+  spec.adaptive = false;  // every row verifies whatever it has, every step
+  auto run = [&](bool tp) {
+    cli::LoadedModel m = tp ? load_ranks_at(dir, 1, "cuda") : cli::load_model_folder(dir, "cuda");
+    std::vector<OraclePrompt> prompts(2);
+    const char* texts[] = {"And God said, Let there be light: and there was light. And God",
+                           "And the LORD spake unto Moses, saying, Speak unto the children of"};
+    for (size_t i = 0; i < prompts.size(); i++) {
+      prompts[i].prompt = m.tokenizer->encode(texts[i], true);
+      prompts[i].batch_greedy.resize(32);
+    }
+    return serve_overlapped(m, prompts, spec);
+  };
+  const Served one = run(false), tp = run(true);
+  EXPECT_GT(one.graphs_at_start, 0) << "the single worker recorded no verify graphs";
+  EXPECT_EQ(tp.graphs_at_start, one.graphs_at_start);
+  EXPECT_EQ(tp.tokens, one.tokens);
+  EXPECT_GT(one.spec.num_accepted_tokens, 0) << "no proposal was ever accepted";
+  EXPECT_EQ(tp.spec.num_draft_tokens, one.spec.num_draft_tokens);
+  EXPECT_EQ(tp.spec.num_accepted_tokens, one.spec.num_accepted_tokens);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TensorParallelAsync, ::testing::Values(1, 2),
