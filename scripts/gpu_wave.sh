@@ -10,9 +10,13 @@
 #      tar xJf .device/wave.tar.xz -C /tmp && OUT=$OUT /tmp/wave/gpu_wave.sh [PARTS]
 #    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp (not in the default)
 #    tp     tensor parallelism through NCCL at one rank (docs/tensor-parallel.md): the NCCL unit
-#           tests and the vocabulary-slice kernel (test_backend_cuda), the golden NCCL tests
-#           (TP=1 equals the single worker, graphs on, steps overlapped or not; the several-GPU
-#           one skips on one GPU; the asynchronous executor's CPU-rank tests beside them),
+#           tests and the vocabulary-slice kernel (test_backend_cuda 'Nccl*:CudaVocabSlice*':
+#           the sampled ids' device broadcast feeding a step among them), the golden NCCL
+#           tests (test_golden '*TensorParallelNccl*:*TensorParallelAsync*': TP=1 equals the
+#           single worker, graphs on, steps overlapped or not, with the ids' broadcast forced
+#           too (TensorParallelAsyncNccl.*); n-gram speculation recording verify graphs under
+#           the group; GGUF Q8_0/Q4_0 on GPU ranks (TensorParallelNcclGguf); the several-GPU
+#           ones skip on one GPU; the asynchronous executor's CPU-rank tests beside them),
 #           then on the 8B shape decode-b1 and offline 128/128 at 64 rows, the single worker
 #           and TANDEM_TP_EXECUTOR=1 (the NCCL executor at N = 1) one after the other, and the
 #           both with TANDEM_OVERLAP=0 (decode-b1) beside them                          ~4 min
@@ -162,7 +166,7 @@ fi
 if has tp && [ "${TP_TESTS:-1}" = 1 ]; then  # the NCCL checks need only the fixtures
   timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='Nccl*:CudaVocabSlice*' > "$L/tp-unit.log" 2>&1
   echo "tp test_backend_cuda rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-unit.log" | tr '\n' ' ')"
-  timeout 180 "$G/tests/test_golden" --gtest_filter='*TensorParallelNccl*:*TensorParallelAsync*' > "$L/tp-golden.log" 2>&1
+  timeout 240 "$G/tests/test_golden" --gtest_filter='*TensorParallelNccl*:*TensorParallelAsync*' > "$L/tp-golden.log" 2>&1
   echo "tp test_golden rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$L/tp-golden.log" | tr '\n' ' ')"
   grep -hE '^\[  (FAILED|SKIPPED) |Failure|Expected|Which is|error' "$L/tp-unit.log" "$L/tp-golden.log" | head -20
 fi

@@ -160,6 +160,24 @@ void Backend::feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
   }
 }
 
+Tensor Backend::sampled_ids(const PendingSample& from) {
+  TANDEM_CHECK(device() == Device::CPU, "sampled_ids needs an override on {}", name());
+  auto* picked = static_cast<const std::vector<SampledToken>*>(from.state.get());
+  TANDEM_CHECK(picked && int64_t(picked->size()) == from.num_rows,
+               "sampled_ids: no pending results to read");
+  Tensor ids = alloc(DType::I32, {int64_t(from.num_rows)});
+  for (size_t i = 0; i < picked->size(); i++) ids.ptr<int32_t>()[i] = (*picked)[i].token;
+  return ids;
+}
+
+PendingSample Backend::picked_ids(Tensor ids) {
+  TANDEM_CHECK(device() == Device::CPU, "picked_ids needs an override on {}", name());
+  TANDEM_CHECK(ids.dtype == DType::I32 && ids.ndim() == 1, "picked_ids: ids must be [S] i32");
+  auto picked = std::make_shared<std::vector<SampledToken>>(size_t(ids.numel()));
+  for (size_t i = 0; i < picked->size(); i++) (*picked)[i].token = ids.ptr<int32_t>()[i];
+  return PendingSample{int(ids.numel()), picked};
+}
+
 }  // namespace tandem
 
 // --- elementwise and stream-mixing ops (Gemma 3n and 4 use them) ---

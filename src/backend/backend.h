@@ -237,6 +237,13 @@ class Backend {
   // after `from` and before the ops issued next.   tokens [T] i32
   virtual void feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
                            std::span<const int32_t> src, const PendingSample& from);
+  // The ids `from` picked, on this device, written in order after it: what tensor-parallel
+  // rank 0 broadcasts to the other ranks (Communicator::broadcast_ids).   [S] i32
+  virtual Tensor sampled_ids(const PendingSample& from);
+  // A sampling op that picked `ids` (received from rank 0's, on this device): feed_tokens
+  // reads it like the op itself, in stream order. Never waited for: the host has the ids
+  // from rank 0.   ids [S] i32
+  virtual PendingSample picked_ids(Tensor ids);
 
   // --- elementwise and stream-mixing ops (Gemma 3n and 4 use them) ---
   // Not pure: a backend without them fails with "op '...' is not implemented".

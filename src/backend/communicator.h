@@ -2,7 +2,7 @@
 // object per rank. Every rank of a group calls the same collectives in the same order with
 // tensors of the same shape; a call returns once every rank has made it. The in-memory
 // implementation (cpu/cpu_communicator.h) serves CPU ranks that are threads of one process;
-// an NCCL one would serve GPUs.
+// the NCCL one (cuda/nccl_communicator.h) serves GPUs.
 //
 // Reductions sum in rank order (rank 0 + rank 1 + ... + rank N−1, left to right), so a
 // result does not depend on which rank arrives first.
@@ -28,6 +28,10 @@ class Communicator {
   virtual void all_gather_columns(Tensor& out, const Tensor& local) = 0;
   // ids = root's ids, on every rank (the sampled tokens: rank 0 samples).
   virtual void broadcast(std::span<int32_t> ids, int root = 0) = 0;
+  // ids = root's ids, on every rank, each in its own tensor on its own device: the sampled
+  // tokens without a host round trip. On a GPU it is enqueued on the rank's stream and
+  // returns at once (the ids are there for the ops enqueued after it).   ids [S] i32
+  virtual void broadcast_ids(Tensor& ids, int root = 0) = 0;
   // Returns once every rank has called it.
   virtual void barrier() = 0;
   // A rank that failed between collectives: every rank waiting in one, or entering one

@@ -2,6 +2,7 @@
 #include "engine/tensor_parallel_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <iterator>
 #include <utility>
@@ -17,34 +18,17 @@
 namespace tandem {
 namespace {
 
-// The plan with its fed tokens (the previous step's sampled ids, StepPlan::feed_index)
-// written into its tokens on the host: every rank holds those ids after the broadcast (its
-// own copy, on its own thread), and no backend's pending sample (rank 0's, on its device)
-// has to reach another rank. On GPUs this costs each rank a wait for the ids between two
-// steps (the single worker reads them on the device); the engine's overlap stays.
-StepPlan with_fed_tokens(const StepPlan& plan, std::span<const int32_t> ids) {
-  StepPlan out = plan;
-  for (size_t f = 0; f < plan.feed_index.size(); f++) {
-    const int32_t src = plan.feed_source[f];
-    TANDEM_CHECK(src >= 0 && size_t(src) < ids.size(),
-                 "the plan feeds row {} of a step that sampled {} ids", src, ids.size());
-    out.tokens[size_t(plan.feed_index[f])] = ids[size_t(src)];
-  }
-  out.feed_index.clear();
-  out.feed_source.clear();
-  return out;
-}
-
 class TensorParallelExecutor final : public Executor {
  public:
   TensorParallelExecutor(std::unique_ptr<Backend> backend0, std::unique_ptr<Model> model0,
                          std::shared_ptr<TpRanks> ranks, ExecutorConfig config,
-                         std::unique_ptr<Model> draft)
+                         std::unique_ptr<Model> draft, TpExecutorOptions options)
       : backend0_(std::move(backend0)),
         model0_(std::move(model0)),
         ranks_(std::move(ranks)),
         config_(config),
-        rank_ids_(size_t(ranks_->size())) {
+        broadcast_(ranks_->size() > 1 || options.broadcast_at_one_rank),
+        fed_(size_t(ranks_->size())) {
     TANDEM_CHECK(&ranks_->model(0) == model0_.get() && &ranks_->backend(0) == backend0_.get(),
                  "tensor-parallel executor: rank 0 is not the group's");
     info_.model = std::make_shared<const ModelConfig>(model0_->config());
@@ -92,6 +76,22 @@ class TensorParallelExecutor final : public Executor {
     if (draft_) draft_->prepare(max_model_len, max_rows, config_.graphs);
   }
 
+  // As the single worker: a speculating engine's one-row verify graphs, recorded at start-up
+  // by each rank on its own thread and device, the collectives inside them (every rank
+  // records the same graphs in the same order, so they meet in the same collectives).
+  void prepare_speculation(int tokens_per_row) override {
+    if (!config_.graphs || !config_.verify_graphs) return;
+    ranks_->run([&](int r) { runners_[size_t(r)]->record_verify_graphs(1, tokens_per_row); });
+    recorded0_ = runners_[0]->graphs_recorded();
+    if (draft_) draft_->record_verify_graphs(1, tokens_per_row);
+  }
+  // Rank 0's verify graphs as of its latest forward (every rank records the same ones), and
+  // the draft's. A step that records one lazily is counted once rank 0 has run it: with the
+  // steps overlapped, possibly after the engine has looked (a statistic, not a result).
+  int64_t graphs_recorded() const override {
+    return recorded0_.load(std::memory_order_relaxed) + (draft_ ? draft_->graphs_recorded() : 0);
+  }
+
   void issue_forward(const StepPlan& plan) override;
   void issue_sampling(std::span<const SampleRow> rows) override;
 
@@ -115,20 +115,16 @@ class TensorParallelExecutor final : public Executor {
     pooled_.clear();
     logits0_.reset();  // the ranks are idle: their state may be touched here
     pending0_.clear();
-    for (auto& ids : rank_ids_) ids.clear();
+    for (PendingSample& fed : fed_) fed = {};
     if (draft_) draft_->reset();
   }
 
   // The draft runs here, on rank 0's backend, once the ranks are idle (its device is theirs
-  // and its first forward feeds the latest broadcast ids).
+  // and its first forward feeds rank 0's latest sampled ids, from the op on the device).
   DraftProposals run_draft(const DraftStep& step) override {
     TANDEM_CHECK(draft_, "run_draft: no draft model");
     ranks_->drain();
-    if (one_rank()) return draft_->run(step, pending0_.empty() ? nullptr : &pending0_.back());
-    if (step.first.feed_index.empty()) return draft_->run(step, nullptr);
-    DraftStep fed = step;
-    fed.first = with_fed_tokens(step.first, rank_ids_[0]);
-    return draft_->run(fed, nullptr);
+    return draft_->run(step, pending0_.empty() ? nullptr : &pending0_.back());
   }
 
   // An adapter is cut like its base weights: each rank's image fits its own targets
@@ -166,10 +162,9 @@ class TensorParallelExecutor final : public Executor {
   // One step's sampling, from issue_sampling to collect. The rank threads write it; the
   // caller reads it once ranks_->wait(job) has returned.
   struct Sampled {
-    uint64_t job = 0;                       // the sampling job (TpRanks::post)
-    std::vector<SampledToken> tokens;       // rank 0's
-    std::vector<std::vector<int32_t>> ids;  // [N] each rank's after the broadcast
-    bool done = false;                      // rank 0 sampled (false: skipped after an error)
+    uint64_t job = 0;                  // collect's job (TpRanks::post)
+    std::vector<SampledToken> tokens;  // rank 0's
+    bool done = false;                 // rank 0 waited for them (false: skipped after an error)
   };
   // What a forward read back for the caller: rank 0's prompt logprobs and pooled runs.
   struct ReadBack {
@@ -182,10 +177,14 @@ class TensorParallelExecutor final : public Executor {
     std::vector<SampleRow> rows;
     std::vector<std::vector<uint32_t>> masks;
   };
-  // One rank: nobody to broadcast to (tensor_parallel_executor.h).
-  bool one_rank() const { return ranks_->size() == 1; }
   void forward_on_rank(int r, const StepPlan& plan, ReadBack& out);
-  void sample_on_rank(int r, const Rows& rows, std::optional<Tensor> q, Sampled& out);
+  void sample_on_rank(int r, const Rows& rows, std::optional<Tensor> q);
+  // What rank r's fed tokens are read from: its copy of the latest broadcast ids, or (one
+  // rank, no broadcast) rank 0's latest sampling op. On rank r's thread.
+  const PendingSample* feed_source(int r) const {
+    if (!broadcast_) return pending0_.empty() ? nullptr : &pending0_.back();
+    return fed_[size_t(r)].state ? &fed_[size_t(r)] : nullptr;
+  }
 
   // What one rank's device spares for its KV cache. CPU ranks share this machine's RAM: a
   // quarter of it split N ways. GPU ranks: the least any rank's GPU spares (each asked on
@@ -213,12 +212,13 @@ class TensorParallelExecutor final : public Executor {
   std::vector<GeneratedToken> prompt_logprobs_;
   std::vector<std::vector<float>> pooled_;
   std::unique_ptr<DraftWorker> draft_;  // speculative decoding's draft model, on rank 0
-  // The ranks' side: rank_ids_[r] only on rank r's thread, logits0_ only on rank 0's (or
-  // here, while the ranks are idle after a drain).
-  std::vector<std::vector<int32_t>> rank_ids_;  // [N] the latest broadcast ids, rank r's copy
-  std::optional<Tensor> logits0_;               // rank 0's of the forward issued last
-  // One rank: its sampling ops not waited for yet, oldest first (rank 0's thread).
-  std::deque<PendingSample> pending0_;
+  // The ranks' side: fed_[r] only on rank r's thread, logits0_ and pending0_ only on rank
+  // 0's (or here, while the ranks are idle after a drain).
+  const bool broadcast_;                // the sampled ids are broadcast (N ≥ 2, or the test hook)
+  std::vector<PendingSample> fed_;      // [N] rank r's copy of the latest broadcast ids
+  std::optional<Tensor> logits0_;       // rank 0's of the forward issued last
+  std::deque<PendingSample> pending0_;  // rank 0's sampling ops not waited for, oldest first
+  std::atomic<int64_t> recorded0_{0};   // rank 0's verify graphs recorded (any thread reads)
 };
 
 KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {
@@ -281,18 +281,13 @@ void TensorParallelExecutor::issue_forward(const StepPlan& plan) {
 }
 
 // On rank r's thread. The fed tokens are the ids the sampling job before this one broadcast
-// (rank_ids_[r], written on this same thread), so every rank feeds the same tokens; one
-// rank reads them from its latest sampling op on the device, as the single worker does.
+// (fed_[r], written on this same thread), written on rank r's device, so every rank feeds
+// the same tokens; one rank reads them from its latest sampling op, as the single worker.
 void TensorParallelExecutor::forward_on_rank(int r, const StepPlan& plan, ReadBack& out) {
-  Tensor pooled, logits;
-  if (one_rank()) {
-    logits = runners_[0]->forward(plan, pending0_.empty() ? nullptr : &pending0_.back(), &pooled);
-  } else {
-    const StepPlan fed =
-        plan.feed_index.empty() ? StepPlan{} : with_fed_tokens(plan, rank_ids_[size_t(r)]);
-    logits = runners_[size_t(r)]->forward(plan.feed_index.empty() ? plan : fed, nullptr, &pooled);
-  }
+  Tensor pooled;
+  Tensor logits = runners_[size_t(r)]->forward(plan, feed_source(r), &pooled);
   if (r != 0) return;
+  recorded0_.store(runners_[0]->graphs_recorded(), std::memory_order_relaxed);
   const int64_t num_prompt_rows = int64_t(plan.logprob_index.size());
   const int64_t num_sampled = int64_t(plan.sample_index.size()) - num_prompt_rows;
   if (num_prompt_rows > 0)
@@ -316,20 +311,18 @@ void TensorParallelExecutor::issue_sampling(std::span<const SampleRow> rows) {
   // Proposals the draft model drew are checked against the logits it drew them from. Rank 0
   // takes them (rank 0's device memory is let go on rank 0's thread, never on another rank's).
   auto q = std::make_shared<std::optional<Tensor>>(draft_ ? draft_->take_logits() : std::nullopt);
-  auto step = std::make_shared<Sampled>();
-  step->ids.resize(size_t(ranks_->size()));
-  step->job = ranks_->post([this, kept, q, step](int r) {
-    sample_on_rank(r, *kept, r == 0 ? std::exchange(*q, std::nullopt) : std::nullopt, *step);
+  ranks_->post([this, kept, q](int r) {
+    sample_on_rank(r, *kept, r == 0 ? std::exchange(*q, std::nullopt) : std::nullopt);
   });
-  steps_.push_back(std::move(step));
+  steps_.push_back(std::make_shared<Sampled>());
 }
 
-// On rank r's thread: rank 0 samples (waiting for its device: the ids must reach the host
-// to be broadcast) and every rank receives the ids, kept for the next forward's fed tokens.
-void TensorParallelExecutor::sample_on_rank(int r, const Rows& rows, std::optional<Tensor> q,
-                                            Sampled& out) {
-  std::vector<int32_t>& ids = out.ids[size_t(r)];
-  ids.assign(rows.rows.size(), 0);
+// On rank r's thread, waiting for nothing: rank 0 issues its sampling op (waited for in
+// collect's job, after the steps issued since) and the broadcast of its picked ids; rank r
+// receives them into a tensor of its own device, kept for the next forward's fed tokens.
+void TensorParallelExecutor::sample_on_rank(int r, const Rows& rows, std::optional<Tensor> q) {
+  Backend& backend = ranks_->backend(r);
+  Tensor ids;
   if (r == 0) {
     TANDEM_CHECK(logits0_, "issue_sampling: rank 0 has no logits to sample");
     Tensor logits = std::move(*logits0_);
@@ -338,38 +331,33 @@ void TensorParallelExecutor::sample_on_rank(int r, const Rows& rows, std::option
     TANDEM_CHECK(size_t(pending.num_rows) == rows.rows.size(),
                  "tensor parallelism: {} sampling rows gave {} tokens", rows.rows.size(),
                  pending.num_rows);
-    if (one_rank()) {  // waited for in collect's job, after the steps issued since
-      pending0_.push_back(std::move(pending));
-      return;
-    }
-    out.tokens.resize(size_t(pending.num_rows));
-    backend0_->sample_wait(pending, out.tokens);
-    for (size_t i = 0; i < out.tokens.size(); i++) ids[i] = out.tokens[i].token;
+    if (broadcast_) ids = backend0_->sampled_ids(pending);
+    pending0_.push_back(std::move(pending));
+  } else {
+    ids = backend.alloc(DType::I32, {int64_t(rows.rows.size())});
   }
-  ranks_->comm(r).broadcast(ids, 0);
-  rank_ids_[size_t(r)] = ids;
-  if (r == 0) out.done = true;
+  if (!broadcast_) return;
+  if (ids.numel() > 0) ranks_->comm(r).broadcast_ids(ids, 0);
+  fed_[size_t(r)] = backend.picked_ids(std::move(ids));
 }
 
 std::vector<SampledToken> TensorParallelExecutor::collect() {
   TANDEM_CHECK(!steps_.empty(), "collect: no step in flight");
   const std::shared_ptr<Sampled> step = std::move(steps_.front());
   steps_.pop_front();
-  if (one_rank()) {  // rank 0 waits for its sampling op after the jobs posted before this
-    step->job = ranks_->post([this, step](int) {
-      TANDEM_CHECK(!pending0_.empty(), "collect: the step's sampling never ran");
-      PendingSample pending = std::move(pending0_.front());
-      pending0_.pop_front();
-      step->tokens.resize(size_t(pending.num_rows));
-      backend0_->sample_wait(pending, step->tokens);
-      step->done = true;
-    });
-  }
+  // Rank 0 waits for its sampling op after the jobs posted before this one (the other ranks
+  // have nothing to do here: the host's ids are rank 0's).
+  step->job = ranks_->post([this, step](int r) {
+    if (r != 0) return;
+    TANDEM_CHECK(!pending0_.empty(), "collect: the step's sampling never ran");
+    PendingSample pending = std::move(pending0_.front());
+    pending0_.pop_front();
+    step->tokens.resize(size_t(pending.num_rows));
+    backend0_->sample_wait(pending, step->tokens);
+    step->done = true;
+  });
   ranks_->wait(step->job);  // rethrows the error of a failed job, this step's or an earlier one
   TANDEM_CHECK(step->done, "collect: the step was dropped after an earlier step failed");
-  for (int r = 1; r < ranks_->size(); r++)
-    TANDEM_CHECK(step->ids[size_t(r)] == step->ids[0],
-                 "tensor parallelism: rank {} received other ids", r);
   return std::move(step->tokens);
 }
 
@@ -379,9 +367,10 @@ std::unique_ptr<Executor> make_tensor_parallel_executor(std::unique_ptr<Backend>
                                                         std::unique_ptr<Model> model0,
                                                         std::shared_ptr<TpRanks> ranks,
                                                         ExecutorConfig config,
-                                                        std::unique_ptr<Model> draft) {
-  return std::make_unique<TensorParallelExecutor>(std::move(backend0), std::move(model0),
-                                                  std::move(ranks), config, std::move(draft));
+                                                        std::unique_ptr<Model> draft,
+                                                        TpExecutorOptions options) {
+  return std::make_unique<TensorParallelExecutor>(
+      std::move(backend0), std::move(model0), std::move(ranks), config, std::move(draft), options);
 }
 
 }  // namespace tandem

@@ -47,7 +47,7 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
   head_.head = w.load_lm_head(embed_, {V, D}, c.tie_word_embeddings);
   // In a group (even of one rank, TANDEM_TP_EXECUTOR) the logits are gathered, and a 16-bit
   // lookup table gains a zero row, so ids are mapped on the device (vocab_slice_embedding); a
-  // GGUF block table is used as loaded (its lookup is CPU ranks only).
+  // GGUF block table is used as loaded on CPU ranks and dequantized on GPU ranks.
   if (c.tp.comm) {
     embed_ = vocab_slice_table(backend, embed_, &head_.head);
     head_.gather = c.tp.comm;

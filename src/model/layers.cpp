@@ -106,11 +106,22 @@ Tensor vocab_slice_embedding(Backend& be, const Tensor& table, int64_t rows, con
 }
 
 Tensor vocab_slice_table(Backend& be, const Tensor& slice, Linear* tied_head) {
-  if (dtype_is_block(slice.dtype)) return slice;  // looked up as loaded (CPU ranks only)
-  Tensor table = be.zeros(slice.dtype, {slice.rows() + 1, slice.cols()});
+  const bool block = dtype_is_block(slice.dtype);
+  if (block && be.device() == Device::CPU) return slice;  // looked up as loaded, ids on the host
+  Tensor table = be.zeros(block ? be.act_dtype() : slice.dtype, {slice.rows() + 1, slice.cols()});
   Tensor rows = table.slice_rows(0, slice.rows());
-  be.copy(rows, slice);
-  if (tied_head && tied_head->weight.data == slice.data) tied_head->weight = rows;
+  if (!block) {
+    be.copy(rows, slice);
+    if (tied_head && tied_head->weight.data == slice.data) tied_head->weight = rows;
+    return table;
+  }
+  // Every row looked up once: the block lookup's own dequantization, so a step's lookup in
+  // the table gives what the block table's would (the tied head keeps the blocks).
+  std::vector<int32_t> all(size_t(slice.rows()));
+  for (size_t i = 0; i < all.size(); i++) all[i] = int32_t(i);
+  Tensor ids = be.alloc(DType::I32, {slice.rows()});
+  be.write_i32(ids, all.data(), slice.rows());
+  be.embedding(rows, slice, ids, 1.f);
   return table;
 }
 

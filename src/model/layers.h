@@ -101,8 +101,10 @@ Tensor embedding(Backend& be, const Tensor& table, const Tensor& ids, float scal
 Tensor vocab_slice_embedding(Backend& be, const Tensor& table, int64_t rows, const Tensor& ids,
                              int64_t first, float scale);
 // A rank's vocabulary slice of an embedding [V/N, D] as vocab_slice_embedding's device-mapped
-// table [V/N + 1, D] (a zero row after it); a GGUF block table is returned as it is. When
-// `tied_head` reads the slice (tied embeddings) it is pointed at the new table's rows.
+// table [V/N + 1, D] (a zero row after it). A GGUF block table is returned as it is on a CPU
+// rank; on a GPU rank its rows are dequantized once into the activation dtype (what its
+// lookup gives; an LM head tied to it keeps the block slice). When `tied_head` reads a
+// 16-bit slice (tied embeddings) it is pointed at the new table's rows.
 Tensor vocab_slice_table(Backend& be, const Tensor& slice, Linear* tied_head);
 // The step's embeddings under tensor parallelism: each rank's lookup in its slice of a
 // vocabulary of `vocab` (a table from vocab_slice_table), all-reduced (exactly one rank holds

@@ -1,13 +1,17 @@
 // The tensor-parallel executor is asynchronous (engine/tensor_parallel_executor.h): its
 // steps run on the ranks' in-order queues (TpRanks::post) while the caller goes on. On CPU
 // ranks at TP=1 (rank 0 feeds from its sampling op, as the single worker) and TP=2 (each rank
-// from its copy of the broadcast ids): a step fed from the previous step's sampled ids,
-// issued before that step is collected, gives the oracle's greedy tokens; the engine
+// from its copy of the ids broadcast by Communicator::broadcast_ids): a step fed from the
+// previous step's sampled ids, issued before that step is collected, gives the oracle's
+// greedy tokens, and chains of such steps draw the single worker's ids, greedy and seeded
+// (at TP=1 with the broadcast forced, as on the GPU with NCCL); the engine
 // overlapping its steps (forced on: the CPU's default is off) serves the batch gate's
 // continuations, with prompt logprobs in the batch; a job that fails on the ranks surfaces
 // from collect, once, and the group runs again after it; a draft model beside the ranks
 // keeps the target's continuations. On a GPU with NCCL: one rank, overlapped, serves what the
-// single-worker CUDA executor serves.
+// single-worker CUDA executor serves, with and without the broadcast forced; a speculating
+// engine over one rank records its verify graphs at start-up and speculates as the single
+// worker does.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -71,14 +75,54 @@ struct Ready {
   KvLayout layout;
 };
 
-Ready tp_executor(const std::string& arch, int size) {
-  cli::LoadedModel m = load_ranks(arch, size);
-  Ready out;
-  out.executor = make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
-                                               std::move(m.tp_ranks), ExecutorConfig{});
+Ready ready(std::unique_ptr<Executor> executor) {
+  Ready out{.executor = std::move(executor)};
   out.layout = out.executor->allocate_kv(KvSizing{.max_rows = 1, .max_model_len = 128});
   out.executor->prepare(128, 1);
   return out;
+}
+
+Ready tp_executor(const std::string& arch, int size, const std::string& device = "cpu",
+                  TpExecutorOptions options = {}) {
+  cli::LoadedModel m = load_ranks(arch, size, device);
+  return ready(make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
+                                             std::move(m.tp_ranks), ExecutorConfig{}, nullptr,
+                                             options));
+}
+
+Ready single_worker(const std::string& arch, const std::string& device = "cpu") {
+  cli::LoadedModel m = cli::load_model_folder(oracle_dir(arch), device);
+  return ready(make_executor(std::move(m.backend), std::move(m.model), ExecutorConfig{}));
+}
+
+// `steps` steps of one row: the prompt, then one token a step fed from the step before and
+// issued before that step is collected (as the engine overlaps them), each drawn under `row`
+// (its counter advanced a draw a step). The sampled ids.
+std::vector<int32_t> fed_chain(Ready& e, const std::vector<int32_t>& prompt, SampleRow row,
+                               int steps) {
+  std::vector<int32_t> out;
+  e.executor->issue(one_row(prompt, 0, e.layout), {&row, 1});
+  for (int k = 1; k < steps; k++) {
+    StepPlan fed = one_row({-1}, int(prompt.size()) + k - 1, e.layout);
+    fed.feed_index = {0};
+    fed.feed_source = {0};
+    row.counter = uint64_t(k);
+    e.executor->issue(fed, {&row, 1});
+    out.push_back(e.executor->collect().at(0).token);
+  }
+  out.push_back(e.executor->collect().at(0).token);
+  return out;
+}
+
+// The fed chains, greedy then seeded, of `tp` and of the single worker `one`: token for token.
+void expect_fed_chains_equal(Ready& tp, Ready& one, const std::vector<int32_t>& prompt) {
+  const SampleRow greedy{};
+  const SampleRow seeded{.temperature = 1.5f, .seed = 1234};
+  const std::vector<int32_t> want_greedy = fed_chain(one, prompt, greedy, 8);
+  const std::vector<int32_t> want_seeded = fed_chain(one, prompt, seeded, 8);
+  EXPECT_NE(want_seeded, want_greedy) << "the seeded draws never left the greedy path";
+  EXPECT_EQ(fed_chain(tp, prompt, greedy, 8), want_greedy);
+  EXPECT_EQ(fed_chain(tp, prompt, seeded, 8), want_seeded);
 }
 
 // Step 2 is fed step 1's sampled id (on the ranks, from their copy of the broadcast) and is
@@ -156,10 +200,12 @@ struct Served {
   std::vector<std::vector<int32_t>> tokens;  // [prompt][token]
   std::vector<GeneratedToken> scored;        // prompt 0's prompt logprobs
   SpecDecodeStats spec;
+  int64_t graphs_at_start = 0;  // verify graphs the executor recorded before the first step
 };
 
 Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& prompts,
-                        std::optional<SpeculativeConfig> spec = std::nullopt) {
+                        std::optional<SpeculativeConfig> spec = std::nullopt,
+                        TpExecutorOptions options = {}) {
   EngineConfig config;
   config.scheduler.max_rows = 8;
   config.scheduler.max_batched_tokens = 16;
@@ -169,9 +215,12 @@ Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& pr
   const ExecutorConfig graphs{.graphs = true};
   std::unique_ptr<Executor> executor =
       m.tp_ranks ? make_tensor_parallel_executor(std::move(m.backend), std::move(m.model),
-                                                 std::move(m.tp_ranks), graphs, std::move(m.draft))
+                                                 std::move(m.tp_ranks), graphs, std::move(m.draft),
+                                                 options)
                  : make_executor(std::move(m.backend), std::move(m.model), graphs);
+  const Executor& recorder = *executor;
   Engine engine(std::move(executor), m.tokenizer, config);
+  const int64_t graphs_at_start = recorder.graphs_recorded();
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (size_t i = 0; i < prompts.size(); i++) {
     GenerationRequest req;
@@ -184,6 +233,7 @@ Served serve_overlapped(cli::LoadedModel& m, const std::vector<OraclePrompt>& pr
   }
   engine.run_until_idle();
   Served out;
+  out.graphs_at_start = graphs_at_start;
   out.tokens.resize(prompts.size());
   for (size_t i = 0; i < prompts.size(); i++)
     while (auto c = streams[i]->pop(std::chrono::milliseconds(0))) {
@@ -215,21 +265,27 @@ TEST_P(TensorParallelAsync, OverlappedBatchMatchesTheOracleWithPromptLogprobs) {
 }
 
 // On a GPU (skipped without one, or without NCCL): the NCCL executor at one rank, steps
-// overlapped and graphs on, serves exactly what the single-worker CUDA executor serves.
+// overlapped and graphs on, serves exactly what the single-worker CUDA executor serves —
+// feeding from its sampling op, and with the broadcast forced (each decode graph's fed
+// tokens then come from the NCCL-broadcast copy).
 TEST(TensorParallelAsyncNccl, OneRankOverlappedEqualsTheSingleWorker) {
   if (cuda_device_count() < 1 || !nccl_available()) GTEST_SKIP() << "needs a GPU and NCCL";
   const std::vector<OraclePrompt> prompts = load_oracle("llama");
   cli::LoadedModel one = cli::load_model_folder(oracle_dir("llama"), "cuda");
-  cli::LoadedModel tp = load_ranks("llama", 1, "cuda");
-  const Served want = serve_overlapped(one, prompts), got = serve_overlapped(tp, prompts);
-  ASSERT_EQ(got.tokens.size(), want.tokens.size());
-  for (size_t i = 0; i < want.tokens.size(); i++) {
-    EXPECT_EQ(want.tokens[i].size(), prompts[i].batch_greedy.size()) << "prompt " << i;
-    EXPECT_EQ(got.tokens[i], want.tokens[i]) << "prompt " << i;
+  const Served want = serve_overlapped(one, prompts);
+  for (const bool broadcast : {false, true}) {
+    cli::LoadedModel tp = load_ranks("llama", 1, "cuda");
+    const Served got =
+        serve_overlapped(tp, prompts, std::nullopt, {.broadcast_at_one_rank = broadcast});
+    ASSERT_EQ(got.tokens.size(), want.tokens.size());
+    for (size_t i = 0; i < want.tokens.size(); i++) {
+      EXPECT_EQ(want.tokens[i].size(), prompts[i].batch_greedy.size()) << "prompt " << i;
+      EXPECT_EQ(got.tokens[i], want.tokens[i]) << "prompt " << i << ", broadcast " << broadcast;
+    }
+    ASSERT_EQ(got.scored.size(), want.scored.size());
+    for (size_t t = 0; t < want.scored.size(); t++)
+      EXPECT_NEAR(got.scored[t].logprob, want.scored[t].logprob, 1e-5) << t;
   }
-  ASSERT_EQ(got.scored.size(), want.scored.size());
-  for (size_t t = 0; t < want.scored.size(); t++)
-    EXPECT_NEAR(got.scored[t].logprob, want.scored[t].logprob, 1e-5) << t;
 }
 
 // A draft model beside the ranks (--speculative-config), overlap on: exactly the target's
@@ -260,6 +316,58 @@ TEST_P(TensorParallelAsync, ADraftModelWithOverlapKeepsGreedy) {
     EXPECT_EQ(drafted.tokens[i], plain.tokens[i]) << "prompt " << i;
   }
   EXPECT_GT(drafted.spec.num_accepted_tokens, 0) << "the draft's proposals were never accepted";
+}
+
+// The sampled ids reach the ranks through the communicator's broadcast_ids, device copy to
+// device copy, and every rank feeds its next step from its own copy (at one rank the test
+// hook forces that path; at two it is the only one): seven fed steps, each issued before
+// the previous is collected, draw exactly the single worker's ids, greedy and seeded.
+TEST_P(TensorParallelAsync, FedStepsFromTheBroadcastIdsEqualTheSingleWorker) {
+  const OraclePrompt p = load_oracle("llama").front();
+  Ready one = single_worker("llama");
+  Ready tp = tp_executor("llama", GetParam(), "cpu", {.broadcast_at_one_rank = true});
+  expect_fed_chains_equal(tp, one, p.prompt);
+}
+
+// On a GPU with NCCL, one rank with the broadcast forced: the NCCL broadcast of the picked
+// ids runs, and the fed chains equal the single-worker CUDA executor's.
+TEST(TensorParallelAsyncNccl, OneRankBroadcastFedStepsEqualTheSingleWorker) {
+  if (cuda_device_count() < 1 || !nccl_available()) GTEST_SKIP() << "needs a GPU and NCCL";
+  const OraclePrompt p = load_oracle("llama").front();
+  Ready one = single_worker("llama", "cuda");
+  Ready tp = tp_executor("llama", 1, "cuda", {.broadcast_at_one_rank = true});
+  expect_fed_chains_equal(tp, one, p.prompt);
+}
+
+// On a GPU with NCCL: a speculating engine (n-gram proposals) over one rank records its
+// verify graphs at start-up, as the single worker does (each rank its own, the collectives
+// inside), and serves the single worker's ids with the same proposals accepted.
+TEST(TensorParallelAsyncNccl, OneRankRecordsVerifyGraphsAndSpeculatesAsTheSingleWorker) {
+  if (cuda_device_count() < 1 || !nccl_available()) GTEST_SKIP() << "needs a GPU and NCCL";
+  const std::filesystem::path dir =
+      std::filesystem::path(TANDEM_TEST_DATA) / ".." / ".." / "models" / "tiny-kjv";
+  SpeculativeConfig spec{.method = SpecMethod::Ngram, .num_speculative_tokens = 4};
+  spec.prompt_lookup_min = 1;
+  spec.prompt_lookup_max = 3;
+  spec.adaptive = false;  // every row verifies whatever it has, every step
+  auto run = [&](bool tp) {
+    cli::LoadedModel m = tp ? load_ranks_at(dir, 1, "cuda") : cli::load_model_folder(dir, "cuda");
+    std::vector<OraclePrompt> prompts(2);
+    const char* texts[] = {"And God said, Let there be light: and there was light. And God",
+                           "And the LORD spake unto Moses, saying, Speak unto the children of"};
+    for (size_t i = 0; i < prompts.size(); i++) {
+      prompts[i].prompt = m.tokenizer->encode(texts[i], true);
+      prompts[i].batch_greedy.resize(32);
+    }
+    return serve_overlapped(m, prompts, spec);
+  };
+  const Served one = run(false), tp = run(true);
+  EXPECT_GT(one.graphs_at_start, 0) << "the single worker recorded no verify graphs";
+  EXPECT_EQ(tp.graphs_at_start, one.graphs_at_start);
+  EXPECT_EQ(tp.tokens, one.tokens);
+  EXPECT_GT(one.spec.num_accepted_tokens, 0) << "no proposal was ever accepted";
+  EXPECT_EQ(tp.spec.num_draft_tokens, one.spec.num_draft_tokens);
+  EXPECT_EQ(tp.spec.num_accepted_tokens, one.spec.num_accepted_tokens);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TensorParallelAsync, ::testing::Values(1, 2),

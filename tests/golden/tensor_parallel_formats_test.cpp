@@ -2,7 +2,8 @@
 // their block types cut into whole block rows and into input columns between blocks; FP8
 // checkpoints cut with their scales (per tensor, per channel, whole blocks) and
 // --quantization fp8 quantizing each rank's slices; and the splits that would cut a block,
-// refused naming the tensor. The safetensors 16-bit cases are tensor_parallel_test.cpp's.
+// refused naming the tensor; GGUF files on GPU ranks too (NCCL; skipped without a GPU).
+// The safetensors 16-bit cases are tensor_parallel_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <tuple>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/nccl_communicator.h"
 #include "cli/model_files.h"
 #include "core/error.h"
 #include "engine/teacher_forcing.h"
@@ -111,6 +113,35 @@ INSTANTIATE_TEST_SUITE_P(Files, TensorParallelGguf,
                                   std::to_string(info.param.size) + "_" +
                                   std::string(cpu::block_arithmetic_name(info.param.arithmetic));
                          });
+
+// GGUF on GPU ranks (skipped without a GPU or NCCL): the Q8_0 and Q4_0 files as one rank,
+// whose embedding table is the block table's rows dequantized (layers.h, vocab_slice_table),
+// give the single CUDA worker's teacher-forced logits; as two ranks on two GPUs (where
+// there are two), the block slices cut between blocks, within bf16's noise of one GPU.
+TEST(TensorParallelNcclGguf, GpuRanksMatchTheSingleWorker) {
+  if (cuda_device_count() < 1 || !nccl_available()) GTEST_SKIP() << "needs a GPU and NCCL";
+  for (const char* file : {"llama-Q8_0.gguf", "llama-Q4_0.gguf"}) {
+    auto one = make_cuda_backend(0);
+    std::unique_ptr<Model> whole = load_model(gguf_dir() / file, *one);
+    for (const int size : {1, 2}) {
+      if (size > cuda_device_count()) continue;
+      auto backend0 = make_cuda_backend(0);
+      std::unique_ptr<Model> model0;
+      auto ranks =
+          TpRanks::load(gguf_dir() / file, size, {.tp = {.size = size}}, *backend0, model0);
+      for (const GgufGolden& p : load_gguf_golden(file)) {
+        std::vector<int32_t> ids = p.prompt;
+        ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+        const Tensor want = teacher_forced_logits(*whole, *one, ids);
+        const Tensor got = teacher_forced_logits(*ranks, ids);
+        ASSERT_EQ(got.numel(), want.numel());
+        EXPECT_LE(relative_error(got.ptr<float>(), want.ptr<float>(), size_t(want.numel())),
+                  size == 1 ? 1e-6 : 3e-2)
+            << file << " at TP=" << size << ", prompt of " << p.prompt.size() << " tokens";
+      }
+    }
+  }
+}
 
 TEST(TensorParallelErrors, ABlockSplitInsideItsBlocksIsNamed) {
   // Q4_K_M's attn_output is q4_k (256-value blocks) with 256 input columns: 128 a rank at N = 2.

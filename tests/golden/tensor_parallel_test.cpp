@@ -69,7 +69,7 @@ TEST(TpCommunicator, SumsInRankOrderWhateverTheTiming) {
 TEST(TpCommunicator, GathersColumnsAndBroadcastsIds) {
   CpuCommHub hub(2);
   std::vector<std::vector<float>> out(2, std::vector<float>(8));
-  std::vector<std::vector<int32_t>> ids(2, std::vector<int32_t>(3, -1));
+  std::vector<std::vector<int32_t>> ids(2, std::vector<int32_t>(3, -1)), tensor_ids = ids;
   on_threads(2, 1, [&](int r) {
     std::vector<float> local = {float(10 * r), float(10 * r + 1), float(10 * r + 2),
                                 float(10 * r + 3)};
@@ -78,10 +78,14 @@ TEST(TpCommunicator, GathersColumnsAndBroadcastsIds) {
     hub.rank(r).all_gather_columns(all, piece);
     if (r == 0) ids[0] = {7, 8, 9};
     hub.rank(r).broadcast(ids[size_t(r)], 0);
+    if (r == 1) tensor_ids[1] = {4, 5, 6};  // broadcast_ids of an [S] i32 tensor, from root 1
+    Tensor t = Tensor::borrow(tensor_ids[size_t(r)].data(), DType::I32, {3});
+    hub.rank(r).broadcast_ids(t, 1);
   });
   for (int r = 0; r < 2; r++) {
     EXPECT_EQ(out[size_t(r)], (std::vector<float>{0, 1, 10, 11, 2, 3, 12, 13})) << "rank " << r;
     EXPECT_EQ(ids[size_t(r)], (std::vector<int32_t>{7, 8, 9})) << "rank " << r;
+    EXPECT_EQ(tensor_ids[size_t(r)], (std::vector<int32_t>{4, 5, 6})) << "rank " << r;
   }
 }
 

@@ -60,6 +60,14 @@ class CpuRankComm final : public Communicator {
     hub_.arrive_and_wait();
   }
 
+  // The ranks' tensors are host memory (CPU backends): the same rendezvous as host ids.
+  void broadcast_ids(Tensor& ids, int root) override {
+    TANDEM_CHECK(ids.device == Device::CPU && ids.dtype == DType::I32 && ids.ndim() == 1,
+                 "broadcast_ids: rank {} has {} {} ids, not [S] i32 in host memory", rank_,
+                 ids.shape.str(), dtype_name(ids.dtype));
+    broadcast(std::span<int32_t>(ids.ptr<int32_t>(), size_t(ids.numel())), root);
+  }
+
   void barrier() override { hub_.arrive_and_wait(); }
   void abort() override { hub_.abort(); }
   void reset() override { hub_.reset(); }

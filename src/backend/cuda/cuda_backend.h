@@ -121,6 +121,8 @@ class CudaBackend final : public Backend {
   void sample_wait(PendingSample& pending, std::span<SampledToken> out) override;
   void feed_tokens(Tensor& tokens, std::span<const int32_t> dst, std::span<const int32_t> src,
                    const PendingSample& from) override;
+  Tensor sampled_ids(const PendingSample& from) override;
+  PendingSample picked_ids(Tensor ids) override;
 
   // --- elementwise and stream-mixing ops (cuda_gemma_ops.cu) ---
   void sub(Tensor& out, const Tensor& a, const Tensor& b) override;

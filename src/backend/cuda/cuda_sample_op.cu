@@ -131,10 +131,13 @@ struct SamplePool {
 
 namespace {
 
+// A sampling op's state, or ids another rank picked (picked_ids: no pool, no slot, a
+// stride of one word: nothing to wait for).
 struct CudaPendingSample {
   std::shared_ptr<SamplePool> pool;
   std::unique_ptr<SampleSlot> slot;
-  Tensor results;                 // [S, kResultWords] i32, device
+  Tensor results;                 // [S, stride] i32, device; a row's token is its word 0
+  int64_t stride = kResultWords;  // words a row
   std::vector<int> top_logprobs;  // per row: what unpacking keeps
   ~CudaPendingSample() {
     if (!slot) return;
@@ -143,10 +146,11 @@ struct CudaPendingSample {
   }
 };
 
-// tokens[dst[i]] = results[src[i]].token
-__global__ void feed_kernel(int32_t* tokens, const int32_t* pairs, int n, const int32_t* results) {
+// tokens[dst[i]] = results[src[i]].token   results [S, stride]
+__global__ void feed_kernel(int32_t* tokens, const int32_t* pairs, int n, const int32_t* results,
+                            int64_t stride) {
   const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
-  if (i < n) tokens[pairs[i]] = results[int64_t(pairs[n + i]) * kResultWords];
+  if (i < n) tokens[pairs[i]] = results[int64_t(pairs[n + i]) * stride];
 }
 
 }  // namespace
@@ -210,6 +214,8 @@ void CudaBackend::sample_wait(PendingSample& pending, std::span<SampledToken> ou
   auto* state = static_cast<CudaPendingSample*>(pending.state.get());
   cuda_require(state && int64_t(out.size()) == pending.num_rows,
                "sample_wait: need one output per pending row");
+  cuda_require(pending.num_rows == 0 || state->slot != nullptr,
+               "sample_wait: ids received from another rank are not a sampling op to wait for");
   if (pending.num_rows > 0) {
     cuda_check(cudaEventSynchronize(state->slot->copied), "sample: wait for results");
     for (size_t s = 0; s < out.size(); s++)
@@ -236,8 +242,32 @@ void CudaBackend::feed_tokens(Tensor& tokens, std::span<const int32_t> dst,
   Tensor dev_pairs = alloc(DType::I32, {int64_t(pairs.size())});
   allocator_->write_async(dev_pairs.data, pairs.data(), pairs.size() * 4);
   feed_kernel<<<unsigned((n + 127) / 128), 128, 0, stream_>>>(
-      tokens.ptr<int32_t>(), dev_pairs.ptr<int32_t>(), n, state->results.ptr<int32_t>());
+      tokens.ptr<int32_t>(), dev_pairs.ptr<int32_t>(), n, state->results.ptr<int32_t>(),
+      state->stride);
   TANDEM_CUDA_LAUNCHED("feed_kernel");
+}
+
+// The token column of the results, one strided copy on the stream (no kernel).
+Tensor CudaBackend::sampled_ids(const PendingSample& from) {
+  auto* state = static_cast<const CudaPendingSample*>(from.state.get());
+  cuda_require(state != nullptr, "sampled_ids: the sampling op has already been waited for");
+  Tensor ids = alloc(DType::I32, {int64_t(from.num_rows)});
+  if (from.num_rows == 0) return ids;
+  cuda_check(cudaMemcpy2DAsync(ids.data, sizeof(int32_t), state->results.data,
+                               size_t(state->stride) * sizeof(int32_t), sizeof(int32_t),
+                               size_t(from.num_rows), cudaMemcpyDeviceToDevice, stream_),
+             "sampled_ids: copy the token column");
+  return ids;
+}
+
+PendingSample CudaBackend::picked_ids(Tensor ids) {
+  cuda_require(ids.device == Device::CUDA && ids.dtype == DType::I32 && ids.ndim() == 1,
+               "picked_ids: ids must be [S] i32 on the GPU");
+  auto state = std::make_shared<CudaPendingSample>();
+  state->stride = 1;
+  const int rows = int(ids.numel());
+  state->results = std::move(ids);
+  return PendingSample{rows, state};
 }
 
 }  // namespace tandem

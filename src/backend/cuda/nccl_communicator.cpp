@@ -87,6 +87,16 @@ class NcclCommunicator final : public Communicator {
     cuda_ok(cudaStreamSynchronize(stream_), "broadcast");
   }
 
+  // In place, in order on the rank's stream; no wait (the feeding ops follow on the stream).
+  void broadcast_ids(Tensor& ids, int root) override {
+    TANDEM_CHECK(ids.device == Device::CUDA && ids.dtype == DType::I32 && ids.ndim() == 1,
+                 "broadcast_ids: rank {} has {} {} ids, not [S] i32 on its GPU", rank_,
+                 ids.shape.str(), dtype_name(ids.dtype));
+    nccl_ok(
+        ncclBroadcast(ids.data, ids.data, size_t(ids.numel()), ncclInt32, root, live(), stream_),
+        "broadcast_ids");
+  }
+
   void barrier() override {
     int32_t one = 1;
     broadcast(std::span<int32_t>(&one, 1), 0);
