@@ -158,7 +158,9 @@ TEST(TinyModelCuda, SpeculativeGreedyWithGraphsEqualsEager) {
       const Executor* ex = executor.get();
       Engine engine(std::move(executor), tokenizer, config);
       // A speculating engine records its one-row verify graphs at start-up.
-      if (graphs == 1) EXPECT_GT(ex->graphs_recorded(), 0) << "no verify graphs were recorded";
+      if (graphs == 1) {
+        EXPECT_GT(ex->graphs_recorded(), 0) << "no verify graphs were recorded";
+      }
       std::vector<std::shared_ptr<RequestStream>> streams;
       for (const auto& p : prompts) {
         GenerationRequest req;
