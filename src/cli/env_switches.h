@@ -18,6 +18,9 @@
 //   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
 //                           residual adds into the weight streams (issue 45; off until
 //                           measured on a GPU)
+//   TANDEM_FP8_MOE_TC       the FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync)
+//                           instead of the bf16-widening reference kernel (issue 45; off
+//                           until measured on a GPU)
 //   TANDEM_VERIFY_DECODE_KERNEL  attention of steps whose rows have 2–8 tokens (speculative
 //                           verify steps) on the decode kernel instead of the prefill kernel
 //                           (issue 44; off until measured on a GPU)
