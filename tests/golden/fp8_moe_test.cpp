@@ -360,7 +360,8 @@ TEST(Fp8MoeGemma4, SixteenBitExpertsAreNamedWithTheReason) {
 // `tandem quantize` writes the stacked experts in e4m3 with BF16 scales [E, N, 1] beside
 // them (stacked_scale_name); the folder loads to the bytes and logits online quantization
 // computes, on the scaled copy with per_expert_scale folded into down's scales (so within an
-// e4m3 step of the folded weights), and a backend without FP8 experts refuses it by name.
+// e4m3 step of the folded weights), stays near itself at -tp 2, and a backend without FP8
+// experts refuses it by name.
 TEST(Fp8MoeGemma4, TandemQuantizeWritesTheStackedExpertsInFp8) {
   const fs::path tmp =
       fs::temp_directory_path() / ("tandem-fp8-g4-q-" + std::to_string(::getpid()));
@@ -418,6 +419,28 @@ TEST(Fp8MoeGemma4, TandemQuantizeWritesTheStackedExpertsInFp8) {
                                         logits_of(scaled, prompts, {.online = online}));
   std::printf("gemma4_moe scaled: tandem quantize vs online fp8 %.1e\n", scaled_gap);
   EXPECT_LE(scaled_gap, 5e-2);  // down rounds the 1.5-scaled expert's rows apart, no more
+
+  // -tp 2: each rank cuts the e4m3 stacks and their scales (gate|up rows, down columns).
+  cli::LoadedModel one = cli::load_model_folder(tmp / "plain", "cpu");
+  cli::LoadedModel two = cli::load_model_folder(tmp / "plain", "cpu", {.tp = {.size = 2}});
+  ASSERT_TRUE(two.tp_ranks);
+  EXPECT_TRUE(two.weight_format.ends_with("; MoE experts fp8_e4m3")) << two.weight_format;
+  const arch::Gemma4Layer& half = as_gemma4(*two.model).layers()[0];
+  ASSERT_TRUE(half.moe.experts_down.quant.has_value());
+  EXPECT_EQ(half.moe.experts_down.weight.dim(2) * 2,
+            as_gemma4(*one.model).layers()[0].moe.experts_down.weight.dim(2));  // Fe / 2
+  double tp_gap = 0;
+  for (const OraclePrompt& p : prompts) {
+    std::vector<int32_t> ids = p.prompt;
+    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+    const Tensor want = teacher_forced_logits(*one.model, *one.backend, ids);
+    const Tensor got = teacher_forced_logits(*two.tp_ranks, ids, 5);
+    ASSERT_EQ(got.numel(), want.numel());
+    tp_gap =
+        std::max(tp_gap, relative_error(got.ptr<float>(), want.ptr<float>(), size_t(want.numel())));
+  }
+  std::printf("gemma4_moe tandem quantize at -tp 2: %.2e from -tp 1\n", tp_gap);
+  EXPECT_LE(tp_gap, 0.1);  // the same bytes; down's inputs are quantized per rank's slice
 
   CpuBackend none;
   none.set_fp8_experts(false);
