@@ -8,7 +8,14 @@
 #    .device/wave.tar.xz (carry .device; the tree's tests/data must travel too).
 # 2. On the GPU machine, from the checkout's root:
 #      tar xJf .device/wave.tar.xz -C /tmp && OUT=$OUT /tmp/wave/gpu_wave.sh [PARTS]
-#    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp (not in the default)
+#    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp, moe-fp8 (not in the default)
+#    moe-fp8 FP8 MoE experts (issue 45): test_backend_cuda's CudaMoeExperts.* (the reference
+#           kernel and the e4m3 tensor-core one, TANDEM_FP8_MOE_TC, against the CPU twin and
+#           each other) and test_golden's CudaFp8Gate.* with TANDEM_FP8_MOE_TC=1; then on
+#           random Mixtral-8x7B- (4 layers) and Qwen3-30B-A3B-shaped (8 layers) models
+#           (written while the tests run) decode-b1 and offline 128/128 at 64 rows: bf16, then
+#           --quantization fp8 with TANDEM_FP8_MOE_TC=0 and =1 (MOE_MODELS, MOE_VARIANTS
+#           pick: default "mixtral qwen3moe", "bf16 fp8-tc0 fp8-tc1")            ~7 min
 #    tp     tensor parallelism through NCCL at one rank (docs/tensor-parallel.md): the NCCL unit
 #           tests and the vocabulary-slice kernel (test_backend_cuda 'Nccl*:CudaVocabSlice*':
 #           the sampled ids' device broadcast feeding a step among them), the golden NCCL
@@ -154,6 +161,29 @@ Q8=/tmp/llama8b-Q4_K_M.gguf gguf_writer=
 if has gguf-b1 || has gguf-tiles; then
   "$G/tandem" random-model --like llama-3.1-8b --gguf Q4_K_M --out "$Q8" > "$L/random-gguf.log" 2>&1 &
   gguf_writer=$!
+fi
+MX=/tmp/mixtral-4l QM=/tmp/qwen3moe-8l moe_writer=
+if has moe-fp8; then  # the real shapes, layers cut so that one run takes ~20 s
+  cat > "$L/mixtral.json" <<'JSON'
+{"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096,
+ "intermediate_size": 14336, "num_hidden_layers": 4, "num_attention_heads": 32,
+ "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 8, "num_experts_per_tok": 2,
+ "vocab_size": 32000, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+ "rms_norm_eps": 1e-05, "hidden_act": "silu", "tie_word_embeddings": false,
+ "bos_token_id": 1, "eos_token_id": 2}
+JSON
+  cat > "$L/qwen3moe.json" <<'JSON'
+{"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+ "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 8,
+ "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128,
+ "num_experts_per_tok": 8, "norm_topk_prob": true, "decoder_sparse_step": 1,
+ "mlp_only_layers": [], "vocab_size": 151936, "max_position_embeddings": 40960,
+ "rope_theta": 1000000.0, "rms_norm_eps": 1e-06, "hidden_act": "silu",
+ "tie_word_embeddings": false, "bos_token_id": 151643, "eos_token_id": 151645}
+JSON
+  ( "$G/tandem" random-model --config "$L/mixtral.json" --out "$MX" && \
+    "$G/tandem" random-model --config "$L/qwen3moe.json" --out "$QM" ) > "$L/random-moe.log" 2>&1 &
+  moe_writer=$!
 fi
 tp_timings=${TP_TIMINGS:-1}  # TP_TIMINGS=0: the tp part's tests only
 if has spec || has spec-load || has tp-multi || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
@@ -380,8 +410,8 @@ if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
-has spec || has spec-load || has tp-multi || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
-wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
+has spec || has spec-load || has tp-multi || has moe-fp8 || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
+[ -z "$writer" ] || wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
 echo "models written at ${SECONDS}s"
 
 # ob NAME NEED -- offline_bench args: runs on M8 unless the args name another model first.
@@ -455,6 +485,29 @@ if has tp-multi; then  # several GPUs of one host (issue 47's plan, bench/RESULT
       ob "tpm-decode-b1-tp$n" 40 -- "${b1[@]}" --tensor-parallel-size "$n"
       ob "tpm-offline-64-tp$n" 45 -- --num 128 --batch 64 --input 128 --output 128 --tensor-parallel-size "$n"
     done
+  fi
+fi
+
+if has moe-fp8; then
+  timeout 240 "$G/tests/test_backend_cuda" --gtest_filter='CudaMoeExperts.*' > "$L/moe-unit.log" 2>&1
+  echo "moe-fp8 test_backend_cuda rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/moe-unit.log" | tr '\n' ' ')"
+  grep -hE '^fp8 experts|^\[  FAILED' "$L/moe-unit.log" | head -12
+  TANDEM_FP8_MOE_TC=1 timeout 240 "$G/tests/test_golden" --gtest_filter='CudaFp8Gate.*' > "$L/moe-gate.log" 2>&1
+  echo "moe-fp8 CudaFp8Gate.* with TANDEM_FP8_MOE_TC=1 rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/moe-gate.log" | tr '\n' ' ')"
+  grep -E 'mean KL|^\[  FAILED' "$L/moe-gate.log" | head -30
+  if wait "$moe_writer"; then
+    o64=(--num 128 --batch 64 --input 128 --output 128)
+    for m in "mixtral:$MX" "qwen3moe:$QM"; do
+      [[ " ${MOE_MODELS:-mixtral qwen3moe} " == *" ${m%%:*} "* ]] || continue
+      for v in ${MOE_VARIANTS:-bf16 fp8-tc0 fp8-tc1}; do  # 16-bit experts, then FP8 on each kernel
+        q=(); [ "$v" = bf16 ] || q=(--quantization fp8)
+        tc=0; [ "$v" = fp8-tc1 ] && tc=1
+        TANDEM_FP8_MOE_TC=$tc ob "moe-${m%%:*}-$v-b1" 40 -- --model "${m#*:}" "${b1[@]}" ${q[@]+"${q[@]}"}
+        TANDEM_FP8_MOE_TC=$tc ob "moe-${m%%:*}-$v-64" 50 -- --model "${m#*:}" "${o64[@]}" ${q[@]+"${q[@]}"}
+      done
+    done
+  else
+    echo "random MoE models failed: $(tail -3 "$L/random-moe.log")"
   fi
 fi
 

@@ -18,6 +18,9 @@
 //   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
 //                           residual adds into the weight streams (issue 45; off until
 //                           measured on a GPU)
+//   TANDEM_FP8_MOE_TC       the FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync)
+//                           instead of the bf16-widening reference kernel (issue 45; off
+//                           until measured on a GPU)
 //   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker

@@ -2,9 +2,12 @@
 // checkpoint llm-compressor writes: every projection weight (quantizable_weight_name) as
 // F8_E4M3 [out, in] plus weight_scale BF16 [out, 1]; everything else copied as stored;
 // config.json gains the quantization_config transformers and vLLM read, with every other
-// linear (lm_head, MoE routers, side projections) listed in `ignore`. The
-// bytes are those online quantization (--quantization fp8) computes (fp8_quantize.h), so
-// the written folder loads back to the same logits.
+// linear (lm_head, MoE routers, side projections) listed in `ignore`. Gemma 4's stacked
+// 3-D experts (stacked_experts_name) are quantized too, per output channel of each expert:
+// F8_E4M3 [E, N, K] plus BF16 [E, N, 1] scales (stacked_scale_name), which tandem loads
+// (Gemma4Model::load_moe) and other readers would not. The bytes are those online
+// quantization (--quantization fp8) computes (fp8_quantize.h), so the written folder loads
+// back to the same logits.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,6 +28,22 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 bool is_float16(DType t) { return t == DType::BF16 || t == DType::F16 || t == DType::F32; }
+
+// Adds `name` quantized per channel: weight F8_E4M3 in t's shape and its BF16 scales
+// `scale_shape` under `scale_name`, from the rows of t viewed as [rows, K] (one row per
+// output channel).
+void add_quantized(SafetensorsWriter& w, const std::string& name, const Tensor& t,
+                   const std::string& scale_name, std::vector<int64_t> scale_shape) {
+  const std::vector<int64_t> shape(t.shape.dims.begin(), t.shape.dims.begin() + t.ndim());
+  const int64_t K = t.dim(t.ndim() - 1);
+  const Tensor rows = t.reshape({t.numel() / K, K});
+  w.add(name, DType::F8E4M3, shape, [rows](void* dst, size_t bytes) {
+    std::memcpy(dst, quantize_fp8_per_channel(rows).weight.data, bytes);
+  });
+  w.add(scale_name, DType::BF16, scale_shape, [rows](void* dst, size_t bytes) {
+    std::memcpy(dst, quantize_fp8_per_channel(rows).scale.data, bytes);
+  });
+}
 
 }  // namespace
 
@@ -70,13 +89,12 @@ int run_quantize(const QuantizeOptions& o) {
       const bool linear_like = t.ndim() == 2 && name.size() > 7 &&
                                name.compare(name.size() - 7, 7, ".weight") == 0;
       if (linear_like && is_float16(t.dtype) && quantizable_weight_name(name)) {
-        const int64_t N = t.rows(), K = t.cols();
-        w.add(name, DType::F8E4M3, {N, K}, [t](void* dst, size_t bytes) {
-          std::memcpy(dst, quantize_fp8_per_channel(t).weight.data, bytes);
-        });
-        w.add(scale_tensor_name(name, "weight_scale"), DType::BF16, {N, 1}, [t](void* dst, size_t bytes) {
-          std::memcpy(dst, quantize_fp8_per_channel(t).scale.data, bytes);
-        });
+        add_quantized(w, name, t, scale_tensor_name(name, "weight_scale"), {t.rows(), 1});
+        quantized++;
+        continue;
+      }
+      if (t.ndim() == 3 && is_float16(t.dtype) && stacked_experts_name(name)) {
+        add_quantized(w, name, t, stacked_scale_name(name), {t.dim(0), t.dim(1), 1});
         quantized++;
         continue;
       }

@@ -1,12 +1,13 @@
 // `tandem random-model`: a Hugging Face folder with random weights of a real shape (and
 // a byte-level tokenizer), so benchmarks never need a download; with --gguf TYPE the same
 // model streamed into one GGUF file of that llama.cpp type (cli/gguf_export.h). Llama-style
-// architectures (llama, mistral, qwen2, qwen3), Gemma 4 text (random_model_gemma4.cpp) and
-// multimodal Gemma 3 with its vision tower (random_model_gemma3.cpp), by preset name or
-// from a config.json.
+// architectures (llama, mistral, qwen2, qwen3; mixtral and qwen3_moe with their experts),
+// Gemma 4 text (random_model_gemma4.cpp) and multimodal Gemma 3 with its vision tower
+// (random_model_gemma3.cpp), by preset name or from a config.json.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -133,16 +134,33 @@ std::vector<RandomTensor> llama_tensors(const ModelConfig& c, uint64_t seed) {
     normal(L + "self_attn.k_proj.weight", {Hkv * Dh, D}, D);
     normal(L + "self_attn.v_proj.weight", {Hkv * Dh, D}, D);
     normal(L + "self_attn.o_proj.weight", {D, Hq * Dh}, Hq * Dh);
-    if (c.model_type == "qwen3") {
+    if (c.model_type == "qwen3" || c.model_type == "qwen3_moe") {
       ones(L + "self_attn.q_norm.weight", Dh);
       ones(L + "self_attn.k_norm.weight", Dh);
     }
     if (c.model_type == "qwen2")
       for (auto [p, n] : {std::pair{"q", Hq}, {"k", Hkv}, {"v", Hkv}})
         normal(L + "self_attn." + p + "_proj.bias", {n * Dh}, 100);
-    normal(L + "mlp.gate_proj.weight", {F, D}, D);
-    normal(L + "mlp.up_proj.weight", {F, D}, D);
-    normal(L + "mlp.down_proj.weight", {D, F}, F);
+    const bool moe = c.num_experts > 0 && (i + 1) % c.decoder_sparse_step == 0 &&
+                     std::find(c.mlp_only_layers.begin(), c.mlp_only_layers.end(), i) ==
+                         c.mlp_only_layers.end();  // as DecoderModel decides (decoder.cpp)
+    if (!moe) {
+      normal(L + "mlp.gate_proj.weight", {F, D}, D);
+      normal(L + "mlp.up_proj.weight", {F, D}, D);
+      normal(L + "mlp.down_proj.weight", {D, F}, F);
+      continue;
+    }
+    // Mixtral's experts (w1 gate, w3 up, w2 down) or Qwen3-MoE's, and the router.
+    const bool mixtral = c.model_type == "mixtral";
+    const std::string M = L + (mixtral ? "block_sparse_moe." : "mlp.");
+    const int64_t E = c.num_experts, Fe = c.moe_intermediate_size;
+    normal(M + "gate.weight", {E, D}, D);
+    for (int64_t e = 0; e < E; e++) {
+      const std::string X = M + fmt::format("experts.{}.", e);
+      normal(X + (mixtral ? "w1.weight" : "gate_proj.weight"), {Fe, D}, D);
+      normal(X + (mixtral ? "w3.weight" : "up_proj.weight"), {Fe, D}, D);
+      normal(X + (mixtral ? "w2.weight" : "down_proj.weight"), {D, Fe}, Fe);
+    }
   }
   return out;
 }
@@ -262,12 +280,13 @@ int run_random_model(const RandomModelOptions& o) {
     }
     ModelConfig c = ModelConfig::parse(cj, o.like ? *o.like : *o.config);
     const bool gemma3 = c.multimodal_type == "gemma3";
-    static const char* supported[] = {"llama", "mistral", "qwen2", "qwen3", "gemma4_text"};
+    static const char* supported[] = {"llama",       "mistral", "qwen2",    "qwen3",
+                                      "gemma4_text", "mixtral", "qwen3_moe"};
     if (!gemma3 &&
         std::find(std::begin(supported), std::end(supported), c.model_type) == std::end(supported))
       fail(
           "random-model: model_type '{}' is not supported (llama, mistral, qwen2, qwen3, "
-          "gemma4_text, multimodal gemma3)",
+          "mixtral, qwen3_moe, gemma4_text, multimodal gemma3)",
           c.model_type);
     const bool fp8 = o.dtype == "fp8";
     DType dtype = o.dtype == "bf16" || fp8 ? DType::BF16 : o.dtype == "f32" ? DType::F32

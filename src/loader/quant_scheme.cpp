@@ -186,4 +186,12 @@ bool quantizable_weight_name(const std::string& name) {
   return ends_with("_proj.weight");
 }
 
+bool stacked_experts_name(const std::string& name) {
+  return name.ends_with(".experts.gate_up_proj") || name.ends_with(".experts.down_proj");
+}
+
+std::string stacked_scale_name(const std::string& name) {
+  return name + "_weight_scale";
+}
+
 }  // namespace tandem

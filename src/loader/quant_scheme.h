@@ -63,8 +63,15 @@ std::string scale_tensor_name(const std::string& weight_name, const std::string&
 // Whether online quantization and `tandem quantize` convert the checkpoint weight
 // `name`: the 2-D weights of the attention and MLP projections ("*_proj.weight") and of
 // the MoE experts (Qwen3-MoE's "*_proj.weight", Mixtral's "experts.{e}.w1/w2/w3.weight").
-// Embeddings, lm_head, norms, MoE routers, Gemma 4's stacked experts and the small Gemma 3n
-// side projections stay 16-bit.
+// Embeddings, lm_head, norms, MoE routers and the small Gemma 3n side projections stay
+// 16-bit; Gemma 4's stacked experts are 3-D (stacked_experts_name).
 bool quantizable_weight_name(const std::string& name);
+// Whether `name` is one of Gemma 4's stacked 3-D expert projections ("….experts.gate_up_proj"
+// [E, 2·Fe, D], "….experts.down_proj" [E, D, Fe]), which online quantization and `tandem
+// quantize` convert per output channel of each expert: weight F8_E4M3 [E, N, K] under the
+// same name, its scales BF16 [E, N, 1] under stacked_scale_name(name).
+bool stacked_experts_name(const std::string& name);
+// "a.experts.down_proj" → "a.experts.down_proj_weight_scale".
+std::string stacked_scale_name(const std::string& name);
 
 }  // namespace tandem

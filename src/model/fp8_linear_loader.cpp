@@ -227,11 +227,27 @@ Linear WeightLoader::load_experts(const std::string& name, int layer, Shape expe
   return l;
 }
 
-bool WeightLoader::quantizes_stacked_experts(DType stored) {
+bool WeightLoader::quantizes_stacked_experts(const std::string& name, DType stored) {
   const QuantScheme& q = checkpoint_.quant();
+  const bool runs_fp8 =
+      backend_.fp8_experts() && backend_.weight_dtype(DType::F8E4M3) == DType::F8E4M3;
+  if (stored == DType::F8E4M3) {
+    const std::string dir = checkpoint_.dir().string();
+    if (!runs_fp8)
+      fail(
+          "{}: '{}' holds FP8 MoE experts, which the {} backend does not run (the cpu and "
+          "cuda backends do)",
+          dir, name, backend_.name());
+    if (q.weights != Fp8Weights::PerChannel || q.inputs != Fp8Inputs::Dynamic)
+      fail(
+          "{}: stacked FP8 experts '{}' want per-channel weights with dynamic inputs (as "
+          "`tandem quantize` writes them), not the checkpoint's {}",
+          dir, name, q.describe(""));
+    if (experts_format_.empty()) experts_format_ = "fp8_e4m3";
+    return true;
+  }
   const bool online = q.fp8() && q.source == QuantScheme::Source::Online && is_float16(stored);
-  const bool fp8 =
-      online && backend_.fp8_experts() && backend_.weight_dtype(DType::F8E4M3) == DType::F8E4M3;
+  const bool fp8 = online && runs_fp8;
   if (!experts_format_.empty()) return fp8;
   std::string format(dtype_name(backend_.weight_dtype(stored)));
   if (fp8) {
@@ -239,8 +255,8 @@ bool WeightLoader::quantizes_stacked_experts(DType stored) {
   } else if (online) {
     format += fmt::format(" (the {} backend runs no FP8 MoE experts)", backend_.name());
     if (tp_rank_ == 0) fmt::print(stderr, "--quantization fp8: MoE experts stay {}\n", format);
-  } else if (q.fp8()) {  // an FP8 checkpoint (`tandem quantize` writes these experts 16-bit)
-    format += " (stacked experts are quantized at load only: --quantization fp8)";
+  } else if (q.fp8()) {  // an FP8 checkpoint holding them 16-bit (an older `tandem quantize`)
+    format += " (the checkpoint holds its stacked experts so)";
   }
   experts_format_ = format;
   return fp8;
@@ -253,14 +269,23 @@ Linear WeightLoader::quantize_stacked_experts(const Tensor& host) {
   const int64_t E = host.dim(0), N = host.dim(1), K = host.dim(2);
   // Each row of [E·N, K] is one output channel of one expert.
   const Fp8Rows q = quantize_fp8_per_channel(host.reshape({E * N, K}));
+  report_progress(int64_t(host.nbytes()));
+  return stacked_fp8_experts(q.weight.reshape({E, N, K}), host_f32(q.scale).reshape({E, N}));
+}
+
+Linear WeightLoader::stacked_fp8_experts(const Tensor& weight, const Tensor& scale) {
+  TANDEM_CHECK(weight.ndim() == 3 && weight.dtype == DType::F8E4M3 && scale.dtype == DType::F32 &&
+                   scale.shape == (Shape{weight.dim(0), weight.dim(1)}),
+               "stacked_fp8_experts: want e4m3 [E, N, K] and f32 [E, N], got {} {} and {} {}",
+               dtype_name(weight.dtype), weight.shape.str(), dtype_name(scale.dtype),
+               scale.shape.str());
   Linear l;
-  l.weight = backend_.upload(q.weight.reshape({E, N, K}), DType::F8E4M3);
+  l.weight = backend_.upload(weight, DType::F8E4M3);
   LinearQuant quant;
   quant.granularity = ScaleGranularity::PerChannel;
   quant.input = InputScaling::Dynamic;
-  quant.weight_scale = backend_.upload(host_f32(q.scale).reshape({E, N}), DType::F32);
+  quant.weight_scale = backend_.upload(scale, DType::F32);
   l.quant = std::move(quant);
-  report_progress(int64_t(host.nbytes()));
   return l;
 }
 

@@ -59,15 +59,21 @@ class WeightLoader {
   // with why where they stay so.
   const std::string& experts_format() const { return experts_format_; }
   // Stacked experts an architecture reads, cuts and scales itself (Gemma 4's 3-D
-  // gate_up_proj and down_proj, stored in `stored`): whether they are quantized, which is
-  // under online FP8 quantization on a backend with fp8_experts(). Sets experts_format() as
-  // load_experts does: "fp8_e4m3", or the dtype they stay in and why.
-  bool quantizes_stacked_experts(DType stored);
+  // gate_up_proj and down_proj; `name` stored in `stored`): whether they load as FP8, which
+  // is when the checkpoint holds them in e4m3 (`tandem quantize` writes them so:
+  // stacked_experts_name) or under online FP8 quantization on a backend with fp8_experts().
+  // Sets experts_format() as load_experts does: "fp8_e4m3", or the dtype they stay in and
+  // why. e4m3 experts on a backend without FP8 experts, or in a scheme other than per
+  // channel with dynamic inputs, are an error naming `name`.
+  bool quantizes_stacked_experts(const std::string& name, DType stored);
   // Such experts [E, N, K] on the host (any float dtype) quantized per output channel — the
   // E·N rows of [E·N, K] by quantize_fp8_per_channel — into the stacked layout linear.h
   // describes: weight F8E4M3 [E, N, K], weight_scale f32 [E, N], dynamic inputs. Counts no
   // parameters (the caller does).
   Linear quantize_stacked_experts(const Tensor& host);
+  // Such experts already in e4m3 (host weight F8E4M3 [E, N, K] and f32 scales [E, N], cut
+  // and scaled by the caller) in the same layout as quantize_stacked_experts makes.
+  Linear stacked_fp8_experts(const Tensor& weight, const Tensor& scale);
   // The output projection "lm_head" [V, D]; when the checkpoint has none, `embed` if the
   // config ties them, else an error naming the checkpoint.
   Linear load_lm_head(const Tensor& embed, Shape expected, bool tied);

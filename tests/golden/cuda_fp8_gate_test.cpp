@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "cli/env_switches.h"
 #include "engine/teacher_forcing.h"
 #include "loader/safetensors.h"
 #include "model/model.h"
@@ -56,13 +57,15 @@ struct GateKl {
   double yardstick = 0;  // mean KL(cpu twin || cpu twin with bf16 FP8 inputs)
 };
 
-// Mean KLs over the prompts' teacher-forced positions: `dir` loaded on each backend;
-// `gpu_format`: where to put the CUDA model's weight_format_name.
+// Mean KLs over the prompts' teacher-forced positions: `dir` loaded on each backend (CUDA
+// under the process's TANDEM_* switches, as `tandem` runs: TANDEM_FP8_MOE_TC=1 gates the
+// FP8 experts' tensor-core kernels); `gpu_format`: where to put the CUDA model's
+// weight_format_name.
 GateKl gate_kl(const std::filesystem::path& dir, const std::vector<std::vector<int32_t>>& prompts,
                const std::optional<QuantScheme>& online, std::string* gpu_format = nullptr) {
   CpuBackend cpu, cpu_bf16;
   cpu_bf16.set_fp8_inputs_bf16(true);
-  auto gpu = make_cuda_backend(0);
+  auto gpu = make_cuda_backend(0, cli::env_switches().cuda);
   auto cpu_model = load_model(dir, cpu, LoadOptions{.online = online});
   auto bf16_model = load_model(dir, cpu_bf16, LoadOptions{.online = online});
   auto gpu_model = load_model(dir, *gpu, LoadOptions{.online = online});

@@ -16,8 +16,9 @@
 // Online quantization (--quantization fp8) and `tandem quantize` cover the experts too: the
 // folder `tandem quantize` writes holds every expert projection in e4m3 and loads to the
 // logits online quantization computes from the 16-bit folder.
-// Gemma 4's stacked experts (Fp8MoeGemma4.*): online quantization only, per channel, down
-// after the per_expert_scale fold, and each rank its own slice under -tp 2.
+// Gemma 4's stacked experts (Fp8MoeGemma4.*): per channel, down after the per_expert_scale
+// fold (or, read back from `tandem quantize`'s e4m3, with it folded into down's scales), and
+// each rank its own slice under -tp 2.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -338,8 +339,7 @@ TEST(Fp8MoeGemma4, OnlineQuantizationQuantizesTheStackedExpertsPerChannel) {
 }
 
 // Where they stay 16-bit the weight format says why: a backend without FP8 experts
-// (CpuBackend::set_fp8_experts(false) stands for one), and the folder `tandem quantize`
-// writes (it quantizes the 2-D projections only); a dense Gemma 4 names no experts.
+// (CpuBackend::set_fp8_experts(false) stands for one); a dense Gemma 4 names no experts.
 TEST(Fp8MoeGemma4, SixteenBitExpertsAreNamedWithTheReason) {
   const auto online = online_quantization("fp8");
   CpuBackend be;
@@ -349,27 +349,105 @@ TEST(Fp8MoeGemma4, SixteenBitExpertsAreNamedWithTheReason) {
   EXPECT_FALSE(gate_up.quant.has_value());
   const std::string kept =
       std::string("; MoE experts ") + std::string(dtype_name(gate_up.weight.dtype));
-  std::string format = weight_format_name(*moe, online);
+  const std::string format = weight_format_name(*moe, online);
   EXPECT_TRUE(format.starts_with("fp8_e4m3 per-channel")) << format;
   EXPECT_TRUE(format.ends_with(kept + " (the cpu backend runs no FP8 MoE experts)")) << format;
-
-  const fs::path tmp = fs::temp_directory_path() / ("tandem-fp8-g4-" + std::to_string(::getpid()));
-  fs::remove_all(tmp);
-  ASSERT_EQ(
-      cli::run_quantize(
-          {.model = oracle_dir("gemma4_moe").string(), .out = tmp.string(), .gguf = std::nullopt}),
-      0);
   CpuBackend cpu;
-  auto written = load_model(tmp, cpu);
-  fs::remove_all(tmp);
-  format = weight_format_name(*written, std::nullopt);
-  EXPECT_FALSE(as_gemma4(*written).layers()[0].moe.experts_gate_up.quant.has_value());
-  EXPECT_TRUE(format.starts_with("fp8_e4m3 per-channel")) << format;
-  EXPECT_TRUE(
-      format.ends_with(kept + " (stacked experts are quantized at load only: --quantization fp8)"))
-      << format;
   auto dense = load_model(oracle_dir("gemma4"), cpu, {.online = online});
   EXPECT_EQ(weight_format_name(*dense, online).find("experts"), std::string::npos);
+}
+
+// `tandem quantize` writes the stacked experts in e4m3 with BF16 scales [E, N, 1] beside
+// them (stacked_scale_name); the folder loads to the bytes and logits online quantization
+// computes, on the scaled copy with per_expert_scale folded into down's scales (so within an
+// e4m3 step of the folded weights), stays near itself at -tp 2, and a backend without FP8
+// experts refuses it by name.
+TEST(Fp8MoeGemma4, TandemQuantizeWritesTheStackedExpertsInFp8) {
+  const fs::path tmp =
+      fs::temp_directory_path() / ("tandem-fp8-g4-q-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  auto quantize = [](const fs::path& src, const fs::path& out) {
+    return cli::run_quantize({.model = src.string(), .out = out.string(), .gguf = std::nullopt});
+  };
+  ASSERT_EQ(quantize(oracle_dir("gemma4_moe"), tmp / "plain"), 0);
+  const Checkpoint written = Checkpoint::open(tmp / "plain");
+  int stacked = 0;
+  for (const std::string& name : written.names()) {
+    if (!stacked_experts_name(name)) continue;
+    const Tensor w = written.get(name), s = written.get(stacked_scale_name(name));
+    EXPECT_EQ(w.dtype, DType::F8E4M3) << name;
+    EXPECT_EQ(s.dtype, DType::BF16) << name;
+    EXPECT_EQ(s.shape, (Shape{w.dim(0), w.dim(1), 1})) << name;
+    stacked++;
+  }
+  EXPECT_GT(stacked, 0);
+  const auto online = online_quantization("fp8");
+  const std::vector<OraclePrompt> prompts = load_oracle("gemma4_moe");
+  std::string read_format;
+  const auto read_back = logits_of(tmp / "plain", prompts, {}, &read_format);
+  const auto at_load = logits_of(oracle_dir("gemma4_moe"), prompts, {.online = online});
+  EXPECT_TRUE(read_format.starts_with("fp8_e4m3 per-channel") &&
+              read_format.ends_with("; MoE experts fp8_e4m3"))
+      << read_format;
+  const double same = worst_error(read_back, at_load);
+  std::printf("gemma4_moe: tandem quantize vs online fp8 %.1e\n", same);
+  EXPECT_LE(same, 1e-6);  // per_expert_scale is all ones here: the same bytes and scales
+
+  const fs::path scaled = write_scaled_gemma4_moe(tmp / "scaled");
+  ASSERT_EQ(quantize(scaled, tmp / "scaled_q"), 0);
+  CpuBackend be;
+  auto model = load_model(tmp / "scaled_q", be);
+  const Checkpoint ck = Checkpoint::open(scaled);
+  int moe_layers = 0;
+  for (size_t i = 0; i < as_gemma4(*model).layers().size(); i++) {
+    const arch::Gemma4Layer& l = as_gemma4(*model).layers()[i];
+    if (!l.has_moe()) continue;
+    moe_layers++;
+    ASSERT_TRUE(l.moe.experts_down.quant.has_value());
+    EXPECT_EQ(l.moe.experts_down.weight.dtype, DType::F8E4M3);
+    const std::string L = "model.layers." + std::to_string(i) + ".";
+    Tensor down = checkpoint_f32(ck, L + "experts.down_proj");
+    const Tensor scale = checkpoint_f32(ck, L + "router.per_expert_scale");
+    const int64_t E = down.dim(0), per_expert = down.numel() / E;
+    for (int64_t e = 0; e < E; e++)
+      for (int64_t j = 0; j < per_expert; j++)
+        down.ptr<float>()[e * per_expert + j] *= scale.ptr<float>()[e];
+    EXPECT_LE(dequantized_error(l.moe.experts_down, down), 6e-2) << "layer " << i;
+  }
+  EXPECT_GT(moe_layers, 0);
+  const double scaled_gap = worst_error(logits_of(tmp / "scaled_q", prompts),
+                                        logits_of(scaled, prompts, {.online = online}));
+  std::printf("gemma4_moe scaled: tandem quantize vs online fp8 %.1e\n", scaled_gap);
+  EXPECT_LE(scaled_gap, 5e-2);  // down rounds the 1.5-scaled expert's rows apart, no more
+
+  // -tp 2: each rank cuts the e4m3 stacks and their scales (gate|up rows, down columns).
+  cli::LoadedModel one = cli::load_model_folder(tmp / "plain", "cpu");
+  cli::LoadedModel two = cli::load_model_folder(tmp / "plain", "cpu", {.tp = {.size = 2}});
+  ASSERT_TRUE(two.tp_ranks);
+  EXPECT_TRUE(two.weight_format.ends_with("; MoE experts fp8_e4m3")) << two.weight_format;
+  const arch::Gemma4Layer& half = as_gemma4(*two.model).layers()[0];
+  ASSERT_TRUE(half.moe.experts_down.quant.has_value());
+  EXPECT_EQ(half.moe.experts_down.weight.dim(2) * 2,
+            as_gemma4(*one.model).layers()[0].moe.experts_down.weight.dim(2));  // Fe / 2
+  double tp_gap = 0;
+  for (const OraclePrompt& p : prompts) {
+    std::vector<int32_t> ids = p.prompt;
+    ids.insert(ids.end(), p.greedy.begin(), p.greedy.end());
+    const Tensor want = teacher_forced_logits(*one.model, *one.backend, ids);
+    const Tensor got = teacher_forced_logits(*two.tp_ranks, ids, 5);
+    ASSERT_EQ(got.numel(), want.numel());
+    tp_gap =
+        std::max(tp_gap, relative_error(got.ptr<float>(), want.ptr<float>(), size_t(want.numel())));
+  }
+  std::printf("gemma4_moe tandem quantize at -tp 2: %.2e from -tp 1\n", tp_gap);
+  EXPECT_LE(tp_gap, 0.1);  // the same bytes; down's inputs are quantized per rank's slice
+
+  CpuBackend none;
+  none.set_fp8_experts(false);
+  const std::string e = error_of([&] { load_model(tmp / "plain", none); });
+  fs::remove_all(tmp);
+  for (const char* part : {"experts.gate_up_proj", "holds FP8 MoE experts", "cpu backend"})
+    EXPECT_NE(e.find(part), std::string::npos) << part << " in: " << e;
 }
 
 // -tp 2 under --quantization fp8: each rank quantizes its own slice of the experts (down's

@@ -340,11 +340,14 @@ void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weight
   const cuda::ExpertRows rows{offsets.ptr<int32_t>(), tile_offsets.ptr<int32_t>(), int(E),
                               max_tiles};
   if (fp8) {
+    // The tensor-core kernels (TANDEM_FP8_MOE_TC) or the bf16-widening reference.
+    const bool tc = options_.fp8_moe_tc;
     const Fp8Rows xq = fp8_rows(*this, x.ptr<bf16>(), T, D, gate_up_linear);
-    cuda::launch_moe_gate_up_fp8(stream_, a.ptr<bf16>(), xq.in, token.ptr<int32_t>(), gate_up_fp8,
-                                 rows, D, F, act);
+    (tc ? cuda::launch_moe_gate_up_fp8_tc : cuda::launch_moe_gate_up_fp8)(
+        stream_, a.ptr<bf16>(), xq.in, token.ptr<int32_t>(), gate_up_fp8, rows, D, F, act);
     const Fp8Rows aq = fp8_rows(*this, a.ptr<bf16>(), P, F, down_linear);
-    cuda::launch_moe_down_fp8(stream_, y.ptr<bf16>(), aq.in, down_fp8, rows, D, F);
+    (tc ? cuda::launch_moe_down_fp8_tc : cuda::launch_moe_down_fp8)(stream_, y.ptr<bf16>(), aq.in,
+                                                                    down_fp8, rows, D, F);
   } else if (block) {
     TANDEM_CUDA_REQUIRE(cuda::aligned16(x.data), "moe_experts: x must be 16-byte aligned");
     cuda::launch_moe_gate_up_block(stream_, a.ptr<bf16>(), x.ptr<bf16>(), token.ptr<int32_t>(),

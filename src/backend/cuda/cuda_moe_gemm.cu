@@ -5,7 +5,8 @@
 // accumulator fragments of one type map element i to the same (row, col), so
 // act(gate.x[i]) * up.x[i] is the output element-wise.
 //
-// The FP8 variant (expert_gemm_fp8_kernel, below) runs the same tiles on e4m3 experts. The
+// The FP8 variant (expert_gemm_fp8_kernel, below) runs the same tiles on e4m3 experts (the
+// reference of the e4m3 tensor-core kernel, cuda_moe_gemm_fp8_mma.cu). The
 // bf16 kernel also takes ggml block-type experts (BlockWeights: each B tile decoded to bf16
 // in shared memory).
 #include <mma.h>
@@ -18,6 +19,7 @@
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_fp8.cuh"
 #include "backend/cuda/cuda_moe_gemm.h"
+#include "backend/cuda/cuda_moe_tiles.cuh"
 
 namespace tandem::cuda {
 
@@ -44,21 +46,6 @@ __device__ __forceinline__ void copy_chunk(bf16* dst, const bf16* src, int64_t a
 #pragma unroll
     for (int i = 0; i < 8; i++) dst[i] = i < avail ? src[i] : __float2bfloat16_rn(0.f);
   }
-}
-
-// The row tile of block blockIdx.y: its expert, the last e with tile_offsets[e] <= tile
-// (experts without rows have empty tile ranges and lose to the next one), its first slot
-// and how many of its 64 rows are slots; expert -1 past the real tile count.
-struct RowTile {
-  int expert;
-  int64_t row0, num_rows;
-};
-__device__ __forceinline__ RowTile row_tile(const ExpertRows& rows) {
-  const int tile = int(blockIdx.y);
-  if (tile >= rows.tile_offsets[rows.num_experts]) return {-1, 0, 0};
-  const int e = cuda::last_at_most(rows.tile_offsets, rows.num_experts, tile);
-  const int64_t row0 = rows.offsets[e] + int64_t(tile - rows.tile_offsets[e]) * kBM;
-  return {e, row0, min(int64_t(kBM), int64_t(rows.offsets[e + 1]) - row0)};
 }
 
 using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
@@ -148,7 +135,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ __align__(32) float Cs[kBM][kLdc];
   __shared__ int64_t a_src[kBM];  // element offset of each tile row in `in`, -1 past the rows
 
-  const RowTile rt = row_tile(rows);
+  const MoeRowTile rt = moe_row_tile(rows);
   if (rt.expert < 0) return;  // the whole block leaves
   const int e = rt.expert;
   const int64_t row0 = rt.row0, num_rows = rt.num_rows;
@@ -307,7 +294,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float s_x[kBM];      // the folded group's input scale of each tile row
   __shared__ float s_w[kB][kBN];  // ... and weight scale of each tile column, per half
 
-  const RowTile rt = row_tile(rows);
+  const MoeRowTile rt = moe_row_tile(rows);
   if (rt.expert < 0) return;  // the whole block leaves
   const int e = rt.expert;
   const int64_t row0 = rt.row0, num_rows = rt.num_rows;
@@ -377,12 +364,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The launch grid of a grouped GEMM with N output columns: (column tiles, row tiles).
 dim3 expert_grid(const ExpertRows& rows, int64_t N) {
-  if (rows.max_row_tiles > 65535)
-    cuda_fail("moe_experts: " + std::to_string(rows.max_row_tiles) +
-              " row tiles exceed the grid limit (too many tokens in one step)");
-  return dim3(unsigned((N + kBN - 1) / kBN), unsigned(rows.max_row_tiles));
+  return moe_expert_grid(rows, N, kBN);
 }
 
 template <bool kGated, Activation A>

@@ -97,4 +97,15 @@ void launch_moe_down_fp8(cudaStream_t stream, __nv_bfloat16* y, const Fp8ExpertI
                          const Fp8ExpertWeights& down, const ExpertRows& rows, int64_t D,
                          int64_t F);
 
+// The same two GEMMs on the FP8 tensor cores (cuda_moe_gemm_fp8_mma.cu: mma.sync e4m3,
+// sm_89+), the operands read as e4m3 bytes: the same arithmetic (exact e4m3 products summed
+// in f32, each column group's sum scaled by s_x · s_w), summed in another order. Chosen by
+// CudaOptions::fp8_moe_tc (TANDEM_FP8_MOE_TC; off until measured on a GPU).
+void launch_moe_gate_up_fp8_tc(cudaStream_t stream, __nv_bfloat16* a, const Fp8ExpertInput& x,
+                               const int32_t* token, const Fp8ExpertWeights& gate_up,
+                               const ExpertRows& rows, int64_t D, int64_t F, Activation act);
+void launch_moe_down_fp8_tc(cudaStream_t stream, __nv_bfloat16* y, const Fp8ExpertInput& a,
+                            const Fp8ExpertWeights& down, const ExpertRows& rows, int64_t D,
+                            int64_t F);
+
 }  // namespace tandem::cuda

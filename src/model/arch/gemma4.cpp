@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "loader/quant_scheme.h"
 #include "model/arch/archs.h"
 #include "model/arch/gemma_tp.h"
 #include "model/config.h"
@@ -178,13 +179,13 @@ void Gemma4Model::load_layer(WeightLoader& w, const Checkpoint& checkpoint, int 
 
 // The router, the stacked experts, and the three extra norms. per_expert_scale multiplies
 // an expert's routing weight, so it is folded into that expert's down projection (linear).
-// Under tensor parallelism every expert is cut like the dense MLP (gemma_tp.h). Under
-// --quantization fp8 (on a backend with FP8 experts) both stacked projections are then
-// quantized per output channel, each rank its own slice and down after the fold
-// (WeightLoader::quantize_stacked_experts); `tandem quantize` leaves them 16-bit.
+// Under tensor parallelism every expert is cut like the dense MLP (gemma_tp.h). The experts
+// load as FP8 (WeightLoader::quantizes_stacked_experts) where the checkpoint holds them in
+// e4m3 (`tandem quantize`: stacked_experts_name) or under --quantization fp8 on a backend
+// with FP8 experts: quantized per output channel, each rank its own slice and down after
+// the fold — or, read in e4m3, the fold applied to down's scales, which is the same.
 void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4Layer& l, int i) {
-  const TpShard& tp = config_.tp;
-  int64_t D = config_.hidden_size, E = gemma_.num_experts, Fe = gemma_.moe_intermediate_size;
+  int64_t D = config_.hidden_size, E = gemma_.num_experts;
   l.post_ffn_norm_1 = load_norm(w, "layers.{i}.post_ffn_norm_1", i);
   l.pre_ffn_norm_2 = load_norm(w, "layers.{i}.pre_ffn_norm_2", i);
   l.post_ffn_norm_2 = load_norm(w, "layers.{i}.post_ffn_norm_2", i);
@@ -192,37 +193,65 @@ void Gemma4Model::load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4
   l.moe.router = w.load_linear("layers.{i}.router", i, {E, D});
   const std::string L = expand_name(prefix_ + "layers.{i}.", i);
   const std::string gate_up_name = L + "experts.gate_up_proj";
-  const bool fp8 = w.quantizes_stacked_experts(checkpoint.dtype(gate_up_name));
+  const bool fp8 = w.quantizes_stacked_experts(gate_up_name, checkpoint.dtype(gate_up_name));
   experts_format_ = w.experts_format();
-  if (tp.sharded() || fp8) {  // one stacked tensor: cut per expert here, not by the slicer
-    Tensor gate_up = checkpoint.get(gate_up_name);
-    if (!(gate_up.shape == Shape{E, 2 * Fe, D}))
-      fail("{}: weight '{}' has shape {} but the config implies {}", checkpoint.dir().string(),
-           gate_up_name, gate_up.shape.str(), Shape{E, 2 * Fe, D}.str());
-    if (tp.sharded()) gate_up = gemma4_experts_gate_up_slice(gate_up, tp);  // [E, 2·Fe/N, D]
-    if (fp8)
-      l.moe.experts_gate_up = w.quantize_stacked_experts(gate_up);
-    else
-      l.moe.experts_gate_up.weight = backend_.upload(gate_up, backend_.weight_dtype(gate_up.dtype));
-    num_parameters_ += gate_up.numel();
-  } else {
-    l.moe.experts_gate_up.weight = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D});
-  }
+  l.moe.experts_gate_up = load_experts_gate_up(w, checkpoint, L, i, fp8);
   l.moe.top_k = gemma_.top_k_experts;
   l.moe.renormalize = true;
   l.moe.act = config_.activation;
-  Tensor down = host_f32(checkpoint, L + "experts.down_proj", {E, D, Fe});
+  l.moe.experts_down = load_experts_down(w, checkpoint, L, fp8);
+}
+
+// experts.gate_up_proj [E, 2·Fe, D] (this rank's [E, 2·Fe/N, D]), and in e4m3 its scales
+// [E, 2·Fe, 1] cut alike.
+Linear Gemma4Model::load_experts_gate_up(WeightLoader& w, const Checkpoint& checkpoint,
+                                         const std::string& L, int i, bool fp8) {
+  const TpShard& tp = config_.tp;
+  const int64_t D = config_.hidden_size, E = gemma_.num_experts, Fe = gemma_.moe_intermediate_size;
+  const std::string name = L + "experts.gate_up_proj";
+  if (!tp.sharded() && !fp8)
+    return Linear{.weight = w.load("layers.{i}.experts_gate_up", i, {E, 2 * Fe, D})};
+  // One stacked tensor: cut per expert here, not by the slicer.
+  Tensor gate_up = checkpoint.get(name);
+  if (!(gate_up.shape == Shape{E, 2 * Fe, D}))
+    fail("{}: weight '{}' has shape {} but the config implies {}", checkpoint.dir().string(), name,
+         gate_up.shape.str(), Shape{E, 2 * Fe, D}.str());
+  if (tp.sharded()) gate_up = gemma4_experts_gate_up_slice(gate_up, tp);  // [E, 2·Fe/N, D]
+  num_parameters_ += gate_up.numel();
+  if (gate_up.dtype == DType::F8E4M3) {
+    Tensor scale = host_f32(checkpoint, stacked_scale_name(name), {E, 2 * Fe, 1});
+    if (tp.sharded()) scale = gemma4_experts_gate_up_slice(scale, tp);  // [E, 2·Fe/N, 1]
+    return w.stacked_fp8_experts(gate_up, scale.reshape({E, gate_up.dim(1)}));
+  }
+  if (fp8) return w.quantize_stacked_experts(gate_up);
+  return Linear{.weight = backend_.upload(gate_up, backend_.weight_dtype(gate_up.dtype))};
+}
+
+// experts.down_proj [E, D, Fe] (this rank's columns [E, D, Fe/N]) with the router's
+// per_expert_scale [E] folded in: into the weights, or in e4m3 into the scales [E, D, 1].
+Linear Gemma4Model::load_experts_down(WeightLoader& w, const Checkpoint& checkpoint,
+                                      const std::string& L, bool fp8) {
+  const TpShard& tp = config_.tp;
+  const int64_t D = config_.hidden_size, E = gemma_.num_experts, Fe = gemma_.moe_intermediate_size;
+  const std::string name = L + "experts.down_proj";
+  const Tensor scale = host_f32(checkpoint, L + "router.per_expert_scale", {E});
+  num_parameters_ += tp.rank == 0 ? scale.numel() : 0;
+  const bool stored_fp8 = checkpoint.dtype(name) == DType::F8E4M3;
+  // In e4m3 the weights stay as stored and each expert's D row scales take the factor.
+  Tensor down = stored_fp8 ? checkpoint.get(name) : host_f32(checkpoint, name, {E, D, Fe});
+  if (!(down.shape == Shape{E, D, Fe}))
+    fail("{}: weight '{}' has shape {} but the config implies {}", checkpoint.dir().string(), name,
+         down.shape.str(), Shape{E, D, Fe}.str());
   if (tp.sharded()) down = gemma4_experts_down_slice(down, tp);  // [E, D, Fe/N]
-  Tensor scale = host_f32(checkpoint, L + "router.per_expert_scale", {E});
-  float* d = down.ptr<float>();
-  const int64_t per_expert = down.numel() / E;
+  num_parameters_ += down.numel();
+  Tensor folded = stored_fp8 ? host_f32(checkpoint, stacked_scale_name(name), {E, D, 1}) : down;
+  float* d = folded.ptr<float>();
+  const int64_t per_expert = folded.numel() / E;
   for (int64_t e = 0; e < E; e++)
     for (int64_t j = 0; j < per_expert; j++) d[e * per_expert + j] *= scale.ptr<float>()[e];
-  if (fp8)
-    l.moe.experts_down = w.quantize_stacked_experts(down);
-  else
-    l.moe.experts_down.weight = backend_.upload(down, backend_.act_dtype());
-  num_parameters_ += down.numel() + (tp.rank == 0 ? scale.numel() : 0);
+  if (stored_fp8) return w.stacked_fp8_experts(down, folded.reshape({E, D}));
+  if (fp8) return w.quantize_stacked_experts(down);
+  return Linear{.weight = backend_.upload(down, backend_.act_dtype())};
 }
 
 std::vector<LayerKvSpec> Gemma4Model::kv_specs() const {

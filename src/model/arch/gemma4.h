@@ -69,6 +69,10 @@ class Gemma4Model : public Model {
   void load_layer(WeightLoader& w, const Checkpoint& checkpoint, int i);
   void load_attention(WeightLoader& w, Gemma4Layer& l, int i);
   void load_moe(WeightLoader& w, const Checkpoint& checkpoint, Gemma4Layer& l, int i);
+  Linear load_experts_gate_up(WeightLoader& w, const Checkpoint& checkpoint, const std::string& L,
+                              int i, bool fp8);
+  Linear load_experts_down(WeightLoader& w, const Checkpoint& checkpoint, const std::string& L,
+                           bool fp8);
   RmsNorm load_norm(WeightLoader& w, const std::string& name, int layer);
 
   // The forward (gemma4_forward.cpp).

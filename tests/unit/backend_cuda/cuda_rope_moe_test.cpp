@@ -312,12 +312,15 @@ Linear upload_fp8_stack(Backend& be, const Fp8Stack& st, const Fp8Layout& l, flo
 // the same values (but for the rare act(gate)·up that rounds differently after sums in
 // another order) and differ by summation order and the bf16 output: ~3e-3 on an H200
 // (2026-12-03), while a wrong scale, block or row costs orders more.
+// Both CUDA kernels, each against the twin and against each other: the reference that
+// widens e4m3 to bf16 (gpu) and the e4m3 tensor-core one (tc: TANDEM_FP8_MOE_TC), whose
+// only difference is the order of the f32 sums.
 TEST(CudaMoeExperts, Fp8ExpertsMatchTheCpuTwin) {
   TANDEM_SKIP_WITHOUT_CUDA();
-  CudaBackend gpu(0);
+  CudaBackend gpu(0), tc(0, CudaOptions{.fp8_moe_tc = true});
   CpuBackend twin, plain;  // plain: the twin on f32 inputs, for the printed comparison only
   twin.set_fp8_inputs_bf16(true);
-  double worst = 0, worst_plain = 0, least_doubled = INFINITY;
+  double worst = 0, worst_plain = 0, least_doubled = INFINITY, worst_tc = 0, tc_vs_ref = 0;
   const Fp8Layout layouts[] = {
       {ScaleGranularity::PerTensor, 0, 0, true},  {ScaleGranularity::PerTensor, 0, 0, false},
       {ScaleGranularity::PerChannel, 0, 0, false}, {ScaleGranularity::Block, 128, 128, false},
@@ -366,6 +369,14 @@ TEST(CudaMoeExperts, Fp8ExpertsMatchTheCpuTwin) {
           Tensor doubled = run(gpu, test::poisoned(gpu, DType::BF16, {c.T, c.D}), 2.f);
           const double moved = rel_err_between(gpu, doubled, twin, ref);
           EXPECT_GT(moved, 0.1);
+          Tensor got_tc = run(tc, test::poisoned(tc, DType::BF16, {c.T, c.D}), 1.f);
+          const double err_tc = rel_err_between(tc, got_tc, twin, ref);
+          EXPECT_LE(err_tc, 1e-2) << "tensor cores";
+          EXPECT_LE(rel_err_between(tc, got_tc, gpu, got), 1e-2) << "tensor cores vs reference";
+          Tensor doubled_tc = run(tc, test::poisoned(tc, DType::BF16, {c.T, c.D}), 2.f);
+          EXPECT_GT(rel_err_between(tc, doubled_tc, twin, ref), 0.1) << "tensor cores";
+          worst_tc = std::max(worst_tc, err_tc);
+          tc_vs_ref = std::max(tc_vs_ref, rel_err_between(tc, got_tc, gpu, got));
           Tensor ref_plain = run(plain, plain.alloc(DType::F32, {c.T, c.D}), 1.f);
           worst = std::max(worst, err);
           worst_plain = std::max(worst_plain, rel_err_between(gpu, got, plain, ref_plain));
@@ -374,6 +385,10 @@ TEST(CudaMoeExperts, Fp8ExpertsMatchTheCpuTwin) {
   }
   std::printf("fp8 experts: rel err against the twin on bf16 inputs <= %.2e (on f32 inputs "
               "<= %.2e); doubled gate_up scales >= %.2e\n", worst, worst_plain, least_doubled);
+  std::printf(
+      "fp8 experts on the tensor cores: against the twin <= %.2e, against the "
+      "reference kernel <= %.2e\n",
+      worst_tc, tc_vs_ref);
 }
 
 // FP8 layouts the CUDA experts cannot take fail with tandem's Error, naming the tensor.

@@ -1,7 +1,8 @@
 // `tandem quantize` and online quantization (--quantization fp8) agree byte for byte: the
 // written checkpoint loads to the same logits as the 16-bit one quantized at load, carries
 // llm-compressor's quantization_config, and its FP8 weights are within one e4m3 step of
-// the originals; random-model --dtype fp8 writes a folder tandem loads as FP8.
+// the originals; random-model --dtype fp8 writes a folder tandem loads as FP8, and writes
+// MoE experts.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "cli/model_files.h"
 #include "engine/teacher_forcing.h"
 #include "loader/checkpoint.h"
+#include "loader/quant_scheme.h"
 #include "model/model.h"
 
 namespace tandem::cli {
@@ -92,6 +94,32 @@ TEST(Fp8Quantize, RandomModelWritesAnFp8Checkpoint) {
   const Tensor logits = teacher_forced_logits(*m.model, *m.backend, std::vector<int32_t>{1, 2, 3});
   for (int64_t i = 0; i < logits.numel(); i++) ASSERT_TRUE(std::isfinite(logits.ptr<float>()[i]));
   fs::remove_all(out);
+}
+
+// random-model writes Mixtral's and Qwen3-MoE's experts (the oracles' tiny configs), so the
+// GPU benches can time the real shapes; --quantization fp8 quantizes them at load.
+TEST(Fp8Quantize, RandomModelWritesMoeExperts) {
+  for (auto [arch, expert] : {std::pair{"mixtral", "block_sparse_moe.experts.7.w2.weight"},
+                              {"qwen3_moe", "mlp.experts.7.down_proj.weight"}}) {
+    SCOPED_TRACE(arch);
+    const fs::path out = scratch(std::string("random_moe_") + arch);
+    const fs::path config = fs::path(TANDEM_TEST_DATA) / "oracle" / arch / "config.json";
+    ASSERT_EQ(run_random_model({.config = config.string(), .out = out.string()}), 0);
+    const nlohmann::json c = nlohmann::json::parse(std::ifstream(config));
+    const int64_t D = c["hidden_size"],
+                  F = c.value("moe_intermediate_size", c["intermediate_size"]);
+    const Checkpoint ck = Checkpoint::open(out);
+    const std::string name = "model.layers.3." + std::string(expert);
+    ASSERT_TRUE(ck.has(name)) << name;
+    EXPECT_EQ(ck.get(name).shape, (Shape{D, F}));
+    EXPECT_FALSE(ck.has("model.layers.3.mlp.down_proj.weight")) << "a MoE layer has no dense MLP";
+    LoadedModel m = load_model_folder(out, "cpu", {.online = online_quantization("fp8")});
+    EXPECT_TRUE(m.weight_format.ends_with("; MoE experts fp8_e4m3")) << m.weight_format;
+    const Tensor logits =
+        teacher_forced_logits(*m.model, *m.backend, std::vector<int32_t>{1, 2, 3});
+    for (int64_t i = 0; i < logits.numel(); i++) ASSERT_TRUE(std::isfinite(logits.ptr<float>()[i]));
+    fs::remove_all(out);
+  }
 }
 
 TEST(Fp8Quantize, RefusesAnAlreadyQuantizedCheckpoint) {
