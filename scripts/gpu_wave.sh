@@ -62,6 +62,8 @@
 #           n-gram, with the 1B draft; the cost of a step of 1..9 query tokens of one row
 #           (a prompt chunked by --max-batched-tokens N: the verify step of K = N - 1);
 #           FP8 decode-b1 off / n-gram; offline 128/128 at 64 and 256 rows off / on  ~4 min
+#           (n-gram's "steps read early": a few dozen at 64 and 256 rows, not one a step;
+#           its tok/s within noise of off's)
 #    embed  /v1/embeddings on the 8B shape, 512-token inputs, against the engine's
 #           prompt throughput                                                         ~1.5 min
 #    Each step starts only while the budget (BUDGET seconds, default 540) allows it. Logs
