@@ -93,11 +93,16 @@ bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base
     return false;
   }
   const std::optional<double> plain = overlapped_.cost(base_tokens);
-  bool yes =
-      plain && speculative_run_ < kPlainRefresh && any(pick(rows, base_rows, base_tokens, *plain));
-  if (!yes && plain && ++declines_ >= kProbeInterval) yes = true;  // a probe (see above)
-  if (yes) declines_ = 0;
-  return yes;
+  if (plain && speculative_run_ < kPlainRefresh &&
+      any(pick(rows, base_rows, base_tokens, *plain))) {
+    declines_ = 0;
+    probe_interval_ = kProbeInterval;
+    return true;
+  }
+  if (!plain || ++declines_ < probe_interval_) return false;
+  declines_ = 0;  // a probe (see above); the next one waits longer unless a read pays first
+  probe_interval_ = std::min(2 * probe_interval_, kMaxProbeInterval);
+  return true;
 }
 
 void SpecController::observe_step(StepKind kind, int num_tokens, double seconds) {

@@ -32,11 +32,12 @@
 // speculative steps in a row one plain step measures again what not speculating costs now,
 // and after kPlainRefresh steps with none overlapped may_speculate says no once, so the
 // overlapped cost is measured again too (a regime where speculation pays loses those
-// steps' gain). When may_speculate has declined kProbeInterval times in a
-// row it says yes once: the rows' proposal rates are only seen when the step is read, and
-// may have changed. A cost bucket counts from its second step (step_cost_model.h), so the
-// first verify step of a size, which may warm the device up, does not keep speculation off
-// by itself.
+// steps' gain). When may_speculate has declined kProbeInterval times in a row it says yes
+// once: the rows' proposal rates are only seen when the step is read, and may have
+// changed; probes that change nothing back off (the interval doubles, up to
+// kMaxProbeInterval, until a step is read early for its own sake). A cost bucket counts from its
+// second step (step_cost_model.h), so the first verify step of a size, which may warm the device
+// up, does not keep speculation off by itself.
 //
 // α_r and p_r are the row's own; a row starts from the server's (the same averages over
 // every row); α_r returns to the server's after kForgetSteps steps without speculating
@@ -73,6 +74,7 @@ class SpecController {
   static constexpr int kForgetSteps = 32;
   static constexpr int kPlainRefresh = 64;
   static constexpr int kProbeInterval = 32;
+  static constexpr int kMaxProbeInterval = 256;
 
   // `adaptive` false: every row verifies all it has (max_k), every step.
   explicit SpecController(bool adaptive) : adaptive_(adaptive) {}
@@ -117,6 +119,7 @@ class SpecController {
   int speculative_run_ = 0;   // speculative steps since the last plain one
   int since_overlapped_ = 0;  // steps since an overlapped one (or the last refresh)
   int declines_ = 0;          // may_speculate's noes in a row
+  int probe_interval_ = kProbeInterval;  // the noes after which it probes
   double server_acceptance_ = 0.5;
   double server_proposal_rate_ = 0.5;
   StepCostModel overlapped_;

@@ -215,11 +215,18 @@ TEST(SpecController, AtSixtyFourRowsThatRarelyProposeTheStepIsNotReadEarly) {
   // Rows that always have proposals are worth it (what every row was assumed to have).
   const std::vector<SpecCandidate> always(64, SpecCandidate{4, 0.6, 1.0});
   EXPECT_TRUE(c.may_speculate(always, 64, 64));
-  // A probe: after kProbeInterval noes in a row one yes, so the rates are seen again.
-  for (int i = 1; i < SpecController::kProbeInterval; i++)
-    ASSERT_FALSE(c.may_speculate(rare, 64, 64)) << "call " << i;
-  EXPECT_TRUE(c.may_speculate(rare, 64, 64));
-  EXPECT_FALSE(c.may_speculate(rare, 64, 64));
+  // A probe: after kProbeInterval noes in a row one yes, so the rates are seen again; a
+  // probe that changed nothing makes the next wait twice as long, a real yes resets it.
+  auto noes_before_a_probe = [&] {
+    int noes = 0;
+    while (!c.may_speculate(rare, 64, 64) && noes < 1000) noes++;
+    return noes;
+  };
+  EXPECT_EQ(noes_before_a_probe(), SpecController::kProbeInterval - 1);
+  EXPECT_EQ(noes_before_a_probe(), 2 * SpecController::kProbeInterval - 1);
+  EXPECT_EQ(noes_before_a_probe(), 4 * SpecController::kProbeInterval - 1);
+  ASSERT_TRUE(c.may_speculate(always, 64, 64));
+  EXPECT_EQ(noes_before_a_probe(), SpecController::kProbeInterval - 1);
   // Nothing measured overlapped yet: no early read (an overlapped step measures it first).
   SpecController fresh(true);
   fresh.observe_step(StepKind::Synchronous, 64, 7.80e-3);
