@@ -209,11 +209,14 @@ int main(int argc, char** argv) {
                o.output, o.num, o.batch, rates[rates.size() / 2], rates.size());
     if (speculative) {
       const SpecDecodeStats st = engine.stats().spec_decode;
-      fmt::print("speculative {}: {} verifying rows, {} proposals, {} accepted ({:.1f}%), "
-                 "{:.2f} tokens per verifying row\n",
-                 st.method, st.num_drafts, st.num_draft_tokens, st.num_accepted_tokens,
-                 st.num_draft_tokens ? 100.0 * double(st.num_accepted_tokens) / double(st.num_draft_tokens) : 0.0,
-                 st.num_drafts ? 1.0 + double(st.num_accepted_tokens) / double(st.num_drafts) : 0.0);
+      fmt::print(
+          "speculative {}: {} verifying rows, {} proposals, {} accepted ({:.1f}%), "
+          "{:.2f} tokens per verifying row; {} speculative steps, {} steps read early\n",
+          st.method, st.num_drafts, st.num_draft_tokens, st.num_accepted_tokens,
+          st.num_draft_tokens ? 100.0 * double(st.num_accepted_tokens) / double(st.num_draft_tokens)
+                              : 0.0,
+          st.num_drafts ? 1.0 + double(st.num_accepted_tokens) / double(st.num_drafts) : 0.0,
+          st.num_speculative_steps, st.num_steps_read_early);
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

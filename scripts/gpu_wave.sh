@@ -82,6 +82,8 @@
 #           n-gram, with the 1B draft; the cost of a step of 1..9 query tokens of one row
 #           (a prompt chunked by --max-batched-tokens N: the verify step of K = N - 1);
 #           FP8 decode-b1 off / n-gram; offline 128/128 at 64 and 256 rows off / on  ~4 min
+#           (n-gram's "steps read early": a few dozen at 64 and 256 rows, not one a step;
+#           its tok/s within noise of off's)
 #    spec-load  the spec part's 64- and 256-row runs off / n-gram (never below off, issue 44
 #           item 4), then FP8 decode-b1 with TANDEM_FP8_DECODE_FUSION=0 / 1 (issue 45)  ~3 min
 #    tp-multi  several GPUs of one host (a multi-GPU kind): the NCCL golden tests (TP=N

@@ -403,13 +403,19 @@ void Engine::complete_in_flight() {
   // included) or the previous step's tokens, whichever came later, to its tokens. With the
   // overlapped loop a step() call issues one step and waits for the one before, so the
   // call's own duration would charge each step its predecessor's cost.
+  // A plain step issued with nothing in flight (the one before it read early, verifying,
+  // or none) paid for its planning on the device's time: it is charged apart.
   const auto now = std::chrono::steady_clock::now();
-  if (speculator_ && !f.has_prompt && !f.recorded_graph &&
-      (f.speculative || !last_completed_speculative_))
-    speculator_->observe_step(f.speculative, f.num_tokens,
-                              std::chrono::duration<double>(now - std::max(f.started, last_completion_)).count());
+  if (speculator_) speculator_->count_step(f.speculative);
+  if (speculator_ && !f.has_prompt && !f.recorded_graph) {
+    const StepKind kind = f.speculative  ? StepKind::Speculative
+                          : f.overlapped ? StepKind::Overlapped
+                                         : StepKind::Synchronous;
+    speculator_->observe_step(
+        kind, f.num_tokens,
+        std::chrono::duration<double>(now - std::max(f.started, last_completion_)).count());
+  }
   last_completion_ = now;
-  last_completed_speculative_ = f.speculative;
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.generation_tokens_total += generated;
 }
@@ -423,7 +429,7 @@ bool Engine::step() {
       (in_flight_->speculative || speculator_->may_speculate(scheduler_.running())))
     complete_in_flight();
   drop_cancelled();
-  if (speculator_) speculator_->propose(scheduler_.running());
+  if (speculator_) speculator_->propose(scheduler_.running(), in_flight_.has_value());
   std::vector<ScheduledRow> rows = scheduler_.schedule();
   const int64_t recorded = executor_->graphs_recorded();
   if (speculator_) {
@@ -431,11 +437,13 @@ bool Engine::step() {
     if (speculator_->uses_draft_model()) run_draft(rows);
   }
   const bool worked = !rows.empty() || in_flight_.has_value();
+  const bool overlapped = in_flight_.has_value();  // issue() may read it (the overlap rule)
   std::optional<InFlight> issued;
   if (!rows.empty()) issued = issue(rows);
   if (issued) {
     issued->started = started;
     issued->recorded_graph = executor_->graphs_recorded() != recorded;
+    issued->overlapped = overlapped;
   }
   if (in_flight_) complete_in_flight();  // step n's tokens, while step n+1 runs
   in_flight_ = std::move(issued);

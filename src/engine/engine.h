@@ -27,9 +27,11 @@
 // Speculative decoding (engine/speculator.h) follows the same rule one step earlier: a row's
 // proposals follow its last token, and a verifying row emits 1..K+1 tokens that decide its
 // next chunk, so a step with such rows is read before the next step is planned, and
-// before proposing the engine reads the step in flight whenever some row may speculate.
-// The device then waits for the host between those steps; the speculator's step costs
-// (spec_controller.h) include that wait, so it speculates only where it still pays.
+// before proposing the engine reads a plain step in flight when the speculator expects
+// that to pay (Speculator::may_speculate). The device then waits for the host between
+// those steps; the speculator's step costs (spec_controller.h) include that wait — a plain
+// step planned with nothing in flight is charged apart from an overlapped one — so it
+// reads early and speculates only where the tokens it expects outweigh the lost overlap.
 // Proposals never enter Sequence::tokens; a verified row's K/V is rolled back to its
 // accepted tokens before any of them is emitted (Engine::emit_verified).
 //
@@ -148,6 +150,9 @@ class Engine : public EngineApi {
     int num_tokens = 0;
     bool has_prompt = false;
     bool recorded_graph = false;  // its forwards recorded a graph: not charged either
+    // Issued while the step before it was in flight: its planning overlapped the device
+    // (a plain step so issued is charged as StepKind::Overlapped, else Synchronous).
+    bool overlapped = false;
     std::chrono::steady_clock::time_point started;
   };
   // Issues `rows` as one forward and its sampling op, without waiting (plan, issue the
@@ -194,10 +199,6 @@ class Engine : public EngineApi {
   // When the last in-flight step's tokens arrived: a step's cost is the time from then (or
   // from its own step() call, if later) to its own tokens' arrival (complete_in_flight).
   std::chrono::steady_clock::time_point last_completion_;
-  // Whether that step verified proposals: the plain step after it starts an empty pipeline
-  // (nothing overlapped its planning), a cost no steady plain step pays, so it is not
-  // charged to the plain steps' model.
-  bool last_completed_speculative_ = false;
   std::unique_ptr<Speculator> speculator_;  // with --speculative-config
 
   mutable std::mutex inbox_mu_;

@@ -38,6 +38,9 @@ struct SpecDecodeStats {
   int64_t num_accepted_tokens = 0;
   std::vector<int64_t> accepted_per_position;  // [num_speculative_tokens]
   int64_t num_speculative_steps = 0;  // steps in which some row verified proposals
+  // Overlapped loop: plain steps in flight read before the next step was planned, because
+  // some row might speculate (each cost the device the host's planning time).
+  int64_t num_steps_read_early = 0;
 };
 
 struct EngineStats {

@@ -13,39 +13,49 @@ double expected_accepted(double acceptance, int k) {
   return sum;
 }
 
-std::optional<double> SpecController::spec_cost(int num_tokens) const {
-  if (std::optional<double> c = speculative_.cost(num_tokens)) return c;
-  return plain_.cost(num_tokens);
+std::optional<double> SpecController::cost(StepKind kind, int num_tokens) const {
+  switch (kind) {
+    case StepKind::Overlapped:
+      return overlapped_.cost(num_tokens);
+    case StepKind::Synchronous:
+      return synchronous_.cost(num_tokens);
+    case StepKind::Speculative:
+      return speculative_.cost(num_tokens);
+  }
+  return std::nullopt;
 }
 
-std::vector<int> SpecController::choose(std::span<const SpecCandidate> rows, int base_rows,
-                                        int base_tokens) const {
+std::optional<double> SpecController::spec_cost(int num_tokens) const {
+  if (std::optional<double> c = speculative_.cost(num_tokens)) return c;
+  if (std::optional<double> c = synchronous_.cost(num_tokens)) return c;
+  return overlapped_.cost(num_tokens);
+}
+
+std::vector<int> SpecController::pick(std::span<const SpecCandidate> rows, int base_rows,
+                                      int base_tokens, double plain_seconds) const {
   std::vector<int> k(rows.size(), 0);
-  if (!adaptive_) {
-    for (size_t i = 0; i < rows.size(); i++) k[i] = rows[i].max_k;
-    return k;
-  }
-  if (!plain_.cost(base_tokens) || speculative_run_ >= kPlainRefresh)
-    return k;  // measure a plain step
-  const double off_rate = base_rows / std::max(*plain_.cost(base_tokens), 1e-9);
+  const double off_rate = base_rows / std::max(plain_seconds, 1e-9);
   // Proposals in the order of their chance to be accepted: a row's next one is worth
-  // α^(k+1) expected tokens.
+  // α^(k+1) expected tokens when it has it, and it has it with chance p (so it adds p
+  // query tokens and p·α^(k+1) expected tokens; the order per query token stays α's).
   auto alpha = [&](size_t i) { return rows[i].acceptance.value_or(server_acceptance_); };
   using Entry = std::pair<double, size_t>;
   std::priority_queue<Entry> next;
   for (size_t i = 0; i < rows.size(); i++)
-    if (rows[i].max_k > 0) next.push({alpha(i), i});
+    if (rows[i].max_k > 0 && rows[i].proposal_rate > 0) next.push({alpha(i), i});
   std::vector<size_t> order;
-  double tokens = base_rows, best_rate = off_rate;
+  double tokens = base_rows, proposals = 0, best_rate = off_rate;
   size_t best_len = 0;
   std::vector<int> taken(rows.size(), 0);
   while (!next.empty()) {
     auto [gain, i] = next.top();
     next.pop();
-    tokens += gain;
+    const double p = std::min(rows[i].proposal_rate, 1.0);
+    tokens += p * gain;
+    proposals += p;
     order.push_back(i);
     if (++taken[i] < rows[i].max_k) next.push({gain * alpha(i), i});
-    const std::optional<double> c = spec_cost(base_tokens + int(order.size()));
+    const std::optional<double> c = spec_cost(base_tokens + int(std::lround(proposals)));
     const double rate = tokens / std::max(c.value_or(1e-9), 1e-9);
     if (rate > best_rate) {
       best_rate = rate;
@@ -56,15 +66,52 @@ std::vector<int> SpecController::choose(std::span<const SpecCandidate> rows, int
   return k;
 }
 
-bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base_rows,
-                                   int base_tokens) const {
-  const std::vector<int> k = choose(rows, base_rows, base_tokens);
-  return std::any_of(k.begin(), k.end(), [](int n) { return n > 0; });
+std::vector<int> SpecController::choose(std::span<const SpecCandidate> rows, int base_rows,
+                                        int base_tokens, bool overlapped) const {
+  if (!adaptive_) {
+    std::vector<int> k(rows.size(), 0);
+    for (size_t i = 0; i < rows.size(); i++) k[i] = rows[i].max_k;
+    return k;
+  }
+  const std::optional<double> plain = (overlapped ? overlapped_ : synchronous_).cost(base_tokens);
+  if (!plain || speculative_run_ >= kPlainRefresh)
+    return std::vector<int>(rows.size(), 0);  // measure a plain step
+  return pick(rows, base_rows, base_tokens, *plain);
 }
 
-void SpecController::observe_step(bool speculative, int num_tokens, double seconds) {
-  (speculative ? speculative_ : plain_).observe(num_tokens, seconds);
-  speculative_run_ = speculative ? speculative_run_ + 1 : 0;
+bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base_rows,
+                                   int base_tokens) {
+  const auto any = [](const std::vector<int>& k) {
+    return std::any_of(k.begin(), k.end(), [](int n) { return n > 0; });
+  };
+  if (!adaptive_) return any(choose(rows, base_rows, base_tokens));
+  // No row with room: nothing to gain, nothing to learn (and no probe counted).
+  if (std::none_of(rows.begin(), rows.end(), [](const SpecCandidate& r) { return r.max_k > 0; }))
+    return false;
+  if (since_overlapped_ >= kPlainRefresh) {  // an overlapped step measures that cost again
+    since_overlapped_ = 0;
+    return false;
+  }
+  const std::optional<double> plain = overlapped_.cost(base_tokens);
+  if (plain && speculative_run_ < kPlainRefresh &&
+      any(pick(rows, base_rows, base_tokens, *plain))) {
+    declines_ = 0;
+    probe_interval_ = kProbeInterval;
+    return true;
+  }
+  if (!plain || ++declines_ < probe_interval_) return false;
+  declines_ = 0;  // a probe (see above); the next one waits longer unless a read pays first
+  probe_interval_ = std::min(2 * probe_interval_, kMaxProbeInterval);
+  return true;
+}
+
+void SpecController::observe_step(StepKind kind, int num_tokens, double seconds) {
+  (kind == StepKind::Overlapped    ? overlapped_
+   : kind == StepKind::Synchronous ? synchronous_
+                                   : speculative_)
+      .observe(num_tokens, seconds);
+  speculative_run_ = kind == StepKind::Speculative ? speculative_run_ + 1 : 0;
+  since_overlapped_ = kind == StepKind::Overlapped ? 0 : since_overlapped_ + 1;
 }
 
 void SpecController::observe_row(SpecState& row, int proposed, int accepted) {
@@ -77,6 +124,13 @@ void SpecController::observe_row(SpecState& row, int proposed, int accepted) {
     a += kRowWeight * (hit - a);
     server_acceptance_ += kServerWeight * (hit - server_acceptance_);
   }
+}
+
+void SpecController::observe_proposals(SpecState& row, bool had) {
+  const double x = had ? 1.0 : 0.0;
+  double& p = row.proposal_rate.emplace(row.proposal_rate.value_or(server_proposal_rate_));
+  p += kRowWeight * (x - p);
+  server_proposal_rate_ += kServerWeight * (x - server_proposal_rate_);
 }
 
 void SpecController::observe_idle(SpecState& row) const {

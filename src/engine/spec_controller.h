@@ -12,17 +12,39 @@
 // it yields, no row speculates; at batch 1, where a forward of 5 tokens costs about one of
 // 1, most rows do.
 //
-// Both costs must be known where they are compared: the first step a controller plans is a
-// plain one, and after kPlainRefresh speculative steps in a row one plain step measures
-// again what not speculating costs now (a regime where speculation pays loses one step's
-// gain). A cost bucket counts from its second step (step_cost_model.h), so the first verify
-// step of a size, which may warm the device up, does not keep speculation off by itself.
+// Three kinds of step are timed apart (StepKind), since their costs differ for the same
+// tokens: a plain step planned while the step before it ran (overlapped: the host's work
+// hidden behind the device's), a plain step planned with nothing in flight (synchronous:
+// the host plans while the device idles) and a speculative step (also synchronous — its
+// rows' proposals follow their last tokens — and paying for its proposals and masks).
+// choose() runs once proposals are known: a step in flight has been read (or none was), so
+// the plain step it weighs against is a synchronous one (an overlapped one when a step is
+// still in flight). may_speculate() runs before: reading the step in flight early costs the
+// overlap, so it weighs what the rows may gain against an overlapped plain step — and a
+// row gains only when it has proposals, which it has with its proposal rate p_r (an average
+// like α_r, over the steps it could speculate), so the expected tokens and the proposals of
+// a row count p_r times. At 64 rows whose n-gram index rarely finds anything the step is
+// not read early and keeps its overlap; at batch 1, or for a row that proposes often and
+// is accepted, it is.
 //
-// α_r is the row's own, an exponential moving average over its verified positions; a row
-// starts from the server's (the same average over every row), and returns to it after
-// kForgetSteps steps without speculating (what it proposes now may be unlike before).
+// Both costs must be known where they are compared: until the plain step a decision weighs
+// against is measured, nothing speculates (a plain step measures it). After kPlainRefresh
+// speculative steps in a row one plain step measures again what not speculating costs now,
+// and after kPlainRefresh steps with none overlapped may_speculate says no once, so the
+// overlapped cost is measured again too (a regime where speculation pays loses those
+// steps' gain). When may_speculate has declined kProbeInterval times in a row it says yes
+// once: the rows' proposal rates are only seen when the step is read, and may have
+// changed; probes that change nothing back off (the interval doubles, up to
+// kMaxProbeInterval, until a step is read early for its own sake). A cost bucket counts from its
+// second step (step_cost_model.h), so the first verify step of a size, which may warm the device
+// up, does not keep speculation off by itself.
+//
+// α_r and p_r are the row's own; a row starts from the server's (the same averages over
+// every row); α_r returns to the server's after kForgetSteps steps without speculating
+// (what it proposes now may be unlike before).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -35,43 +57,73 @@ namespace tandem {
 struct SpecCandidate {
   int max_k = 0;                     // proposals the row has (or may ask the draft for)
   std::optional<double> acceptance;  // its α, when it has verified proposals before
+  double proposal_rate = 1.0;        // the chance it has them (1: it has)
+};
+
+// What a step was, for the cost model it is charged to (see above).
+enum class StepKind : uint8_t {
+  Overlapped,   // plain, planned while the step before it was in flight
+  Synchronous,  // plain, planned with no step in flight
+  Speculative,  // some row verified proposals
 };
 
 class SpecController {
  public:
-  static constexpr double kRowWeight = 0.25;    // of a verified position in the row's α
-  static constexpr double kServerWeight = 0.02; // ... in the server's
+  static constexpr double kRowWeight = 0.25;     // of a verified position in the row's α
+  static constexpr double kServerWeight = 0.02;  // ... in the server's
   static constexpr int kForgetSteps = 32;
   static constexpr int kPlainRefresh = 64;
+  static constexpr int kProbeInterval = 32;
+  static constexpr int kMaxProbeInterval = 256;
 
   // `adaptive` false: every row verifies all it has (max_k), every step.
   explicit SpecController(bool adaptive) : adaptive_(adaptive) {}
 
   // Proposals for each candidate row this step (0: none); `base_rows` rows emit a token
-  // whether or not any speculates, in a step of `base_tokens` query tokens.
-  std::vector<int> choose(std::span<const SpecCandidate> rows, int base_rows, int base_tokens) const;
-  // Whether some row would speculate if each had `max_k` proposals: before proposing,
-  // the engine reads the step in flight only when this holds (engine.h's overlap rule).
-  bool may_speculate(std::span<const SpecCandidate> rows, int base_rows, int base_tokens) const;
+  // whether or not any speculates, in a step of `base_tokens` query tokens. `overlapped`:
+  // a step is still in flight, so a plain step now would overlap it.
+  std::vector<int> choose(std::span<const SpecCandidate> rows, int base_rows, int base_tokens,
+                          bool overlapped = false) const;
+  // Whether reading the step in flight early pays: some row would speculate if each had
+  // `max_k` proposals with its proposal rate, against an overlapped plain step (the engine
+  // reads the step in flight before proposing only when this holds; engine.h). Counts its
+  // answers for the refresh and the probe above.
+  bool may_speculate(std::span<const SpecCandidate> rows, int base_rows, int base_tokens);
 
-  // A step ran: `num_tokens` query tokens in `seconds`, speculative or not.
-  void observe_step(bool speculative, int num_tokens, double seconds);
+  // A step ran: `num_tokens` query tokens in `seconds`.
+  void observe_step(StepKind kind, int num_tokens, double seconds);
   // A row verified `proposed` proposals and `accepted` of them were (its positions after
   // the first rejection were not reached).
   void observe_row(SpecState& row, int proposed, int accepted);
   // A row could have speculated this step and did not.
   void observe_idle(SpecState& row) const;
+  // A row could have speculated this step: whether it had proposals.
+  void observe_proposals(SpecState& row, bool had);
 
   double server_acceptance() const { return server_acceptance_; }
+  double proposal_rate(const SpecState& row) const {
+    return row.proposal_rate.value_or(server_proposal_rate_);
+  }
+  // The measured cost of a step of `num_tokens` of this kind.
+  std::optional<double> cost(StepKind kind, int num_tokens) const;
 
  private:
-  // The cost of a speculative step of n tokens: measured, else a plain step's.
+  // The cost of a speculative step of n tokens: measured, else a synchronous plain step's,
+  // else an overlapped one's.
   std::optional<double> spec_cost(int num_tokens) const;
+  // The greedy choice above against plain steps costing `plain_seconds`.
+  std::vector<int> pick(std::span<const SpecCandidate> rows, int base_rows, int base_tokens,
+                        double plain_seconds) const;
 
   bool adaptive_;
-  int speculative_run_ = 0;  // speculative steps since the last plain one
+  int speculative_run_ = 0;   // speculative steps since the last plain one
+  int since_overlapped_ = 0;  // steps since an overlapped one (or the last refresh)
+  int declines_ = 0;          // may_speculate's noes in a row
+  int probe_interval_ = kProbeInterval;  // the noes after which it probes
   double server_acceptance_ = 0.5;
-  StepCostModel plain_;
+  double server_proposal_rate_ = 0.5;
+  StepCostModel overlapped_;
+  StepCostModel synchronous_;
   StepCostModel speculative_;
 };
 

@@ -33,6 +33,11 @@ struct SpecState {
   // proposal at a reached position is accepted, and how many steps it has not speculated.
   std::optional<double> acceptance;
   int idle_steps = 0;
+  // How often the row had proposals when it could have speculated (its last token read,
+  // room left): an exponential moving average of 1 (it had) and 0 (the n-gram index found
+  // nothing, or the grammar ruled the first out). Before a step in flight is read, the
+  // controller weighs what the row may gain by it (spec_controller.h).
+  std::optional<double> proposal_rate;
 
   // The row was preempted (its K/V is gone) or re-admitted: nothing is proposed, and the
   // draft's K/V is what the prefix cache gave it.

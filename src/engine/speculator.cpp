@@ -38,12 +38,17 @@ int Speculator::room(const Sequence& seq) const {
   return std::clamp(std::min(left, context), 0, config_.num_speculative_tokens);
 }
 
-bool Speculator::may_speculate(std::span<Sequence* const> running) const {
+// A draft model proposes for every row that asks; an n-gram row has proposals as often as
+// its index has found some.
+bool Speculator::may_speculate(std::span<Sequence* const> running) {
   std::vector<SpecCandidate> rows;
   for (const Sequence* seq : running)
     if (eligible(*seq, /*ignore_in_flight=*/true))
-      rows.push_back({room(*seq), seq->spec.acceptance});
-  return controller_.may_speculate(rows, int(running.size()), int(running.size()));
+      rows.push_back({room(*seq), seq->spec.acceptance,
+                      uses_draft_model() ? 1.0 : controller_.proposal_rate(seq->spec)});
+  const bool yes = controller_.may_speculate(rows, int(running.size()), int(running.size()));
+  if (yes) stats_.num_steps_read_early++;
+  return yes;
 }
 
 int Speculator::usable(const Sequence& seq, std::span<const int32_t> draft,
@@ -79,7 +84,7 @@ int Speculator::usable(const Sequence& seq, std::span<const int32_t> draft,
   }
 }
 
-void Speculator::propose(std::span<Sequence* const> running) {
+void Speculator::propose(std::span<Sequence* const> running, bool overlapped) {
   std::vector<Sequence*> rows;
   std::vector<SpecCandidate> candidates;
   for (Sequence* seq : running) {
@@ -92,11 +97,13 @@ void Speculator::propose(std::span<Sequence* const> running) {
       if (!s.ngram) s.ngram.emplace(config_.prompt_lookup_min, config_.prompt_lookup_max);
       s.draft = s.ngram->propose(seq->tokens, max_k);
       max_k = usable(*seq, s.draft, s.masks);
+      controller_.observe_proposals(s, max_k > 0);
     }
     rows.push_back(seq);
     candidates.push_back({max_k, s.acceptance});
   }
-  const std::vector<int> k = controller_.choose(candidates, int(running.size()), int(running.size()));
+  const std::vector<int> k =
+      controller_.choose(candidates, int(running.size()), int(running.size()), overlapped);
   for (size_t i = 0; i < rows.size(); i++) {
     SpecState& s = rows[i]->spec;
     s.num_draft = k[i];

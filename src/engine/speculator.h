@@ -64,12 +64,14 @@ class Speculator {
   const SpeculativeConfig& config() const { return config_; }
   bool uses_draft_model() const { return config_.method == SpecMethod::DraftModel; }
 
-  // Whether some running row would speculate this step: the engine then reads the step
-  // in flight before proposing (a row's proposals follow its last token; engine.h).
-  bool may_speculate(std::span<Sequence* const> running) const;
+  // Whether reading the step in flight early pays (SpecController::may_speculate, each
+  // running row with its proposal rate): the engine then reads it before proposing (a
+  // row's proposals follow its last token; engine.h). A yes counts a step read early.
+  bool may_speculate(std::span<Sequence* const> running);
   // Before scheduling: each running row's K this step (Sequence::spec.num_draft) and, for
-  // n-gram, its proposals; 0 for rows that do not speculate.
-  void propose(std::span<Sequence* const> running);
+  // n-gram, its proposals; 0 for rows that do not speculate. `overlapped`: a step is still
+  // in flight (a plain step now would overlap it).
+  void propose(std::span<Sequence* const> running, bool overlapped);
   // After scheduling: what the scheduler left of each row's proposals (the token budget
   // or the KV blocks may have cut them).
   void take_schedule(std::span<const ScheduledRow> rows);
@@ -86,13 +88,18 @@ class Speculator {
   // K + 1 tokens; the row emits picked[0..accepted]). Updates its acceptance, the
   // counters and its draft K/V lag.
   int accept(Sequence& seq, std::span<const SampledToken> picked);
-  // A step ran in `seconds` with `num_tokens` query tokens.
-  void observe_step(bool speculative, int num_tokens, double seconds) {
-    controller_.observe_step(speculative, num_tokens, seconds);
+  // A step ran in `seconds` with `num_tokens` query tokens (its cost is charged only
+  // where it says what a decode or verify step costs: the engine counts speculative steps
+  // with count_step).
+  void observe_step(StepKind kind, int num_tokens, double seconds) {
+    controller_.observe_step(kind, num_tokens, seconds);
+  }
+  void count_step(bool speculative) {
     if (speculative) stats_.num_speculative_steps++;
   }
 
   SpecDecodeStats stats() const { return stats_; }
+  const SpecController& controller() const { return controller_; }
 
  private:
   // How many proposals the row may verify now (0: it may not speculate).

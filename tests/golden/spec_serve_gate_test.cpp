@@ -114,6 +114,7 @@ void expect_settled(LocalServer& served, size_t requests) {
   const Json& spec = stats["speculative_decoding"];
   EXPECT_TRUE(spec["enabled"].get<bool>()) << stats.dump();
   EXPECT_GT(spec["draft_tokens_total"].get<int64_t>(), 0) << stats.dump();
+  EXPECT_GE(spec["steps_read_early_total"].get<int64_t>(), 0) << stats.dump();  // it is there
   httplib::Client client("127.0.0.1", served.port());
   auto metrics = client.Get("/metrics");
   ASSERT_TRUE(metrics);

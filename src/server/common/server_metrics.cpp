@@ -105,7 +105,8 @@ Json spec_decode_json(const SpecDecodeStats& s) {
           {"acceptance_rate", rate},
           {"mean_acceptance_length", length},
           {"accepted_per_position", s.accepted_per_position},
-          {"speculative_steps_total", s.num_speculative_steps}};
+          {"speculative_steps_total", s.num_speculative_steps},
+          {"steps_read_early_total", s.num_steps_read_early}};
 }
 
 Json kv_groups_json(const EngineStats& stats) {

@@ -142,6 +142,7 @@ TEST(SpecEngine, NgramGreedyEmitsWhatThePlainEngineEmits) {
     EXPECT_GT(s.num_accepted_tokens, 0) << "no proposal was ever accepted: the test proves little";
     EXPECT_LT(s.num_accepted_tokens, s.num_draft_tokens);
     EXPECT_EQ(spec.stats.generation_tokens_total, plain.stats.generation_tokens_total);
+    EXPECT_EQ(s.num_steps_read_early, 0);  // the serial loop has no step in flight to read
   }
 }
 
@@ -219,6 +220,11 @@ TEST(SpecEngine, OverlappedLoopReadsSpeculatingStepsBeforePlanning) {
   Result overlapped = run("llama", config(3, ngram(3), Overlap::On), reqs);
   expect_same(serial.out, overlapped.out);
   EXPECT_GT(overlapped.stats.spec_decode.num_accepted_tokens, 0);
+  // Not adaptive: every plain step in flight with a row that may speculate is read early.
+  EXPECT_GT(overlapped.stats.spec_decode.num_steps_read_early, 0);
+  // Adaptive: whichever steps the measured costs read early, the tokens are the same.
+  Result adaptive = run("llama", config(3, ngram(3, /*adaptive=*/true), Overlap::On), reqs);
+  expect_same(serial.out, adaptive.out);
 }
 
 // Rejected proposals' K/V is never cached: the same requests again, served from the

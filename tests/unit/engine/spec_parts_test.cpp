@@ -1,13 +1,15 @@
 // The parts of speculative decoding that need no model: --speculative-config parsing (every
 // error names its field), the n-gram proposer (what followed the latest earlier occurrence
 // of the longest suffix, a repeating pattern continued), the step cost model and the
-// controller that speculates only where the measured costs say it pays.
+// controller that speculates (and reads a step in flight early) only where the measured
+// costs, the rows' acceptance and how often they have proposals say it pays.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "engine/ngram_index.h"
 #include "engine/spec_controller.h"
 #include "engine/speculative_config.h"
+#include "engine/speculator.h"
 #include "engine/step_cost_model.h"
 
 namespace tandem {
@@ -120,11 +122,11 @@ TEST(StepCostModel, InterpolatesMeasuredBuckets) {
   EXPECT_EQ(m.samples(1), 3);
 }
 
-// A step of n tokens costs `base + per_token · n`.
+// A step of n tokens costs `base + per_token · n`, whatever its kind.
 void teach(SpecController& c, double base, double per_token) {
   for (int n : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})
-    for (bool spec : {true, false})
-      for (int twice = 0; twice < 2; twice++) c.observe_step(spec, n, base + per_token * n);
+    for (StepKind kind : {StepKind::Speculative, StepKind::Synchronous, StepKind::Overlapped})
+      for (int twice = 0; twice < 2; twice++) c.observe_step(kind, n, base + per_token * n);
 }
 
 TEST(SpecController, SpeculatesWhereVerifyingIsCheapAndAcceptanceHigh) {
@@ -150,26 +152,27 @@ TEST(SpecController, AfterManySpeculativeStepsOnePlainStepMeasuresAgain) {
   const std::vector<SpecCandidate> one = {{4, 0.8}};
   for (int i = 0; i < SpecController::kPlainRefresh; i++) {
     ASSERT_EQ(c.choose(one, 1, 1), std::vector<int>{4}) << "step " << i;
-    c.observe_step(true, 5, 0.010);
+    c.observe_step(StepKind::Speculative, 5, 0.010);
   }
   EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{0});
-  c.observe_step(false, 1, 0.010);
+  c.observe_step(StepKind::Synchronous, 1, 0.010);
   EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{4});
 }
 
 TEST(SpecController, AWarmUpStepDoesNotStopSpeculationASecondMeasurementDoes) {
   SpecController c(true);
-  for (int i = 0; i < 2; i++) c.observe_step(false, 1, 0.010);  // plain decode steps
+  for (int i = 0; i < 2; i++)
+    c.observe_step(StepKind::Synchronous, 1, 0.010);  // plain decode steps
   const std::vector<SpecCandidate> one = {{4, 0.8}};
   EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{4});  // a verify step never measured: tried
-  c.observe_step(true, 5, 1.0);  // its first run captured a CUDA graph, say
+  c.observe_step(StepKind::Speculative, 5, 1.0);        // its first run captured a CUDA graph, say
   EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{4});  // a warm-up: tried again
-  c.observe_step(true, 5, 1.0);  // and again as dear: now it is
+  c.observe_step(StepKind::Speculative, 5, 1.0);        // and again as dear: now it is
   EXPECT_EQ(c.choose(one, 1, 1), std::vector<int>{0});
   SpecController cheap(true);
-  for (int i = 0; i < 2; i++) cheap.observe_step(false, 1, 0.010);
-  cheap.observe_step(true, 5, 1.0);
-  cheap.observe_step(true, 5, 0.011);  // the second replaces the warm-up
+  for (int i = 0; i < 2; i++) cheap.observe_step(StepKind::Synchronous, 1, 0.010);
+  cheap.observe_step(StepKind::Speculative, 5, 1.0);
+  cheap.observe_step(StepKind::Speculative, 5, 0.011);  // the second replaces the warm-up
   EXPECT_EQ(cheap.choose(one, 1, 1), std::vector<int>{4});
 }
 
@@ -189,6 +192,176 @@ TEST(SpecController, AcceptanceFollowsTheRowAndForgetsIdleRows) {
   teach(fixed, 0.0, 0.001);
   EXPECT_EQ(fixed.choose(std::vector<SpecCandidate>{{3, 0.0}, {0, 0.9}}, 2, 2),
             (std::vector<int>{3, 0}));
+}
+
+// The costs of an H100 serving an 8B-shaped llama at 64 rows (offline_bench, 2026-12-06):
+// an overlapped plain decode step 7.62 ms, one planned after reading the step before it
+// 7.80 ms, a step verifying a few proposals 8.0 ms.
+void teach_h100_64_rows(SpecController& c) {
+  for (int twice = 0; twice < 2; twice++) {
+    c.observe_step(StepKind::Overlapped, 64, 7.62e-3);
+    c.observe_step(StepKind::Synchronous, 64, 7.80e-3);
+    c.observe_step(StepKind::Speculative, 68, 8.0e-3);
+  }
+}
+
+TEST(SpecController, AtSixtyFourRowsThatRarelyProposeTheStepIsNotReadEarly) {
+  SpecController c(true);
+  teach_h100_64_rows(c);
+  // Each row would verify 4 proposals at α = 0.6 — if it had them; it has them 2% of the
+  // steps: ~1.7 expected tokens a step, less than the 2.4% the overlap is worth.
+  const std::vector<SpecCandidate> rare(64, SpecCandidate{4, 0.6, 0.02});
+  EXPECT_FALSE(c.may_speculate(rare, 64, 64));
+  // Rows that always have proposals are worth it (what every row was assumed to have).
+  const std::vector<SpecCandidate> always(64, SpecCandidate{4, 0.6, 1.0});
+  EXPECT_TRUE(c.may_speculate(always, 64, 64));
+  // A probe: after kProbeInterval noes in a row one yes, so the rates are seen again; a
+  // probe that changed nothing makes the next wait twice as long, a real yes resets it.
+  auto noes_before_a_probe = [&] {
+    int noes = 0;
+    while (!c.may_speculate(rare, 64, 64) && noes < 1000) noes++;
+    return noes;
+  };
+  EXPECT_EQ(noes_before_a_probe(), SpecController::kProbeInterval - 1);
+  EXPECT_EQ(noes_before_a_probe(), 2 * SpecController::kProbeInterval - 1);
+  EXPECT_EQ(noes_before_a_probe(), 4 * SpecController::kProbeInterval - 1);
+  ASSERT_TRUE(c.may_speculate(always, 64, 64));
+  EXPECT_EQ(noes_before_a_probe(), SpecController::kProbeInterval - 1);
+  // Nothing measured overlapped yet: no early read (an overlapped step measures it first).
+  SpecController fresh(true);
+  fresh.observe_step(StepKind::Synchronous, 64, 7.80e-3);
+  fresh.observe_step(StepKind::Synchronous, 64, 7.80e-3);
+  EXPECT_FALSE(fresh.may_speculate(always, 64, 64));
+}
+
+TEST(SpecController, AtBatchOneWithHighAcceptanceTheStepIsReadEarly) {
+  SpecController c(true);
+  for (int twice = 0; twice < 2; twice++) {
+    c.observe_step(StepKind::Overlapped, 1, 4.0e-3);
+    c.observe_step(StepKind::Synchronous, 1, 4.1e-3);
+    c.observe_step(StepKind::Speculative, 5, 4.3e-3);
+  }
+  EXPECT_TRUE(c.may_speculate(std::vector<SpecCandidate>{{4, 0.8, 0.9}}, 1, 1));
+  EXPECT_EQ(c.choose(std::vector<SpecCandidate>{{4, 0.8}}, 1, 1), std::vector<int>{4});
+  // Even a row that rarely proposes: a verify step costs little more than a decode step.
+  EXPECT_TRUE(c.may_speculate(std::vector<SpecCandidate>{{4, 0.8, 0.1}}, 1, 1));
+  // Never accepted: nothing to gain.
+  EXPECT_FALSE(c.may_speculate(std::vector<SpecCandidate>{{4, 0.0, 0.9}}, 1, 1));
+  // No row has room: no early read, and no probe counted toward one.
+  for (int i = 0; i < 2 * SpecController::kProbeInterval; i++)
+    ASSERT_FALSE(c.may_speculate(std::vector<SpecCandidate>{{0, 0.8, 0.9}}, 1, 1));
+}
+
+TEST(SpecController, ARowThatProposesOftenSpeculatesAtAModerateBatch) {
+  SpecController c(true);
+  for (int twice = 0; twice < 2; twice++) {
+    c.observe_step(StepKind::Overlapped, 16, 5.0e-3);
+    c.observe_step(StepKind::Synchronous, 16, 5.15e-3);
+    c.observe_step(StepKind::Speculative, 20, 5.3e-3);
+  }
+  std::vector<SpecCandidate> rows(16, SpecCandidate{4, 0.5, 0.01});
+  EXPECT_FALSE(c.may_speculate(rows, 16, 16));
+  rows[3] = {4, 0.9, 0.9};  // a row in a passage it repeats: proposes and is accepted
+  EXPECT_TRUE(c.may_speculate(rows, 16, 16));
+  // Read: only that row had proposals; it verifies all 4 (against a synchronous step).
+  std::vector<SpecCandidate> had(16, SpecCandidate{0, 0.5});
+  had[3] = {4, 0.9};
+  std::vector<int> want(16, 0);
+  want[3] = 4;
+  EXPECT_EQ(c.choose(had, 16, 16), want);
+}
+
+TEST(SpecController, SynchronousPlainStepsDoNotChangeTheOverlappedCost) {
+  SpecController c(true);
+  teach_h100_64_rows(c);
+  const std::vector<SpecCandidate> rare(64, SpecCandidate{4, 0.6, 0.02});
+  ASSERT_FALSE(c.may_speculate(rare, 64, 64));
+  // Steps planned after an early read (each one's planning on the device's time): they
+  // would make a plain step look dearer (64 / 8.5 ms: the same rows would then pay).
+  for (int i = 0; i < 20; i++) c.observe_step(StepKind::Synchronous, 64, 8.5e-3);
+  EXPECT_DOUBLE_EQ(*c.cost(StepKind::Overlapped, 64), 7.62e-3);
+  EXPECT_NEAR(*c.cost(StepKind::Synchronous, 64), 8.5e-3, 2e-5);  // an average converging
+  EXPECT_FALSE(c.may_speculate(rare, 64, 64));
+  // After the read, a plain step is a synchronous one: choose weighs against that cost.
+  std::vector<SpecCandidate> had(64, SpecCandidate{0, 0.6});
+  had[0] = {4, 0.9};
+  EXPECT_GT(c.choose(had, 64, 64)[0], 0);
+  EXPECT_EQ(c.choose(had, 64, 64, /*overlapped=*/true)[0], 0);  // still in flight: not worth it
+}
+
+TEST(SpecController, AfterManyStepsWithoutOverlapOneIsNotReadEarly) {
+  SpecController c(true);
+  teach(c, 0.010, 0.00001);
+  const std::vector<SpecCandidate> one = {{4, 0.8, 0.9}};
+  ASSERT_TRUE(c.may_speculate(one, 1, 1));
+  for (int i = 0; i < SpecController::kPlainRefresh; i++)
+    c.observe_step(StepKind::Speculative, 5, 0.010);
+  c.observe_step(StepKind::Synchronous, 1, 0.010);  // choose's plain refresh
+  EXPECT_FALSE(c.may_speculate(one, 1, 1));         // this one's: an overlapped step
+  EXPECT_TRUE(c.may_speculate(one, 1, 1));
+  c.observe_step(StepKind::Overlapped, 1, 0.010);
+  EXPECT_TRUE(c.may_speculate(one, 1, 1));
+}
+
+TEST(SpecController, ProposalRatesFollowTheRowFromTheServersStart) {
+  SpecController c(true);
+  SpecState quiet, busy;
+  EXPECT_DOUBLE_EQ(c.proposal_rate(quiet), 0.5);  // nothing seen: the server's start
+  for (int i = 0; i < 8; i++) {
+    c.observe_proposals(quiet, false);
+    c.observe_proposals(busy, true);
+  }
+  EXPECT_LT(c.proposal_rate(quiet), 0.06);
+  EXPECT_GT(c.proposal_rate(busy), 0.94);
+  // The server's rate moved as much up as down: a new row starts where it was.
+  EXPECT_NEAR(c.proposal_rate(SpecState{}), 0.5, 0.01);
+  for (int i = 0; i < 200; i++) c.observe_proposals(quiet, false);
+  EXPECT_LT(c.proposal_rate(SpecState{}), 0.05);
+  // Not adaptive: a row that may speculate reads the step early, whatever its rate.
+  SpecController fixed(false);
+  EXPECT_TRUE(fixed.may_speculate(std::vector<SpecCandidate>{{4, 0.0, 0.0}}, 64, 64));
+}
+
+// The speculator weighs each row by its own proposal rate: 64 rows whose n-gram index finds
+// nothing stop reading the step in flight early after a few steps that showed it.
+TEST(Speculator, RowsThatFindNoProposalsStopTheEarlyReads) {
+  SpeculativeConfig config;
+  config.method = SpecMethod::Ngram;
+  config.num_speculative_tokens = 4;
+  config.prompt_lookup_min = 2;
+  config.prompt_lookup_max = 4;
+  Speculator spec(config, SpeculatorSetup{.vocab_size = 4096, .max_model_len = 1024});
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<Sequence*> running;
+  for (int i = 0; i < 64; i++) {
+    GenerationRequest r;
+    for (int t = 0; t < 9; t++) r.prompt.push_back(int32_t(i * 16 + t));  // no token repeats
+    r.max_tokens = 100;
+    auto& seq = seqs.emplace_back(std::make_unique<Sequence>(i, r, nullptr, 1));
+    seq->status = SeqStatus::Running;
+    seq->tokens.push_back(int32_t(i * 16 + 9));  // one generated token, its K/V not computed
+    seq->num_computed = 9;
+    running.push_back(seq.get());
+  }
+  for (int twice = 0; twice < 2; twice++) {
+    spec.observe_step(StepKind::Overlapped, 64, 7.62e-3);
+    spec.observe_step(StepKind::Synchronous, 64, 7.80e-3);
+    spec.observe_step(StepKind::Speculative, 68, 8.0e-3);
+  }
+  bool read = spec.may_speculate(running);
+  EXPECT_TRUE(read);  // nothing seen yet: each row has proposals half the time, say
+  int reads = 0;
+  while (read && reads < 20) {
+    reads++;
+    spec.propose(running, /*overlapped=*/false);  // the step was read: nothing to propose
+    for (const Sequence* seq : running) ASSERT_EQ(seq->spec.num_draft, 0);
+    read = spec.may_speculate(running);
+  }
+  EXPECT_FALSE(read) << "the early reads never stopped";
+  EXPECT_GT(reads, 1);
+  EXPECT_LT(spec.controller().proposal_rate(running[0]->spec), 0.1);
+  EXPECT_EQ(spec.stats().num_steps_read_early, reads);
+  EXPECT_EQ(spec.stats().num_speculative_steps, 0);
 }
 
 }  // namespace spec_parts_test
