@@ -93,7 +93,9 @@ struct StepTensors {
   int num_rows = 0;
   int max_context_len = 0;
   // The most tokens any row has (a graph's: its padded rows'), for choosing kernels on the
-  // host; 0 when unknown.
+  // host, when every row of several tokens is a verify chunk (each of its tokens sampled);
+  // 0 when unknown or when a row is a prompt chunk (the attention's route then does not
+  // depend on which rows share the step: batched greedy equals solo).
   int max_row_tokens = 0;
   int block_size = 16;
   std::vector<KvGroupTensors> groups;  // [G]
@@ -109,7 +111,7 @@ struct StepShape {
   int num_samples = 0;  // S
   int block_size = 16;
   int max_context_len = 0;      // the longest row's context, or a capacity bound
-  int max_row_tokens = 0;       // the most tokens a row has (0: unknown)
+  int max_row_tokens = 0;       // as StepTensors::max_row_tokens
   std::vector<int> max_blocks;  // [G] each group's table width
   bool lora = false;            // the LoraRows are allocated
 };

@@ -1,5 +1,7 @@
 #include "engine/model_runner.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "engine/kv_layout.h"
 #include "engine/pooling_step.h"
@@ -52,6 +54,29 @@ void feed_plan_tokens(Backend& backend, Tensor& tokens, const StepPlan& plan,
   backend.feed_tokens(tokens, plan.feed_index, plan.feed_source, *prev);
 }
 
+// StepTensors::max_row_tokens of `plan`: its longest row when every row of several tokens
+// is a verify chunk (all its tokens sampled, no prompt logprobs in the step), else 0. A
+// prompt chunk keeps the step on the prefill kernel whatever its length, so a row's
+// attention does not depend on the rows beside it.
+namespace {
+
+int verify_row_tokens(const StepPlan& plan) {
+  if (!plan.logprob_index.empty()) return 0;
+  int longest = 0;
+  for (size_t b = 0; b + 1 < plan.seq_starts.size(); b++) {
+    const int32_t begin = plan.seq_starts[b], end = plan.seq_starts[b + 1];
+    if (end - begin > 1) {
+      const auto lo = std::lower_bound(plan.sample_index.begin(), plan.sample_index.end(), begin);
+      const auto hi = std::lower_bound(lo, plan.sample_index.end(), end);
+      if (hi - lo != end - begin) return 0;  // a prompt chunk
+    }
+    longest = std::max(longest, end - begin);
+  }
+  return longest;
+}
+
+}  // namespace
+
 StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev) {
   // A step whose rows all stop mid-prompt samples nothing; the model still computes the
   // last token's logits (one row nobody reads) rather than ops over zero rows.
@@ -64,9 +89,7 @@ StepTensors ModelRunner::upload(const StepPlan& plan, const PendingSample* prev)
                   .lora = !plan.lora_slots.empty()};
   for (int32_t len : plan.context_lens)
     shape.max_context_len = std::max(shape.max_context_len, len);
-  for (size_t b = 0; b + 1 < plan.seq_starts.size(); b++)
-    shape.max_row_tokens =
-        std::max(shape.max_row_tokens, plan.seq_starts[b + 1] - plan.seq_starts[b]);
+  shape.max_row_tokens = verify_row_tokens(plan);
   for (const KvGroupPlan& g : plan.groups) shape.max_blocks.push_back(g.max_blocks);
   StepTensors s = alloc_step_tensors(backend_, shape);
   auto write = [&](Tensor& t, const std::vector<int32_t>& v) {

@@ -9,7 +9,8 @@
 // (1/8 to 1/16) of those terms. On the tiny oracle models that alone costs a mean KL of
 // 4-5e-3, what the CUDA path shows (bench/RESULTS.md), so an absolute 1e-3 cannot hold
 // for any bf16-activation implementation of the scheme. The gate: KL(cpu || cuda) <=
-// 1.25 x the yardstick, and <= 1e-2 (a wrong scale, block or fused shard costs orders more).
+// 1.25 x the yardstick, and <= 1e-2 (a wrong scale, block or fused shard costs orders more;
+// 4e-2 where the yardstick itself is past 1e-2: the MoE oracles' experts quantized at load).
 // Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -87,7 +88,10 @@ void expect_within_gate(const GateKl& kl, const std::string& what) {
   std::printf("%s: mean KL(cpu fp8 || cuda fp8) %.2e, bf16-input yardstick %.2e (ratio %.2f)\n",
               what.c_str(), kl.cuda, kl.yardstick, kl.cuda / std::max(kl.yardstick, 1e-30));
   EXPECT_LE(kl.cuda, 1.25 * kl.yardstick) << what;
-  EXPECT_LE(kl.cuda, 1e-2) << what;
+  // The absolute bound holds the yardstick itself in check. Quantizing the tiny MoE
+  // oracles' experts at load moves their bf16-input yardstick to 2.5-3.0e-2 (an H100,
+  // bench/RESULTS.md 2026-12-06 fifth session): there the bound is 4e-2.
+  EXPECT_LE(kl.cuda, kl.yardstick > 1e-2 ? 4e-2 : 1e-2) << what;
 }
 
 TEST(CudaFp8Gate, CheckpointFixturesAgreeWithTheCpuTwin) {
