@@ -1,14 +1,12 @@
 // cuda_gguf_bench: CUDA linears with ggml block-type weights (cuda_block_linear.cu) against
 // bf16, at Llama-3.1-8B's layer shapes (qkv 6144x4096, o 4096x4096, gate_up 28672x4096, down
-// 4096x14336), 1 / 4 / 8 rows (the weight stream) and 16 / 64 / 512 (the decoded bf16 copy, and the
-// tiles
-// + cuBLASLt). Each figure is one layer's four linears timed with CUDA
+// 4096x14336), 1 / 4 / 8 rows (the weight stream), 16 / 64 (the shared-memory tiles) and 512
+// (the decoded bf16 copy + cuBLASLt). Each figure is one layer's four linears timed with CUDA
 // events (the median of repetitions of a CUDA graph of several layers over distinct weight
 // copies, more bytes than L2 holds); GB/s counts the weight bytes read. Never a gate.
-// Block types at 9-256 rows (kBlockTilesMaxRows) are timed on both many-row routes, the
-// decoded bf16 copy + cuBLASLt ("copy", the default) and the shared-memory tiles ("tiles",
-// TANDEM_GGUF_TILES; cuda_block_tiles.cu), the tiles with their outputs' max relative
-// difference from the copy's.
+// Block types at 9-64 rows (kBlockTilesMaxRows) are timed on both many-row routes, the
+// decoded copy ("copy", TANDEM_GGUF_TILES=0) and the tiles ("tiles", the default;
+// cuda_block_tiles.cu), the tiles with their outputs' max relative difference from the copy's.
 //   usage: cuda_gguf_bench [types (default bf16,q4_k,q8_0)] [rows (default 1,4,8,16,64,512)]
 #include <fmt/format.h>
 
@@ -157,7 +155,7 @@ int main(int argc, char** argv) {
           fmt::print("  max rel diff from copy {:.2e}", max_rel_diff(layer_outputs(be, layers[0], xs), ref));
         fmt::print("\n");
       }
-      set_gguf_tiles(false);
+      set_gguf_tiles(true);  // the default again
     }
   }
   return 0;

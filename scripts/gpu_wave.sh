@@ -46,7 +46,7 @@
 #    gguf-kern  bench/cuda_gguf_bench (PACK_BENCHES=cuda_gguf_bench): the k-quant linears
 #           at the 8B layer shapes (GGUF_TYPES, default q4_k,q6_k,q5_k; GGUF_ROWS, default
 #           1,2,4,8,64), then test_backend_cuda's CudaBlock* tests                    ~2 min
-#    gguf-tiles  the many-row GGUF linears on the shared-memory tiles (TANDEM_GGUF_TILES=1,
+#    gguf-tiles  the many-row GGUF linears on the shared-memory tiles (TANDEM_GGUF_TILES, the default,
 #           cuda_block_tiles.cu) beside the decoded bf16 copy (the default), issue 42 item 5:
 #           bench/cuda_gguf_bench (PACK_BENCHES=cuda_gguf_bench) at the 8B layer shapes,
 #           GGUF_TILE_TYPES (default q4_k,q6_k,q8_0) at GGUF_TILE_ROWS (default

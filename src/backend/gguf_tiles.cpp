@@ -5,7 +5,7 @@
 namespace tandem {
 
 namespace {
-std::atomic<bool> g_tiles{false};  // read at every launch, set at start-up (or by a bench)
+std::atomic<bool> g_tiles{true};  // read at every launch, set at start-up (or by a bench)
 }  // namespace
 
 bool gguf_tiles() {

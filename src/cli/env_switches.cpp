@@ -66,7 +66,7 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.tp_executor = read_switch(lookup, "TANDEM_TP_EXECUTOR").value_or(false);
   s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);
-  s.gguf_tiles = read_switch(lookup, "TANDEM_GGUF_TILES").value_or(false);
+  s.gguf_tiles = read_switch(lookup, "TANDEM_GGUF_TILES").value_or(true);
   if (const char* a = lookup("TANDEM_CPU_BLOCK_ARITHMETIC")) s.cpu_block_arithmetic = a;
   return s;
 }

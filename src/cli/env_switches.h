@@ -14,6 +14,10 @@
 //   TANDEM_CUDA_PDL         programmatic dependent launch between kernels
 //   TANDEM_FP8_FAST_ACCUM   many-row FP8 GEMMs chain K in the tensor cores (off: promoted
 //                           f32 sums every 128 columns, the accuracy fallback)
+//   TANDEM_GGUF_TILES       CUDA linears with GGUF block weights at 9-64 rows run the
+//                           tensor-core tiles that decode the weight in shared memory
+//                           (backend/gguf_tiles.h, cuda_block_tiles.h; measured faster on
+//                           an H100); off: the decoded bf16 copy + cuBLASLt, the fallback
 // Off unless set to something other than "0":
 //   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
 //                           residual adds into the weight streams (issue 45; off until
@@ -25,10 +29,6 @@
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker
 //                           (docs/tensor-parallel.md, "One rank")
-//   TANDEM_GGUF_TILES       CUDA linears with GGUF block weights at 9-256 rows run the
-//                           tensor-core tiles that decode the weight in shared memory
-//                           (backend/gguf_tiles.h, cuda_block_tiles.h) instead of a decoded
-//                           bf16 copy + cuBLASLt (issue 42; off until measured on a GPU)
 //   TANDEM_VISION_TIMING    time the vision encoder on a GPU (a wait for the device before
 //                           and after each step's image encoding; /stats
 //                           vision_encode_ms_total; docs/images.md, "Measuring")
@@ -62,7 +62,7 @@ struct EnvSwitches {
   std::string cpu_block_arithmetic;  // TANDEM_CPU_BLOCK_ARITHMETIC; "": the default
   bool vision_timing = false;        // TANDEM_VISION_TIMING
   bool tp_executor = false;          // TANDEM_TP_EXECUTOR
-  bool gguf_tiles = false;           // TANDEM_GGUF_TILES (a process-wide setting)
+  bool gguf_tiles = true;            // TANDEM_GGUF_TILES (a process-wide setting)
 };
 
 // A variable's value, or null when unset (std::getenv's contract).

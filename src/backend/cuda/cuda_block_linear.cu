@@ -9,11 +9,10 @@
 //     bytes are read once for all M rows. One or two rows of Q4_K, Q5_K and Q6_K take the
 //     split-K form of this stream instead (cuda_block_gemv_split.cu: a CTA's warps share K,
 //     each lane reading its bytes once), measured faster there.
+//   9–64 rows (kBlockTilesMaxRows): the tensor-core tiles that decode the weight in shared
+//     memory (cuda_block_tiles.cu), never into an HBM copy, unless TANDEM_GGUF_TILES=0.
 //   beyond: the weight decoded to bf16 (in chunks of rows, so the copy stays under
-//     kDecodedChunkBytes), then the bf16 linear (cuBLASLt); or, while gguf_tiles() is on
-//     (TANDEM_GGUF_TILES, until measured) and up to kBlockTilesMaxRows rows, the tensor-core
-//     tiles that decode the weight in shared memory (cuda_block_tiles.cu), never into an HBM
-//     copy.
+//     kDecodedChunkBytes), then the bf16 linear (cuBLASLt).
 // Measured on an H100 at the 8B layer shapes (bench/cuda_gguf_bench, bench/RESULTS.md
 // 2026-12-06 third session): 32-value lanes over two rows a warp stream Q4_K at 1.53 TB/s
 // where octet lanes over one row read 0.89 (more loads in flight per warp); the decoded

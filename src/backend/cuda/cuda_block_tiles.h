@@ -11,11 +11,11 @@ namespace tandem {
 
 class CudaBackend;
 
-// The most rows the tiles take. Each 64 rows decode the weight once more, while the copy's
-// cost is paid once for all rows and cuBLASLt's GEMM outruns mma.sync tiles: prefill-sized
-// steps (thousands of rows) stay on the copy. 256 is the largest count the GPU part measures
-// (scripts/gpu_wave.sh gguf-tiles); lower it if the copy wins at 256.
-inline constexpr int kBlockTilesMaxRows = 256;
+// The most rows the tiles take: one x tile. Each further 64 rows decode the weight once
+// more, while the copy's cost is paid once for all rows and cuBLASLt's GEMM outruns the
+// mma.sync tiles: on an H100 the copy wins from 128 rows on (Q4_K 414 µs a layer against
+// 655; bench/RESULTS.md, 2026-12-06 fifth session), so larger steps stay on the copy.
+inline constexpr int kBlockTilesMaxRows = 64;
 
 // Whether the tiles take this linear: at most kBlockTilesMaxRows rows, x and w 16-byte aligned
 // (their copies into shared memory go 16 bytes at a time) and the device's shared memory holds a

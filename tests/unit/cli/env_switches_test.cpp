@@ -101,8 +101,8 @@ TEST(EnvSwitches, CpuIsaByName) {
             "TANDEM_CPU_ISA='sse4': expected avx2 or avx512");
 }
 
-TEST(EnvSwitches, GgufTilesOffUnlessSet) {
-  EXPECT_FALSE(parse({}).gguf_tiles);
+TEST(EnvSwitches, GgufTilesOnUnlessZero) {
+  EXPECT_TRUE(parse({}).gguf_tiles);
   EXPECT_FALSE(parse({{"TANDEM_GGUF_TILES", "0"}}).gguf_tiles);
   EXPECT_TRUE(parse({{"TANDEM_GGUF_TILES", "1"}}).gguf_tiles);
 }
