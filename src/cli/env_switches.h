@@ -14,6 +14,9 @@
 //   TANDEM_CUDA_PDL         programmatic dependent launch between kernels
 //   TANDEM_FP8_FAST_ACCUM   many-row FP8 GEMMs chain K in the tensor cores (off: promoted
 //                           f32 sums every 128 columns, the accuracy fallback)
+//   TANDEM_FP8_MOE_TC       the FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync;
+//                           measured faster on an H200); off: the bf16-widening reference
+//                           kernel, the fallback
 //   TANDEM_GGUF_TILES       CUDA linears with GGUF block weights at 9-64 rows run the
 //                           tensor-core tiles that decode the weight in shared memory
 //                           (backend/gguf_tiles.h, cuda_block_tiles.h; measured faster on
@@ -22,9 +25,6 @@
 //   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
 //                           residual adds into the weight streams (issue 45; off until
 //                           measured on a GPU)
-//   TANDEM_FP8_MOE_TC       the FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync)
-//                           instead of the bf16-widening reference kernel (issue 45; off
-//                           until measured on a GPU)
 //   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker

@@ -100,7 +100,9 @@ void launch_moe_down_fp8(cudaStream_t stream, __nv_bfloat16* y, const Fp8ExpertI
 // The same two GEMMs on the FP8 tensor cores (cuda_moe_gemm_fp8_mma.cu: mma.sync e4m3,
 // sm_89+), the operands read as e4m3 bytes: the same arithmetic (exact e4m3 products summed
 // in f32, each column group's sum scaled by s_x · s_w), summed in another order. Chosen by
-// CudaOptions::fp8_moe_tc (TANDEM_FP8_MOE_TC; off until measured on a GPU).
+// CudaOptions::fp8_moe_tc (TANDEM_FP8_MOE_TC, on unless 0). On an H200 (bench/RESULTS.md,
+// 2026-12-06 fifth session) 2.2–2.5× the reference kernel end to end on Mixtral- and
+// Qwen3-MoE-shaped models, at decode-b1 and at 64 rows.
 void launch_moe_gate_up_fp8_tc(cudaStream_t stream, __nv_bfloat16* a, const Fp8ExpertInput& x,
                                const int32_t* token, const Fp8ExpertWeights& gate_up,
                                const ExpertRows& rows, int64_t D, int64_t F, Activation act);
