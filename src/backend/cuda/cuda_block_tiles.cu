@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "backend/cuda/cuda_attention.cuh"  // the sm_80 primitives: cp.async, ldmatrix, mma.sync
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_block_decode.cuh"
 #include "backend/cuda/cuda_block_tiles.h"
@@ -40,6 +41,12 @@ namespace {
 
 using cuda::bf16;
 using cuda::Octets;
+using attn::cp_async_16;
+using attn::cp_async_commit;
+using attn::cp_async_wait;
+using attn::ldsm_x4;
+using attn::mma_bf16;
+using attn::smem_addr;
 
 constexpr int kTileN = 128;              // weight rows of a CTA
 constexpr int kTileM = 64;               // x rows of a CTA
@@ -65,30 +72,6 @@ struct Step {
   // does not: block_tiles_fit asks the device).
   static_assert(kSmem <= 227 * 1024, "a CTA's shared memory");
 };
-
-// ---------------------------------------------------------------- sm_80 primitives
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// 16 bytes global -> shared; bytes == 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-// d += a · b, one 16 x 8 x 16 tile, bf16 in, f32 sums.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                          uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // What every CTA of one launch shares.
 struct TileArgs {
@@ -123,7 +106,7 @@ __device__ __forceinline__ void load_weights(const TileArgs& a, uint8_t* raw, in
     const uint8_t* p = chunk_of<T>(a, n0 + r, kt);
     const int off = int(reinterpret_cast<uintptr_t>(p) & 15);
     if (16 * s < off + bytes)
-      cp_async16(smem_u32(raw + r * S::kRawStride + 16 * s), p - off + 16 * s, 16);
+      cp_async_16(smem_addr(raw + r * S::kRawStride + 16 * s), p - off + 16 * s, 16);
   }
 }
 
@@ -135,7 +118,7 @@ __device__ __forceinline__ void load_x(const TileArgs& a, bf16* xs, int m0, int 
     const int r = i / kSegsX, s = i % kSegsX, m = m0 + r;
     const bool ok = m < a.M && 8 * s < kvals;
     const bf16* src = ok ? a.x + int64_t(m) * a.K + int64_t(kt) * kStepK + 8 * s : a.x;
-    cp_async16(smem_u32(xs + r * kStride + 8 * s), src, ok ? 16 : 0);
+    cp_async_16(smem_addr(xs + r * kStride + 8 * s), src, ok ? 16 : 0);
   }
 }
 
@@ -195,22 +178,22 @@ __device__ __forceinline__ void mma_step(float (&acc)[2][4][4], const bf16* wd, 
   // ldmatrix x4 addresses: A's four 8x8 pieces are (rows 0-7 | 8-15) x (k 0-7 | 8-15) in
   // the order a0..a3 of the fragment; B's are rows (m) 0-7 k 0-7, 0-7 k 8-15, 8-15 k 0-7,
   // 8-15 k 8-15: the b0, b1 of two 8-column tiles.
-  const uint32_t a_base = smem_u32(wd + (wn * 32 + lane % 16) * kStride + (lane / 16) * 8);
+  const uint32_t a_base = smem_addr(wd + (wn * 32 + lane % 16) * kStride + (lane / 16) * 8);
   const uint32_t b_base =
-      smem_u32(xs + (wm * 32 + (lane / 16) * 8 + lane % 8) * kStride + ((lane / 8) % 2) * 8);
+      smem_addr(xs + (wm * 32 + (lane / 16) * 8 + lane % 8) * kStride + ((lane / 8) % 2) * 8);
   for (int kk = 0; kk < kvals; kk += 16) {
     uint32_t af[2][4], bfr[2][4];
 #pragma unroll
-    for (int i = 0; i < 2; i++) ldmatrix_x4(af[i], a_base + uint32_t((i * 16 * kStride + kk) * 2));
+    for (int i = 0; i < 2; i++) ldsm_x4(af[i], a_base + uint32_t((i * 16 * kStride + kk) * 2));
 #pragma unroll
     for (int j = 0; j < 2; j++)
-      if (2 * j < live) ldmatrix_x4(bfr[j], b_base + uint32_t((j * 16 * kStride + kk) * 2));
+      if (2 * j < live) ldsm_x4(bfr[j], b_base + uint32_t((j * 16 * kStride + kk) * 2));
 #pragma unroll
     for (int i = 0; i < 2; i++)
 #pragma unroll
       for (int t = 0; t < 4; t++)
         if (t < live)
-          mma_16816(acc[i][t], af[i], bfr[t / 2][(t % 2) * 2], bfr[t / 2][(t % 2) * 2 + 1]);
+          mma_bf16(acc[i][t], af[i], bfr[t / 2][(t % 2) * 2], bfr[t / 2][(t % 2) * 2 + 1]);
   }
 }
 
@@ -261,16 +244,16 @@ __global__ void __launch_bounds__(kThreads, 1) block_tiles_kernel(TileArgs a) {
   if (kt0 < kt1) load_weights<T>(a, raw(0), n0, kt0);
   cuda::pdl_wait();
   if (kt0 < kt1) load_x(a, xs(0), m0, kt0);
-  asm volatile("cp.async.commit_group;\n" ::);
+  cp_async_commit();
   for (int kt = kt0; kt < kt1; kt++) {
     const int s = (kt - kt0) % kStages;
-    asm volatile("cp.async.wait_group 0;\n" ::);
+    cp_async_wait<0>();
     __syncthreads();  // stage s landed for all; every warp is done with the last step
     if (kt + 1 < kt1) {
       load_weights<T>(a, raw(1 - s), n0, kt + 1);
       load_x(a, xs(1 - s), m0, kt + 1);
     }
-    asm volatile("cp.async.commit_group;\n" ::);
+    cp_async_commit();
     decode_step<T>(a, raw(s), wd, n0, kt);
     __syncthreads();
     if (live > 0) mma_step(acc, wd, xs(s), min(kStepK, a.K - kt * kStepK), live);

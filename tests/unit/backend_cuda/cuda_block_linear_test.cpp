@@ -214,10 +214,18 @@ TEST(CudaBlockLinear, DecodedCopyInChunksMatchesTheCpu) {
     }
 }
 
+// gpu_linear on the decoded copy, the tiles turned off.
+std::vector<float> copy_linear(CudaBackend& gpu, const std::vector<float>& x,
+                               const BlockWeight& w, DType t, int64_t M, int64_t N, int64_t K,
+                               const std::vector<float>& bias) {
+  const TilesSetting off(false);
+  return gpu_linear(gpu, x, w, t, M, N, K, bias);
+}
+
 // The tiles (cuda_block_tiles.cu) on every type against the CPU twin and the decoded copy:
 // N = 200 (a whole and a partial 128-row tile), 9–64 rows (partial and whole 64-row tiles;
-// kBlockTilesMaxRows: more take the copy); K = 256 (one step: the CTA stores out, with the bias) and 768 or, for 32-value
-// blocks, 800 (K split across CTAs, then the partial sums' reduction with the bias; 800
+// kBlockTilesMaxRows: more take the copy); K = 256 (one step: the CTA stores out, with the
+// bias) and 768 or, for 32-value blocks, 800 (K split across CTAs, then the partial sums' reduction with the bias; 800
 // ends in a partial step). Rows of Q6_K, Q3_K, Q5_0 bytes are not 16-byte multiples.
 TEST(CudaBlockLinear, SharedMemoryTilesMatchTheCpuAndTheDecodedCopy) {
   EXPECT_TRUE(gguf_tiles()) << "the tiles are the default";
@@ -241,11 +249,7 @@ TEST(CudaBlockLinear, SharedMemoryTilesMatchTheCpuAndTheDecodedCopy) {
           const std::vector<float> bias =
               with_bias ? test::random_bf16(rng, size_t(N)) : std::vector<float>{};
           const std::vector<float> got = gpu_linear(gpu, x, w, t, M, N, K, bias);
-          std::vector<float> copy;
-          {
-            const TilesSetting off(false);
-            copy = gpu_linear(gpu, x, w, t, M, N, K, bias);
-          }
+          const std::vector<float> copy = copy_linear(gpu, x, w, t, M, N, K, bias);
           // Both decode the weight to the same bf16 values: only the order of the f32 sums
           // differs (and a bf16 output's rounding of them).
           EXPECT_LT(test::rel_err(got, copy), with_bias ? 4e-3 : 1e-4);
@@ -270,12 +274,8 @@ TEST(CudaBlockLinear, SharedMemoryTilesUnsplitMatchTheDecodedCopy) {
       const std::vector<float> bias =
           with_bias ? test::random_bf16(rng, size_t(N)) : std::vector<float>{};
       const std::vector<float> got = gpu_linear(gpu, x, w, t, M, N, K, bias);
-      std::vector<float> copy;
-      {
-        const TilesSetting off(false);
-        copy = gpu_linear(gpu, x, w, t, M, N, K, bias);
-      }
-      EXPECT_LT(test::rel_err(got, copy), with_bias ? 4e-3 : 1e-4);
+      EXPECT_LT(test::rel_err(got, copy_linear(gpu, x, w, t, M, N, K, bias)),
+                with_bias ? 4e-3 : 1e-4);
     }
   }
 }
