@@ -25,14 +25,24 @@ std::optional<double> SpecController::cost(StepKind kind, int num_tokens) const 
   return std::nullopt;
 }
 
-std::optional<double> SpecController::spec_cost(int num_tokens) const {
+std::optional<double> SpecController::spec_cost(int num_tokens, bool extrapolate) const {
+  const std::optional<StepCostModel::Point> top = speculative_.largest();
+  if (extrapolate && top && num_tokens > top->tokens) {
+    // The slope from the largest plain step below it (what its extra tokens cost).
+    std::optional<StepCostModel::Point> base = synchronous_.largest_below(top->tokens);
+    if (!base) base = overlapped_.largest_below(top->tokens);
+    const double slope =
+        base ? std::max(0.0, (top->seconds - base->seconds) / (top->tokens - base->tokens)) : 0.0;
+    return top->seconds + slope * (num_tokens - top->tokens);
+  }
   if (std::optional<double> c = speculative_.cost(num_tokens)) return c;
   if (std::optional<double> c = synchronous_.cost(num_tokens)) return c;
   return overlapped_.cost(num_tokens);
 }
 
 std::vector<int> SpecController::pick(std::span<const SpecCandidate> rows, int base_rows,
-                                      int base_tokens, double plain_seconds) const {
+                                      int base_tokens, double plain_seconds,
+                                      bool extrapolate) const {
   std::vector<int> k(rows.size(), 0);
   const double off_rate = base_rows / std::max(plain_seconds, 1e-9);
   // Proposals in the order of their chance to be accepted: a row's next one is worth
@@ -55,7 +65,8 @@ std::vector<int> SpecController::pick(std::span<const SpecCandidate> rows, int b
     proposals += p;
     order.push_back(i);
     if (++taken[i] < rows[i].max_k) next.push({gain * alpha(i), i});
-    const std::optional<double> c = spec_cost(base_tokens + int(std::lround(proposals)));
+    const std::optional<double> c =
+        spec_cost(base_tokens + int(std::lround(proposals)), extrapolate);
     const double rate = tokens / std::max(c.value_or(1e-9), 1e-9);
     if (rate > best_rate) {
       best_rate = rate;
@@ -94,7 +105,7 @@ bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base
   }
   const std::optional<double> plain = overlapped_.cost(base_tokens);
   if (plain && speculative_run_ < kPlainRefresh &&
-      any(pick(rows, base_rows, base_tokens, *plain))) {
+      any(pick(rows, base_rows, base_tokens, *plain, /*extrapolate=*/true))) {
     declines_ = 0;
     probe_interval_ = kProbeInterval;
     return true;

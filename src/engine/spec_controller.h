@@ -27,6 +27,14 @@
 // not read early and keeps its overlap; at batch 1, or for a row that proposes often and
 // is accepted, it is.
 //
+// A step larger than any speculative step measured is costed as the largest one by choose
+// (optimistic: tried once, then known), but by may_speculate along the line through the
+// largest plain step below it and the largest speculative one (what each extra token cost
+// there): choose sees the proposals the rows have, may_speculate only expects them, and at
+// 256 rows expecting half of them to propose a flat cost would make a step of 768 query
+// tokens look as cheap as one of 376 — reading early step after step for a choose that,
+// seeing the real proposals and the measured cost, then declines.
+//
 // Both costs must be known where they are compared: until the plain step a decision weighs
 // against is measured, nothing speculates (a plain step measures it). After kPlainRefresh
 // speculative steps in a row one plain step measures again what not speculating costs now,
@@ -109,11 +117,12 @@ class SpecController {
 
  private:
   // The cost of a speculative step of n tokens: measured, else a synchronous plain step's,
-  // else an overlapped one's.
-  std::optional<double> spec_cost(int num_tokens) const;
+  // else an overlapped one's. `extrapolate`: past the largest speculative step measured,
+  // its cost grows along the line from the largest plain step below it (not held flat).
+  std::optional<double> spec_cost(int num_tokens, bool extrapolate = false) const;
   // The greedy choice above against plain steps costing `plain_seconds`.
   std::vector<int> pick(std::span<const SpecCandidate> rows, int base_rows, int base_tokens,
-                        double plain_seconds) const;
+                        double plain_seconds, bool extrapolate = false) const;
 
   bool adaptive_;
   int speculative_run_ = 0;   // speculative steps since the last plain one

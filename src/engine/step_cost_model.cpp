@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 namespace tandem {
 
@@ -25,6 +26,18 @@ void StepCostModel::observe(int num_tokens, double seconds) {
 
 int StepCostModel::samples(int num_tokens) const {
   return buckets_[size_t(bucket_of(num_tokens))].samples;
+}
+
+std::optional<StepCostModel::Point> StepCostModel::largest_below(double tokens) const {
+  std::optional<Point> top;
+  for (const Bucket& b : buckets_)
+    if (b.samples >= 2 && b.tokens < tokens && (!top || b.tokens > top->tokens))
+      top = Point{b.tokens, b.seconds};
+  return top;
+}
+
+std::optional<StepCostModel::Point> StepCostModel::largest() const {
+  return largest_below(std::numeric_limits<double>::infinity());
 }
 
 std::optional<double> StepCostModel::cost(int num_tokens) const {

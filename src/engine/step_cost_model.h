@@ -29,6 +29,14 @@ class StepCostModel {
   std::optional<double> cost(int num_tokens) const;
   // Steps measured in the bucket of `num_tokens`.
   int samples(int num_tokens) const;
+  // The measured bucket with the most tokens: its average tokens and seconds.
+  struct Point {
+    double tokens = 0;
+    double seconds = 0;
+  };
+  std::optional<Point> largest() const;
+  // ... with fewer average tokens than `tokens`.
+  std::optional<Point> largest_below(double tokens) const;
 
  private:
   struct Bucket {

@@ -225,7 +225,9 @@ Tensor lm_head_logits(Backend& be, const Tensor& hidden, const LmHead& head) {
   if (head.logit_divisor != 1.f) be.scale(normed, 1.f / head.logit_divisor);
   Tensor logits = linear_f32(be, normed, head.head);
   if (head.softcap > 0.f) be.softcap(logits, head.softcap);
-  if (!head.gather) return logits;
+  // One rank holds the whole vocabulary: nothing to gather (the gather would copy the
+  // [S, V] f32 logits twice, 33 MB each way at 64 rows of a 128k vocabulary).
+  if (!head.gather || head.gather->size() == 1) return logits;
   Tensor all = be.alloc(DType::F32, {logits.rows(), logits.cols() * head.gather->size()});
   head.gather->all_gather_columns(all, logits);
   return all;

@@ -5,6 +5,8 @@
 // costs, the rows' acceptance and how often they have proposals say it pays.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "engine/ngram_index.h"
 #include "engine/spec_controller.h"
@@ -234,6 +236,35 @@ TEST(SpecController, AtSixtyFourRowsThatRarelyProposeTheStepIsNotReadEarly) {
   EXPECT_FALSE(fresh.may_speculate(always, 64, 64));
 }
 
+// At 256 rows half of which are expected to propose, may_speculate weighs a step of up to
+// 256 + 4 · 128 query tokens; only steps of ~376 were measured. Held flat, their cost made
+// the largest step look worth an early read (463 expected tokens in 20 ms against 256 in
+// 11.4), and choose, seeing the rows' real proposals, then declined — 133 of 138 early reads
+// on an H100 (2026-12-06). Along the line from the plain step's 11.8 ms at 256 tokens, the
+// larger steps cost what they would.
+TEST(SpecController, PastTheLargestMeasuredVerifyStepTheEarlyReadExtrapolatesItsCost) {
+  auto taught = [](double verify_seconds) {
+    SpecController c(true);
+    for (int twice = 0; twice < 2; twice++) {
+      c.observe_step(StepKind::Overlapped, 256, 11.4e-3);
+      c.observe_step(StepKind::Synchronous, 256, 11.8e-3);
+      c.observe_step(StepKind::Speculative, 376, verify_seconds);
+    }
+    return c;
+  };
+  const std::vector<SpecCandidate> half(256, SpecCandidate{4, 0.67, 0.5});
+  SpecController dear = taught(20e-3);
+  EXPECT_FALSE(dear.may_speculate(half, 256, 256));
+  // choose still costs a larger step than any measured as the largest (tried once, then
+  // known): every row with 4 proposals makes a step of 1280 query tokens.
+  const std::vector<SpecCandidate> all(256, SpecCandidate{4, 0.95});
+  const std::vector<int> k = dear.choose(all, 256, 256);
+  EXPECT_EQ(std::count(k.begin(), k.end(), 4), 256);
+  // A verify step that costs little more than a plain one is worth reading early for.
+  SpecController cheap = taught(13e-3);
+  EXPECT_TRUE(cheap.may_speculate(half, 256, 256));
+}
+
 TEST(SpecController, AtBatchOneWithHighAcceptanceTheStepIsReadEarly) {
   SpecController c(true);
   for (int twice = 0; twice < 2; twice++) {
@@ -358,8 +389,8 @@ TEST(Speculator, RowsThatFindNoProposalsStopTheEarlyReads) {
     read = spec.may_speculate(running);
   }
   EXPECT_FALSE(read) << "the early reads never stopped";
-  EXPECT_GT(reads, 1);
-  EXPECT_LT(spec.controller().proposal_rate(running[0]->spec), 0.1);
+  EXPECT_GE(reads, 1);
+  EXPECT_LT(spec.controller().proposal_rate(running[0]->spec), 0.5);  // what the reads saw
   EXPECT_EQ(spec.stats().num_steps_read_early, reads);
   EXPECT_EQ(spec.stats().num_speculative_steps, 0);
 }
