@@ -95,12 +95,13 @@ int run_generate(const GenerateOptions& o) {
       const SpecDecodeStats st = engine->stats().spec_decode;
       fmt::print(stderr,
                  "speculative {}: {} of {} proposals accepted ({:.1f}%), {} tokens in {:.3f} s "
-                 "({:.1f} tok/s)\n",
+                 "({:.1f} tok/s); {} speculative steps, {} steps read early\n",
                  st.method, st.num_accepted_tokens, st.num_draft_tokens,
                  st.num_draft_tokens
                      ? 100.0 * double(st.num_accepted_tokens) / double(st.num_draft_tokens)
                      : 0.0,
-                 ids.size(), s, double(ids.size()) / s);
+                 ids.size(), s, double(ids.size()) / s, st.num_speculative_steps,
+                 st.num_steps_read_early);
     }
     if (o.json) fmt::print("{}\n", nlohmann::json{{"ids", ids}, {"text", text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     else fmt::print("\n");
