@@ -1,5 +1,7 @@
 #include "loader/quant_scheme.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -47,7 +49,7 @@ QuantScheme parse_compressed_tensors(const json& q, const std::string& src) {
     json spec = {{"weights", g.value("weights", json())},
                  {"input_activations", g.value("input_activations", json())}};
     if (group && spec != json{{"weights", group->value("weights", json())},
-                               {"input_activations", group->value("input_activations", json())}})
+                              {"input_activations", group->value("input_activations", json())}})
       fail("{}: {}.config_groups: groups with different schemes are not supported", src, f);
     group = &g;
   }
@@ -77,7 +79,8 @@ QuantScheme parse_compressed_tensors(const json& q, const std::string& src) {
   if (in.is_null())
     fail("{}: {}.input_activations is absent: weight-only FP8 (W8A16) is not supported", src, gf);
   require_fp8_spec(in, gf + ".input_activations", src);
-  const std::string in_strategy = string_field(in, "strategy", gf + ".input_activations", src, "tensor");
+  const std::string in_strategy =
+      string_field(in, "strategy", gf + ".input_activations", src, "tensor");
   const bool dynamic = in.value("dynamic", false);
   const bool per_group = s.weights == Fp8Weights::Block;
   if (dynamic && (per_group ? in_strategy == "group" && in.value("group_size", 0) == s.block_k
@@ -86,11 +89,13 @@ QuantScheme parse_compressed_tensors(const json& q, const std::string& src) {
   } else if (!dynamic && in_strategy == "tensor" && !per_group) {
     s.inputs = Fp8Inputs::Static;
   } else {
-    fail("{}: {}.input_activations (strategy '{}', dynamic {}) is not supported: dynamic "
-         "\"token\" (\"group\" of the block width for block weights) or static \"tensor\"",
-         src, gf, in_strategy, dynamic);
+    fail(
+        "{}: {}.input_activations (strategy '{}', dynamic {}) is not supported: dynamic "
+        "\"token\" (\"group\" of the block width for block weights) or static \"tensor\"",
+        src, gf, in_strategy, dynamic);
   }
-  if (q.contains("ignore") && !q["ignore"].is_null()) s.ignore = q["ignore"].get<std::vector<std::string>>();
+  if (q.contains("ignore") && !q["ignore"].is_null())
+    s.ignore = q["ignore"].get<std::vector<std::string>>();
   return s;
 }
 
@@ -127,9 +132,10 @@ QuantScheme parse_fp8(const json& q, const std::string& src) {
 
 std::string QuantScheme::describe(const std::string& stored_dtype) const {
   if (!fp8()) return stored_dtype;
-  std::string weights_name = weights == Fp8Weights::PerTensor    ? "per-tensor"
-                             : weights == Fp8Weights::PerChannel ? "per-channel"
-                                                                 : fmt::format("{}x{}-block", block_n, block_k);
+  std::string weights_name = weights == Fp8Weights::PerTensor ? "per-tensor"
+                             : weights == Fp8Weights::PerChannel
+                                 ? "per-channel"
+                                 : fmt::format("{}x{}-block", block_n, block_k);
   std::string inputs_name = inputs == Fp8Inputs::Static ? "static inputs"
                             : weights == Fp8Weights::Block
                                 ? fmt::format("dynamic per-token-per-{} inputs", block_k)
@@ -147,9 +153,10 @@ QuantScheme parse_quantization_config(const json& config, const std::string& src
   const std::string method = string_field(q, "quant_method", "quantization_config", src);
   if (method == "compressed-tensors") return parse_compressed_tensors(q, src);
   if (method == "fp8") return parse_fp8(q, src);
-  fail("{}: quantization_config.quant_method '{}' is not supported (tandem reads FP8 "
-       "checkpoints: \"compressed-tensors\" or \"fp8\")",
-       src, method);
+  fail(
+      "{}: quantization_config.quant_method '{}' is not supported (tandem reads FP8 "
+      "checkpoints: \"compressed-tensors\" or \"fp8\")",
+      src, method);
 }
 
 std::optional<QuantScheme> online_quantization(const std::optional<std::string>& flag) {
@@ -176,7 +183,8 @@ std::string scale_tensor_name(const std::string& weight_name, const std::string&
 
 bool quantizable_weight_name(const std::string& name) {
   auto ends_with = [&](const std::string& tail) {
-    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    return name.size() > tail.size() &&
+           name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };
   // Mixtral's experts are w1 (gate), w3 (up) and w2 (down); every other 2-D projection,
   // a Qwen3-MoE expert's included, ends in "_proj.weight".
@@ -192,6 +200,16 @@ bool stacked_experts_name(const std::string& name) {
 
 std::string stacked_scale_name(const std::string& name) {
   return name + "_weight_scale";
+}
+
+void check_fp8_scales(const std::string& dir, const std::string& name, const float* scales,
+                      int64_t count, bool positive) {
+  for (int64_t i = 0; i < count; i++) {
+    const float v = scales[i];
+    if (std::isfinite(v) && (positive ? v > 0.f : v >= 0.f)) continue;
+    fail("{}: scale tensor '{}' holds {} at index {}: FP8 scales must be finite and {}", dir, name,
+         v, i, positive ? "positive" : "non-negative");
+  }
 }
 
 }  // namespace tandem

@@ -73,5 +73,10 @@ bool quantizable_weight_name(const std::string& name);
 bool stacked_experts_name(const std::string& name);
 // "a.experts.down_proj" → "a.experts.down_proj_weight_scale".
 std::string stacked_scale_name(const std::string& name);
+// Fails, naming the folder, the tensor and the first bad value, unless every f32 scale in
+// `scales` is finite and ≥ 0 (> 0 with `positive`: a static input scale divides). A NaN or
+// infinite scale would turn every logit it touches into NaN.
+void check_fp8_scales(const std::string& dir, const std::string& name, const float* scales,
+                      int64_t count, bool positive = false);
 
 }  // namespace tandem

@@ -25,7 +25,9 @@
 namespace tandem {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // A host f32 copy of any float tensor.
 Tensor host_f32(const Tensor& t) {
@@ -42,7 +44,9 @@ struct Shard {
   float input_scale = 0.f;
 };
 
-bool is_float16(DType t) { return t == DType::BF16 || t == DType::F16 || t == DType::F32; }
+bool is_float16(DType t) {
+  return t == DType::BF16 || t == DType::F16 || t == DType::F32;
+}
 
 using Range = WeightSlice::Range;
 
@@ -125,6 +129,7 @@ Shard read_shard(const Checkpoint& ck, const std::string& name, const Tensor& st
   const bool inv = q.weights == Fp8Weights::Block && q.method == "fp8";
   const std::string scale_name = scale_tensor_name(name, inv ? "weight_scale_inv" : "weight_scale");
   const Tensor scale = host_f32(ck.get(scale_name));
+  check_fp8_scales(dir, scale_name, scale.ptr<float>(), scale.numel());
   const int64_t want = q.weights == Fp8Weights::PerTensor ? 1
                        : q.weights == Fp8Weights::PerChannel
                            ? rows
@@ -139,6 +144,7 @@ Shard read_shard(const Checkpoint& ck, const std::string& name, const Tensor& st
     const std::string in_name = scale_tensor_name(name, "input_scale");
     const Tensor in = host_f32(ck.get(in_name));
     if (in.numel() != 1) fail("{}: '{}' has shape {}, want [1]", dir, in_name, in.shape.str());
+    check_fp8_scales(dir, in_name, in.ptr<float>(), 1, /*positive=*/true);
     s.input_scale = in.ptr<float>()[0];
   }
   return s;
@@ -155,10 +161,9 @@ bool WeightLoader::loads_as_fp8(const WeightRule& rule, int layer) const {
   const DType dtype = checkpoint_.get(first).dtype;
   if (q.source == QuantScheme::Source::Checkpoint) return dtype == DType::F8E4M3;
   return is_float16(dtype) &&
-         std::all_of(rule.sources.begin(), rule.sources.end(),
-                     [&](const std::string& s) {
-                       return quantizable_weight_name(expand_name(s, layer, stacked ? 0 : -1));
-                     });
+         std::all_of(rule.sources.begin(), rule.sources.end(), [&](const std::string& s) {
+           return quantizable_weight_name(expand_name(s, layer, stacked ? 0 : -1));
+         });
 }
 
 Linear WeightLoader::load_fp8_linear(const WeightRule& rule, int layer, Shape expected) {
@@ -180,8 +185,10 @@ Linear WeightLoader::load_experts(const std::string& name, int layer, Shape expe
   const bool online = checkpoint_.quant().source == QuantScheme::Source::Online;
   const bool fp8 = rule && loads_as_fp8(*rule, layer);
   if (fp8 && !backend_.fp8_experts() && !online)
-    fail("{}: '{}' holds FP8 MoE experts, which the {} backend does not run (the cpu and "
-         "cuda backends do)", dir, label, backend_.name());
+    fail(
+        "{}: '{}' holds FP8 MoE experts, which the {} backend does not run (the cpu and "
+        "cuda backends do)",
+        dir, label, backend_.name());
   if (!fp8 || !backend_.fp8_experts()) {
     // 16-bit experts; under --quantization fp8 on a backend without FP8 experts the dense
     // projections are still quantized, the experts not (said once, by rank 0).
@@ -338,7 +345,8 @@ WeightLoader::Fp8Host WeightLoader::read_fp8(const WeightRule& rule, int layer, 
     float* dst = scale.ptr<float>();
     for (auto& s : shards) {
       const int64_t rows = s.weight.rows();
-      for (int64_t r = 0; r < rows; r++) *dst++ = s.scale.numel() == 1 ? s.scale.ptr<float>()[0] : s.scale.ptr<float>()[r];
+      for (int64_t r = 0; r < rows; r++)
+        *dst++ = s.scale.numel() == 1 ? s.scale.ptr<float>()[0] : s.scale.ptr<float>()[r];
     }
   } else {
     quant.granularity = ScaleGranularity::Block;

@@ -220,6 +220,8 @@ Linear Gemma4Model::load_experts_gate_up(WeightLoader& w, const Checkpoint& chec
   num_parameters_ += gate_up.numel();
   if (gate_up.dtype == DType::F8E4M3) {
     Tensor scale = host_f32(checkpoint, stacked_scale_name(name), {E, 2 * Fe, 1});
+    check_fp8_scales(checkpoint.dir().string(), stacked_scale_name(name), scale.ptr<float>(),
+                     scale.numel());
     if (tp.sharded()) scale = gemma4_experts_gate_up_slice(scale, tp);  // [E, 2·Fe/N, 1]
     return w.stacked_fp8_experts(gate_up, scale.reshape({E, gate_up.dim(1)}));
   }
@@ -245,6 +247,9 @@ Linear Gemma4Model::load_experts_down(WeightLoader& w, const Checkpoint& checkpo
   if (tp.sharded()) down = gemma4_experts_down_slice(down, tp);  // [E, D, Fe/N]
   num_parameters_ += down.numel();
   Tensor folded = stored_fp8 ? host_f32(checkpoint, stacked_scale_name(name), {E, D, 1}) : down;
+  if (stored_fp8)
+    check_fp8_scales(checkpoint.dir().string(), stacked_scale_name(name), folded.ptr<float>(),
+                     folded.numel());
   float* d = folded.ptr<float>();
   const int64_t per_expert = folded.numel() / E;
   for (int64_t e = 0; e < E; e++)

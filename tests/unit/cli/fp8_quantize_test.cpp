@@ -2,22 +2,27 @@
 // written checkpoint loads to the same logits as the 16-bit one quantized at load, carries
 // llm-compressor's quantization_config, and its FP8 weights are within one e4m3 step of
 // the originals; random-model --dtype fp8 writes a folder tandem loads as FP8, and writes
-// MoE experts.
+// MoE experts. Quantized folders whose scales are missing, misshapen or not finite are
+// refused by name.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
 #include "cli/commands.h"
 #include "cli/model_files.h"
+#include "core/error.h"
 #include "engine/teacher_forcing.h"
 #include "loader/checkpoint.h"
 #include "loader/quant_scheme.h"
+#include "loader/safetensors_writer.h"
 #include "model/model.h"
 
 namespace tandem::cli {
@@ -74,7 +79,8 @@ TEST(Fp8Quantize, WritesWhatOnlineQuantizationComputes) {
   }
   EXPECT_EQ(diff, 0.0);
   EXPECT_GT(moved, 0.0);  // the FP8 model is not the 16-bit one
-  EXPECT_NE(weight_format_name(from_file->config(), std::nullopt).find("fp8_e4m3 per-channel"), std::string::npos);
+  EXPECT_NE(weight_format_name(from_file->config(), std::nullopt).find("fp8_e4m3 per-channel"),
+            std::string::npos);
   EXPECT_EQ(weight_format_name(plain->config(), std::nullopt), "bf16");
   fs::remove_all(out);
 }
@@ -125,6 +131,72 @@ TEST(Fp8Quantize, RandomModelWritesMoeExperts) {
 TEST(Fp8Quantize, RefusesAnAlreadyQuantizedCheckpoint) {
   const fs::path src = fs::path(TANDEM_TEST_DATA) / "oracle" / "fp8" / "llama_block";
   EXPECT_EQ(run_quantize({.model = src.string(), .out = scratch("requant").string()}), 1);
+}
+
+// A copy of the folder `src` at `dst` with `edit` applied to each tensor (false: dropped).
+void rewrite(const fs::path& src, const fs::path& dst,
+             const std::function<bool(const std::string&, Tensor&)>& edit) {
+  fs::create_directories(dst);
+  for (const auto& f : fs::directory_iterator(src))
+    if (f.path().extension() != ".safetensors") fs::copy_file(f.path(), dst / f.path().filename());
+  const Checkpoint ck = Checkpoint::open(src);
+  SafetensorsWriter w;
+  for (const std::string& name : ck.names()) {
+    const Tensor stored = ck.get(name);
+    Tensor t = Tensor::empty_host(stored.dtype, stored.shape);
+    std::memcpy(t.data, stored.data, size_t(stored.nbytes()));
+    if (edit(name, t)) w.add(name, t);
+  }
+  w.write(dst / "model.safetensors");
+}
+
+// The error loading `dir` on the CPU ("" when it loads).
+std::string load_error(const fs::path& dir) {
+  try {
+    load_model_folder(dir, "cpu");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Fp8Quantize, ScalesMissingMisshapenOrNotFiniteAreRefusedByName) {
+  const fs::path root = scratch("broken_scales");
+  for (const char* arch : {"llama", "gemma4_moe"}) {
+    const fs::path good = root / arch;
+    ASSERT_EQ(run_quantize({.model = (fs::path(TANDEM_TEST_DATA) / "oracle" / arch).string(),
+                            .out = good.string()}),
+              0);
+    ASSERT_EQ(load_error(good), "") << arch;
+    // The layer-0 scale of one quantized weight: a dense projection's, or a stacked expert's.
+    const std::string scale = std::string(arch) == "llama"
+                                  ? "model.layers.0.self_attn.q_proj.weight_scale"
+                                  : stacked_scale_name("model.layers.0.experts.down_proj");
+    ASSERT_NO_THROW(Checkpoint::open(good).get(scale)) << scale;
+    const uint16_t nan = 0x7fc0, inf = 0x7f80, negative = 0xbf80;  // bf16 NaN, +inf, -1
+    for (uint16_t bad : {nan, inf, negative}) {
+      const fs::path dir = root / (std::string(arch) + "_" + std::to_string(bad));
+      rewrite(good, dir, [&](const std::string& name, Tensor& t) {
+        if (name == scale) t.ptr<uint16_t>()[1] = bad;
+        return true;
+      });
+      const std::string error = load_error(dir);
+      EXPECT_NE(error.find(scale), std::string::npos) << error;
+      EXPECT_NE(error.find("at index 1"), std::string::npos) << error;
+    }
+    const fs::path missing = root / (std::string(arch) + "_missing");
+    rewrite(good, missing, [&](const std::string& name, Tensor&) { return name != scale; });
+    EXPECT_NE(load_error(missing).find(scale), std::string::npos) << load_error(missing);
+    const fs::path misshapen = root / (std::string(arch) + "_misshapen");
+    rewrite(good, misshapen, [&](const std::string& name, Tensor& t) {
+      if (name != scale) return true;
+      t = Tensor::empty_host(t.dtype, {t.numel() / 2});  // half the scales it needs
+      std::memset(t.data, 0, size_t(t.nbytes()));
+      return true;
+    });
+    EXPECT_NE(load_error(misshapen).find(scale), std::string::npos) << load_error(misshapen);
+  }
+  fs::remove_all(root);
 }
 
 }  // namespace fp8_quantize_test

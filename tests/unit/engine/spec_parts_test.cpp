@@ -113,7 +113,7 @@ TEST(StepCostModel, InterpolatesMeasuredBuckets) {
   EXPECT_FALSE(m.cost(8));
   m.observe(1, 0.500);  // a bucket's first step is a warm-up: not a measurement yet ...
   EXPECT_FALSE(m.cost(1));
-  m.observe(1, 0.010);  // ... the second replaces it
+  m.observe(1, 0.010);                   // ... the second replaces it
   EXPECT_DOUBLE_EQ(*m.cost(64), 0.010);  // beyond the largest measured: its cost
   m.observe(64, 0.074);
   m.observe(64, 0.074);
