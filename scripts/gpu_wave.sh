@@ -8,7 +8,7 @@
 #    .device/wave.tar.xz (carry .device; the tree's tests/data must travel too).
 # 2. On the GPU machine, from the checkout's root:
 #      tar xJf .device/wave.tar.xz -C /tmp && OUT=$OUT /tmp/wave/gpu_wave.sh [PARTS]
-#    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp, moe-fp8 (not in the default)
+#    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp, moe-fp8, gguf-moe (not in the default)
 #    moe-fp8 FP8 MoE experts (issue 45): test_backend_cuda's CudaMoeExperts.* (the reference
 #           kernel and the e4m3 tensor-core one, TANDEM_FP8_MOE_TC, against the CPU twin and
 #           each other) and test_golden's CudaFp8Gate.* with TANDEM_FP8_MOE_TC=1; then on
@@ -64,6 +64,19 @@
 #           with =1 (its prompt steps, over 256 rows, keep the copy either way). At 256 rows (weights decoded
 #           four times) the copy may stay ahead: then kBlockTilesMaxRows (cuda_block_tiles.h,
 #           256; prefill-sized steps always keep the copy) drops to 128.
+#    gguf-moe GGUF MoE experts on the shared-memory tiles (TANDEM_GGUF_MOE_TILES, off by default;
+#           cuda_moe_block_tiles.cu), issue 42: test_backend_cuda's CudaBlock* tests (the new
+#           CudaBlockMoe.SharedMemoryTiles... against the CPU twin and the wmma kernels, and the
+#           dense tiles, whose pieces it shares); bench/cuda_gguf_bench moe (PACK_BENCHES=
+#           cuda_gguf_bench) on one Qwen3-30B-A3B layer's experts, GGUF_MOE_TYPES (default
+#           q4_k,q6_k,q8_0) at GGUF_MOE_ROWS tokens (default 1,8,64,256), "wmma" and "tiles"
+#           with the tiles' max relative difference; then a Qwen3-30B-A3B-shaped Q4_K_M file
+#           (8 layers, random-model --gguf, written while the tests run) decode-b1 and 64 rows
+#           offline with TANDEM_GGUF_MOE_TILES=0 and =1                                 ~4 min
+#           The switch becomes the default when the tiles take fewer us a layer at every
+#           row count for each type, their diff stays ~1e-2 or less (bf16 outputs of the same
+#           bf16 weights: only the f32 sums' order and the roundings it flips differ), the
+#           tests pass and both offline figures are no lower with =1.
 #    gguf-b1 the 8B shape in Q4_K_M (random-model --gguf, written while the tests run):
 #           decode-b1 and 64 rows offline (offline_bench), tandem only
 #    gguf-cpu scripts/gpu_gguf.sh cpu: the CPU figures on this quiet machine (two pinned
@@ -165,7 +178,8 @@ if has gguf-b1 || has gguf-tiles; then
   gguf_writer=$!
 fi
 MX=/tmp/mixtral-4l QM=/tmp/qwen3moe-8l moe_writer=
-if has moe-fp8; then  # the real shapes, layers cut so that one run takes ~20 s
+QMG=/tmp/qwen3moe-8l-Q4_K_M.gguf gguf_moe_writer=
+if has moe-fp8 || has gguf-moe; then  # the real shapes, layers cut so that one run takes ~20 s
   cat > "$L/mixtral.json" <<'JSON'
 {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096,
  "intermediate_size": 14336, "num_hidden_layers": 4, "num_attention_heads": 32,
@@ -183,6 +197,12 @@ JSON
  "rope_theta": 1000000.0, "rms_norm_eps": 1e-06, "hidden_act": "silu",
  "tie_word_embeddings": false, "bos_token_id": 151643, "eos_token_id": 151645}
 JSON
+fi
+if has gguf-moe; then
+  "$G/tandem" random-model --config "$L/qwen3moe.json" --gguf Q4_K_M --out "$QMG" > "$L/random-gguf-moe.log" 2>&1 &
+  gguf_moe_writer=$!
+fi
+if has moe-fp8; then
   moe_models=" ${MOE_MODELS-mixtral qwen3moe} "
   ( { [[ "$moe_models" != *" mixtral "* ]] || "$G/tandem" random-model --config "$L/mixtral.json" --out "$MX"; } && \
     { [[ "$moe_models" != *" qwen3moe "* ]] || "$G/tandem" random-model --config "$L/qwen3moe.json" --out "$QM"; } ) \
@@ -392,6 +412,27 @@ if has gguf-tiles; then
         --input 128 --output 256 > "$L/gguf-tiles-64-$tiles.log" 2>&1
       echo "gguf 8B Q4_K_M 64 rows TANDEM_GGUF_TILES=$tiles: $(grep -oE '[0-9.]+ output tok/s.*' "$L/gguf-tiles-64-$tiles.log" | tail -1)"
     done
+  fi
+fi
+
+if has gguf-moe; then
+  timeout 240 "$G/tests/test_backend_cuda" --gtest_filter='CudaBlock*' > "$L/gguf-moe-tests.log" 2>&1
+  echo "gguf-moe CudaBlock tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/gguf-moe-tests.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED|Failure|rel_err' "$L/gguf-moe-tests.log" | head -20
+  [ -x "$G/bench/cuda_gguf_bench" ] && timeout 240 "$G/bench/cuda_gguf_bench" moe \
+    "${GGUF_MOE_TYPES:-q4_k,q6_k,q8_0}" "${GGUF_MOE_ROWS:-1,8,64,256}" 2>&1 | tee "$L/gguf-moe-kernels.log"
+  if wait "$gguf_moe_writer"; then
+    for tiles in 0 1; do
+      for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
+                 "64 rows:--num 128 --batch 64 --input 128 --output 128"; do
+        read -ra a <<< "${run#*:}"
+        log="$L/gguf-moe-${run%%:*}-$tiles.log" && log=${log// /-}
+        TANDEM_GGUF_MOE_TILES=$tiles timeout 150 "$G/bench/offline_bench" "$QMG" "${a[@]}" > "$log" 2>&1
+        echo "gguf qwen3moe-8l Q4_K_M ${run%%:*} TANDEM_GGUF_MOE_TILES=$tiles: $(grep -oE '[0-9.]+ output tok/s.*' "$log" | tail -1); $(grep -oE 'decode-only steps:.*' "$log" | tail -1)"
+      done
+    done
+  else
+    echo "random GGUF MoE model failed: $(tail -3 "$L/random-gguf-moe.log")"
   fi
 fi
 

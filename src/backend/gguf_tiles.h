@@ -13,4 +13,12 @@ namespace tandem {
 bool gguf_tiles();
 void set_gguf_tiles(bool on);
 
+// Whether the grouped GEMMs of block-type MoE experts run the same tiles
+// (cuda_moe_block_tiles.cu) instead of the wmma kernels (cuda_moe_gemm.cu): off unless
+// TANDEM_GGUF_MOE_TILES is set to something other than 0, until measured on a GPU. Read by
+// every moe_experts call (a CUDA graph keeps the choice it was recorded with): set it at
+// start-up, or around a test.
+bool gguf_moe_tiles();
+void set_gguf_moe_tiles(bool on);
+
 }  // namespace tandem

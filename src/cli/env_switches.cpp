@@ -67,6 +67,7 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);
   s.gguf_tiles = read_switch(lookup, "TANDEM_GGUF_TILES").value_or(true);
+  s.gguf_moe_tiles = read_switch(lookup, "TANDEM_GGUF_MOE_TILES").value_or(false);
   if (const char* a = lookup("TANDEM_CPU_BLOCK_ARITHMETIC")) s.cpu_block_arithmetic = a;
   return s;
 }
@@ -82,6 +83,7 @@ bool apply_process_switches(int threads_flag) {
     const EnvSwitches& s = env_switches();
     if (s.cpu_isa) set_cpu_isa_cap(*s.cpu_isa);
     set_gguf_tiles(s.gguf_tiles);
+    set_gguf_moe_tiles(s.gguf_moe_tiles);
     const int threads = threads_flag > 0 ? threads_flag : s.threads;
     if (threads > 0) ThreadPool::set_global_threads(threads);
     return true;

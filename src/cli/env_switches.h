@@ -25,6 +25,9 @@
 //   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
 //                           residual adds into the weight streams (issue 45; off until
 //                           measured on a GPU)
+//   TANDEM_GGUF_MOE_TILES   GGUF MoE experts' grouped GEMMs on the shared-memory tiles of the
+//                           dense GGUF linears (cuda_moe_gemm.h; issue 42, off until measured
+//                           on a GPU); off: the wmma kernels
 //   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker
@@ -63,6 +66,7 @@ struct EnvSwitches {
   bool vision_timing = false;        // TANDEM_VISION_TIMING
   bool tp_executor = false;          // TANDEM_TP_EXECUTOR
   bool gguf_tiles = true;            // TANDEM_GGUF_TILES (a process-wide setting)
+  bool gguf_moe_tiles = false;       // TANDEM_GGUF_MOE_TILES (a process-wide setting)
 };
 
 // A variable's value, or null when unset (std::getenv's contract).
@@ -76,9 +80,9 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup);
 const EnvSwitches& env_switches();
 
 // Applies the process-wide settings of env_switches(): the ISA cap, the GGUF weight
-// stream's variant and many-row tiles, and the thread pool's size (threads_flag > 0, from
-// --threads, wins over TANDEM_THREADS). Call once at start-up, before the first model op. False,
-// with the error printed to stderr, when a variable is malformed (the command then exits 1).
+// stream's variant, many-row tiles and MoE tiles, and the thread pool's size (threads_flag >
+// 0, from --threads, wins over TANDEM_THREADS). Call once at start-up, before the first model op.
+// False, with the error printed to stderr, when a variable is malformed (the command then exits 1).
 bool apply_process_switches(int threads_flag = 0);
 
 }  // namespace tandem::cli

@@ -22,9 +22,13 @@ namespace {
 using json = nlohmann::json;
 
 std::string gguf_arch(const std::string& model_type) {
-  if (model_type == "llama" || model_type == "mistral") return "llama";
+  if (model_type == "llama" || model_type == "mistral" || model_type == "mixtral") return "llama";
   if (model_type == "qwen2" || model_type == "qwen3") return model_type;
-  fail("GGUF export: model_type '{}' is not written (llama, mistral, qwen2, qwen3)", model_type);
+  if (model_type == "qwen3_moe") return "qwen3moe";
+  fail(
+      "GGUF export: model_type '{}' is not written (llama, mistral, qwen2, qwen3, mixtral, "
+      "qwen3_moe)",
+      model_type);
 }
 
 // What llama.cpp's architectures hold and this export writes; anything else is refused by name.
@@ -37,7 +41,11 @@ void check_exportable(const ModelConfig& c) {
   if (c.sliding_window > 0 && c.sliding_window < c.max_position_embeddings)
     fail("GGUF export: sliding_window {}: llama.cpp's {} architecture has none", c.sliding_window,
          gguf_arch(c.model_type));
-  if (c.num_experts > 0) fail("GGUF export: mixture-of-experts models are not written");
+  if (c.num_experts > 0 && (c.decoder_sparse_step != 1 || !c.mlp_only_layers.empty()))
+    fail(
+        "GGUF export: experts on some layers only (decoder_sparse_step {}, {} mlp_only_layers) "
+        "are not written",
+        c.decoder_sparse_step, c.mlp_only_layers.size());
   if (c.mlp_bias) fail("GGUF export: mlp_bias is not written");
 }
 
@@ -60,6 +68,50 @@ void add_metadata(GgufWriter& w, const ModelConfig& c, const std::string& name, 
   w.add_f32(A + "attention.layer_norm_rms_epsilon", c.rms_norm_eps);
   w.add_f32(A + "rope.freq_base", float(c.rope.at(LayerKind::Full).theta));
   w.add_u32(A + "rope.dimension_count", uint32_t(c.head_dim));
+  if (c.num_experts == 0) return;
+  w.add_u32(A + "expert_count", uint32_t(c.num_experts));
+  w.add_u32(A + "expert_used_count", uint32_t(c.num_experts_per_tok));
+  if (a == "qwen3moe") {
+    w.add_u32(A + "expert_feed_forward_length", uint32_t(c.moe_intermediate_size));
+    w.add_bool(A + "expert_weights_norm", c.norm_topk_prob);
+  }
+}
+
+// The per-expert tensors ("….experts.7.gate_proj.weight", [F, D] each) stacked into one
+// source per layer and projection ("….experts.gate_proj.weight", [E, F, D]), as llama.cpp
+// stores them; every other source as it is. The stacks read the sources in `tensors`.
+std::vector<HfTensorSource> stack_experts(const std::vector<HfTensorSource>& tensors, int64_t E) {
+  static const std::regex expert(R"((.+\.experts\.)(\d+)\.(.+))");
+  std::vector<HfTensorSource> out;
+  std::map<std::string, std::vector<const HfTensorSource*>> stacks;
+  for (const HfTensorSource& t : tensors) {
+    std::smatch m;
+    if (!std::regex_match(t.name, m, expert)) {
+      out.push_back(t);
+      continue;
+    }
+    const int64_t e = std::stoll(m[2].str());
+    if (e >= E) fail("GGUF export: tensor '{}' is expert {} of {}", t.name, e, E);
+    std::vector<const HfTensorSource*>& parts = stacks[m[1].str() + m[3].str()];
+    parts.resize(size_t(E), nullptr);
+    parts[size_t(e)] = &t;
+  }
+  for (auto& [name, parts] : stacks) {
+    for (int64_t e = 0; e < E; e++)
+      if (parts[size_t(e)] == nullptr || parts[size_t(e)]->shape.ndim != 2 ||
+          parts[size_t(e)]->shape != parts[0]->shape)
+        fail("GGUF export: '{}' lacks expert {} (or its shape differs from expert 0's)", name, e);
+    const int64_t rows = parts[0]->shape.dims[0], cols = parts[0]->shape.dims[1];
+    out.push_back(
+        {name, Shape{E, rows, cols}, [parts, rows, cols](float* dst, int64_t first, int64_t count) {
+           for (int64_t r = first; r < first + count;) {  // expert by expert
+             const int64_t e = r / rows, n = std::min(first + count, (e + 1) * rows) - r;
+             parts[size_t(e)]->rows(dst + (r - first) * cols, r % rows, n);
+             r += n;
+           }
+         }});
+  }
+  return out;
 }
 
 // Where a tensor goes in the file: rope_freqs, token_embd, the layers in order, output_norm,
@@ -141,6 +193,15 @@ std::string gguf_tensor_name(const std::string& hf) {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      // The router and the stacked experts (stack_experts) of Qwen3-MoE and Mixtral.
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.experts.gate_proj.weight", "ffn_gate_exps.weight"},
+      {"mlp.experts.up_proj.weight", "ffn_up_exps.weight"},
+      {"mlp.experts.down_proj.weight", "ffn_down_exps.weight"},
+      {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+      {"block_sparse_moe.experts.w1.weight", "ffn_gate_exps.weight"},
+      {"block_sparse_moe.experts.w3.weight", "ffn_up_exps.weight"},
+      {"block_sparse_moe.experts.w2.weight", "ffn_down_exps.weight"},
   };
   if (auto it = kTop.find(hf); it != kTop.end()) return it->second;
   static const std::regex layer(R"(model\.layers\.(\d+)\.(.+))");
@@ -198,10 +259,12 @@ std::vector<HfTensorSource> checkpoint_sources(const Checkpoint& ck) {
 
 uint64_t write_gguf_model(const json& config, const std::string& name,
                           const std::filesystem::path& tokenizer_dir,
-                          const std::vector<HfTensorSource>& tensors, GgufFileType type,
+                          const std::vector<HfTensorSource>& sources, GgufFileType type,
                           const std::filesystem::path& out) {
   const ModelConfig c = ModelConfig::parse(config, "config.json");
   check_exportable(c);
+  const std::vector<HfTensorSource> tensors =
+      c.num_experts > 0 ? stack_experts(sources, c.num_experts) : sources;
   const GgufPlanModel plan = gguf_plan_model(c);
   GgufWriter w;
   add_metadata(w, c, name, type);

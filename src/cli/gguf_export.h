@@ -1,4 +1,5 @@
-// A dense Hugging Face model (llama, mistral, qwen2, qwen3) written as the GGUF file llama.cpp's
+// A Hugging Face model (llama, mistral, qwen2, qwen3; mixtral and qwen3_moe, their experts
+// stacked per layer as ffn_{gate,up,down}_exps [E, N, K]) written as the GGUF file llama.cpp's
 // convert_hf_to_gguf.py + llama-quantize would make of it, for `tandem quantize --gguf` and
 // `tandem random-model --gguf`:
 //   - metadata: the architecture's keys (llama for llama and mistral), general.file_type, the

@@ -233,10 +233,13 @@ int write_random_gguf(const RandomModelOptions& o, json cj, const ModelConfig& c
   const auto type = gguf_file_type_from_name(*o.gguf);
   if (!type) fail("--gguf: '{}' is not one of {}", *o.gguf, kGgufFileTypes);
   const bool llama_style = c.model_type == "llama" || c.model_type == "mistral" ||
-                           c.model_type == "qwen2" || c.model_type == "qwen3";
+                           c.model_type == "qwen2" || c.model_type == "qwen3" ||
+                           c.model_type == "mixtral" || c.model_type == "qwen3_moe";
   if (!llama_style || o.dtype == "fp8")
-    fail("random-model --gguf: llama-style models in bf16 or f32 only (got {}, --dtype {})",
-         c.model_type, o.dtype);
+    fail(
+        "random-model --gguf: llama-style models (and mixtral, qwen3_moe) in bf16 or f32 only "
+        "(got {}, --dtype {})",
+        c.model_type, o.dtype);
   if (std::filesystem::is_directory(o.out))
     fail("--out {}: a folder; --gguf writes one file", o.out);
   const auto tok_dir = std::filesystem::path(o.out).concat(".tokenizer.tmp");

@@ -92,7 +92,9 @@ DType chosen(GgufFileType file, const GgufPlanModel& m, std::string_view name, i
     DType t = k_mix && use_more_bits(layer, m.num_layers) ? DType::Q6_K : base;
     return is_70b(m) && t == DType::Q4_K ? DType::Q5_K : t;
   }
-  if (ends_with(name, "ffn_down.weight") && k_mix && use_more_bits(layer, m.num_layers))
+  // (llama-quantize counts the stacked experts' down as ffn_down too.)
+  if ((ends_with(name, "ffn_down.weight") || ends_with(name, "ffn_down_exps.weight")) && k_mix &&
+      use_more_bits(layer, m.num_layers))
     return DType::Q6_K;
   return base;
 }

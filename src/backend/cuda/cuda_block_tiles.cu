@@ -23,13 +23,15 @@
 // With few tiles (N / 128 · M / 64 under the SM count) K is split across CTAs (grid.z),
 // each writing f32 partial sums [split][M][N] that reduce_splits_kernel adds (with the
 // bias) into out; else the CTA writes out itself. The weights are read once per 64 rows.
+// The loads, the decode, the products and the pipeline are cuda_block_tiles.cuh's (shared
+// with the grouped expert GEMMs, cuda_moe_block_tiles.cu); this file keeps the dense
+// linear's rows, its K splits and its stores.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 
-#include "backend/cuda/cuda_attention.cuh"  // the sm_80 primitives: cp.async, ldmatrix, mma.sync
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_block_decode.cuh"
+#include "backend/cuda/cuda_block_tiles.cuh"
 #include "backend/cuda/cuda_block_tiles.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
@@ -40,38 +42,7 @@ namespace tandem {
 namespace {
 
 using cuda::bf16;
-using cuda::Octets;
-using attn::cp_async_16;
-using attn::cp_async_commit;
-using attn::cp_async_wait;
-using attn::ldsm_x4;
-using attn::mma_bf16;
-using attn::smem_addr;
-
-constexpr int kTileN = 128;              // weight rows of a CTA
-constexpr int kTileM = 64;               // x rows of a CTA
-constexpr int kStepK = 256;              // values of K per pipeline step
-constexpr int kStride = kStepK + 8;      // bf16 elements per row of wd and xs
-constexpr int kWarpsN = 4, kWarpsM = 2;  // 32 x 32 outputs a warp
-constexpr int kThreads = 32 * kWarpsN * kWarpsM;
-constexpr int kStages = 2;
-
-// The per-type sizes: a step's bytes of one weight row, and its raw row in shared memory
-// (the most 16-byte segments a chunk can touch at any offset mod 16).
-template <DType T>
-struct Step {
-  static constexpr int kBlocks = kStepK / Octets<T>::kElems;  // 1 or 8
-  static constexpr int kChunkBytes = kBlocks * Octets<T>::kBytes;
-  static constexpr int kSegs = (15 + kChunkBytes + 15) / 16;
-  static constexpr int kRawStride = 16 * kSegs;
-  static constexpr int kWdBytes = kTileN * kStride * 2;
-  static constexpr int kXsBytes = kTileM * kStride * 2;
-  static constexpr int kRawBytes = kTileN * kRawStride;
-  static constexpr int kSmem = kWdBytes + kStages * (kXsBytes + kRawBytes);
-  // Q8_0's 204 KiB is the most: sm_90's 227 KiB a CTA holds every type (an A100's 163 KiB
-  // does not: block_tiles_fit asks the device).
-  static_assert(kSmem <= 227 * 1024, "a CTA's shared memory");
-};
+using namespace cuda::block_tiles;
 
 // What every CTA of one launch shares.
 struct TileArgs {
@@ -85,117 +56,6 @@ struct TileArgs {
   int steps_per_split;  // pipeline steps of a CTA (its z-th share of ceil(K / 256))
   bool out_f32;
 };
-
-// The address of weight row n's bytes for step kt (n clamped into the weight: rows past N
-// are computed from row N - 1 and never stored).
-template <DType T>
-__device__ __forceinline__ const uint8_t* chunk_of(const TileArgs& a, int n, int kt) {
-  return a.w + int64_t(min(n, a.N - 1)) * a.row_bytes + int64_t(kt) * Step<T>::kChunkBytes;
-}
-
-// Issues the copies of step kt's weights into one stage: each row's segments (only those its
-// chunk touches: the last row never reads past the weight's end, save within its last
-// 16-byte segment, which cannot leave the allocation's page).
-template <DType T>
-__device__ __forceinline__ void load_weights(const TileArgs& a, uint8_t* raw, int n0, int kt) {
-  using S = Step<T>;
-  const int kvals = min(kStepK, a.K - kt * kStepK);
-  const int bytes = kvals / Octets<T>::kElems * Octets<T>::kBytes;
-  for (int i = int(threadIdx.x); i < kTileN * S::kSegs; i += kThreads) {
-    const int r = i / S::kSegs, s = i % S::kSegs;
-    const uint8_t* p = chunk_of<T>(a, n0 + r, kt);
-    const int off = int(reinterpret_cast<uintptr_t>(p) & 15);
-    if (16 * s < off + bytes)
-      cp_async_16(smem_addr(raw + r * S::kRawStride + 16 * s), p - off + 16 * s, 16);
-  }
-}
-
-// Issues the copies of step kt's x values into one stage (zeros past M and K).
-__device__ __forceinline__ void load_x(const TileArgs& a, bf16* xs, int m0, int kt) {
-  const int kvals = min(kStepK, a.K - kt * kStepK);
-  constexpr int kSegsX = kStepK / 8;  // 16-byte segments of a row of xs
-  for (int i = int(threadIdx.x); i < kTileM * kSegsX; i += kThreads) {
-    const int r = i / kSegsX, s = i % kSegsX, m = m0 + r;
-    const bool ok = m < a.M && 8 * s < kvals;
-    const bf16* src = ok ? a.x + int64_t(m) * a.K + int64_t(kt) * kStepK + 8 * s : a.x;
-    cp_async_16(smem_addr(xs + r * kStride + 8 * s), src, ok ? 16 : 0);
-  }
-}
-
-// An octet's 8 values s · (u − o) + b packed as bf16 (round to nearest): the f32 values of
-// cuda::octet_values, bit for bit, without its integer-to-float conversions (a quarter-rate
-// instruction, and 32k of them a CTA a step): a byte permute makes 2^23 + u as f32 bits
-// (0x4B0000uu), and subtracting 2^23 + o is exact. Signed levels are biased by 128 first.
-template <DType T>
-__device__ __forceinline__ uint4 octet_bf16(const cuda::Octet& q) {
-  using O = Octets<T>;
-  constexpr float kBase = 8388608.f + float(O::kSigned ? 128 : O::kOffset);
-  float v[8];
-#pragma unroll
-  for (int i = 0; i < 8; i++) {
-    const uint32_t word = O::kSigned ? q.lv[i / 4] ^ 0x80808080u : q.lv[i / 4];
-    const uint32_t bits = __byte_perm(word, 0x4B000000u, 0x7440u | uint32_t(i % 4));
-    v[i] = fmaf(q.s, __uint_as_float(bits) - kBase, q.b);
-  }
-  uint4 out;
-  uint32_t* w = reinterpret_cast<uint32_t*>(&out);
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    const __nv_bfloat162 pair = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-    w[i] = *reinterpret_cast<const uint32_t*>(&pair);
-  }
-  return out;
-}
-
-// raw -> wd: warp w decodes rows w, w + 8, ..., lane o octet o of each (values 8o .. 8o + 8
-// of the step; zeros past K).
-template <DType T>
-__device__ __forceinline__ void decode_step(const TileArgs& a, const uint8_t* raw, bf16* wd, int n0,
-                                            int kt) {
-  using O = Octets<T>;
-  using S = Step<T>;
-  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) / 32;
-  const int kvals = min(kStepK, a.K - kt * kStepK);
-#pragma unroll 4
-  for (int r = warp; r < kTileN; r += kThreads / 32) {
-    const int off = int(reinterpret_cast<uintptr_t>(chunk_of<T>(a, n0 + r, kt)) & 15);
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (8 * lane < kvals) {
-      const uint8_t* block = raw + r * S::kRawStride + off + (8 * lane / O::kElems) * O::kBytes;
-      v = octet_bf16<T>(O::get(block, (8 * lane % O::kElems) / 8));
-    }
-    *reinterpret_cast<uint4*>(wd + r * kStride + 8 * lane) = v;
-  }
-}
-
-// acc += wd[warp's 32 rows] · xs[warp's 32 rows]ᵀ over the step's first kvals values, for
-// the warp's first `live` 8-column tiles (the rest are x rows past M: zeros, never stored;
-// live is warp-uniform, so a 9-row step runs a quarter of a CTA's products).
-__device__ __forceinline__ void mma_step(float (&acc)[2][4][4], const bf16* wd, const bf16* xs,
-                                         int kvals, int live) {
-  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) / 32;
-  const int wn = warp % kWarpsN, wm = warp / kWarpsN;
-  // ldmatrix x4 addresses: A's four 8x8 pieces are (rows 0-7 | 8-15) x (k 0-7 | 8-15) in
-  // the order a0..a3 of the fragment; B's are rows (m) 0-7 k 0-7, 0-7 k 8-15, 8-15 k 0-7,
-  // 8-15 k 8-15: the b0, b1 of two 8-column tiles.
-  const uint32_t a_base = smem_addr(wd + (wn * 32 + lane % 16) * kStride + (lane / 16) * 8);
-  const uint32_t b_base =
-      smem_addr(xs + (wm * 32 + (lane / 16) * 8 + lane % 8) * kStride + ((lane / 8) % 2) * 8);
-  for (int kk = 0; kk < kvals; kk += 16) {
-    uint32_t af[2][4], bfr[2][4];
-#pragma unroll
-    for (int i = 0; i < 2; i++) ldsm_x4(af[i], a_base + uint32_t((i * 16 * kStride + kk) * 2));
-#pragma unroll
-    for (int j = 0; j < 2; j++)
-      if (2 * j < live) ldsm_x4(bfr[j], b_base + uint32_t((j * 16 * kStride + kk) * 2));
-#pragma unroll
-    for (int i = 0; i < 2; i++)
-#pragma unroll
-      for (int t = 0; t < 4; t++)
-        if (t < live)
-          mma_bf16(acc[i][t], af[i], bfr[t / 2][(t % 2) * 2], bfr[t / 2][(t % 2) * 2 + 1]);
-  }
-}
 
 // Each thread's sums to out (+ bias) or to its split's partial sums.
 __device__ __forceinline__ void store_tile(const TileArgs& a, const float (&acc)[2][4][4], int n0,
@@ -227,36 +87,26 @@ __device__ __forceinline__ void store_tile(const TileArgs& a, const float (&acc)
 // grid: (ceil(N / 128), ceil(M / 64), splits), block kThreads, dynamic smem Step<T>::kSmem
 template <DType T>
 __global__ void __launch_bounds__(kThreads, 1) block_tiles_kernel(TileArgs a) {
-  using S = Step<T>;
   extern __shared__ __align__(16) uint8_t smem[];
-  bf16* wd = reinterpret_cast<bf16*>(smem);
-  auto xs = [&](int s) { return reinterpret_cast<bf16*>(smem + S::kWdBytes + s * S::kXsBytes); };
-  auto raw = [&](int s) { return smem + S::kWdBytes + kStages * S::kXsBytes + s * S::kRawBytes; };
+  const Smem<T> sm{smem};
   cuda::pdl_launch_next();
   const int n0 = int(blockIdx.x) * kTileN, m0 = int(blockIdx.y) * kTileM;
   const int steps = (a.K + kStepK - 1) / kStepK;
   const int kt0 = int(blockIdx.z) * a.steps_per_split;
   const int kt1 = min(steps, kt0 + a.steps_per_split);
+  // Rows past N are computed from row N - 1 and never stored.
+  const auto row_of = [&](int r) { return a.w + int64_t(min(n0 + r, a.N - 1)) * a.row_bytes; };
+  const auto x_row = [&](int r) -> const bf16* {
+    return m0 + r < a.M ? a.x + int64_t(m0 + r) * a.K : nullptr;
+  };
   float acc[2][4][4] = {};
-  const int live = min(4, max(0, (a.M - m0 - (int(threadIdx.x) / 32 / kWarpsN) * 32 + 7) / 8));
   // The first weights before the wait (no kernel writes them), x after it. plan_splits
   // leaves no split empty; the guard would keep an empty one from reading past K.
-  if (kt0 < kt1) load_weights<T>(a, raw(0), n0, kt0);
+  if (kt0 < kt1) load_weights<T>(sm.raw(0), row_of, kt0, a.K);
   cuda::pdl_wait();
-  if (kt0 < kt1) load_x(a, xs(0), m0, kt0);
-  cp_async_commit();
-  for (int kt = kt0; kt < kt1; kt++) {
-    const int s = (kt - kt0) % kStages;
-    cp_async_wait<0>();
-    __syncthreads();  // stage s landed for all; every warp is done with the last step
-    if (kt + 1 < kt1) {
-      load_weights<T>(a, raw(1 - s), n0, kt + 1);
-      load_x(a, xs(1 - s), m0, kt + 1);
-    }
-    cp_async_commit();
-    decode_step<T>(a, raw(s), wd, n0, kt);
-    __syncthreads();
-    if (live > 0) mma_step(acc, wd, xs(s), min(kStepK, a.K - kt * kStepK), live);
+  if (kt0 < kt1) {
+    load_x(sm.xs(0), x_row, a.x, kt0, a.K);
+    run_steps<T>(sm, acc, row_of, x_row, a.x, kt0, kt1, a.K, live_columns(a.M - m0));
   }
   store_tile(a, acc, n0, m0);
 }

@@ -20,10 +20,11 @@
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_linear_fp8.cuh"
 #include "backend/cuda/cuda_moe_gemm.h"
+#include "backend/gguf_tiles.h"
 
 namespace tandem {
 
@@ -350,10 +351,19 @@ void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weight
                                                                     down_fp8, rows, D, F);
   } else if (block) {
     TANDEM_CUDA_REQUIRE(cuda::aligned16(x.data), "moe_experts: x must be 16-byte aligned");
-    cuda::launch_moe_gate_up_block(stream_, a.ptr<bf16>(), x.ptr<bf16>(), token.ptr<int32_t>(),
-                                   {gate_up.ptr<uint8_t>(), gate_up.dtype}, rows, D, F, act);
-    cuda::launch_moe_down_block(stream_, y.ptr<bf16>(), a.ptr<bf16>(),
-                                {down.ptr<uint8_t>(), down.dtype}, rows, D, F);
+    // Each projection on the shared-memory tiles (gguf_moe_tiles(), TANDEM_GGUF_MOE_TILES)
+    // where they fit, else on the wmma kernel.
+    const size_t optin = props().sharedMemPerBlockOptin;
+    const bool tiles = gguf_moe_tiles() && cuda::aligned16(a.data);
+    const cuda::BlockExperts gu{gate_up.ptr<uint8_t>(), gate_up.dtype};
+    const cuda::BlockExperts dn{down.ptr<uint8_t>(), down.dtype};
+    (tiles && cuda::moe_block_tiles_fit(gu.dtype, gu.w, optin)
+         ? cuda::launch_moe_gate_up_block_tiles
+         : cuda::launch_moe_gate_up_block)(stream_, a.ptr<bf16>(), x.ptr<bf16>(),
+                                           token.ptr<int32_t>(), gu, rows, D, F, act);
+    (tiles && cuda::moe_block_tiles_fit(dn.dtype, dn.w, optin)
+         ? cuda::launch_moe_down_block_tiles
+         : cuda::launch_moe_down_block)(stream_, y.ptr<bf16>(), a.ptr<bf16>(), dn, rows, D, F);
   } else {
     cuda::launch_moe_gate_up(stream_, a.ptr<bf16>(), x.ptr<bf16>(), token.ptr<int32_t>(),
                              gate_up.ptr<bf16>(), rows, D, F, act);

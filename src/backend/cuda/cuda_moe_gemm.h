@@ -55,6 +55,24 @@ void launch_moe_gate_up_block(cudaStream_t stream, __nv_bfloat16* a, const __nv_
 void launch_moe_down_block(cudaStream_t stream, __nv_bfloat16* y, const __nv_bfloat16* a,
                            const BlockExperts& down, const ExpertRows& rows, int64_t D, int64_t F);
 
+// The same two GEMMs on the tensor-core tiles of the dense block linears (cuda_block_tiles.cuh,
+// cuda_moe_block_tiles.cu): a CTA takes one expert row tile and 128 weight rows (gate_up: 64
+// gate rows and the same 64 up rows), K in steps of 256 values decoded in shared memory, the
+// slots' rows gathered by cp.async, mma.sync m16n8k16. The same arithmetic as the kernels
+// above (weights rounded to bf16, f32 sums), summed in another order. Chosen by
+// gguf_moe_tiles() (backend/gguf_tiles.h: TANDEM_GGUF_MOE_TILES, off until measured) for each
+// projection the tiles fit.
+// Whether the tiles take experts of `dtype` stored at w (16-byte aligned) on a device with
+// smem_optin bytes of shared memory a block (sharedMemPerBlockOptin; every type fits sm_90's).
+bool moe_block_tiles_fit(DType dtype, const void* w, size_t smem_optin);
+// x and a 16-byte aligned (besides launch_moe_gate_up_block's and launch_moe_down_block's terms).
+void launch_moe_gate_up_block_tiles(cudaStream_t stream, __nv_bfloat16* a, const __nv_bfloat16* x,
+                                    const int32_t* token, const BlockExperts& gate_up,
+                                    const ExpertRows& rows, int64_t D, int64_t F, Activation act);
+void launch_moe_down_block_tiles(cudaStream_t stream, __nv_bfloat16* y, const __nv_bfloat16* a,
+                                 const BlockExperts& down, const ExpertRows& rows, int64_t D,
+                                 int64_t F);
+
 // ---------------------------------------------------------------- FP8 (e4m3) experts
 // The same grouped GEMMs on e4m3 experts in the W8A8 arithmetic of the FP8 linears (and of
 // the CPU twin, cpu_moe.cpp): the input rows quantized to e4m3 (per row, and per block_k

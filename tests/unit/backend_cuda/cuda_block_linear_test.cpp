@@ -328,6 +328,89 @@ TEST(CudaBlockMoe, BlockExpertsMatchTheCpuTwin) {
   }
 }
 
+// gguf_moe_tiles() set for a scope (off again after it: the default).
+struct MoeTilesSetting {
+  explicit MoeTilesSetting(bool on) { set_gguf_moe_tiles(on); }
+  ~MoeTilesSetting() { set_gguf_moe_tiles(false); }
+};
+
+// One routing of T tokens to k of E experts: ids [T, k], weights [T, k].
+struct Routing {
+  const char* what;
+  int64_t T, E, k;
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+};
+
+std::vector<Routing> odd_routings() {
+  std::vector<Routing> r;
+  // top-2: every token's first expert is 1 (100 slots: a whole and a partial row tile),
+  // its second 0, 3 or 4; experts 2 and 5 get no tokens.
+  r.push_back({"top-2, one expert takes every token, two none", 100, 6, 2, {}, {}});
+  // top-8 of 17: every expert but 16 (none) gets ~19 slots.
+  r.push_back({"top-8, one expert none", 40, 17, 8, {}, {}});
+  // decode: one token, top-8 of 16 (eight one-slot tiles).
+  r.push_back({"top-8, one token", 1, 16, 8, {}, {}});
+  for (Routing& c : r)
+    for (int64_t t = 0; t < c.T; t++)
+      for (int64_t j = 0; j < c.k; j++) {
+        const int32_t top2[3] = {3, 4, 0};
+        c.ids.push_back(c.k == 2 ? (j == 0 ? 1 : top2[t % 3]) : int32_t((t + 2 * j) % 16));
+        c.weights.push_back(0.1f + 0.8f * float(j + 1) / float(c.k * (c.k + 1) / 2));
+      }
+  return r;
+}
+
+// moe_experts of the routing on `be`: gate_up [E, 2F, D] of tg, down [E, D, F] of td.
+std::vector<float> run_moe(Backend& be, const Routing& c, const std::vector<float>& x,
+                           const BlockWeight& gu, DType tg, const BlockWeight& dn, DType td,
+                           int64_t D, int64_t F) {
+  Tensor out = be.alloc(be.act_dtype(), {c.T, D});
+  be.moe_experts(out, put(be, x, {c.T, D}), test::put_as(be, c.weights, {c.T, c.k}, DType::F32),
+                 test::put_i32(be, c.ids, {c.T, c.k}),
+                 Linear{put_blocks(be, gu, tg, {c.E, 2 * F, D})},
+                 Linear{put_blocks(be, dn, td, {c.E, D, F})}, Activation::SiLU);
+  return test::to_vec(be, out);
+}
+
+// The grouped GEMMs on the shared-memory tiles (gguf_moe_tiles(),
+// cuda_moe_block_tiles.cu) on every type the dense tiles take (and Q4_K_M's Q4_K / Q6_K mix),
+// against the CPU twin and the wmma kernels: 256-value blocks with D = 768 (gate_up walks three
+// K steps, both pipeline stages) and F = 256; 32-value blocks with D = 800 and F = 224 (down's
+// 800 columns end in a partial 128-row tile, gate_up's 224 in a partial 64-column one, and
+// both K end in a partial step). Routings: experts with no tokens, one with every token,
+// top-2 and top-8, one token.
+TEST(CudaBlockMoe, SharedMemoryTilesMatchTheCpuTwinAndTheWmmaKernels) {
+  EXPECT_FALSE(gguf_moe_tiles()) << "off until measured";
+  TANDEM_SKIP_WITHOUT_CUDA();
+  CudaBackend gpu(0);
+  CpuBackend cpu;
+  cpu.set_block_arithmetic(cpu::BlockArithmetic::Exact);
+  std::mt19937 rng(14);
+  std::vector<std::pair<DType, DType>> types;
+  for (DType t : kTypes) types.push_back({t, t});
+  types.push_back({DType::Q4_K, DType::Q6_K});
+  for (const Routing& c : odd_routings())
+    for (auto [tg, td] : types) {
+      SCOPED_TRACE(testing::Message()
+                   << dtype_name(tg) << " / " << dtype_name(td) << ", " << c.what);
+      const bool k_quant = dtype_block(tg).elems == 256 || dtype_block(td).elems == 256;
+      const int64_t D = k_quant ? 768 : 800, F = k_quant ? 256 : 224;
+      const BlockWeight gu = random_weight(tg, c.E * 2 * F, D, rng),
+                        dn = random_weight(td, c.E * D, F, rng);
+      const std::vector<float> x = test::random_bf16(rng, size_t(c.T * D));
+      std::vector<float> got;
+      {
+        const MoeTilesSetting on(true);
+        got = run_moe(gpu, c, x, gu, tg, dn, td, D, F);
+      }
+      EXPECT_LT(test::rel_err(got, run_moe(cpu, c, x, gu, tg, dn, td, D, F)), test::kBf16Tol);
+      // The same bf16 weights and rounding points: only the order of the f32 sums differs
+      // (and the roundings of a, y and out it may flip).
+      EXPECT_LT(test::rel_err(got, run_moe(gpu, c, x, gu, tg, dn, td, D, F)), 4e-3);
+    }
+}
+
 TEST(CudaBlockLinear, RefusesPartialBlocks) {
   TANDEM_SKIP_WITHOUT_CUDA();
   CudaBackend gpu(0);

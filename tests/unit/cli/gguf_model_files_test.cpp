@@ -159,6 +159,50 @@ TEST(QuantizeGguf, RandomModelGgufIsTheQuantizedFolder) {
   fs::remove_all(d);
 }
 
+// A Qwen3-MoE-shaped random model written as GGUF: llama.cpp's metadata keys, the router in
+// f32, each layer's experts stacked as ffn_{gate,up,down}_exps [E, N, K] expert by expert (an
+// F32 file: expert 2's up rows are the folder's experts.2.up_proj), and Q4_K_M's mix on them
+// (down in Q6_K on the layers llama-quantize gives more bits).
+TEST(QuantizeGguf, RandomModelGgufStacksTheExperts) {
+  const fs::path d = scratch("random_gguf_moe");
+  json c = small_llama3(256, 2, 512, 512);
+  c.erase("rope_scaling");
+  c["architectures"] = {"Qwen3MoeForCausalLM"};
+  c["model_type"] = "qwen3_moe";
+  c["num_experts"] = 4;
+  c["num_experts_per_tok"] = 2;
+  c["moe_intermediate_size"] = 256;
+  const std::string config = write_config(d, c).string();
+  ASSERT_EQ(run_random_model({.config = config, .out = (d / "hf").string(), .dtype = "f32"}), 0);
+  ASSERT_EQ(run_random_model(
+                {.config = config, .out = (d / "m.gguf").string(), .dtype = "f32", .gguf = "F32"}),
+            0);
+  ASSERT_EQ(run_random_model({.config = config, .out = (d / "q.gguf").string(), .gguf = "Q4_K_M"}),
+            0);
+  auto model = GgufModel::open(d / "m.gguf");
+  EXPECT_EQ(model->metadata().get_string("general.architecture"), "qwen3moe");
+  EXPECT_EQ(model->metadata().get_int("qwen3moe.expert_count"), 4);
+  EXPECT_EQ(model->metadata().get_int("qwen3moe.expert_used_count"), 2);
+  EXPECT_EQ(model->metadata().get_int("qwen3moe.expert_feed_forward_length"), 256);
+  ASSERT_TRUE(model->find("blk.1.ffn_gate_inp.weight"));
+  EXPECT_EQ(model->find("blk.1.ffn_gate_inp.weight")->info->shape, (Shape{4, 256}));
+  const Tensor up = model->tensor("blk.1.ffn_up_exps.weight");
+  ASSERT_EQ(up.shape, (Shape{4, 256, 256}));
+  EXPECT_EQ(model->tensor("blk.1.ffn_down_exps.weight").shape, (Shape{4, 256, 256}));
+  const Checkpoint ck = Checkpoint::open(d / "hf");
+  const Tensor want = ck.get("model.layers.1.mlp.experts.2.up_proj.weight");
+  ASSERT_EQ(want.dtype, DType::F32);
+  EXPECT_EQ(
+      std::memcmp(static_cast<const float*>(up.data) + 2 * 256 * 256, want.data, want.nbytes()), 0);
+  auto q = GgufModel::open(d / "q.gguf");
+  EXPECT_EQ(q->tensor("blk.0.ffn_gate_exps.weight").dtype, DType::Q4_K);
+  // use_more_bits of 2 layers: the last (layer 1), not layer 0.
+  EXPECT_EQ(q->tensor("blk.0.ffn_down_exps.weight").dtype, DType::Q4_K);
+  EXPECT_EQ(q->tensor("blk.1.ffn_down_exps.weight").dtype, DType::Q6_K);
+  EXPECT_EQ(q->tensor("blk.0.ffn_gate_inp.weight").dtype, DType::F32);
+  fs::remove_all(d);
+}
+
 // Peak resident memory growth while `fn` runs (VmHWM reset through /proc/self/clear_refs);
 // nullopt where the kernel does not let the peak be reset, and under AddressSanitizer, whose
 // quarantine keeps freed memory resident (the bounds are then checked in the Release job).

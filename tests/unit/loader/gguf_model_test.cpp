@@ -139,6 +139,13 @@ TEST(GgufQuantPlan, Q4KMGivesSomeLayersQ6K) {
     EXPECT_EQ(type(GgufFileType::Q4_K_M, b + "attn_q.weight"), DType::Q4_K);
     EXPECT_EQ(type(GgufFileType::Q4_K_M, b + "ffn_up.weight"), DType::Q4_K);
     EXPECT_EQ(type(GgufFileType::Q4_0, b + "attn_v.weight"), DType::Q4_0);
+    // Stacked experts [E, N, K]: down as ffn_down, gate and up as the base type.
+    const Shape experts{8, 1024, 4096};
+    EXPECT_EQ(type(GgufFileType::Q4_K_M, b + "ffn_down_exps.weight", experts),
+              more ? DType::Q6_K : DType::Q4_K)
+        << i;
+    EXPECT_EQ(type(GgufFileType::Q4_K_M, b + "ffn_gate_exps.weight", experts), DType::Q4_K);
+    EXPECT_EQ(type(GgufFileType::Q4_K_M, b + "ffn_gate_inp.weight", {8, 4096}), DType::F32);
   }
 }
 
