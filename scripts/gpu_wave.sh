@@ -97,8 +97,8 @@
 #           FP8 decode-b1 off / n-gram; offline 128/128 at 64 and 256 rows off / on  ~4 min
 #           (n-gram's "steps read early": a few dozen at 64 and 256 rows, not one a step;
 #           its tok/s within noise of off's)
-#    spec-load  the spec part's 64- and 256-row runs off / n-gram (never below off, issue 44
-#           item 4), then FP8 decode-b1 with TANDEM_FP8_DECODE_FUSION=0 / 1 (issue 45)  ~3 min
+#    spec-load  the spec part's 64- and 256-row runs off / n-gram, medians of three (never
+#           below off, issue 44 item 4)                                               ~3 min
 #    tp-multi  several GPUs of one host (a multi-GPU kind): the NCCL golden tests (TP=N
 #           against one GPU), then the 8B shape's decode-b1 and 64 rows at TP = 1, 2, 4, 8 as
 #           the GPUs allow (--tensor-parallel-size); skips on one GPU                ~3 min
@@ -495,14 +495,13 @@ if has spec; then
   done
 fi
 
-if has spec-load; then  # the spec part's loaded runs alone, and the FP8 decode fusion
+if has spec-load; then  # the spec part's loaded runs alone (issue 44 item 4), medians of 3
   for rows in 64 256; do
-    ob "offline-$rows-off" 45 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128
-    ob "offline-$rows-ngram" 45 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
-      --speculative-config "$ngram"
+    ob "offline-$rows-off" 50 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
+      --repeat 3
+    ob "offline-$rows-ngram" 50 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
+      --repeat 3 --speculative-config "$ngram"
   done
-  ob decode-b1-fp8-off 40 -- "${b1[@]}" --quantization fp8
-  TANDEM_FP8_DECODE_FUSION=1 ob decode-b1-fp8-fused 40 -- "${b1[@]}" --quantization fp8
 fi
 
 if has tp && [ "$tp_timings" = 1 ]; then  # the seam's cost: the same runs, single worker then NCCL executor at N = 1
