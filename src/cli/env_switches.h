@@ -25,6 +25,9 @@
 //   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
 //                           residual adds into the weight streams (issue 45; off until
 //                           measured on a GPU)
+//   TANDEM_SM90_PERSIST     the sm90 prefill's persistent variant (a CTA per SM walking the
+//                           query tiles, cuda_attention_persist_sm90.cu; issue 45, off until
+//                           measured on a GPU)
 //   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker

@@ -397,7 +397,7 @@ void launch_kernel(const AttnArgs& a, const CUtensorMap& map_k, const CUtensorMa
 }
 
 template <int D>
-void launch(const AttnArgs& a, cudaStream_t stream) {
+void launch(const AttnArgs& a, int persist_ctas, cudaStream_t stream) {
   const CUtensorMap none{};
   const int64_t num_slots = int64_t(a.num_blocks) * a.block_size;
   if (a.kv_f8) return launch_kernel<D, uint8_t, false>(a, none, none, stream);
@@ -408,6 +408,8 @@ void launch(const AttnArgs& a, cudaStream_t stream) {
   const auto map = [&](const void* base) {
     return cuda::kv_tensor_map({base, a.head_dim, a.num_kv_heads, box, num_slots});
   };
+  if (persist_ctas > 0)  // the persistent variant (issue 45), behind its switch
+    return launch_prefill_persist_sm90(a, map(a.k), map(a.v), persist_ctas, stream);
   launch_kernel<D, bf16, true>(a, map(a.k), map(a.v), stream);
 }
 
@@ -434,14 +436,14 @@ int prefill_sm90_smem_bytes(int head_dim, bool kv_f8) {
   }
 }
 
-void launch_prefill_sm90(const AttnArgs& a, cudaStream_t stream) {
+void launch_prefill_sm90(const AttnArgs& a, int persist_ctas, cudaStream_t stream) {
   switch (sm90_padded_head_dim(a.head_dim)) {
     case 64:
-      return launch<64>(a, stream);
+      return launch<64>(a, persist_ctas, stream);
     case 128:
-      return launch<128>(a, stream);
+      return launch<128>(a, persist_ctas, stream);
     case 256:
-      return launch<256>(a, stream);
+      return launch<256>(a, persist_ctas, stream);
     default:
       cuda_fail("attention prefill (sm90): head dim outside (32, 256]");
   }

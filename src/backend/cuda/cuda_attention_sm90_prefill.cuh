@@ -1,6 +1,7 @@
-// Private to the sm90 prefill kernel (cuda_attention_prefill_sm90.cu) and its variants: the
-// CTA's shape, its shared-memory plan, and the consumer warpgroups' two products and turns.
-// Compiled for sm_90a only (wgmma, setmaxnreg); see CMakeLists.txt.
+// Private to the two sm90 prefill kernels (cuda_attention_prefill_sm90.cu, a CTA per query
+// tile; cuda_attention_persist_sm90.cu, persistent CTAs): the CTA's shape, its shared-memory
+// plan, and the consumer warpgroups' two products and turns. Compiled for sm_90a only
+// (wgmma, setmaxnreg); see CMakeLists.txt.
 #pragma once
 
 #include <cuda.h>
@@ -11,7 +12,15 @@
 #include "backend/cuda/cuda_attention_sm90.cuh"
 #include "backend/cuda/cuda_mbarrier.cuh"
 
-namespace tandem::attn::sm90_prefill {
+namespace tandem::attn {
+
+// The persistent variant's launcher (cuda_attention_persist_sm90.cu): bf16 cache, the TMA
+// producer's conditions (cuda::choose_sm90_loads == Tma), head dims padded to 64 / 128 /
+// 256; `ctas` CTAs (>= 1) walk the (query tile, kv head) items.
+void launch_prefill_persist_sm90(const AttnArgs& a, const CUtensorMap& map_k,
+                                 const CUtensorMap& map_v, int ctas, cudaStream_t stream);
+
+namespace sm90_prefill {
 
 constexpr int kBlockM = 128;       // packed query rows per CTA, 64 per consumer warpgroup
 constexpr int kSm90Threads = 384;  // producer warpgroup + 2 consumer warpgroups
@@ -107,4 +116,5 @@ __device__ __forceinline__ void wait_full(uint64_t* bar, uint32_t parity) {
   if constexpr (kFenceAfter) sm90::fence_proxy_async();
 }
 
-}  // namespace tandem::attn::sm90_prefill
+}  // namespace sm90_prefill
+}  // namespace tandem::attn
