@@ -23,10 +23,11 @@
 //   - producer warps 2-3, the scheduler, find item i + 1's (row, tile), fill the one rows
 //     buffer (TileRows) once every reader has copied item i's out of it, and copy item
 //     i + 1's Q into the one Q buffer once both consumer warpgroups are done with item i's
-//     Q (after their last Q·Kᵀ, before their last P·V and store);
+//     Q (after their last Q·Kᵀ, before their last softmax, P·V and store);
 //   - consumer warpgroups 1-2: per item, the other kernel's consume(), with their rows'
 //     ranges and output offsets copied into registers at the item's start (so the rows
-//     buffer is free for the next item at once) and Q released after the last S.
+//     buffer is free for the next item at once) and Q released after the last S, before
+//     its softmax.
 // One rows buffer and one Q buffer keep the CTA's shared memory at the other kernel's
 // (167,040 B at d128 in all, under the 164 KiB carve-out: a first persistent try with a
 // second rows buffer crossed it and lost 4% at every length, bench/RESULTS.md, 2026-12-02).
@@ -234,6 +235,16 @@ __device__ void produce_ring(const AttnArgs& a, const Item& it, ItemBars& bars, 
 
 // ---------------------------------------------------------------- consumers
 
+// Arrives on bar where `cond` holds, without a branch (a predicated arrive): the consumer's
+// tile loop stays branch-free, so ptxas still sees which wgmma group each wait retires.
+__device__ __forceinline__ void mbar_arrive_if(uint64_t* bar, bool cond) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n"
+      " @p mbarrier.arrive.shared::cta.b64 _, [%0];\n}" ::"r"(cuda::mbar_smem_addr(bar)),
+      "r"(int(cond))
+      : "memory");
+}
+
 // What a consumer thread keeps of its two rows for one item.
 struct ItemRowsRegs {
   ConsumerRows cr;
@@ -283,7 +294,9 @@ __device__ __forceinline__ ItemRowsRegs read_item(const AttnArgs& a, const Item&
 
 // One item for warpgroup cw (rows 64·cw .. 64·cw + 63): consume() of
 // cuda_attention_prefill_sm90.cu with TMA and the ping-pong, its key tiles numbered from
-// g in the rings, Q's phase q_parity, and Q released once its last S is complete.
+// g in the rings, Q's phase q_parity, and Q released (empty_q) as soon as the item's last
+// S is complete, before its softmax, so that the next item's Q copy runs under the last
+// softmax, the last P·V and the store.
 template <int D>
 __device__ void consume_item(const AttnArgs& a, const ItemRowsRegs& x, ItemBars& bars,
                              const Ring& ring, int cw, uint32_t g, uint32_t q_parity) {
@@ -314,6 +327,7 @@ __device__ void consume_item(const AttnArgs& a, const ItemRowsRegs& x, ItemBars&
   sm90::wgmma_wait<0>();
   sm90::fence_operands(s);
   cuda::mbar_arrive(&ring.empty_k[g % SK]);
+  mbar_arrive_if(&bars.empty_q, num_tiles == 1);               // the item's last S: Q is free
   score_and_softmax<kBlockN>(s, a, cr, 0, m, l, alpha, lane);  // O = 0: alpha unused
   pack_p<kBlockN>(pa, s);
   sm90::fence_operands(o);
@@ -328,6 +342,7 @@ __device__ void consume_item(const AttnArgs& a, const ItemRowsRegs& x, ItemBars&
     sm90::wgmma_wait<1>();  // S(t + 1) complete; P(t)·V(t) may still run
     sm90::fence_operands(s);
     cuda::mbar_arrive(&ring.empty_k[(g + t + 1) % SK]);
+    mbar_arrive_if(&bars.empty_q, t + 2 == num_tiles);  // the item's last S: Q is free
     score_and_softmax<kBlockN>(s, a, cr, t + 1, m, l, alpha, lane);
     sm90::wgmma_wait<0>();
     sm90::fence_operands(o);
@@ -338,7 +353,6 @@ __device__ void consume_item(const AttnArgs& a, const ItemRowsRegs& x, ItemBars&
     sm90::fence_operands(o);  // written before the next S group opens
     sm90::fence_operands(pa);
   }
-  cuda::mbar_arrive(&bars.empty_q);  // every S of the item is complete: Q is free
   const int last = num_tiles - 1;
   turn_begin<true>(cw);
   full_v(last);
