@@ -20,6 +20,9 @@
 #           heads, d128: "sm90 tma" and "sm90 tma persistent" on the same inputs, one after
 #           the other per shape) and bench/sdpa_cudnn_bench.py (cuDNN through SDPA) in the
 #           same call                                                                ~3 min
+#           PERSIST_TTFT=1 (with no other model-writing part) adds TTFT of a 32k and a 100k
+#           prompt on the 8B shape (bf16, written in the background from the start) with
+#           TANDEM_SM90_PERSIST=0 and =1, one after the other                       +~2 min
 #           The variant becomes the default (sm90_persist = -1 in backend.h's CudaOptions)
 #           when the tests pass and, in both rounds, it is >= the one-CTA kernel at 32k and
 #           128k (within 1%) and faster at 8k by more than the rounds' spread (the fit in
@@ -212,6 +215,11 @@ if has spec || has spec-load || has tp-multi || has embed || { has tp && [ "$tp_
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
   writer=$!
 fi
+persist_writer=  # attn-persist with PERSIST_TTFT=1 and no other part writing models: the 8B shape
+if has attn-persist && [ "${PERSIST_TTFT:-0}" = 1 ] && [ -z "$writer" ]; then
+  "$G/tandem" random-model --like llama-3.1-8b --out "$M8" > "$L/random-8b-persist.log" 2>&1 &
+  persist_writer=$!
+fi
 
 if has tp && [ "${TP_TESTS:-1}" = 1 ]; then  # the NCCL checks need only the fixtures
   timeout 120 "$G/tests/test_backend_cuda" --gtest_filter='Nccl*:CudaVocabSlice*' > "$L/tp-unit.log" 2>&1
@@ -252,6 +260,22 @@ if has attn-persist; then
       grep -E '^prefill|SMs' "$L/persist-bench-$round.log"
     done
     timeout 150 python3 bench/sdpa_cudnn_bench.py 2>&1 | tee "$L/persist-sdpa.log"
+  fi
+  if [ "${PERSIST_TTFT:-0}" = 1 ] && [ "$rc" != 124 ]; then
+    if [ -z "$persist_writer" ]; then
+      echo "attn-persist TTFT skipped: another part writes the models (run attn-persist alone)"
+    elif wait "$persist_writer"; then
+      for n in 32768 100000; do
+        for p in 0 1; do
+          fits 60 "TTFT $n TANDEM_SM90_PERSIST=$p" || break
+          TANDEM_SM90_PERSIST=$p timeout 120 "$G/bench/offline_bench" "$M8" --num 1 --batch 1 \
+            --input "$n" --output 1 > "$L/persist-ttft-$n-$p.log" 2>&1
+          echo "TTFT $n-token prompt, TANDEM_SM90_PERSIST=$p: $(grep -E 'output tokens in' "$L/persist-ttft-$n-$p.log" | sed 's/^ *//' | tail -1)"
+        done
+      done
+    else
+      echo "attn-persist: random-model failed: $(tail -3 "$L/random-8b-persist.log")"
+    fi
   fi
 fi
 
