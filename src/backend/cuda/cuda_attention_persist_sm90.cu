@@ -8,12 +8,16 @@
 // set-up, its Q copy and its first K/V tiles run under the current item's last tiles and
 // store.
 //
-// Schedule (static): items w = 0 .. tiles·Hkv - 1, longest first under causal masking —
-// query tile tiles - 1 - w / Hkv (tiles numbered row by row, so the last tile of a row sees
-// the most keys), kv head w mod Hkv (FlashAttention-3's order for causal work, without its
-// dynamic counter) — dealt in rounds of `grid` items, CTA c taking the c-th item of even
-// rounds and the (grid - 1 - c)-th of odd ones: dealt the same way every round, CTA 0
-// would get the longest item of each (~12% more work than the last CTA at 8k tokens).
+// Schedule (static): FlashAttention-3's order for causal work, without its dynamic counter.
+// The kv heads are cut into sections of `section` heads whose K and V fit in L2 together
+// (kL2Budget; the last section holds the rest); sections run one after the other, and
+// inside one the items go longest first — query tile tiles - 1 - i / heads (tiles
+// numbered row by row, so the last tile of a row sees the most keys), kv head i mod heads
+// — so the CTAs in flight share their heads' K/V in L2 (d128, bf16: all 8 heads at 8k
+// tokens, 2 at 32k, 1 at 128k as the one-CTA-a-tile kernel's launch order has it). Items
+// are dealt in rounds of `grid`, CTA c taking the c-th item of even rounds and the
+// (grid - 1 - c)-th of odd ones: dealt the same way every round, CTA 0 would get the
+// longest item of each (~12% more work than the last CTA at 8k tokens).
 //
 // Roles (384 threads, as the other kernel):
 //   - producer warp 0 issues K tiles, warp 1 V tiles, by TMA into their rings (V's edge
@@ -158,9 +162,22 @@ __device__ void fill_item(Item& it, const AttnArgs& a, int row, int row_tile, in
   sm90::named_bar_sync(kSchedBar, kSchedThreads);
 }
 
+// Item w's (query tile, kv head) in the schedule's order (top of the file): sections of
+// `section` kv heads, the last one holding the remainder, longest tiles first inside each.
+__device__ __forceinline__ void item_of(int w, int tiles, int num_kv_heads, int section, int& tile,
+                                        int& kvh) {
+  const int full = num_kv_heads / section;  // whole sections
+  const int s = w / (section * tiles);
+  const int heads = s < full ? section : num_kv_heads - full * section;
+  const int i = w - s * section * tiles;
+  tile = tiles - 1 - i / heads;
+  kvh = s * section + i % heads;
+}
+
 // The scheduler warps: every item of this CTA in order, then the closing item (row -1).
 template <int D>
-__device__ void schedule(const AttnArgs& a, Item& it, ItemBars& bars, uint32_t q_smem, int stid) {
+__device__ void schedule(const AttnArgs& a, int section, Item& it, ItemBars& bars, uint32_t q_smem,
+                         int stid) {
   const int lane = stid & 31;
   const int tiles = count_tiles(a, lane);
   const int items = tiles * a.num_kv_heads;
@@ -171,7 +188,8 @@ __device__ void schedule(const AttnArgs& a, Item& it, ItemBars& bars, uint32_t q
     const int c = n % 2 == 0 ? int(blockIdx.x) : int(gridDim.x) - 1 - int(blockIdx.x);
     const int w = n * int(gridDim.x) + c;
     if (w >= items) break;  // later rounds start past it
-    const int tile = tiles - 1 - w / a.num_kv_heads, kvh = w % a.num_kv_heads;
+    int tile, kvh;
+    item_of(w, tiles, a.num_kv_heads, section, tile, kvh);
     int row, row_tile;
     locate_tile(a, tile, row, row_tile, lane);
     if (n > 0) cuda::mbar_wait(&bars.rows_empty, uint32_t((n - 1) & 1));
@@ -390,7 +408,7 @@ __device__ void consume_items(const AttnArgs& a, const Item& it, ItemBars& bars,
 template <int D>
 __global__ void __launch_bounds__(kSm90Threads, 1)
     prefill_persist_kernel(AttnArgs a, const __grid_constant__ CUtensorMap map_k,
-                           const __grid_constant__ CUtensorMap map_v) {
+                           const __grid_constant__ CUtensorMap map_v, int section) {
   using C = Config<D, false>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ Item item;
@@ -429,11 +447,22 @@ __global__ void __launch_bounds__(kSm90Threads, 1)
     if (warp < 2)
       produce_ring<D>(a, item, ib, ring, warp == 1, warp == 1 ? &map_v : &map_k, lane);
     else
-      schedule<D>(a, item, ib, ring.q, int(threadIdx.x) - 64);
+      schedule<D>(a, section, item, ib, ring.q, int(threadIdx.x) - 64);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegs>();
     consume_items<D>(a, item, ib, ring, wg - 1);
   }
+}
+
+// Kv heads a schedule section holds: the most, a power of two (as FlashAttention-3 has it)
+// and at most all of them, whose K and V fit in kL2Budget together, one at least. A head's
+// keys are bounded by the block table's width (the step's longest row).
+constexpr int64_t kL2Budget = 32 << 20;  // bytes of K and V (both cards' L2: 50 MB)
+int l2_section(const AttnArgs& a) {
+  const int64_t head_bytes = int64_t(a.max_blocks) * a.block_size * a.head_dim * 2 * 2;
+  int section = 1;
+  while (section * 2 <= a.num_kv_heads && section * 2 * head_bytes <= kL2Budget) section *= 2;
+  return section;
 }
 
 template <int D>
@@ -449,7 +478,7 @@ void launch(const AttnArgs& a, const CUtensorMap& map_k, const CUtensorMap& map_
   const int64_t items = tiles * a.num_kv_heads;
   cuda_require(items < INT_MAX, "attention prefill (sm90, persistent): too many query tiles");
   const int grid = int(std::min<int64_t>(std::max(ctas, 1), items));
-  kernel<<<grid, kSm90Threads, smem, stream>>>(a, map_k, map_v);
+  kernel<<<grid, kSm90Threads, smem, stream>>>(a, map_k, map_v, l2_section(a));
   TANDEM_CUDA_LAUNCHED("attention prefill kernel (sm90, persistent)");
 }
 
