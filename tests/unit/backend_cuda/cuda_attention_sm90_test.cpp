@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "attention_cases.h"
+#include "backend/cuda/cuda_attention_persist_schedule.h"
 #include "backend/cuda/cuda_attention_prefill.h"
 #include "core/dtype.h"
 #include "cuda_test_util.h"
@@ -266,6 +267,62 @@ TEST(CudaAttentionSm90, TheRuleNamesTheProducer) {
       << "rows of 200 bytes: not whole 16-byte chunks";
   EXPECT_EQ(cuda::choose_sm90_loads(false, 128, 16, int64_t(1) << 31), Sm90Loads::CpAsync)
       << "slots past int32 coordinates";
+}
+
+// The persistent variant's static schedule, on the host: every (tile, kv head) item dealt
+// exactly once over the CTAs' rounds, sections in order with the longest tiles first inside
+// each, and no CTA given more than ~1% above the mean work (a causal tile's keys) at issue
+// 45's shapes on 132 SMs.
+TEST(CudaAttentionSm90, PersistentScheduleDealsEveryItemOnce) {
+  struct Shape {
+    int tiles, heads, section, grid;
+    double max_over_mean;  // bound on the busiest CTA's work over the mean
+  };
+  for (const Shape& sh :
+       {Shape{256, 8, 8, 132, 1.01}, Shape{1024, 8, 2, 132, 1.01}, Shape{4096, 8, 1, 132, 1.01},
+        Shape{17, 6, 4, 3, 1.2}, Shape{5, 6, 4, 132, 100.0}, Shape{33, 3, 2, 7, 1.2},
+        Shape{1, 1, 1, 3, 100.0}}) {
+    SCOPED_TRACE(testing::Message()
+                 << sh.tiles << " tiles, " << sh.heads << " kv heads, sections of " << sh.section
+                 << ", " << sh.grid << " CTAs");
+    const int items = sh.tiles * sh.heads;
+    std::vector<int> dealt(size_t(items), 0);
+    std::vector<double> work(size_t(sh.grid), 0.0);
+    for (int cta = 0; cta < sh.grid; cta++) {
+      for (int n = 0;; n++) {
+        const int w = attn::persist_item(n, cta, sh.grid);
+        if (w >= items) break;
+        int tile = -1, kvh = -1;
+        attn::persist_item_tile(w, sh.tiles, sh.heads, sh.section, tile, kvh);
+        ASSERT_TRUE(tile >= 0 && tile < sh.tiles && kvh >= 0 && kvh < sh.heads) << "item " << w;
+        dealt[size_t(tile) * sh.heads + kvh]++;
+        work[size_t(cta)] += tile + 1;  // a causal tile's keys grow with its index
+      }
+    }
+    for (int i = 0; i < items; i++) ASSERT_EQ(dealt[size_t(i)], 1) << "item " << i;
+    int prev_tile = sh.tiles, prev_section = 0;
+    for (int w = 0; w < items; w++) {  // the order itself
+      int tile, kvh;
+      attn::persist_item_tile(w, sh.tiles, sh.heads, sh.section, tile, kvh);
+      const int section = kvh / sh.section;
+      ASSERT_GE(section, prev_section) << "item " << w << ": sections one after another";
+      if (section == prev_section) {
+        ASSERT_LE(tile, prev_tile) << "item " << w << ": longest first inside a section";
+      }
+      prev_tile = section == prev_section ? tile : sh.tiles;
+      prev_section = section;
+    }
+    double total = 0.0, busiest = 0.0;
+    for (double x : work) total += x, busiest = std::max(busiest, x);
+    EXPECT_LE(busiest / (total / sh.grid), sh.max_over_mean);
+  }
+  // The L2 sections at issue 45's shapes (d128, 8 kv heads, bf16 K and V): all 8 heads at
+  // 8k keys (32 MB), 2 at 32k, 1 at 128k; never more than the heads, at least one.
+  EXPECT_EQ(attn::persist_l2_section(8, 8192, 128), 8);
+  EXPECT_EQ(attn::persist_l2_section(8, 32768, 128), 2);
+  EXPECT_EQ(attn::persist_l2_section(8, 131072, 128), 1);
+  EXPECT_EQ(attn::persist_l2_section(6, 500, 128), 4) << "a power of two: 4 and the 2 left";
+  EXPECT_EQ(attn::persist_l2_section(8, 1 << 20, 256), 1);
 }
 
 TEST(CudaAttentionSm90, MatchesTheCpuTwinAndTheMmaKernel) {
