@@ -18,8 +18,8 @@
 // are dealt in rounds of `grid`, CTA c taking the c-th item of even rounds and the
 // (grid - 1 - c)-th of odd ones: dealt the same way every round, CTA 0 would get the
 // longest item of each (at 8k tokens 13% more work than the last CTA, 6% above the mean,
-// against under 1% dealt so). The order's
-// arithmetic is cuda_attention_persist_schedule.h's, checked on the host by the tests.
+// against under 1% dealt so). The order's arithmetic is cuda_attention_persist_schedule.h's,
+// checked on the host by the tests.
 //
 // Roles (384 threads, as the other kernel):
 //   - producer warp 0 issues K tiles, warp 1 V tiles, by TMA into their rings (V's edge
