@@ -568,13 +568,16 @@ if has tp && [ "$tp_timings" = 1 ]; then  # the seam's cost: the same runs, sing
   # tensor-parallel executor has since it went asynchronous, how much the collectives)
   # On the 1B shape (llama-3.2-1b, bf16): the seam's fixed cost weighs more there than at 8B.
   o64=(--num 128 --batch 64 --input 128 --output 128)
+  # TP_NOOVERLAP=1 adds the runs without step overlap (where the gap comes from).
   ob tp-decode-b1-single 20 -- --model "$M1" "${b1[@]}"
   TANDEM_TP_EXECUTOR=1 ob tp-decode-b1-nccl1 20 -- --model "$M1" "${b1[@]}"
-  TANDEM_OVERLAP=0 ob tp-decode-b1-single-nooverlap 20 -- --model "$M1" "${b1[@]}"
-  TANDEM_TP_EXECUTOR=1 TANDEM_OVERLAP=0 ob tp-decode-b1-nccl1-nooverlap 20 -- --model "$M1" "${b1[@]}"
-  ob tp-offline-64-single 25 -- --model "$M1" "${o64[@]}"
-  TANDEM_TP_EXECUTOR=1 ob tp-offline-64-nccl1 25 -- --model "$M1" "${o64[@]}"
-  TANDEM_OVERLAP=0 ob tp-offline-64-single-nooverlap 25 -- --model "$M1" "${o64[@]}"
+  if [ "${TP_NOOVERLAP:-0}" = 1 ]; then
+    TANDEM_OVERLAP=0 ob tp-decode-b1-single-nooverlap 20 -- --model "$M1" "${b1[@]}"
+    TANDEM_TP_EXECUTOR=1 TANDEM_OVERLAP=0 ob tp-decode-b1-nccl1-nooverlap 20 -- --model "$M1" "${b1[@]}"
+  fi
+  ob tp-offline-64-single 25 -- --model "$M1" "${o64[@]}" --repeat 3
+  TANDEM_TP_EXECUTOR=1 ob tp-offline-64-nccl1 25 -- --model "$M1" "${o64[@]}" --repeat 3
+  [ "${TP_NOOVERLAP:-0}" = 1 ] && TANDEM_OVERLAP=0 ob tp-offline-64-single-nooverlap 25 -- --model "$M1" "${o64[@]}"
   grep -hE 'tensor-parallel executor|NCCL|error' "$L"/tp-*-nccl1.log | head -5
 fi
 
