@@ -85,7 +85,7 @@
 #           (n-gram's "steps read early": a few dozen at 64 and 256 rows, not one a step;
 #           its tok/s within noise of off's)
 #    spec-load  the spec part's 64- and 256-row runs off / n-gram (never below off, issue 44
-#           item 4), then FP8 decode-b1 with TANDEM_FP8_DECODE_FUSION=0 / 1 (issue 45)  ~3 min
+#           item 4), then FP8 decode-b1                                                ~3 min
 #    tp-multi  several GPUs of one host (a multi-GPU kind): the NCCL golden tests (TP=N
 #           against one GPU), then the 8B shape's decode-b1 and 64 rows at TP = 1, 2, 4, 8 as
 #           the GPUs allow (--tensor-parallel-size); skips on one GPU                ~3 min
@@ -454,14 +454,13 @@ if has spec; then
   done
 fi
 
-if has spec-load; then  # the spec part's loaded runs alone, and the FP8 decode fusion
+if has spec-load; then  # the spec part's loaded runs alone, and FP8 decode-b1
   for rows in 64 256; do
     ob "offline-$rows-off" 45 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128
     ob "offline-$rows-ngram" 45 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
       --speculative-config "$ngram"
   done
   ob decode-b1-fp8-off 40 -- "${b1[@]}" --quantization fp8
-  TANDEM_FP8_DECODE_FUSION=1 ob decode-b1-fp8-fused 40 -- "${b1[@]}" --quantization fp8
 fi
 
 if has tp && [ "$tp_timings" = 1 ]; then  # the seam's cost: the same runs, single worker then NCCL executor at N = 1

@@ -59,7 +59,6 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.cuda.gemv = read_switch(lookup, "TANDEM_CUDA_GEMV").value_or(true);
   s.cuda.pdl = read_switch(lookup, "TANDEM_CUDA_PDL").value_or(true);
   s.cuda.fp8_fast_accum = read_switch(lookup, "TANDEM_FP8_FAST_ACCUM").value_or(true);
-  s.cuda.fp8_decode_fusion = read_switch(lookup, "TANDEM_FP8_DECODE_FUSION").value_or(false);
   s.cuda.fp8_moe_tc = read_switch(lookup, "TANDEM_FP8_MOE_TC").value_or(true);
   s.cuda.sm90_prefill = read_prefill(lookup);
   s.vision_timing = read_switch(lookup, "TANDEM_VISION_TIMING").value_or(false);

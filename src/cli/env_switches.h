@@ -22,9 +22,6 @@
 //                           (backend/gguf_tiles.h, cuda_block_tiles.h; measured faster on
 //                           an H100); off: the decoded bf16 copy + cuBLASLt, the fallback
 // Off unless set to something other than "0":
-//   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
-//                           residual adds into the weight streams (issue 45; off until
-//                           measured on a GPU)
 //   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker
