@@ -41,6 +41,9 @@
 // Launched with programmatic dependent launch: the producer starts the ring before the
 // kernel before it ends (weights are never written by a step); the consumers wait before
 // reading x.
+//
+// The default of CudaOptions::fp8_stream (Ring); cuda_gemv_fp8_wide.cu holds the candidates
+// beside it (direct loads; K split in clusters), which launch_fp8_gemv picks by that option.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -79,16 +82,6 @@ static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes -
                   kMinStages,
               "a ring of >= 3 stages beside the largest x");
 
-// d += A (16 x 32, e4m3) · B (32 x 8, e4m3), f32 accumulate.
-__device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
 
@@ -109,8 +102,8 @@ __device__ __forceinline__ void mma_stage(float (&d)[4], const uint8_t* stage, c
     const uint4 ra = in ? *reinterpret_cast<const uint4*>(stage + g * kRowStride + k) : zero;
     const uint4 rb = in ? *reinterpret_cast<const uint4*>(stage + (g + 8) * kRowStride + k) : zero;
     const uint4 xv = in && g < M ? *reinterpret_cast<const uint4*>(xs + g * K + k0 + k) : zero;
-    mma_e4m3(d, ra.x, rb.x, ra.y, rb.y, xv.x, xv.y);
-    mma_e4m3(d, ra.z, rb.z, ra.w, rb.w, xv.z, xv.w);
+    cuda::mma_e4m3(d, ra.x, rb.x, ra.y, rb.y, xv.x, xv.y);
+    cuda::mma_e4m3(d, ra.z, rb.z, ra.w, rb.w, xv.z, xv.w);
   }
 }
 
@@ -229,6 +222,11 @@ bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void*
 }
 
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
+  const Fp8Stream v = be.options().fp8_stream;
+  if (v != Fp8Stream::Ring && !a.w_scales.block()) {
+    if (v == Fp8Stream::Direct) return launch_fp8_gemv_direct(be, out, a);
+    return launch_fp8_gemv_split(be, out, a);
+  }
   if (out.dtype == DType::F32) return launch<float>(be, out, a);
   launch<bf16>(be, out, a);
 }
