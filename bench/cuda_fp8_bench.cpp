@@ -15,7 +15,7 @@
 //   3. With 128 x 128 block scales (DeepSeek-style checkpoints): decode as 1., and the
 //      many-row path (the plain stream) against bf16 in eager calls.
 //   4. stream: the FP8 weight stream's variants (CudaOptions::fp8_stream: ring, direct,
-//      split; issue 45) on the 8B layer shapes at 1 and 2 rows, timed as 1.: µs and GB/s
+//      deep, split; issue 45) on the 8B layer shapes at 1 and 2 rows, timed as 1.: µs and GB/s
 //      per shape and variant, then µs a layer (the four linears) per variant and rows.
 //   usage: cuda_fp8_bench [calls_per_graph (default 20)] [gemm | decode | stream]
 //     gemm: section 2 alone, at 16, 32, 64, 96, 128, 192, 256, 384 and 512 rows.
@@ -117,10 +117,12 @@ std::vector<Linear> weight_copies(tandem::CudaBackend& be, const Case& c, bool f
 // Section 4: each variant of the FP8 weight stream on each shape at 1 and 2 rows.
 void stream_variants(tandem::CudaBackend& be, const std::vector<Case>& cases, int calls) {
   using tandem::Fp8Stream;
-  const std::pair<Fp8Stream, const char*> variants[] = {
-      {Fp8Stream::Ring, "ring"}, {Fp8Stream::Direct, "direct"}, {Fp8Stream::Split, "split"}};
+  const std::pair<Fp8Stream, const char*> variants[] = {{Fp8Stream::Ring, "ring"},
+                                                        {Fp8Stream::Direct, "direct"},
+                                                        {Fp8Stream::Deep, "deep"},
+                                                        {Fp8Stream::Split, "split"}};
   const tandem::CudaOptions defaults = be.options();
-  double layer_us[3][2] = {};
+  double layer_us[4][2] = {};  // [variant][rows - 1]
   for (const Case& c : cases) {
     const std::vector<Linear> ws = weight_copies(be, c, true);
     for (int64_t M : {1, 2}) {

@@ -88,13 +88,13 @@
 #    spec-load  the spec part's 64- and 256-row runs off / n-gram (never below off, issue 44
 #           item 4), then FP8 decode-b1                                                ~3 min
 #    fp8-stream  the FP8 weight stream's variants (issue 45; TANDEM_FP8_STREAM=ring|direct|
-#           split, CudaOptions::fp8_stream): bench/cuda_fp8_bench 20 stream
+#           deep|split, CudaOptions::fp8_stream): bench/cuda_fp8_bench 20 stream
 #           (PACK_BENCHES=cuda_fp8_bench: µs and GB/s of each 8B layer linear at 1 and 2 rows,
 #           then µs a layer, per variant); test_backend_cuda '*Fp8*' once (the binary reads
-#           no environment: its StreamVariants... test runs all three variants against the
+#           no environment: its StreamVariants... test runs all four variants against the
 #           CPU twin and checks that each repeats itself bit for bit); then the 8B shape's
-#           FP8 decode-b1 (--quantization fp8) under each variant, ring direct split, then
-#           split direct ring                                                        ~5 min
+#           FP8 decode-b1 (--quantization fp8) under each variant, ring direct deep split,
+#           then split deep direct ring                                              ~6 min
 #           A variant becomes the default when its decode-b1 beats ring's in both rounds
 #           (ring: 267 tok/s on an H100; the bar is 0.85 of the roofline, ~356 on an H100,
 #           470 on an H200) and the tests pass.
@@ -505,7 +505,7 @@ fi
 
 if has fp8-stream; then  # decode-b1 in FP8 under each stream, two rounds in opposite orders
   round=1
-  for v in ring direct split - split direct ring; do
+  for v in ring direct deep split - split deep direct ring; do
     [ "$v" = - ] && { round=2; continue; }
     TANDEM_FP8_STREAM=$v ob "decode-b1-fp8-stream-$v-$round" 40 -- "${b1[@]}" --quantization fp8
   done

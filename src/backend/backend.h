@@ -267,10 +267,10 @@ std::unique_ptr<Backend> make_cpu_backend();
 
 // The FP8 weight stream of 1–8 row linears (cuda_gemv_fp8.h): Ring, the default, one CTA
 // per SM fed by bulk copies through a shared-memory ring; Direct, the same CTAs loading
-// their weights straight into registers; Split, small CTAs splitting K in clusters. Direct
-// and Split are candidates until measured on a GPU (issue 45); they take per-channel and
-// per-tensor scales (block scales keep Ring).
-enum class Fp8Stream : uint8_t { Ring, Direct, Split };
+// their weights straight into registers (Deep: two batches a warp in flight); Split, small
+// CTAs splitting K in clusters. The last three are candidates until measured on a GPU
+// (issue 45); they take per-channel and per-tensor scales (block scales keep Ring).
+enum class Fp8Stream : uint8_t { Ring, Direct, Deep, Split };
 
 // Pieces of the CUDA fast path that can be turned off (the environment switches of
 // cli/env_switches.h set them). Each backend holds its own, except pdl, which every kernel

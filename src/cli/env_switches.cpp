@@ -36,8 +36,9 @@ Fp8Stream read_fp8_stream(const EnvLookup& lookup) {
   const std::string_view s(v);
   if (s == "ring") return Fp8Stream::Ring;
   if (s == "direct") return Fp8Stream::Direct;
+  if (s == "deep") return Fp8Stream::Deep;
   if (s == "split") return Fp8Stream::Split;
-  fail("TANDEM_FP8_STREAM='{}': expected ring, direct or split", s);
+  fail("TANDEM_FP8_STREAM='{}': expected ring, direct, deep or split", s);
 }
 
 int read_threads(const EnvLookup& lookup) {

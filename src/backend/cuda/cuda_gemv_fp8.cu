@@ -43,7 +43,8 @@
 // reading x.
 //
 // The default of CudaOptions::fp8_stream (Ring); cuda_gemv_fp8_wide.cu holds the candidates
-// beside it (direct loads; K split in clusters), which launch_fp8_gemv picks by that option.
+// beside it (direct loads, one or two batches deep; K split in clusters), which
+// launch_fp8_gemv picks by that option.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -224,8 +225,8 @@ bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void*
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
   const Fp8Stream v = be.options().fp8_stream;
   if (v != Fp8Stream::Ring && !a.w_scales.block()) {
-    if (v == Fp8Stream::Direct) return launch_fp8_gemv_direct(be, out, a);
-    return launch_fp8_gemv_split(be, out, a);
+    if (v == Fp8Stream::Split) return launch_fp8_gemv_split(be, out, a);
+    return launch_fp8_gemv_direct(be, out, a, v == Fp8Stream::Deep);
   }
   if (out.dtype == DType::F32) return launch<float>(be, out, a);
   launch<bf16>(be, out, a);

@@ -28,7 +28,8 @@ bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void*
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args);
 
 // The candidate variants (cuda_gemv_fp8_wide.cu; per-channel and per-tensor scales only).
-void launch_fp8_gemv_direct(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args);
+// deep: Fp8Stream::Deep (two batches a warp in flight), else Direct.
+void launch_fp8_gemv_direct(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args, bool deep);
 void launch_fp8_gemv_split(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args);
 // Split's K splits (CTAs a cluster) for w [N, K] on `sms` SMs: doubled from 1 while the
 // CTAs number under 4 per SM and each split keeps at least 4 segments of 64 columns; <= 8.

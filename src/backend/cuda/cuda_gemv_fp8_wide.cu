@@ -1,4 +1,4 @@
-// Two candidate FP8 weight streams for 1–8 row linears beside the ring of cuda_gemv_fp8.cu
+// Three candidate FP8 weight streams for 1–8 row linears beside the ring of cuda_gemv_fp8.cu
 // (issue 45: FP8 decode-b1 near its roofline), chosen per backend by CudaOptions::fp8_stream
 // (TANDEM_FP8_STREAM) until a GPU measures them (bench/cuda_fp8_bench stream,
 // scripts/gpu_wave.sh fp8-stream). Same arithmetic as the ring: x quantized per token with
@@ -6,7 +6,7 @@
 // cores (mma.m16n8k32: 16 weight rows by up to 8 tokens), f32 sums, then
 // out = sum · s_x[m] · s_w(n) (+ bias). Per-channel and per-tensor weight scales only.
 //
-// Both read weights straight from global memory in 16-byte loads, no producer warp, no
+// All three read weights straight from global memory in 16-byte loads, no producer warp, no
 // mbarriers: lane (g, c) of a warp takes bytes [16c, 16c + 16) of a 64-column segment in
 // rows g and g + 8 of a 16-row group, the two mmas' A fragments (the k-slot order A and B
 // agree on, as in the ring's mma_stage), and each warp loads kBatch segments before it
@@ -15,11 +15,14 @@
 //     groups, x quantized into shared memory by every CTA: cuda_stream_input.cuh), the
 //     warps interleaved over a group's segments; the first batch of weights is loaded
 //     before the wait on the kernel before (PDL), so it is in flight while x is quantized.
+//   Deep: Direct with each warp's next batch loaded before it multiplies the current one
+//     (8 KB a warp in flight; 109 registers a thread against Direct's 64 with 28 bytes of
+//     spills: a Deep CTA leaves an SM 8 K registers, too few for a decode-attention CTA).
 //   Split: many small CTAs (4 warps), each 16 rows by a 1/S slice of K; the S CTAs of a row
 //     group are one thread-block cluster and add their sums through distributed shared
 //     memory in rank order. x is quantized by the quantize kernel before it (PDL: the split
 //     CTAs load their first weights while it runs), so no CTA reads more of x than its slice.
-// Every sum is taken in a fixed order: both are deterministic run to run.
+// Every sum is taken in a fixed order: all three are deterministic run to run.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -121,10 +124,34 @@ __device__ __forceinline__ void store_scaled(Out* out, float s, float sx, cuda::
 
 // ---------------------------------------------------------------- Direct
 
+// The end of a row group: the 16 warps' sums into red (this group's parity half: one barrier
+// a group suffices), then thread t < M · 16 adds row t % 16's for token t / 16 and stores.
+template <typename Out>
+__device__ __forceinline__ void finish_group(Out* out, float* red, float (&d)[4], const double* sx,
+                                             cuda::WeightScales ws, const bf16* bias, int M, int N,
+                                             int group, int warp, int lane) {
+  float* r = red + (group & 1) * (M * kRows * kDirectWarps);
+  park(r, d, M, kDirectWarps, warp, lane);
+  d[0] = d[1] = d[2] = d[3] = 0.f;
+  __syncthreads();
+  const int t = int(threadIdx.x), m = t / kRows, n = group * kRows + t % kRows;
+  if (t >= M * kRows || n >= N) return;
+  const float4* p = reinterpret_cast<const float4*>(r + t * kDirectWarps);
+  float s = 0.f;
+#pragma unroll
+  for (int q = 0; q < kDirectWarps / 4; q++) {
+    const float4 v = p[q];
+    s += (v.x + v.y) + (v.z + v.w);
+  }
+  store_scaled(out, s, float(sx[m]), ws, bias, m, n, N);
+}
+
 //   out [M, N], x from `in` ([M, K] bf16), w [N, K] e4m3, bias [N] or null. K % 16 == 0.
 //   Dynamic shared memory: xs [M, K] e4m3, then red [2 group parities][M][16][16 warps].
-template <typename Out>
-__global__ void __launch_bounds__(kDirectWarps * 32, 2)
+//   kDeep: the warp's next batch is loaded before it multiplies the current one (two
+//   batches, 8 KB a warp, in flight; Deep), else after (Direct).
+template <typename Out, bool kDeep>
+__global__ void __launch_bounds__(kDirectWarps * 32, kDeep ? 1 : 2)
     gemv_fp8_direct_kernel(Out* __restrict__ out, cuda::StreamInput in,
                            const uint8_t* __restrict__ w, cuda::WeightScales ws,
                            const bf16* __restrict__ bias, int M, int N, int K) {
@@ -140,41 +167,33 @@ __global__ void __launch_bounds__(kDirectWarps * 32, 2)
   constexpr int kPerBatch = kBatch * kDirectWarps;  // segments a batch of the CTA covers
   const int batches = (segs + kPerBatch - 1) / kPerBatch;
   cuda::pdl_launch_next();
-  Batch bt;
+  Batch bt, next;
   bt.load(w, N, K, group, warp, kDirectWarps, segs, lane);  // weights: before the wait
   cuda::pdl_wait();
   cuda::quantize_x(xs, sx, sinv, scratch, rows, in, M, K, 1);
   float d[4] = {0.f, 0.f, 0.f, 0.f};
   for (int b = 0;;) {
+    const bool last = b + 1 == batches;  // of the group
+    const int nb = last ? 0 : b + 1, ng = last ? group + 1 : group;
+    if constexpr (kDeep)
+      if (ng < group_end) next.load(w, N, K, ng, warp + nb * kPerBatch, kDirectWarps, segs, lane);
     bt.multiply(d, xs, M, K, warp + b * kPerBatch, kDirectWarps, segs, lane);
-    if (++b == batches) {  // the group's sums: 16 warps' into red, one thread a (token, row)
-      float* r = red + (group & 1) * (M * kRows * kDirectWarps);
-      park(r, d, M, kDirectWarps, warp, lane);
-      d[0] = d[1] = d[2] = d[3] = 0.f;
-      __syncthreads();  // one a group: red alternates by group parity
-      const int t = int(threadIdx.x), m = t / kRows, n = group * kRows + t % kRows;
-      if (t < M * kRows && n < N) {
-        const float4* p = reinterpret_cast<const float4*>(r + t * kDirectWarps);
-        float s = 0.f;
-#pragma unroll
-        for (int q = 0; q < kDirectWarps / 4; q++) {
-          const float4 v = p[q];
-          s += (v.x + v.y) + (v.z + v.w);
-        }
-        store_scaled(out, s, float(sx[m]), ws, bias, m, n, N);
-      }
-      b = 0;
-      if (++group >= group_end) break;
-    }
-    bt.load(w, N, K, group, warp + b * kPerBatch, kDirectWarps, segs, lane);
+    if (last) finish_group(out, red, d, sx, ws, bias, M, N, group, warp, lane);
+    if (ng >= group_end) break;
+    if constexpr (kDeep)
+      bt = next;
+    else
+      bt.load(w, N, K, ng, warp + nb * kPerBatch, kDirectWarps, segs, lane);
+    b = nb;
+    group = ng;
   }
 }
 
-template <typename Out>
+template <typename Out, bool kDeep>
 void launch_direct(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
   const int M = int(a.x->rows()), N = int(a.w->dim(0)), K = int(a.w->dim(1));
   static std::atomic<uint64_t> smem_ready{0};
-  const auto kernel = &gemv_fp8_direct_kernel<Out>;
+  const auto kernel = &gemv_fp8_direct_kernel<Out, kDeep>;
   // The ring's footprint, so that one CTA a SM hands each SM from one linear to the next
   // (cuda_gemv.cu, the top) whatever x needs.
   const int smem = cuda::kStreamCtaSmem - 2048;
@@ -279,9 +298,11 @@ int fp8_split_count(int64_t N, int64_t K, int sms) {
   return S;
 }
 
-void launch_fp8_gemv_direct(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
-  if (out.dtype == DType::F32) return launch_direct<float>(be, out, a);
-  launch_direct<bf16>(be, out, a);
+void launch_fp8_gemv_direct(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a, bool deep) {
+  if (out.dtype == DType::F32)
+    return deep ? launch_direct<float, true>(be, out, a) : launch_direct<float, false>(be, out, a);
+  if (deep) return launch_direct<bf16, true>(be, out, a);
+  launch_direct<bf16, false>(be, out, a);
 }
 
 void launch_fp8_gemv_split(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {

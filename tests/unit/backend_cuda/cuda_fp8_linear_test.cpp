@@ -379,11 +379,11 @@ TEST(CudaFp8Linear, InputsQuantizedWhereTheyAreWrittenAreTheLinearsOwn) {
   }
 }
 
-// The weight stream's variants (CudaOptions::fp8_stream: the ring, direct loads, K split in
-// clusters; issue 45) at 1, 2 and 5 rows against the CPU twin, on shapes off their tiles: N
-// odd and off the 16-row groups, K off the 64-column segments and, for the split, not a
-// multiple of its splits (131 x 4112: 65 segments over 8 splits; 333 x 1040: 17 over 4);
-// per channel, per tensor with a static input and a bias, f32 out. Each call runs twice and
+// The weight stream's variants (CudaOptions::fp8_stream: the ring, direct loads one or two
+// batches deep, K split in clusters; issue 45) at 1, 2 and 5 rows against the CPU twin, on shapes
+// off their tiles: N odd and off the 16-row groups, K off the 64-column segments and, for the
+// split, not a multiple of its splits (131 x 4112: 65 segments over 8 splits; 333 x 1040: 17 over
+// 4); per channel, per tensor with a static input and a bias, f32 out. Each call runs twice and
 // must not change by a bit.
 TEST(CudaFp8Linear, StreamVariantsMatchTheCpuTwinAndRepeatThemselves) {
   TANDEM_SKIP_WITHOUT_CUDA();
@@ -403,7 +403,8 @@ TEST(CudaFp8Linear, StreamVariantsMatchTheCpuTwinAndRepeatThemselves) {
         Tensor ref = be.cpu->alloc(DType::F32, {T, shape.N});
         be.cpu->linear(ref, test::put(*be.cpu, x, {T, shape.K}), c.cpu);
         const Tensor xg = test::put(*be.gpu, x, {T, shape.K});
-        for (const Fp8Stream stream : {Fp8Stream::Ring, Fp8Stream::Direct, Fp8Stream::Split}) {
+        for (const Fp8Stream stream :
+             {Fp8Stream::Ring, Fp8Stream::Direct, Fp8Stream::Deep, Fp8Stream::Split}) {
           SCOPED_TRACE(testing::Message() << "stream " << int(stream) << " N " << shape.N << " K "
                                           << shape.K << " variant " << variant << " T " << T);
           CudaOptions options = defaults;
