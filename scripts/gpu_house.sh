@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 46's CUDA refactors (one GEMM layer, switches in one place) and issue 45's fused
-# decode chain, checked on the GPU machine in ONE device call of about 8 minutes.
+# Issue 46's CUDA refactors (one GEMM layer, switches in one place), checked on the GPU
+# machine in ONE device call of about 8 minutes.
 #
 # 1. Here, on the build machine (slow: two CUDA builds; niced, -j2):
 #      scripts/gpu_house.sh pack [BASE_COMMIT]
@@ -10,11 +10,10 @@
 #    (scripts/bundle_cuda.sh) with this script into .device/house.tar.xz.
 # 2. On the GPU machine, from the checkout's root (carry .device; tests/data must be there):
 #      tar xJf .device/house.tar.xz -C /tmp && OUT=$OUT /tmp/house/gpu_house.sh
-#    tests   test_backend_cuda, then test_golden '*Cuda*' (the fused chain's gate among
-#            them), while the 8B FP8 random model is written                      <= 4.5 min
-#    perf    on that model: decode-b1 of base / new / new with TANDEM_FP8_DECODE_FUSION=1
-#            (A B C, later C B A), offline-128/128 and the sweep at 256 of base and
-#            new                                                                     ~ 3.5 min
+#    tests   test_backend_cuda, then test_golden '*Cuda*', while the 8B FP8 random model
+#            is written                                                            <= 4.5 min
+#    perf    on that model: decode-b1 of base / new (A B, later B A), offline-128/128 and
+#            the sweep at 256 of base and new                                        ~ 3.5 min
 #    Each figure starts only while the budget (BUDGET seconds, default 480) allows it;
 #    the logs come back as $OUT/house-logs.tgz; the last lines are the table, with the
 #    card's name.
@@ -93,7 +92,6 @@ if has tests; then
   timeout 100 "$G/tests/test_golden" --gtest_filter='*Cuda*' > "$L/golden.log" 2>&1
   echo "test_golden(*Cuda*) rc=$? $(passed "$L/golden.log")"
   grep -E '^\[  FAILED  \]' "$L/golden.log" | head -20
-  grep -E '^(llama|qwen3): fused' "$L/golden.log"
   unset LD_LIBRARY_PATH
 fi
 has perf || exit 0
@@ -102,12 +100,11 @@ has perf || exit 0
 declare -A fig  # "what who" -> output tok/s, each run appended
 # offline WHAT WHO NEED -- offline_bench arguments: one figure (the last line's tok/s).
 offline() {
-  local what=$1 who=$2 need=$3 bundle=$G envs=(); shift 4
+  local what=$1 who=$2 need=$3 bundle=$G; shift 4
   [ "${who%%+*}" = base ] && bundle=$B
-  [ "$who" = new+fusion ] && envs=(TANDEM_FP8_DECODE_FUSION=1)
   fits "$need" "$what $who" || return 0
   local log="$L/${what//\//-}-$who.log" v
-  env "${envs[@]}" LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64" \
+  LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64" \
     timeout $((need + 30)) "$bundle/bench/offline_bench" "$M8" "$@" >> "$log" 2>&1
   v=$(tail -1 "$log" | grep -oE '[0-9]+ output tok/s' | cut -d' ' -f1)
   echo "$what $who: ${v:-FAILED (see $log)}"
@@ -131,20 +128,20 @@ sweep() {
   fig["sweep-256 $who"]+="${v:-x} "
 }
 
-# Each figure once in every pair first, then decode-b1's repeats in reverse order (A B C, then
-# C B A): what the budget cuts is a repeat, not a pair.
+# Each figure once in every pair first, then decode-b1's repeats in reverse order (A B, then
+# B A): what the budget cuts is a repeat, not a pair.
 b1=(--num 1 --batch 1 --input 128 --output 256 --repeat 3)
-for who in base new new+fusion; do offline decode-b1 "$who" 20 -- "${b1[@]}"; done
+for who in base new; do offline decode-b1 "$who" 20 -- "${b1[@]}"; done
 for who in base new; do
   offline offline-128/128 "$who" 35 -- --num 1024 --batch 256 --input 128 --output 128
 done
 for who in base new; do sweep "$who"; done
-for who in new+fusion new base; do offline decode-b1 "$who" 20 -- "${b1[@]}"; done
+for who in new base; do offline decode-b1 "$who" 20 -- "${b1[@]}"; done
 
 echo "== ${card:-unknown card}: 8B shape, FP8 per-channel weights (random), output tok/s"
 for what in decode-b1 offline-128/128 sweep-256; do
   line="$what:"
-  for who in base new new+fusion; do
+  for who in base new; do
     [ -n "${fig["$what $who"]:-}" ] && line+="  $who ${fig["$what $who"]}"
   done
   echo "$line"

@@ -205,24 +205,6 @@ void Backend::linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input&, co
   linear(out, x, l);
 }
 
-void Backend::rms_norm_linear(Tensor& out, Tensor& h, const Tensor& x, const Tensor& w, float eps,
-                              float weight_offset, const Linear& l) {
-  rms_norm(h, x, w, eps, weight_offset);
-  linear(out, h, l);
-}
-
-void Backend::linear_add(Tensor& residual, const Tensor& x, const Linear& l) {
-  Tensor out = alloc(residual.dtype, residual.shape);
-  linear(out, x, l);
-  add(residual, residual, out);
-}
-
-void Backend::gated_act_linear_add(Tensor& residual, Tensor& a, const Tensor& gate_up,
-                                   Activation act, const Linear& l) {
-  gated_act(a, gate_up, act);
-  linear_add(residual, a, l);
-}
-
 void Backend::lora_add(Tensor&, const Tensor&, const LinearLora&, const LoraRows&) {
   fail("{}: op 'lora_add' is not implemented", name());
 }

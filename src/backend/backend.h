@@ -158,22 +158,6 @@ class Backend {
                                 const Tensor& w, float eps, float weight_offset);
   virtual void gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up, Activation act);
   virtual void linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& q, const Linear& l);
-  // The few-row decode chain around the projections, in ops a backend may fuse (optional):
-  // each is the composition of the ops above written beside it, which the defaults run. The
-  // CUDA backend runs them for 1–8 rows as one FP8 weight stream each, the norm or the
-  // activation in its prologue and the residual add in its epilogue. A model calls them
-  // where fuses_decode_chain(rows) says they pay (default: never).
-  virtual bool fuses_decode_chain(int64_t rows) const { return false; }
-  // h = rms_norm(x, w); out = h · lᵀ.   x, h [T, D], out [T, N]
-  virtual void rms_norm_linear(Tensor& out, Tensor& h, const Tensor& x, const Tensor& w, float eps,
-                               float weight_offset, const Linear& l);
-  // residual += x · lᵀ (the product rounded to the activation dtype first, as linear's
-  // output).   x [T, K], residual [T, N]
-  virtual void linear_add(Tensor& residual, const Tensor& x, const Linear& l);
-  // a = act(gate) * up (gated_act); residual += a · lᵀ (linear_add).
-  //   gate_up [T, 2F], a [T, F], residual [T, N]
-  virtual void gated_act_linear_add(Tensor& residual, Tensor& a, const Tensor& gate_up,
-                                    Activation act, const Linear& l);
   // Writes the step's new K and V into their slots, step.kv(cache).slot_map.
   //   k, v [T, Hkv, Dh]
   virtual void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
@@ -281,6 +265,13 @@ class Backend {
 // The CPU backend, on the process-wide thread pool.
 std::unique_ptr<Backend> make_cpu_backend();
 
+// The FP8 weight stream of 1–8 row linears (cuda_gemv_fp8.h): Ring, the default, one CTA
+// per SM fed by bulk copies through a shared-memory ring; Direct, the same CTAs loading
+// their weights straight into registers (Deep: two batches a warp in flight); Split, small
+// CTAs splitting K in clusters. The last three are candidates until measured on a GPU
+// (issue 45); they take per-channel and per-tensor scales (block scales keep Ring).
+enum class Fp8Stream : uint8_t { Ring, Direct, Deep, Split };
+
 // Pieces of the CUDA fast path that can be turned off (the environment switches of
 // cli/env_switches.h set them). Each backend holds its own, except pdl, which every kernel
 // launch reads process-wide: the last backend made (or set_options) sets it.
@@ -294,9 +285,7 @@ struct CudaOptions {
                                    // -1 a CTA per SM, n > 0 n CTAs (tests); off until measured
   bool fp8_fast_accum = true;      // many-row FP8 GEMMs chain all of K in the tensor cores'
                                    // accumulator; off: f32 every 128 columns (cuda_linear_fp8.h)
-  bool fp8_decode_fusion = false;  // 1–8 row FP8 steps run the fused decode chain
-                                   // (Backend::fuses_decode_chain; cuda_decode_chain.cu);
-                                   // off until measured on a GPU (issue 45)
+  Fp8Stream fp8_stream = Fp8Stream::Ring;  // which FP8 weight stream 1–8 row linears run
   bool fp8_moe_tc = true;          // FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync;
                                    // 2.2-2.5x the reference on an H200); off: the bf16-widening
                                    // reference kernel (cuda_moe_gemm.h), the fallback

@@ -22,9 +22,6 @@
 //                           (backend/gguf_tiles.h, cuda_block_tiles.h; measured faster on
 //                           an H100); off: the decoded bf16 copy + cuBLASLt, the fallback
 // Off unless set to something other than "0":
-//   TANDEM_FP8_DECODE_FUSION  1–8 row FP8 steps fuse the norms, the activation and the
-//                           residual adds into the weight streams (issue 45; off until
-//                           measured on a GPU)
 //   TANDEM_GGUF_MOE_TILES   GGUF MoE experts' grouped GEMMs on the shared-memory tiles of the
 //                           dense GGUF linears (cuda_moe_gemm.h; issue 42, off until measured
 //                           on a GPU); off: the wmma kernels
@@ -41,6 +38,9 @@
 // Valued (a bad value is an error naming the variable):
 //   TANDEM_ATTN_PREFILL=mma|sm90  mma: prefill attention on the mma.sync kernel everywhere
 //                                 (the fallback should the sm90 kernel misbehave)
+//   TANDEM_FP8_STREAM=ring|direct|deep|split  the FP8 weight stream of 1–8 row linears
+//                                 (CudaOptions::fp8_stream; the last three are candidates
+//                                 until measured, issue 45); unset: ring
 //   TANDEM_THREADS=N              the CPU backend's threads (--threads wins)
 //   TANDEM_CPU_ISA=avx2|avx512    cap the CPU kernels' instruction set
 //   TANDEM_CPU_BLOCK_ARITHMETIC=exact|int8  how the CPU backend multiplies GGUF block

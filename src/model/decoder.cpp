@@ -139,48 +139,7 @@ Tensor DecoderModel::mlp_block(const DecoderLayer& l, const Tensor& h, const Fp8
   return out;
 }
 
-// Every layer dense with FP8 projections (the chain the CUDA backend fuses is FP8's), no
-// sandwich norms, no μP residual scaling, no shared KV, and no adapters in the step.
-bool DecoderModel::takes_fused_chain(const StepTensors& step) const {
-  if (traits_.residual_multiplier != 1.f || step.lora.defined() || config_.tp.comm ||
-      !backend_.fuses_decode_chain(step.tokens.numel()))
-    return false;
-  return std::all_of(layers_.begin(), layers_.end(), [](const DecoderLayer& l) {
-    const Attention& a = l.attention;
-    return !l.sparse() && !l.post_attn_norm.defined() && !l.post_ffn_norm.defined() &&
-           !a.reads_shared_kv && a.qkv.quant && a.o.quant && l.mlp.gate_up.quant &&
-           l.mlp.down.quant;
-  });
-}
-
-// forward() as the fused ops compose it: x is the residual stream; each block's input norm
-// runs with its first projection (rms_norm_linear), and its last projection adds its output
-// to x (linear_add, gated_act_linear_add).
-Tensor DecoderModel::forward_fused(const StepTensors& step, std::span<PagedKv> kv) {
-  const ModelConfig& c = config_;
-  float embed_scale = traits_.scale_embeddings ? float(std::sqrt(double(c.hidden_size))) : 1.f;
-  Tensor x = embedding(backend_, embed_, step.tokens, embed_scale * traits_.embedding_multiplier);
-  write_media_rows(backend_, x, step);
-  const int64_t T = x.rows();
-  Tensor h = backend_.alloc(x.dtype, x.shape);
-  for (size_t i = 0; i < layers_.size(); i++) {
-    const DecoderLayer& l = layers_[i];
-    const Attention& a = l.attention;
-    const RmsNorm &an = l.attn_norm, &fn = l.ffn_norm;
-    Tensor proj = backend_.alloc(backend_.act_dtype(), {T, a.qkv.out_features()});
-    backend_.rms_norm_linear(proj, h, x, an.weight, an.eps, an.weight_offset, a.qkv);
-    Tensor heads = attention_heads(backend_, proj, step, kv[i], a);
-    backend_.linear_add(x, heads.reshape({T, a.num_heads * a.head_dim}), a.o);
-    Tensor gate_up = backend_.alloc(backend_.act_dtype(), {T, l.mlp.gate_up.out_features()});
-    backend_.rms_norm_linear(gate_up, h, x, fn.weight, fn.eps, fn.weight_offset, l.mlp.gate_up);
-    Tensor act = backend_.alloc(backend_.act_dtype(), {T, l.mlp.down.in_features()});
-    backend_.gated_act_linear_add(x, act, gate_up, l.mlp.act, l.mlp.down);
-  }
-  return lm_head_logits(backend_, gather_rows(backend_, x, step.sample_index), head_);
-}
-
 Tensor DecoderModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
-  if (takes_fused_chain(step)) return forward_fused(step, kv);
   const ModelConfig& c = config_;
   float embed_scale = traits_.scale_embeddings ? float(std::sqrt(double(c.hidden_size))) : 1.f;
   // x is the residual stream; h the normed input of the next block. Each block's output

@@ -53,12 +53,8 @@ class DecoderModel : public Model {
                          const StepTensors& step, PagedKv& kv);
   Tensor mlp_block(const DecoderLayer& layer, const Tensor& h, const Fp8Input& hq,
                    const StepTensors& step);
-  // The forward of a step the backend runs as its fused decode chain
-  // (Backend::fuses_decode_chain): the same function in the ops that fuse.
-  bool takes_fused_chain(const StepTensors& step) const;
   // The step's token embeddings [T, D] (a vocabulary-split lookup under tensor parallelism).
   Tensor embed(const StepTensors& step, float scale);
-  Tensor forward_fused(const StepTensors& step, std::span<PagedKv> kv);
 
   DecoderTraits traits_;
   Backend& backend_;

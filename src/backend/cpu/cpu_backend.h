@@ -99,11 +99,6 @@ class CpuBackend final : public Backend {
   // bf16 activations (CUDA) hands them over; off by default. What that rounding alone
   // costs is the yardstick of the CUDA FP8 gate (tests/golden/cuda_fp8_gate_test.cpp).
   void set_fp8_inputs_bf16(bool on) { fp8_inputs_bf16_ = on; }
-  // Lets models take their fused decode chain (Backend::fuses_decode_chain) on the CPU,
-  // where its ops run as the plain ops they compose: the route's wiring is then checked
-  // against the plain one (tests/golden/fused_decode_test.cpp). Off by default.
-  void set_fused_decode_chain(bool on) { fused_decode_chain_ = on; }
-  bool fuses_decode_chain(int64_t) const override { return fused_decode_chain_; }
   // How linears and experts with ggml block-type weights compute (cpu_block_gemm.h). Under
   // Int8, block weights uploaded get panels (cpu_block_panels.h) in place of their blocks
   // (cpu_block_panel_store.h); set it before the weights are uploaded (weights uploaded under
@@ -130,7 +125,6 @@ class CpuBackend final : public Backend {
   ThreadPool* pool_;
   CpuIsa isa_;
   bool fp8_inputs_bf16_ = false;
-  bool fused_decode_chain_ = false;
   bool fp8_experts_ = true;
   cpu::BlockArithmetic block_arithmetic_ = cpu::kDefaultBlockArithmetic;
   cpu::HugePageArena weights_;

@@ -94,13 +94,6 @@ class CudaBackend final : public Backend {
                         const Tensor& w, float eps, float weight_offset) override;
   void gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up, Activation act) override;
   void linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& q, const Linear& l) override;
-  // The fused decode chain (cuda_decode_chain.cu): 1–8 rows, FP8 projections.
-  bool fuses_decode_chain(int64_t rows) const override;
-  void rms_norm_linear(Tensor& out, Tensor& h, const Tensor& x, const Tensor& w, float eps,
-                       float weight_offset, const Linear& l) override;
-  void linear_add(Tensor& residual, const Tensor& x, const Linear& l) override;
-  void gated_act_linear_add(Tensor& residual, Tensor& a, const Tensor& gate_up, Activation act,
-                            const Linear& l) override;
   void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v, const StepTensors& step) override;
   void qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache, const StepTensors& step,
                     const RopeSpec& rope_spec, const QkNorm& norm) override;  // cuda_rope.cu

@@ -108,4 +108,15 @@ __device__ __forceinline__ void bf16x16_from_f8x16(const uint4& in, uint4& lo, u
   hi = make_uint4(out[4], out[5], out[6], out[7]);
 }
 
+// The weight streams' product (cuda_gemv_fp8*.cu): d += A (16 x 32, e4m3) · B (32 x 8,
+// e4m3), f32 accumulate.
+__device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 }  // namespace tandem::cuda

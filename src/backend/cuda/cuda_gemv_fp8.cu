@@ -41,10 +41,13 @@
 // Launched with programmatic dependent launch: the producer starts the ring before the
 // kernel before it ends (weights are never written by a step); the consumers wait before
 // reading x.
+//
+// The default of CudaOptions::fp8_stream (Ring); cuda_gemv_fp8_wide.cu holds the candidates
+// beside it (direct loads, one or two batches deep; K split in clusters), which
+// launch_fp8_gemv picks by that option.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <type_traits>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
@@ -80,22 +83,8 @@ static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes -
                   kMinStages,
               "a ring of >= 3 stages beside the largest x");
 
-// d += A (16 x 32, e4m3) · B (32 x 8, e4m3), f32 accumulate.
-__device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
-// The residual-add epilogue: out += v rounded to bf16 first, as linear then add would.
-__device__ __forceinline__ void add_out(bf16* p, float v) {
-  *p = __float2bfloat16_rn(__bfloat162float(*p) + __bfloat162float(__float2bfloat16_rn(v)));
-}
 
 // A warp's four mmas over its 128 columns of a stage: rows g and g + 8 of the stage,
 // token g of x (zeros for g >= M). Columns at or past `cols` (a row's last, partial
@@ -114,8 +103,8 @@ __device__ __forceinline__ void mma_stage(float (&d)[4], const uint8_t* stage, c
     const uint4 ra = in ? *reinterpret_cast<const uint4*>(stage + g * kRowStride + k) : zero;
     const uint4 rb = in ? *reinterpret_cast<const uint4*>(stage + (g + 8) * kRowStride + k) : zero;
     const uint4 xv = in && g < M ? *reinterpret_cast<const uint4*>(xs + g * K + k0 + k) : zero;
-    mma_e4m3(d, ra.x, rb.x, ra.y, rb.y, xv.x, xv.y);
-    mma_e4m3(d, ra.z, rb.z, ra.w, rb.w, xv.z, xv.w);
+    cuda::mma_e4m3(d, ra.x, rb.x, ra.y, rb.y, xv.x, xv.y);
+    cuda::mma_e4m3(d, ra.z, rb.z, ra.w, rb.w, xv.z, xv.w);
   }
 }
 
@@ -123,15 +112,13 @@ __device__ __forceinline__ void mma_stage(float (&d)[4], const uint8_t* stage, c
 constexpr int kBlockK = cuda::kStreamBlockK;
 constexpr int kMaxXScales = kMaxXBytes / kBlockK;  // (token, column group) pairs
 
-//   out [M, N] (kAdd: out += the product), x from `in` (cuda_stream_input.cuh: [M, K] bf16,
-//   or what the fused norm / activation makes it from), w [N, K] e4m3 scaled by `ws`, bias
-//   [N] or null. K % 16 == 0, 1 <= M <= 8.
-template <typename Out, cuda::StreamPrologue P, bool kAdd>
+//   out [M, N], x from `in` (cuda_stream_input.cuh: [M, K] bf16), w [N, K] e4m3 scaled by
+//   `ws`, bias [N] or null. K % 16 == 0, 1 <= M <= 8.
+template <typename Out>
 __global__ void __launch_bounds__(cuda::kStreamThreads)
     gemv_fp8_kernel(Out* __restrict__ out, cuda::StreamInput in, const uint8_t* __restrict__ w,
                     cuda::WeightScales ws, const bf16* __restrict__ bias, int M, int N, int K,
                     int stages) {
-  static_assert(!kAdd || std::is_same_v<Out, bf16>, "the residual stream is bf16");
   extern __shared__ __align__(128) unsigned char smem[];
   Ring ring;
   if (!cuda::open_weight_stream(ring, smem, w, N, K, stages)) return;  // the producer
@@ -143,8 +130,8 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
   const int G = block ? (K + kBlockK - 1) / kBlockK : 1;
   __shared__ double sx[kMaxXScales];
   __shared__ float sinv[kMaxXScales];
-  __shared__ float scratch[kMaxRows * kConsumerWarps], rows[kMaxRows], rs[kMaxRows];
-  cuda::quantize_x<P>(xs, sx, sinv, scratch, rows, rs, in, M, K, G);
+  __shared__ float scratch[kMaxRows * kConsumerWarps], rows[kMaxRows];
+  cuda::quantize_x(xs, sx, sinv, scratch, rows, in, M, K, G);
 
   float d[4] = {0.f, 0.f, 0.f, 0.f};    // this stage's (or, unblocked, this group's) sums
   float tot[4] = {0.f, 0.f, 0.f, 0.f};  // blocks: the group's scaled sums
@@ -199,10 +186,7 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
         }
         if (!block) s *= float(sx[m]) * ws.at<int>(n, 0);
         if (bias != nullptr) s += __bfloat162float(bias[n]);
-        if constexpr (kAdd)
-          add_out(out + int64_t(m) * N + n, s);
-        else
-          store_out(out + int64_t(m) * N + n, s);
+        store_out(out + int64_t(m) * N + n, s);
       }
     }
   }
@@ -216,30 +200,16 @@ int ring_stages(int64_t M, int64_t K) {
   return int(cuda::stream_ring_stages(other_bytes(M, K), kStageBytes));
 }
 
-template <typename Out, cuda::StreamPrologue P, bool kAdd>
-void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a, const cuda::StreamInput& in) {
+template <typename Out>
+void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
   const int M = int(a.x->rows()), N = int(a.w->dim(0)), K = int(a.w->dim(1));
   static std::atomic<uint64_t> smem_ready{0};
   const int stages = ring_stages(M, K);
+  const cuda::StreamInput in{a.x->ptr<bf16>(), a.static_scale};
   cuda::launch_weight_stream(
-      "gemv_fp8_kernel", &gemv_fp8_kernel<Out, P, kAdd>, smem_ready, be, N, stages, kStageBytes,
+      "gemv_fp8_kernel", &gemv_fp8_kernel<Out>, smem_ready, be, N, stages, kStageBytes,
       other_bytes(M, K), out.ptr<Out>(), in, a.w->ptr<uint8_t>(), a.w_scales,
       a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages);
-}
-
-// The kernel's input operands for `a` (the fusion's source, or x itself).
-cuda::StreamInput stream_input(const Fp8GemvArgs& a) {
-  const Fp8GemvFusion& f = a.fusion;
-  cuda::StreamInput in;
-  in.src = (f.input == Fp8GemvFusion::Input::X ? a.x : f.src)->ptr<bf16>();
-  in.static_x = a.static_scale;
-  if (f.input == Fp8GemvFusion::Input::Norm) {
-    in.norm_w = f.norm_w->ptr<bf16>();
-    in.eps = f.eps;
-    in.offset = f.offset;
-  }
-  if (f.input != Fp8GemvFusion::Input::X && f.h != nullptr) in.h = f.h->ptr<bf16>();
-  return in;
 }
 
 }  // namespace
@@ -253,28 +223,13 @@ bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void*
 }
 
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
-  using cuda::StreamPrologue;
-  using Input = Fp8GemvFusion::Input;
-  const Fp8GemvFusion& f = a.fusion;
-  const cuda::StreamInput in = stream_input(a);
-  cuda_require(f.input == Input::X || out.dtype == DType::BF16,
-               "gemv fp8: a fused prologue writes a bf16 out");
-  if (f.input == Input::Norm) {
-    cuda_require(!f.add, "gemv fp8: the norm prologue stores its out");
-    return launch<bf16, StreamPrologue::Norm, false>(be, out, a, in);
+  const Fp8Stream v = be.options().fp8_stream;
+  if (v != Fp8Stream::Ring && !a.w_scales.block()) {
+    if (v == Fp8Stream::Split) return launch_fp8_gemv_split(be, out, a);
+    return launch_fp8_gemv_direct(be, out, a, v == Fp8Stream::Deep);
   }
-  if (f.input == Input::GatedAct) {
-    cuda_require(f.add, "gemv fp8: the activation prologue adds into its out");
-    if (f.act == Activation::SiLU)
-      return launch<bf16, StreamPrologue::ActSilu, true>(be, out, a, in);
-    return launch<bf16, StreamPrologue::ActGelu, true>(be, out, a, in);
-  }
-  if (f.add) {
-    cuda_require(out.dtype == DType::BF16, "gemv fp8: the residual it adds into is bf16");
-    return launch<bf16, StreamPrologue::Plain, true>(be, out, a, in);
-  }
-  if (out.dtype == DType::F32) return launch<float, StreamPrologue::Plain, false>(be, out, a, in);
-  launch<bf16, StreamPrologue::Plain, false>(be, out, a, in);
+  if (out.dtype == DType::F32) return launch<float>(be, out, a);
+  launch<bf16>(be, out, a);
 }
 
 }  // namespace tandem

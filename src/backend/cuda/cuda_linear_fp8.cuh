@@ -23,8 +23,7 @@ namespace tandem::cuda {
 void launch_quantize_rows(cudaStream_t stream, uint8_t* xq, float* scales, const __nv_bfloat16* x,
                           int64_t T, int64_t K, int64_t group, const float* static_scale);
 
-// A checked FP8 linear call: what every path reads (cuda_linear_fp8.cu, and the fused
-// decode chain's ops, cuda_decode_chain.cu).
+// A checked FP8 linear call: what every path reads (cuda_linear_fp8.cu).
 struct Fp8Call {
   Tensor* out;                // [T, N] bf16, or f32 (then no bias)
   const Tensor* x;            // [T, K] bf16

@@ -1,13 +1,6 @@
 // The FP8 weight stream's input stage (cuda_gemv_fp8.cu): every CTA's consumers quantize
-// the step's x [M, K] into shared memory as e4m3, with its scales, before the products.
-// x is read as it is (Plain), or made here from what the op before the linear would have
-// read, so that op runs inside the stream (issue 45, the fused decode chain):
-//   Norm:    x = rms_norm(src) · (w + offset), src [M, K] (the residual stream);
-//   ActSilu, ActGelu: x = act(gate) · up, src = gate_up [M, 2K].
-// Both round x to bf16 as the unfused op stores it, with rms_norm_row's and
-// gated_act_kernel's arithmetic (cuda_norm.cu), so the e4m3 bytes are the unfused path's up
-// to the norm's sum of squares, whose order differs (one bf16 step of x, now and then);
-// CTA 0 also writes x to `h` [M, K] when set, for whatever reads it after the linear.
+// the step's x [M, K] (bf16) into shared memory as e4m3, with its scales, before the
+// products.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,39 +13,17 @@
 
 namespace tandem::cuda {
 
-enum class StreamPrologue : uint8_t { Plain, Norm, ActSilu, ActGelu };
-
 inline constexpr int kStreamBlockK = 128;  // block weights: x scaled per token and 128 columns
 
-// Where x comes from (the prologue's operands).
+// Where x comes from.
 struct StreamInput {
-  const __nv_bfloat16* src = nullptr;     // Plain: x [M, K]; Norm: [M, K]; Act: [M, 2K]
-  const __nv_bfloat16* norm_w = nullptr;  // Norm: [K]
-  float eps = 0.f, offset = 0.f;          // Norm
-  __nv_bfloat16* h = nullptr;             // Norm, Act: x [M, K] written by CTA 0, or null
-  const float* static_x = nullptr;        // a static input scale [1], or null: dynamic
+  const __nv_bfloat16* src = nullptr;  // x [M, K]
+  const float* static_x = nullptr;     // a static input scale [1], or null: dynamic
 };
 
-// The 8 values x[m, k .. k + 8) (k % 8 == 0); r: row m's 1 / rms (Norm only).
-template <StreamPrologue P>
-__device__ __forceinline__ void load_x8(const StreamInput& in, int m, int K, int k, float r,
-                                        float (&v)[8]) {
-  if constexpr (P == StreamPrologue::Plain) {
-    load_n<8, true>(in.src + int64_t(m) * K + k, v);
-  } else if constexpr (P == StreamPrologue::Norm) {
-    float w[8];
-    load_n<8, true>(in.src + int64_t(m) * K + k, v);
-    load_n<8, true>(in.norm_w + k, w);
-#pragma unroll
-    for (int i = 0; i < 8; i++) v[i] = to_f32(__float2bfloat16_rn((v[i] * r) * (w[i] + in.offset)));
-  } else {
-    constexpr Activation A = P == StreamPrologue::ActSilu ? Activation::SiLU : Activation::GeluTanh;
-    float u[8];
-    load_n<8, true>(in.src + int64_t(m) * 2 * K + k, v);
-    load_n<8, true>(in.src + int64_t(m) * 2 * K + K + k, u);
-#pragma unroll
-    for (int i = 0; i < 8; i++) v[i] = to_f32(__float2bfloat16_rn(activate<A>(v[i]) * u[i]));
-  }
+// The 8 values x[m, k .. k + 8) (k % 8 == 0).
+__device__ __forceinline__ void load_x8(const StreamInput& in, int m, int K, int k, float (&v)[8]) {
+  load_n<8, true>(in.src + int64_t(m) * K + k, v);
 }
 
 // s = max(amax, 1e-12) / 448 in f64 for x's entry p, and 1 / s for the f32 fast path.
@@ -64,15 +35,15 @@ __device__ __forceinline__ void set_x_scale(double* sx, float* sinv, int p, floa
 // Per token m, over every consumer thread: op-reduction of f(8 values) over the row's K
 // values, across the warps through scratch [M][kStreamConsumerWarps]; thread m < M writes
 // row m's result to out[m] (no barrier after it: only that thread may read it at once).
-template <StreamPrologue P, typename F, typename Op>
-__device__ __forceinline__ void per_token(const StreamInput& in, const float* rs, int M, int K,
-                                          float* scratch, float* out, F f, Op op) {
+template <typename F, typename Op>
+__device__ __forceinline__ void per_token(const StreamInput& in, int M, int K, float* scratch,
+                                          float* out, F f, Op op) {
   const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   for (int m = 0; m < M; m++) {
     float acc = 0.f;
     for (int v = tid; v < K / 8; v += kStreamConsumers) {
       float x[8];
-      load_x8<P>(in, m, K, v * 8, rs[m], x);
+      load_x8(in, m, K, v * 8, x);
       acc = op(acc, f(x));
     }
     for (int o = 16; o > 0; o >>= 1) acc = op(acc, __shfl_xor_sync(0xffffffffu, acc, o));
@@ -90,33 +61,16 @@ __device__ __forceinline__ void per_token(const StreamInput& in, const float* rs
 struct MaxOp {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
-struct SumOp {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
 
 // Consumers: xs [M, K] = e4m3(x / s_x), s_x per token (G = 1) or per token and 128
 // columns (G = ⌈K / 128⌉) in sx[m · G + g]: the static input scale, or max(|x|, 1e-12) /
 // 448, in f64, the quotients as f64 ones (cuda::f8_quotient). amax is a max, so every
-// CTA finds the same one. scratch [M · kStreamConsumerWarps]; rows [M]; rs [M]: the rows'
-// 1 / rms (Norm).
-template <StreamPrologue P>
+// CTA finds the same one. scratch [M · kStreamConsumerWarps]; rows [M].
 __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv, float* scratch,
-                                           float* rows, float* rs, const StreamInput& in, int M,
-                                           int K, int G) {
+                                           float* rows, const StreamInput& in, int M, int K,
+                                           int G) {
   const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const int group = G == 1 ? K : kStreamBlockK;
-  if constexpr (P == StreamPrologue::Norm) {  // rms_norm_row's 1 / sqrt(mean(x²) + eps)
-    auto squares = [](const float(&x)[8]) {
-      float s = 0.f;
-#pragma unroll
-      for (int i = 0; i < 8; i++) s += x[i] * x[i];
-      return s;
-    };
-    per_token<StreamPrologue::Plain>(in, rs, M, K, scratch, rows, squares,
-                                     SumOp{});  // src as stored
-    if (tid < M) rs[tid] = 1.f / sqrtf(rows[tid] / float(K) + in.eps);
-    asm volatile("bar.sync 1, %0;" ::"n"(kStreamConsumers) : "memory");
-  }
   auto amax8 = [](const float(&x)[8]) {
     float a = 0.f;
 #pragma unroll
@@ -129,7 +83,7 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
       sinv[tid] = float(1.0 / sx[tid]);
     }
   } else if (G == 1) {  // a token's amax over all threads
-    per_token<P>(in, rs, M, K, scratch, rows, amax8, MaxOp{});
+    per_token(in, M, K, scratch, rows, amax8, MaxOp{});
     if (tid < M) set_x_scale(sx, sinv, tid, rows[tid]);
   } else {  // a warp per (token, 128 columns): 16 lanes of 8
     for (int p = warp; p < M * G; p += kStreamConsumerWarps) {
@@ -137,7 +91,7 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
       float amax = 0.f;
       if (lane < kStreamBlockK / 8 && k < K) {
         float x[8];
-        load_x8<P>(in, m, K, k, rs[m], x);
+        load_x8(in, m, K, k, x);
         amax = amax8(x);
       }
       amax = warp_max(amax);
@@ -145,18 +99,16 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
     }
   }
   asm volatile("bar.sync 1, %0;" ::"n"(kStreamConsumers) : "memory");
-  const bool writes_h = P != StreamPrologue::Plain && in.h != nullptr && blockIdx.x == 0;
   for (int v = tid; v < M * K / 8; v += kStreamConsumers) {
     const int m = v * 8 / K, k = v * 8 - m * K, p = m * G + k / group;
     const double s = sx[p];
     const float inv = sinv[p];
     float x[8];
-    load_x8<P>(in, m, K, k, rs[m], x);
+    load_x8(in, m, K, k, x);
     uint32_t q[2] = {0, 0};
 #pragma unroll
     for (int i = 0; i < 8; i++) q[i / 4] |= uint32_t(f8_quotient(x[i], s, inv)) << (8 * (i % 4));
     reinterpret_cast<uint2*>(xs)[v] = make_uint2(q[0], q[1]);
-    if (writes_h) store_n<8, true>(in.h + int64_t(m) * K + k, x);  // exact: x is bf16 already
   }
   asm volatile("bar.sync 1, %0;" ::"n"(kStreamConsumers) : "memory");
 }
