@@ -491,7 +491,9 @@ if has gguf-moe; then
   grep -E '^\[  FAILED|Failure|rel_err' "$L/gguf-moe-tests.log" | head -20
   [ -x "$G/bench/cuda_gguf_bench" ] && timeout 240 "$G/bench/cuda_gguf_bench" moe \
     "${GGUF_MOE_TYPES:-q4_k,q6_k,q8_0}" "${GGUF_MOE_ROWS:-1,8,64,256}" 2>&1 | tee "$L/gguf-moe-kernels.log"
-  if wait "$gguf_moe_writer"; then
+  if [ "${GGUF_MOE_OFFLINE:-1}" = 0 ]; then  # the kernels and tests only
+    kill "$gguf_moe_writer" 2> /dev/null
+  elif wait "$gguf_moe_writer"; then
     for tiles in 0 1; do
       for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
                  "64 rows:--num 128 --batch 64 --input 128 --output 128"; do
@@ -607,8 +609,8 @@ fi
 
 if has fp8-stream; then  # decode-b1 in FP8 under each stream, two rounds in opposite orders
   round=1
-  for v in ring direct deep split - split deep direct ring; do
-    [ "$v" = - ] && { round=2; continue; }
+  for v in ring direct deep split - split deep direct ring; do  # FP8_STREAM_ROUNDS=1: one round
+    [ "$v" = - ] && { [ "${FP8_STREAM_ROUNDS:-2}" = 1 ] && break; round=2; continue; }
     TANDEM_FP8_STREAM=$v ob "decode-b1-fp8-stream-$v-$round" 40 -- "${b1[@]}" --quantization fp8
   done
 fi
