@@ -96,7 +96,11 @@ std::vector<HfTensorSource> stack_experts(const std::vector<HfTensorSource>& ten
     parts.resize(size_t(E), nullptr);
     parts[size_t(e)] = &t;
   }
-  for (auto& [name, parts] : stacks) {
+  for (auto& stack : stacks) {
+    const std::string& name = stack.first;
+    // A named copy for the lambda below: clang 14 (the sanitizer job's) cannot capture a
+    // structured binding.
+    const std::vector<const HfTensorSource*> parts = stack.second;
     for (int64_t e = 0; e < E; e++)
       if (parts[size_t(e)] == nullptr || parts[size_t(e)]->shape.ndim != 2 ||
           parts[size_t(e)]->shape != parts[0]->shape)
