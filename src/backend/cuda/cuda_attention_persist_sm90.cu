@@ -140,28 +140,7 @@ __device__ void fill_item(Item& it, const AttnArgs& a, int row, int row_tile, in
     it.kvh = kvh;
   }
   sm90::named_bar_sync(kSchedBar, kSchedThreads);
-  const int t0 = a.seq_starts[row], n = a.seq_starts[row + 1] - t0;
-  for (int r = stid; r < kBlockM; r += kSchedThreads) {
-    const int idx = row_tile * kBlockM + r;
-    if (idx < n * a.group) {
-      const int tok = t0 + idx / a.group, head = kvh * a.group + idx % a.group;
-      const int p = a.positions[tok];
-      const int lo = first_key(p, a.window);
-      int hi = p;
-      if (a.media_ends) hi = max(hi, a.media_ends[tok] - 1);  // the rest of its image
-      t.off[r] = (int64_t(tok) * a.num_q_heads + head) * a.head_dim;
-      t.lo[r] = lo;
-      t.hi[r] = hi;
-      atomicMin(&t.kmin, lo);
-      atomicMax(&t.kmax, hi);
-      atomicMin(&t.hi_min, hi);
-      atomicMax(&t.lo_max, lo);
-    } else {
-      t.off[r] = -1;
-      t.lo[r] = 1;
-      t.hi[r] = -1;
-    }
-  }
+  for (int r = stid; r < kBlockM; r += kSchedThreads) setup_row(t, a, row, row_tile, kvh, r);
   sm90::named_bar_sync(kSchedBar, kSchedThreads);
 }
 
