@@ -70,7 +70,8 @@ TEST(GgufModelFiles, NeitherFolderNorGguf) {
     load_model_folder(f, "cpu");
     ADD_FAILURE() << "a text file loaded as a model";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("neither a model folder nor a GGUF file"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("neither a model folder nor a GGUF file"),
+              std::string::npos);
   }
   fs::remove(f);
 }
@@ -200,6 +201,13 @@ TEST(QuantizeGguf, RandomModelGgufStacksTheExperts) {
   EXPECT_EQ(q->tensor("blk.0.ffn_down_exps.weight").dtype, DType::Q4_K);
   EXPECT_EQ(q->tensor("blk.1.ffn_down_exps.weight").dtype, DType::Q6_K);
   EXPECT_EQ(q->tensor("blk.0.ffn_gate_inp.weight").dtype, DType::F32);
+  // Experts on some layers only: the export refuses (its keys cannot say which), writing nothing.
+  c["decoder_sparse_step"] = 2;
+  const std::string sparse = write_config(d, c).string();
+  const fs::path out = d / "sparse.gguf";
+  EXPECT_EQ(
+      run_random_model({.config = sparse, .out = out.string(), .dtype = "f32", .gguf = "F32"}), 1);
+  EXPECT_FALSE(fs::exists(out));
   fs::remove_all(d);
 }
 
