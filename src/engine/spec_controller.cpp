@@ -42,7 +42,7 @@ std::optional<double> SpecController::spec_cost(int num_tokens, bool extrapolate
 
 std::vector<int> SpecController::pick(std::span<const SpecCandidate> rows, int base_rows,
                                       int base_tokens, double plain_seconds,
-                                      bool extrapolate) const {
+                                      bool extrapolate, double* best_rate_out) const {
   std::vector<int> k(rows.size(), 0);
   const double off_rate = base_rows / std::max(plain_seconds, 1e-9);
   // Proposals in the order of their chance to be accepted: a row's next one is worth
@@ -74,6 +74,7 @@ std::vector<int> SpecController::pick(std::span<const SpecCandidate> rows, int b
     }
   }
   for (size_t j = 0; j < best_len; j++) k[order[j]]++;
+  if (best_rate_out) *best_rate_out = best_rate;
   return k;
 }
 
@@ -104,16 +105,32 @@ bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base
     return false;
   }
   const std::optional<double> plain = overlapped_.cost(base_tokens);
+  const int bucket = StepCostModel::bucket_of(base_tokens);
+  double rate = 0;
   if (plain && speculative_run_ < kPlainRefresh &&
-      any(pick(rows, base_rows, base_tokens, *plain, /*extrapolate=*/true))) {
-    declines_ = 0;
-    probe_interval_ = kProbeInterval;
-    return true;
+      any(pick(rows, base_rows, base_tokens, *plain, /*extrapolate=*/true, &rate))) {
+    // What the read gives as the reads so far went (the read yield, see above).
+    const double y = read_yield_[size_t(bucket)];
+    const double sync_rate = base_rows / std::max(synchronous_.cost(base_tokens).value_or(*plain), 1e-9);
+    if (y * rate + (1 - y) * sync_rate > base_rows / std::max(*plain, 1e-9)) {
+      declines_ = 0;
+      probe_interval_ = kProbeInterval;
+      read_pending_ = bucket;
+      return true;
+    }
   }
   if (!plain || ++declines_ < probe_interval_) return false;
   declines_ = 0;  // a probe (see above); the next one waits longer unless a read pays first
   probe_interval_ = std::min(2 * probe_interval_, kMaxProbeInterval);
+  read_pending_ = bucket;
   return true;
+}
+
+void SpecController::observe_read(bool speculated) {
+  if (read_pending_ < 0) return;
+  double& y = read_yield_[size_t(read_pending_)];
+  y += kReadWeight * ((speculated ? 1.0 : 0.0) - y);
+  read_pending_ = -1;
 }
 
 void SpecController::observe_step(StepKind kind, int num_tokens, double seconds) {

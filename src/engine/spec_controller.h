@@ -35,6 +35,17 @@
 // tokens look as cheap as one of 376 — reading early step after step for a choose that,
 // seeing the real proposals and the measured cost, then declines.
 //
+// Whether an early read pays is also learned from what the reads gave: an early read
+// lets choose see the rows' real proposals, and when it then speculates nothing the step
+// lost its overlap for nothing. The share of early reads whose step speculated (the read
+// yield y, an average per batch size: the buckets of step_cost_model.h) weighs the
+// expectation: reading early gives y · (the speculative step's expected rate) + (1 − y) ·
+// (a synchronous plain step's rate), and must beat the overlapped plain step's rate. At 256
+// rows with n-gram proposals on text that rarely repeats, reads led to a speculative step
+// 5 times in 644 (an H100, 2026-12-07) and cost 3% of throughput: y falls within a few
+// reads and the step keeps its overlap (probes still read now and then, and move y); at
+// batch 1 on text that repeats, nearly every read speculates and y stays near 1.
+//
 // Both costs must be known where they are compared: until the plain step a decision weighs
 // against is measured, nothing speculates (a plain step measures it). After kPlainRefresh
 // speculative steps in a row one plain step measures again what not speculating costs now,
@@ -52,6 +63,7 @@
 // (what it proposes now may be unlike before).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -83,6 +95,7 @@ class SpecController {
   static constexpr int kPlainRefresh = 64;
   static constexpr int kProbeInterval = 32;
   static constexpr int kMaxProbeInterval = 256;
+  static constexpr double kReadWeight = 0.2;  // of an early read's outcome in its yield
 
   // `adaptive` false: every row verifies all it has (max_k), every step.
   explicit SpecController(bool adaptive) : adaptive_(adaptive) {}
@@ -97,6 +110,14 @@ class SpecController {
   // reads the step in flight before proposing only when this holds; engine.h). Counts its
   // answers for the refresh and the probe above.
   bool may_speculate(std::span<const SpecCandidate> rows, int base_rows, int base_tokens);
+
+  // The step planned after the last early read (may_speculate's yes) speculated or not:
+  // the read yield above. Without a read awaiting its outcome, nothing.
+  void observe_read(bool speculated);
+  // The read yield of steps of `base_tokens` rows (1 until a read there is seen).
+  double read_yield(int base_tokens) const {
+    return read_yield_[size_t(StepCostModel::bucket_of(base_tokens))];
+  }
 
   // A step ran: `num_tokens` query tokens in `seconds`.
   void observe_step(StepKind kind, int num_tokens, double seconds);
@@ -121,14 +142,24 @@ class SpecController {
   // its cost grows along the line from the largest plain step below it (not held flat).
   std::optional<double> spec_cost(int num_tokens, bool extrapolate = false) const;
   // The greedy choice above against plain steps costing `plain_seconds`.
+  // `best_rate`, when given: the expected tokens a second of the choice.
   std::vector<int> pick(std::span<const SpecCandidate> rows, int base_rows, int base_tokens,
-                        double plain_seconds, bool extrapolate = false) const;
+                        double plain_seconds, bool extrapolate = false,
+                        double* best_rate = nullptr) const;
+
+  static std::array<double, StepCostModel::kBuckets> filled(double x) {
+    std::array<double, StepCostModel::kBuckets> a;
+    a.fill(x);
+    return a;
+  }
 
   bool adaptive_;
   int speculative_run_ = 0;   // speculative steps since the last plain one
   int since_overlapped_ = 0;  // steps since an overlapped one (or the last refresh)
   int declines_ = 0;          // may_speculate's noes in a row
   int probe_interval_ = kProbeInterval;  // the noes after which it probes
+  int read_pending_ = -1;     // the bucket of an early read awaiting its outcome
+  std::array<double, StepCostModel::kBuckets> read_yield_ = filled(1.0);
   double server_acceptance_ = 0.5;
   double server_proposal_rate_ = 0.5;
   StepCostModel overlapped_;

@@ -104,6 +104,7 @@ void Speculator::propose(std::span<Sequence* const> running, bool overlapped) {
   }
   const std::vector<int> k =
       controller_.choose(candidates, int(running.size()), int(running.size()), overlapped);
+  controller_.observe_read(std::any_of(k.begin(), k.end(), [](int n) { return n > 0; }));
   for (size_t i = 0; i < rows.size(); i++) {
     SpecState& s = rows[i]->spec;
     s.num_draft = k[i];

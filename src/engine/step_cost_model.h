@@ -37,6 +37,8 @@ class StepCostModel {
   std::optional<Point> largest() const;
   // ... with fewer average tokens than `tokens`.
   std::optional<Point> largest_below(double tokens) const;
+  // The bucket of `num_tokens` (0 .. kBuckets - 1).
+  static int bucket_of(int num_tokens);
 
  private:
   struct Bucket {
@@ -44,7 +46,6 @@ class StepCostModel {
     double seconds = 0;  // average seconds of its steps
     int samples = 0;
   };
-  static int bucket_of(int num_tokens);
   std::array<Bucket, kBuckets> buckets_{};
 };
 
