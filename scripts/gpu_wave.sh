@@ -9,7 +9,7 @@
 # 2. On the GPU machine, from the checkout's root:
 #      tar xJf .device/wave.tar.xz -C /tmp && OUT=$OUT /tmp/wave/gpu_wave.sh [PARTS]
 #    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp, moe-fp8,
-#    gguf-moe, attn-persist, fp8-stream (not in the default)
+#    gguf-moe, attn-persist (not in the default)
 #    attn-persist  the sm90 prefill's persistent variant (issue 45: CudaOptions::sm90_persist,
 #           TANDEM_SM90_PERSIST=1; cuda_attention_persist_sm90.cu), packed with
 #           PACK_TESTS=test_backend_cuda PACK_BENCHES=cuda_attention_bench: first
@@ -118,17 +118,6 @@
 #           its tok/s within noise of off's)
 #    spec-load  the spec part's 64- and 256-row runs off / n-gram, medians of three (never
 #           below off, issue 44 item 4)                                               ~3 min
-#    fp8-stream  the FP8 weight stream's variants (issue 45; TANDEM_FP8_STREAM=ring|direct|
-#           deep|split, CudaOptions::fp8_stream): bench/cuda_fp8_bench 20 stream
-#           (PACK_BENCHES=cuda_fp8_bench: µs and GB/s of each 8B layer linear at 1 and 2 rows,
-#           then µs a layer, per variant); test_backend_cuda '*Fp8*' once (the binary reads
-#           no environment: its StreamVariants... test runs all four variants against the
-#           CPU twin and checks that each repeats itself bit for bit); then the 8B shape's
-#           FP8 decode-b1 (--quantization fp8) under each variant, ring direct deep split,
-#           then split deep direct ring                                              ~6 min
-#           A variant becomes the default when its decode-b1 beats ring's in both rounds
-#           (ring: 267 tok/s on an H100; the bar is 0.85 of the roofline, ~356 on an H100,
-#           470 on an H200) and the tests pass.
 #    tp-multi  several GPUs of one host (a multi-GPU kind): the NCCL golden tests (TP=N
 #           against one GPU), then the 8B shape's decode-b1 and 64 rows at TP = 1, 2, 4, 8 as
 #           the GPUs allow (--tensor-parallel-size); skips on one GPU                ~3 min
@@ -240,8 +229,8 @@ if has moe-fp8; then
   moe_writer=$!
 fi
 tp_timings=${TP_TIMINGS:-1}  # TP_TIMINGS=0: the tp part's tests only
-if has spec || has spec-load || has fp8-stream || has tp-multi || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
-  big=1; has spec || has spec-load || has fp8-stream || has embed || big=0
+if has spec || has spec-load || has tp-multi || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
+  big=1; has spec || has spec-load || has embed || big=0
   ( { [ "$big" = 0 ] || "$G/tandem" random-model --like llama-3.1-8b --out "$M8"; } && \
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
   writer=$!
@@ -527,20 +516,7 @@ if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
-if has fp8-stream; then  # the kernels and tests while the random models are written
-  if [ -x "$G/bench/cuda_fp8_bench" ]; then
-    timeout 150 "$G/bench/cuda_fp8_bench" 20 stream > "$L/fp8-stream-bench.log" 2>&1
-    echo "cuda_fp8_bench stream rc=$?"; grep -E '^stream ' "$L/fp8-stream-bench.log"
-  else
-    echo "fp8-stream: no cuda_fp8_bench in the bundle (pack with PACK_BENCHES=cuda_fp8_bench)"
-  fi
-  # The test binary reads no environment: its StreamVariants... test sets each variant itself.
-  timeout 200 "$G/tests/test_backend_cuda" --gtest_filter='*Fp8*' > "$L/fp8-stream-tests.log" 2>&1
-  echo "test_backend_cuda '*Fp8*' rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/fp8-stream-tests.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]|Failure' "$L/fp8-stream-tests.log" | head -10
-fi
-
-has spec || has spec-load || has fp8-stream || has tp-multi || has moe-fp8 || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
+has spec || has spec-load || has tp-multi || has moe-fp8 || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
 [ -z "$writer" ] || wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
 echo "models written at ${SECONDS}s"
 
@@ -605,14 +581,6 @@ if has tp && [ "$tp_timings" = 1 ]; then  # the seam's cost: the same runs, sing
   TANDEM_TP_EXECUTOR=1 ob tp-offline-64-nccl1 25 -- --model "$M1" "${o64[@]}" --repeat 3
   [ "${TP_NOOVERLAP:-0}" = 1 ] && TANDEM_OVERLAP=0 ob tp-offline-64-single-nooverlap 25 -- --model "$M1" "${o64[@]}"
   grep -hE 'tensor-parallel executor|NCCL|error' "$L"/tp-*-nccl1.log | head -5
-fi
-
-if has fp8-stream; then  # decode-b1 in FP8 under each stream, two rounds in opposite orders
-  round=1
-  for v in ring direct deep split - split deep direct ring; do  # FP8_STREAM_ROUNDS=1: one round
-    [ "$v" = - ] && { [ "${FP8_STREAM_ROUNDS:-2}" = 1 ] && break; round=2; continue; }
-    TANDEM_FP8_STREAM=$v ob "decode-b1-fp8-stream-$v-$round" 40 -- "${b1[@]}" --quantization fp8
-  done
 fi
 
 if has tp-multi; then  # several GPUs of one host (issue 47's plan, bench/RESULTS.md)

@@ -38,9 +38,6 @@
 // Valued (a bad value is an error naming the variable):
 //   TANDEM_ATTN_PREFILL=mma|sm90  mma: prefill attention on the mma.sync kernel everywhere
 //                                 (the fallback should the sm90 kernel misbehave)
-//   TANDEM_FP8_STREAM=ring|direct|deep|split  the FP8 weight stream of 1–8 row linears
-//                                 (CudaOptions::fp8_stream; the last three are candidates
-//                                 until measured, issue 45); unset: ring
 //   TANDEM_THREADS=N              the CPU backend's threads (--threads wins)
 //   TANDEM_CPU_ISA=avx2|avx512    cap the CPU kernels' instruction set
 //   TANDEM_CPU_BLOCK_ARITHMETIC=exact|int8  how the CPU backend multiplies GGUF block

@@ -87,16 +87,6 @@ TEST(EnvSwitches, PrefillKernelByName) {
             "TANDEM_ATTN_PREFILL='fa3': expected mma or sm90");
 }
 
-TEST(EnvSwitches, Fp8StreamByName) {
-  EXPECT_EQ(parse({}).cuda.fp8_stream, Fp8Stream::Ring);
-  EXPECT_EQ(parse({{"TANDEM_FP8_STREAM", "ring"}}).cuda.fp8_stream, Fp8Stream::Ring);
-  EXPECT_EQ(parse({{"TANDEM_FP8_STREAM", "direct"}}).cuda.fp8_stream, Fp8Stream::Direct);
-  EXPECT_EQ(parse({{"TANDEM_FP8_STREAM", "deep"}}).cuda.fp8_stream, Fp8Stream::Deep);
-  EXPECT_EQ(parse({{"TANDEM_FP8_STREAM", "split"}}).cuda.fp8_stream, Fp8Stream::Split);
-  EXPECT_EQ(error_of({{"TANDEM_FP8_STREAM", "1"}}),
-            "TANDEM_FP8_STREAM='1': expected ring, direct, deep or split");
-}
-
 TEST(EnvSwitches, ThreadsAreAWholeNumber) {
   EXPECT_EQ(parse({{"TANDEM_THREADS", "6"}}).threads, 6);
   for (const char* bad : {"0", "-2", "four", "4x", ""})
