@@ -9,25 +9,16 @@
 # 2. On the GPU machine, from the checkout's root:
 #      tar xJf .device/wave.tar.xz -C /tmp && OUT=$OUT /tmp/wave/gpu_wave.sh [PARTS]
 #    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp, moe-fp8,
-#    gguf-moe, attn-persist (not in the default)
-#    attn-persist  the sm90 prefill's persistent variant (issue 45: CudaOptions::sm90_persist,
-#           TANDEM_SM90_PERSIST=1; cuda_attention_persist_sm90.cu), packed with
+#    gguf-moe, attn-long (not in the default)
+#    attn-long  long prefill attention (issue 45's figure), packed with
 #           PACK_TESTS=test_backend_cuda PACK_BENCHES=cuda_attention_bench: first
-#           test_backend_cuda's CudaAttentionSm90* (every sm90 case also runs the variant, with
-#           a CTA per SM and with 3 CTAs; 240 s leash: a hang, an mbarrier phase that never
-#           completes, shows as rc=124 and skips the timings), then cuda_attention_bench 20
-#           prefill-long-sm90 in two rounds (8k / 32k / 128k, causal, one sequence, 32/8
-#           heads, d128: "sm90 tma" and "sm90 tma persistent" on the same inputs, one after
-#           the other per shape) and bench/sdpa_cudnn_bench.py (cuDNN through SDPA) in the
-#           same call                                                                ~3 min
-#           PERSIST_TTFT=1 (with no other model-writing part) adds TTFT of a 32k and a 100k
-#           prompt on the 8B shape (bf16, written in the background from the start) with
-#           TANDEM_SM90_PERSIST=0 and =1, one after the other                       +~2 min
-#           The variant becomes the default (sm90_persist = -1 in backend.h's CudaOptions)
-#           when the tests pass and, in both rounds, it is >= the one-CTA kernel at 32k and
-#           128k (within 1%) and faster at 8k by more than the rounds' spread (the fit in
-#           bench/RESULTS.md puts up to ~11% there); the issue's bar is >= 0.95x cuDNN's
-#           figure of the same call at each size.
+#           test_backend_cuda's CudaAttentionSm90* (240 s leash: a hang shows as rc=124 and
+#           skips the timings), then cuda_attention_bench 20 prefill-long-sm90 in
+#           ATTN_LONG_ROUNDS rounds (default 2; 8k / 32k / 128k, causal, one sequence, 32/8
+#           heads, d128: the sm90 kernel) and bench/sdpa_cudnn_bench.py (cuDNN through SDPA)
+#           in the same call; the issue's bar is >= 0.95x cuDNN's figure at each size  ~3 min
+#           ATTN_TTFT=1 (with no other model-writing part) adds TTFT of a 32k and a 100k
+#           prompt on the 8B shape (bf16, written in the background from the start)  +~1 min
 #    moe-fp8 FP8 MoE experts (issue 45): test_backend_cuda's CudaMoeExperts.* (the reference
 #           kernel and the e4m3 tensor-core one, TANDEM_FP8_MOE_TC, against the CPU twin and
 #           each other) and test_golden's CudaFp8Gate.* with TANDEM_FP8_MOE_TC=1; then on
@@ -235,10 +226,10 @@ if has spec || has spec-load || has tp-multi || has embed || { has tp && [ "$tp_
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
   writer=$!
 fi
-persist_writer=  # attn-persist with PERSIST_TTFT=1 and no other part writing models: the 8B shape
-if has attn-persist && [ "${PERSIST_TTFT:-0}" = 1 ] && [ -z "$writer" ]; then
-  "$G/tandem" random-model --like llama-3.1-8b --out "$M8" > "$L/random-8b-persist.log" 2>&1 &
-  persist_writer=$!
+long_writer=  # attn-long with ATTN_TTFT=1 and no other part writing models: the 8B shape
+if has attn-long && [ "${ATTN_TTFT:-0}" = 1 ] && [ -z "$writer" ]; then
+  "$G/tandem" random-model --like llama-3.1-8b --out "$M8" > "$L/random-8b-long.log" 2>&1 &
+  long_writer=$!
 fi
 
 if has tp && [ "${TP_TESTS:-1}" = 1 ]; then  # the NCCL checks need only the fixtures
@@ -264,37 +255,35 @@ if has tests; then
   grep -E '^\[  FAILED  \]' "$L/golden.log" | head -20
 fi
 
-if has attn-persist; then
-  timeout 240 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttentionSm90*' > "$L/persist-tests.log" 2>&1
+if has attn-long; then
+  timeout 240 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttentionSm90*' > "$L/long-tests.log" 2>&1
   rc=$?
-  echo "attn-persist CudaAttentionSm90* rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' "$L/persist-tests.log" | tr '\n' ' ')"
-  grep -B1 -A7 'Failure$' "$L/persist-tests.log" | head -40
+  echo "attn-long CudaAttentionSm90* rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' "$L/long-tests.log" | tr '\n' ' ')"
+  grep -B1 -A7 'Failure$' "$L/long-tests.log" | head -40
   if [ "$rc" = 124 ]; then
-    echo "attn-persist: the sm90 tests HUNG (the persistent variant's mbarriers?): no timings"
+    echo "attn-long: the sm90 tests HUNG: no timings"
   elif [ ! -x "$G/bench/cuda_attention_bench" ]; then
-    echo "attn-persist: no cuda_attention_bench in the bundle (pack with PACK_BENCHES=cuda_attention_bench)"
+    echo "attn-long: no cuda_attention_bench in the bundle (pack with PACK_BENCHES=cuda_attention_bench)"
   else
-    for round in 1 2; do
-      timeout 150 "$G/bench/cuda_attention_bench" 20 prefill-long-sm90 > "$L/persist-bench-$round.log" 2>&1
-      echo "attn-persist round $round rc=$?:"
-      grep -E '^prefill|SMs' "$L/persist-bench-$round.log"
+    for round in $(seq 1 "${ATTN_LONG_ROUNDS:-2}"); do
+      timeout 150 "$G/bench/cuda_attention_bench" 20 prefill-long-sm90 > "$L/long-bench-$round.log" 2>&1
+      echo "attn-long round $round rc=$?:"
+      grep -E '^prefill|SMs' "$L/long-bench-$round.log"
     done
-    timeout 150 python3 bench/sdpa_cudnn_bench.py 2>&1 | tee "$L/persist-sdpa.log"
+    timeout 150 python3 bench/sdpa_cudnn_bench.py 2>&1 | tee "$L/long-sdpa.log"
   fi
-  if [ "${PERSIST_TTFT:-0}" = 1 ] && [ "$rc" != 124 ]; then
-    if [ -z "$persist_writer" ]; then
-      echo "attn-persist TTFT skipped: another part writes the models (run attn-persist alone)"
-    elif wait "$persist_writer"; then
+  if [ "${ATTN_TTFT:-0}" = 1 ] && [ "$rc" != 124 ]; then
+    if [ -z "$long_writer" ]; then
+      echo "attn-long TTFT skipped: another part writes the models (run attn-long alone)"
+    elif wait "$long_writer"; then
       for n in 32768 100000; do
-        for p in 0 1; do
-          fits 60 "TTFT $n TANDEM_SM90_PERSIST=$p" || break
-          TANDEM_SM90_PERSIST=$p timeout 120 "$G/bench/offline_bench" "$M8" --num 1 --batch 1 \
-            --input "$n" --output 1 > "$L/persist-ttft-$n-$p.log" 2>&1
-          echo "TTFT $n-token prompt, TANDEM_SM90_PERSIST=$p: $(grep -E 'output tokens in' "$L/persist-ttft-$n-$p.log" | sed 's/^ *//' | tail -1)"
-        done
+        fits 60 "TTFT $n" || break
+        timeout 120 "$G/bench/offline_bench" "$M8" --num 1 --batch 1 \
+          --input "$n" --output 1 > "$L/long-ttft-$n.log" 2>&1
+        echo "TTFT $n-token prompt: $(grep -E 'output tokens in' "$L/long-ttft-$n.log" | sed 's/^ *//' | tail -1)"
       done
     else
-      echo "attn-persist: random-model failed: $(tail -3 "$L/random-8b-persist.log")"
+      echo "attn-long: random-model failed: $(tail -3 "$L/random-8b-long.log")"
     fi
   fi
 fi

@@ -273,9 +273,6 @@ struct CudaOptions {
   bool pdl = true;   // kernels overlap their prologue with the previous kernel's tail
   bool sm90_prefill = true;        // prefill attention on the wgmma kernel where it fits; off:
                                    // the mma.sync kernel everywhere (cuda_attention_prefill.h)
-  int sm90_persist = 0;            // the sm90 prefill's persistent variant where its TMA
-                                   // producer runs (cuda_attention_persist_sm90.cu): 0 off,
-                                   // -1 a CTA per SM, n > 0 n CTAs (tests); off until measured
   bool fp8_fast_accum = true;      // many-row FP8 GEMMs chain all of K in the tensor cores'
                                    // accumulator; off: f32 every 128 columns (cuda_linear_fp8.h)
   bool fp8_moe_tc = true;          // FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync;

@@ -25,9 +25,6 @@
 //   TANDEM_GGUF_MOE_TILES   GGUF MoE experts' grouped GEMMs on the shared-memory tiles of the
 //                           dense GGUF linears (cuda_moe_gemm.h; issue 42, off until measured
 //                           on a GPU); off: the wmma kernels
-//   TANDEM_SM90_PERSIST     the sm90 prefill's persistent variant (a CTA per SM walking the
-//                           query tiles, cuda_attention_persist_sm90.cu; issue 45, off until
-//                           measured on a GPU)
 //   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker

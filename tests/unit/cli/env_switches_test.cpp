@@ -39,7 +39,6 @@ TEST(EnvSwitches, UnsetMeansTheFastPath) {
   EXPECT_TRUE(s.cuda.pdl);
   EXPECT_TRUE(s.cuda.sm90_prefill);
   EXPECT_TRUE(s.cuda.fp8_fast_accum);
-  EXPECT_EQ(s.cuda.sm90_persist, 0) << "off until measured (issue 45)";
   EXPECT_TRUE(s.cuda.fp8_moe_tc);
   EXPECT_FALSE(s.vision_timing) << "it waits for the device: asked for only";
   EXPECT_FALSE(s.tp_executor) << "-tp 1 is the single worker unless asked";
@@ -68,15 +67,12 @@ TEST(EnvSwitches, AnythingButZeroTurnsASwitchOn) {
                                {"TANDEM_CUDA_GEMV", "yes"},
                                {"TANDEM_FP8_MOE_TC", "1"},
                                {"TANDEM_VISION_TIMING", "1"},
-                               {"TANDEM_TP_EXECUTOR", "1"},
-                               {"TANDEM_SM90_PERSIST", "1"}});
+                               {"TANDEM_TP_EXECUTOR", "1"}});
   EXPECT_EQ(s.overlap, Overlap::On);
   EXPECT_TRUE(s.cuda.gemv);
   EXPECT_TRUE(s.cuda.fp8_moe_tc);
   EXPECT_TRUE(s.vision_timing);
   EXPECT_TRUE(s.tp_executor);
-  EXPECT_EQ(s.cuda.sm90_persist, -1) << "a CTA per SM";
-  EXPECT_EQ(parse({{"TANDEM_SM90_PERSIST", "0"}}).cuda.sm90_persist, 0);
   EXPECT_FALSE(parse({{"TANDEM_FP8_MOE_TC", "0"}}).cuda.fp8_moe_tc);
 }
 
