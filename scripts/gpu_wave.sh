@@ -74,19 +74,16 @@
 #           with =1 (its prompt steps, over 256 rows, keep the copy either way). At 256 rows (weights decoded
 #           four times) the copy may stay ahead: then kBlockTilesMaxRows (cuda_block_tiles.h,
 #           256; prefill-sized steps always keep the copy) drops to 128.
-#    gguf-moe GGUF MoE experts on the shared-memory tiles (TANDEM_GGUF_MOE_TILES, off by default;
-#           cuda_moe_block_tiles.cu), issue 42: test_backend_cuda's CudaBlock* tests (the new
-#           CudaBlockMoe.SharedMemoryTiles... against the CPU twin and the wmma kernels, and the
-#           dense tiles, whose pieces it shares); bench/cuda_gguf_bench moe (PACK_BENCHES=
-#           cuda_gguf_bench) on one Qwen3-30B-A3B layer's experts, GGUF_MOE_TYPES (default
-#           q4_k,q6_k,q8_0) at GGUF_MOE_ROWS tokens (default 1,8,64,256), "wmma" and "tiles"
-#           with the tiles' max relative difference; then a Qwen3-30B-A3B-shaped Q4_K_M file
-#           (8 layers, random-model --gguf, written while the tests run) decode-b1 and 64 rows
-#           offline with TANDEM_GGUF_MOE_TILES=0 and =1                                 ~4 min
-#           The switch becomes the default when the tiles take fewer us a layer at every
-#           row count for each type, their diff stays ~1e-2 or less (bf16 outputs of the same
-#           bf16 weights: only the f32 sums' order and the roundings it flips differ), the
-#           tests pass and both offline figures are no lower with =1.
+#    gguf-moe GGUF MoE experts on the shared-memory tiles (the default; cuda_moe_block_tiles.cu,
+#           issue 42; the wmma kernels the fallback, TANDEM_GGUF_MOE_TILES=0):
+#           test_backend_cuda's CudaBlock* tests (CudaBlockMoe.SharedMemoryTiles... against the
+#           CPU twin and the wmma kernels, and the dense tiles, whose pieces it shares);
+#           bench/cuda_gguf_bench moe (PACK_BENCHES=cuda_gguf_bench) on one Qwen3-30B-A3B
+#           layer's experts, GGUF_MOE_TYPES (default q4_k,q6_k,q8_0) at GGUF_MOE_ROWS tokens
+#           (default 1,8,64,256), "wmma" and "tiles" with the tiles' max relative difference;
+#           then a Qwen3-30B-A3B-shaped Q4_K_M file (8 layers, random-model --gguf, written
+#           while the tests run) decode-b1 and 64 rows offline (GGUF_MOE_OFFLINE=0: the
+#           kernels and tests only)                                                   ~3 min
 #    gguf-b1 the 8B shape in Q4_K_M (random-model --gguf, written while the tests run):
 #           decode-b1 and 64 rows offline (offline_bench), tandem only
 #    gguf-cpu scripts/gpu_gguf.sh cpu: the CPU figures on this quiet machine (two pinned
@@ -472,14 +469,12 @@ if has gguf-moe; then
   if [ "${GGUF_MOE_OFFLINE:-1}" = 0 ]; then  # the kernels and tests only
     kill "$gguf_moe_writer" 2> /dev/null
   elif wait "$gguf_moe_writer"; then
-    for tiles in 0 1; do
-      for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
-                 "64 rows:--num 128 --batch 64 --input 128 --output 128"; do
-        read -ra a <<< "${run#*:}"
-        log="$L/gguf-moe-${run%%:*}-$tiles.log" && log=${log// /-}
-        TANDEM_GGUF_MOE_TILES=$tiles timeout 150 "$G/bench/offline_bench" "$QMG" "${a[@]}" > "$log" 2>&1
-        echo "gguf qwen3moe-8l Q4_K_M ${run%%:*} TANDEM_GGUF_MOE_TILES=$tiles: $(grep -oE '[0-9.]+ output tok/s.*' "$log" | tail -1); $(grep -oE 'decode-only steps:.*' "$log" | tail -1)"
-      done
+    for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
+               "64 rows:--num 128 --batch 64 --input 128 --output 128"; do
+      read -ra a <<< "${run#*:}"
+      log="$L/gguf-moe-${run%%:*}.log" && log=${log// /-}
+      timeout 150 "$G/bench/offline_bench" "$QMG" "${a[@]}" > "$log" 2>&1
+      echo "gguf qwen3moe-8l Q4_K_M ${run%%:*}: $(grep -oE '[0-9.]+ output tok/s.*' "$log" | tail -1); $(grep -oE 'decode-only steps:.*' "$log" | tail -1)"
     done
   else
     echo "random GGUF MoE model failed: $(tail -3 "$L/random-gguf-moe.log")"

@@ -66,7 +66,7 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);
   s.gguf_tiles = read_switch(lookup, "TANDEM_GGUF_TILES").value_or(true);
-  s.gguf_moe_tiles = read_switch(lookup, "TANDEM_GGUF_MOE_TILES").value_or(false);
+  s.gguf_moe_tiles = read_switch(lookup, "TANDEM_GGUF_MOE_TILES").value_or(true);
   if (const char* a = lookup("TANDEM_CPU_BLOCK_ARITHMETIC")) s.cpu_block_arithmetic = a;
   return s;
 }

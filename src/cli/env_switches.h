@@ -21,10 +21,10 @@
 //                           tensor-core tiles that decode the weight in shared memory
 //                           (backend/gguf_tiles.h, cuda_block_tiles.h; measured faster on
 //                           an H100); off: the decoded bf16 copy + cuBLASLt, the fallback
+//   TANDEM_GGUF_MOE_TILES   GGUF MoE experts' grouped GEMMs on the same tiles (cuda_moe_gemm.h;
+//                           measured faster on an H100, issue 42); off: the wmma kernels, the
+//                           fallback
 // Off unless set to something other than "0":
-//   TANDEM_GGUF_MOE_TILES   GGUF MoE experts' grouped GEMMs on the shared-memory tiles of the
-//                           dense GGUF linears (cuda_moe_gemm.h; issue 42, off until measured
-//                           on a GPU); off: the wmma kernels
 //   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker
@@ -63,7 +63,7 @@ struct EnvSwitches {
   bool vision_timing = false;        // TANDEM_VISION_TIMING
   bool tp_executor = false;          // TANDEM_TP_EXECUTOR
   bool gguf_tiles = true;            // TANDEM_GGUF_TILES (a process-wide setting)
-  bool gguf_moe_tiles = false;       // TANDEM_GGUF_MOE_TILES (a process-wide setting)
+  bool gguf_moe_tiles = true;        // TANDEM_GGUF_MOE_TILES (a process-wide setting)
 };
 
 // A variable's value, or null when unset (std::getenv's contract).
