@@ -12,10 +12,7 @@
 //   usage: cuda_attention_bench [calls_per_repetition (default 20)] [f8 | prefill-long]
 //   prefill-long: issue 26's shapes alone (8k, 32k, 128k tokens, one sequence, 32/8 heads)
 //   prefill-short: its 8k and 32k shapes; prefill-short-sm90: those, the sm90 kernel alone
-//     (scripts/gpu_attn.sh short); prefill-long-sm90: all three, the sm90 kernel and its
-//     persistent variant (CudaOptions::sm90_persist = a CTA per SM: "sm90 tma persistent",
-//     timed right after the "sm90 tma" line on the same inputs; scripts/gpu_wave.sh
-//     attn-persist)
+//     (scripts/gpu_attn.sh short); prefill-long-sm90: all three, the sm90 kernel alone
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -173,29 +170,16 @@ void bench_decode(tandem::CudaBackend& be, const Shape& s, int calls) {
 
 // Prefill on the same inputs with each kernel the device can run (CudaOptions::sm90_prefill
 // on and off: cuda_attention_prefill.h; TANDEM_ATTN_PREFILL=mma leaves the mma kernel's
-// alone), one line each; with_persist adds the sm90 kernel's persistent variant (a CTA per
-// SM) after the sm90 line, where the TMA producer runs (elsewhere the option changes nothing).
-void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls, bool only_sm90 = false,
-                   bool with_persist = false) {
+// alone), one line each.
+void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls, bool only_sm90 = false) {
   AttnInputs in = make_inputs(be, s);
   const int64_t n = s.new_tokens, first = s.context - n;
   const double pairs = double(s.rows) * (double(n) * first + double(n) * (n + 1) / 2);
   const double flops = 4.0 * pairs * s.Dh * s.Hq;
   const tandem::CudaOptions saved = be.options();
-  const int64_t slots = in.cache.k.dim(0) * in.cache.k.dim(1);
-  const tandem::cuda::Sm90Loads loads =
-      tandem::cuda::choose_sm90_loads(s.f8, s.Dh, int(in.cache.k.dim(1)), slots);
-  struct Variant {
-    bool sm90;
-    int persist;  // CudaOptions::sm90_persist
-  };
-  std::vector<Variant> variants{{true, 0}};
-  if (with_persist && loads == tandem::cuda::Sm90Loads::Tma) variants.push_back({true, -1});
-  variants.push_back({false, 0});
-  for (const auto [sm90, persist] : variants) {
+  for (bool sm90 : {true, false}) {
     tandem::CudaOptions options = saved;
     options.sm90_prefill = sm90;
-    options.sm90_persist = persist;
     be.set_options(options);
     const tandem::cuda::PrefillKernel k =
         tandem::cuda::choose_prefill_kernel(s.Dh, s.f8, be.props(), sm90);
@@ -203,13 +187,12 @@ void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls, bool only
     if (sm90 && (!saved.sm90_prefill || k != tandem::cuda::PrefillKernel::Sm90)) continue;
     if (!sm90 && only_sm90) continue;
     const Timing t = time_inputs(be, in, s, calls);
-    // The sm90 kernel names its producer (and the persistent variant its CTAs).
+    // The sm90 kernel names its producer.
+    const int64_t slots = in.cache.k.dim(0) * in.cache.k.dim(1);
     const std::string name =
         k == tandem::cuda::PrefillKernel::Sm90
-            ? fmt::format("sm90 {}{}", tandem::cuda::sm90_loads_name(loads),
-                          persist != 0
-                              ? fmt::format(" persistent ({} CTAs)", be.props().multiProcessorCount)
-                              : "")
+            ? fmt::format("sm90 {}", tandem::cuda::sm90_loads_name(tandem::cuda::choose_sm90_loads(
+                                         s.f8, s.Dh, int(in.cache.k.dim(1)), slots)))
             : tandem::cuda::prefill_kernel_name(k);
     fmt::print(
         "prefill{} B={:<4} tok={:<6} Hq={:<3} Hkv={:<2} Dh={:<4} {:9.1f} us {:9.1f} us  "
@@ -221,12 +204,11 @@ void bench_prefill(tandem::CudaBackend& be, const Shape& s, int calls, bool only
 }
 
 // Issue 26's shapes: one sequence prefilled from empty, causal, 32 q / 8 kv heads, d128.
-void bench_prefill_long(tandem::CudaBackend& be, bool up_to_32k = false, bool only_sm90 = false,
-                        bool with_persist = false) {
+void bench_prefill_long(tandem::CudaBackend& be, bool up_to_32k = false, bool only_sm90 = false) {
   for (int n : {8192, 32768, 131072})
     if (!up_to_32k || n <= 32768)
       bench_prefill(be, Shape{1, n, n, 32, 8, 128}, n >= 131072 ? 1 : n >= 32768 ? 2 : 10,
-                    only_sm90, with_persist);
+                    only_sm90);
 }
 
 }  // namespace
@@ -246,8 +228,7 @@ int main(int argc, char** argv) {
     fmt::print("kind     shape                                        events/call  host/call\n");
     if (mode.rfind("prefill-", 0) == 0) {
       const bool up_to_32k = mode.rfind("prefill-short", 0) == 0;
-      bench_prefill_long(be, up_to_32k, mode.size() > 5 && mode.substr(mode.size() - 5) == "-sm90",
-                         mode == "prefill-long-sm90");
+      bench_prefill_long(be, up_to_32k, mode.size() > 5 && mode.substr(mode.size() - 5) == "-sm90");
       return 0;
     }
     for (const Shape& s :

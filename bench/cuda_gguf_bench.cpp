@@ -9,10 +9,10 @@
 // cuda_block_tiles.cu), the tiles with their outputs' max relative difference from the copy's.
 //   usage: cuda_gguf_bench [types (default bf16,q4_k,q8_0)] [rows (default 1,4,8,16,64,512)]
 // With "moe" first, one Qwen3-30B-A3B MoE layer's experts (128 of 768 x 2048, top-8, random
-// routing) through moe_experts, tokens = rows, on the wmma kernels ("wmma", the default) and
-// the shared-memory tiles ("tiles", TANDEM_GGUF_MOE_TILES; cuda_moe_block_tiles.cu) with
-// their outputs' max relative difference from the wmma kernels'; GB/s counts the weight
-// bytes of the experts the routing touches.
+// routing) through moe_experts, tokens = rows, on the wmma kernels ("wmma", the fallback,
+// TANDEM_GGUF_MOE_TILES=0) and the shared-memory tiles ("tiles", the default;
+// cuda_moe_block_tiles.cu) with their outputs' max relative difference from the wmma
+// kernels'; GB/s counts the weight bytes of the experts the routing touches.
 //   usage: cuda_gguf_bench moe [types (default q4_k,q6_k,q8_0)] [rows (default 1,8,64,256)]
 #include <fmt/format.h>
 
@@ -194,7 +194,7 @@ void run_moe(CudaBackend& be, const std::vector<std::string>& types,
         ref = got;
         fmt::print("\n");
       }
-      set_gguf_moe_tiles(false);  // the default again
+      set_gguf_moe_tiles(true);  // the default again
     }
   }
 }

@@ -9,25 +9,16 @@
 # 2. On the GPU machine, from the checkout's root:
 #      tar xJf .device/wave.tar.xz -C /tmp && OUT=$OUT /tmp/wave/gpu_wave.sh [PARTS]
 #    PARTS (default all): draft tests diag spec embed; also bisect, hfbf16, pair, tp, moe-fp8,
-#    gguf-moe, attn-persist, fp8-stream (not in the default)
-#    attn-persist  the sm90 prefill's persistent variant (issue 45: CudaOptions::sm90_persist,
-#           TANDEM_SM90_PERSIST=1; cuda_attention_persist_sm90.cu), packed with
+#    gguf-moe, attn-long (not in the default)
+#    attn-long  long prefill attention (issue 45's figure), packed with
 #           PACK_TESTS=test_backend_cuda PACK_BENCHES=cuda_attention_bench: first
-#           test_backend_cuda's CudaAttentionSm90* (every sm90 case also runs the variant, with
-#           a CTA per SM and with 3 CTAs; 240 s leash: a hang, an mbarrier phase that never
-#           completes, shows as rc=124 and skips the timings), then cuda_attention_bench 20
-#           prefill-long-sm90 in two rounds (8k / 32k / 128k, causal, one sequence, 32/8
-#           heads, d128: "sm90 tma" and "sm90 tma persistent" on the same inputs, one after
-#           the other per shape) and bench/sdpa_cudnn_bench.py (cuDNN through SDPA) in the
-#           same call                                                                ~3 min
-#           PERSIST_TTFT=1 (with no other model-writing part) adds TTFT of a 32k and a 100k
-#           prompt on the 8B shape (bf16, written in the background from the start) with
-#           TANDEM_SM90_PERSIST=0 and =1, one after the other                       +~2 min
-#           The variant becomes the default (sm90_persist = -1 in backend.h's CudaOptions)
-#           when the tests pass and, in both rounds, it is >= the one-CTA kernel at 32k and
-#           128k (within 1%) and faster at 8k by more than the rounds' spread (the fit in
-#           bench/RESULTS.md puts up to ~11% there); the issue's bar is >= 0.95x cuDNN's
-#           figure of the same call at each size.
+#           test_backend_cuda's CudaAttentionSm90* (240 s leash: a hang shows as rc=124 and
+#           skips the timings), then cuda_attention_bench 20 prefill-long-sm90 in
+#           ATTN_LONG_ROUNDS rounds (default 2; 8k / 32k / 128k, causal, one sequence, 32/8
+#           heads, d128: the sm90 kernel) and bench/sdpa_cudnn_bench.py (cuDNN through SDPA)
+#           in the same call; the issue's bar is >= 0.95x cuDNN's figure at each size  ~3 min
+#           ATTN_TTFT=1 (with no other model-writing part) adds TTFT of a 32k and a 100k
+#           prompt on the 8B shape (bf16, written in the background from the start)  +~1 min
 #    moe-fp8 FP8 MoE experts (issue 45): test_backend_cuda's CudaMoeExperts.* (the reference
 #           kernel and the e4m3 tensor-core one, TANDEM_FP8_MOE_TC, against the CPU twin and
 #           each other) and test_golden's CudaFp8Gate.* with TANDEM_FP8_MOE_TC=1; then on
@@ -83,19 +74,16 @@
 #           with =1 (its prompt steps, over 256 rows, keep the copy either way). At 256 rows (weights decoded
 #           four times) the copy may stay ahead: then kBlockTilesMaxRows (cuda_block_tiles.h,
 #           256; prefill-sized steps always keep the copy) drops to 128.
-#    gguf-moe GGUF MoE experts on the shared-memory tiles (TANDEM_GGUF_MOE_TILES, off by default;
-#           cuda_moe_block_tiles.cu), issue 42: test_backend_cuda's CudaBlock* tests (the new
-#           CudaBlockMoe.SharedMemoryTiles... against the CPU twin and the wmma kernels, and the
-#           dense tiles, whose pieces it shares); bench/cuda_gguf_bench moe (PACK_BENCHES=
-#           cuda_gguf_bench) on one Qwen3-30B-A3B layer's experts, GGUF_MOE_TYPES (default
-#           q4_k,q6_k,q8_0) at GGUF_MOE_ROWS tokens (default 1,8,64,256), "wmma" and "tiles"
-#           with the tiles' max relative difference; then a Qwen3-30B-A3B-shaped Q4_K_M file
-#           (8 layers, random-model --gguf, written while the tests run) decode-b1 and 64 rows
-#           offline with TANDEM_GGUF_MOE_TILES=0 and =1                                 ~4 min
-#           The switch becomes the default when the tiles take fewer us a layer at every
-#           row count for each type, their diff stays ~1e-2 or less (bf16 outputs of the same
-#           bf16 weights: only the f32 sums' order and the roundings it flips differ), the
-#           tests pass and both offline figures are no lower with =1.
+#    gguf-moe GGUF MoE experts on the shared-memory tiles (the default; cuda_moe_block_tiles.cu,
+#           issue 42; the wmma kernels the fallback, TANDEM_GGUF_MOE_TILES=0):
+#           test_backend_cuda's CudaBlock* tests (CudaBlockMoe.SharedMemoryTiles... against the
+#           CPU twin and the wmma kernels, and the dense tiles, whose pieces it shares);
+#           bench/cuda_gguf_bench moe (PACK_BENCHES=cuda_gguf_bench) on one Qwen3-30B-A3B
+#           layer's experts, GGUF_MOE_TYPES (default q4_k,q6_k,q8_0) at GGUF_MOE_ROWS tokens
+#           (default 1,8,64,256), "wmma" and "tiles" with the tiles' max relative difference;
+#           then a Qwen3-30B-A3B-shaped Q4_K_M file (8 layers, random-model --gguf, written
+#           while the tests run) decode-b1 and 64 rows offline (GGUF_MOE_OFFLINE=0: the
+#           kernels and tests only)                                                   ~3 min
 #    gguf-b1 the 8B shape in Q4_K_M (random-model --gguf, written while the tests run):
 #           decode-b1 and 64 rows offline (offline_bench), tandem only
 #    gguf-cpu scripts/gpu_gguf.sh cpu: the CPU figures on this quiet machine (two pinned
@@ -118,17 +106,6 @@
 #           its tok/s within noise of off's)
 #    spec-load  the spec part's 64- and 256-row runs off / n-gram, medians of three (never
 #           below off, issue 44 item 4)                                               ~3 min
-#    fp8-stream  the FP8 weight stream's variants (issue 45; TANDEM_FP8_STREAM=ring|direct|
-#           deep|split, CudaOptions::fp8_stream): bench/cuda_fp8_bench 20 stream
-#           (PACK_BENCHES=cuda_fp8_bench: µs and GB/s of each 8B layer linear at 1 and 2 rows,
-#           then µs a layer, per variant); test_backend_cuda '*Fp8*' once (the binary reads
-#           no environment: its StreamVariants... test runs all four variants against the
-#           CPU twin and checks that each repeats itself bit for bit); then the 8B shape's
-#           FP8 decode-b1 (--quantization fp8) under each variant, ring direct deep split,
-#           then split deep direct ring                                              ~6 min
-#           A variant becomes the default when its decode-b1 beats ring's in both rounds
-#           (ring: 267 tok/s on an H100; the bar is 0.85 of the roofline, ~356 on an H100,
-#           470 on an H200) and the tests pass.
 #    tp-multi  several GPUs of one host (a multi-GPU kind): the NCCL golden tests (TP=N
 #           against one GPU), then the 8B shape's decode-b1 and 64 rows at TP = 1, 2, 4, 8 as
 #           the GPUs allow (--tensor-parallel-size); skips on one GPU                ~3 min
@@ -240,16 +217,16 @@ if has moe-fp8; then
   moe_writer=$!
 fi
 tp_timings=${TP_TIMINGS:-1}  # TP_TIMINGS=0: the tp part's tests only
-if has spec || has spec-load || has fp8-stream || has tp-multi || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
-  big=1; has spec || has spec-load || has fp8-stream || has embed || big=0
+if has spec || has spec-load || has tp-multi || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
+  big=1; has spec || has spec-load || has embed || big=0
   ( { [ "$big" = 0 ] || "$G/tandem" random-model --like llama-3.1-8b --out "$M8"; } && \
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
   writer=$!
 fi
-persist_writer=  # attn-persist with PERSIST_TTFT=1 and no other part writing models: the 8B shape
-if has attn-persist && [ "${PERSIST_TTFT:-0}" = 1 ] && [ -z "$writer" ]; then
-  "$G/tandem" random-model --like llama-3.1-8b --out "$M8" > "$L/random-8b-persist.log" 2>&1 &
-  persist_writer=$!
+long_writer=  # attn-long with ATTN_TTFT=1 and no other part writing models: the 8B shape
+if has attn-long && [ "${ATTN_TTFT:-0}" = 1 ] && [ -z "$writer" ]; then
+  "$G/tandem" random-model --like llama-3.1-8b --out "$M8" > "$L/random-8b-long.log" 2>&1 &
+  long_writer=$!
 fi
 
 if has tp && [ "${TP_TESTS:-1}" = 1 ]; then  # the NCCL checks need only the fixtures
@@ -275,37 +252,35 @@ if has tests; then
   grep -E '^\[  FAILED  \]' "$L/golden.log" | head -20
 fi
 
-if has attn-persist; then
-  timeout 240 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttentionSm90*' > "$L/persist-tests.log" 2>&1
+if has attn-long; then
+  timeout 240 "$G/tests/test_backend_cuda" --gtest_filter='CudaAttentionSm90*' > "$L/long-tests.log" 2>&1
   rc=$?
-  echo "attn-persist CudaAttentionSm90* rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' "$L/persist-tests.log" | tr '\n' ' ')"
-  grep -B1 -A7 'Failure$' "$L/persist-tests.log" | head -40
+  echo "attn-long CudaAttentionSm90* rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' "$L/long-tests.log" | tr '\n' ' ')"
+  grep -B1 -A7 'Failure$' "$L/long-tests.log" | head -40
   if [ "$rc" = 124 ]; then
-    echo "attn-persist: the sm90 tests HUNG (the persistent variant's mbarriers?): no timings"
+    echo "attn-long: the sm90 tests HUNG: no timings"
   elif [ ! -x "$G/bench/cuda_attention_bench" ]; then
-    echo "attn-persist: no cuda_attention_bench in the bundle (pack with PACK_BENCHES=cuda_attention_bench)"
+    echo "attn-long: no cuda_attention_bench in the bundle (pack with PACK_BENCHES=cuda_attention_bench)"
   else
-    for round in 1 2; do
-      timeout 150 "$G/bench/cuda_attention_bench" 20 prefill-long-sm90 > "$L/persist-bench-$round.log" 2>&1
-      echo "attn-persist round $round rc=$?:"
-      grep -E '^prefill|SMs' "$L/persist-bench-$round.log"
+    for round in $(seq 1 "${ATTN_LONG_ROUNDS:-2}"); do
+      timeout 150 "$G/bench/cuda_attention_bench" 20 prefill-long-sm90 > "$L/long-bench-$round.log" 2>&1
+      echo "attn-long round $round rc=$?:"
+      grep -E '^prefill|SMs' "$L/long-bench-$round.log"
     done
-    timeout 150 python3 bench/sdpa_cudnn_bench.py 2>&1 | tee "$L/persist-sdpa.log"
+    timeout 150 python3 bench/sdpa_cudnn_bench.py 2>&1 | tee "$L/long-sdpa.log"
   fi
-  if [ "${PERSIST_TTFT:-0}" = 1 ] && [ "$rc" != 124 ]; then
-    if [ -z "$persist_writer" ]; then
-      echo "attn-persist TTFT skipped: another part writes the models (run attn-persist alone)"
-    elif wait "$persist_writer"; then
+  if [ "${ATTN_TTFT:-0}" = 1 ] && [ "$rc" != 124 ]; then
+    if [ -z "$long_writer" ]; then
+      echo "attn-long TTFT skipped: another part writes the models (run attn-long alone)"
+    elif wait "$long_writer"; then
       for n in 32768 100000; do
-        for p in 0 1; do
-          fits 60 "TTFT $n TANDEM_SM90_PERSIST=$p" || break
-          TANDEM_SM90_PERSIST=$p timeout 120 "$G/bench/offline_bench" "$M8" --num 1 --batch 1 \
-            --input "$n" --output 1 > "$L/persist-ttft-$n-$p.log" 2>&1
-          echo "TTFT $n-token prompt, TANDEM_SM90_PERSIST=$p: $(grep -E 'output tokens in' "$L/persist-ttft-$n-$p.log" | sed 's/^ *//' | tail -1)"
-        done
+        fits 60 "TTFT $n" || break
+        timeout 120 "$G/bench/offline_bench" "$M8" --num 1 --batch 1 \
+          --input "$n" --output 1 > "$L/long-ttft-$n.log" 2>&1
+        echo "TTFT $n-token prompt: $(grep -E 'output tokens in' "$L/long-ttft-$n.log" | sed 's/^ *//' | tail -1)"
       done
     else
-      echo "attn-persist: random-model failed: $(tail -3 "$L/random-8b-persist.log")"
+      echo "attn-long: random-model failed: $(tail -3 "$L/random-8b-long.log")"
     fi
   fi
 fi
@@ -494,14 +469,12 @@ if has gguf-moe; then
   if [ "${GGUF_MOE_OFFLINE:-1}" = 0 ]; then  # the kernels and tests only
     kill "$gguf_moe_writer" 2> /dev/null
   elif wait "$gguf_moe_writer"; then
-    for tiles in 0 1; do
-      for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
-                 "64 rows:--num 128 --batch 64 --input 128 --output 128"; do
-        read -ra a <<< "${run#*:}"
-        log="$L/gguf-moe-${run%%:*}-$tiles.log" && log=${log// /-}
-        TANDEM_GGUF_MOE_TILES=$tiles timeout 150 "$G/bench/offline_bench" "$QMG" "${a[@]}" > "$log" 2>&1
-        echo "gguf qwen3moe-8l Q4_K_M ${run%%:*} TANDEM_GGUF_MOE_TILES=$tiles: $(grep -oE '[0-9.]+ output tok/s.*' "$log" | tail -1); $(grep -oE 'decode-only steps:.*' "$log" | tail -1)"
-      done
+    for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
+               "64 rows:--num 128 --batch 64 --input 128 --output 128"; do
+      read -ra a <<< "${run#*:}"
+      log="$L/gguf-moe-${run%%:*}.log" && log=${log// /-}
+      timeout 150 "$G/bench/offline_bench" "$QMG" "${a[@]}" > "$log" 2>&1
+      echo "gguf qwen3moe-8l Q4_K_M ${run%%:*}: $(grep -oE '[0-9.]+ output tok/s.*' "$log" | tail -1); $(grep -oE 'decode-only steps:.*' "$log" | tail -1)"
     done
   else
     echo "random GGUF MoE model failed: $(tail -3 "$L/random-gguf-moe.log")"
@@ -527,20 +500,7 @@ if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
-if has fp8-stream; then  # the kernels and tests while the random models are written
-  if [ -x "$G/bench/cuda_fp8_bench" ]; then
-    timeout 150 "$G/bench/cuda_fp8_bench" 20 stream > "$L/fp8-stream-bench.log" 2>&1
-    echo "cuda_fp8_bench stream rc=$?"; grep -E '^stream ' "$L/fp8-stream-bench.log"
-  else
-    echo "fp8-stream: no cuda_fp8_bench in the bundle (pack with PACK_BENCHES=cuda_fp8_bench)"
-  fi
-  # The test binary reads no environment: its StreamVariants... test sets each variant itself.
-  timeout 200 "$G/tests/test_backend_cuda" --gtest_filter='*Fp8*' > "$L/fp8-stream-tests.log" 2>&1
-  echo "test_backend_cuda '*Fp8*' rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/fp8-stream-tests.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]|Failure' "$L/fp8-stream-tests.log" | head -10
-fi
-
-has spec || has spec-load || has fp8-stream || has tp-multi || has moe-fp8 || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
+has spec || has spec-load || has tp-multi || has moe-fp8 || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
 [ -z "$writer" ] || wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
 echo "models written at ${SECONDS}s"
 
@@ -605,14 +565,6 @@ if has tp && [ "$tp_timings" = 1 ]; then  # the seam's cost: the same runs, sing
   TANDEM_TP_EXECUTOR=1 ob tp-offline-64-nccl1 25 -- --model "$M1" "${o64[@]}" --repeat 3
   [ "${TP_NOOVERLAP:-0}" = 1 ] && TANDEM_OVERLAP=0 ob tp-offline-64-single-nooverlap 25 -- --model "$M1" "${o64[@]}"
   grep -hE 'tensor-parallel executor|NCCL|error' "$L"/tp-*-nccl1.log | head -5
-fi
-
-if has fp8-stream; then  # decode-b1 in FP8 under each stream, two rounds in opposite orders
-  round=1
-  for v in ring direct deep split - split deep direct ring; do  # FP8_STREAM_ROUNDS=1: one round
-    [ "$v" = - ] && { [ "${FP8_STREAM_ROUNDS:-2}" = 1 ] && break; round=2; continue; }
-    TANDEM_FP8_STREAM=$v ob "decode-b1-fp8-stream-$v-$round" 40 -- "${b1[@]}" --quantization fp8
-  done
 fi
 
 if has tp-multi; then  # several GPUs of one host (issue 47's plan, bench/RESULTS.md)

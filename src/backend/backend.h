@@ -265,13 +265,6 @@ class Backend {
 // The CPU backend, on the process-wide thread pool.
 std::unique_ptr<Backend> make_cpu_backend();
 
-// The FP8 weight stream of 1–8 row linears (cuda_gemv_fp8.h): Ring, the default, one CTA
-// per SM fed by bulk copies through a shared-memory ring; Direct, the same CTAs loading
-// their weights straight into registers (Deep: two batches a warp in flight); Split, small
-// CTAs splitting K in clusters. The last three are candidates until measured on a GPU
-// (issue 45); they take per-channel and per-tensor scales (block scales keep Ring).
-enum class Fp8Stream : uint8_t { Ring, Direct, Deep, Split };
-
 // Pieces of the CUDA fast path that can be turned off (the environment switches of
 // cli/env_switches.h set them). Each backend holds its own, except pdl, which every kernel
 // launch reads process-wide: the last backend made (or set_options) sets it.
@@ -280,12 +273,8 @@ struct CudaOptions {
   bool pdl = true;   // kernels overlap their prologue with the previous kernel's tail
   bool sm90_prefill = true;        // prefill attention on the wgmma kernel where it fits; off:
                                    // the mma.sync kernel everywhere (cuda_attention_prefill.h)
-  int sm90_persist = 0;            // the sm90 prefill's persistent variant where its TMA
-                                   // producer runs (cuda_attention_persist_sm90.cu): 0 off,
-                                   // -1 a CTA per SM, n > 0 n CTAs (tests); off until measured
   bool fp8_fast_accum = true;      // many-row FP8 GEMMs chain all of K in the tensor cores'
                                    // accumulator; off: f32 every 128 columns (cuda_linear_fp8.h)
-  Fp8Stream fp8_stream = Fp8Stream::Ring;  // which FP8 weight stream 1–8 row linears run
   bool fp8_moe_tc = true;          // FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync;
                                    // 2.2-2.5x the reference on an H200); off: the bf16-widening
                                    // reference kernel (cuda_moe_gemm.h), the fallback

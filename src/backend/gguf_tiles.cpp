@@ -6,7 +6,7 @@ namespace tandem {
 
 namespace {
 std::atomic<bool> g_tiles{true};  // read at every launch, set at start-up (or by a bench)
-std::atomic<bool> g_moe_tiles{false};
+std::atomic<bool> g_moe_tiles{true};
 }  // namespace
 
 bool gguf_tiles() {

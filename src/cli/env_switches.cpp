@@ -29,18 +29,6 @@ bool read_prefill(const EnvLookup& lookup) {
   return s == "sm90";
 }
 
-// TANDEM_FP8_STREAM: the FP8 weight stream of 1–8 row linears.
-Fp8Stream read_fp8_stream(const EnvLookup& lookup) {
-  const char* v = lookup("TANDEM_FP8_STREAM");
-  if (!v) return Fp8Stream::Ring;
-  const std::string_view s(v);
-  if (s == "ring") return Fp8Stream::Ring;
-  if (s == "direct") return Fp8Stream::Direct;
-  if (s == "deep") return Fp8Stream::Deep;
-  if (s == "split") return Fp8Stream::Split;
-  fail("TANDEM_FP8_STREAM='{}': expected ring, direct, deep or split", s);
-}
-
 int read_threads(const EnvLookup& lookup) {
   const char* v = lookup("TANDEM_THREADS");
   if (!v) return 0;
@@ -73,14 +61,12 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.cuda.fp8_fast_accum = read_switch(lookup, "TANDEM_FP8_FAST_ACCUM").value_or(true);
   s.cuda.fp8_moe_tc = read_switch(lookup, "TANDEM_FP8_MOE_TC").value_or(true);
   s.cuda.sm90_prefill = read_prefill(lookup);
-  s.cuda.sm90_persist = read_switch(lookup, "TANDEM_SM90_PERSIST").value_or(false) ? -1 : 0;
-  s.cuda.fp8_stream = read_fp8_stream(lookup);
   s.vision_timing = read_switch(lookup, "TANDEM_VISION_TIMING").value_or(false);
   s.tp_executor = read_switch(lookup, "TANDEM_TP_EXECUTOR").value_or(false);
   s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);
   s.gguf_tiles = read_switch(lookup, "TANDEM_GGUF_TILES").value_or(true);
-  s.gguf_moe_tiles = read_switch(lookup, "TANDEM_GGUF_MOE_TILES").value_or(false);
+  s.gguf_moe_tiles = read_switch(lookup, "TANDEM_GGUF_MOE_TILES").value_or(true);
   if (const char* a = lookup("TANDEM_CPU_BLOCK_ARITHMETIC")) s.cpu_block_arithmetic = a;
   return s;
 }

@@ -21,13 +21,10 @@
 //                           tensor-core tiles that decode the weight in shared memory
 //                           (backend/gguf_tiles.h, cuda_block_tiles.h; measured faster on
 //                           an H100); off: the decoded bf16 copy + cuBLASLt, the fallback
+//   TANDEM_GGUF_MOE_TILES   GGUF MoE experts' grouped GEMMs on the same tiles (cuda_moe_gemm.h;
+//                           measured faster on an H100, issue 42); off: the wmma kernels, the
+//                           fallback
 // Off unless set to something other than "0":
-//   TANDEM_GGUF_MOE_TILES   GGUF MoE experts' grouped GEMMs on the shared-memory tiles of the
-//                           dense GGUF linears (cuda_moe_gemm.h; issue 42, off until measured
-//                           on a GPU); off: the wmma kernels
-//   TANDEM_SM90_PERSIST     the sm90 prefill's persistent variant (a CTA per SM walking the
-//                           query tiles, cuda_attention_persist_sm90.cu; issue 45, off until
-//                           measured on a GPU)
 //   TANDEM_TP_EXECUTOR      the tensor-parallel executor even at --tensor-parallel-size 1: one
 //                           rank with its communicator (NCCL on --device cuda), to measure
 //                           the seam's cost and check it against the single worker
@@ -38,9 +35,6 @@
 // Valued (a bad value is an error naming the variable):
 //   TANDEM_ATTN_PREFILL=mma|sm90  mma: prefill attention on the mma.sync kernel everywhere
 //                                 (the fallback should the sm90 kernel misbehave)
-//   TANDEM_FP8_STREAM=ring|direct|deep|split  the FP8 weight stream of 1–8 row linears
-//                                 (CudaOptions::fp8_stream; the last three are candidates
-//                                 until measured, issue 45); unset: ring
 //   TANDEM_THREADS=N              the CPU backend's threads (--threads wins)
 //   TANDEM_CPU_ISA=avx2|avx512    cap the CPU kernels' instruction set
 //   TANDEM_CPU_BLOCK_ARITHMETIC=exact|int8  how the CPU backend multiplies GGUF block
@@ -69,7 +63,7 @@ struct EnvSwitches {
   bool vision_timing = false;        // TANDEM_VISION_TIMING
   bool tp_executor = false;          // TANDEM_TP_EXECUTOR
   bool gguf_tiles = true;            // TANDEM_GGUF_TILES (a process-wide setting)
-  bool gguf_moe_tiles = false;       // TANDEM_GGUF_MOE_TILES (a process-wide setting)
+  bool gguf_moe_tiles = true;        // TANDEM_GGUF_MOE_TILES (a process-wide setting)
 };
 
 // A variable's value, or null when unset (std::getenv's contract).

@@ -234,8 +234,7 @@ void CudaBackend::attention(Tensor& out, const Tensor& q, const PagedKv& cache,
     sp.counters = split_counters();
   }
   attn::launch_decode(a, sp, num_x, stream_);
-  if (!all_decode)
-    attn::launch_prefill(a, props_, options_.sm90_prefill, options_.sm90_persist, stream_);
+  if (!all_decode) attn::launch_prefill(a, props_, options_.sm90_prefill, stream_);
 }
 
 }  // namespace tandem

@@ -72,16 +72,14 @@ struct SplitArgs {
 // up to the next compiled size; `padded_head_dim` names it (0 = unsupported).
 int padded_head_dim(int head_dim);
 // Rows with >= 2 query tokens, on the kernel choose_prefill_kernel (cuda_attention_prefill.h)
-// names for the device. sm90_persist: CudaOptions::sm90_persist (0: one CTA per query
-// tile; -1: the persistent variant, a CTA per SM; n > 0: it with n CTAs).
-void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, bool sm90_on, int sm90_persist,
+// names for the device.
+void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, bool sm90_on,
                     cudaStream_t stream);
 // The Hopper (wgmma) prefill kernel (cuda_attention_prefill_sm90.cu): bf16 or e4m3 cache,
 // head dims in (32, 256] padded to 64 / 128 / 256 (`sm90_padded_head_dim`, 0 = not
 // covered), any block size; `prefill_sm90_smem_bytes` is its shared memory per CTA
-// (0 = head dim not covered). persist_ctas > 0: where the TMA producer runs, the persistent
-// variant with that many CTAs (cuda_attention_persist_sm90.cu) instead.
-void launch_prefill_sm90(const AttnArgs& a, int persist_ctas, cudaStream_t stream);
+// (0 = head dim not covered).
+void launch_prefill_sm90(const AttnArgs& a, cudaStream_t stream);
 int sm90_padded_head_dim(int head_dim);
 int prefill_sm90_smem_bytes(int head_dim, bool kv_f8);
 // Tokens of 1-token rows (by_row) or every token (!by_row), over num_x = B or T.

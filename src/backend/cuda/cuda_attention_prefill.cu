@@ -140,11 +140,10 @@ int padded_head_dim(int head_dim) {
   return 0;
 }
 
-void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, bool sm90_on, int sm90_persist,
+void launch_prefill(const AttnArgs& a, const cudaDeviceProp& props, bool sm90_on,
                     cudaStream_t stream) {
   if (cuda::choose_prefill_kernel(a.head_dim, a.kv_f8, props, sm90_on) == cuda::PrefillKernel::Sm90)
-    return launch_prefill_sm90(a, sm90_persist < 0 ? props.multiProcessorCount : sm90_persist,
-                               stream);
+    return launch_prefill_sm90(a, stream);
   switch (padded_head_dim(a.head_dim)) {
     case 32:
       return launch<32, 32>(a, stream);

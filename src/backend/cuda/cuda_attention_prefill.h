@@ -21,9 +21,6 @@
 //   CpAsync (128 producer threads, 16-byte cp.async row by row through the table)
 //     otherwise: the e4m3 cache (widened by the producer), block sizes such as 12 or below
 //     8, head dims < 64.
-// Where Tma runs, CudaOptions::sm90_persist (TANDEM_SM90_PERSIST=1; off by default until
-// measured, issue 45) swaps in the persistent variant: a fixed grid of CTAs walking the
-// (query tile, kv head) items (cuda_attention_persist_sm90.cu).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -56,6 +56,11 @@
 //
 // Work split is the mma.sync kernel's: grid.x is an upper bound on the query tiles
 // (ceil(T·G/128) + B), each CTA finds its (row, tile) on the device; grid.y = kv head.
+// A persistent variant (a CTA per SM walking the (tile, kv head) items longest first, in
+// FlashAttention-3's L2 sections, the next item's Q and first tiles under the last one's
+// tail) was measured against this on an H100 (issue 45) and deleted: µs at 8k / 32k /
+// 128k keys, this kernel / persistent, 985.6 / 974.5, 14086.7 / 14240.6, 222320 / 225021,
+// and in a second round 995.7 / 1021.2, 14696 / 14386, 223274 / 225805: no steady gain.
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -65,7 +70,6 @@
 #include "backend/cuda/cuda_attention_prefill_tiles.cuh"
 #include "backend/cuda/cuda_attention_sm90.cuh"
 #include "backend/cuda/cuda_attention_sm90_load.cuh"
-#include "backend/cuda/cuda_attention_sm90_prefill.cuh"
 #include "backend/cuda/cuda_attention_sm90_softmax.cuh"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
@@ -80,7 +84,41 @@ namespace tandem::attn {
 
 namespace {
 
-using namespace sm90_prefill;  // the CTA shape, Config, Ring, the consumers' products
+constexpr int kBlockM = 128;       // packed query rows per CTA, 64 per consumer warpgroup
+constexpr int kSm90Threads = 384;  // producer warpgroup + 2 consumer warpgroups
+// Registers per producer / consumer thread (setmaxnreg); build knobs for measurements.
+#ifndef TANDEM_SM90_PRODUCER_REGS
+#define TANDEM_SM90_PRODUCER_REGS 56
+#endif
+#ifndef TANDEM_SM90_CONSUMER_REGS
+#define TANDEM_SM90_CONSUMER_REGS 224
+#endif
+constexpr int kProducerRegs = TANDEM_SM90_PRODUCER_REGS;
+constexpr int kConsumerRegs = TANDEM_SM90_CONSUMER_REGS;
+static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "one CTA's registers");
+
+template <int D, bool F8 = false>
+struct Config {
+  static constexpr int kBlockN = D == 256 ? 64 : 128;  // keys per tile
+  static constexpr int kStagesV = D == 64 ? 3 : 2;
+  static constexpr int kStagesK = kStagesV;
+  static constexpr int kStagesMax = kStagesK;
+  static constexpr int kQBytes = kBlockM * D * 2;
+  static constexpr int kTileBytes = kBlockN * D * 2;      // one K or V tile
+  static constexpr int kRawBytes = F8 ? kBlockN * D : 0;  // one staged e4m3 tile
+  // Q, the K ring, the V ring, two raw tiles; +1024: the window is aligned up to a
+  // swizzle atom inside the kernel. With d128 and a bf16 cache the CTA holds 167,056 B,
+  // just under the 164 KiB carve-out (the variants measured past it lost: bench/RESULTS.md).
+  static constexpr int kSmem = 1024 + kQBytes + (kStagesK + kStagesV) * kTileBytes + 2 * kRawBytes;
+  static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles start on swizzle atoms");
+};
+
+// The CTA's shared-memory buffers (shared-window addresses) and mbarriers.
+struct Ring {
+  uint32_t q, k, v, raw;  // raw: two e4m3 staging tiles, by copy parity
+  uint64_t *full_k, *empty_k, *full_v, *empty_v;
+  uint64_t* full_q;  // TMA producer only: Q's cp.async copies (K0's `full` otherwise)
+};
 
 // ---------------------------------------------------------------- producer
 
@@ -230,6 +268,64 @@ __device__ void produce_tma(const AttnArgs& a, const TileRows<kBlockM>& rows, co
 }
 
 // ---------------------------------------------------------------- consumers
+
+// Issues S = Q·Kᵀ for the warpgroup's 64 rows (Q rows at q_rows, K tile at k_tile) as
+// one wgmma group; the caller waits.
+template <int D>
+__device__ __forceinline__ void issue_qk(float (&s)[Config<D>::kBlockN / 8][4], uint32_t q_rows,
+                                         uint32_t k_tile) {
+  constexpr int kBlockN = Config<D>::kBlockN;
+  sm90::fence_operands(s);
+  sm90::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ks++) {
+    const uint32_t k_off = uint32_t((ks % 4) * 32);  // 16 columns inside a 64-column block
+    const uint64_t da = sm90::sw128_desc(q_rows + uint32_t((ks / 4) * kBlockM * 128) + k_off, 16);
+    const uint64_t db = sm90::sw128_desc(k_tile + uint32_t((ks / 4) * kBlockN * 128) + k_off, 16);
+    sm90::wgmma_ss<kBlockN>(s, da, db, ks > 0 ? 1 : 0);
+  }
+  sm90::wgmma_commit();
+}
+
+// Issues O += P·V (P as bf16 A fragments, 16 keys per wgmma) as one wgmma group; o and
+// pa must not be touched until it completes. The caller fenced o and pa after writing
+// them (fence_operands), before S's wgmma group opened: register accesses inside an open
+// group would serialize the wgmmas (ptxas C7514).
+template <int D>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 8][4],
+                                         uint32_t (&pa)[Config<D>::kBlockN / 16][4],
+                                         uint32_t v_tile) {
+  constexpr int kBlockN = Config<D>::kBlockN;
+  sm90::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kBlockN / 16; kk++) {
+    const uint64_t db = sm90::sw128_desc(v_tile + uint32_t(kk * 16 * 128), kBlockN * 128);
+    sm90::wgmma_rs<D>(o, pa[kk], db);
+  }
+  sm90::wgmma_commit();
+}
+
+// Ping-pong: warpgroup cw issues its GEMMs between waiting on barrier 1 + cw and arriving
+// on the other's, 2 - cw. Warpgroup 1 opens with an arrival on 1 so warpgroup 0 goes
+// first, and skips its arrival after its last GEMMs, so each barrier sees as many
+// arrivals as waits. Both warpgroups walk the same key tiles, so they take equal turns.
+template <bool kPingPong>
+__device__ __forceinline__ void turn_begin(int cw) {
+  if constexpr (kPingPong) sm90::named_bar_sync(1 + cw, 256);
+}
+template <bool kPingPong>
+__device__ __forceinline__ void turn_end(int cw, bool last) {
+  if constexpr (kPingPong)
+    if (!(last && cw == 1)) sm90::named_bar_arrive(2 - cw, 256);
+}
+
+// Waits for a `full` phase; with the bf16 producer the landed cp.async writes are then
+// fenced into the async proxy here, by the reader, before its wgmma reads them.
+template <bool kFenceAfter>
+__device__ __forceinline__ void wait_full(uint64_t* bar, uint32_t parity) {
+  cuda::mbar_wait(bar, parity);
+  if constexpr (kFenceAfter) sm90::fence_proxy_async();
+}
 
 // A consumer warpgroup (cw = 0 or 1): rows 64·cw .. 64·cw + 63 of the CTA's tile; key
 // tiles from kmin.
@@ -397,7 +493,7 @@ void launch_kernel(const AttnArgs& a, const CUtensorMap& map_k, const CUtensorMa
 }
 
 template <int D>
-void launch(const AttnArgs& a, int persist_ctas, cudaStream_t stream) {
+void launch(const AttnArgs& a, cudaStream_t stream) {
   const CUtensorMap none{};
   const int64_t num_slots = int64_t(a.num_blocks) * a.block_size;
   if (a.kv_f8) return launch_kernel<D, uint8_t, false>(a, none, none, stream);
@@ -408,8 +504,6 @@ void launch(const AttnArgs& a, int persist_ctas, cudaStream_t stream) {
   const auto map = [&](const void* base) {
     return cuda::kv_tensor_map({base, a.head_dim, a.num_kv_heads, box, num_slots});
   };
-  if (persist_ctas > 0)  // the persistent variant (issue 45), behind its switch
-    return launch_prefill_persist_sm90(a, map(a.k), map(a.v), persist_ctas, stream);
   launch_kernel<D, bf16, true>(a, map(a.k), map(a.v), stream);
 }
 
@@ -436,14 +530,14 @@ int prefill_sm90_smem_bytes(int head_dim, bool kv_f8) {
   }
 }
 
-void launch_prefill_sm90(const AttnArgs& a, int persist_ctas, cudaStream_t stream) {
+void launch_prefill_sm90(const AttnArgs& a, cudaStream_t stream) {
   switch (sm90_padded_head_dim(a.head_dim)) {
     case 64:
-      return launch<64>(a, persist_ctas, stream);
+      return launch<64>(a, stream);
     case 128:
-      return launch<128>(a, persist_ctas, stream);
+      return launch<128>(a, stream);
     case 256:
-      return launch<256>(a, persist_ctas, stream);
+      return launch<256>(a, stream);
     default:
       cuda_fail("attention prefill (sm90): head dim outside (32, 256]");
   }

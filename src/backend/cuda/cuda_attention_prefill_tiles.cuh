@@ -70,33 +70,6 @@ struct TileRows {
   int hi_min, lo_max;  // keys in [lo_max, hi_min] are visible to every row
 };
 
-// Row r of the tile: its offset and visible key range, folded into the tile's bounds (which
-// the caller has reset). An invalid row gets an empty range.
-template <int M>
-__device__ __forceinline__ void setup_row(TileRows<M>& t, const AttnArgs& a, int row, int row_tile,
-                                          int kvh, int r) {
-  const int t0 = a.seq_starts[row], n = a.seq_starts[row + 1] - t0;
-  const int idx = row_tile * M + r;
-  if (idx < n * a.group) {
-    const int tok = t0 + idx / a.group, head = kvh * a.group + idx % a.group;
-    const int p = a.positions[tok];
-    const int lo = first_key(p, a.window);
-    int hi = p;
-    if (a.media_ends) hi = max(hi, a.media_ends[tok] - 1);  // the rest of its image
-    t.off[r] = (int64_t(tok) * a.num_q_heads + head) * a.head_dim;
-    t.lo[r] = lo;
-    t.hi[r] = hi;
-    atomicMin(&t.kmin, lo);
-    atomicMax(&t.kmax, hi);
-    atomicMin(&t.hi_min, hi);
-    atomicMax(&t.lo_max, lo);
-  } else {
-    t.off[r] = -1;
-    t.lo[r] = 1;
-    t.hi[r] = -1;
-  }
-}
-
 // Whole CTA (THREADS >= M); ends with a barrier.
 template <int M>
 __device__ void setup_rows(TileRows<M>& t, const AttnArgs& a, int row, int row_tile, int kvh) {
@@ -108,7 +81,28 @@ __device__ void setup_rows(TileRows<M>& t, const AttnArgs& a, int row, int row_t
     t.lo_max = -1;
   }
   __syncthreads();
-  if (tid < M) setup_row(t, a, row, row_tile, kvh, tid);
+  if (tid < M) {
+    const int t0 = a.seq_starts[row], n = a.seq_starts[row + 1] - t0;
+    const int idx = row_tile * M + tid;
+    if (idx < n * a.group) {
+      const int tok = t0 + idx / a.group, head = kvh * a.group + idx % a.group;
+      const int p = a.positions[tok];
+      const int lo = first_key(p, a.window);
+      int hi = p;
+      if (a.media_ends) hi = max(hi, a.media_ends[tok] - 1);  // the rest of its image
+      t.off[tid] = (int64_t(tok) * a.num_q_heads + head) * a.head_dim;
+      t.lo[tid] = lo;
+      t.hi[tid] = hi;
+      atomicMin(&t.kmin, lo);
+      atomicMax(&t.kmax, hi);
+      atomicMin(&t.hi_min, hi);
+      atomicMax(&t.lo_max, lo);
+    } else {
+      t.off[tid] = -1;
+      t.lo[tid] = 1;
+      t.hi[tid] = -1;
+    }
+  }
   __syncthreads();
 }
 

@@ -108,7 +108,7 @@ __device__ __forceinline__ void bf16x16_from_f8x16(const uint4& in, uint4& lo, u
   hi = make_uint4(out[4], out[5], out[6], out[7]);
 }
 
-// The weight streams' product (cuda_gemv_fp8*.cu): d += A (16 x 32, e4m3) · B (32 x 8,
+// The weight stream's product (cuda_gemv_fp8.cu): d += A (16 x 32, e4m3) · B (32 x 8,
 // e4m3), f32 accumulate.
 __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
                                          uint32_t a3, uint32_t b0, uint32_t b1) {

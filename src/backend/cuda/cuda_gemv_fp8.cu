@@ -42,9 +42,11 @@
 // kernel before it ends (weights are never written by a step); the consumers wait before
 // reading x.
 //
-// The default of CudaOptions::fp8_stream (Ring); cuda_gemv_fp8_wide.cu holds the candidates
-// beside it (direct loads, one or two batches deep; K split in clusters), which
-// launch_fp8_gemv picks by that option.
+// Three other streams were measured against this ring on an H100 (issue 45) and deleted:
+// each CTA loading its weights straight into registers ("direct"), the same two batches a
+// warp deep ("deep"), and K split over the CTAs of a cluster ("split"). The 8B layer's four
+// linears at 1 row took ring 91.0 µs, direct 112.1, deep 100.9, split 118.6 (2 rows: 99.1,
+// 118.2, 107.1, 120.7); FP8 decode-b1 ran at 267, 200, 215 and 206 tok/s.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -223,11 +225,6 @@ bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void*
 }
 
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
-  const Fp8Stream v = be.options().fp8_stream;
-  if (v != Fp8Stream::Ring && !a.w_scales.block()) {
-    if (v == Fp8Stream::Split) return launch_fp8_gemv_split(be, out, a);
-    return launch_fp8_gemv_direct(be, out, a, v == Fp8Stream::Deep);
-  }
   if (out.dtype == DType::F32) return launch<float>(be, out, a);
   launch<bf16>(be, out, a);
 }

@@ -23,16 +23,7 @@ struct Fp8GemvArgs {
 // block scales (if any) 128 columns wide, 16-byte aligned). block_k: 0 without block
 // scales. Whether the weight streams are switched on is the caller's (CudaOptions::gemv).
 bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void* x, const void* w);
-// Launches it (the caller validated shapes, dtypes and fp8_gemv_fits): the variant of the
-// backend's CudaOptions::fp8_stream where it takes the weight's scales, else Ring.
+// Launches it (the caller validated shapes, dtypes and fp8_gemv_fits).
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args);
-
-// The candidate variants (cuda_gemv_fp8_wide.cu; per-channel and per-tensor scales only).
-// deep: Fp8Stream::Deep (two batches a warp in flight), else Direct.
-void launch_fp8_gemv_direct(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args, bool deep);
-void launch_fp8_gemv_split(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args);
-// Split's K splits (CTAs a cluster) for w [N, K] on `sms` SMs: doubled from 1 while the
-// CTAs number under 4 per SM and each split keeps at least 4 segments of 64 columns; <= 8.
-int fp8_split_count(int64_t N, int64_t K, int sms);
 
 }  // namespace tandem

@@ -351,8 +351,14 @@ void CudaBackend::moe_experts(Tensor& out, const Tensor& x, const Tensor& weight
                                                                     down_fp8, rows, D, F);
   } else if (block) {
     TANDEM_CUDA_REQUIRE(cuda::aligned16(x.data), "moe_experts: x must be 16-byte aligned");
-    // Each projection on the shared-memory tiles (gguf_moe_tiles(), TANDEM_GGUF_MOE_TILES)
-    // where they fit, else on the wmma kernel.
+    // Each projection on the shared-memory tiles (gguf_moe_tiles(), on unless
+    // TANDEM_GGUF_MOE_TILES=0; on an H100 2.6-3.6x the wmma kernels at one token, 1.15-1.6x
+    // at 8-256, the same outputs in cuda_gguf_bench) where they fit. They take every block
+    // type, shape, activation and routing the wmma kernels do; only the wmma kernels take a
+    // device whose shared memory a block is under the type's tiles (160-204 KiB: sm_90 and
+    // sm_100 hold 227 KiB, sm_120 99) and stacked experts not 16-byte aligned (the tiles'
+    // cp.async; the backend's allocations always are). The wmma kernels stay for those
+    // cases, and as the switch's fallback.
     const size_t optin = props().sharedMemPerBlockOptin;
     const bool tiles = gguf_moe_tiles() && cuda::aligned16(a.data);
     const cuda::BlockExperts gu{gate_up.ptr<uint8_t>(), gate_up.dtype};

@@ -40,7 +40,8 @@ void launch_moe_down(cudaStream_t stream, __nv_bfloat16* y, const __nv_bfloat16*
 
 // ---------------------------------------------------------------- ggml block-type experts
 // The same grouped GEMMs on experts in one of ggml's block types (core/ggml_blocks.h): each
-// weight tile decoded to bf16 in shared memory (cuda_block_decode.cuh), then the bf16 MMAs.
+// weight tile decoded to bf16 in shared memory (cuda_block_decode.cuh), then the bf16 MMAs
+// (wmma). The fallback of the shared-memory tiles below, where those cannot run.
 
 // A stacked block-type projection: expert e's rows start at row e · rows_per_expert.
 struct BlockExperts {
@@ -60,8 +61,8 @@ void launch_moe_down_block(cudaStream_t stream, __nv_bfloat16* y, const __nv_bfl
 // gate rows and the same 64 up rows), K in steps of 256 values decoded in shared memory, the
 // slots' rows gathered by cp.async, mma.sync m16n8k16. The same arithmetic as the kernels
 // above (weights rounded to bf16, f32 sums), summed in another order. Chosen by
-// gguf_moe_tiles() (backend/gguf_tiles.h: TANDEM_GGUF_MOE_TILES, off until measured) for each
-// projection the tiles fit.
+// gguf_moe_tiles() (backend/gguf_tiles.h: on unless TANDEM_GGUF_MOE_TILES=0) for each
+// projection the tiles fit; the kernels above are the fallback (cuda_moe.cu).
 // Whether the tiles take experts of `dtype` stored at w (16-byte aligned) on a device with
 // smem_optin bytes of shared memory a block (sharedMemPerBlockOptin; every type fits sm_90's).
 bool moe_block_tiles_fit(DType dtype, const void* w, size_t smem_optin);

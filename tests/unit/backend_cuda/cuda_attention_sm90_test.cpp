@@ -6,23 +6,17 @@
 // 8 (one TMA box of 8 keys), 12 (not a power of two), 16, 64, 128 and 256 (blocks wider
 // than a key tile), many query tiles per row, and a context of more than 32k keys. The
 // producer is the one choose_sm90_loads picks for the case (TMA with the consumers'
-// ping-pong; cp.async for e4m3, block size 12 and head dim 40). Where TMA runs, the
-// persistent variant (CudaOptions::sm90_persist, cuda_attention_persist_sm90.cu) runs on
-// the same inputs too, with a CTA per SM and with 3 CTAs (many items a CTA: the rings'
-// phases carried from item to item); elsewhere the option leaves the kernel as it is. The
-// rules that pick the kernel and the producer are checked on their own, without a GPU.
+// ping-pong; cp.async for e4m3, block size 12 and head dim 40). The rules that pick the
+// kernel and the producer are checked on their own, without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <initializer_list>
 #include <limits>
 #include <random>
-#include <string>
 #include <vector>
 
 #include "attention_cases.h"
-#include "backend/cuda/cuda_attention_persist_schedule.h"
 #include "backend/cuda/cuda_attention_prefill.h"
 #include "core/dtype.h"
 #include "cuda_test_util.h"
@@ -78,12 +72,6 @@ const std::vector<AttnCase>& sm90_cases() {
        params(inv_sqrt(80), 0.f, 64),
        {{400, 90}, {65, 65}}},
       {"G32, d128: 4 tokens per tile", 32, 1, 128, params(inv_sqrt(128)), {{260, 37}, {50, 1}}},
-      {"G2, 6 kv heads (the persistent schedule's L2 sections: 4, then 2)",
-       12,
-       6,
-       128,
-       params(inv_sqrt(128)),
-       {{500, 500}, {130, 3}}},
       {"G4, d128, block size 64", 8, 2, 128, params(inv_sqrt(128)), {{900, 333}, {64, 64}}, 64},
       {"G4, d128, block size 256 (wider than a key tile)",
        8,
@@ -135,19 +123,11 @@ std::vector<float> attend(Backend& be, const AttnCase& c, const HostAttnStep& s,
   return test::to_vec(be, out);
 }
 
-// The backend's prefill kernel switches (CudaOptions::sm90_prefill, sm90_persist).
-void set_sm90_prefill(CudaBackend& be, bool on, int persist = 0) {
+// The backend's prefill kernel switch (CudaOptions::sm90_prefill).
+void set_sm90_prefill(CudaBackend& be, bool on) {
   CudaOptions options = be.options();
   options.sm90_prefill = on;
-  options.sm90_persist = persist;
   be.set_options(options);
-}
-
-// The persistent variant's CTAs, as a trace names them.
-std::string persist_name(int persist) {
-  return persist == 0  ? "one CTA a tile"
-         : persist < 0 ? "persistent, a CTA per SM"
-                       : "persistent, " + std::to_string(persist) + " CTAs";
 }
 
 // Every cache value and new K/V row rounded through e4m3 (what an e4m3 cache holds).
@@ -184,13 +164,12 @@ AttnData with_hidden_nan(const AttnCase& c, const HostAttnStep& s, AttnData d) {
   return d;
 }
 
-// The CPU twin, the sm90 kernel (once per CudaOptions::sm90_persist value in `persists`)
-// and the mma.sync kernel on one case's inputs: every GPU answer matches the twin, and the
-// sm90 ones the mma.sync one. With an e4m3 cache the twin runs on the e4m3-rounded values;
-// with hidden_nan the GPU kernels get with_hidden_nan's cache, the twin the clean one (the
-// same answer).
+// The CPU twin, the sm90 kernel and the mma.sync kernel on one case's inputs: every GPU
+// answer matches the twin, and the sm90 ones the mma.sync one.
+// With an e4m3 cache the twin runs on the e4m3-rounded values; with hidden_nan the GPU
+// kernels get with_hidden_nan's cache, the twin the clean one (the same answer).
 void compare_kernels(test::Backends& be, const AttnCase& c, uint32_t seed, bool f8 = false,
-                     bool hidden_nan = false, std::initializer_list<int> persists = {0}) {
+                     bool hidden_nan = false) {
   std::mt19937 rng(seed);
   const HostAttnStep s = make_host_step(c, rng);
   const AttnData clean = random_data(c, s, rng);
@@ -206,20 +185,12 @@ void compare_kernels(test::Backends& be, const AttnCase& c, uint32_t seed, bool 
   const int64_t num_slots = int64_t(s.num_blocks) * c.block_size;
   ASSERT_EQ(cuda::choose_prefill_kernel(c.Dh, f8, be.gpu->props(), true), PrefillKernel::Sm90);
   const cuda::Sm90Loads loads = cuda::choose_sm90_loads(f8, c.Dh, c.block_size, num_slots);
-  for (int persist : persists) {
-    SCOPED_TRACE(testing::Message()
-                 << "sm90 kernel (" << cuda::sm90_loads_name(loads) << ", " << persist_name(persist)
-                 << ") vs the CPU twin and the mma.sync kernel");
-    set_sm90_prefill(*be.gpu, true, persist);
-    const std::vector<float> sm90 = attend(*be.gpu, c, s, d, f8);
-    set_sm90_prefill(*be.gpu, true);
-    expect_output(sm90, want, c);
-    EXPECT_LE(test::rel_err(sm90, mma), test::kBf16Tol) << "sm90 vs mma.sync kernel";
-  }
+  SCOPED_TRACE(testing::Message() << "sm90 kernel (" << cuda::sm90_loads_name(loads)
+                                  << ") vs the CPU twin and the mma.sync kernel");
+  const std::vector<float> sm90 = attend(*be.gpu, c, s, d, f8);
+  expect_output(sm90, want, c);
+  EXPECT_LE(test::rel_err(sm90, mma), test::kBf16Tol) << "sm90 vs mma.sync kernel";
 }
-
-// The sm90 kernel one CTA a tile, and its persistent variant with a CTA per SM and with 3.
-constexpr std::initializer_list<int> kAllSm90 = {0, -1, 3};
 
 TEST(CudaAttentionSm90, TheRuleNamesTheKernel) {
   cudaDeviceProp h200{};
@@ -269,62 +240,6 @@ TEST(CudaAttentionSm90, TheRuleNamesTheProducer) {
       << "slots past int32 coordinates";
 }
 
-// The persistent variant's static schedule, on the host: every (tile, kv head) item dealt
-// exactly once over the CTAs' rounds, sections in order with the longest tiles first inside
-// each, and no CTA given more than ~1% above the mean work (a causal tile's keys) at issue
-// 45's shapes on 132 SMs.
-TEST(CudaAttentionSm90, PersistentScheduleDealsEveryItemOnce) {
-  struct Shape {
-    int tiles, heads, section, grid;
-    double max_over_mean;  // bound on the busiest CTA's work over the mean
-  };
-  for (const Shape& sh :
-       {Shape{256, 8, 8, 132, 1.01}, Shape{1024, 8, 2, 132, 1.01}, Shape{4096, 8, 1, 132, 1.01},
-        Shape{17, 6, 4, 3, 1.2}, Shape{5, 6, 4, 132, 100.0}, Shape{33, 3, 2, 7, 1.2},
-        Shape{1, 1, 1, 3, 100.0}}) {
-    SCOPED_TRACE(testing::Message()
-                 << sh.tiles << " tiles, " << sh.heads << " kv heads, sections of " << sh.section
-                 << ", " << sh.grid << " CTAs");
-    const int items = sh.tiles * sh.heads;
-    std::vector<int> dealt(size_t(items), 0);
-    std::vector<double> work(size_t(sh.grid), 0.0);
-    for (int cta = 0; cta < sh.grid; cta++) {
-      for (int n = 0;; n++) {
-        const int w = attn::persist_item(n, cta, sh.grid);
-        if (w >= items) break;
-        int tile = -1, kvh = -1;
-        attn::persist_item_tile(w, sh.tiles, sh.heads, sh.section, tile, kvh);
-        ASSERT_TRUE(tile >= 0 && tile < sh.tiles && kvh >= 0 && kvh < sh.heads) << "item " << w;
-        dealt[size_t(tile) * sh.heads + kvh]++;
-        work[size_t(cta)] += tile + 1;  // a causal tile's keys grow with its index
-      }
-    }
-    for (int i = 0; i < items; i++) ASSERT_EQ(dealt[size_t(i)], 1) << "item " << i;
-    int prev_tile = sh.tiles, prev_section = 0;
-    for (int w = 0; w < items; w++) {  // the order itself
-      int tile, kvh;
-      attn::persist_item_tile(w, sh.tiles, sh.heads, sh.section, tile, kvh);
-      const int section = kvh / sh.section;
-      ASSERT_GE(section, prev_section) << "item " << w << ": sections one after another";
-      if (section == prev_section) {
-        ASSERT_LE(tile, prev_tile) << "item " << w << ": longest first inside a section";
-      }
-      prev_tile = section == prev_section ? tile : sh.tiles;
-      prev_section = section;
-    }
-    double total = 0.0, busiest = 0.0;
-    for (double x : work) total += x, busiest = std::max(busiest, x);
-    EXPECT_LE(busiest / (total / sh.grid), sh.max_over_mean);
-  }
-  // The L2 sections at issue 45's shapes (d128, 8 kv heads, bf16 K and V): all 8 heads at
-  // 8k keys (32 MB), 2 at 32k, 1 at 128k; never more than the heads, at least one.
-  EXPECT_EQ(attn::persist_l2_section(8, 8192, 128), 8);
-  EXPECT_EQ(attn::persist_l2_section(8, 32768, 128), 2);
-  EXPECT_EQ(attn::persist_l2_section(8, 131072, 128), 1);
-  EXPECT_EQ(attn::persist_l2_section(6, 500, 128), 4) << "a power of two: 4 and the 2 left";
-  EXPECT_EQ(attn::persist_l2_section(8, 1 << 20, 256), 1);
-}
-
 TEST(CudaAttentionSm90, MatchesTheCpuTwinAndTheMmaKernel) {
   TANDEM_SKIP_WITHOUT_CUDA();
   test::Backends be;
@@ -333,7 +248,7 @@ TEST(CudaAttentionSm90, MatchesTheCpuTwinAndTheMmaKernel) {
   for (uint32_t seed : test::test_seeds()) {
     for (const AttnCase& c : sm90_cases()) {
       SCOPED_TRACE(testing::Message() << c.name << ", " << test::seed_trace(seed));
-      compare_kernels(be, c, seed, false, false, kAllSm90);
+      compare_kernels(be, c, seed);
     }
   }
 }
@@ -346,7 +261,7 @@ TEST(CudaAttentionSm90, HiddenNanSlotsStayOut) {
   if (be.gpu->props().major != 9) GTEST_SKIP() << "the sm90 kernel runs on sm_90 devices only";
   for (const AttnCase& c : sm90_cases()) {
     SCOPED_TRACE(c.name);
-    compare_kernels(be, c, 5, false, true, kAllSm90);
+    compare_kernels(be, c, 5, false, true);
   }
 }
 
@@ -375,7 +290,7 @@ TEST(CudaAttentionSm90, LongContextMatches) {
                    128,
                    params(inv_sqrt(128)),
                    {{33000, 64}, {40000, 1}}};
-  compare_kernels(be, c, 7, false, false, kAllSm90);
+  compare_kernels(be, c, 7);
 }
 
 }  // namespace cuda_attention_sm90_test

@@ -1,6 +1,5 @@
 // The FP8 wgmma GEMM's plan, work split, fit and Auto rules (cuda_gemm_fp8.h,
-// cuda_gemm_fp8_plan.cpp), and the split weight stream's K splits (cuda_gemv_fp8.h): host
-// code only, so these run on every machine, GPU or not.
+// cuda_gemm_fp8_plan.cpp): host code only, so these run on every machine, GPU or not.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +9,6 @@
 #include <utility>
 
 #include "backend/cuda/cuda_gemm_fp8.h"
-#include "backend/cuda/cuda_gemv_fp8.h"
 
 namespace tandem {
 namespace fp8_gemm_plan_test {
@@ -186,20 +184,6 @@ TEST(Fp8WgmmaPlan, FitsOnlySm90AlignedWholeRowShapes) {
   props.major = 9;
   props.sharedMemPerBlockOptin = 96 * 1024;
   EXPECT_FALSE(fp8_wgmma_fits(props, 64, 4096, 4096, a, a)) << "two stages of 256 tokens";
-}
-
-// The split stream (TANDEM_FP8_STREAM=split) splits K where the 16-row groups leave SMs
-// without 4 CTAs each, never below 4 segments of 64 columns a split, at most 8 (a portable
-// cluster): on the 8B shape the o and down projections 4 ways, qkv 2, gate_up not at all.
-TEST(Fp8StreamSplit, SplitsKWhereTheRowGroupsLeaveSmsIdle) {
-  EXPECT_EQ(fp8_split_count(6144, 4096, kSms), 2);
-  EXPECT_EQ(fp8_split_count(4096, 4096, kSms), 4);
-  EXPECT_EQ(fp8_split_count(28672, 4096, kSms), 1);
-  EXPECT_EQ(fp8_split_count(4096, 14336, kSms), 4);
-  EXPECT_EQ(fp8_split_count(131, 4112, kSms), 8) << "capped at a portable cluster";
-  EXPECT_EQ(fp8_split_count(333, 1040, kSms), 4) << "17 segments: 4 or more a split";
-  EXPECT_EQ(fp8_split_count(17, 208, kSms), 1) << "4 segments: too few to split";
-  EXPECT_EQ(fp8_split_count(16, 16, kSms), 1);
 }
 
 }  // namespace fp8_gemm_plan_test
