@@ -460,6 +460,17 @@ if has gguf-tiles; then
   fi
 fi
 
+# gguf_offline LABEL FILE LOG LEASH "NAME:ARGS"...: offline_bench on a GGUF file, a line a run.
+gguf_offline() {
+  local label=$1 file=$2 prefix=$3 leash=$4 run log a; shift 4
+  for run in "$@"; do
+    read -ra a <<< "${run#*:}"
+    log="$L/$prefix-${run%%:*}.log" && log=${log// /-}
+    timeout "$leash" "$G/bench/offline_bench" "$file" "${a[@]}" > "$log" 2>&1
+    echo "$label ${run%%:*}: $(grep -oE '[0-9.]+ output tok/s.*' "$log" | tail -1); $(grep -oE 'decode-only steps:.*' "$log" | tail -1)"
+  done
+}
+
 if has gguf-moe; then
   timeout 240 "$G/tests/test_backend_cuda" --gtest_filter='CudaBlock*' > "$L/gguf-moe-tests.log" 2>&1
   echo "gguf-moe CudaBlock tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$L/gguf-moe-tests.log" | tr '\n' ' ')"
@@ -469,26 +480,18 @@ if has gguf-moe; then
   if [ "${GGUF_MOE_OFFLINE:-1}" = 0 ]; then  # the kernels and tests only
     kill "$gguf_moe_writer" 2> /dev/null
   elif wait "$gguf_moe_writer"; then
-    for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
-               "64 rows:--num 128 --batch 64 --input 128 --output 128"; do
-      read -ra a <<< "${run#*:}"
-      log="$L/gguf-moe-${run%%:*}.log" && log=${log// /-}
-      timeout 150 "$G/bench/offline_bench" "$QMG" "${a[@]}" > "$log" 2>&1
-      echo "gguf qwen3moe-8l Q4_K_M ${run%%:*}: $(grep -oE '[0-9.]+ output tok/s.*' "$log" | tail -1); $(grep -oE 'decode-only steps:.*' "$log" | tail -1)"
-    done
+    gguf_offline "gguf qwen3moe-8l Q4_K_M" "$QMG" gguf-moe 150 \
+      "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
+      "64 rows:--num 128 --batch 64 --input 128 --output 128"
   else
     echo "random GGUF MoE model failed: $(tail -3 "$L/random-gguf-moe.log")"
   fi
 fi
 
 if has gguf-b1 && gguf_ready; then
-  for run in "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
-             "64 rows:--num 64 --batch 64 --input 128 --output 256"; do
-    read -ra a <<< "${run#*:}"
-    log="$L/gguf-b1-${run%%:*}.log" && log=${log// /-}
-    timeout 120 "$G/bench/offline_bench" "$Q8" "${a[@]}" > "$log" 2>&1
-    echo "gguf 8B Q4_K_M ${run%%:*}: $(grep -oE '[0-9.]+ output tok/s.*' "$log" | tail -1); $(grep -oE 'decode-only steps:.*' "$log" | tail -1)"
-  done
+  gguf_offline "gguf 8B Q4_K_M" "$Q8" gguf-b1 120 \
+    "b1:--num 1 --batch 1 --input 128 --output 256 --repeat 2" \
+    "64 rows:--num 64 --batch 64 --input 128 --output 256"
 fi
 
 if has gguf-cpu; then

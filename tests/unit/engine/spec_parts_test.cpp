@@ -131,6 +131,17 @@ void teach(SpecController& c, double base, double per_token) {
       for (int twice = 0; twice < 2; twice++) c.observe_step(kind, n, base + per_token * n);
 }
 
+// Twice each (a cost bucket counts from its second step): plain steps of `rows` tokens,
+// overlapped and synchronous, and speculative steps of `spec_tokens`.
+void teach_steps(SpecController& c, int rows, double overlapped, double synchronous,
+                 int spec_tokens, double speculative) {
+  for (int twice = 0; twice < 2; twice++) {
+    c.observe_step(StepKind::Overlapped, rows, overlapped);
+    c.observe_step(StepKind::Synchronous, rows, synchronous);
+    c.observe_step(StepKind::Speculative, spec_tokens, speculative);
+  }
+}
+
 TEST(SpecController, SpeculatesWhereVerifyingIsCheapAndAcceptanceHigh) {
   SpecController c(/*adaptive=*/true);
   const std::vector<SpecCandidate> one = {{4, 0.8}};
@@ -199,13 +210,7 @@ TEST(SpecController, AcceptanceFollowsTheRowAndForgetsIdleRows) {
 // The costs of an H100 serving an 8B-shaped llama at 64 rows (offline_bench, 2026-12-06):
 // an overlapped plain decode step 7.62 ms, one planned after reading the step before it
 // 7.80 ms, a step verifying a few proposals 8.0 ms.
-void teach_h100_64_rows(SpecController& c) {
-  for (int twice = 0; twice < 2; twice++) {
-    c.observe_step(StepKind::Overlapped, 64, 7.62e-3);
-    c.observe_step(StepKind::Synchronous, 64, 7.80e-3);
-    c.observe_step(StepKind::Speculative, 68, 8.0e-3);
-  }
-}
+void teach_h100_64_rows(SpecController& c) { teach_steps(c, 64, 7.62e-3, 7.80e-3, 68, 8.0e-3); }
 
 TEST(SpecController, AtSixtyFourRowsThatRarelyProposeTheStepIsNotReadEarly) {
   SpecController c(true);
@@ -245,11 +250,7 @@ TEST(SpecController, AtSixtyFourRowsThatRarelyProposeTheStepIsNotReadEarly) {
 TEST(SpecController, PastTheLargestMeasuredVerifyStepTheEarlyReadExtrapolatesItsCost) {
   auto taught = [](double verify_seconds) {
     SpecController c(true);
-    for (int twice = 0; twice < 2; twice++) {
-      c.observe_step(StepKind::Overlapped, 256, 11.4e-3);
-      c.observe_step(StepKind::Synchronous, 256, 11.8e-3);
-      c.observe_step(StepKind::Speculative, 376, verify_seconds);
-    }
+    teach_steps(c, 256, 11.4e-3, 11.8e-3, 376, verify_seconds);
     return c;
   };
   const std::vector<SpecCandidate> half(256, SpecCandidate{4, 0.67, 0.5});
@@ -271,14 +272,8 @@ TEST(SpecController, PastTheLargestMeasuredVerifyStepTheEarlyReadExtrapolatesIts
 // reads gave stops them; probes still read now and then; other batch sizes keep their own.
 TEST(SpecController, EarlyReadsThatSpeculateNothingStopAndProbesStillRead) {
   SpecController c(true);
-  for (int twice = 0; twice < 2; twice++) {
-    c.observe_step(StepKind::Overlapped, 256, 10.96e-3);
-    c.observe_step(StepKind::Synchronous, 256, 11.5e-3);
-    c.observe_step(StepKind::Speculative, 376, 12.0e-3);
-    c.observe_step(StepKind::Overlapped, 1, 4.0e-3);
-    c.observe_step(StepKind::Synchronous, 1, 4.1e-3);
-    c.observe_step(StepKind::Speculative, 5, 4.3e-3);
-  }
+  teach_steps(c, 256, 10.96e-3, 11.5e-3, 376, 12.0e-3);
+  teach_steps(c, 1, 4.0e-3, 4.1e-3, 5, 4.3e-3);
   const std::vector<SpecCandidate> half(256, SpecCandidate{4, 0.67, 0.5});
   const std::vector<SpecCandidate> one = {{4, 0.8, 0.9}};
   c.observe_read(true);  // no read awaits its outcome: nothing moves
@@ -311,11 +306,7 @@ TEST(SpecController, EarlyReadsThatSpeculateNothingStopAndProbesStillRead) {
 
 TEST(SpecController, AtBatchOneWithHighAcceptanceTheStepIsReadEarly) {
   SpecController c(true);
-  for (int twice = 0; twice < 2; twice++) {
-    c.observe_step(StepKind::Overlapped, 1, 4.0e-3);
-    c.observe_step(StepKind::Synchronous, 1, 4.1e-3);
-    c.observe_step(StepKind::Speculative, 5, 4.3e-3);
-  }
+  teach_steps(c, 1, 4.0e-3, 4.1e-3, 5, 4.3e-3);
   EXPECT_TRUE(c.may_speculate(std::vector<SpecCandidate>{{4, 0.8, 0.9}}, 1, 1));
   EXPECT_EQ(c.choose(std::vector<SpecCandidate>{{4, 0.8}}, 1, 1), std::vector<int>{4});
   // Even a row that rarely proposes: a verify step costs little more than a decode step.
@@ -329,11 +320,7 @@ TEST(SpecController, AtBatchOneWithHighAcceptanceTheStepIsReadEarly) {
 
 TEST(SpecController, ARowThatProposesOftenSpeculatesAtAModerateBatch) {
   SpecController c(true);
-  for (int twice = 0; twice < 2; twice++) {
-    c.observe_step(StepKind::Overlapped, 16, 5.0e-3);
-    c.observe_step(StepKind::Synchronous, 16, 5.15e-3);
-    c.observe_step(StepKind::Speculative, 20, 5.3e-3);
-  }
+  teach_steps(c, 16, 5.0e-3, 5.15e-3, 20, 5.3e-3);
   std::vector<SpecCandidate> rows(16, SpecCandidate{4, 0.5, 0.01});
   EXPECT_FALSE(c.may_speculate(rows, 16, 16));
   rows[3] = {4, 0.9, 0.9};  // a row in a passage it repeats: proposes and is accepted
