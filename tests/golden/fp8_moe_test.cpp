@@ -110,8 +110,12 @@ TEST_P(Fp8Moe, CpuExpertsLoadInEveryLayout) {
               arch.c_str(), e_channel, e_rows, e_perm);
   EXPECT_LE(e_channel, 1e-6);
   // Block weights fold the scales into the factors (cpu_linear_fp8.cpp) and renumbered
-  // experts are summed in another order: f32 roundings that may flip an e4m3 rounding.
-  EXPECT_LE(e_rows, 1e-3);
+  // experts are summed in another order: f32 roundings that may flip an e4m3 rounding of a
+  // later layer's input, one e4m3 step (6-12%) of one element. How many flip depends on the
+  // ISA's summation order: on AVX-512 the [1, K] blocks land within 1e-3 of per-tensor, on
+  // an AVX2-only machine 3.1e-2 (mixtral) and 2.3e-3 (qwen3_moe). A misread scale or block
+  // is off by far more (the layouts' logits against the oracle differ by 0.14-0.22).
+  EXPECT_LE(e_rows, 5e-2);
   EXPECT_LE(e_perm, 1e-3);
   for (auto [name, got] : {std::pair{"per-tensor", &tensor}, {"[16, 32] blocks", &blocks},
                            {"static inputs", &static_in}}) {
