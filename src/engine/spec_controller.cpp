@@ -110,7 +110,7 @@ bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base
   if (plain && speculative_run_ < kPlainRefresh &&
       any(pick(rows, base_rows, base_tokens, *plain, /*extrapolate=*/true, &rate))) {
     // What the read gives as the reads so far went (the read yield, see above).
-    const double y = read_yield_[size_t(bucket)];
+    const double y = read_yield(base_tokens);
     const double sync_rate = base_rows / std::max(synchronous_.cost(base_tokens).value_or(*plain), 1e-9);
     if (y * rate + (1 - y) * sync_rate > base_rows / std::max(*plain, 1e-9)) {
       declines_ = 0;
@@ -128,8 +128,8 @@ bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base
 
 void SpecController::observe_read(bool speculated) {
   if (read_pending_ < 0) return;
-  double& y = read_yield_[size_t(read_pending_)];
-  y += kReadWeight * ((speculated ? 1.0 : 0.0) - y);
+  double& waste = read_waste_[size_t(read_pending_)];
+  waste += kReadWeight * ((speculated ? 0.0 : 1.0) - waste);
   read_pending_ = -1;
 }
 

@@ -116,7 +116,7 @@ class SpecController {
   void observe_read(bool speculated);
   // The read yield of steps of `base_tokens` rows (1 until a read there is seen).
   double read_yield(int base_tokens) const {
-    return read_yield_[size_t(StepCostModel::bucket_of(base_tokens))];
+    return 1 - read_waste_[size_t(StepCostModel::bucket_of(base_tokens))];
   }
 
   // A step ran: `num_tokens` query tokens in `seconds`.
@@ -147,19 +147,14 @@ class SpecController {
                         double plain_seconds, bool extrapolate = false,
                         double* best_rate = nullptr) const;
 
-  static std::array<double, StepCostModel::kBuckets> filled(double x) {
-    std::array<double, StepCostModel::kBuckets> a;
-    a.fill(x);
-    return a;
-  }
-
   bool adaptive_;
   int speculative_run_ = 0;   // speculative steps since the last plain one
   int since_overlapped_ = 0;  // steps since an overlapped one (or the last refresh)
   int declines_ = 0;          // may_speculate's noes in a row
   int probe_interval_ = kProbeInterval;  // the noes after which it probes
   int read_pending_ = -1;     // the bucket of an early read awaiting its outcome
-  std::array<double, StepCostModel::kBuckets> read_yield_ = filled(1.0);
+  // 1 − the read yield per bucket (zero-initialised: a yield of 1 until a read is seen)
+  std::array<double, StepCostModel::kBuckets> read_waste_{};
   double server_acceptance_ = 0.5;
   double server_proposal_rate_ = 0.5;
   StepCostModel overlapped_;
