@@ -11,5 +11,12 @@ if command -v ccache >/dev/null; then
 fi
 unity=OFF
 [ "${TANDEM_UNITY:-0}" = 1 ] && unity=ON
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTANDEM_UNITY=$unity "${launcher[@]}" "$@" >/dev/null
+# CI's switches (.ci/run): TANDEM_BENCH=0 builds no benchmarks; TANDEM_CUDA_DEVICE_OPT=0
+# compiles the CUDA sources as a check only (unoptimised device code that refuses a GPU).
+bench=ON
+[ "${TANDEM_BENCH:-1}" = 0 ] && bench=OFF
+device_opt=ON
+[ "${TANDEM_CUDA_DEVICE_OPT:-1}" = 0 ] && device_opt=OFF
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTANDEM_UNITY=$unity -DTANDEM_BENCH=$bench \
+  -DTANDEM_CUDA_DEVICE_OPT=$device_opt "${launcher[@]}" "$@" >/dev/null
 cmake --build build -j "$jobs"

@@ -15,19 +15,39 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 targets=$(cd tests/fuzz && ls fuzz_*.cpp | sed 's/^fuzz_//; s/\.cpp$//')
 for target in $targets; do
-  bin="$build/tests/fuzz/fuzz_$target"
-  if [ ! -x "$bin" ]; then
-    echo "fuzz: $bin is not built (configure with -DTANDEM_FUZZ=ON)" >&2
-    exit 1
-  fi
-  mkdir -p "$scratch/$target"
-  echo "fuzz: $target for ${seconds} s"
-  "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -max_len=65536 \
-    -print_final_stats=1 -artifact_prefix="$scratch/$target/crash-" \
-    "$scratch/$target" $(ls -d "tests/fuzz/corpus/$target" 2>/dev/null) 2>&1 | grep -E "^(#|stat::|INFO: (Running|Loaded|seed))|ERROR|SUMMARY|Test unit" | tail -n 8 || true
-  if ls "$scratch/$target"/crash-* >/dev/null 2>&1; then
-    echo "fuzz: $target found a crash; inputs in $scratch/$target/" >&2
+  if [ ! -x "$build/tests/fuzz/fuzz_$target" ]; then
+    echo "fuzz: $build/tests/fuzz/fuzz_$target is not built (configure with -DTANDEM_FUZZ=ON)" >&2
     exit 1
   fi
 done
+# One target per core at a time (TANDEM_JOBS, default nproc): each libFuzzer run is one
+# process, so CI's two cores fuzz two targets at once, each for its full time.
+fuzz_one() {
+  local target=$1
+  mkdir -p "$scratch/$target"
+  "$build/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$scratch/$target/crash-" \
+    "$scratch/$target" $(ls -d "tests/fuzz/corpus/$target" 2>/dev/null) > "$scratch/$target.log" 2>&1 || true
+}
+jobs="${TANDEM_JOBS:-$(nproc)}"
+running=()
+for target in $targets; do
+  fuzz_one "$target" &
+  running+=($!)
+  if [ "${#running[@]}" -ge "$jobs" ]; then
+    wait "${running[0]}"
+    running=("${running[@]:1}")
+  fi
+done
+wait
+crashed=0
+for target in $targets; do
+  echo "fuzz: $target for ${seconds} s"
+  grep -E "^(#|stat::|INFO: (Running|Loaded|seed))|ERROR|SUMMARY|Test unit" "$scratch/$target.log" | tail -n 8 || true
+  if ls "$scratch/$target"/crash-* >/dev/null 2>&1; then
+    echo "fuzz: $target found a crash; inputs in $scratch/$target/, its log $scratch/$target.log" >&2
+    crashed=1
+  fi
+done
+[ "$crashed" = 0 ] || exit 1
 echo "fuzz: no crashes (new inputs, if any, in $scratch)"
