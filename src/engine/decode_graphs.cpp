@@ -99,7 +99,10 @@ Tensor DecodeGraphs::run(const StepPlan& plan, const PendingSample* prev) {
       size_t(std::lower_bound(buckets_.begin(), buckets_.end(), B) - buckets_.begin());
   const bool lora = !plan.lora_slots.empty();  // some row uses an adapter
   const size_t i = bucket + (lora ? buckets_.size() : 0);
-  if (graphs_[i].rows == 0) graphs_[i] = record(buckets_[bucket], lora);
+  if (graphs_[i].rows == 0) {
+    graphs_[i] = record(buckets_[bucket], lora);
+    recorded_++;
+  }
   Graph& g = graphs_[i];
   write_inputs(g, plan);
   feed_plan_tokens(backend_, g.step.tokens, plan, prev);

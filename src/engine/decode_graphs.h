@@ -9,6 +9,7 @@
 // and one without, so steps of base-model rows pay nothing for adapters they do not use.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -30,6 +31,8 @@ class DecodeGraphs {
   // Runs the plan through its bucket's graph (recorded on first use). Logits [B, vocab].
   // `prev`: the previous step's sampling op, for the plan's fed tokens.
   Tensor run(const StepPlan& plan, const PendingSample* prev = nullptr);
+  // Graphs recorded so far (a step that records one costs far more than its replays).
+  int64_t recorded() const { return recorded_; }
 
  private:
   struct Graph {
@@ -51,6 +54,7 @@ class DecodeGraphs {
   // [bucket] without adapters, then [buckets_.size() + bucket] with them (LoRA models only);
   // rows == 0 until recorded
   std::vector<Graph> graphs_;
+  int64_t recorded_ = 0;
 };
 
 }  // namespace tandem

@@ -149,7 +149,9 @@ class Engine : public EngineApi {
     // decode or verify step's (the first prompt's also warms the device up).
     int num_tokens = 0;
     bool has_prompt = false;
-    bool recorded_graph = false;  // its forwards recorded a graph: not charged either
+    // Its forwards recorded a graph (decode or verify, Executor::graphs_recorded): not
+    // charged either.
+    bool recorded_graph = false;
     // Issued while the step before it was in flight: its planning overlapped the device
     // (a plain step so issued is charged as StepKind::Overlapped, else Synchronous).
     bool overlapped = false;

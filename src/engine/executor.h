@@ -149,8 +149,11 @@ class Executor {
   // with graphs records the single-row verify steps' now (and its draft's catch-up
   // forwards'), before the first request. Once, after prepare.
   virtual void prepare_speculation(int tokens_per_row) { (void)tokens_per_row; }
-  // Verify graphs recorded so far (engine/verify_graphs.h), the draft's included: a step
-  // that records one costs far more than its replays, so the speculator does not charge it.
+  // Graphs recorded so far, decode and verify (engine/decode_graphs.h, verify_graphs.h), the
+  // draft's included: a step that records one costs far more than its replays, so the
+  // speculator does not charge it. Decode graphs are recorded on first use, one per batch
+  // bucket: at 256 rows the first steps of 224, 192 or 160 rows (rows finishing apart) record
+  // theirs mid-run, inside a cost bucket measured long before (step_cost_model.h).
   virtual int64_t graphs_recorded() const { return 0; }
 
   // Between steps, on the engine's thread. The default: an executor that encodes nothing.

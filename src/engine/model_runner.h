@@ -46,9 +46,12 @@ class ModelRunner {
   // (engine/decode_graphs.h), and steps of a few tokens per row (speculative verify steps,
   // engine/verify_graphs.h); `max_model_len` bounds the block tables they read.
   void enable_graphs(int max_model_len, int max_rows, bool verify = false);
-  // Steps run through a verify graph so far, and verify graphs recorded (0 without graphs).
+  // Steps run through a verify graph so far, and graphs recorded, decode and verify (0
+  // without graphs).
   int64_t verify_graph_replays() const { return verify_graphs_ ? verify_graphs_->replays() : 0; }
-  int64_t graphs_recorded() const { return verify_graphs_ ? verify_graphs_->recorded() : 0; }
+  int64_t graphs_recorded() const {
+    return (graphs_ ? graphs_->recorded() : 0) + (verify_graphs_ ? verify_graphs_->recorded() : 0);
+  }
   // Records the verify graphs of `rows` rows of 2..max_tokens_per_row tokens now
   // (VerifyGraphs::record_now), creating the verify graphs first: a speculating engine's
   // executor calls it at start-up (Executor::prepare_speculation). Without graphs enabled,

@@ -105,13 +105,17 @@ bool SpecController::may_speculate(std::span<const SpecCandidate> rows, int base
     return false;
   }
   const std::optional<double> plain = overlapped_.cost(base_tokens);
+  const std::optional<double> sync = synchronous_.cost(base_tokens);
+  // An overlapped step measured dearer than a synchronous one is stale (see above): no
+  // read, so the next step measures it again.
+  const bool stale = plain && sync && *plain > *sync;
   const int bucket = StepCostModel::bucket_of(base_tokens);
   double rate = 0;
-  if (plain && speculative_run_ < kPlainRefresh &&
+  if (plain && !stale && speculative_run_ < kPlainRefresh &&
       any(pick(rows, base_rows, base_tokens, *plain, /*extrapolate=*/true, &rate))) {
     // What the read gives as the reads so far went (the read yield, see above).
     const double y = read_yield(base_tokens);
-    const double sync_rate = base_rows / std::max(synchronous_.cost(base_tokens).value_or(*plain), 1e-9);
+    const double sync_rate = base_rows / std::max(sync.value_or(*plain), 1e-9);
     if (y * rate + (1 - y) * sync_rate > base_rows / std::max(*plain, 1e-9)) {
       declines_ = 0;
       probe_interval_ = kProbeInterval;

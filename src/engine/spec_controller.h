@@ -46,6 +46,18 @@
 // reads and the step keeps its overlap (probes still read now and then, and move y); at
 // batch 1 on text that repeats, nearly every read speculates and y stays near 1.
 //
+// The yield stops the reads only while a synchronous plain step costs more than an
+// overlapped one: were it cheaper, (1 − y) · its rate alone would beat the overlapped rate
+// and the reads would go on whatever y. It never is (it pays the host's planning on the
+// device's time), but the overlapped cost is measured only by overlapped steps, which the
+// reads make rare (one in kPlainRefresh), so one dear overlapped step (a decode graph
+// captured mid-run, charged until such steps were excluded; any hiccup) holds it up for
+// hundreds of steps: at 256 rows on an H100, 521 of about 750 steps were read early for 5
+// that speculated (a simulation of that sequence reproduces it). So an overlapped cost
+// above the synchronous one at that size is taken as stale: may_speculate says no (a
+// decline, so probes still read and measure the synchronous cost too) and the next step
+// measures the overlapped cost again.
+//
 // Both costs must be known where they are compared: until the plain step a decision weighs
 // against is measured, nothing speculates (a plain step measures it). After kPlainRefresh
 // speculative steps in a row one plain step measures again what not speculating costs now,

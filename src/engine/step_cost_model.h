@@ -6,9 +6,12 @@
 // so that a size never tried gets tried once and is then known), below the smallest
 // that bucket's. Nothing measured: nullopt.
 //
-// A bucket's first measurement is a warm-up (a shape's first step may capture its CUDA
-// graph or touch memory for the first time): the bucket counts as measured from its second,
-// which replaces it, and only then does the average begin.
+// A bucket's first measurement is a warm-up (a shape's first step may touch memory for the
+// first time): the bucket counts as measured from its second, which replaces it, and only
+// then does the average begin. A step that records a CUDA graph is not charged at all
+// (Executor::graphs_recorded): a bucket spans several graph shapes — the decode graphs of
+// 160, 192, 224 and 256 rows all fall in 129–256 — so most are recorded long after its
+// warm-up, and one capture (tens of ms) would weigh kWeight in its average.
 //
 // A step's cost depends on more than its tokens (context lengths, sampling, the host's
 // share); the buckets average over what the server actually runs, and follow it as it

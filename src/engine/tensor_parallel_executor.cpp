@@ -85,8 +85,8 @@ class TensorParallelExecutor final : public Executor {
     recorded0_ = runners_[0]->graphs_recorded();
     if (draft_) draft_->record_verify_graphs(1, tokens_per_row);
   }
-  // Rank 0's verify graphs as of its latest forward (every rank records the same ones), and
-  // the draft's. A step that records one lazily is counted once rank 0 has run it: with the
+  // Rank 0's graphs (decode and verify) as of its latest forward (every rank records the same
+  // ones), and the draft's. A step that records one lazily is counted once rank 0 has run it: with the
   // steps overlapped, possibly after the engine has looked (a statistic, not a result).
   int64_t graphs_recorded() const override {
     return recorded0_.load(std::memory_order_relaxed) + (draft_ ? draft_->graphs_recorded() : 0);
@@ -218,7 +218,7 @@ class TensorParallelExecutor final : public Executor {
   std::vector<PendingSample> fed_;      // [N] rank r's copy of the latest broadcast ids
   std::optional<Tensor> logits0_;       // rank 0's of the forward issued last
   std::deque<PendingSample> pending0_;  // rank 0's sampling ops not waited for, oldest first
-  std::atomic<int64_t> recorded0_{0};   // rank 0's verify graphs recorded (any thread reads)
+  std::atomic<int64_t> recorded0_{0};   // rank 0's graphs recorded (any thread reads)
 };
 
 KvLayout TensorParallelExecutor::allocate_kv(const KvSizing& sizing) {

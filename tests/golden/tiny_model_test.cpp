@@ -98,7 +98,16 @@ TEST(TinyModelCuda, VerifyStepThroughAGraphGivesTheEagerLogits) {
       runs[graphs].emplace_back(next.ptr<float>(), next.ptr<float>() + next.numel());
       at += 1;  // every row has computed positions < at now
     }
-    if (graphs) replays = runner.verify_graph_replays();
+    if (graphs) {
+      replays = runner.verify_graph_replays();
+      // A decode step records its bucket's graph on first use, and counts with the verify
+      // graphs: the engine does not charge that step to the speculator's costs.
+      const int64_t recorded = runner.graphs_recorded();
+      std::vector<PlanRow> decode;
+      for (size_t r = 0; r < seqs.size(); r++) decode.push_back({seqs[r], at, 1, tables[r], 1});
+      runner.forward(build_step_plan(decode, bs));
+      EXPECT_EQ(runner.graphs_recorded(), recorded + 1) << "the decode graph was not counted";
+    }
   }
   EXPECT_GE(replays, 2) << "the verify steps did not take a graph";
   ASSERT_EQ(runs[0].size(), runs[1].size());

@@ -304,6 +304,47 @@ TEST(SpecController, EarlyReadsThatSpeculateNothingStopAndProbesStillRead) {
   EXPECT_DOUBLE_EQ(c.read_yield(1), 1.0);
 }
 
+// Engine::step's order at 256 rows whose reads speculate nothing: may_speculate; after a
+// read choose declines and the step planned is synchronous, else it is overlapped. Then one
+// overlapped step costs 100 ms (a decode graph captured mid-run, say): overlapped steps,
+// which alone measure that cost, come once in kPlainRefresh while the step is read early, so
+// the overlapped cost stayed above the synchronous one, (1 − y) · the synchronous rate beat
+// it whatever y, and the reads went on — 521 of about 750 steps on an H100. An overlapped
+// cost above the synchronous one is measured again first.
+TEST(SpecController, AnOverlappedCostAboveTheSynchronousOneIsMeasuredBeforeReadingEarly) {
+  SpecController c(true);
+  teach_steps(c, 256, 10.96e-3, 11.5e-3, 376, 12.0e-3);
+  const std::vector<SpecCandidate> half(256, SpecCandidate{4, 0.67, 0.5});
+  auto run = [&](int steps) {
+    int reads = 0;
+    for (int i = 0; i < steps; i++) {
+      if (c.may_speculate(half, 256, 256)) {
+        reads++;
+        c.observe_read(false);
+        c.observe_step(StepKind::Synchronous, 256, 11.5e-3);
+      } else {
+        c.observe_step(StepKind::Overlapped, 256, 10.96e-3);
+      }
+    }
+    return reads;
+  };
+  EXPECT_LE(run(250), 20);  // the yield stops the reads
+  c.observe_step(StepKind::Overlapped, 192, 0.1);
+  EXPECT_GT(*c.cost(StepKind::Overlapped, 256), *c.cost(StepKind::Synchronous, 256));
+  const int reads = run(500);
+  EXPECT_LE(reads, 20) << "the early reads never stopped";
+  EXPECT_LT(*c.cost(StepKind::Overlapped, 256), *c.cost(StepKind::Synchronous, 256));
+  // Where the costs agree, the stale check does not get in the way: the refresh's own
+  // overlapped steps aside, batch 1 reads every step (AtBatchOneWithHighAcceptance...).
+  SpecController one(true);
+  teach_steps(one, 1, 4.0e-3, 4.1e-3, 5, 4.3e-3);
+  for (int i = 0; i < 50; i++) {
+    ASSERT_TRUE(one.may_speculate(std::vector<SpecCandidate>{{4, 0.8, 0.9}}, 1, 1)) << i;
+    one.observe_read(true);
+    one.observe_step(StepKind::Speculative, 5, 4.3e-3);
+  }
+}
+
 TEST(SpecController, AtBatchOneWithHighAcceptanceTheStepIsReadEarly) {
   SpecController c(true);
   teach_steps(c, 1, 4.0e-3, 4.1e-3, 5, 4.3e-3);
@@ -358,8 +399,9 @@ TEST(SpecController, AfterManyStepsWithoutOverlapOneIsNotReadEarly) {
   ASSERT_TRUE(c.may_speculate(one, 1, 1));
   for (int i = 0; i < SpecController::kPlainRefresh; i++)
     c.observe_step(StepKind::Speculative, 5, 0.010);
-  c.observe_step(StepKind::Synchronous, 1, 0.010);  // choose's plain refresh
-  EXPECT_FALSE(c.may_speculate(one, 1, 1));         // this one's: an overlapped step
+  // choose's plain refresh, at the taught cost (below the overlapped one it would be stale)
+  c.observe_step(StepKind::Synchronous, 1, 0.01001);
+  EXPECT_FALSE(c.may_speculate(one, 1, 1));  // this one's: an overlapped step
   EXPECT_TRUE(c.may_speculate(one, 1, 1));
   c.observe_step(StepKind::Overlapped, 1, 0.010);
   EXPECT_TRUE(c.may_speculate(one, 1, 1));
