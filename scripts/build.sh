@@ -12,7 +12,7 @@ fi
 unity=OFF
 [ "${TANDEM_UNITY:-0}" = 1 ] && unity=ON
 # CI's switches (.ci/run): TANDEM_BENCH=0 builds no benchmarks; TANDEM_CUDA_DEVICE_OPT=0
-# compiles the CUDA sources as a check only (unoptimised device code that refuses a GPU).
+# compiles the CUDA sources as a check only (device code at -O1; the build refuses a GPU).
 bench=ON
 [ "${TANDEM_BENCH:-1}" = 0 ] && bench=OFF
 device_opt=ON

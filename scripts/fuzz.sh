@@ -14,9 +14,10 @@ scratch=$(mktemp -d /tmp/tandem-fuzz-XXXXXX)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 targets=$(cd tests/fuzz && ls fuzz_*.cpp | sed 's/^fuzz_//; s/\.cpp$//')
+bin() { echo "$build/tests/fuzz/fuzz_$1"; }
 for target in $targets; do
-  if [ ! -x "$build/tests/fuzz/fuzz_$target" ]; then
-    echo "fuzz: $build/tests/fuzz/fuzz_$target is not built (configure with -DTANDEM_FUZZ=ON)" >&2
+  if [ ! -x "$(bin "$target")" ]; then
+    echo "fuzz: $(bin "$target") is not built (configure with -DTANDEM_FUZZ=ON)" >&2
     exit 1
   fi
 done
@@ -25,7 +26,7 @@ done
 fuzz_one() {
   local target=$1
   mkdir -p "$scratch/$target"
-  "$build/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 \
+  "$(bin "$target")" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="$scratch/$target/crash-" \
     "$scratch/$target" $(ls -d "tests/fuzz/corpus/$target" 2>/dev/null) > "$scratch/$target.log" 2>&1 || true
 }

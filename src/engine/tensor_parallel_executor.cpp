@@ -85,9 +85,10 @@ class TensorParallelExecutor final : public Executor {
     recorded0_ = runners_[0]->graphs_recorded();
     if (draft_) draft_->record_verify_graphs(1, tokens_per_row);
   }
-  // Rank 0's graphs (decode and verify) as of its latest forward (every rank records the same
-  // ones), and the draft's. A step that records one lazily is counted once rank 0 has run it: with the
-  // steps overlapped, possibly after the engine has looked (a statistic, not a result).
+  // Rank 0's graphs (decode and verify) as of its latest forward (every rank records the
+  // same ones), and the draft's. A step that records one lazily is counted once rank 0 has
+  // run it: with the steps overlapped, possibly after the engine has looked (a statistic,
+  // not a result).
   int64_t graphs_recorded() const override {
     return recorded0_.load(std::memory_order_relaxed) + (draft_ ? draft_->graphs_recorded() : 0);
   }
