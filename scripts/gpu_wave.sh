@@ -105,7 +105,8 @@
 #           (n-gram's "steps read early": a few dozen at 64 and 256 rows, not one a step;
 #           its tok/s within noise of off's)
 #    spec-load  the spec part's 64- and 256-row runs off / n-gram, medians of three (never
-#           below off, issue 44 item 4)                                               ~3 min
+#           below off, issue 44 item 4); SPEC_LOAD_ROUNDS=N alternates them N times,
+#           SPEC_LOAD_ROWS picks the row counts (default "64 256")                   ~3 min a round
 #    tp-multi  several GPUs of one host (a multi-GPU kind): the NCCL golden tests (TP=N
 #           against one GPU), then the 8B shape's decode-b1 and 64 rows at TP = 1, 2, 4, 8 as
 #           the GPUs allow (--tensor-parallel-size); skips on one GPU                ~3 min
@@ -544,11 +545,15 @@ if has spec; then
 fi
 
 if has spec-load; then  # the spec part's loaded runs alone (issue 44 item 4), medians of 3
-  for rows in 64 256; do
-    ob "offline-$rows-off" 50 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
-      --repeat 3
-    ob "offline-$rows-ngram" 50 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
-      --repeat 3 --speculative-config "$ngram"
+  rounds=${SPEC_LOAD_ROUNDS:-1}  # rounds > 1: off and n-gram alternate, -rN names each round
+  for r in $(seq "$rounds"); do
+    sfx=; (( rounds > 1 )) && sfx=-r$r
+    for rows in ${SPEC_LOAD_ROWS:-64 256}; do
+      ob "offline-$rows-off$sfx" 50 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
+        --repeat 3
+      ob "offline-$rows-ngram$sfx" 50 -- --num $((rows * 2)) --batch "$rows" --input 128 --output 128 \
+        --repeat 3 --speculative-config "$ngram"
+    done
   done
 fi
 
