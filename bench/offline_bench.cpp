@@ -89,6 +89,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
   }
   const int64_t before = engine.stats().generation_tokens_total;
   const int64_t prompt_before = engine.stats().prompt_tokens_total;
+  const SpecDecodeStats spec_before = engine.stats().spec_decode;
   // The first output token: when a step() call first returns with more generated tokens
   // (with the overlapped loop a call issues step n+1 and waits for step n, so this is
   // when the step that produced it completed, not when it was issued).
@@ -97,7 +98,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
   int64_t after_first = before, prompt_at_first = prompt_before;
   // Step by step, so the run splits into steps that prefilled prompt tokens and pure
   // decode steps; a call's time is the device time of about one step.
-  double prefill_s = 0, decode_s = 0, decode_cpu = 0;
+  double prefill_s = 0, decode_s = 0, decode_cpu = 0, slowest_decode = 0;
   int64_t prefill_steps = 0, decode_steps = 0, decode_rows = 0;
   for (;;) {
     const EngineStats s0 = engine.stats();
@@ -116,6 +117,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
       prefill_s += dt, prefill_steps++;
     } else if (worked) {
       decode_s += dt, decode_cpu += dc, decode_steps++;
+      slowest_decode = std::max(slowest_decode, dt);
       decode_rows += s1.num_running;
     }
     if (!worked && s1.num_running == 0 && s1.num_waiting == 0) break;
@@ -141,11 +143,20 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
                first_s > 0 ? double(prompt_at_first - prompt_before) / first_s : 0.0,
                cpu_first - cpu_start);
     fmt::print("  steps with prompt tokens: {} in {:.2f} s; decode-only steps: {} in {:.2f} s"
-               " ({:.2f} ms each, cpu {:.2f} ms, {:.0f} rows on average)\n",
+               " ({:.2f} ms each, cpu {:.2f} ms, {:.0f} rows on average, slowest {:.2f} ms)\n",
                prefill_steps, prefill_s, decode_steps, decode_s,
                decode_steps ? 1e3 * decode_s / double(decode_steps) : 0.0,
                decode_steps ? 1e3 * decode_cpu / double(decode_steps) : 0.0,
-               decode_steps ? double(decode_rows) / double(decode_steps) : 0.0);
+               decode_steps ? double(decode_rows) / double(decode_steps) : 0.0,
+               1e3 * slowest_decode);
+    // This run's share of the speculation counters: which run pays for what the controller
+    // learns (the counters printed at the end are the whole process's).
+    const SpecDecodeStats st = engine.stats().spec_decode;
+    if (!st.method.empty())
+      fmt::print("  this run: {} speculative steps, {} steps read early, {} verifying rows\n",
+                 st.num_speculative_steps - spec_before.num_speculative_steps,
+                 st.num_steps_read_early - spec_before.num_steps_read_early,
+                 st.num_drafts - spec_before.num_drafts);
   }
   return double(tokens) / total;
 }
