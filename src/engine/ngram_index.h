@@ -30,6 +30,8 @@ class NgramIndex {
   // Calls update(tokens) first.
   std::vector<int32_t> propose(std::span<const int32_t> tokens, int k);
 
+  // N-grams ending before this position of the tokens are indexed.
+  int indexed() const { return indexed_; }
   int min_n() const { return min_n_; }
   int max_n() const { return max_n_; }
 

@@ -25,16 +25,22 @@ std::optional<double> SpecController::cost(StepKind kind, int num_tokens) const 
   return std::nullopt;
 }
 
-std::optional<double> SpecController::spec_cost(int num_tokens, bool extrapolate) const {
-  const std::optional<StepCostModel::Point> top = speculative_.largest();
-  if (extrapolate && top && num_tokens > top->tokens) {
-    // The slope from the largest plain step below it (what its extra tokens cost).
-    std::optional<StepCostModel::Point> base = synchronous_.largest_below(top->tokens);
-    if (!base) base = overlapped_.largest_below(top->tokens);
-    const double slope =
-        base ? std::max(0.0, (top->seconds - base->seconds) / (top->tokens - base->tokens)) : 0.0;
-    return top->seconds + slope * (num_tokens - top->tokens);
-  }
+SpecController::SpecCostLine SpecController::spec_cost_line(bool extrapolate) const {
+  SpecCostLine line;
+  if (!extrapolate) return line;
+  line.top = speculative_.largest();
+  if (!line.top) return line;
+  // The slope from the largest plain step below it (what its extra tokens cost).
+  std::optional<StepCostModel::Point> base = synchronous_.largest_below(line.top->tokens);
+  if (!base) base = overlapped_.largest_below(line.top->tokens);
+  if (base)
+    line.slope = std::max(0.0, (line.top->seconds - base->seconds) / (line.top->tokens - base->tokens));
+  return line;
+}
+
+std::optional<double> SpecController::spec_cost(int num_tokens, const SpecCostLine& line) const {
+  if (line.top && num_tokens > line.top->tokens)
+    return line.top->seconds + line.slope * (num_tokens - line.top->tokens);
   if (std::optional<double> c = speculative_.cost(num_tokens)) return c;
   if (std::optional<double> c = synchronous_.cost(num_tokens)) return c;
   return overlapped_.cost(num_tokens);
@@ -57,6 +63,10 @@ std::vector<int> SpecController::pick(std::span<const SpecCandidate> rows, int b
   double tokens = base_rows, proposals = 0, best_rate = off_rate;
   size_t best_len = 0;
   std::vector<int> taken(rows.size(), 0);
+  // The step's size only grows along the queue: its cost is looked up once per size.
+  const SpecCostLine line = spec_cost_line(extrapolate);
+  int costed_tokens = -1;
+  std::optional<double> c;
   while (!next.empty()) {
     auto [gain, i] = next.top();
     next.pop();
@@ -65,8 +75,11 @@ std::vector<int> SpecController::pick(std::span<const SpecCandidate> rows, int b
     proposals += p;
     order.push_back(i);
     if (++taken[i] < rows[i].max_k) next.push({gain * alpha(i), i});
-    const std::optional<double> c =
-        spec_cost(base_tokens + int(std::lround(proposals)), extrapolate);
+    const int step_tokens = base_tokens + int(std::lround(proposals));
+    if (step_tokens != costed_tokens) {
+      c = spec_cost(step_tokens, line);
+      costed_tokens = step_tokens;
+    }
     const double rate = tokens / std::max(c.value_or(1e-9), 1e-9);
     if (rate > best_rate) {
       best_rate = rate;

@@ -150,9 +150,15 @@ class SpecController {
 
  private:
   // The cost of a speculative step of n tokens: measured, else a synchronous plain step's,
-  // else an overlapped one's. `extrapolate`: past the largest speculative step measured,
-  // its cost grows along the line from the largest plain step below it (not held flat).
-  std::optional<double> spec_cost(int num_tokens, bool extrapolate = false) const;
+  // else an overlapped one's. With `extrapolate`, past the largest speculative step
+  // measured (line.top) its cost grows along the line from the largest plain step below it
+  // (not held flat); the line is found once per pick, which asks for every size it tries.
+  struct SpecCostLine {
+    std::optional<StepCostModel::Point> top;  // none: no extrapolation
+    double slope = 0;                         // seconds per token past top
+  };
+  SpecCostLine spec_cost_line(bool extrapolate) const;
+  std::optional<double> spec_cost(int num_tokens, const SpecCostLine& line) const;
   // The greedy choice above against plain steps costing `plain_seconds`.
   // `best_rate`, when given: the expected tokens a second of the choice.
   std::vector<int> pick(std::span<const SpecCandidate> rows, int base_rows, int base_tokens,

@@ -40,15 +40,25 @@ int Speculator::room(const Sequence& seq) const {
 
 // A draft model proposes for every row that asks; an n-gram row has proposals as often as
 // its index has found some.
+// It runs while the step in flight holds the device, so an n-gram row's index is brought
+// up to its known tokens here: the index of a row's prompt and output (a few ms for 256
+// rows) is then not built after an early read, while the device idles.
 bool Speculator::may_speculate(std::span<Sequence* const> running) {
   std::vector<SpecCandidate> rows;
-  for (const Sequence* seq : running)
-    if (eligible(*seq, /*ignore_in_flight=*/true))
-      rows.push_back({room(*seq), seq->spec.acceptance,
-                      uses_draft_model() ? 1.0 : controller_.proposal_rate(seq->spec)});
+  for (Sequence* seq : running) {
+    if (!eligible(*seq, /*ignore_in_flight=*/true)) continue;
+    rows.push_back({room(*seq), seq->spec.acceptance,
+                    uses_draft_model() ? 1.0 : controller_.proposal_rate(seq->spec)});
+    if (config_.method == SpecMethod::Ngram) ngram_of(seq->spec).update(seq->tokens);
+  }
   const bool yes = controller_.may_speculate(rows, int(running.size()), int(running.size()));
   if (yes) stats_.num_steps_read_early++;
   return yes;
+}
+
+NgramIndex& Speculator::ngram_of(SpecState& s) const {
+  if (!s.ngram) s.ngram.emplace(config_.prompt_lookup_min, config_.prompt_lookup_max);
+  return *s.ngram;
 }
 
 int Speculator::usable(const Sequence& seq, std::span<const int32_t> draft,
@@ -94,8 +104,7 @@ void Speculator::propose(std::span<Sequence* const> running, bool overlapped) {
     if (!eligible(*seq, /*ignore_in_flight=*/false)) continue;
     int max_k = room(*seq);
     if (config_.method == SpecMethod::Ngram) {
-      if (!s.ngram) s.ngram.emplace(config_.prompt_lookup_min, config_.prompt_lookup_max);
-      s.draft = s.ngram->propose(seq->tokens, max_k);
+      s.draft = ngram_of(s).propose(seq->tokens, max_k);
       max_k = usable(*seq, s.draft, s.masks);
       controller_.observe_proposals(s, max_k > 0);
     }

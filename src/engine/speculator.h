@@ -105,6 +105,8 @@ class Speculator {
   // How many proposals the row may verify now (0: it may not speculate).
   int room(const Sequence& seq) const;
   bool eligible(const Sequence& seq, bool ignore_in_flight) const;
+  // The row's n-gram index, made on first use.
+  NgramIndex& ngram_of(SpecState& s) const;
   // How many of `draft` the row could emit, with the masks of positions 0..that many.
   int usable(const Sequence& seq, std::span<const int32_t> draft,
              std::vector<std::vector<uint32_t>>& masks) const;

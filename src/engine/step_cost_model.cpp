@@ -41,16 +41,19 @@ std::optional<StepCostModel::Point> StepCostModel::largest() const {
 }
 
 std::optional<double> StepCostModel::cost(int num_tokens) const {
+  // Buckets hold disjoint, ascending token ranges and each average stays inside its range,
+  // so the measured buckets around num_tokens are the nearest ones on either side of its
+  // own bucket (which may hold an average on either side of num_tokens). The engine asks
+  // this about a thousand times a step at 256 rows (SpecController::pick).
+  const int at = bucket_of(num_tokens);
+  const auto measured = [&](int i) { return buckets_[size_t(i)].samples >= 2; };
   const Bucket* below = nullptr;  // the measured bucket with the most tokens <= num_tokens
   const Bucket* above = nullptr;  // the measured bucket with the fewest tokens > num_tokens
-  for (const Bucket& b : buckets_) {
-    if (b.samples < 2) continue;  // unmeasured, or only its warm-up
-    if (b.tokens <= num_tokens) {
-      if (!below || b.tokens > below->tokens) below = &b;
-    } else if (!above || b.tokens < above->tokens) {
-      above = &b;
-    }
-  }
+  if (measured(at)) (buckets_[size_t(at)].tokens <= num_tokens ? below : above) = &buckets_[size_t(at)];
+  for (int i = at - 1; !below && i >= 0; i--)
+    if (measured(i)) below = &buckets_[size_t(i)];
+  for (int i = at + 1; !above && i < kBuckets; i++)
+    if (measured(i)) above = &buckets_[size_t(i)];
   if (!below && !above) return std::nullopt;
   if (!above) return below->seconds;
   if (!below) return above->seconds;

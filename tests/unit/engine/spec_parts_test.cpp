@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "engine/ngram_index.h"
@@ -122,6 +125,52 @@ TEST(StepCostModel, InterpolatesMeasuredBuckets) {
   m.observe(1, 0.020);  // then a bucket follows its new measurements
   EXPECT_NEAR(*m.cost(1), 0.012, 1e-12);
   EXPECT_EQ(m.samples(1), 3);
+}
+
+// cost() looks only at the measured buckets nearest n's own; a scan of every bucket (what it
+// replaced) must give the same answer for every size, whichever buckets are measured.
+TEST(StepCostModel, NearestBucketsGiveWhatAScanOfAllGives) {
+  const auto scan = [](const std::vector<std::pair<double, double>>& measured, int n) {
+    std::optional<std::pair<double, double>> below, above;  // (tokens, seconds)
+    for (const auto& b : measured) {
+      if (b.first <= n) {
+        if (!below || b.first > below->first) below = b;
+      } else if (!above || b.first < above->first) {
+        above = b;
+      }
+    }
+    if (!below && !above) return std::optional<double>();
+    if (!above) return std::optional<double>(below->second);
+    if (!below) return std::optional<double>(above->second);
+    const double t = (n - below->first) / (above->first - below->first);
+    return std::optional<double>(below->second + t * (above->second - below->second));
+  };
+  uint64_t x = 12345;
+  const auto next = [&x](uint64_t range) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return (x >> 33) % range;
+  };
+  for (int trial = 0; trial < 200; trial++) {
+    StepCostModel m;
+    for (int steps = int(next(40)); steps > 0; steps--) {
+      const int n = 1 + int(next(uint64_t(1) << next(14)));
+      m.observe(n, 1e-3 * double(1 + next(1000)));
+    }
+    // The measured buckets, read back through cost() at each bucket's own average.
+    std::vector<std::pair<double, double>> measured;
+    for (int b = 0; b < StepCostModel::kBuckets; b++) {
+      const int lo = b == 0 ? 1 : (1 << (b - 1)) + 1;
+      if (m.samples(lo) < 2) continue;
+      const std::optional<StepCostModel::Point> p = m.largest_below(double(1 << b) + 0.5);
+      ASSERT_TRUE(p);
+      measured.emplace_back(p->tokens, p->seconds);
+    }
+    for (int n = 0; n <= 20000; n += 1 + int(next(97))) {
+      const std::optional<double> want = scan(measured, n), got = m.cost(n);
+      ASSERT_EQ(want.has_value(), got.has_value()) << "n = " << n;
+      if (want) EXPECT_NEAR(*got, *want, 1e-12) << "n = " << n << ", trial " << trial;
+    }
+  }
 }
 
 // A step of n tokens costs `base + per_token · n`, whatever its kind.
@@ -466,6 +515,37 @@ TEST(Speculator, RowsThatFindNoProposalsStopTheEarlyReads) {
   EXPECT_LT(spec.controller().proposal_rate(running[0]->spec), 0.5);  // what the reads saw
   EXPECT_EQ(spec.stats().num_steps_read_early, reads);
   EXPECT_EQ(spec.stats().num_speculative_steps, 0);
+}
+
+// An n-gram row's index is brought up to its known tokens while the step in flight runs
+// (may_speculate), so an early read does not build the index of a whole prompt while the
+// device waits; what the row proposes after the read is what it proposed before.
+TEST(Speculator, NgramIndexesAreUpdatedBeforeTheEarlyRead) {
+  SpeculativeConfig config;
+  config.method = SpecMethod::Ngram;
+  config.num_speculative_tokens = 3;
+  config.prompt_lookup_min = 2;
+  config.prompt_lookup_max = 3;
+  config.adaptive = false;  // a row verifies all it has (no step costs measured here)
+  Speculator spec(config, SpeculatorSetup{.vocab_size = 4096, .max_model_len = 1024});
+  GenerationRequest r;
+  r.prompt = {7, 8, 9, 10, 11, 7, 8};  // "7 8" followed by 9 10 11 before
+  r.max_tokens = 100;
+  Sequence seq(0, r, nullptr, 1);
+  seq.status = SeqStatus::Running;
+  seq.num_computed = 7;
+  seq.num_in_flight = 1;  // its next token is in flight
+  std::vector<Sequence*> running{&seq};
+  spec.may_speculate(running);
+  ASSERT_TRUE(seq.spec.ngram);
+  EXPECT_EQ(seq.spec.ngram->indexed(), 6);  // every n-gram with a known successor
+  // The step is read: the row's token arrives and it proposes from the index.
+  seq.num_in_flight = 0;
+  seq.tokens.push_back(9);
+  seq.num_computed = 7;
+  spec.propose(running, /*overlapped=*/false);
+  EXPECT_EQ(seq.spec.ngram->indexed(), 7);
+  EXPECT_EQ(seq.spec.draft, (std::vector<int32_t>{10, 11, 7}));
 }
 
 }  // namespace spec_parts_test
