@@ -16,6 +16,8 @@
 #include <ctime>
 #include <optional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "cli/env_switches.h"
 #include "cli/model_files.h"
@@ -72,6 +74,30 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// Before the timed runs, the batch passes once through every size from B = min(num, batch)
+// rows down to 1: B rows of 8-token prompts, row i stopping after 2 + i tokens. A decode
+// step of a batch size whose graph is not yet recorded records it (tens of ms on CUDA, once
+// in a server's life), and which sizes a run passes through as its rows finish depends on
+// its timing, so without this the runs being compared (speculation off and on: spec-load)
+// would pay for different recordings (bench/RESULTS.md, 2026-12-07, seventeenth session).
+void pass_through_batch_sizes(Engine& engine, const Options& o) {
+  const int rows = std::min(o.num, o.batch);
+  std::vector<std::shared_ptr<RequestStream>> streams;  // a request lives while its stream does
+  for (int i = 0; i < rows; i++) {
+    GenerationRequest r;
+    r.prompt.assign(8, int32_t(100 + i));
+    r.max_tokens = 2 + i;
+    r.sampling.temperature = 0;
+    r.ignore_eos = true;
+    streams.push_back(engine.submit(r));
+  }
+  for (;;) {
+    const bool worked = engine.step();
+    const EngineStats s = engine.stats();
+    if (!worked && s.num_running == 0 && s.num_waiting == 0) break;
+  }
+}
+
 // One run of o.num requests; returns output tokens per second over the whole run.
 double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool print) {
   std::mt19937_64 rng(seed);
@@ -99,6 +125,8 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
   // Step by step, so the run splits into steps that prefilled prompt tokens and pure
   // decode steps; a call's time is the device time of about one step.
   double prefill_s = 0, decode_s = 0, decode_cpu = 0, slowest_decode = 0;
+  std::vector<double> decode_times;        // each decode step's seconds, in order
+  std::vector<int64_t> decode_read_early;  // its step() call read the step in flight early
   int64_t prefill_steps = 0, decode_steps = 0, decode_rows = 0;
   for (;;) {
     const EngineStats s0 = engine.stats();
@@ -118,6 +146,9 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
     } else if (worked) {
       decode_s += dt, decode_cpu += dc, decode_steps++;
       slowest_decode = std::max(slowest_decode, dt);
+      decode_times.push_back(dt);
+      decode_read_early.push_back(s1.spec_decode.num_steps_read_early -
+                                  s0.spec_decode.num_steps_read_early);
       decode_rows += s1.num_running;
     }
     if (!worked && s1.num_running == 0 && s1.num_waiting == 0) break;
@@ -157,6 +188,23 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
                  st.num_speculative_steps - spec_before.num_speculative_steps,
                  st.num_steps_read_early - spec_before.num_steps_read_early,
                  st.num_drafts - spec_before.num_drafts);
+    // Where a run's decode time goes beyond its median step: the steps past 1.25x the
+    // median (by position in the run; "r": its call read the step in flight early).
+    if (!decode_times.empty()) {
+      std::vector<double> sorted = decode_times;
+      std::sort(sorted.begin(), sorted.end());
+      const double median = sorted[sorted.size() / 2];
+      std::string slow;
+      double excess = 0;
+      for (size_t i = 0; i < decode_times.size(); i++)
+        if (decode_times[i] > 1.25 * median) {
+          excess += decode_times[i] - median;
+          if (slow.size() < 400)
+            slow += fmt::format(" #{}{}:{:.1f}", i, decode_read_early[i] ? "r" : "", 1e3 * decode_times[i]);
+        }
+      fmt::print("  decode median {:.2f} ms, steps past 1.25x: {:.1f} ms over the median;{}\n",
+                 1e3 * median, 1e3 * excess, slow);
+    }
   }
   return double(tokens) / total;
 }
@@ -213,6 +261,7 @@ int main(int argc, char** argv) {
     warm.num = std::min(o.num, 4);
     warm.output = std::min(o.output, 8);
     run_once(engine, warm, vocab, 99, false);
+    pass_through_batch_sizes(engine, o);
     std::vector<double> rates;
     for (int r = 0; r < o.repeat; r++) rates.push_back(run_once(engine, o, vocab, uint64_t(r), true));
     std::sort(rates.begin(), rates.end());
