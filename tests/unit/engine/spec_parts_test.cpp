@@ -475,15 +475,20 @@ TEST(SpecController, ProposalRatesFollowTheRowFromTheServersStart) {
   EXPECT_TRUE(fixed.may_speculate(std::vector<SpecCandidate>{{4, 0.0, 0.0}}, 64, 64));
 }
 
+SpeculativeConfig ngram_config(int k, int min_n, int max_n) {
+  SpeculativeConfig config;
+  config.method = SpecMethod::Ngram;
+  config.num_speculative_tokens = k;
+  config.prompt_lookup_min = min_n;
+  config.prompt_lookup_max = max_n;
+  return config;
+}
+
 // The speculator weighs each row by its own proposal rate: 64 rows whose n-gram index finds
 // nothing stop reading the step in flight early after a few steps that showed it.
 TEST(Speculator, RowsThatFindNoProposalsStopTheEarlyReads) {
-  SpeculativeConfig config;
-  config.method = SpecMethod::Ngram;
-  config.num_speculative_tokens = 4;
-  config.prompt_lookup_min = 2;
-  config.prompt_lookup_max = 4;
-  Speculator spec(config, SpeculatorSetup{.vocab_size = 4096, .max_model_len = 1024});
+  Speculator spec(ngram_config(4, 2, 4),
+                  SpeculatorSetup{.vocab_size = 4096, .max_model_len = 1024});
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<Sequence*> running;
   for (int i = 0; i < 64; i++) {
@@ -521,11 +526,7 @@ TEST(Speculator, RowsThatFindNoProposalsStopTheEarlyReads) {
 // (may_speculate), so an early read does not build the index of a whole prompt while the
 // device waits; what the row proposes after the read is what it proposed before.
 TEST(Speculator, NgramIndexesAreUpdatedBeforeTheEarlyRead) {
-  SpeculativeConfig config;
-  config.method = SpecMethod::Ngram;
-  config.num_speculative_tokens = 3;
-  config.prompt_lookup_min = 2;
-  config.prompt_lookup_max = 3;
+  SpeculativeConfig config = ngram_config(3, 2, 3);
   config.adaptive = false;  // a row verifies all it has (no step costs measured here)
   Speculator spec(config, SpeculatorSetup{.vocab_size = 4096, .max_model_len = 1024});
   GenerationRequest r;
