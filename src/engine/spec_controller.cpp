@@ -34,7 +34,8 @@ SpecController::SpecCostLine SpecController::spec_cost_line(bool extrapolate) co
   std::optional<StepCostModel::Point> base = synchronous_.largest_below(line.top->tokens);
   if (!base) base = overlapped_.largest_below(line.top->tokens);
   if (base)
-    line.slope = std::max(0.0, (line.top->seconds - base->seconds) / (line.top->tokens - base->tokens));
+    line.slope =
+        std::max(0.0, (line.top->seconds - base->seconds) / (line.top->tokens - base->tokens));
   return line;
 }
 

@@ -39,10 +39,9 @@ int Speculator::room(const Sequence& seq) const {
 }
 
 // A draft model proposes for every row that asks; an n-gram row has proposals as often as
-// its index has found some.
-// It runs while the step in flight holds the device, so an n-gram row's index is brought
-// up to its known tokens here: the index of a row's prompt and output (a few ms for 256
-// rows) is then not built after an early read, while the device idles.
+// its index has found some. This runs while the step in flight holds the device, so each
+// n-gram row's index is brought up to its known tokens here: after an early read, while the
+// device idles, a row only looks its suffix up (building 256 rows' indexes there took ms).
 bool Speculator::may_speculate(std::span<Sequence* const> running) {
   std::vector<SpecCandidate> rows;
   for (Sequence* seq : running) {

@@ -49,7 +49,8 @@ std::optional<double> StepCostModel::cost(int num_tokens) const {
   const auto measured = [&](int i) { return buckets_[size_t(i)].samples >= 2; };
   const Bucket* below = nullptr;  // the measured bucket with the most tokens <= num_tokens
   const Bucket* above = nullptr;  // the measured bucket with the fewest tokens > num_tokens
-  if (measured(at)) (buckets_[size_t(at)].tokens <= num_tokens ? below : above) = &buckets_[size_t(at)];
+  const Bucket& own = buckets_[size_t(at)];
+  if (measured(at)) (own.tokens <= num_tokens ? below : above) = &own;
   for (int i = at - 1; !below && i >= 0; i--)
     if (measured(i)) below = &buckets_[size_t(i)];
   for (int i = at + 1; !above && i < kBuckets; i++)
