@@ -220,7 +220,8 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fmt::print(stderr, "usage: offline_bench MODEL_DIR|FILE.gguf [--device cuda|cpu] [--input N] [--output N] "
+    fmt::print(stderr, "usage: offline_bench MODEL_DIR|FILE.gguf [--device cuda|cpu] "
+                       "[--input N] [--output N] "
                        "[--num N] [--batch B] [--max-batched-tokens N] [--repeat R] "
                        "[--kv-cache-dtype auto|fp8|fp8_e4m3] [--threads N] [--quantization fp8] "
                        "[--speculative-config JSON] [--tensor-parallel-size N]\n");
@@ -271,7 +272,8 @@ int main(int argc, char** argv) {
     run_once(engine, warm, vocab, 99, false);
     if (graphs) pass_through_batch_sizes(engine, o, vocab);
     std::vector<double> rates;
-    for (int r = 0; r < o.repeat; r++) rates.push_back(run_once(engine, o, vocab, uint64_t(r), true));
+    for (int r = 0; r < o.repeat; r++)
+      rates.push_back(run_once(engine, o, vocab, uint64_t(r), true));
     std::sort(rates.begin(), rates.end());
     fmt::print("offline-{}/{} num {} batch {}: {:.0f} output tok/s (median of {})\n", o.input,
                o.output, o.num, o.batch, rates[rates.size() / 2], rates.size());

@@ -27,7 +27,8 @@ Speculator::Speculator(SpeculativeConfig config, SpeculatorSetup setup)
 // A row may speculate when it decodes (its last token is the only one to compute), asked
 // for it, and has room for a proposal and the token after it.
 bool Speculator::eligible(const Sequence& seq, bool ignore_in_flight) const {
-  if (!seq.request.speculative || seq.status != SeqStatus::Running || seq.grammar_failure) return false;
+  if (!seq.request.speculative || seq.status != SeqStatus::Running || seq.grammar_failure)
+    return false;
   if (seq.prefilling() || (!ignore_in_flight && seq.num_in_flight > 0)) return false;
   return seq.num_tokens() - seq.num_computed == 1 && room(seq) > 0;
 }
@@ -66,7 +67,8 @@ int Speculator::usable(const Sequence& seq, std::span<const int32_t> draft,
   const RowConstraint& own = seq.constraint;
   if (!own.matcher && !own.reasoning) {  // unconstrained: only stops cut
     for (size_t i = 0; i < draft.size(); i++)
-      if (seq.stops_on(draft[i], seq.num_generated() + int(i) + 1, setup_.eos_token_ids)) return int(i) + 1;
+      if (seq.stops_on(draft[i], seq.num_generated() + int(i) + 1, setup_.eos_token_ids))
+        return int(i) + 1;
     return int(draft.size());
   }
   RowConstraint c = own;  // advanced along the proposals
@@ -88,7 +90,8 @@ int Speculator::usable(const Sequence& seq, std::span<const int32_t> draft,
     std::string why;
     GrammarVerdict verdict = allows(mask, d) ? c.follow(d, &why) : GrammarVerdict::Rejected;
     if (verdict == GrammarVerdict::Rejected) return limit = i;  // masks[i] is the last position's
-    if (verdict != GrammarVerdict::Continue || seq.stops_on(d, seq.num_generated() + i + 1, setup_.eos_token_ids))
+    if (verdict != GrammarVerdict::Continue ||
+        seq.stops_on(d, seq.num_generated() + i + 1, setup_.eos_token_ids))
       limit = i + 1;  // one more mask: the position after it
   }
 }
@@ -174,13 +177,15 @@ DraftStep Speculator::draft_step(std::span<const ScheduledRow> rows) {
                          .feed_from = seq.in_flight_row});
     seq.spec.draft_lag = 0;
     if (!proposes) continue;
-    DraftRow d{.sample_index = sampled++, .position = seq.num_computed, .block_table = table, .draws = {}};
+    DraftRow d{.sample_index = sampled++, .position = seq.num_computed, .block_table = table,
+               .draws = {}};
     for (int j = 0; j < r.num_draft; j++) d.draws.push_back(draft_draw(seq, j));
     step.rows.push_back(std::move(d));
   }
   if (!plan_rows.empty()) step.first = build_step_plan(plan_rows, setup_.block_size);
   // The draft's groups all read the one table (draft_step.h).
-  if (!step.first.groups.empty()) step.first.groups.resize(size_t(setup_.draft_num_groups), step.first.groups[0]);
+  if (!step.first.groups.empty())
+    step.first.groups.resize(size_t(setup_.draft_num_groups), step.first.groups[0]);
   return step;
 }
 
@@ -188,7 +193,8 @@ void Speculator::take_proposals(std::span<ScheduledRow> rows, const DraftProposa
   size_t next = 0;
   for (ScheduledRow& r : rows) {
     if (r.num_draft == 0) continue;
-    TANDEM_CHECK(next < proposals.tokens.size(), "{} rows of proposals for more rows", proposals.tokens.size());
+    TANDEM_CHECK(next < proposals.tokens.size(), "{} rows of proposals for more rows",
+                 proposals.tokens.size());
     SpecState& s = r.seq->spec;
     s.draft = proposals.tokens[next];
     s.q_rows = proposals.q_rows[next++];
@@ -198,7 +204,8 @@ void Speculator::take_proposals(std::span<ScheduledRow> rows, const DraftProposa
     r.num_tokens -= r.num_draft - k;
     r.num_draft = k;
   }
-  TANDEM_CHECK(next == proposals.tokens.size(), "{} rows of proposals for {} rows", proposals.tokens.size(), next);
+  TANDEM_CHECK(next == proposals.tokens.size(), "{} rows of proposals for {} rows",
+               proposals.tokens.size(), next);
 }
 
 void Speculator::verify_rows(const Sequence& seq, std::vector<SampleRow>& out) const {
