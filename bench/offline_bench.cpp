@@ -74,6 +74,11 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// A prompt token id from x: in [100, min(vocab, 30000)), away from the special tokens.
+int32_t token_of(uint64_t x, int vocab) {
+  return int32_t(100 + x % uint64_t(std::max(1, std::min(vocab, 30000) - 100)));
+}
+
 // Before the timed runs on a GPU, the batch passes once through every size from
 // B = min(num, batch) rows down to 1: B rows of 8-token prompts, row i stopping after 2 + i
 // tokens (fewer where the context is shorter: then the batch shrinks by more than one a
@@ -91,7 +96,7 @@ void pass_through_batch_sizes(Engine& engine, const Options& o, int vocab) {
   std::vector<std::shared_ptr<RequestStream>> streams;  // a request lives while its stream does
   for (int i = 0; i < rows; i++) {
     GenerationRequest r;
-    r.prompt.assign(size_t(prompt), int32_t(100 + i % std::max(1, std::min(vocab, 30000) - 100)));
+    r.prompt.assign(size_t(prompt), token_of(uint64_t(i), vocab));
     r.max_tokens = 2 + int(int64_t(i) * steps / rows);
     r.sampling.temperature = 0;
     r.ignore_eos = true;
@@ -113,7 +118,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
   for (int n = 0; n < o.num; n++) {
     GenerationRequest r;
     r.prompt.resize(size_t(o.input));
-    for (auto& t : r.prompt) t = int32_t(100 + rng() % uint64_t(std::min(vocab, 30000) - 100));
+    for (auto& t : r.prompt) t = token_of(rng(), vocab);
     r.max_tokens = o.output;
     r.sampling.temperature = 0;
     r.ignore_eos = true;
@@ -130,7 +135,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
   int64_t after_first = before, prompt_at_first = prompt_before;
   // Step by step, so the run splits into steps that prefilled prompt tokens and pure
   // decode steps; a call's time is the device time of about one step.
-  double prefill_s = 0, decode_s = 0, decode_cpu = 0, slowest_decode = 0;
+  double prefill_s = 0, decode_s = 0, decode_cpu = 0;
   std::vector<double> decode_times;        // each decode step's seconds, in order
   std::vector<int64_t> decode_read_early;  // its step() call read the step in flight early
   int64_t prefill_steps = 0, decode_steps = 0, decode_rows = 0;
@@ -151,7 +156,6 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
       prefill_s += dt, prefill_steps++;
     } else if (worked) {
       decode_s += dt, decode_cpu += dc, decode_steps++;
-      slowest_decode = std::max(slowest_decode, dt);
       decode_times.push_back(dt);
       decode_read_early.push_back(s1.spec_decode.num_steps_read_early -
                                   s0.spec_decode.num_steps_read_early);
@@ -179,13 +183,15 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
                first_s, prompt_at_first - prompt_before,
                first_s > 0 ? double(prompt_at_first - prompt_before) / first_s : 0.0,
                cpu_first - cpu_start);
+    std::vector<double> sorted = decode_times;  // the decode steps' seconds, ascending
+    std::sort(sorted.begin(), sorted.end());
     fmt::print("  steps with prompt tokens: {} in {:.2f} s; decode-only steps: {} in {:.2f} s"
                " ({:.2f} ms each, cpu {:.2f} ms, {:.0f} rows on average, slowest {:.2f} ms)\n",
                prefill_steps, prefill_s, decode_steps, decode_s,
                decode_steps ? 1e3 * decode_s / double(decode_steps) : 0.0,
                decode_steps ? 1e3 * decode_cpu / double(decode_steps) : 0.0,
                decode_steps ? double(decode_rows) / double(decode_steps) : 0.0,
-               1e3 * slowest_decode);
+               sorted.empty() ? 0.0 : 1e3 * sorted.back());
     // This run's share of the speculation counters: which run pays for what the controller
     // learns (the counters printed at the end are the whole process's).
     const SpecDecodeStats st = engine.stats().spec_decode;
@@ -196,9 +202,7 @@ double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool
                  st.num_drafts - spec_before.num_drafts);
     // Where a run's decode time goes beyond its median step: the steps past 1.25x the
     // median (by position in the run; "r": its call read the step in flight early).
-    if (!decode_times.empty()) {
-      std::vector<double> sorted = decode_times;
-      std::sort(sorted.begin(), sorted.end());
+    if (!sorted.empty()) {
       const double median = sorted[sorted.size() / 2];
       std::string slow;
       double excess = 0;

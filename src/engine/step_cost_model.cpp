@@ -44,7 +44,7 @@ std::optional<double> StepCostModel::cost(int num_tokens) const {
   // Buckets hold disjoint, ascending token ranges and each average stays inside its range,
   // so the measured buckets around num_tokens are the nearest ones on either side of its
   // own bucket (which may hold an average on either side of num_tokens). The engine asks
-  // this about a thousand times a step at 256 rows (SpecController::pick).
+  // this up to a thousand times a step at 256 rows (SpecController::pick).
   const int at = bucket_of(num_tokens);
   const auto measured = [&](int i) { return buckets_[size_t(i)].samples >= 2; };
   const Bucket* below = nullptr;  // the measured bucket with the most tokens <= num_tokens

@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "engine/engine.h"
 #include "engine/kv_layout.h"
+#include "engine/speculative_config.h"
 #include "model/model.h"
 
 namespace tandem::test {
@@ -63,6 +64,17 @@ inline std::vector<int32_t> drain(RequestStream& s, std::optional<FinishReason>*
     if (c->finish && finish) *finish = c->finish;
   }
   return ids;
+}
+
+// Speculation by n-gram lookup: K proposals from n-grams of min_n..max_n tokens.
+inline SpeculativeConfig ngram_config(int k, int min_n, int max_n, bool adaptive = true) {
+  SpeculativeConfig c;
+  c.method = SpecMethod::Ngram;
+  c.num_speculative_tokens = k;
+  c.prompt_lookup_min = min_n;
+  c.prompt_lookup_max = max_n;
+  c.adaptive = adaptive;
+  return c;
 }
 
 inline GenerationRequest greedy(std::vector<int32_t> prompt, int n) {

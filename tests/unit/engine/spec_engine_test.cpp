@@ -49,13 +49,7 @@ std::vector<int32_t> repetitive_prompt(int salt, int len = 40) {
 }
 
 SpeculativeConfig ngram(int k, bool adaptive = false) {
-  SpeculativeConfig c;
-  c.method = SpecMethod::Ngram;
-  c.num_speculative_tokens = k;
-  c.prompt_lookup_min = 1;
-  c.prompt_lookup_max = 3;
-  c.adaptive = adaptive;
-  return c;
+  return test::ngram_config(k, 1, 3, adaptive);
 }
 
 SpeculativeConfig draft_model(const char* arch, int k, bool adaptive = false) {

@@ -16,6 +16,7 @@
 #include "engine/speculative_config.h"
 #include "engine/speculator.h"
 #include "engine/step_cost_model.h"
+#include "engine_test_util.h"
 
 namespace tandem {
 namespace spec_parts_test {
@@ -168,7 +169,9 @@ TEST(StepCostModel, NearestBucketsGiveWhatAScanOfAllGives) {
     for (int n = 0; n <= 20000; n += 1 + int(next(97))) {
       const std::optional<double> want = scan(measured, n), got = m.cost(n);
       ASSERT_EQ(want.has_value(), got.has_value()) << "n = " << n;
-      if (want) EXPECT_NEAR(*got, *want, 1e-12) << "n = " << n << ", trial " << trial;
+      if (want) {
+        EXPECT_NEAR(*got, *want, 1e-12) << "n = " << n << ", trial " << trial;
+      }
     }
   }
 }
@@ -475,19 +478,10 @@ TEST(SpecController, ProposalRatesFollowTheRowFromTheServersStart) {
   EXPECT_TRUE(fixed.may_speculate(std::vector<SpecCandidate>{{4, 0.0, 0.0}}, 64, 64));
 }
 
-SpeculativeConfig ngram_config(int k, int min_n, int max_n) {
-  SpeculativeConfig config;
-  config.method = SpecMethod::Ngram;
-  config.num_speculative_tokens = k;
-  config.prompt_lookup_min = min_n;
-  config.prompt_lookup_max = max_n;
-  return config;
-}
-
 // The speculator weighs each row by its own proposal rate: 64 rows whose n-gram index finds
 // nothing stop reading the step in flight early after a few steps that showed it.
 TEST(Speculator, RowsThatFindNoProposalsStopTheEarlyReads) {
-  Speculator spec(ngram_config(4, 2, 4),
+  Speculator spec(test::ngram_config(4, 2, 4),
                   SpeculatorSetup{.vocab_size = 4096, .max_model_len = 1024});
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<Sequence*> running;
@@ -526,9 +520,9 @@ TEST(Speculator, RowsThatFindNoProposalsStopTheEarlyReads) {
 // (may_speculate), so an early read does not build the index of a whole prompt while the
 // device waits; what the row proposes after the read is what it proposed before.
 TEST(Speculator, NgramIndexesAreUpdatedBeforeTheEarlyRead) {
-  SpeculativeConfig config = ngram_config(3, 2, 3);
-  config.adaptive = false;  // a row verifies all it has (no step costs measured here)
-  Speculator spec(config, SpeculatorSetup{.vocab_size = 4096, .max_model_len = 1024});
+  // Not adaptive: a row verifies all it has (no step costs are measured here).
+  Speculator spec(test::ngram_config(3, 2, 3, /*adaptive=*/false),
+                  SpeculatorSetup{.vocab_size = 4096, .max_model_len = 1024});
   GenerationRequest r;
   r.prompt = {7, 8, 9, 10, 11, 7, 8};  // "7 8" followed by 9 10 11 before
   r.max_tokens = 100;
