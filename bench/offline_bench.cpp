@@ -79,36 +79,6 @@ int32_t token_of(uint64_t x, int vocab) {
   return int32_t(100 + x % uint64_t(std::max(1, std::min(vocab, 30000) - 100)));
 }
 
-// Before the timed runs on a GPU, the batch passes once through every size from
-// B = min(num, batch) rows down to 1: B rows of 8-token prompts, row i stopping after 2 + i
-// tokens (fewer where the context is shorter: then the batch shrinks by more than one a
-// step). A decode step of a batch size whose graph is not yet recorded records it (tens of
-// ms, once in a server's life), and which sizes a run passes through as its rows finish
-// depends on its timing, so without this the runs being compared (speculation off and on:
-// spec-load) would pay for different recordings (bench/RESULTS.md, 2026-12-07, seventeenth
-// session).
-void pass_through_batch_sizes(Engine& engine, const Options& o, int vocab) {
-  const int rows = std::min(o.num, o.batch);
-  const int prompt = std::max(1, std::min(8, o.input));
-  const int room = o.input + o.output - prompt;  // what a row may generate in the context
-  if (room < 2) return;
-  const int steps = std::min(rows, room - 2);
-  std::vector<std::shared_ptr<RequestStream>> streams;  // a request lives while its stream does
-  for (int i = 0; i < rows; i++) {
-    GenerationRequest r;
-    r.prompt.assign(size_t(prompt), token_of(uint64_t(i), vocab));
-    r.max_tokens = 2 + int(int64_t(i) * steps / rows);
-    r.sampling.temperature = 0;
-    r.ignore_eos = true;
-    streams.push_back(engine.submit(r));
-  }
-  for (;;) {
-    const bool worked = engine.step();
-    const EngineStats s = engine.stats();
-    if (!worked && s.num_running == 0 && s.num_waiting == 0) break;
-  }
-}
-
 // One run of o.num requests; returns output tokens per second over the whole run.
 double run_once(Engine& engine, const Options& o, int vocab, uint64_t seed, bool print) {
   std::mt19937_64 rng(seed);
@@ -267,14 +237,15 @@ int main(int argc, char** argv) {
     int64_t per_block = kv_bytes_per_block(m.model->kv_specs(), 16, kv_dtype);
     if (m.draft) per_block += kv_bytes_per_block(m.draft->kv_specs(), 16, kv_dtype);
     config.kv_budget_bytes = want * per_block / 16;
-    const bool graphs = m.backend->device() != Device::CPU;  // the engine takes the backend
+    const auto made = Clock::now();
     std::unique_ptr<Engine> owned = cli::make_engine(m, config, kv_dtype);  // env: graphs, overlap
+    // KV allocation and, on a GPU, every decode graph's recording (engine/decode_graphs.h)
+    fmt::print("engine ready in {:.2f} s\n", seconds_since(made));
     Engine& engine = *owned;
     Options warm = o;
     warm.num = std::min(o.num, 4);
     warm.output = std::min(o.output, 8);
     run_once(engine, warm, vocab, 99, false);
-    if (graphs) pass_through_batch_sizes(engine, o, vocab);
     std::vector<double> rates;
     for (int r = 0; r < o.repeat; r++)
       rates.push_back(run_once(engine, o, vocab, uint64_t(r), true));

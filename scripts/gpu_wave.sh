@@ -110,6 +110,11 @@
 #    tp-multi  several GPUs of one host (a multi-GPU kind): the NCCL golden tests (TP=N
 #           against one GPU), then the 8B shape's decode-b1 and 64 rows at TP = 1, 2, 4, 8 as
 #           the GPUs allow (--tensor-parallel-size); skips on one GPU                ~3 min
+#    figures  issue 45's set on the 8B shape (bf16 from random-model, FP8 by --quantization
+#           fp8): the card's HBM copy bandwidth and rooflines (bench/hbm_copy.py), decode-b1
+#           and offline 128/128 at 256 rows in bf16 and FP8, offline 2048/2048 in FP8 with the
+#           fp8 KV cache, the sweep at 256 (tandem serve + tandem bench) in bf16 and FP8; each
+#           run's engine start-up (every decode graph recorded in it)                ~7 min
 #    embed  /v1/embeddings on the 8B shape, 512-token inputs, against the engine's
 #           prompt throughput                                                         ~1.5 min
 #    Each step starts only while the budget (BUDGET seconds, default 540) allows it. Logs
@@ -218,8 +223,8 @@ if has moe-fp8; then
   moe_writer=$!
 fi
 tp_timings=${TP_TIMINGS:-1}  # TP_TIMINGS=0: the tp part's tests only
-if has spec || has spec-load || has tp-multi || has embed || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
-  big=1; has spec || has spec-load || has embed || big=0
+if has spec || has spec-load || has tp-multi || has embed || has figures || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
+  big=1; has spec || has spec-load || has embed || has figures || big=0
   ( { [ "$big" = 0 ] || "$G/tandem" random-model --like llama-3.1-8b --out "$M8"; } && \
     "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
   writer=$!
@@ -504,7 +509,7 @@ if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
-has spec || has spec-load || has tp-multi || has moe-fp8 || has embed || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
+has spec || has spec-load || has tp-multi || has moe-fp8 || has embed || has figures || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
 [ -z "$writer" ] || wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
 echo "models written at ${SECONDS}s"
 
@@ -522,6 +527,31 @@ ob() {
 ngram='{"method": "ngram", "num_speculative_tokens": 4}'
 draft="{\"model\": \"$M1\", \"num_speculative_tokens\": 4}"
 b1=(--num 1 --batch 1 --input 128 --output 256 --repeat 2)
+
+if has figures; then
+  timeout 60 python3 bench/hbm_copy.py 2>&1 | tee "$L/hbm.log"
+  for q in bf16 fp8; do
+    qa=(); [ "$q" = fp8 ] && qa=(--quantization fp8)
+    ob "decode-b1-$q" 40 -- --num 1 --batch 1 --input 128 --output 256 --repeat 3 "${qa[@]}"
+    ob "offline-128-$q" 60 -- --num 1024 --batch 256 --input 128 --output 128 "${qa[@]}"
+  done
+  ob offline-2048-fp8-fp8kv 150 -- --num 256 --batch 256 --input 2048 --output 2048 \
+    --quantization fp8 --kv-cache-dtype fp8
+  grep -H 'engine ready' "$L"/decode-b1-*.log "$L"/offline-*.log | sed "s|$L/||"
+  for q in bf16 fp8; do
+    fits 100 "sweep-256 $q" || break
+    qa=(); [ "$q" = fp8 ] && qa=(--quantization fp8)
+    t0=$SECONDS
+    "$G/tandem" serve --model "$M8" --port 8321 --batch 256 --max-batched-tokens 8192 "${qa[@]}" \
+      > "$L/serve-$q.log" 2>&1 &
+    server=$!
+    for i in $(seq 120); do curl -sf localhost:8321/health > /dev/null && break; sleep 0.5; done
+    echo "sweep-256 $q: server ready after $((SECONDS - t0)) s (load, KV, graphs)"
+    timeout 120 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 256 --num-requests 1024 \
+      --input-len 128 --output-len 256 2> "$L/bench-$q.err" | tail -3
+    kill "$server"; wait "$server"
+  done
+fi
 
 if has spec; then
   ob decode-b1-bf16-off 30 -- "${b1[@]}"

@@ -92,6 +92,14 @@ void DecodeGraphs::write_inputs(Graph& g, const StepPlan& plan) {
   }
 }
 
+void DecodeGraphs::record_all() {
+  for (size_t b = 0; b < buckets_.size(); b++)
+    if (graphs_[b].rows == 0) {
+      graphs_[b] = record(buckets_[b], /*lora=*/false);
+      recorded_++;
+    }
+}
+
 Tensor DecodeGraphs::run(const StepPlan& plan, const PendingSample* prev) {
   TANDEM_CHECK(fits(plan), "DecodeGraphs::run: not a decode step of <= {} rows", buckets_.back());
   int B = plan.num_rows();

@@ -7,6 +7,10 @@
 // the block tables only the columns the step's rows use). A model with LoRA adapters has
 // two graphs per bucket: one with the adapters' kernels, for steps where a row uses one,
 // and one without, so steps of base-model rows pay nothing for adapters they do not use.
+// The base-model graphs are all recorded at start (record_all, as vLLM captures its graphs
+// at start-up): a graph recorded on first use stalls every row of that step for the
+// recording (20–35 ms on the 8B shape), once per bucket in a server's first minutes under
+// load. The adapters' graphs, which only adapter requests take, are recorded on first use.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,8 @@ class DecodeGraphs {
 
   // True when `plan` is a decode step that one of the buckets can run.
   bool fits(const StepPlan& plan) const;
+  // Records every bucket's base-model graph not recorded yet.
+  void record_all();
   // Runs the plan through its bucket's graph (recorded on first use). Logits [B, vocab].
   // `prev`: the previous step's sampling op, for the plan's fed tokens.
   Tensor run(const StepPlan& plan, const PendingSample* prev = nullptr);

@@ -108,7 +108,8 @@ class Executor {
   // activations and logits when that is less. Once, before the first step.
   virtual KvLayout allocate_kv(const KvSizing& sizing) = 0;
   // Steps will have at most `max_rows` rows of at most `max_model_len` tokens (the decode
-  // graphs' capacity). Once, after allocate_kv.
+  // graphs' capacity). Once, after allocate_kv; an executor with graphs records its decode
+  // graphs here.
   virtual void prepare(int max_model_len, int max_rows) = 0;
 
   // Issues one step in two halves, neither waiting for the device: the forward over `plan`,
@@ -151,9 +152,9 @@ class Executor {
   virtual void prepare_speculation(int tokens_per_row) { (void)tokens_per_row; }
   // Graphs recorded so far, decode and verify (engine/decode_graphs.h, verify_graphs.h), the
   // draft's included: a step that records one costs far more than its replays, so the
-  // speculator does not charge it. Decode graphs are recorded on first use, one per batch
-  // bucket: at 256 rows the first steps of 224, 192 or 160 rows (rows finishing apart) record
-  // theirs mid-run, inside a cost bucket measured long before (step_cost_model.h).
+  // speculator does not charge it. The base model's decode graphs are recorded in prepare,
+  // one per batch bucket; verify graphs of several rows and the adapters' decode graphs on
+  // first use, mid-run, inside a cost bucket measured long before (step_cost_model.h).
   virtual int64_t graphs_recorded() const { return 0; }
 
   // Between steps, on the engine's thread. The default: an executor that encodes nothing.

@@ -130,6 +130,7 @@ void ModelRunner::enable_graphs(int max_model_len, int max_rows, bool verify) {
   graph_max_rows_ = max_rows;
   graphs_ = std::make_unique<DecodeGraphs>(model_, backend_, kv_, num_groups(), block_size_,
                                            graph_max_blocks_, max_rows);
+  graphs_->record_all();
   if (verify) make_verify_graphs();
 }
 

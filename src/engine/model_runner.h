@@ -44,7 +44,8 @@ class ModelRunner {
                  Tensor* pooled = nullptr);
   // On backends with graphs: run decode steps of up to `max_rows` rows as recorded graphs
   // (engine/decode_graphs.h), and steps of a few tokens per row (speculative verify steps,
-  // engine/verify_graphs.h); `max_model_len` bounds the block tables they read.
+  // engine/verify_graphs.h); `max_model_len` bounds the block tables they read. Records
+  // the decode graphs now (DecodeGraphs::record_all): after allocate_kv.
   void enable_graphs(int max_model_len, int max_rows, bool verify = false);
   // Steps run through a verify graph so far, and graphs recorded, decode and verify (0
   // without graphs).

@@ -73,6 +73,7 @@ class TensorParallelExecutor final : public Executor {
     TANDEM_CHECK(!runners_.empty(), "prepare: allocate_kv first");
     if (config_.graphs)  // each rank records its own graphs, on its own thread and device
       ranks_->run([&](int r) { runners_[size_t(r)]->enable_graphs(max_model_len, max_rows); });
+    recorded0_ = runners_[0]->graphs_recorded();  // the decode graphs, recorded now
     if (draft_) draft_->prepare(max_model_len, max_rows, config_.graphs);
   }
 
