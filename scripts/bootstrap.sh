@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config git curl ca-certificates
+packages=(build-essential cmake ninja-build pkg-config git curl ca-certificates
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev
   libpcre2-dev libutf8proc-dev libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libbrotli-dev libpng-dev libjpeg-dev libwebp-dev libgif-dev nodejs npm)

@@ -225,8 +225,10 @@ fi
 tp_timings=${TP_TIMINGS:-1}  # TP_TIMINGS=0: the tp part's tests only
 if has spec || has spec-load || has tp-multi || has embed || has figures || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
   big=1; has spec || has spec-load || has embed || has figures || big=0
-  ( { [ "$big" = 0 ] || "$G/tandem" random-model --like llama-3.1-8b --out "$M8"; } && \
-    "$G/tandem" random-model --like llama-3.2-1b --out "$M1" ) > "$L/random-model.log" 2>&1 &
+  # A model a call before this one wrote on the same warm machine is kept.
+  ( { [ "$big" = 0 ] || [ -f "$M8/config.json" ] || "$G/tandem" random-model --like llama-3.1-8b --out "$M8"; } && \
+    { [ -f "$M1/config.json" ] || "$G/tandem" random-model --like llama-3.2-1b --out "$M1"; } ) \
+    > "$L/random-model.log" 2>&1 &
   writer=$!
 fi
 long_writer=  # attn-long with ATTN_TTFT=1 and no other part writing models: the 8B shape

@@ -15,7 +15,9 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # build time is the compiler's. -O0 test sources halve their compile time but double the
 # tests' (a test's inline and template code runs at -O0, the libraries' calls into it too),
 # and timing-bound server tests then fail.
-cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
+gen=()  # Ninja as in scripts/build.sh
+[ -f build-san/CMakeCache.txt ] || ! command -v ninja >/dev/null || gen=(-G Ninja)
+cmake -S . -B build-san "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DCMAKE_CXX_COMPILER=clang++ -DTANDEM_CUDA=OFF -DTANDEM_BENCH=OFF \
   -DTANDEM_SANITIZE=ON -DTANDEM_FUZZ=ON -DTANDEM_GOLDEN_TESTS=OFF -DTANDEM_UNITY=$unity "${launcher[@]}" >/dev/null
 start=$(date +%s)

@@ -1,5 +1,6 @@
-// ASCII case folding for protocol text (header names, URL schemes, hosts, media types):
-// only A-Z change, so UTF-8 passes through intact and no locale is consulted.
+// ASCII helpers for protocol and template text (header names, URL schemes, hosts, media
+// types, escapes): only ASCII letters and digits count, so UTF-8 passes through intact and
+// no locale is consulted.
 #pragma once
 
 #include <string>
@@ -12,6 +13,15 @@ inline std::string ascii_lower(std::string_view s) {
   for (char& c : out)
     if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
   return out;
+}
+
+// JSON's whitespace (and HTTP's, with \r\n): space, tab, CR, LF.
+inline bool ascii_is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+inline bool ascii_is_hex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
 }  // namespace tandem

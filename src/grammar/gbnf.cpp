@@ -12,9 +12,6 @@ namespace tandem::grammar {
 
 namespace {
 
-constexpr uint32_t kMaxRepeat = 10'000;
-constexpr int kMaxDepth = 200;
-
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_';

@@ -6,12 +6,18 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
 #include "core/error.h"
 
 namespace tandem::grammar {
+
+// Bounds of the two text parsers (GBNF and regex): a repetition count above kMaxRepeat and
+// groups nested deeper than kMaxDepth are refused with a GrammarError.
+inline constexpr uint32_t kMaxRepeat = 10'000;
+inline constexpr int kMaxDepth = 200;
 
 class GrammarError : public Error {
  public:

@@ -9,9 +9,6 @@ namespace tandem::grammar {
 
 namespace {
 
-constexpr uint32_t kMaxRepeat = 10'000;
-constexpr int kMaxDepth = 200;
-
 CodepointSet digit_set() {
   return CodepointSet::range('0', '9');
 }

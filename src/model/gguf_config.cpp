@@ -14,12 +14,12 @@ namespace {
 
 using json = nlohmann::json;
 
-struct ArchEntry {
+struct GgufArch {
   const char* gguf_name;
   const char* model_type;  // the registry's; llama with experts becomes mixtral
 };
 
-const ArchEntry kArchitectures[] = {
+const GgufArch kGgufArchitectures[] = {
     {"llama", "llama"},   {"qwen2", "qwen2"},   {"qwen3", "qwen3"}, {"qwen3moe", "qwen3_moe"},
     {"gemma2", "gemma2"}, {"gemma3", "gemma3_text"}, {"phi3", "phi3"},
 };
@@ -224,13 +224,13 @@ void add_rope(json& c, const ArchKeys& a, const std::string& model_type, int64_t
 std::string gguf_model_type(const GgufModel& model) {
   const GgufMetadata& md = model.metadata();
   const std::string arch(md.require_string("general.architecture"));
-  for (const ArchEntry& e : kArchitectures) {
+  for (const GgufArch& e : kGgufArchitectures) {
     if (arch != e.gguf_name) continue;
     if (arch == "llama" && md.get_int("llama.expert_count").value_or(0) > 0) return "mixtral";
     return e.model_type;
   }
   std::string known;
-  for (const ArchEntry& e : kArchitectures) known += (known.empty() ? "" : ", ") + std::string(e.gguf_name);
+  for (const GgufArch& e : kGgufArchitectures) known += (known.empty() ? "" : ", ") + std::string(e.gguf_name);
   fail("{}: general.architecture '{}' is not one tandem serves from GGUF (it serves {})",
        md.source(), arch, known);
 }

@@ -56,6 +56,12 @@ void raise(ErrorKind kind, std::string detail) {
   throw RenderError(kind, std::move(detail));
 }
 
+void raise_syntax(int line, const std::string& detail) {
+  RenderError e(ErrorKind::Syntax, detail);
+  e.set_line(line);
+  throw e;
+}
+
 void raise_limit(RenderLimit limit, std::string detail, ErrorKind kind) {
   RenderError e(kind, std::move(detail));
   e.set_exceeded(limit);

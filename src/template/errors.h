@@ -55,6 +55,8 @@ class RenderError : public TemplateError {
 };
 
 [[noreturn]] void raise(ErrorKind kind, std::string detail);
+// A TemplateSyntaxError at `line` of the template (the lexer's and its string literals').
+[[noreturn]] void raise_syntax(int line, const std::string& detail);
 // A RenderLimits bound was passed: an error of `kind` (RenderLimitError by default; deep
 // recursion stays Python's RecursionError) that carries which bound.
 [[noreturn]] void raise_limit(RenderLimit limit, std::string detail,

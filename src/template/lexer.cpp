@@ -5,17 +5,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/ascii.h"
 #include "template/errors.h"
 #include "template/unicode.h"
 
 namespace tandem::jinja {
 namespace {
-
-[[noreturn]] void syntax_error(int line, const std::string& msg) {
-  RenderError e(ErrorKind::Syntax, msg);
-  e.set_line(line);
-  throw e;
-}
 
 // "\r\n" and "\r" become "\n"; one trailing newline is dropped (keep_trailing_newline=False).
 std::string normalize_newlines(const std::string& src) {
@@ -63,10 +58,6 @@ size_t count_newlines(std::string_view s, size_t from, size_t to) {
   size_t n = 0;
   for (size_t i = from; i < to; ++i) n += s[i] == '\n';
   return n;
-}
-
-bool is_hex(char c) {
-  return std::isxdigit(static_cast<unsigned char>(c)) != 0;
 }
 
 struct OpSpelling {
@@ -192,7 +183,7 @@ class Lexer {
 
   void lex_comment(size_t body) {
     size_t close = s_.find("#}", body);
-    if (close == std::string::npos) syntax_error(line_, "Missing end of comment tag");
+    if (close == std::string::npos) raise_syntax(line_, "Missing end of comment tag");
     char sign = close > body && (s_[close - 1] == '-' || s_[close - 1] == '+') ? s_[close - 1] : 0;
     finish_tag(block_suffix(close + 2, sign));
   }
@@ -215,7 +206,7 @@ class Lexer {
       finish_tag(block_suffix(q, end_sign == ' ' ? 0 : end_sign));
       return;
     }
-    syntax_error(line_, "Missing end of raw directive");
+    raise_syntax(line_, "Missing end of raw directive");
   }
 
   // Tokens inside `{% ... %}` or `{{ ... }}` up to and including the end delimiter.
@@ -317,7 +308,7 @@ size_t Lexer::prefixed_int_end(int& base) const {
   auto ok = [&](size_t i) {
     if (i >= s_.size()) return false;
     char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s_[i])));
-    return base == 16 ? is_hex(c) : c >= '0' && c < '0' + base;
+    return base == 16 ? ascii_is_hex(c) : c >= '0' && c < '0' + base;
   };
   size_t q = pos_ + 2;
   while (ok(q) || (q < s_.size() && s_[q] == '_' && ok(q + 1))) ++q;
@@ -346,7 +337,7 @@ bool Lexer::lex_number() {
     errno = 0;
     unsigned long long v = std::strtoull(digits.c_str(), nullptr, base);
     if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX))
-      syntax_error(line_, "integer literal too large");
+      raise_syntax(line_, "integer literal too large");
     t.int_value = static_cast<int64_t>(v);
   }
   t.text = s_.substr(pos_, end - pos_);
@@ -372,7 +363,7 @@ bool Lexer::lex_string() {
   size_t q = pos_ + 1;
   while (q < s_.size() && s_[q] != quote) q += s_[q] == '\\' ? 2 : 1;
   if (q >= s_.size())
-    syntax_error(line_,
+    raise_syntax(line_,
                  fmt::format("unexpected char {} at {}", quote == '\'' ? "\"'\"" : "'\"'", pos_));
   push(Tok::String, decode_string_literal(s_.substr(pos_ + 1, q - pos_ - 1), line_));
   line_ += static_cast<int>(count_newlines(s_, pos_, q));
@@ -387,16 +378,16 @@ void Lexer::lex_operator(std::vector<char>& balance) {
     if (c == '{' || c == '(' || c == '[') {
       balance.push_back(c == '{' ? '}' : c == '(' ? ')' : ']');
     } else if (c == '}' || c == ')' || c == ']') {
-      if (balance.empty()) syntax_error(line_, fmt::format("unexpected '{}'", c));
+      if (balance.empty()) raise_syntax(line_, fmt::format("unexpected '{}'", c));
       if (balance.back() != c)
-        syntax_error(line_, fmt::format("unexpected '{}', expected '{}'", c, balance.back()));
+        raise_syntax(line_, fmt::format("unexpected '{}', expected '{}'", c, balance.back()));
       balance.pop_back();
     }
     push(op.type, op.text);
     pos_ += std::strlen(op.text);
     return;
   }
-  syntax_error(line_, fmt::format("unexpected char '{}' at {}", s_[pos_], pos_));
+  raise_syntax(line_, fmt::format("unexpected char '{}' at {}", s_[pos_], pos_));
 }
 
 }  // namespace

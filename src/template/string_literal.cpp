@@ -1,23 +1,9 @@
-#include <cctype>
-
+#include "core/ascii.h"
 #include "template/errors.h"
 #include "template/lexer.h"
 #include "template/unicode.h"
 
 namespace tandem::jinja {
-namespace {
-
-bool is_hex(char c) {
-  return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-}
-
-[[noreturn]] void syntax_error(int line, const std::string& msg) {
-  RenderError e(ErrorKind::Syntax, msg);
-  e.set_line(line);
-  throw e;
-}
-
-}  // namespace
 
 std::string decode_string_literal(const std::string& raw, int line) {
   std::string out;
@@ -65,10 +51,10 @@ std::string decode_string_literal(const std::string& raw, int line) {
       case 'U': {
         size_t width = c == 'x' ? 2 : c == 'u' ? 4 : 8;
         size_t j = 0;
-        while (j < width && i + 1 + j < raw.size() && is_hex(raw[i + 1 + j])) ++j;
-        if (j < width) syntax_error(line, fmt::format("truncated \\{}XXXX escape", c));
+        while (j < width && i + 1 + j < raw.size() && ascii_is_hex(raw[i + 1 + j])) ++j;
+        if (j < width) raise_syntax(line, fmt::format("truncated \\{}XXXX escape", c));
         char32_t cp = static_cast<char32_t>(std::stoul(raw.substr(i + 1, width), nullptr, 16));
-        if (cp > 0x10FFFF) syntax_error(line, "illegal Unicode character");
+        if (cp > 0x10FFFF) raise_syntax(line, "illegal Unicode character");
         unicode::append(out, cp);
         i += width;
         break;

@@ -22,10 +22,6 @@ namespace lora_oracle_test {
 
 namespace fs = std::filesystem;
 
-std::vector<int32_t> ids_of(const Tensor& t) {
-  return std::vector<int32_t>(t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel());
-}
-
 struct LoraSetup {
   std::unique_ptr<Backend> backend = make_cpu_backend();
   std::unique_ptr<Model> model;

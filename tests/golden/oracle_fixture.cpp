@@ -11,7 +11,7 @@ std::filesystem::path oracle_dir(const std::string& arch) {
   return std::filesystem::path(TANDEM_TEST_DATA) / "oracle" / arch;
 }
 
-static std::vector<int32_t> ids_of(const Tensor& t) {
+std::vector<int32_t> ids_of(const Tensor& t) {
   const int32_t* p = t.ptr<int32_t>();
   return std::vector<int32_t>(p, p + t.numel());
 }

@@ -21,6 +21,8 @@ struct OraclePrompt {
 
 std::filesystem::path oracle_dir(const std::string& arch);
 std::vector<OraclePrompt> load_oracle(const std::string& arch);
+// The ids of a host I32 tensor (a golden file's prompt or greedy tokens).
+std::vector<int32_t> ids_of(const Tensor& t);
 // ‖a − b‖ / ‖b‖ over all elements.
 double relative_error(const float* a, const float* b, size_t n);
 

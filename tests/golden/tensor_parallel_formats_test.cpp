@@ -34,10 +34,6 @@
 namespace tandem::test {
 namespace tensor_parallel_formats_test {
 
-std::vector<int32_t> ids_of(const Tensor& t) {
-  return std::vector<int32_t>(t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel());
-}
-
 cli::LoadedModel load_ranks_at(const std::filesystem::path& dir, int size) {
   return cli::load_model_folder(dir, "cpu", LoadOptions{.tp = {.size = size}});
 }

@@ -341,10 +341,6 @@ INSTANTIATE_TEST_SUITE_P(Folders, TensorParallelVision,
                                            "gemma4_vision_causal"),
                          [](const auto& info) { return info.param; });
 
-std::vector<int32_t> ids_of(const Tensor& t) {
-  return std::vector<int32_t>(t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel());
-}
-
 // LoRA adapters cut like their base weights: B's rows with q|k|v and gate|up, A's columns
 // with o and down. Each adapter in its own slot on every rank; PEFT's logits within 1e-4.
 class TensorParallelLora : public ::testing::TestWithParam<TpCase> {};

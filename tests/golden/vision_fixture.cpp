@@ -9,11 +9,6 @@ namespace tandem::test {
 
 namespace {
 
-std::vector<int32_t> ids_of(const Tensor& t) {
-  const int32_t* p = t.ptr<int32_t>();
-  return std::vector<int32_t>(p, p + t.numel());
-}
-
 Tensor host_copy(const Tensor& t) {
   Tensor out = Tensor::empty_host(t.dtype, t.shape);
   std::memcpy(out.data, t.data, t.nbytes());

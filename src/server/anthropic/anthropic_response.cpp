@@ -26,7 +26,7 @@ Json parsed_arguments(const ToolCall& call) {
 
 // Anthropic counts cache reads apart: the prompt is input_tokens +
 // cache_creation_input_tokens + cache_read_input_tokens.
-Json usage_json(int prompt_tokens, int output_tokens, int cached_tokens = 0) {
+Json anthropic_usage_json(int prompt_tokens, int output_tokens, int cached_tokens = 0) {
   return {{"input_tokens", prompt_tokens - cached_tokens},
           {"output_tokens", output_tokens},
           {"cache_creation_input_tokens", 0},
@@ -69,7 +69,7 @@ Json format_anthropic_message(const ResponseMeta& meta, const AnthropicFormat& f
       meta, std::move(content),
       anthropic_stop_reason(result.finish, !parsed.calls.empty(), result.matched_stop),
       stopped_by_string ? Json(result.matched_stop) : Json(),
-      usage_json(format.input_tokens, result.completion_tokens, result.cached_tokens));
+      anthropic_usage_json(format.input_tokens, result.completion_tokens, result.cached_tokens));
 }
 
 AnthropicStreamEncoder::AnthropicStreamEncoder(ResponseMeta meta, AnthropicFormat format)
@@ -79,7 +79,7 @@ AnthropicStreamEncoder::AnthropicStreamEncoder(ResponseMeta meta, AnthropicForma
 
 std::string AnthropicStreamEncoder::begin() {
   Json message =
-      message_json(meta_, Json::array(), Json(), Json(), usage_json(format_.input_tokens, 0));
+      message_json(meta_, Json::array(), Json(), Json(), anthropic_usage_json(format_.input_tokens, 0));
   return sse_event("message_start", {{"type", "message_start"}, {"message", std::move(message)}}) +
          sse_event("ping", {{"type", "ping"}});
 }
@@ -180,7 +180,7 @@ std::string AnthropicStreamEncoder::end() {
                 {"stop_sequence", stopped_by_string ? Json(matched_stop_) : Json()}};
   out += sse_event("message_delta", {{"type", "message_delta"},
                                      {"delta", std::move(delta)},
-                                     {"usage", usage_json(format_.input_tokens, output_tokens_,
+                                     {"usage", anthropic_usage_json(format_.input_tokens, output_tokens_,
                                                           cached_tokens_)}});
   return out + sse_event("message_stop", {{"type", "message_stop"}});
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "core/ascii.h"
+
 namespace tandem::server {
 
 namespace {
@@ -14,18 +16,14 @@ constexpr std::array<ReasoningSyntax, 4> kSyntaxes = {{
     {"gemma4", "<|channel>", "<channel|>", "thought\n", "\n<channel|>"},
 }};
 
-bool is_space(char c) {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
 size_t leading_space(std::string_view s) {
   size_t n = 0;
-  while (n < s.size() && is_space(s[n])) ++n;
+  while (n < s.size() && ascii_is_space(s[n])) ++n;
   return n;
 }
 
 std::string_view trim_end(std::string_view s) {
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  while (!s.empty() && ascii_is_space(s.back())) s.remove_suffix(1);
   return s;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/ascii.h"
 #include "server/common/bounded_json.h"
 
 namespace tandem::server {
@@ -11,18 +12,14 @@ constexpr std::string_view kOpenTag = "<tool_call>";
 constexpr std::string_view kCloseTag = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
-bool is_space(char c) {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  while (!s.empty() && ascii_is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && ascii_is_space(s.back())) s.remove_suffix(1);
   return s;
 }
 
 bool all_space(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), is_space);
+  return std::all_of(s.begin(), s.end(), ascii_is_space);
 }
 
 // Model output is parsed under the same limits as client JSON: a model can be made to
@@ -186,7 +183,7 @@ bool ToolCallStream::step_text(Delta& out) {
     return false;
   }
   std::string_view before = std::string_view(buffer_).substr(0, pos);
-  while (!before.empty() && is_space(before.back())) before.remove_suffix(1);
+  while (!before.empty() && ascii_is_space(before.back())) before.remove_suffix(1);
   emit_content(before, out);
   buffer_.erase(0, pos + kOpenTag.size());
   state_ = State::InBlock;

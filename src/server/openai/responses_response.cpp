@@ -41,7 +41,7 @@ Json function_call_item(const ToolCall& call, const char* status, const std::str
           {"status", status}};
 }
 
-Json usage_json(int input_tokens, int output_tokens, int cached_tokens) {
+Json responses_usage_json(int input_tokens, int output_tokens, int cached_tokens) {
   return {{"input_tokens", input_tokens},
           {"input_tokens_details", {{"cached_tokens", cached_tokens}}},
           {"output_tokens", output_tokens},
@@ -66,7 +66,7 @@ Json response_json(const ResponseMeta& meta, const ResponsesFormat& f, const Cho
             {"output", std::move(output)},
             {"text", {{"format", {{"type", "text"}}}}},
             {"store", false},
-            {"usage", done ? usage_json(f.input_tokens, result->completion_tokens, result->cached_tokens)
+            {"usage", done ? responses_usage_json(f.input_tokens, result->completion_tokens, result->cached_tokens)
                          : Json()}};
   for (auto it = f.echo.begin(); it != f.echo.end(); ++it) r[it.key()] = it.value();
   return r;
