@@ -1,6 +1,6 @@
 // ASCII helpers for protocol and template text (header names, URL schemes, hosts, media
-// types, escapes): only ASCII letters and digits count, so UTF-8 passes through intact and
-// no locale is consulted.
+// types, escapes, JSON whitespace): only ASCII bytes match, so UTF-8 passes through intact
+// and no locale is consulted.
 #pragma once
 
 #include <string>
