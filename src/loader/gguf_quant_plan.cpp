@@ -28,13 +28,9 @@ const FileTypeName& info(GgufFileType t) {
   return *std::find_if(kFileTypes.begin(), kFileTypes.end(), [&](auto& f) { return f.type == t; });
 }
 
-bool ends_with(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-
 // llama-quantize's tensor_allows_quantization for the tensors of dense models.
 bool quantizable(std::string_view name, const Shape& shape) {
-  return shape.ndim >= 2 && ends_with(name, "weight") &&
+  return shape.ndim >= 2 && name.ends_with("weight") &&
          name.find("_norm.weight") == std::string_view::npos &&
          name.find("ffn_gate_inp.weight") == std::string_view::npos;
 }
@@ -88,12 +84,12 @@ DType chosen(GgufFileType file, const GgufPlanModel& m, std::string_view name, i
     return base == DType::Q8_0 ? DType::Q8_0 : DType::Q6_K;
   }
   const int layer = layer_of(name);
-  if (ends_with(name, "attn_v.weight")) {
+  if (name.ends_with("attn_v.weight")) {
     DType t = k_mix && use_more_bits(layer, m.num_layers) ? DType::Q6_K : base;
     return is_70b(m) && t == DType::Q4_K ? DType::Q5_K : t;
   }
   // (llama-quantize counts the stacked experts' down as ffn_down too.)
-  if ((ends_with(name, "ffn_down.weight") || ends_with(name, "ffn_down_exps.weight")) && k_mix &&
+  if ((name.ends_with("ffn_down.weight") || name.ends_with("ffn_down_exps.weight")) && k_mix &&
       use_more_bits(layer, m.num_layers))
     return DType::Q6_K;
   return base;

@@ -19,10 +19,6 @@ bool is_ip_literal(const std::string& name) {
   return inet_pton(AF_INET, name.c_str(), &v4) == 1 || inet_pton(AF_INET6, name.c_str(), &v6) == 1;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 std::optional<std::string> machine_name() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return std::nullopt;
@@ -76,10 +72,10 @@ HostPolicy HostPolicy::create(const std::string& bind_host,
 bool HostPolicy::allows(std::string_view host_header) const {
   if (any_ || host_header.empty()) return true;
   std::string name = host_name_of(host_header);
-  if (default_rule_ && (is_ip_literal(name) || ends_with(name, ".localhost"))) return true;
+  if (default_rule_ && (is_ip_literal(name) || name.ends_with(".localhost"))) return true;
   if (std::find(names_.begin(), names_.end(), name) != names_.end()) return true;
   return std::any_of(suffixes_.begin(), suffixes_.end(), [&](const std::string& s) {
-    return ends_with(name, s) || name == s.substr(1);
+    return name.ends_with(s) || name == s.substr(1);
   });
 }
 

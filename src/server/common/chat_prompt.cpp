@@ -17,17 +17,12 @@ std::optional<std::string> token_string(const nlohmann::json& value) {
   return std::nullopt;
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // transformers' special_tokens_map: every "*_token" field of tokenizer_config.json.
 Json special_tokens_of(const TokenizerConfig& config) {
   Json out = Json::object();
   if (config.raw().is_object())
     for (auto it = config.raw().begin(); it != config.raw().end(); ++it)
-      if (ends_with(it.key(), "_token"))
+      if (it.key().ends_with("_token"))
         if (auto s = token_string(it.value())) out[it.key()] = *s;
   auto set = [&](const char* key, const std::optional<std::string>& v) {
     if (v) out[key] = *v;

@@ -15,12 +15,9 @@ constexpr const char* kPagePolicy =
     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 std::string_view content_type_of(std::string_view name) {
-  auto ends_with = [&](std::string_view ext) {
-    return name.size() >= ext.size() && name.substr(name.size() - ext.size()) == ext;
-  };
-  if (ends_with(".html")) return "text/html; charset=utf-8";
-  if (ends_with(".js")) return "text/javascript; charset=utf-8";
-  if (ends_with(".css")) return "text/css; charset=utf-8";
+  if (name.ends_with(".html")) return "text/html; charset=utf-8";
+  if (name.ends_with(".js")) return "text/javascript; charset=utf-8";
+  if (name.ends_with(".css")) return "text/css; charset=utf-8";
   return "application/octet-stream";
 }
 
