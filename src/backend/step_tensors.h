@@ -75,6 +75,9 @@ struct StepTensors {
   // graph, which reads them always).
   LoraRows lora;
   PoolTensors pool;  // undefined unless an embedding row pools this step
+  // [S, V] f32: where the forward writes the logits (DecodeGraphs' one buffer, which every
+  // batch-size bucket's graph writes a prefix of); undefined: the forward allocates them.
+  Tensor logits_out;
   // Images (media/image_input.h). media_ends [T] i32: the end (one past the last position)
   // of the image whose soft tokens hold token t, or 0 for a token outside every image; an
   // image lies whole inside its row's context (the scheduler never splits one across

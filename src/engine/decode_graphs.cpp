@@ -51,7 +51,16 @@ DecodeGraphs::Graph DecodeGraphs::record(int rows, bool lora) {
   StepPlan pad;
   pad.groups.resize(size_t(num_groups_));
   write_inputs(g, pad);
-  model_.forward(s, kv_);  // eager warm-up: caches, kernels and GEMM choices are ready
+  // Eager warm-up: caches, kernels and GEMM choices are ready. It writes into the buffer
+  // every graph writes its logits into, which the first warm-up's logits size (a warm-up
+  // that allocated its own logits each time would leave a block of each bucket's size in
+  // the allocator's cache).
+  if (logits_.defined()) s.logits_out = logits_.slice_rows(0, rows);
+  const int64_t vocab = model_.forward(s, kv_).cols();
+  if (!logits_.defined()) {
+    logits_ = backend_.alloc(DType::F32, {buckets_.back(), vocab});
+    s.logits_out = logits_.slice_rows(0, rows);
+  }
   backend_.synchronize();
   backend_.capture_begin();
   g.logits = model_.forward(s, kv_);

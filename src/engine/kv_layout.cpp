@@ -57,12 +57,12 @@ std::optional<DType> kv_cache_dtype_from_name(std::string_view name) {
   fail("--kv-cache-dtype must be auto, fp8 or fp8_e4m3 (got '{}')", name);
 }
 
-int64_t spare_kv_bytes(const Backend& backend, const ModelConfig& c, bool lora, const KvSizing& s) {
+int64_t spare_kv_bytes(const Backend& backend, const ModelConfig& c, const KvSizing& s) {
   const int64_t free = backend.available_memory();
   if (backend.device() == Device::CPU) return free / 4;
   const int64_t activations = int64_t(s.max_batched_tokens) *
                               (8 * int64_t(c.hidden_size) + 4 * int64_t(c.intermediate_size)) * 2;
-  const int64_t logits = int64_t(std::max(s.max_rows, 1)) * c.vocab_size * 4 * (lora ? 8 : 4);
+  const int64_t logits = int64_t(std::max(s.max_rows, 1)) * c.vocab_size * 4 * 3;
   const int64_t headroom = (int64_t(1) << 30) + activations + logits;
   return int64_t(double(free) * 0.92) - headroom;
 }

@@ -41,9 +41,9 @@ int64_t planned_kv_bytes(std::span<const LayerKvSpec> specs, DType dtype, const 
 
 // Bytes `backend` can give the KV cache now (after the weights): a quarter of free RAM on
 // the CPU, which the rest of the machine shares; on a GPU most of its free memory, less
-// headroom for a step's activations and its logits (each decode graph keeps its own; a
-// model with adapters records two graphs per batch size, DecodeGraphs).
-int64_t spare_kv_bytes(const Backend& backend, const ModelConfig& c, bool lora, const KvSizing& s);
+// headroom for a step's activations and its f32 logits: the decode graphs' one buffer
+// (DecodeGraphs), an eager step's and the sampler's working copy.
+int64_t spare_kv_bytes(const Backend& backend, const ModelConfig& c, const KvSizing& s);
 
 // The KV cache dtype a `--kv-cache-dtype` value names, in vLLM's spellings: "auto" →
 // nullopt (the backend's act dtype), "fp8" and "fp8_e4m3" → F8E4M3 (stored unscaled).

@@ -95,8 +95,7 @@ KvRoom SingleWorkerExecutor::kv_room(const KvSizing& sizing) const {
   const DType dtype = config_.kv_dtype.value_or(backend_->act_dtype());
   int64_t per_block = kv_bytes_per_block(model_->kv_specs(), sizing.block_size, dtype);
   if (draft_) per_block += draft_->bytes_per_block(sizing.block_size, dtype);
-  return {.bytes_available = spare_kv_bytes(*backend_, model_->config(),
-                                            model_->lora_targets().capacity.enabled(), sizing),
+  return {.bytes_available = spare_kv_bytes(*backend_, model_->config(), sizing),
           .bytes_per_token = per_block / sizing.block_size};
 }
 
@@ -117,8 +116,7 @@ KvLayout SingleWorkerExecutor::allocate_kv(const KvSizing& sizing) {
   KvSizing s = sizing;
   if (!s.budget_bytes) {  // every row at full length, if the device can spare that much
     const int64_t want = kv_bytes(plan_group_blocks(layout.groups, block_bytes, s), block_bytes);
-    const int64_t spare =
-        spare_kv_bytes(*backend_, model_->config(), model_->lora_targets().capacity.enabled(), s);
+    const int64_t spare = spare_kv_bytes(*backend_, model_->config(), s);
     const int64_t two_blocks = 2 * kv_bytes_per_block(specs, s.block_size, layout.dtype);
     if (spare < want) s.budget_bytes = std::max(spare, two_blocks);
   }

@@ -195,9 +195,8 @@ class TensorParallelExecutor final : public Executor {
     if (backend0_->device() == Device::CPU)
       return backend0_->available_memory() / 4 / ranks_->size();
     std::vector<int64_t> spare(size_t(ranks_->size()));
-    const bool lora = model0_->lora_targets().capacity.enabled();
     ranks_->run([&](int r) {
-      spare[size_t(r)] = spare_kv_bytes(ranks_->backend(r), *info_.model, lora, sizing);
+      spare[size_t(r)] = spare_kv_bytes(ranks_->backend(r), *info_.model, sizing);
     });
     return *std::min_element(spare.begin(), spare.end());
   }

@@ -220,15 +220,24 @@ Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock&
   return out;
 }
 
-Tensor lm_head_logits(Backend& be, const Tensor& hidden, const LmHead& head) {
+Tensor lm_head_logits(Backend& be, const Tensor& hidden, const LmHead& head, const Tensor& into) {
   Tensor normed = rms_norm(be, hidden, head.final_norm);
   if (head.logit_divisor != 1.f) be.scale(normed, 1.f / head.logit_divisor);
-  Tensor logits = linear_f32(be, normed, head.head);
-  if (head.softcap > 0.f) be.softcap(logits, head.softcap);
   // One rank holds the whole vocabulary: nothing to gather (the gather would copy the
   // [S, V] f32 logits twice, 33 MB each way at 64 rows of a 128k vocabulary).
-  if (!head.gather || head.gather->size() == 1) return logits;
-  Tensor all = be.alloc(DType::F32, {logits.rows(), logits.cols() * head.gather->size()});
+  const int ranks = head.gather ? head.gather->size() : 1;
+  const int64_t vocab = head.head.out_features() * ranks;
+  if (into.defined())
+    TANDEM_CHECK(into.dtype == DType::F32 && into.rows() == hidden.rows() && into.cols() == vocab,
+                 "lm_head_logits: the logits buffer is {} {}, not [{}, {}] f32", into.shape.str(),
+                 dtype_name(into.dtype), hidden.rows(), vocab);
+  Tensor logits = into.defined() && ranks == 1
+                      ? into
+                      : be.alloc(DType::F32, {hidden.rows(), head.head.out_features()});
+  base_linear(be, logits, normed, head.head);
+  if (head.softcap > 0.f) be.softcap(logits, head.softcap);
+  if (ranks == 1) return logits;
+  Tensor all = into.defined() ? into : be.alloc(DType::F32, {logits.rows(), vocab});
   head.gather->all_gather_columns(all, logits);
   return all;
 }

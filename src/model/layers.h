@@ -141,7 +141,9 @@ Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const Ga
 // Routes each token on route_in's f32 router scores, runs the experts on x.
 //   route_in, x [T, D] → [T, D]
 Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock& m);
-// hidden [S, D] (the sampled tokens' final hidden states) → logits [S, V] f32
-Tensor lm_head_logits(Backend& be, const Tensor& hidden, const LmHead& head);
+// hidden [S, D] (the sampled tokens' final hidden states) → logits [S, V] f32, written into
+// `into` when it is defined (a buffer of that shape: StepTensors::logits_out)
+Tensor lm_head_logits(Backend& be, const Tensor& hidden, const LmHead& head,
+                      const Tensor& into = {});
 
 }  // namespace tandem

@@ -17,7 +17,7 @@ void pool_hidden(Backend& be, const Tensor& rows, const PoolTensors& pool,
 Tensor step_outputs(Backend& be, const Tensor& x, const StepTensors& step, const LmHead& head) {
   if (step.pool.defined())
     pool_hidden(be, gather_rows(be, x, step.pool.index), step.pool, head.final_norm);
-  return lm_head_logits(be, gather_rows(be, x, step.sample_index), head);
+  return lm_head_logits(be, gather_rows(be, x, step.sample_index), head, step.logits_out);
 }
 
 }  // namespace tandem

@@ -57,7 +57,7 @@ Tensor Gemma3nModel::folded(const Tensor& streams, const Tensor& index) {
 Tensor Gemma3nModel::logits(const Tensor& streams, const StepTensors& step) {
   if (step.pool.defined())
     pool_hidden(backend_, folded(streams, step.pool.index), step.pool, head_.final_norm);
-  return lm_head_logits(backend_, folded(streams, step.sample_index), head_);
+  return lm_head_logits(backend_, folded(streams, step.sample_index), head_, step.logits_out);
 }
 
 Tensor Gemma3nModel::forward(const StepTensors& step, std::span<PagedKv> kv) {

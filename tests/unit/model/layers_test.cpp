@@ -3,6 +3,7 @@
 // (The layers as whole models are checked against transformers in tests/golden/.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -51,6 +52,32 @@ TEST(Layers, LmHeadNormsDividesProjectsAndCapsInF32) {
           << "row " << s << " logit " << v;
     }
   }
+}
+
+// With a buffer (StepTensors::logits_out: DecodeGraphs' one buffer for every bucket) the
+// logits are written into its rows, equal to those of a forward that allocates them; a
+// buffer of another shape or dtype is refused.
+TEST(Layers, LmHeadWritesIntoTheGivenBuffer) {
+  auto be = make_cpu_backend();
+  std::mt19937 rng(9);
+  const int64_t S = 2, D = 8, V = 5;
+  auto h = random_vec(rng, size_t(S * D));
+  LmHead lm{.final_norm = {put(*be, random_vec(rng, size_t(D)), {D}), 1e-5f, 0.f},
+            .head = {.weight = put(*be, random_vec(rng, size_t(V * D)), {V, D})},
+            .softcap = 2.f};
+  const Tensor x = put(*be, h, {S, D});
+  Tensor filled = Tensor::empty_host(DType::F32, {S + 2, V});  // a larger bucket's buffer
+  std::fill_n(filled.ptr<float>(), (S + 2) * V, -7.f);
+  Tensor buffer = be->upload(filled, DType::F32);
+  Tensor rows = buffer.slice_rows(0, S);
+  Tensor got = lm_head_logits(*be, x, lm, rows);
+  EXPECT_EQ(got.data, rows.data);
+  Tensor want = be->to_host_f32(lm_head_logits(*be, x, lm));
+  Tensor all = be->to_host_f32(buffer);
+  for (int64_t i = 0; i < S * V; i++) EXPECT_EQ(all.ptr<float>()[i], want.ptr<float>()[i]) << i;
+  for (int64_t i = S * V; i < (S + 2) * V; i++) EXPECT_EQ(all.ptr<float>()[i], -7.f) << i;
+  EXPECT_THROW(lm_head_logits(*be, x, lm, buffer), Error);  // S + 2 rows for S
+  EXPECT_THROW(lm_head_logits(*be, x, lm, be->alloc(DType::BF16, {S, V})), Error);
 }
 
 // Each token goes to its top expert only (k = 1, renormalized weight 1): the output is
