@@ -57,10 +57,8 @@ DecodeGraphs::Graph DecodeGraphs::record(int rows, bool lora) {
   // the allocator's cache).
   if (logits_.defined()) s.logits_out = logits_.slice_rows(0, rows);
   const int64_t vocab = model_.forward(s, kv_).cols();
-  if (!logits_.defined()) {
-    logits_ = backend_.alloc(DType::F32, {buckets_.back(), vocab});
-    s.logits_out = logits_.slice_rows(0, rows);
-  }
+  if (!logits_.defined()) logits_ = backend_.alloc(DType::F32, {buckets_.back(), vocab});
+  s.logits_out = logits_.slice_rows(0, rows);
   backend_.synchronize();
   backend_.capture_begin();
   g.logits = model_.forward(s, kv_);

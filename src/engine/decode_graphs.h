@@ -64,9 +64,9 @@ class DecodeGraphs {
   // rows == 0 until recorded
   std::vector<Graph> graphs_;
   // [largest bucket, vocab] f32, allocated by the first recording: every graph writes its
-  // logits into the first rows (the sampling that reads a step's logits is issued on the same stream before the next
-  // step's replay),
-  // so the buckets' logits take one bucket's memory, not the sum of all 18 (5.7x).
+  // logits into the first rows (the sampling that reads a step's logits is issued on the
+  // same stream before the next step's replay), so the buckets' logits take one bucket's
+  // memory, not the sum of all 18 (5.7x).
   Tensor logits_;
   int64_t recorded_ = 0;
 };
