@@ -116,10 +116,16 @@ VerifyGraphs::Graph VerifyGraphs::record(int rows, int per_row) {
   empty.seq_starts.push_back(0);
   empty.groups.resize(size_t(num_groups_));
   write_inputs(g, pad_uniform_rows(empty, rows, per_row));
-  model_.forward(g.step, kv_);  // eager warm-up: caches, kernels and GEMM choices are ready
+  // Eager warm-up: caches, kernels and GEMM choices are ready. Like every graph after it, it
+  // writes its logits into the one buffer the first warm-up sizes (DecodeGraphs::record).
+  StepTensors& s = g.step;
+  if (logits_.defined()) s.logits_out = logits_.slice_rows(0, T);
+  const int64_t vocab = model_.forward(s, kv_).cols();
+  if (!logits_.defined()) logits_ = backend_.alloc(DType::F32, {kMaxTokens, vocab});
+  s.logits_out = logits_.slice_rows(0, T);
   backend_.synchronize();
   backend_.capture_begin();
-  g.logits = model_.forward(g.step, kv_);
+  g.logits = model_.forward(s, kv_);
   g.exec = backend_.capture_end();
   return g;
 }

@@ -64,7 +64,7 @@ class VerifyGraphs {
   struct Graph {
     int rows = 0, per_row = 0;
     StepTensors step;  // the device arrays the recording reads
-    Tensor logits;     // [rows · per_row, vocab], written by every replay
+    Tensor logits;     // [rows · per_row, vocab]: logits_'s first rows, written by every replay
     std::shared_ptr<void> exec;
   };
   // The bucket (row bucket index, tokens per row) of `plan`, or {-1, 0}.
@@ -81,6 +81,11 @@ class VerifyGraphs {
   int max_blocks_;
   std::vector<int> row_buckets_;
   std::vector<Graph> graphs_;  // [row bucket · (kMaxTokensPerRow + 1) + per_row]
+  // [kMaxTokens, vocab]: the logits of every graph (each its first rows · per_row rows).
+  // One step's logits are read (sampled, or copied) before the next step runs, as with
+  // DecodeGraphs. (A buffer per graph would hold ~0.5 GB at a 128k vocabulary with every
+  // bucket recorded: ~950 tokens' logits.)
+  Tensor logits_;
   int64_t replays_ = 0;
   int64_t recorded_ = 0;
 };
