@@ -115,11 +115,6 @@
 #           and offline 128/128 at 256 rows in bf16 and FP8, offline 2048/2048 in FP8 with the
 #           fp8 KV cache, the sweep at 256 (tandem serve + tandem bench) in bf16 and FP8; each
 #           run's engine start-up (every decode graph recorded in it)                ~7 min
-#    prefetch  the FP8 weight streams warming L2 with the next stream's rows
-#           (TANDEM_STREAM_PREFETCH_KB, cuda_stream_chain.h): test_backend_cuda's
-#           CudaFp8Linear.* and StreamChain.*, then on the 8B shape in FP8 decode-b1 and 8 rows
-#           for each of PREFETCH_KBS (default "0 128 256 512"), PREFETCH_ROUNDS (default 2)
-#           times interleaved                                                        ~4 min
 #    embed  /v1/embeddings on the 8B shape, 512-token inputs, against the engine's
 #           prompt throughput                                                         ~1.5 min
 #    Each step starts only while the budget (BUDGET seconds, default 540) allows it. Logs
@@ -228,8 +223,8 @@ if has moe-fp8; then
   moe_writer=$!
 fi
 tp_timings=${TP_TIMINGS:-1}  # TP_TIMINGS=0: the tp part's tests only
-if has spec || has spec-load || has tp-multi || has embed || has figures || has prefetch || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
-  big=1; has spec || has spec-load || has embed || has figures || has prefetch || big=0
+if has spec || has spec-load || has tp-multi || has embed || has figures || { has tp && [ "$tp_timings" = 1 ]; }; then  # tp alone: the 1B shape only
+  big=1; has spec || has spec-load || has embed || has figures || big=0
   # A model a call before this one wrote on the same warm machine is kept.
   ( { [ "$big" = 0 ] || [ -f "$M8/config.json" ] || "$G/tandem" random-model --like llama-3.1-8b --out "$M8"; } && \
     { [ -f "$M1/config.json" ] || "$G/tandem" random-model --like llama-3.2-1b --out "$M1"; } ) \
@@ -516,11 +511,7 @@ if has pair; then
   REPS=1 timeout 200 bench/spec_pair.sh "$G/tandem" cuda 1 2>&1 | tee "$L/spec-pair.log" | tail -22
 fi
 
-if has prefetch; then  # the tests need no model: they run while it is written
-  timeout 120 "$G/test_backend_cuda" --gtest_filter='CudaFp8Linear.*:StreamChain.*' 2>&1 |
-    tee "$L/prefetch-tests.log" | grep -E '^\[  (PASSED|FAILED|SKIPPED) |FAILED TEST' | head -12
-fi
-has spec || has spec-load || has tp-multi || has moe-fp8 || has embed || has figures || has prefetch || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
+has spec || has spec-load || has tp-multi || has moe-fp8 || has embed || has figures || { has tp && [ "$tp_timings" = 1 ]; } || exit 0
 [ -z "$writer" ] || wait "$writer" || { echo "random-model failed: $(tail -3 "$L/random-model.log")"; exit 1; }
 echo "models written at ${SECONDS}s"
 
@@ -561,17 +552,6 @@ if has figures; then
     timeout 120 "$G/tandem" bench --url http://127.0.0.1:8321 --concurrency 256 --num-requests 1024 \
       --input-len 128 --output-len 256 2> "$L/bench-$q.err" | tail -3
     kill "$server"; wait "$server"
-  done
-fi
-
-if has prefetch; then
-  for r in $(seq "${PREFETCH_ROUNDS:-2}"); do
-    for kb in ${PREFETCH_KBS:-0 128 256 512}; do
-      TANDEM_STREAM_PREFETCH_KB=$kb ob "decode-b1-fp8-kb$kb-r$r" 40 -- --num 1 --batch 1 --input 128 \
-        --output 256 --repeat 3 --quantization fp8
-      TANDEM_STREAM_PREFETCH_KB=$kb ob "decode-b8-fp8-kb$kb-r$r" 40 -- --num 8 --batch 8 --input 128 \
-        --output 256 --repeat 3 --quantization fp8
-    done
   done
 fi
 

@@ -278,8 +278,6 @@ struct CudaOptions {
   bool fp8_moe_tc = true;          // FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync;
                                    // 2.2-2.5x the reference on an H200); off: the bf16-widening
                                    // reference kernel (cuda_moe_gemm.h), the fallback
-  int stream_prefetch_kb = 0;  // the few-row FP8 weight streams warm L2 with up to this many
-                               // KB a CTA of the next stream's rows (cuda_stream_chain.h)
   bool verify_decode_kernel = true;  // attention of steps whose rows have 2..8 tokens
                                      // (speculative verify steps) on the decode kernel,
                                      // every token a query (measured faster on an H100:

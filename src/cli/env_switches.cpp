@@ -29,15 +29,14 @@ bool read_prefill(const EnvLookup& lookup) {
   return s == "sm90";
 }
 
-// A whole number >= lo from `name`, or `unset`.
-int read_count(const EnvLookup& lookup, const char* name, int lo, int unset, const char* what) {
-  const char* v = lookup(name);
-  if (!v) return unset;
+int read_threads(const EnvLookup& lookup) {
+  const char* v = lookup("TANDEM_THREADS");
+  if (!v) return 0;
   const std::string_view s(v);
   int n = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-  if (ec != std::errc() || end != s.data() + s.size() || n < lo)
-    fail("{}='{}': expected a whole number of {}, at least {}", name, s, what, lo);
+  if (ec != std::errc() || end != s.data() + s.size() || n < 1)
+    fail("TANDEM_THREADS='{}': expected a whole number of threads, at least 1", s);
   return n;
 }
 
@@ -62,11 +61,9 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.cuda.fp8_fast_accum = read_switch(lookup, "TANDEM_FP8_FAST_ACCUM").value_or(true);
   s.cuda.fp8_moe_tc = read_switch(lookup, "TANDEM_FP8_MOE_TC").value_or(true);
   s.cuda.sm90_prefill = read_prefill(lookup);
-  s.cuda.stream_prefetch_kb =
-      read_count(lookup, "TANDEM_STREAM_PREFETCH_KB", 0, s.cuda.stream_prefetch_kb, "KB");
   s.vision_timing = read_switch(lookup, "TANDEM_VISION_TIMING").value_or(false);
   s.tp_executor = read_switch(lookup, "TANDEM_TP_EXECUTOR").value_or(false);
-  s.threads = read_count(lookup, "TANDEM_THREADS", 1, 0, "threads");
+  s.threads = read_threads(lookup);
   s.cpu_isa = read_isa(lookup);
   s.gguf_tiles = read_switch(lookup, "TANDEM_GGUF_TILES").value_or(true);
   s.gguf_moe_tiles = read_switch(lookup, "TANDEM_GGUF_MOE_TILES").value_or(true);

@@ -22,7 +22,6 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_linear_fp8.h"
-#include "backend/cuda/cuda_stream_chain.h"
 
 namespace tandem {
 
@@ -179,8 +178,6 @@ class CudaBackend final : public Backend {
   std::shared_ptr<int> split_counters_;
   int* split_counters();
   std::shared_ptr<int> fp8_gemm_counters_;
-  // The FP8 weight streams' order, for their L2 prefetch (cuda_stream_chain.h).
-  cuda::StreamChain stream_chain_;
   // `count` zeroed ints in `slot`, allocated on first use for kernels whose CTAs count
   // arrivals and leave them at zero (persistent state, so its own cudaMalloc: a
   // caching-allocator block may be a captured graph's temporary, which a replay would

@@ -120,10 +120,10 @@ template <typename Out>
 __global__ void __launch_bounds__(cuda::kStreamThreads)
     gemv_fp8_kernel(Out* __restrict__ out, cuda::StreamInput in, const uint8_t* __restrict__ w,
                     cuda::WeightScales ws, const bf16* __restrict__ bias, int M, int N, int K,
-                    int stages, cuda::StreamNext next) {
+                    int stages) {
   extern __shared__ __align__(128) unsigned char smem[];
   Ring ring;
-  if (!cuda::open_weight_stream(ring, smem, w, N, K, stages, next)) return;  // the producer
+  if (!cuda::open_weight_stream(ring, smem, w, N, K, stages)) return;  // the producer
   uint8_t* xs = ring.end();
   float* red = reinterpret_cast<float*>(xs + ((M * K + 15) & ~15));
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
@@ -211,7 +211,7 @@ void launch(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {
   cuda::launch_weight_stream(
       "gemv_fp8_kernel", &gemv_fp8_kernel<Out>, smem_ready, be, N, stages, kStageBytes,
       other_bytes(M, K), out.ptr<Out>(), in, a.w->ptr<uint8_t>(), a.w_scales,
-      a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages, a.next);
+      a.bias && a.bias->defined() ? a.bias->ptr<bf16>() : nullptr, M, N, K, stages);
 }
 
 }  // namespace
@@ -222,11 +222,6 @@ bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void*
           (block_k == kBlockK && M * ((K + kBlockK - 1) / kBlockK) <= kMaxXScales)) &&
          M * K <= kMaxXBytes && ring_stages(M, K) >= kMinStages && cuda::aligned16(x) &&
          cuda::aligned16(w);
-}
-
-int fp8_gemv_grid(const CudaBackend& be, int64_t N) {
-  return int(std::min<int64_t>(cuda::ceil_div(N, int64_t(kRowsPerStage)),
-                               be.props().multiProcessorCount));
 }
 
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& a) {

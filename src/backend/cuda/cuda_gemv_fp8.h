@@ -2,7 +2,6 @@
 #pragma once
 
 #include "backend/backend.h"
-#include "backend/cuda/cuda_stream_chain.h"
 #include "backend/cuda/cuda_weight_scales.h"
 
 namespace tandem {
@@ -18,15 +17,12 @@ struct Fp8GemvArgs {
   const Tensor* w;              // [N, K] e4m3
   cuda::WeightScales w_scales;  // Block: [block_n, 128] blocks (fp8_gemv_fits)
   const Tensor* bias;           // [N] bf16 or undefined
-  cuda::StreamNext next;        // the weights to warm L2 with once this stream's are issued
 };
 
 // Whether the stream takes the shape (1–8 rows, K % 16 == 0, x small enough to stage,
 // block scales (if any) 128 columns wide, 16-byte aligned). block_k: 0 without block
 // scales. Whether the weight streams are switched on is the caller's (CudaOptions::gemv).
 bool fp8_gemv_fits(int64_t M, int64_t N, int64_t K, int64_t block_k, const void* x, const void* w);
-// The CTAs a stream over N weight rows runs on.
-int fp8_gemv_grid(const CudaBackend& be, int64_t N);
 // Launches it (the caller validated shapes, dtypes and fp8_gemv_fits).
 void launch_fp8_gemv(CudaBackend& be, Tensor& out, const Fp8GemvArgs& args);
 

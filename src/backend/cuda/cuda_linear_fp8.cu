@@ -390,12 +390,8 @@ void CudaBackend::linear_fp8(Tensor& out, const Tensor& x, const Linear& l, cons
   TANDEM_CUDA_REQUIRE(cuda::ceil_div(c.T, kPlainRows) <= 65535 && c.N < (int64_t(1) << 31),
                       "linear fp8: dims too large");
   const Fp8GemmPath forced = fp8_path_;
-  if (cuda::takes_weight_stream(c, forced, options_.gemv)) {
-    const cuda::StreamNext next =
-        stream_chain_.launched(l.weight, c.K, fp8_gemv_grid(*this, c.N),
-                               uint32_t(options_.stream_prefetch_kb) * 1024u);
-    return launch_fp8_gemv(*this, out, {&x, c.static_scale, &l.weight, c.ws, &l.bias, next});
-  }
+  if (cuda::takes_weight_stream(c, forced, options_.gemv))
+    return launch_fp8_gemv(*this, out, {&x, c.static_scale, &l.weight, c.ws, &l.bias});
   const Fp8Input xq = pre != nullptr ? *pre : quantize_input(*this, c);
   const bool fast = options_.fp8_fast_accum;
   const cuda::LtContext lt{cublas_lt_, stream_, allocator_->workspace()};

@@ -33,7 +33,6 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_mbarrier.cuh"
 #include "backend/cuda/cuda_pdl.cuh"
-#include "backend/cuda/cuda_stream_chain.h"
 
 namespace tandem::cuda {
 
@@ -119,37 +118,14 @@ struct WeightRing {
   }
 };
 
-// The producer's last act: L2 prefetches of the start of this CTA's share of the next
-// stream's rows (cuda_stream_chain.h), at most next.cta_bytes, 4 KB a lane at a time. The
-// share is the one stream_work gives the next stream's CTA of this index: every CTA of the
-// next stream then finds its first stages in L2.
-__device__ __forceinline__ void prefetch_next(const StreamNext& next, int lane) {
-  if (next.w == nullptr || int(blockIdx.x) >= next.grid) return;
-  const int64_t groups = (int64_t(next.N) + kStreamRows - 1) / kStreamRows;
-  const int64_t g0 = int64_t(blockIdx.x) * groups / next.grid;
-  const int64_t g1 = int64_t(blockIdx.x + 1) * groups / next.grid;
-  const int64_t rows = min(g1 * kStreamRows, int64_t(next.N)) - g0 * kStreamRows;
-  const int64_t bytes = min(rows * next.row_bytes, int64_t(next.cta_bytes));
-  const unsigned char* p = next.w + g0 * kStreamRows * next.row_bytes;
-  constexpr int64_t kPiece = 4096;
-  for (int64_t off = int64_t(lane) * kPiece; off < bytes; off += 32 * kPiece) {
-    const uint32_t n = uint32_t(min(kPiece, bytes - off)) & ~15u;
-    if (n != 0)
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + off), "r"(n)
-                   : "memory");
-  }
-}
-
 // The opening of a stream kernel over w [N, K] with `stages` ring stages in `smem` (the
 // kernel's dynamic shared memory, 128-byte aligned): sets up the ring and its barriers,
 // lets the next kernel launch (PDL) and splits the rows over the CTAs. The producer warp
-// then streams all of its CTA's stages, warms L2 with the next stream's (`next`, if any)
-// and gets false: the kernel returns. The consumer
+// then streams all of its CTA's stages and gets false: the kernel returns. The consumer
 // warps wait for the kernel before (pdl_wait) and get true.
 template <typename Ring, typename Elem>
 __device__ __forceinline__ bool open_weight_stream(Ring& ring, unsigned char* smem, const Elem* w,
-                                                   int N, int K, int stages,
-                                                   const StreamNext& next = {}) {
+                                                   int N, int K, int stages) {
   ring.full = reinterpret_cast<uint64_t*>(smem);
   ring.empty = ring.full + kStreamMaxStages;
   ring.slots = reinterpret_cast<Elem*>(smem + kStreamBarrierBytes);
@@ -165,7 +141,6 @@ __device__ __forceinline__ bool open_weight_stream(Ring& ring, unsigned char* sm
   ring.wk = stream_work<Ring::kChunkElems, kStreamRows>(N, K, stages);
   if (int(threadIdx.x) / 32 == kStreamConsumerWarps) {
     ring.produce(w, int(threadIdx.x) % 32);
-    prefetch_next(next, int(threadIdx.x) % 32);
     pdl_wait();  // the contract: no thread ends before the kernel before has
     return false;
   }

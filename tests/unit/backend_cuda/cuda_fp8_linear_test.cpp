@@ -415,40 +415,6 @@ TEST(CudaFp8Linear, StreamMatchesTheCpuTwinOnOddShapesAndRepeatsItself) {
     }
 }
 
-// With the streams warming L2 with their successor's rows (cuda_stream_chain.h), a chain
-// of linears gives the bits it gives without: the prefetch writes nothing. The second
-// round runs with every successor known, the first learns them.
-TEST(CudaFp8Linear, StreamPrefetchOfTheNextWeightsChangesNoBit) {
-  TANDEM_SKIP_WITHOUT_CUDA();
-  test::Backends be;
-  std::mt19937 rng(46);
-  const Layout per_channel{ScaleGranularity::PerChannel};
-  std::vector<Fp8Case> chain;
-  for (const Shape2 shape : {Shape2{512, 1024}, Shape2{1024, 512}, Shape2{4112, 1024}})
-    chain.push_back(make_case(be, rng, shape.N, shape.K, per_channel, false, false));
-  const auto x = test::random_bf16(rng, size_t(2 * 1024), -2.f, 2.f);
-  auto run = [&](int prefetch_kb) {
-    CudaOptions options = be.gpu->options();
-    options.stream_prefetch_kb = prefetch_kb;
-    be.gpu->set_options(options);
-    std::vector<std::vector<float>> outs;
-    for (int round = 0; round < 2; round++) {
-      Tensor h = test::put(*be.gpu, x, {2, 1024});
-      for (const Fp8Case& c : chain) {
-        Tensor out = test::poisoned(*be.gpu, DType::BF16, {2, c.gpu.weight.dim(0)});
-        be.gpu->linear(out, h, c.gpu);
-        outs.push_back(test::to_vec(*be.gpu, out));
-        h = out;  // [2, 512] -> [2, 1024] -> [2, 1024] -> [2, 4112]
-      }
-    }
-    return outs;
-  };
-  const auto plain = run(0);
-  const auto warmed = run(256);
-  ASSERT_EQ(plain.size(), warmed.size());
-  for (size_t i = 0; i < plain.size(); i++) EXPECT_TRUE(plain[i] == warmed[i]) << "linear " << i;
-}
-
 TEST(CudaFp8Linear, RefusesWhatItCannotCompute) {
   TANDEM_SKIP_WITHOUT_CUDA();
   test::Backends be;

@@ -92,14 +92,6 @@ TEST(EnvSwitches, ThreadsAreAWholeNumber) {
         << bad;
 }
 
-TEST(EnvSwitches, StreamPrefetchIsAWholeNumberOfKilobytes) {
-  EXPECT_EQ(parse({{"TANDEM_STREAM_PREFETCH_KB", "0"}}).cuda.stream_prefetch_kb, 0);
-  EXPECT_EQ(parse({{"TANDEM_STREAM_PREFETCH_KB", "256"}}).cuda.stream_prefetch_kb, 256);
-  EXPECT_EQ(parse({}).cuda.stream_prefetch_kb, CudaOptions{}.stream_prefetch_kb);
-  EXPECT_EQ(error_of({{"TANDEM_STREAM_PREFETCH_KB", "-1"}}),
-            "TANDEM_STREAM_PREFETCH_KB='-1': expected a whole number of KB, at least 0");
-}
-
 TEST(EnvSwitches, CpuIsaByName) {
   EXPECT_EQ(parse({{"TANDEM_CPU_ISA", "avx2"}}).cpu_isa, CpuIsa::Avx2);
   EXPECT_EQ(parse({{"TANDEM_CPU_ISA", "avx512"}}).cpu_isa, CpuIsa::Avx512);
