@@ -1,6 +1,7 @@
 #include "engine/decode_graphs.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "engine/model_runner.h"
@@ -46,23 +47,14 @@ DecodeGraphs::Graph DecodeGraphs::record(int rows, bool lora) {
   Graph g;
   g.rows = rows;
   g.step = zeroed_step_tensors(backend_, capacity);
-  StepTensors& s = g.step;
   // All rows padding: a valid step that touches only the null block.
   StepPlan pad;
   pad.groups.resize(size_t(num_groups_));
   write_inputs(g, pad);
-  // Eager warm-up: caches, kernels and GEMM choices are ready. It writes into the buffer
-  // every graph writes its logits into, which the first warm-up's logits size (a warm-up
-  // that allocated its own logits each time would leave a block of each bucket's size in
-  // the allocator's cache).
-  if (logits_.defined()) s.logits_out = logits_.slice_rows(0, rows);
-  const int64_t vocab = model_.forward(s, kv_).cols();
-  if (!logits_.defined()) logits_ = backend_.alloc(DType::F32, {buckets_.back(), vocab});
-  s.logits_out = logits_.slice_rows(0, rows);
-  backend_.synchronize();
-  backend_.capture_begin();
-  g.logits = model_.forward(s, kv_);
-  g.exec = backend_.capture_end();
+  RecordedStep recorded =
+      record_step(model_, backend_, kv_, g.step, logits_, rows, buckets_.back());
+  g.logits = recorded.logits;
+  g.exec = std::move(recorded.exec);
   return g;
 }
 

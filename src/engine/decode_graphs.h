@@ -63,10 +63,8 @@ class DecodeGraphs {
   // [bucket] without adapters, then [buckets_.size() + bucket] with them (LoRA models only);
   // rows == 0 until recorded
   std::vector<Graph> graphs_;
-  // [largest bucket, vocab] f32, allocated by the first recording: every graph writes its
-  // logits into the first rows (the sampling that reads a step's logits is issued on the
-  // same stream before the next step's replay), so the buckets' logits take one bucket's
-  // memory, not the sum of all 18 (5.7x).
+  // [largest bucket, vocab] f32: every graph's logits, in its first rows (record_step), so
+  // the buckets' logits take one bucket's memory, not the sum of all 18 (5.7x).
   Tensor logits_;
   int64_t recorded_ = 0;
 };

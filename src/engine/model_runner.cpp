@@ -54,6 +54,20 @@ void feed_plan_tokens(Backend& backend, Tensor& tokens, const StepPlan& plan,
   backend.feed_tokens(tokens, plan.feed_index, plan.feed_source, *prev);
 }
 
+RecordedStep record_step(Model& model, Backend& backend, std::span<PagedKv> kv, StepTensors& step,
+                         Tensor& shared, int64_t rows, int64_t capacity_rows) {
+  if (shared.defined()) step.logits_out = shared.slice_rows(0, rows);
+  const int64_t vocab = model.forward(step, kv).cols();
+  if (!shared.defined()) shared = backend.alloc(DType::F32, {capacity_rows, vocab});
+  step.logits_out = shared.slice_rows(0, rows);
+  backend.synchronize();
+  backend.capture_begin();
+  RecordedStep recorded;
+  recorded.logits = model.forward(step, kv);
+  recorded.exec = backend.capture_end();
+  return recorded;
+}
+
 // StepTensors::max_row_tokens of `plan`: its longest row when every row of several tokens
 // is a verify chunk (all its tokens sampled, no prompt logprobs in the step), else 0. A
 // prompt chunk keeps the step on the prefill kernel whatever its length, so a row's

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -89,5 +90,18 @@ class ModelRunner {
 // device, reading the previous step's sampling op `prev`.
 void feed_plan_tokens(Backend& backend, Tensor& tokens, const StepPlan& plan,
                       const PendingSample* prev);
+
+// A step recorded as a graph (DecodeGraphs, VerifyGraphs): an eager warm-up (caches,
+// kernels and GEMM choices ready), then the capture of the same forward. Both write their
+// logits into the first `rows` rows of `shared` ([capacity_rows, vocab] f32, allocated by
+// the first recording's warm-up), so all of a class's graphs take one buffer's memory, and
+// no warm-up leaves a logits block of its own size in the allocator's cache. A step's
+// logits are read (sampled, or copied) on the stream before the next replay writes them.
+struct RecordedStep {
+  Tensor logits;  // [rows, vocab]: shared's first rows
+  std::shared_ptr<void> exec;
+};
+RecordedStep record_step(Model& model, Backend& backend, std::span<PagedKv> kv, StepTensors& step,
+                         Tensor& shared, int64_t rows, int64_t capacity_rows);
 
 }  // namespace tandem

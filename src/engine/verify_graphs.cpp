@@ -1,6 +1,7 @@
 #include "engine/verify_graphs.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "engine/model_runner.h"
@@ -116,17 +117,9 @@ VerifyGraphs::Graph VerifyGraphs::record(int rows, int per_row) {
   empty.seq_starts.push_back(0);
   empty.groups.resize(size_t(num_groups_));
   write_inputs(g, pad_uniform_rows(empty, rows, per_row));
-  // Eager warm-up: caches, kernels and GEMM choices are ready. Like every graph after it, it
-  // writes its logits into the one buffer the first warm-up sizes (DecodeGraphs::record).
-  StepTensors& s = g.step;
-  if (logits_.defined()) s.logits_out = logits_.slice_rows(0, T);
-  const int64_t vocab = model_.forward(s, kv_).cols();
-  if (!logits_.defined()) logits_ = backend_.alloc(DType::F32, {kMaxTokens, vocab});
-  s.logits_out = logits_.slice_rows(0, T);
-  backend_.synchronize();
-  backend_.capture_begin();
-  g.logits = model_.forward(s, kv_);
-  g.exec = backend_.capture_end();
+  RecordedStep recorded = record_step(model_, backend_, kv_, g.step, logits_, T, kMaxTokens);
+  g.logits = recorded.logits;
+  g.exec = std::move(recorded.exec);
   return g;
 }
 

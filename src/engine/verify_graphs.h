@@ -81,10 +81,9 @@ class VerifyGraphs {
   int max_blocks_;
   std::vector<int> row_buckets_;
   std::vector<Graph> graphs_;  // [row bucket · (kMaxTokensPerRow + 1) + per_row]
-  // [kMaxTokens, vocab]: the logits of every graph (each its first rows · per_row rows).
-  // One step's logits are read (sampled, or copied) before the next step runs, as with
-  // DecodeGraphs. (A buffer per graph would hold ~0.5 GB at a 128k vocabulary with every
-  // bucket recorded: ~950 tokens' logits.)
+  // [kMaxTokens, vocab] f32: every graph's logits, in its first rows · per_row rows
+  // (record_step). A buffer per graph would hold ~0.5 GB at a 128k vocabulary with every
+  // bucket recorded (~950 tokens' logits).
   Tensor logits_;
   int64_t replays_ = 0;
   int64_t recorded_ = 0;
