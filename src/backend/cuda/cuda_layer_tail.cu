@@ -69,8 +69,19 @@ struct TailParams {
   bf16* gu;       // [M, 2F] scratch
   bf16* qkv_out;  // [M, qkv.N]
   unsigned* barrier;
+  uint64_t* stamps;  // [grid][kStamps] or null (CudaBackend::set_layer_tail_stamps)
   int M;
 };
+
+// Where a CTA's time goes (a diagnostic): consumer thread 0 stamps the global timer after
+// each step of the phases, the producer after issuing each weight's copies.
+constexpr int kStamps = 16;
+__device__ __forceinline__ void stamp(const TailParams& p, int k) {
+  if (p.stamps == nullptr) return;
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  p.stamps[blockIdx.x * kStamps + k] = t;
+}
 
 __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
@@ -148,6 +159,39 @@ __device__ __forceinline__ void normed8(const float (&v)[8], float r, const bf16
   for (int i = 0; i < 8; i++) out[i] = round_bf16((v[i] * r) * (wv[i] + offset));
 }
 
+// Where a CTA's consumers stage x for the stream (shared memory).
+struct Staging {
+  uint8_t* xs;  // [M, K] e4m3
+  double* sx;   // [M] x's scales
+  float *sinv, *scratch, *rows;  // quantize_x's
+  float *r, *sums;               // row_inv_rms's
+};
+
+// xs = e4m3(rms_norm(v) · (w + offset)) for v [M, D] from load(m, c, vals): the norm's
+// sums, then the quantization of its bf16 outputs.
+template <typename Load>
+__device__ __forceinline__ void quantize_normed(const Staging& st, Load load, const bf16* w,
+                                                float eps, float offset, int M, int D) {
+  row_inv_rms(st.r, load, M, D, eps, st.sums);
+  cuda::quantize_x(
+      st.xs, st.sx, st.sinv, st.scratch, st.rows,
+      [&](int m, int k, float(&v)[8]) {
+        float x[8];
+        load(m, k, x);
+        normed8(x, st.r[m], w + k, offset, v);
+      },
+      nullptr, M, D, 1);
+}
+
+// A stream's store into out [M, N] bf16.
+struct StoreRows {
+  bf16* out;
+  int N;
+  __device__ void operator()(int m, int n, float v) const {
+    out[int64_t(m) * N + n] = __float2bfloat16_rn(v);
+  }
+};
+
 // The CTA's share of weight `t`.
 __device__ __forceinline__ cuda::StreamWork work_of(const TailWeight& t, int stages) {
   return cuda::stream_work<cuda::kFp8Chunk, cuda::kStreamRows>(t.N, t.K, stages);
@@ -167,13 +211,19 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
   if (int(threadIdx.x) / 32 == kWarps) {  // the producer: all four weights, back to back
     const int lane = int(threadIdx.x) % 32;
     ring.produce(p.o.w, lane, wo, 0);
+    if (lane == 0) stamp(p, 12);
     ring.produce(p.gate_up.w, lane, wgu, first_gu);
+    if (lane == 0) stamp(p, 13);
     ring.produce(p.down.w, lane, wd, first_d);
+    if (lane == 0) stamp(p, 14);
     if (p.qkv.w != nullptr) ring.produce(p.qkv.w, lane, wq, first_q);
+    if (lane == 0) stamp(p, 15);
     cuda::pdl_wait();
     return;
   }
   cuda::pdl_wait();  // heads and x come from the kernels before
+  const bool stamper = threadIdx.x == 0;
+  if (stamper) stamp(p, 0);
 
   const int M = p.M, D = p.down.N, F = p.down.K;
   uint8_t* xs = ring.end();
@@ -182,6 +232,7 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
   __shared__ double sx[kMaxRows];
   __shared__ float sinv[kMaxRows], scratch[kMaxRows * kWarps], rows[kMaxRows], r[kMaxRows];
   __shared__ float sums[kWarps];
+  const Staging st{xs, sx, sinv, scratch, rows, r, sums};
 
   // 1. o_out = heads · Woᵀ
   const int Ko = p.o.K;
@@ -189,11 +240,11 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
       xs, sx, sinv, scratch, rows,
       [&](int m, int k, float(&v)[8]) { cuda::load_n<8, true>(p.heads + int64_t(m) * Ko + k, v); },
       nullptr, M, Ko, 1);
-  cuda::consume_fp8_stream(ring, wo, 0, xs, sx, red, p.o.ws, p.o.bias, M,
-                           [&](int m, int n, float v) {
-                             p.o_out[int64_t(m) * D + n] = __float2bfloat16_rn(v);
-                           });
+  if (stamper) stamp(p, 1);
+  cuda::consume_fp8_stream(ring, wo, 0, xs, sx, red, p.o.ws, p.o.bias, M, StoreRows{p.o_out, D});
+  if (stamper) stamp(p, 2);
   grid_barrier(p.barrier);
+  if (stamper) stamp(p, 3);
 
   // 2. gu = rms_norm(bf16(x + o_out)) · Wguᵀ
   auto residual8 = [&](int m, int c, float(&v)[8]) {
@@ -203,21 +254,14 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
 #pragma unroll
     for (int i = 0; i < 8; i++) v[i] = round_bf16(v[i] + o[i]);
   };
-  row_inv_rms(r, residual8, M, D, p.ffn_eps, sums);
-  cuda::quantize_x(
-      xs, sx, sinv, scratch, rows,
-      [&](int m, int k, float(&v)[8]) {
-        float x[8];
-        residual8(m, k, x);
-        normed8(x, r[m], p.ffn_norm + k, p.ffn_offset, v);
-      },
-      nullptr, M, D, 1);
+  quantize_normed(st, residual8, p.ffn_norm, p.ffn_eps, p.ffn_offset, M, D);
+  if (stamper) stamp(p, 4);
   const int N_gu = p.gate_up.N;
   cuda::consume_fp8_stream(ring, wgu, first_gu, xs, sx, red, p.gate_up.ws, p.gate_up.bias, M,
-                           [&](int m, int n, float v) {
-                             p.gu[int64_t(m) * N_gu + n] = __float2bfloat16_rn(v);
-                           });
+                           StoreRows{p.gu, N_gu});
+  if (stamper) stamp(p, 5);
   grid_barrier(p.barrier);
+  if (stamper) stamp(p, 6);
 
   // 3. x = bf16(x + o_out) + bf16(act(gate) · up) · Wdᵀ
   cuda::quantize_x(
@@ -230,6 +274,7 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
         for (int i = 0; i < 8; i++) v[i] = round_bf16(cuda::activate<A>(v[i]) * u[i]);
       },
       nullptr, M, F, 1);
+  if (stamper) stamp(p, 7);
   cuda::consume_fp8_stream(ring, wd, first_d, xs, sx, red, p.down.ws, p.down.bias, M,
                            [&](int m, int n, float v) {
                              const int64_t i = int64_t(m) * D + n;
@@ -237,25 +282,18 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
                                                          __bfloat162float(__ldcg(p.o_out + i)));
                              p.x[i] = __float2bfloat16_rn(x1 + round_bf16(v));
                            });
+  if (stamper) stamp(p, 8);
   if (p.qkv.w == nullptr) return;
   grid_barrier(p.barrier);
+  if (stamper) stamp(p, 9);
 
   // 4. qkv_out = rms_norm(x) · Wqkvᵀ with the next layer's weights
   auto x8 = [&](int m, int c, float(&v)[8]) { load8_cg(p.x + int64_t(m) * D + c, v); };
-  row_inv_rms(r, x8, M, D, p.next_eps, sums);
-  cuda::quantize_x(
-      xs, sx, sinv, scratch, rows,
-      [&](int m, int k, float(&v)[8]) {
-        float x[8];
-        x8(m, k, x);
-        normed8(x, r[m], p.next_norm + k, p.next_offset, v);
-      },
-      nullptr, M, D, 1);
-  const int N_q = p.qkv.N;
+  quantize_normed(st, x8, p.next_norm, p.next_eps, p.next_offset, M, D);
+  if (stamper) stamp(p, 10);
   cuda::consume_fp8_stream(ring, wq, first_q, xs, sx, red, p.qkv.ws, p.qkv.bias, M,
-                           [&](int m, int n, float v) {
-                             p.qkv_out[int64_t(m) * N_q + n] = __float2bfloat16_rn(v);
-                           });
+                           StoreRows{p.qkv_out, p.qkv.N});
+  if (stamper) stamp(p, 11);
 }
 
 // ---------------------------------------------------------------- host side
@@ -369,6 +407,7 @@ bool CudaBackend::layer_tail(Tensor& x, Tensor& qkv, const Tensor& heads, const 
   p.gu = gu.ptr<bf16>();
   p.barrier = reinterpret_cast<unsigned*>(
       zeroed_counters(layer_tail_barrier_, 1, "layer_tail"));
+  p.stamps = layer_tail_stamps_;
   p.M = int(M);
   if (t.act == Activation::SiLU)
     launch<Activation::SiLU>(*this, p, stages, other);

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
+#include <cuda_runtime.h>
 #include <random>
 #include <vector>
 
@@ -215,6 +217,60 @@ TEST(CudaLayerTail, RefusesWhatItDoesNotFuseAndLeavesXAlone) {
   be.gpu->set_options(off);
   const LayerTail t3{&o.gpu, &norm, 1e-5f, 0.f, &gu.gpu, &down.gpu, Activation::SiLU};
   EXPECT_FALSE(be.gpu->layer_tail(x1, qkv, x1, t3));
+}
+
+
+// A diagnostic beside the check: each CTA's global-timer stamps after the steps of its phases
+// (cuda_layer_tail.cu, stamp()) must be written and in order; their spread is printed, the
+// time each step takes at the 8B shape (one row, launched back to back).
+TEST(CudaLayerTail, PhaseStampsAreWrittenInOrder) {
+  TANDEM_SKIP_WITHOUT_CUDA();
+  test::Backends be;
+  std::mt19937 rng(76);
+  const int64_t M = 1, D = 4096, F = 14336, Nq = 6144;
+  LinearPair o = fp8_linear(be, rng, D, D, ScaleGranularity::PerChannel, false);
+  LinearPair gu = fp8_linear(be, rng, 2 * F, D, ScaleGranularity::PerChannel, false);
+  LinearPair down = fp8_linear(be, rng, D, F, ScaleGranularity::PerChannel, false);
+  LinearPair qkv_w = fp8_linear(be, rng, Nq, D, ScaleGranularity::PerChannel, false);
+  Tensor norm = test::put(*be.gpu, test::random_bf16(rng, size_t(D), 0.5f, 1.5f), {D});
+  const std::vector<float> x0 = test::random_bf16(rng, size_t(M * D));
+  Tensor x = test::put(*be.gpu, x0, {M, D}), heads = test::put(*be.gpu, x0, {M, D});
+  Tensor qkv = be.gpu->alloc(DType::BF16, {M, Nq});
+  LayerTail t{&o.gpu, &norm, 1e-5f, 0.f, &gu.gpu, &down.gpu, Activation::SiLU};
+  t.next_norm = &norm;
+  t.next_qkv = &qkv_w.gpu;
+  const int ctas = be.gpu->props().multiProcessorCount, kStamps = 16;
+  uint64_t* stamps = nullptr;
+  ASSERT_EQ(cudaMalloc(&stamps, size_t(ctas) * kStamps * sizeof(uint64_t)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(stamps, 0, size_t(ctas) * kStamps * sizeof(uint64_t)), cudaSuccess);
+  be.gpu->set_layer_tail_stamps(stamps);
+  for (int i = 0; i < 20; i++) ASSERT_TRUE(be.gpu->layer_tail(x, qkv, heads, t));
+  be.gpu->synchronize();
+  be.gpu->set_layer_tail_stamps(nullptr);
+  std::vector<uint64_t> h(size_t(ctas) * kStamps);
+  ASSERT_EQ(cudaMemcpy(h.data(), stamps, h.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  cudaFree(stamps);
+  const char* steps[kStamps] = {"start",       "quantize heads", "o",         "barrier 1",
+                                "norm",        "gate|up",        "barrier 2", "activation",
+                                "down",        "barrier 3",      "norm",      "q|k|v",
+                                "o issued",    "gate|up issued", "down issued", "q|k|v issued"};
+  uint64_t t0 = UINT64_MAX;
+  for (int c = 0; c < ctas; c++) t0 = std::min(t0, h[size_t(c) * kStamps]);
+  for (int k = 0; k < kStamps; k++) {
+    std::vector<double> us;  // steps 1..11: since the step before; 0, 12..15: since the first start
+    for (int c = 0; c < ctas; c++) {
+      const uint64_t* s = &h[size_t(c) * kStamps];
+      ASSERT_NE(s[k], 0u) << "CTA " << c << " step " << k;
+      if (k >= 1 && k <= 11) {
+        ASSERT_GE(s[k], s[k - 1]) << "CTA " << c << " step " << k;
+      }
+      us.push_back(double((k >= 1 && k <= 11) ? s[k] - s[k - 1] : s[k] - t0) / 1e3);
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("%-15s min %7.2f  median %7.2f  max %7.2f us\n", steps[k], us.front(),
+                us[us.size() / 2], us.back());
+  }
 }
 
 }  // namespace cuda_layer_tail_test
