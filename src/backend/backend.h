@@ -41,21 +41,6 @@ struct RopeSpec {
 
 enum class Activation : uint8_t { SiLU, GeluTanh };
 
-// The weights of Backend::layer_tail: a dense layer's output projection, FFN norm and
-// gated MLP, and the next layer's input norm and q|k|v projection (null next_qkv: the
-// model's last layer). Norms are x / rms(x) · (w + offset).
-struct LayerTail {
-  const Linear* o = nullptr;
-  const Tensor* ffn_norm = nullptr;
-  float ffn_eps = 0.f, ffn_offset = 0.f;
-  const Linear* gate_up = nullptr;  // [2F, D]: [gate | up]
-  const Linear* down = nullptr;     // [D, F]
-  Activation act = Activation::SiLU;
-  const Tensor* next_norm = nullptr;
-  float next_eps = 0.f, next_offset = 0.f;
-  const Linear* next_qkv = nullptr;
-};
-
 struct AttentionParams {
   float scale = 1.f;    // multiplies q·k
   float softcap = 0.f;  // >0: scores = softcap * tanh(scores / softcap)
@@ -173,17 +158,6 @@ class Backend {
                                 const Tensor& w, float eps, float weight_offset);
   virtual void gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up, Activation act);
   virtual void linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& q, const Linear& l);
-  // The tail of a dense pre-norm decoder layer and the head of the next, as one op where
-  // the backend fuses it (optional; CUDA does for decode steps of a few rows with FP8
-  // weights: cuda_layer_tail.cu). With o, ffn norm, MLP and next-layer weights from `t`:
-  //   x += heads · Woᵀ;  h = rms_norm(x);  x += down(act(gate) · up), [gate | up] = h · Wguᵀ;
-  //   then, where t.next_qkv is set, qkv = rms_norm(x, t.next_norm) · Wqkvᵀ.
-  // Returns false, having done nothing, where it does not fuse the shape: model/layers.h's
-  // layer_tail composes the ops above then, with the same result.
-  //   x [T, D] (in place), heads [T, Hq·Dh], qkv [T, N_qkv] (out)
-  virtual bool layer_tail(Tensor& x, Tensor& qkv, const Tensor& heads, const LayerTail& t) {
-    return false;
-  }
   // Writes the step's new K and V into their slots, step.kv(cache).slot_map.
   //   k, v [T, Hkv, Dh]
   virtual void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v,
@@ -304,9 +278,6 @@ struct CudaOptions {
   bool fp8_moe_tc = true;          // FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync;
                                    // 2.2-2.5x the reference on an H200); off: the bf16-widening
                                    // reference kernel (cuda_moe_gemm.h), the fallback
-  bool layer_tail = true;  // a few-row decode step's dense FP8 layers from the attention
-                           // heads to the next q|k|v in one kernel (cuda_layer_tail.cu); off:
-                           // the chain of kernels it fuses
   bool verify_decode_kernel = true;  // attention of steps whose rows have 2..8 tokens
                                      // (speculative verify steps) on the decode kernel,
                                      // every token a query (measured faster on an H100:

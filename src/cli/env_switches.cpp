@@ -60,7 +60,6 @@ EnvSwitches parse_env_switches(const EnvLookup& lookup) {
   s.cuda.pdl = read_switch(lookup, "TANDEM_CUDA_PDL").value_or(true);
   s.cuda.fp8_fast_accum = read_switch(lookup, "TANDEM_FP8_FAST_ACCUM").value_or(true);
   s.cuda.fp8_moe_tc = read_switch(lookup, "TANDEM_FP8_MOE_TC").value_or(true);
-  s.cuda.layer_tail = read_switch(lookup, "TANDEM_LAYER_TAIL").value_or(true);
   s.cuda.sm90_prefill = read_prefill(lookup);
   s.vision_timing = read_switch(lookup, "TANDEM_VISION_TIMING").value_or(false);
   s.tp_executor = read_switch(lookup, "TANDEM_TP_EXECUTOR").value_or(false);

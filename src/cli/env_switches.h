@@ -17,9 +17,6 @@
 //   TANDEM_FP8_MOE_TC       the FP8 MoE experts' GEMMs on the e4m3 tensor cores (mma.sync;
 //                           measured faster on an H200); off: the bf16-widening reference
 //                           kernel, the fallback
-//   TANDEM_LAYER_TAIL       a few-row decode step's dense FP8 layers run from the attention
-//                           heads to the next layer's q|k|v as one kernel
-//                           (cuda_layer_tail.cu); off: the chain of eight kernels, the fallback
 //   TANDEM_GGUF_TILES       CUDA linears with GGUF block weights at 9-64 rows run the
 //                           tensor-core tiles that decode the weight in shared memory
 //                           (backend/gguf_tiles.h, cuda_block_tiles.h; measured faster on

@@ -58,12 +58,6 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderTraits traits, WeightMap m
   for (int i = 0; i < c.num_layers; i++) load_layer(w, i);
   num_parameters_ = w.num_parameters();
   experts_format_ = w.experts_format();
-  // The layers as tails (layer_tail): every layer dense, nothing between a block's output and
-  // the residual (no sandwich norms, no μP multiplier, no all-reduce).
-  by_tails_ = !c.tp.comm && traits_.residual_multiplier == 1.f &&
-              std::all_of(layers_.begin(), layers_.end(), [](const DecoderLayer& l) {
-                return !l.sparse() && !l.post_attn_norm.defined() && !l.post_ffn_norm.defined();
-              });
 }
 
 RmsNorm DecoderModel::load_norm(WeightLoader& w, const std::string& name, int layer,
@@ -173,19 +167,6 @@ Tensor DecoderModel::forward(const StepTensors& step, std::span<PagedKv> kv) {
     backend_.rms_norm_fp8(h, hq, x, first.weight, first.eps, first.weight_offset);
   else
     backend_.rms_norm(h, x, first.weight, first.eps, first.weight_offset);
-  if (by_tails_) {  // the same ops, cut where a backend may fuse (layer_tail)
-    Tensor qkv = linear(backend_, h, hq, layers_[0].attention.qkv, step);
-    for (size_t i = 0; i < layers_.size(); i++) {
-      const Attention& a = layers_[i].attention;
-      const Tensor heads = attention_heads(backend_, qkv, step, kv[i], a);
-      const DecoderLayer* next = i + 1 < layers_.size() ? &layers_[i + 1] : nullptr;
-      qkv = layer_tail(backend_, x, heads.reshape({qkv.rows(), a.num_heads * a.head_dim}),
-                       {a.o, layers_[i].ffn_norm, layers_[i].mlp,
-                        next ? &next->attn_norm : nullptr, next ? &next->attention.qkv : nullptr},
-                       step);
-    }
-    return step_outputs(backend_, x, step, head_);
-  }
   for (size_t i = 0; i < layers_.size(); i++) {
     const DecoderLayer& l = layers_[i];
     Tensor attn = scaled(attention_block(l, h, hq, step, kv[i]));

@@ -61,9 +61,6 @@ class DecoderModel : public Model {
   Tensor embed_;  // [V, D]; under tensor parallelism [V/N, D] (vocab_slice_embedding)
   LmHead head_;   // final norm [D], lm_head [V, D] (the embedding when tied)
   std::vector<DecoderLayer> layers_;
-  // Whether forward() runs the layers as attention heads + layer_tail (model/layers.h): the
-  // same ops in the same order, cut where a backend may fuse a layer's tail.
-  bool by_tails_ = false;
 };
 
 // The weight map shared by Llama-style checkpoints (q/k/v/o, gate/up/down, the two

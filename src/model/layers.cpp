@@ -209,51 +209,6 @@ Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const Ga
   return linear(be, act, actq, mlp.down, step);
 }
 
-namespace {
-
-// residual += x; h = rms_norm(residual), with h's e4m3 copy in hq where the projection that
-// reads h takes one (Linear::takes_fp8_input).
-void add_norm(Backend& be, Tensor& h, Fp8Input& hq, Tensor& residual, const Tensor& x,
-              const RmsNorm& n, const Linear& reader) {
-  hq = Fp8Input{};
-  if (reader.takes_fp8_input())
-    be.add_rms_norm_fp8(h, hq, residual, x, n.weight, n.eps, n.weight_offset);
-  else
-    be.add_rms_norm(h, residual, x, n.weight, n.eps, n.weight_offset);
-}
-
-}  // namespace
-
-Tensor layer_tail(Backend& be, Tensor& x, const Tensor& heads, const LayerTailWeights& t,
-                  const StepTensors& step) {
-  const bool lora = t.o.lora || t.mlp.gate_up.lora || t.mlp.down.lora ||
-                    (t.next_qkv != nullptr && t.next_qkv->lora);
-  Tensor qkv;
-  if (t.next_qkv != nullptr) qkv = be.alloc(be.act_dtype(), {x.rows(), t.next_qkv->out_features()});
-  if (!lora) {
-    LayerTail fused{&t.o,         &t.ffn_norm.weight, t.ffn_norm.eps, t.ffn_norm.weight_offset,
-                    &t.mlp.gate_up, &t.mlp.down,      t.mlp.act};
-    if (t.next_qkv != nullptr) {
-      fused.next_norm = &t.next_norm->weight;
-      fused.next_eps = t.next_norm->eps;
-      fused.next_offset = t.next_norm->weight_offset;
-      fused.next_qkv = t.next_qkv;
-    }
-    if (be.layer_tail(x, qkv, heads, fused)) return qkv;
-  }
-  const Tensor attn = linear(be, heads, t.o, step);
-  Tensor h = be.alloc(x.dtype, x.shape);
-  Fp8Input hq;
-  add_norm(be, h, hq, x, attn, t.ffn_norm, t.mlp.gate_up);
-  const Tensor mlp = gated_mlp(be, h, step, t.mlp, hq);
-  if (t.next_qkv == nullptr) {
-    be.add(x, x, mlp);
-    return qkv;
-  }
-  add_norm(be, h, hq, x, mlp, *t.next_norm, *t.next_qkv);
-  return linear(be, h, hq, *t.next_qkv, step);
-}
-
 Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock& m) {
   const int64_t T = x.rows();
   Tensor scores = linear_f32(be, route_in, m.router);  // [T, E]

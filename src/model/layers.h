@@ -138,22 +138,6 @@ Tensor attention_heads(Backend& be, const Tensor& proj, const StepTensors& step,
 // activation writes its input's e4m3 copy too (Backend::gated_act_fp8).
 Tensor gated_mlp(Backend& be, const Tensor& h, const StepTensors& step, const GatedMlp& mlp,
                  const Fp8Input& hq = {});
-// The residual add after attention, the gated MLP and its add, and the next layer's input
-// norm and q|k|v projection (next_qkv null: the model's last layer, which only adds):
-//   x += o(heads); h = rms_norm(x, ffn_norm); x += gated_mlp(h);
-//   returns next_qkv(rms_norm(x, next_norm)) (undefined for the last layer).
-// Backend::layer_tail where the backend fuses it (CUDA: a few-row FP8 decode step as one
-// kernel), else the ops one by one, in the order the pre-norm decoder runs them.
-//   x [T, D] (in place), heads [T, Hq·Dh]
-struct LayerTailWeights {
-  const Linear& o;
-  const RmsNorm& ffn_norm;
-  const GatedMlp& mlp;
-  const RmsNorm* next_norm = nullptr;
-  const Linear* next_qkv = nullptr;
-};
-Tensor layer_tail(Backend& be, Tensor& x, const Tensor& heads, const LayerTailWeights& t,
-                  const StepTensors& step);
 // Routes each token on route_in's f32 router scores, runs the experts on x.
 //   route_in, x [T, D] → [T, D]
 Tensor moe(Backend& be, const Tensor& route_in, const Tensor& x, const MoeBlock& m);

@@ -93,10 +93,6 @@ class CudaBackend final : public Backend {
   void add_rms_norm_fp8(Tensor& out, Fp8Input& q, Tensor& residual, const Tensor& x,
                         const Tensor& w, float eps, float weight_offset) override;
   void gated_act_fp8(Tensor& out, Fp8Input& q, const Tensor& gate_up, Activation act) override;
-  bool layer_tail(Tensor& x, Tensor& qkv, const Tensor& heads, const LayerTail& t) override;
-  // A diagnostic: the fused layer tail's CTAs write the global timer after each of its
-  // steps into stamps [SMs][16] (device memory; cuda_layer_tail.cu says which), or not (null).
-  void set_layer_tail_stamps(uint64_t* stamps) { layer_tail_stamps_ = stamps; }
   void linear_fp8_input(Tensor& out, const Tensor& x, const Fp8Input& q, const Linear& l) override;
   void write_kv(PagedKv& cache, const Tensor& k, const Tensor& v, const StepTensors& step) override;
   void qkv_to_cache(Tensor& q, const Tensor& qkv, PagedKv& cache, const StepTensors& step,
@@ -182,9 +178,6 @@ class CudaBackend final : public Backend {
   std::shared_ptr<int> split_counters_;
   int* split_counters();
   std::shared_ptr<int> fp8_gemm_counters_;
-  // cuda_layer_tail.cu: the fused layer tail's grid barrier (one word, see there).
-  std::shared_ptr<int> layer_tail_barrier_;
-  uint64_t* layer_tail_stamps_ = nullptr;
   // `count` zeroed ints in `slot`, allocated on first use for kernels whose CTAs count
   // arrivals and leave them at zero (persistent state, so its own cudaMalloc: a
   // caching-allocator block may be a captured graph's temporary, which a replay would

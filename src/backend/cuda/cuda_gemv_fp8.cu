@@ -14,14 +14,18 @@
 // the same 16 bytes of x, and the two mmas of a 64-column segment take them as their k
 // slots {4c..4c+3, 16+4c..16+4c+3} (c = lane % 4): A and B agree on which column sits in
 // which slot, which is all the product needs (PTX ISA, "Matrix Fragments for
-// mma.m16n8k32" with .e4m3). Rows sit kFp8RowStride bytes apart in a stage (64 bytes more
+// mma.m16n8k32" with .e4m3). Rows sit kRowStride bytes apart in a stage (64 bytes more
 // than a chunk), so the 128-bit loads of 8 lanes (two rows, 64 bytes each) hit all 32
 // banks once.
 //
-// A warp keeps its partial sums across the chunks of a row group, and the 16 warps' meet
-// in shared memory at the group's end (cuda_fp8_stream.cuh, where that loop lives, with the
-// folding of 128-column block scales: DeepSeek-style 128 x 128 checkpoints and the 1 x 128
-// blocks of fused shards, x then quantized per token and 128 columns).
+// A warp's partial sums for its columns are kept across the chunks of a row group and
+// added across the 16 warps through shared memory when the group's last chunk is done
+// (double-buffered by group parity, so one barrier per group suffices); then
+// out[m, n] = sum · s_x[m] · s_w[n] (+ bias). Block scales of 128 columns (block_n any,
+// block_k 128: DeepSeek-style 128 x 128 checkpoints, and the 1 x 128 blocks of fused
+// shards): a warp's 128 columns of a stage are exactly one column block, so it folds its
+// mma sums into a running total scaled by s_x[m, kb] · s_w(n, kb) after every stage, and
+// x is quantized per token and 128 columns.
 //
 // x arrives in bf16 and every CTA quantizes it itself into shared memory (amax per token,
 // s = max(amax, 1e-12) / 448, e4m3(x / s), in f64: the arithmetic of the quantize kernel
@@ -51,7 +55,6 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.cuh"
 #include "backend/cuda/cuda_fp8.cuh"
-#include "backend/cuda/cuda_fp8_stream.cuh"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_gemv_fp8.h"
 #include "backend/cuda/cuda_stream_input.cuh"
@@ -62,14 +65,19 @@ namespace tandem {
 namespace {
 
 using cuda::bf16;
-using cuda::Fp8Ring;
 
-constexpr int kStageBytes = Fp8Ring::kStageBytes;
-constexpr int kMaxRows = cuda::kFp8MaxRows;
-constexpr int kMaxXBytes = cuda::kFp8MaxXBytes;
-constexpr int kMaxXScales = cuda::kFp8MaxXScales;
-constexpr int kBlockK = cuda::kStreamBlockK;
-constexpr int red_bytes(int M) { return cuda::fp8_red_bytes(M); }
+constexpr int kRowsPerStage = cuda::kStreamRows;  // the mma's rows
+constexpr int kChunk = 2048;                      // columns (bytes) of a row per stage
+constexpr int kRowStride = kChunk + 64;
+using Ring = cuda::WeightRing<uint8_t, kChunk, kRowStride>;
+constexpr int kConsumerWarps = cuda::kStreamConsumerWarps;
+constexpr int kConsumers = cuda::kStreamConsumers;
+constexpr int kWarpCols = kChunk / kConsumerWarps;  // 128: two 64-column segments
+constexpr int kStageBytes = Ring::kStageBytes;
+constexpr int kMaxRows = kFp8GemvMaxRows;  // x rows: the mma's 8 columns
+constexpr int kMaxXBytes = 32 * 1024;       // x [M, K] staged as e4m3 bytes
+// Cross-warp partial sums: [2 group parities][M][16 rows][16 warps] f32.
+constexpr int red_bytes(int M) { return 2 * M * kRowsPerStage * kConsumerWarps * 4; }
 constexpr int kMinStages = 3;
 static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes -
                red_bytes(kMaxRows)) /
@@ -80,6 +88,32 @@ static_assert((cuda::kStreamCtaSmem - cuda::kStreamBarrierBytes - kMaxXBytes -
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
 
+// A warp's four mmas over its 128 columns of a stage: rows g and g + 8 of the stage,
+// token g of x (zeros for g >= M). Columns at or past `cols` (a row's last, partial
+// chunk) add nothing: cols % 16 == 0, so a lane's 16 bytes are all in or all out, and such
+// lanes feed zeros (the stage may hold an older chunk's bytes there).
+__device__ __forceinline__ void mma_stage(float (&d)[4], const uint8_t* stage, const uint8_t* xs,
+                                          int M, int K, int k0, int cols, int warp, int lane) {
+  const int g = lane >> 2, c = lane & 3;
+#pragma unroll
+  for (int seg = 0; seg < kWarpCols / 64; seg++) {
+    const int k_seg = warp * kWarpCols + seg * 64;
+    if (k_seg >= cols) continue;  // warp-uniform: the mma needs every lane
+    const int k = k_seg + c * 16;
+    const bool in = k < cols;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    const uint4 ra = in ? *reinterpret_cast<const uint4*>(stage + g * kRowStride + k) : zero;
+    const uint4 rb = in ? *reinterpret_cast<const uint4*>(stage + (g + 8) * kRowStride + k) : zero;
+    const uint4 xv = in && g < M ? *reinterpret_cast<const uint4*>(xs + g * K + k0 + k) : zero;
+    cuda::mma_e4m3(d, ra.x, rb.x, ra.y, rb.y, xv.x, xv.y);
+    cuda::mma_e4m3(d, ra.z, rb.z, ra.w, rb.w, xv.z, xv.w);
+  }
+}
+
+// Block weights here are [block_n, 128] blocks (x then per token and 128 columns).
+constexpr int kBlockK = cuda::kStreamBlockK;
+constexpr int kMaxXScales = kMaxXBytes / kBlockK;  // (token, column group) pairs
+
 //   out [M, N], x from `in` (cuda_stream_input.cuh: [M, K] bf16), w [N, K] e4m3 scaled by
 //   `ws`, bias [N] or null. K % 16 == 0, 1 <= M <= 8.
 template <typename Out>
@@ -88,17 +122,76 @@ __global__ void __launch_bounds__(cuda::kStreamThreads)
                     cuda::WeightScales ws, const bf16* __restrict__ bias, int M, int N, int K,
                     int stages) {
   extern __shared__ __align__(128) unsigned char smem[];
-  Fp8Ring ring;
+  Ring ring;
   if (!cuda::open_weight_stream(ring, smem, w, N, K, stages)) return;  // the producer
   uint8_t* xs = ring.end();
   float* red = reinterpret_cast<float*>(xs + ((M * K + 15) & ~15));
-  const int G = ws.block() ? (K + kBlockK - 1) / kBlockK : 1;
+  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+  const cuda::StreamWork& wk = ring.wk;
+  const bool block = ws.granularity == ScaleGranularity::Block;
+  const int G = block ? (K + kBlockK - 1) / kBlockK : 1;
   __shared__ double sx[kMaxXScales];
   __shared__ float sinv[kMaxXScales];
-  __shared__ float scratch[kMaxRows * cuda::kStreamConsumerWarps], rows[kMaxRows];
+  __shared__ float scratch[kMaxRows * kConsumerWarps], rows[kMaxRows];
   cuda::quantize_x(xs, sx, sinv, scratch, rows, in, M, K, G);
-  cuda::consume_fp8_stream(ring, ring.wk, 0, xs, sx, red, ws, bias, M,
-                           [&](int m, int n, float v) { store_out(out + int64_t(m) * N + n, v); });
+
+  float d[4] = {0.f, 0.f, 0.f, 0.f};    // this stage's (or, unblocked, this group's) sums
+  float tot[4] = {0.f, 0.f, 0.f, 0.f};  // blocks: the group's scaled sums
+  const int g = lane >> 2, c = lane & 3;
+  for (int i = 0; i < wk.steps; i++) {
+    const int chunk = i % wk.chunks;
+    const int k0 = chunk * kChunk, cols = min(kChunk, K - k0);
+    const int group = wk.group_begin + i / wk.chunks;
+    const bool folds = block && warp * kWarpCols < cols;
+    const int kb = (k0 + warp * kWarpCols) / kBlockK;
+    // Blocks: this stage's weight scales of rows g and g + 8, loaded before the wait so
+    // their latency hides behind it (read after the mmas they would stall every stage).
+    float sw[2] = {0.f, 0.f};
+    if (folds)
+#pragma unroll
+      for (int h = 0; h < 2; h++)
+        sw[h] = ws.at<int>(min(group * kRowsPerStage + g + h * 8, N - 1), kb);
+    const uint8_t* stage = ring.wait(i);
+    mma_stage(d, stage, xs, M, K, k0, cols, warp, lane);
+    ring.release(i, lane);
+    if (folds) {  // fold this warp's column block
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const int m = 2 * c + (j & 1);
+        if (m < M) tot[j] += d[j] * (float(sx[m * G + kb]) * sw[j >> 1]);
+        d[j] = 0.f;
+      }
+    }
+    if (chunk != wk.chunks - 1) continue;
+    // The group's sums: this warp's (rows g, g + 8; tokens 2c, 2c + 1) into red, then one
+    // thread per (token, row) adds the 16 warps' and writes out.
+    float* r = red + (group & 1) * (M * kRowsPerStage * kConsumerWarps);
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int m = 2 * c + (j & 1), row = g + (j >> 1) * 8;
+      if (m < M) r[(m * kRowsPerStage + row) * kConsumerWarps + warp] = block ? tot[j] : d[j];
+      d[j] = 0.f;
+      tot[j] = 0.f;
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+    const int t = int(threadIdx.x);
+    if (t < M * kRowsPerStage) {
+      const int m = t / kRowsPerStage, row = t % kRowsPerStage;
+      const int n = group * kRowsPerStage + row;
+      if (n < N) {
+        const float4* p = reinterpret_cast<const float4*>(r + t * kConsumerWarps);
+        float s = 0.f;
+#pragma unroll
+        for (int q = 0; q < kConsumerWarps / 4; q++) {
+          const float4 v = p[q];
+          s += (v.x + v.y) + (v.z + v.w);
+        }
+        if (!block) s *= float(sx[m]) * ws.at<int>(n, 0);
+        if (bias != nullptr) s += __bfloat162float(bias[n]);
+        store_out(out + int64_t(m) * N + n, s);
+      }
+    }
+  }
 }
 
 // Ring stages left beside x and the cross-warp sums.

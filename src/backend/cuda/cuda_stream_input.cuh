@@ -35,16 +35,15 @@ __device__ __forceinline__ void set_x_scale(double* sx, float* sinv, int p, floa
 // Per token m, over every consumer thread: op-reduction of f(8 values) over the row's K
 // values, across the warps through scratch [M][kStreamConsumerWarps]; thread m < M writes
 // row m's result to out[m] (no barrier after it: only that thread may read it at once).
-// load(m, k, v) gives x[m, k .. k + 8).
-template <typename Load, typename F, typename Op>
-__device__ __forceinline__ void per_token(Load load, int M, int K, float* scratch, float* out, F f,
-                                          Op op) {
+template <typename F, typename Op>
+__device__ __forceinline__ void per_token(const StreamInput& in, int M, int K, float* scratch,
+                                          float* out, F f, Op op) {
   const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   for (int m = 0; m < M; m++) {
     float acc = 0.f;
     for (int v = tid; v < K / 8; v += kStreamConsumers) {
       float x[8];
-      load(m, v * 8, x);
+      load_x8(in, m, K, v * 8, x);
       acc = op(acc, f(x));
     }
     for (int o = 16; o > 0; o >>= 1) acc = op(acc, __shfl_xor_sync(0xffffffffu, acc, o));
@@ -67,13 +66,9 @@ struct MaxOp {
 // columns (G = ⌈K / 128⌉) in sx[m · G + g]: the static input scale, or max(|x|, 1e-12) /
 // 448, in f64, the quotients as f64 ones (cuda::f8_quotient). amax is a max, so every
 // CTA finds the same one. scratch [M · kStreamConsumerWarps]; rows [M].
-//
-// x comes from load(m, k, v) (x[m, k .. k + 8), as load_x8), each value read twice, so a
-// kernel may compute x on the fly (cuda_layer_tail.cu: a norm's output, an activation).
-template <typename Load>
 __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv, float* scratch,
-                                           float* rows, Load load, const float* static_x, int M,
-                                           int K, int G) {
+                                           float* rows, const StreamInput& in, int M, int K,
+                                           int G) {
   const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const int group = G == 1 ? K : kStreamBlockK;
   auto amax8 = [](const float(&x)[8]) {
@@ -82,13 +77,13 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
     for (int i = 0; i < 8; i++) a = fmaxf(a, fabsf(x[i]));
     return a;
   };
-  if (static_x != nullptr) {
+  if (in.static_x != nullptr) {
     if (tid < M) {
-      sx[tid] = double(*static_x);
+      sx[tid] = double(*in.static_x);
       sinv[tid] = float(1.0 / sx[tid]);
     }
   } else if (G == 1) {  // a token's amax over all threads
-    per_token(load, M, K, scratch, rows, amax8, MaxOp{});
+    per_token(in, M, K, scratch, rows, amax8, MaxOp{});
     if (tid < M) set_x_scale(sx, sinv, tid, rows[tid]);
   } else {  // a warp per (token, 128 columns): 16 lanes of 8
     for (int p = warp; p < M * G; p += kStreamConsumerWarps) {
@@ -96,7 +91,7 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
       float amax = 0.f;
       if (lane < kStreamBlockK / 8 && k < K) {
         float x[8];
-        load(m, k, x);
+        load_x8(in, m, K, k, x);
         amax = amax8(x);
       }
       amax = warp_max(amax);
@@ -109,22 +104,13 @@ __device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv,
     const double s = sx[p];
     const float inv = sinv[p];
     float x[8];
-    load(m, k, x);
+    load_x8(in, m, K, k, x);
     uint32_t q[2] = {0, 0};
 #pragma unroll
     for (int i = 0; i < 8; i++) q[i / 4] |= uint32_t(f8_quotient(x[i], s, inv)) << (8 * (i % 4));
     reinterpret_cast<uint2*>(xs)[v] = make_uint2(q[0], q[1]);
   }
   asm volatile("bar.sync 1, %0;" ::"n"(kStreamConsumers) : "memory");
-}
-
-// The same with x from `in`.
-__device__ __forceinline__ void quantize_x(uint8_t* xs, double* sx, float* sinv, float* scratch,
-                                           float* rows, const StreamInput& in, int M, int K,
-                                           int G) {
-  quantize_x(
-      xs, sx, sinv, scratch, rows,
-      [&](int m, int k, float(&v)[8]) { load_x8(in, m, K, k, v); }, in.static_x, M, K, G);
 }
 
 }  // namespace tandem::cuda

@@ -28,7 +28,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <type_traits>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
@@ -102,34 +101,31 @@ struct WeightRing {
 
   // The producer warp: every stage of the CTA's rows of w [N, K], each into its slot once
   // the consumers released the slot's previous stage. Lane r copies row r.
-  __device__ __forceinline__ void produce(const Elem* w, int lane) const { produce(w, lane, wk, 0); }
-
-  // The same for the CTA's share `part` of another weight through this ring, its stages
-  // numbered from `first` on (a kernel streaming several weights one after another:
-  // cuda_layer_tail.cu). The consumers count the stages the same way.
-  __device__ __forceinline__ void produce(const Elem* w, int lane, const StreamWork& part,
-                                          int first) const {
-    for (int j = 0; j < part.steps; j++) {
-      const int i = first + j, slot = i % wk.stages;
+  __device__ __forceinline__ void produce(const Elem* w, int lane) const {
+    for (int i = 0; i < wk.steps; i++) {
+      const int slot = i % wk.stages;
       if (i >= wk.stages) mbar_wait(&empty[slot], uint32_t(i / wk.stages - 1) & 1u);
-      const int n0 = (part.group_begin + j / part.chunks) * kStreamRows;
-      const int k0 = (j % part.chunks) * kChunk;
-      const int rows = min(kStreamRows, part.N - n0), cols = min(kChunk, part.K - k0);
+      const int n0 = (wk.group_begin + i / wk.chunks) * kStreamRows;
+      const int k0 = (i % wk.chunks) * kChunk;
+      const int rows = min(kStreamRows, wk.N - n0), cols = min(kChunk, wk.K - k0);
       const uint32_t bytes = uint32_t(cols) * uint32_t(sizeof(Elem));
       if (lane == 0) mbar_arrive_expect(&full[slot], uint32_t(rows) * bytes);
       __syncwarp();
       if (lane < rows)
         bulk_copy(slots + slot * kStageElems + lane * kRowStride,
-                  w + int64_t(n0 + lane) * part.K + k0, bytes, &full[slot]);
+                  w + int64_t(n0 + lane) * wk.K + k0, bytes, &full[slot]);
     }
   }
 };
 
-// The ring's barriers and slots in `smem` (the kernel's dynamic shared memory, 128-byte
-// aligned), initialized for `stages` stages; every thread of the CTA calls it.
-template <typename Ring>
-__device__ __forceinline__ void init_weight_ring(Ring& ring, unsigned char* smem, int stages) {
-  using Elem = std::remove_pointer_t<decltype(ring.slots)>;
+// The opening of a stream kernel over w [N, K] with `stages` ring stages in `smem` (the
+// kernel's dynamic shared memory, 128-byte aligned): sets up the ring and its barriers,
+// lets the next kernel launch (PDL) and splits the rows over the CTAs. The producer warp
+// then streams all of its CTA's stages and gets false: the kernel returns. The consumer
+// warps wait for the kernel before (pdl_wait) and get true.
+template <typename Ring, typename Elem>
+__device__ __forceinline__ bool open_weight_stream(Ring& ring, unsigned char* smem, const Elem* w,
+                                                   int N, int K, int stages) {
   ring.full = reinterpret_cast<uint64_t*>(smem);
   ring.empty = ring.full + kStreamMaxStages;
   ring.slots = reinterpret_cast<Elem*>(smem + kStreamBarrierBytes);
@@ -141,17 +137,6 @@ __device__ __forceinline__ void init_weight_ring(Ring& ring, unsigned char* smem
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
-}
-
-// The opening of a stream kernel over w [N, K] with `stages` ring stages in `smem` (the
-// kernel's dynamic shared memory, 128-byte aligned): sets up the ring and its barriers,
-// lets the next kernel launch (PDL) and splits the rows over the CTAs. The producer warp
-// then streams all of its CTA's stages and gets false: the kernel returns. The consumer
-// warps wait for the kernel before (pdl_wait) and get true.
-template <typename Ring, typename Elem>
-__device__ __forceinline__ bool open_weight_stream(Ring& ring, unsigned char* smem, const Elem* w,
-                                                   int N, int K, int stages) {
-  init_weight_ring(ring, smem, stages);
   pdl_launch_next();
   ring.wk = stream_work<Ring::kChunkElems, kStreamRows>(N, K, stages);
   if (int(threadIdx.x) / 32 == kStreamConsumerWarps) {

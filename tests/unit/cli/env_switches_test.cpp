@@ -40,7 +40,6 @@ TEST(EnvSwitches, UnsetMeansTheFastPath) {
   EXPECT_TRUE(s.cuda.sm90_prefill);
   EXPECT_TRUE(s.cuda.fp8_fast_accum);
   EXPECT_TRUE(s.cuda.fp8_moe_tc);
-  EXPECT_TRUE(s.cuda.layer_tail);
   EXPECT_FALSE(s.vision_timing) << "it waits for the device: asked for only";
   EXPECT_FALSE(s.tp_executor) << "-tp 1 is the single worker unless asked";
   EXPECT_EQ(s.threads, 0);
@@ -53,15 +52,13 @@ TEST(EnvSwitches, ZeroTurnsEachSwitchOff) {
                                {"TANDEM_CUDA_GEMV", "0"},
                                {"TANDEM_CUDA_PDL", "0"},
                                {"TANDEM_FP8_FAST_ACCUM", "0"},
-                               {"TANDEM_FP8_MOE_TC", "0"},
-                               {"TANDEM_LAYER_TAIL", "0"}});
+                               {"TANDEM_FP8_MOE_TC", "0"}});
   EXPECT_FALSE(s.graphs);
   EXPECT_EQ(s.overlap, Overlap::Off);
   EXPECT_FALSE(s.cuda.gemv);
   EXPECT_FALSE(s.cuda.pdl);
   EXPECT_FALSE(s.cuda.fp8_fast_accum);
   EXPECT_FALSE(s.cuda.fp8_moe_tc);
-  EXPECT_FALSE(s.cuda.layer_tail);
   EXPECT_TRUE(s.cuda.sm90_prefill) << "untouched by the others";
 }
 
