@@ -98,6 +98,67 @@ __global__ void rms_norm_block_kernel(bf16* out, bf16* res, const bf16* x, const
       [&](float v) { return cuda::block_max(v, scratch); });
 }
 
+// rms_norm_block_kernel for rows of at most kHeld vectors a thread (the hidden states of
+// today's models): w is read before the wait (weights are never written by a step, so its
+// HBM latency hides behind the kernel before), and each thread keeps its values in registers
+// between the two passes instead of reading them back. The same sums in the same order, so
+// the same bits. In a decode step the norm's loads queue behind the next linear's weight
+// copies already in flight on the SM, so each round trip it saves is worth ~0.5 µs: FP8
+// decode-b1 on an H100's 8B shape went 3.76 -> 3.73 ms a step (bench/RESULTS.md, session 22).
+constexpr int kHeld = 2;
+template <int N, bool kResidual, typename W, bool kQuant = false>
+__global__ void rms_norm_held_kernel(bf16* out, bf16* res, const bf16* x, const W* w, int64_t C,
+                                     float eps, float offset, uint8_t* q, float* scales) {
+  __shared__ float scratch[32];
+  const int g = int(threadIdx.x), G = int(blockDim.x);
+  float wv[kHeld][N];
+#pragma unroll
+  for (int it = 0; it < kHeld; it++) {
+    const int64_t c = (int64_t(g) + int64_t(it) * G) * N;
+    if (c < C) cuda::load_n<N, true>(w + c, wv[it]);
+  }
+  cuda::pdl_launch_next();
+  cuda::pdl_wait();
+  const int64_t o = int64_t(blockIdx.x) * C;
+  const bf16* in = kResidual ? res + o : x + o;
+  float v[kHeld][N];
+  float sum_sq = 0.f;
+#pragma unroll
+  for (int it = 0; it < kHeld; it++) {
+    const int64_t c = (int64_t(g) + int64_t(it) * G) * N;
+    if (c >= C) continue;
+    cuda::load_n<N, true>(in + c, v[it]);
+    if constexpr (kResidual) {
+      float xv[N];
+      cuda::load_n<N, true>(x + o + c, xv);
+#pragma unroll
+      for (int i = 0; i < N; i++) v[it][i] = cuda::to_f32(__float2bfloat16_rn(v[it][i] + xv[i]));
+      cuda::store_n<N, true>(res + o + c, v[it]);
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++) sum_sq += v[it][i] * v[it][i];
+  }
+  const float r = 1.f / sqrtf(cuda::block_sum(sum_sq, scratch) / float(C) + eps);
+  float amax = 0.f;
+#pragma unroll
+  for (int it = 0; it < kHeld; it++) {
+    const int64_t c = (int64_t(g) + int64_t(it) * G) * N;
+    if (c >= C) continue;
+#pragma unroll
+    for (int i = 0; i < N; i++) v[it][i] = (v[it][i] * r) * (wv[it][i] + offset);
+    if constexpr (kQuant)
+#pragma unroll
+      for (int i = 0; i < N; i++)
+        amax = fmaxf(amax, fabsf(cuda::to_f32(__float2bfloat16_rn(v[it][i]))));
+    cuda::store_n<N, true>(out + o + c, v[it]);
+  }
+  if constexpr (kQuant) {
+    const double s = cuda::f8_row_scale(cuda::block_max(amax, scratch));
+    cuda::quantize_row<N, true>(q + o, out + o, C, g, G, s);
+    if (g == 0) scales[blockIdx.x] = float(s);
+  }
+}
+
 // Elementwise maps over n elements; `fn(a, b)` gives the output (b is ignored by unary maps).
 struct AddFn {
   __device__ float operator()(float a, float b) const { return a + b; }
@@ -196,6 +257,12 @@ void launch_rms_norm(cudaStream_t stream, bf16* out, bf16* res, const bf16* x, c
                                 : &rms_norm_warp_kernel<1, false, kResidual, W>);
     cuda::launch_pdl(kName, kernel, dim3(grid), dim3(32 * rows_per_block), 0, stream, out, res,
                      x, w, R, C, eps, offset, q, scales);
+  } else if (vec && C <= int64_t(kHeld) * 8 * (C >= 8 * 512 ? 512 : 256)) {
+    const int threads = C >= 8 * 512 ? 512 : 256;
+    auto* kernel = quant ? &rms_norm_held_kernel<8, kResidual, W, true>
+                         : &rms_norm_held_kernel<8, kResidual, W>;
+    cuda::launch_pdl(kName, kernel, dim3(unsigned(R)), dim3(threads), 0, stream, out, res, x, w,
+                     C, eps, offset, q, scales);
   } else {
     const int threads = C >= 8 * 512 ? 512 : 256;
     auto* kernel = vec ? (quant ? &rms_norm_block_kernel<8, true, kResidual, W, true>
