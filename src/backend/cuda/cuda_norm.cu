@@ -19,6 +19,25 @@ using cuda::bf16;
 
 // ---------------------------------------------------------------- kernels
 
+// The residual update of N values: v = bf16(v + x), as stored.
+template <int N>
+__device__ __forceinline__ void add_rounded(float (&v)[N], const float (&xv)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; i++) v[i] = cuda::to_f32(__float2bfloat16_rn(v[i] + xv[i]));
+}
+
+// v = (v · r) · (w + offset), HF order; with kQuant also amax = max(amax, |bf16(v)|), the
+// stored values' largest magnitude.
+template <int N, bool kQuant>
+__device__ __forceinline__ void normalize(float (&v)[N], float r, const float (&wv)[N],
+                                          float offset, float& amax) {
+#pragma unroll
+  for (int i = 0; i < N; i++) v[i] = (v[i] * r) * (wv[i] + offset);
+  if constexpr (kQuant)
+#pragma unroll
+    for (int i = 0; i < N; i++) amax = fmaxf(amax, fabsf(cuda::to_f32(__float2bfloat16_rn(v[i]))));
+}
+
 // One row of (add_)rms_norm, done by a group of G threads (a warp or a block), thread g
 // handling elements [c, c + N) for c = g*N, g*N + G*N, ... in both passes, so each thread
 // reads back only what it wrote itself (in place and residual updates need no barrier).
@@ -39,8 +58,7 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, bf16* res, const bf16* x
     if constexpr (kResidual) {
       float xv[N];
       cuda::load_n<N, kVec>(x + c, xv);
-#pragma unroll
-      for (int i = 0; i < N; i++) v[i] = cuda::to_f32(__float2bfloat16_rn(v[i] + xv[i]));
+      add_rounded(v, xv);
       cuda::store_n<N, kVec>(res + c, v);
     }
 #pragma unroll
@@ -52,11 +70,7 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, bf16* res, const bf16* x
     float v[N], wv[N];
     cuda::load_n<N, kVec>(in + c, v);
     cuda::load_n<N, kVec>(w + c, wv);
-#pragma unroll
-    for (int i = 0; i < N; i++) v[i] = (v[i] * r) * (wv[i] + offset);
-    if constexpr (kQuant)
-#pragma unroll
-      for (int i = 0; i < N; i++) amax = fmaxf(amax, fabsf(cuda::to_f32(__float2bfloat16_rn(v[i]))));
+    normalize<N, kQuant>(v, r, wv, offset, amax);
     cuda::store_n<N, kVec>(out + c, v);
   }
   if constexpr (kQuant) {
@@ -131,8 +145,7 @@ __global__ void rms_norm_held_kernel(bf16* out, bf16* res, const bf16* x, const 
     if constexpr (kResidual) {
       float xv[N];
       cuda::load_n<N, true>(x + o + c, xv);
-#pragma unroll
-      for (int i = 0; i < N; i++) v[it][i] = cuda::to_f32(__float2bfloat16_rn(v[it][i] + xv[i]));
+      add_rounded(v[it], xv);
       cuda::store_n<N, true>(res + o + c, v[it]);
     }
 #pragma unroll
@@ -144,12 +157,7 @@ __global__ void rms_norm_held_kernel(bf16* out, bf16* res, const bf16* x, const 
   for (int it = 0; it < kHeld; it++) {
     const int64_t c = (int64_t(g) + int64_t(it) * G) * N;
     if (c >= C) continue;
-#pragma unroll
-    for (int i = 0; i < N; i++) v[it][i] = (v[it][i] * r) * (wv[it][i] + offset);
-    if constexpr (kQuant)
-#pragma unroll
-      for (int i = 0; i < N; i++)
-        amax = fmaxf(amax, fabsf(cuda::to_f32(__float2bfloat16_rn(v[it][i]))));
+    normalize<N, kQuant>(v[it], r, wv[it], offset, amax);
     cuda::store_n<N, true>(out + o + c, v[it]);
   }
   if constexpr (kQuant) {
@@ -257,14 +265,15 @@ void launch_rms_norm(cudaStream_t stream, bf16* out, bf16* res, const bf16* x, c
                                 : &rms_norm_warp_kernel<1, false, kResidual, W>);
     cuda::launch_pdl(kName, kernel, dim3(grid), dim3(32 * rows_per_block), 0, stream, out, res,
                      x, w, R, C, eps, offset, q, scales);
-  } else if (vec && C <= int64_t(kHeld) * 8 * (C >= 8 * 512 ? 512 : 256)) {
-    const int threads = C >= 8 * 512 ? 512 : 256;
+    return;
+  }
+  const int threads = C >= 8 * 512 ? 512 : 256;  // a block per row
+  if (vec && C <= int64_t(kHeld) * 8 * threads) {
     auto* kernel = quant ? &rms_norm_held_kernel<8, kResidual, W, true>
                          : &rms_norm_held_kernel<8, kResidual, W>;
     cuda::launch_pdl(kName, kernel, dim3(unsigned(R)), dim3(threads), 0, stream, out, res, x, w,
                      C, eps, offset, q, scales);
   } else {
-    const int threads = C >= 8 * 512 ? 512 : 256;
     auto* kernel = vec ? (quant ? &rms_norm_block_kernel<8, true, kResidual, W, true>
                                 : &rms_norm_block_kernel<8, true, kResidual, W>)
                        : (quant ? &rms_norm_block_kernel<1, false, kResidual, W, true>
